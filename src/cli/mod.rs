@@ -1,0 +1,80 @@
+//! Command-line definitions shared by every subcommand, and the exit-code contract:
+//! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
+
+mod parse;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use toolgate::tool::{LoadedTools, load_dir};
+
+#[derive(Parser, Debug)]
+#[command(name = "toolgate", version, about = "An agent-loop runtime: tool calls parsed, gated, run and recorded")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse one model output (a file, or stdin) and print its text, calls and problems as JSON.
+    Parse(parse::ParseArgs),
+}
+
+/// A failed command: its exit code and the one line to print.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    /// Bad input from the user: exit code 2.
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+    /// Anything else: exit code 1.
+    pub fn other(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Parse(args) => parse::run(args),
+    }
+}
+
+/// The default tools folder, relative to the current directory.
+pub const DEFAULT_TOOLS: &str = "tools";
+
+/// Loads the tool library from `dir`. A missing default folder means no tools; a
+/// missing folder the user named is bad input. Broken files are reported on stderr
+/// and skipped.
+pub fn load_tools(dir: Option<&Path>) -> Result<LoadedTools, Failure> {
+    let (dir, explicit) = match dir {
+        Some(d) => (d.to_path_buf(), true),
+        None => (PathBuf::from(DEFAULT_TOOLS), false),
+    };
+    if !dir.is_dir() {
+        if explicit {
+            return Err(Failure::bad_input(format!(
+                "tools folder {} does not exist",
+                dir.display()
+            )));
+        }
+        return Ok(LoadedTools::default());
+    }
+    let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    for e in &loaded.errors {
+        eprintln!("toolgate: warning: {e} (tool skipped)");
+    }
+    Ok(loaded)
+}

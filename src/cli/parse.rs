@@ -1,0 +1,160 @@
+//! `toolgate parse`: one model output (or many, with `--jsonl`) to JSON on stdout.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::Value;
+use toolgate::parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
+
+use super::{Failure, load_tools};
+
+#[derive(Args, Debug)]
+pub struct ParseArgs {
+    /// The dialect: auto, xml, hermes, qwen3-coder, invoke, openai.
+    #[arg(long, default_value = "auto")]
+    dialect: String,
+    /// Folder of tool files whose schemas guide value coercion [default: ./tools].
+    #[arg(long, env = "TOOLGATE_TOOLS")]
+    tools: Option<PathBuf>,
+    /// Report structural faults and drop the calls that have them, instead of recovering.
+    #[arg(long)]
+    strict: bool,
+    /// Feed the input through the streaming parser in chunks of N bytes (same output).
+    #[arg(long, value_name = "N")]
+    stream: Option<usize>,
+    /// Read one model output per line (a JSON object with a "text" field); print one result per line.
+    #[arg(long)]
+    jsonl: bool,
+    /// Indent the JSON output.
+    #[arg(long)]
+    pretty: bool,
+    /// The model output to parse; stdin when absent.
+    file: Option<PathBuf>,
+}
+
+pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
+    let dialect: Dialect = args.dialect.parse().map_err(Failure::bad_input)?;
+    if args.stream == Some(0) {
+        return Err(Failure::bad_input("--stream needs a chunk size of at least 1 byte"));
+    }
+    let tools = load_tools(args.tools.as_deref())?;
+    let opts = ParseOptions::default()
+        .with_dialect(dialect)
+        .with_strict(args.strict)
+        .with_schemas(Arc::new(tools.schemas()));
+    let input = read_input(args.file.as_ref())?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let print = |out: &mut dyn Write, value: &dyn erased::Json| -> Result<(), Failure> {
+        value
+            .write(out, args.pretty)
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
+    };
+    if !args.jsonl {
+        let turn = parse_one(strip_bom(&input), &opts, args.stream);
+        print(&mut out, &turn)?;
+        return flush(out).map(|()| ExitCode::SUCCESS);
+    }
+    let mut bad_lines = Vec::new();
+    for (i, line) in input.split(|&b| b == b'\n').enumerate() {
+        let line = strip_bom(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match jsonl_text(line) {
+            Ok(text) => {
+                let turn = parse_one(text.as_bytes(), &opts, args.stream);
+                print(&mut out, &turn)?;
+            }
+            Err(reason) => {
+                let line_no = i + 1;
+                let err = serde_json::json!({"line": line_no, "error": reason});
+                print(&mut out, &err)?;
+                bad_lines.push(line_no);
+            }
+        }
+    }
+    flush(out)?;
+    if let Some(first) = bad_lines.first() {
+        return Err(Failure::bad_input(format!(
+            "{} input line(s) could not be read, the first at line {first}; their results say why",
+            bad_lines.len()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn flush(mut out: impl Write) -> Result<(), Failure> {
+    out.flush()
+        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
+}
+
+/// JSON writing for the two shapes we print, without boxing serde.
+mod erased {
+    use std::io::Write;
+
+    pub trait Json {
+        fn write(&self, out: &mut dyn Write, pretty: bool) -> std::io::Result<()>;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn write(&self, out: &mut dyn Write, pretty: bool) -> std::io::Result<()> {
+            let r = if pretty {
+                serde_json::to_writer_pretty(out, self)
+            } else {
+                serde_json::to_writer(out, self)
+            };
+            r.map_err(std::io::Error::other)
+        }
+    }
+}
+
+fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, Failure> {
+    match file {
+        Some(path) => std::fs::read(path)
+            .map_err(|e| Failure::bad_input(format!("cannot read {}: {e}", path.display()))),
+        None => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut buf)
+                .map_err(|e| Failure::bad_input(format!("cannot read stdin: {e}")))?;
+            Ok(buf)
+        }
+    }
+}
+
+fn strip_bom(b: &[u8]) -> &[u8] {
+    b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b)
+}
+
+/// The `text` field of one `--jsonl` line.
+fn jsonl_text(line: &[u8]) -> Result<String, String> {
+    let value: Value =
+        serde_json::from_slice(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    match value.get("text") {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err("the \"text\" field is not a string".to_string()),
+        None => Err("no \"text\" field".to_string()),
+    }
+}
+
+fn parse_one(input: &[u8], opts: &ParseOptions, stream: Option<usize>) -> ParsedTurn {
+    let mut parser = InputParser::new(opts.clone());
+    let mut turn = ParsedTurn::default();
+    match stream {
+        Some(n) => {
+            for chunk in input.chunks(n) {
+                collect(&mut turn, parser.feed_bytes(chunk));
+            }
+        }
+        None => collect(&mut turn, parser.feed_bytes(input)),
+    }
+    collect(&mut turn, parser.finish());
+    turn
+}
+

@@ -1,0 +1,374 @@
+//! Finding where a call's block ends, incrementally: each scanner keeps its position
+//! (and whether it is inside CDATA, a JSON string or a parameter value) between chunks,
+//! so the bytes of a block are looked at once however it arrives.
+
+use std::sync::LazyLock;
+
+use memchr::{memchr, memchr2, memmem};
+
+use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
+use super::options::Dialect;
+
+static CDATA_END: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"]]>"));
+
+/// The dialect a block turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockKind {
+    Xml,
+    Hermes,
+    /// Qwen3-coder; `wrapped` when inside `<tool_call>`.
+    Qwen { wrapped: bool },
+    Invoke,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanResult {
+    NeedMore,
+    /// The block is `block[..len]`; `closed` when its closing tag was seen.
+    End {
+        len: usize,
+        closed: bool,
+    },
+    /// A `<tool_call>` that opens nothing we read: its tag is text.
+    NotACall,
+}
+
+/// The state of one block's end search. Positions are relative to the block start.
+#[derive(Debug, Clone)]
+pub(crate) enum BlockScan {
+    /// After `<tool_call>`: which dialect follows is not known yet.
+    Detect { pos: usize },
+    Xml { pos: usize, in_cdata: bool },
+    Hermes(HermesScan),
+    Qwen { pos: usize, wrapped: bool },
+    Invoke { pos: usize },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HermesScan {
+    pos: usize,
+    in_str: bool,
+    depth: u32,
+    json_end: Option<usize>,
+}
+
+impl BlockScan {
+    pub(crate) fn tool_call() -> Self {
+        BlockScan::Detect {
+            pos: TOOL_CALL.len(),
+        }
+    }
+    pub(crate) fn function() -> Self {
+        BlockScan::Qwen {
+            pos: FUNCTION.len(),
+            wrapped: false,
+        }
+    }
+    pub(crate) fn invoke() -> Self {
+        BlockScan::Invoke { pos: 1 }
+    }
+
+    /// The block's dialect, once it is known.
+    pub(crate) fn kind(&self) -> Option<BlockKind> {
+        match self {
+            BlockScan::Detect { .. } => None,
+            BlockScan::Xml { .. } => Some(BlockKind::Xml),
+            BlockScan::Hermes(_) => Some(BlockKind::Hermes),
+            BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
+            BlockScan::Invoke { .. } => Some(BlockKind::Invoke),
+        }
+    }
+
+    /// Scans `block` (from the block's first byte to the end of the input so far).
+    pub(crate) fn advance(&mut self, block: &[u8], eof: bool, dialect: Dialect) -> ScanResult {
+        loop {
+            let result = match self {
+                BlockScan::Detect { pos } => match detect(block, pos, eof, dialect) {
+                    Detected::NeedMore => return ScanResult::NeedMore,
+                    Detected::NotACall => return ScanResult::NotACall,
+                    Detected::Is(next) => {
+                        *self = next;
+                        continue;
+                    }
+                },
+                BlockScan::Xml { pos, in_cdata } => scan_xml(block, pos, in_cdata),
+                BlockScan::Hermes(h) => scan_hermes(block, h),
+                BlockScan::Qwen { pos, wrapped } => scan_qwen(block, pos, *wrapped),
+                BlockScan::Invoke { pos } => scan_invoke(block, pos),
+            };
+            return match result {
+                ScanResult::NeedMore if eof => ScanResult::End {
+                    len: self.eof_len(block.len()),
+                    closed: false,
+                },
+                other => other,
+            };
+        }
+    }
+
+    /// Where an unclosed block ends at the end of input.
+    fn eof_len(&self, len: usize) -> usize {
+        match self {
+            BlockScan::Hermes(HermesScan {
+                json_end: Some(end),
+                ..
+            }) => *end,
+            _ => len,
+        }
+    }
+}
+
+enum Detected {
+    NeedMore,
+    NotACall,
+    Is(BlockScan),
+}
+
+fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detected {
+    while *pos < block.len() && block[*pos].is_ascii_whitespace() {
+        *pos += 1;
+    }
+    let Some(&first) = block.get(*pos) else {
+        return if eof {
+            Detected::NotACall
+        } else {
+            Detected::NeedMore
+        };
+    };
+    let start = *pos;
+    match first {
+        b'{' if dialect.allows_hermes() => Detected::Is(BlockScan::Hermes(HermesScan {
+            pos: start,
+            in_str: false,
+            depth: 0,
+            json_end: None,
+        })),
+        b'<' => match prefix(&block[start..], FUNCTION) {
+            Prefix::Full if dialect.allows_qwen() => Detected::Is(BlockScan::Qwen {
+                pos: start + FUNCTION.len(),
+                wrapped: true,
+            }),
+            Prefix::Partial if !eof => Detected::NeedMore,
+            Prefix::Full => Detected::NotACall,
+            _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml {
+                pos: start,
+                in_cdata: false,
+            }),
+            _ => Detected::NotACall,
+        },
+        _ => Detected::NotACall,
+    }
+}
+
+/// Checks the tags in `tags` at `block[q..]`: the index of the one that is there,
+/// `Err(())` when one could still be there once more input arrives.
+fn which(block: &[u8], q: usize, tags: &[&[u8]]) -> Result<Option<usize>, ()> {
+    let rest = &block[q..];
+    let mut partial = false;
+    for (i, tag) in tags.iter().enumerate() {
+        match prefix(rest, tag) {
+            Prefix::Full => return Ok(Some(i)),
+            Prefix::Partial => partial = true,
+            Prefix::No => {}
+        }
+    }
+    if partial { Err(()) } else { Ok(None) }
+}
+
+fn scan_xml(block: &[u8], pos: &mut usize, in_cdata: &mut bool) -> ScanResult {
+    const TAGS: [&[u8]; 4] = [b"<![CDATA[", TOOL_CALL_END, TOOL_CALL, b"</tool_calls>"];
+    loop {
+        if *in_cdata {
+            match CDATA_END.find(&block[*pos..]) {
+                Some(i) => {
+                    *pos += i + 3;
+                    *in_cdata = false;
+                }
+                None => {
+                    *pos = block.len().saturating_sub(2).max(*pos);
+                    return ScanResult::NeedMore;
+                }
+            }
+        }
+        let Some(i) = memchr(b'<', &block[*pos..]) else {
+            *pos = block.len();
+            return ScanResult::NeedMore;
+        };
+        let q = *pos + i;
+        match which(block, q, &TAGS) {
+            Err(()) => {
+                *pos = q;
+                return ScanResult::NeedMore;
+            }
+            Ok(Some(0)) => {
+                *in_cdata = true;
+                *pos = q + 9;
+            }
+            Ok(Some(1)) => {
+                return ScanResult::End {
+                    len: q + TOOL_CALL_END.len(),
+                    closed: true,
+                };
+            }
+            Ok(Some(_)) if q > 0 => {
+                return ScanResult::End {
+                    len: q,
+                    closed: false,
+                };
+            }
+            Ok(_) => *pos = q + 1,
+        }
+    }
+}
+
+fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
+    loop {
+        if let Some(json_end) = h.json_end {
+            while h.pos < block.len() && block[h.pos].is_ascii_whitespace() {
+                h.pos += 1;
+            }
+            if h.pos == block.len() {
+                return ScanResult::NeedMore;
+            }
+            return match prefix(&block[h.pos..], TOOL_CALL_END) {
+                Prefix::Full => ScanResult::End {
+                    len: h.pos + TOOL_CALL_END.len(),
+                    closed: true,
+                },
+                Prefix::Partial => ScanResult::NeedMore,
+                Prefix::No => ScanResult::End {
+                    len: json_end,
+                    closed: false,
+                },
+            };
+        }
+        if h.in_str {
+            match memchr2(b'"', b'\\', &block[h.pos..]) {
+                None => {
+                    h.pos = block.len();
+                    return ScanResult::NeedMore;
+                }
+                Some(i) => {
+                    let q = h.pos + i;
+                    if block[q] == b'\\' {
+                        if q + 1 >= block.len() {
+                            h.pos = q;
+                            return ScanResult::NeedMore;
+                        }
+                        h.pos = q + 2;
+                    } else {
+                        h.in_str = false;
+                        h.pos = q + 1;
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(&b) = block.get(h.pos) else {
+            return ScanResult::NeedMore;
+        };
+        match b {
+            b'"' => h.in_str = true,
+            b'{' => h.depth += 1,
+            b'}' => {
+                h.depth = h.depth.saturating_sub(1);
+                if h.depth == 0 {
+                    h.json_end = Some(h.pos + 1);
+                }
+            }
+            b'<' => match which(block, h.pos, &[TOOL_CALL_END, TOOL_CALL]) {
+                Err(()) => return ScanResult::NeedMore,
+                Ok(Some(0)) => {
+                    return ScanResult::End {
+                        len: h.pos + TOOL_CALL_END.len(),
+                        closed: true,
+                    };
+                }
+                Ok(Some(_)) => {
+                    return ScanResult::End {
+                        len: h.pos,
+                        closed: false,
+                    };
+                }
+                Ok(None) => {}
+            },
+            _ => {}
+        }
+        h.pos += 1;
+    }
+}
+
+fn scan_qwen(block: &[u8], pos: &mut usize, wrapped: bool) -> ScanResult {
+    const TAGS: [&[u8]; 6] = [
+        b"</parameter>",
+        b"<parameter=",
+        b"</function>",
+        TOOL_CALL_END,
+        TOOL_CALL,
+        FUNCTION,
+    ];
+    loop {
+        let Some(i) = memchr(b'<', &block[*pos..]) else {
+            *pos = block.len();
+            return ScanResult::NeedMore;
+        };
+        let q = *pos + i;
+        match which(block, q, &TAGS) {
+            Err(()) => {
+                *pos = q;
+                return ScanResult::NeedMore;
+            }
+            Ok(Some(2)) if !wrapped => {
+                return ScanResult::End {
+                    len: q + TAGS[2].len(),
+                    closed: true,
+                };
+            }
+            Ok(Some(3)) => {
+                return ScanResult::End {
+                    len: q + TOOL_CALL_END.len(),
+                    closed: true,
+                };
+            }
+            Ok(Some(4 | 5)) => {
+                return ScanResult::End {
+                    len: q,
+                    closed: false,
+                };
+            }
+            Ok(Some(t)) => *pos = q + TAGS[t].len(),
+            Ok(None) => *pos = q + 1,
+        }
+    }
+}
+
+fn scan_invoke(block: &[u8], pos: &mut usize) -> ScanResult {
+    const TAGS: [&[u8]; 3] = [b"</invoke>", b"<invoke ", b"</function_calls>"];
+    loop {
+        let Some(i) = memchr(b'<', &block[*pos..]) else {
+            *pos = block.len();
+            return ScanResult::NeedMore;
+        };
+        let q = *pos + i;
+        match which(block, q, &TAGS) {
+            Err(()) => {
+                *pos = q;
+                return ScanResult::NeedMore;
+            }
+            Ok(Some(0)) => {
+                return ScanResult::End {
+                    len: q + TAGS[0].len(),
+                    closed: true,
+                };
+            }
+            Ok(Some(_)) => {
+                return ScanResult::End {
+                    len: q,
+                    closed: false,
+                };
+            }
+            Ok(None) => *pos = q + 1,
+        }
+    }
+}

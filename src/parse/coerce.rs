@@ -1,0 +1,385 @@
+//! Value coercion: text (or loosely typed JSON) to the types a tool's schema asks for,
+//! and the heuristic used when no schema is known. One implementation, shared by every
+//! dialect and by argument validation.
+
+use serde_json::{Map, Number, Value};
+
+/// The JSON Schema `type` keyword of `schema`, as a small set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Types(u8);
+
+impl Types {
+    pub const STRING: u8 = 1;
+    pub const INTEGER: u8 = 2;
+    pub const NUMBER: u8 = 4;
+    pub const BOOLEAN: u8 = 8;
+    pub const ARRAY: u8 = 16;
+    pub const OBJECT: u8 = 32;
+    pub const NULL: u8 = 64;
+
+    /// Reads `type` (a name or a list of names). `None` when the schema names no type.
+    pub fn of(schema: &Value) -> Option<Types> {
+        let mut bits = 0;
+        match schema.get("type")? {
+            Value::String(s) => bits |= Self::bit(s),
+            Value::Array(list) => {
+                for t in list.iter().filter_map(Value::as_str) {
+                    bits |= Self::bit(t);
+                }
+            }
+            _ => return None,
+        }
+        (bits != 0).then_some(Types(bits))
+    }
+
+    fn bit(name: &str) -> u8 {
+        match name {
+            "string" => Self::STRING,
+            "integer" => Self::INTEGER,
+            "number" => Self::NUMBER,
+            "boolean" => Self::BOOLEAN,
+            "array" => Self::ARRAY,
+            "object" => Self::OBJECT,
+            "null" => Self::NULL,
+            _ => 0,
+        }
+    }
+
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The type names, for messages: `integer`, `string or null`.
+    pub fn describe(self) -> String {
+        let names = [
+            (Self::STRING, "string"),
+            (Self::INTEGER, "integer"),
+            (Self::NUMBER, "number"),
+            (Self::BOOLEAN, "boolean"),
+            (Self::ARRAY, "array"),
+            (Self::OBJECT, "object"),
+            (Self::NULL, "null"),
+        ];
+        let found: Vec<&str> = names
+            .iter()
+            .filter(|(b, _)| self.has(*b))
+            .map(|(_, n)| *n)
+            .collect();
+        found.join(" or ")
+    }
+}
+
+/// The schema of property `name` inside an object schema.
+pub fn property<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    schema?.get("properties")?.get(name)
+}
+
+/// The item schema of an array schema.
+pub fn items(schema: Option<&Value>) -> Option<&Value> {
+    schema?.get("items")
+}
+
+/// Why a value was kept as written: it does not fit the types the schema wants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    /// The value as written, unchanged.
+    pub kept: Value,
+    /// What the schema wanted (`integer`, `boolean or null`).
+    pub expected: String,
+}
+
+/// Coerces text written by a model to the type its schema wants.
+///
+/// A `string` parameter stays a string even when it reads `42` or `null`. Other types
+/// parse from the text (JSON first). With no schema (or a schema without `type`) the
+/// [`heuristic`] applies. A value that fits no type is returned as text in the error.
+pub fn coerce_text(text: &str, schema: Option<&Value>) -> Result<Value, Mismatch> {
+    let Some(types) = schema.and_then(Types::of) else {
+        return Ok(heuristic(text));
+    };
+    if types.has(Types::STRING) {
+        return Ok(Value::String(text.to_string()));
+    }
+    let t = text.trim();
+    if types.has(Types::NULL) && (t == "null" || t.is_empty()) {
+        return Ok(Value::Null);
+    }
+    if types.has(Types::BOOLEAN) {
+        if let Some(b) = parse_bool(t) {
+            return Ok(Value::Bool(b));
+        }
+    }
+    if types.has(Types::INTEGER) {
+        if let Some(n) = parse_integer(t) {
+            return Ok(n);
+        }
+    }
+    if types.has(Types::NUMBER) {
+        if let Some(n) = parse_number(t) {
+            return Ok(n);
+        }
+    }
+    if types.has(Types::ARRAY) || types.has(Types::OBJECT) {
+        if let Ok(v) = serde_json::from_str::<Value>(t) {
+            let fits = (v.is_array() && types.has(Types::ARRAY))
+                || (v.is_object() && types.has(Types::OBJECT));
+            if fits {
+                return coerce_json(v, schema);
+            }
+        }
+    }
+    Err(Mismatch {
+        kept: Value::String(text.to_string()),
+        expected: types.describe(),
+    })
+}
+
+/// Coerces a JSON value (Hermes arguments, native arguments, parsed arrays) to its
+/// schema: strings that should be numbers, booleans, arrays or objects are parsed;
+/// numbers and booleans where a string is wanted are written as text. Arrays and
+/// objects are coerced item by item. A value that cannot fit comes back unchanged in
+/// the error.
+pub fn coerce_json(value: Value, schema: Option<&Value>) -> Result<Value, Mismatch> {
+    let Some(types) = schema.and_then(Types::of) else {
+        return Ok(value);
+    };
+    let mismatch = |kept: Value| Mismatch {
+        kept,
+        expected: types.describe(),
+    };
+    match value {
+        Value::String(s) if types.has(Types::STRING) => Ok(Value::String(s)),
+        Value::String(s) => coerce_text(&s, schema),
+        Value::Null if types.has(Types::NULL) => Ok(Value::Null),
+        Value::Bool(_) if types.has(Types::BOOLEAN) => Ok(value),
+        Value::Number(ref n) if types.has(Types::NUMBER) => Ok(Value::Number(n.clone())),
+        Value::Number(ref n) if types.has(Types::INTEGER) => {
+            if n.is_i64() || n.is_u64() {
+                Ok(value)
+            } else {
+                match n.as_f64().and_then(integral) {
+                    Some(i) => Ok(i),
+                    None => Err(mismatch(value)),
+                }
+            }
+        }
+        Value::Number(_) | Value::Bool(_) if types.has(Types::STRING) => {
+            Ok(Value::String(value.to_string()))
+        }
+        Value::Array(list) if types.has(Types::ARRAY) => {
+            let item_schema = items(schema);
+            let mut failed = false;
+            let out: Vec<Value> = list
+                .into_iter()
+                .map(|v| {
+                    coerce_json(v, item_schema).unwrap_or_else(|m| {
+                        failed = true;
+                        m.kept
+                    })
+                })
+                .collect();
+            if failed {
+                Err(mismatch(Value::Array(out)))
+            } else {
+                Ok(Value::Array(out))
+            }
+        }
+        Value::Object(map) if types.has(Types::OBJECT) => {
+            let mut failed = false;
+            let out: Map<String, Value> = map
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = coerce_json(v, property(schema, &k)).unwrap_or_else(|m| {
+                        failed = true;
+                        m.kept
+                    });
+                    (k, v)
+                })
+                .collect();
+            if failed {
+                Err(mismatch(Value::Object(out)))
+            } else {
+                Ok(Value::Object(out))
+            }
+        }
+        other => Err(mismatch(other)),
+    }
+}
+
+/// The guess used when no schema is known: `true`/`false` become booleans, integers
+/// and decimal numbers become numbers, everything else stays a string.
+pub fn heuristic(text: &str) -> Value {
+    if let Some(b) = match text {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    } {
+        return Value::Bool(b);
+    }
+    if let Some(n) = parse_integer_strict(text) {
+        return n;
+    }
+    if is_json_number(text) {
+        if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+            return Value::Number(n);
+        }
+    }
+    Value::String(text.to_string())
+}
+
+fn parse_bool(t: &str) -> Option<bool> {
+    if t.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if t.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// An integer, also from `10.0` or `1e3` when the value is integral.
+fn parse_integer(t: &str) -> Option<Value> {
+    if let Some(v) = parse_integer_strict(t) {
+        return Some(v);
+    }
+    if is_json_number(t) {
+        return t.parse::<f64>().ok().and_then(integral);
+    }
+    None
+}
+
+/// Only the plain integer grammar: `-?(0|[1-9][0-9]*)`, within 64 bits.
+fn parse_integer_strict(t: &str) -> Option<Value> {
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    let plain = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits.len() == 1 || !digits.starts_with('0'));
+    if !plain {
+        return None;
+    }
+    if let Ok(i) = t.parse::<i64>() {
+        return Some(Value::from(i));
+    }
+    t.parse::<u64>().ok().map(Value::from)
+}
+
+fn parse_number(t: &str) -> Option<Value> {
+    if let Some(v) = parse_integer_strict(t) {
+        return Some(v);
+    }
+    if !is_json_number(t) {
+        return None;
+    }
+    t.parse::<f64>()
+        .ok()
+        .and_then(Number::from_f64)
+        .map(Value::Number)
+}
+
+fn integral(f: f64) -> Option<Value> {
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15)
+        .then(|| Value::from(f as i64))
+}
+
+/// The JSON number grammar: `-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`.
+fn is_json_number(t: &str) -> bool {
+    let b = t.as_bytes();
+    let mut i = 0;
+    if b.first() == Some(&b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_len = i - int_start;
+    if int_len == 0 || (int_len > 1 && b[int_start] == b'0') {
+        return false;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let s = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == s {
+            return false;
+        }
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            i += 1;
+        }
+        let s = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == s {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn string_stays_string() {
+        let s = json!({"type": "string"});
+        assert_eq!(coerce_text("42", Some(&s)), Ok(json!("42")));
+        assert_eq!(coerce_text("null", Some(&s)), Ok(json!("null")));
+        let sn = json!({"type": ["string", "null"]});
+        assert_eq!(coerce_text("null", Some(&sn)), Ok(json!("null")));
+    }
+
+    #[test]
+    fn typed_from_text() {
+        assert_eq!(coerce_text(" 10 ", Some(&json!({"type": "integer"}))), Ok(json!(10)));
+        assert_eq!(coerce_text("10.0", Some(&json!({"type": "integer"}))), Ok(json!(10)));
+        assert_eq!(coerce_text("1.5", Some(&json!({"type": "number"}))), Ok(json!(1.5)));
+        assert_eq!(coerce_text("True", Some(&json!({"type": "boolean"}))), Ok(json!(true)));
+        assert_eq!(
+            coerce_text("[1,\"2\"]", Some(&json!({"type": "array", "items": {"type": "integer"}}))),
+            Ok(json!([1, 2]))
+        );
+        assert_eq!(
+            coerce_text("null", Some(&json!({"type": ["integer", "null"]}))),
+            Ok(json!(null))
+        );
+    }
+
+    #[test]
+    fn mismatch_keeps_text() {
+        let err = coerce_text("ten", Some(&json!({"type": "integer"}))).unwrap_err();
+        assert_eq!(err.kept, json!("ten"));
+        assert_eq!(err.expected, "integer");
+        let err = coerce_text("1.5", Some(&json!({"type": "integer"}))).unwrap_err();
+        assert_eq!(err.kept, json!("1.5"));
+    }
+
+    #[test]
+    fn heuristic_guesses() {
+        assert_eq!(heuristic("true"), json!(true));
+        assert_eq!(heuristic("-12"), json!(-12));
+        assert_eq!(heuristic("3.25"), json!(3.25));
+        assert_eq!(heuristic("007"), json!("007"));
+        assert_eq!(heuristic("1e400"), json!("1e400"));
+        assert_eq!(heuristic("NaN"), json!("NaN"));
+        assert_eq!(heuristic("null"), json!("null"));
+        assert_eq!(heuristic(" 4"), json!(" 4"));
+    }
+
+    #[test]
+    fn json_values_follow_schema() {
+        let s = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}}});
+        assert_eq!(
+            coerce_json(json!({"n": "5", "s": 7}), Some(&s)),
+            Ok(json!({"n": 5, "s": "7"}))
+        );
+        assert!(coerce_json(json!({"n": "x"}), Some(&s)).is_err());
+    }
+}

@@ -1,0 +1,334 @@
+//! The last stage of the streaming parser: ordered output (text deltas, calls,
+//! problems), call ids, and the groups that may hold nothing but calls (a code fence,
+//! a `<function_calls>` or `<tool_calls>` wrapper). A group whose content is calls and
+//! whitespace yields the calls and drops its frame; anything else in it turns the
+//! whole group back into text, calls included, so example calls in a code block are
+//! never run.
+
+use std::collections::HashSet;
+
+use super::block::RawCall;
+use super::opener::{FenceLine, Wrapper};
+use super::types::{Problem, ProblemKind, ToolCall};
+
+/// What the streaming parser hands out, in input order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// Text that is not part of any call.
+    Text(String),
+    /// A complete call.
+    Call(ToolCall),
+    Problem(Problem),
+}
+
+/// A call found in the input, with its raw text (for when it has to become text
+/// again) and its problems (absolute offsets).
+#[derive(Debug)]
+pub(crate) struct Found {
+    pub call: RawCall,
+    pub raw: String,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug)]
+enum Item {
+    /// The group's own opening or closing line/tag.
+    Frame(String),
+    /// Whitespace between calls.
+    Space(String),
+    Call(Found),
+    Problem(Problem),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GroupKind {
+    Fence { ch: u8, count: usize },
+    Wrapper(Wrapper),
+}
+
+#[derive(Debug)]
+struct Group {
+    kind: GroupKind,
+    items: Vec<Item>,
+    offset: usize,
+    calls: usize,
+}
+
+pub(crate) struct Emitter {
+    events: Vec<StreamEvent>,
+    /// Open groups, outermost first: at most a fence, then a wrapper.
+    groups: Vec<Group>,
+    /// The open fence has shown other content: everything up to its end is text.
+    as_text: bool,
+    strict: bool,
+    id_prefix: String,
+    next_id: u64,
+    used_ids: HashSet<String>,
+}
+
+impl Emitter {
+    pub(crate) fn new(strict: bool, id_prefix: String) -> Self {
+        Self {
+            events: Vec::new(),
+            groups: Vec::new(),
+            as_text: false,
+            strict,
+            id_prefix,
+            next_id: 1,
+            used_ids: HashSet::new(),
+        }
+    }
+
+    pub(crate) fn drain(&mut self) -> std::vec::Drain<'_, StreamEvent> {
+        self.events.drain(..)
+    }
+
+    fn collecting(&self) -> bool {
+        !self.groups.is_empty() && !self.as_text
+    }
+
+    /// Text that is not a call.
+    pub(crate) fn text(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        if self.collecting() {
+            if s.bytes().all(|b| b.is_ascii_whitespace()) {
+                if let Some(g) = self.groups.last_mut() {
+                    g.items.push(Item::Space(s.to_string()));
+                }
+                return;
+            }
+            self.flip();
+        }
+        match self.events.last_mut() {
+            Some(StreamEvent::Text(t)) => t.push_str(s),
+            _ => self.events.push(StreamEvent::Text(s.to_string())),
+        }
+    }
+
+    /// A problem that belongs to no kept call.
+    pub(crate) fn problem(&mut self, p: Problem) {
+        if self.collecting() {
+            if let Some(g) = self.groups.last_mut() {
+                g.items.push(Item::Problem(p));
+            }
+        } else {
+            self.events.push(StreamEvent::Problem(p));
+        }
+    }
+
+    pub(crate) fn call(&mut self, found: Found) {
+        if self.collecting() {
+            if let Some(g) = self.groups.last_mut() {
+                g.calls += 1;
+                g.items.push(Item::Call(found));
+            }
+        } else if self.as_text {
+            self.text(&found.raw);
+        } else {
+            self.emit_call(found);
+        }
+    }
+
+    fn emit_call(&mut self, found: Found) {
+        let Found { call, problems, .. } = found;
+        let id = self.settle_id(call.id, call.name.as_str(), &problems);
+        let call_problems: Vec<Problem> = problems
+            .into_iter()
+            .map(|mut p| {
+                p.call_id = Some(id.0.clone());
+                p
+            })
+            .collect();
+        self.events.push(StreamEvent::Call(ToolCall {
+            id: id.0,
+            name: call.name,
+            arguments: call.arguments,
+        }));
+        if let Some(p) = id.1 {
+            self.events.push(StreamEvent::Problem(p));
+        }
+        self.events
+            .extend(call_problems.into_iter().map(StreamEvent::Problem));
+    }
+
+    /// The call's own id when it has a fresh one, a generated one otherwise.
+    fn settle_id(
+        &mut self,
+        wanted: Option<String>,
+        name: &str,
+        problems: &[Problem],
+    ) -> (String, Option<Problem>) {
+        let mut note = None;
+        if let Some(id) = wanted.filter(|id| !id.is_empty()) {
+            if self.used_ids.insert(id.clone()) {
+                return (id, None);
+            }
+            let offset = problems.first().map_or(0, |p| p.offset);
+            note = Some(Problem::new(
+                ProblemKind::DuplicateId,
+                offset,
+                format!("call to '{name}' reused the id '{id}'; it was given a new one"),
+            ));
+        }
+        loop {
+            let id = format!("{}{}", self.id_prefix, self.next_id);
+            self.next_id += 1;
+            if self.used_ids.insert(id.clone()) {
+                if let Some(p) = note.as_mut() {
+                    p.call_id = Some(id.clone());
+                }
+                return (id, note);
+            }
+        }
+    }
+
+    /// Every open group's content becomes text. An open fence stays open (as text) so
+    /// that calls inside it are not taken as calls; wrappers end here.
+    fn flip(&mut self) {
+        let groups = std::mem::take(&mut self.groups);
+        let mut text = String::new();
+        let mut problems = Vec::new();
+        let mut fence = None;
+        for mut g in groups {
+            for item in g.items.drain(..) {
+                match item {
+                    Item::Frame(s) | Item::Space(s) => text.push_str(&s),
+                    Item::Call(f) => text.push_str(&f.raw),
+                    Item::Problem(p) => problems.push(p),
+                }
+            }
+            if matches!(g.kind, GroupKind::Fence { .. }) {
+                g.calls = 0;
+                fence = Some(g);
+            }
+        }
+        self.as_text = fence.is_some();
+        self.groups.extend(fence);
+        self.text(&text);
+        for p in problems {
+            self.problem(p);
+        }
+    }
+
+    /// A complete line that reads as a code fence (its line break included).
+    pub(crate) fn fence_line(&mut self, line: &str, fence: FenceLine, offset: usize) {
+        let closes = |kind: GroupKind| match kind {
+            GroupKind::Fence { ch, count } => fence.bare && fence.ch == ch && fence.count >= count,
+            GroupKind::Wrapper(_) => false,
+        };
+        match self.groups.first().map(|g| g.kind) {
+            Some(kind) if closes(kind) => {
+                if self.as_text {
+                    self.groups.clear();
+                    self.as_text = false;
+                    self.text(line);
+                    return;
+                }
+                while self.groups.len() > 1 {
+                    self.close_top(None, true, offset);
+                }
+                self.close_top(Some(line), false, offset);
+            }
+            None => self.groups.push(Group {
+                kind: GroupKind::Fence {
+                    ch: fence.ch,
+                    count: fence.count,
+                },
+                items: vec![Item::Frame(line.to_string())],
+                offset,
+                calls: 0,
+            }),
+            Some(_) if self.collecting() => {
+                self.flip();
+                self.fence_line(line, fence, offset);
+            }
+            Some(_) => self.text(line),
+        }
+    }
+
+    pub(crate) fn wrapper_open(&mut self, tag: &str, wrapper: Wrapper, offset: usize) {
+        let can_open = match self.groups.last() {
+            None => true,
+            Some(g) => !self.as_text && matches!(g.kind, GroupKind::Fence { .. }),
+        };
+        if can_open {
+            self.groups.push(Group {
+                kind: GroupKind::Wrapper(wrapper),
+                items: vec![Item::Frame(tag.to_string())],
+                offset,
+                calls: 0,
+            });
+        } else {
+            self.text(tag);
+        }
+    }
+
+    pub(crate) fn wrapper_close(&mut self, tag: &str, wrapper: Wrapper, offset: usize) {
+        let matches_top = !self.as_text
+            && self
+                .groups
+                .last()
+                .is_some_and(|g| g.kind == GroupKind::Wrapper(wrapper));
+        if matches_top {
+            self.close_top(Some(tag), false, offset);
+        } else {
+            self.text(tag);
+        }
+    }
+
+    /// Closes the innermost (collecting) group: calls out if it held calls only.
+    fn close_top(&mut self, closing: Option<&str>, unclosed: bool, offset: usize) {
+        let Some(g) = self.groups.pop() else { return };
+        let what = match g.kind {
+            GroupKind::Fence { .. } => "code fence",
+            GroupKind::Wrapper(Wrapper::FunctionCalls) => "<function_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::ToolCalls) => "<tool_calls> wrapper",
+        };
+        let keep_calls = g.calls > 0 && !(unclosed && self.strict);
+        if unclosed && g.calls > 0 {
+            let at = if unclosed { g.offset } else { offset };
+            let mut message = format!("{what} holding calls was never closed");
+            if !keep_calls {
+                message.push_str(" (strict: calls dropped)");
+            }
+            self.problem(Problem::new(ProblemKind::UnclosedGroup, at, message));
+        }
+        if keep_calls {
+            for item in g.items {
+                match item {
+                    Item::Frame(_) | Item::Space(_) => {}
+                    Item::Call(f) => self.call(f),
+                    Item::Problem(p) => self.problem(p),
+                }
+            }
+        } else {
+            let mut text = String::new();
+            let mut problems = Vec::new();
+            for item in g.items {
+                match item {
+                    Item::Frame(s) | Item::Space(s) => text.push_str(&s),
+                    Item::Call(f) => text.push_str(&f.raw),
+                    Item::Problem(p) => problems.push(p),
+                }
+            }
+            text.push_str(closing.unwrap_or(""));
+            self.text(&text);
+            for p in problems {
+                self.problem(p);
+            }
+        }
+    }
+
+    /// End of input: open groups close as they are.
+    pub(crate) fn finish(&mut self, offset: usize) {
+        if self.as_text {
+            self.groups.clear();
+            self.as_text = false;
+        }
+        while !self.groups.is_empty() {
+            self.close_top(None, true, offset);
+        }
+    }
+}

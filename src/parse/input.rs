@@ -1,0 +1,161 @@
+//! One model output as it is recorded or streamed: plain text in a text dialect, a
+//! chat.completion JSON, or an SSE stream of chunks. Detects which (for `auto`) from
+//! the first bytes, then parses it chunk by chunk, whole or streamed alike.
+
+use serde_json::Value;
+
+use super::group::StreamEvent;
+use super::native::NativeCalls;
+use super::options::{Dialect, ParseOptions};
+use super::sse::SseReader;
+use super::stream::{StreamParser, collect};
+use super::types::ParsedTurn;
+use super::utf8::Utf8Decoder;
+
+enum Mode {
+    /// Not enough input yet to tell the format.
+    Undecided(String),
+    Text,
+    Sse(SseReader),
+    /// A JSON document: read when complete.
+    Json(String),
+}
+
+/// Parses one output in any format `toolgate parse` accepts.
+///
+/// Text calls and native calls share one id space and one event order: the text's
+/// events first, native calls at the end (they arrive whole only when the stream ends).
+pub struct InputParser {
+    opts: ParseOptions,
+    mode: Mode,
+    text: StreamParser,
+    calls: NativeCalls,
+    utf8: Utf8Decoder,
+}
+
+impl InputParser {
+    pub fn new(opts: ParseOptions) -> Self {
+        let text_opts = match opts.dialect {
+            // Content inside native answers may still hold text calls of any dialect.
+            Dialect::OpenAi => opts.clone().with_dialect(Dialect::Auto),
+            _ => opts.clone(),
+        };
+        let mode = match opts.dialect {
+            Dialect::Auto | Dialect::OpenAi => Mode::Undecided(String::new()),
+            _ => Mode::Text,
+        };
+        Self {
+            text: StreamParser::new(text_opts),
+            opts,
+            mode,
+            calls: NativeCalls::default(),
+            utf8: Utf8Decoder::default(),
+        }
+    }
+
+    pub fn feed(&mut self, chunk: &str) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        self.feed_into(chunk, false, &mut events);
+        events
+    }
+
+    /// Like [`InputParser::feed`] for bytes split anywhere (see [`StreamParser::feed_bytes`]).
+    pub fn feed_bytes(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        let text = self.utf8.decode(chunk);
+        self.feed(&text)
+    }
+
+    pub fn finish(mut self) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        let rest = self.utf8.finish();
+        self.feed_into(rest, true, &mut events);
+        match &mut self.mode {
+            Mode::Sse(reader) => {
+                let out = reader.finish(&mut self.calls);
+                self.text_line(out, &mut events);
+            }
+            Mode::Json(doc) => {
+                let doc = std::mem::take(doc);
+                match serde_json::from_str::<Value>(&doc)
+                    .ok()
+                    .as_ref()
+                    .and_then(super::native::read_completion)
+                {
+                    Some((content, calls)) => {
+                        events.extend(self.text.feed(&content));
+                        self.calls = calls;
+                    }
+                    // Not a completion after all: the document is model text.
+                    None => events.extend(self.text.feed(&doc)),
+                }
+            }
+            Mode::Undecided(_) | Mode::Text => {}
+        }
+        let native = std::mem::take(&mut self.calls).finish(&self.opts);
+        events.extend(self.text.finish_with(native));
+        events
+    }
+
+    /// Parses a whole output.
+    pub fn parse(input: &str, opts: &ParseOptions) -> ParsedTurn {
+        let mut p = InputParser::new(opts.clone());
+        let mut turn = ParsedTurn::default();
+        collect(&mut turn, p.feed(input));
+        collect(&mut turn, p.finish());
+        turn
+    }
+
+    fn text_line(&mut self, out: super::sse::LineOut, events: &mut Vec<StreamEvent>) {
+        if !out.content.is_empty() {
+            events.extend(self.text.feed(&out.content));
+        }
+        if let Some(p) = out.problem {
+            events.push(StreamEvent::Problem(p));
+        }
+    }
+
+    fn feed_into(&mut self, chunk: &str, eof: bool, events: &mut Vec<StreamEvent>) {
+        if let Mode::Undecided(seen) = &mut self.mode {
+            seen.push_str(chunk);
+            let Some(mode) = decide(seen, eof, self.opts.dialect) else {
+                return;
+            };
+            let seen = std::mem::take(seen);
+            self.mode = mode;
+            return self.feed_into(&seen, eof, events);
+        }
+        match &mut self.mode {
+            Mode::Text => events.extend(self.text.feed(chunk)),
+            Mode::Json(doc) => doc.push_str(chunk),
+            Mode::Sse(reader) => {
+                let mut lines = Vec::new();
+                reader.feed(chunk, &mut self.calls, |out| lines.push(out));
+                for out in lines {
+                    self.text_line(out, events);
+                }
+            }
+            Mode::Undecided(_) => {}
+        }
+    }
+}
+
+/// Tells the format from the first non-blank bytes, once there are enough of them.
+fn decide(seen: &str, eof: bool, dialect: Dialect) -> Option<Mode> {
+    let head = seen.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    let native_only = dialect == Dialect::OpenAi;
+    if head.starts_with('{') {
+        return Some(Mode::Json(String::new()));
+    }
+    const DATA: &str = "data:";
+    let n = head.len().min(DATA.len());
+    if head.len() >= DATA.len() || eof {
+        if head.starts_with(DATA) || (native_only && !head.is_empty()) {
+            return Some(Mode::Sse(SseReader::default()));
+        }
+        return Some(Mode::Text);
+    }
+    if !head.is_empty() && head[..n] != DATA[..n] && !native_only {
+        return Some(Mode::Text);
+    }
+    None
+}

@@ -1,0 +1,198 @@
+//! Native OpenAI tool calls: `tool_calls` of a chat.completion message, or streamed
+//! deltas merged by `index` (id and name may come before or after the argument
+//! fragments). Arguments that are not valid JSON are a problem, never a panic.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::block::{RawCall, coerce_json_args};
+use super::options::ParseOptions;
+use super::types::{Problem, ProblemKind};
+
+#[derive(Debug, Default)]
+struct Slot {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    offset: usize,
+}
+
+/// Tool calls being assembled from a model's answer, by index.
+#[derive(Debug, Default)]
+pub struct NativeCalls {
+    slots: BTreeMap<u64, Slot>,
+}
+
+/// One finished native call: the call, or the reason it is not one.
+pub(crate) type Finished = (Option<RawCall>, Vec<Problem>);
+
+impl NativeCalls {
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// One streamed `tool_calls[]` delta. `offset` is where it was read, for problems.
+    pub fn delta(
+        &mut self,
+        index: u64,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: Option<&str>,
+        offset: usize,
+    ) {
+        let slot = self.slots.entry(index).or_insert_with(|| Slot {
+            offset,
+            ..Slot::default()
+        });
+        if let Some(id) = id.filter(|s| !s.is_empty()) {
+            slot.id.get_or_insert_with(|| id.to_string());
+        }
+        if let Some(name) = name.filter(|s| !s.is_empty()) {
+            // Most servers send the name once; some repeat it whole in every delta.
+            if slot.name != name {
+                slot.name.push_str(name);
+            }
+        }
+        if let Some(args) = arguments {
+            slot.arguments.push_str(args);
+        }
+    }
+
+    /// Reads one `tool_calls[]` entry (whole message or delta) as JSON.
+    pub fn delta_json(&mut self, position: usize, call: &Value, offset: usize) {
+        let index = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(position as u64);
+        let function = call.get("function");
+        let arguments = function.and_then(|f| f.get("arguments"));
+        let args_text;
+        let arguments = match arguments {
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(Value::Null) | None => None,
+            // Some servers send the arguments as an object already.
+            Some(other) => {
+                args_text = other.to_string();
+                Some(args_text.as_str())
+            }
+        };
+        self.delta(
+            index,
+            call.get("id").and_then(Value::as_str),
+            function.and_then(|f| f.get("name")).and_then(Value::as_str),
+            arguments,
+            offset,
+        );
+    }
+
+    /// The calls in index order, arguments parsed and coerced.
+    pub(crate) fn finish(self, opts: &ParseOptions) -> Vec<Finished> {
+        self.slots
+            .into_values()
+            .map(|slot| {
+                let mut problems = Vec::new();
+                let name = slot.name.trim().to_string();
+                if name.is_empty() {
+                    problems.push(Problem::new(
+                        ProblemKind::MissingName,
+                        slot.offset,
+                        "a native tool call without a function name was dropped",
+                    ));
+                    return (None, problems);
+                }
+                let text = slot.arguments.trim();
+                let arguments = if text.is_empty() {
+                    Map::new()
+                } else {
+                    match serde_json::from_str::<Value>(text) {
+                        Ok(Value::Object(map)) => map,
+                        Ok(_) | Err(_) => {
+                            let mut p = Problem::new(
+                                ProblemKind::InvalidJson,
+                                slot.offset,
+                                format!(
+                                    "the arguments of '{name}' are not a JSON object: {}",
+                                    super::block::short(text)
+                                ),
+                            );
+                            p.call_id = slot.id;
+                            problems.push(p);
+                            return (None, problems);
+                        }
+                    }
+                };
+                let arguments =
+                    coerce_json_args(arguments, opts.schema(&name), slot.offset, &mut problems);
+                let call = RawCall {
+                    id: slot.id,
+                    name,
+                    arguments,
+                };
+                (Some(call), problems)
+            })
+            .collect()
+    }
+}
+
+/// A chat.completion object (or a bare assistant message): its text and its calls.
+pub(crate) fn read_completion(value: &Value) -> Option<(String, NativeCalls)> {
+    let message = match value.get("choices") {
+        Some(choices) => choices.get(0)?.get("message")?,
+        None if value.get("role").is_some() || value.get("tool_calls").is_some() => value,
+        None => return None,
+    };
+    let content = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        // Content given as parts: the text parts in order.
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    };
+    let mut calls = NativeCalls::default();
+    if let Some(list) = message.get("tool_calls").and_then(Value::as_array) {
+        for (i, call) in list.iter().enumerate() {
+            calls.delta_json(i, call, 0);
+        }
+    }
+    if let Some(legacy) = message.get("function_call").filter(|v| v.is_object()) {
+        let position = list_len(message);
+        calls.delta_json(position, &serde_json::json!({ "function": legacy }), 0);
+    }
+    Some((content, calls))
+}
+
+fn list_len(message: &Value) -> usize {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_by_index_in_any_order() {
+        let mut n = NativeCalls::default();
+        n.delta(1, None, None, Some("{\"b\":"), 0);
+        n.delta(0, Some("id0"), Some("f"), Some("{}"), 0);
+        n.delta(1, Some("id1"), Some("g"), Some("2}"), 0);
+        let out = n.finish(&ParseOptions::default());
+        let names: Vec<_> = out.iter().map(|(c, _)| c.as_ref().map(|c| c.name.clone())).collect();
+        assert_eq!(names, vec![Some("f".into()), Some("g".into())]);
+        assert_eq!(out[1].0.as_ref().map(|c| c.arguments["b"].clone()), Some(serde_json::json!(2)));
+    }
+
+    #[test]
+    fn invalid_arguments_are_a_problem() {
+        let mut n = NativeCalls::default();
+        n.delta(0, Some("x"), Some("f"), Some("{\"a\": "), 0);
+        let out = n.finish(&ParseOptions::default());
+        assert!(out[0].0.is_none());
+        assert_eq!(out[0].1[0].kind, ProblemKind::InvalidJson);
+    }
+}

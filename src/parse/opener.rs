@@ -1,0 +1,233 @@
+//! Recognising, at a `<` or a line start in prose, what could open a call, a `<think>`
+//! block, a call wrapper or a code fence, including "not sure yet: need more input".
+
+use super::options::Dialect;
+
+/// How a literal compares with the start of the remaining input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prefix {
+    /// The input starts with the whole literal.
+    Full,
+    /// The input is shorter than the literal and is a prefix of it: more may complete it.
+    Partial,
+    No,
+}
+
+pub(crate) fn prefix(rest: &[u8], lit: &[u8]) -> Prefix {
+    if rest.len() >= lit.len() {
+        if &rest[..lit.len()] == lit {
+            Prefix::Full
+        } else {
+            Prefix::No
+        }
+    } else if lit.starts_with(rest) {
+        Prefix::Partial
+    } else {
+        Prefix::No
+    }
+}
+
+/// A wrapper element that may hold nothing but calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wrapper {
+    FunctionCalls,
+    ToolCalls,
+}
+
+impl Wrapper {
+    pub(crate) fn close_tag(self) -> &'static str {
+        match self {
+            Wrapper::FunctionCalls => "</function_calls>",
+            Wrapper::ToolCalls => "</tool_calls>",
+        }
+    }
+}
+
+/// What starts at a `<` in prose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opener {
+    /// `<think>`: everything up to `</think>` is text.
+    Think,
+    /// `<tool_call>`: XML, Hermes or Qwen3-coder, decided by what follows.
+    ToolCall,
+    /// `<function=`: a Qwen3-coder call without its `<tool_call>` wrapper.
+    Function,
+    /// `<invoke `.
+    Invoke,
+    WrapperOpen(Wrapper),
+    WrapperClose(Wrapper),
+}
+
+impl Opener {
+    /// Bytes of the opening tag itself.
+    pub(crate) fn tag_len(self) -> usize {
+        match self {
+            Opener::Think => THINK.len(),
+            Opener::ToolCall => TOOL_CALL.len(),
+            Opener::Function => FUNCTION.len(),
+            Opener::Invoke => INVOKE.len(),
+            Opener::WrapperOpen(w) => match w {
+                Wrapper::FunctionCalls => FUNCTION_CALLS.len(),
+                Wrapper::ToolCalls => TOOL_CALLS.len(),
+            },
+            Opener::WrapperClose(w) => w.close_tag().len(),
+        }
+    }
+}
+
+pub(crate) const THINK: &[u8] = b"<think>";
+pub(crate) const THINK_END: &[u8] = b"</think>";
+pub(crate) const TOOL_CALL: &[u8] = b"<tool_call>";
+pub(crate) const TOOL_CALL_END: &[u8] = b"</tool_call>";
+pub(crate) const FUNCTION: &[u8] = b"<function=";
+pub(crate) const INVOKE: &[u8] = b"<invoke ";
+const FUNCTION_CALLS: &[u8] = b"<function_calls>";
+const TOOL_CALLS: &[u8] = b"<tool_calls>";
+
+/// The outcome of looking at a `<`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Match {
+    No,
+    NeedMore,
+    Yes(Opener),
+}
+
+/// What the input at a `<` opens, for the dialects `dialect` allows.
+pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
+    let tool_call = dialect.allows_xml() || dialect.allows_hermes() || dialect.allows_qwen();
+    let table: [(bool, &[u8], Opener); 8] = [
+        (true, THINK, Opener::Think),
+        (tool_call, TOOL_CALL, Opener::ToolCall),
+        (dialect.allows_qwen(), FUNCTION, Opener::Function),
+        (dialect.allows_invoke(), INVOKE, Opener::Invoke),
+        (
+            dialect.allows_invoke(),
+            FUNCTION_CALLS,
+            Opener::WrapperOpen(Wrapper::FunctionCalls),
+        ),
+        (
+            dialect.allows_invoke(),
+            b"</function_calls>",
+            Opener::WrapperClose(Wrapper::FunctionCalls),
+        ),
+        (tool_call, TOOL_CALLS, Opener::WrapperOpen(Wrapper::ToolCalls)),
+        (
+            tool_call,
+            b"</tool_calls>",
+            Opener::WrapperClose(Wrapper::ToolCalls),
+        ),
+    ];
+    let mut need_more = false;
+    for (allowed, lit, opener) in table {
+        if !allowed {
+            continue;
+        }
+        match prefix(rest, lit) {
+            Prefix::Full => return Match::Yes(opener),
+            Prefix::Partial => need_more = true,
+            Prefix::No => {}
+        }
+    }
+    if need_more { Match::NeedMore } else { Match::No }
+}
+
+/// What a line that starts at `rest` may be, as far as code fences go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FenceStart {
+    No,
+    NeedMore,
+    /// Starts like a fence of `count` `ch` characters; the whole line decides.
+    Maybe,
+}
+
+/// Up to three spaces, then three or more backticks or tildes.
+pub(crate) fn fence_start(rest: &[u8]) -> FenceStart {
+    let mut i = 0;
+    while i < rest.len() && i < 3 && rest[i] == b' ' {
+        i += 1;
+    }
+    if i == rest.len() {
+        return FenceStart::NeedMore;
+    }
+    let ch = rest[i];
+    if ch != b'`' && ch != b'~' {
+        return FenceStart::No;
+    }
+    let mut n = 0;
+    while i + n < rest.len() && rest[i + n] == ch {
+        n += 1;
+    }
+    if n >= 3 {
+        FenceStart::Maybe
+    } else if i + n == rest.len() {
+        FenceStart::NeedMore
+    } else {
+        FenceStart::No
+    }
+}
+
+/// A whole fence line, without its line break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FenceLine {
+    pub ch: u8,
+    pub count: usize,
+    /// Nothing but whitespace after the fence characters: it can close a fence.
+    pub bare: bool,
+}
+
+/// Reads a complete line as a fence line (CommonMark rules, simplified).
+pub(crate) fn fence_line(line: &str) -> Option<FenceLine> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() && i < 3 && b[i] == b' ' {
+        i += 1;
+    }
+    let ch = *b.get(i)?;
+    if ch != b'`' && ch != b'~' {
+        return None;
+    }
+    let mut count = 0;
+    while i + count < b.len() && b[i + count] == ch {
+        count += 1;
+    }
+    if count < 3 {
+        return None;
+    }
+    let info = &line[i + count..];
+    if ch == b'`' && info.contains('`') {
+        return None;
+    }
+    Some(FenceLine {
+        ch,
+        count,
+        bare: info.trim().is_empty(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openers() {
+        assert_eq!(match_opener(b"<tool_call>x", Dialect::Auto), Match::Yes(Opener::ToolCall));
+        assert_eq!(match_opener(b"<tool_c", Dialect::Auto), Match::NeedMore);
+        assert_eq!(match_opener(b"<tool_calls>", Dialect::Auto), Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls)));
+        assert_eq!(match_opener(b"<thinking>", Dialect::Auto), Match::No);
+        assert_eq!(match_opener(b"< 10", Dialect::Auto), Match::No);
+        assert_eq!(match_opener(b"<u8>", Dialect::Auto), Match::No);
+        assert_eq!(match_opener(b"<invoke name=", Dialect::Xml), Match::No);
+        assert_eq!(match_opener(b"<function", Dialect::Auto), Match::NeedMore);
+    }
+
+    #[test]
+    fn fences() {
+        assert_eq!(fence_start(b"```xml"), FenceStart::Maybe);
+        assert_eq!(fence_start(b"  ``"), FenceStart::NeedMore);
+        assert_eq!(fence_start(b"    ```"), FenceStart::No);
+        assert_eq!(fence_start(b"``x"), FenceStart::No);
+        assert_eq!(fence_line("```xml"), Some(FenceLine { ch: b'`', count: 3, bare: false }));
+        assert_eq!(fence_line("~~~~ "), Some(FenceLine { ch: b'~', count: 4, bare: true }));
+        assert_eq!(fence_line("```a`"), None);
+    }
+}

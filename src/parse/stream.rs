@@ -1,0 +1,409 @@
+//! `StreamParser`: chunks of model text in, text deltas and complete calls out. The
+//! whole-message parse is this parser fed one chunk, so the two agree by construction;
+//! what the parser must guarantee is that the split never matters. It looks at each
+//! byte a bounded number of times: prose is skipped with memchr, a call block is
+//! scanned for its end once (the scanner keeps its place between chunks) and parsed
+//! once when complete, and only a suffix that could still open a tag is held back.
+
+use std::sync::LazyLock;
+
+use memchr::{memchr, memchr2, memmem};
+
+use super::block::parse_block;
+use super::block_end::{BlockScan, ScanResult};
+use super::group::{Emitter, Found, StreamEvent};
+use super::native::Finished;
+use super::opener::{
+    FenceStart, Match, Opener, Prefix, THINK_END, TOOL_CALL, fence_line, fence_start,
+    match_opener, prefix,
+};
+use super::options::ParseOptions;
+use super::types::ParsedTurn;
+use super::utf8::Utf8Decoder;
+
+static THINK_END_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(THINK_END));
+
+#[derive(Debug)]
+enum State {
+    /// Prose. `buf[start..scan]` is plain text not yet handed on; `fence_checked`
+    /// says the line start at `scan` was already ruled out as a fence.
+    Text { scan: usize, fence_checked: bool },
+    /// A line (from `start`) that begins like a code fence; `scan` is where the search
+    /// for its end continues.
+    FenceLine { scan: usize },
+    /// Inside `<think>`: text up to `</think>`, never a call.
+    Think { scan: usize },
+    /// A call block from `start`.
+    Block(BlockScan),
+}
+
+/// The incremental parser. Feed it `&str` chunks of any size (or bytes with
+/// [`StreamParser::feed_bytes`]), then call [`StreamParser::finish`].
+///
+/// ```
+/// use toolgate::parse::{ParseOptions, StreamParser, StreamEvent};
+/// let mut p = StreamParser::new(ParseOptions::default());
+/// let mut events = Vec::new();
+/// for chunk in ["Sure.<tool_call><name>echo</name><par", "ams><text><![CDATA[hi]]></text></params></tool_call>"] {
+///     events.extend(p.feed(chunk));
+/// }
+/// events.extend(p.finish());
+/// assert!(matches!(&events[1], StreamEvent::Call(c) if c.name == "echo"));
+/// ```
+pub struct StreamParser {
+    opts: ParseOptions,
+    buf: String,
+    /// `buf[..start]` is done with.
+    start: usize,
+    /// Absolute input offset of `buf[0]`.
+    base: usize,
+    /// `buf[start]` begins a line.
+    start_of_line: bool,
+    state: State,
+    emitter: Emitter,
+    /// Incomplete UTF-8 at the end of the bytes fed so far.
+    utf8: Utf8Decoder,
+}
+
+impl StreamParser {
+    pub fn new(opts: ParseOptions) -> Self {
+        let emitter = Emitter::new(opts.strict, opts.id_prefix.clone());
+        Self {
+            opts,
+            buf: String::new(),
+            start: 0,
+            base: 0,
+            start_of_line: true,
+            state: State::Text {
+                scan: 0,
+                fence_checked: false,
+            },
+            emitter,
+            utf8: Utf8Decoder::default(),
+        }
+    }
+
+    /// Parses one chunk; returns what is decided so far.
+    pub fn feed(&mut self, chunk: &str) -> Vec<StreamEvent> {
+        self.buf.push_str(chunk);
+        self.run(false);
+        self.compact();
+        self.emitter.drain().collect()
+    }
+
+    /// Like [`StreamParser::feed`] for bytes split anywhere, even inside a character.
+    /// Invalid UTF-8 becomes U+FFFD, exactly as `String::from_utf8_lossy` does on the
+    /// whole input.
+    pub fn feed_bytes(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        let text = self.utf8.decode(chunk);
+        self.feed(&text)
+    }
+
+    /// Ends the input: open blocks and groups are closed as they stand.
+    pub fn finish(self) -> Vec<StreamEvent> {
+        self.finish_with(Vec::new())
+    }
+
+    /// Ends the input, then emits native calls found beside the text, so that they
+    /// share the text calls' id space.
+    pub(crate) fn finish_with(mut self, native: Vec<Finished>) -> Vec<StreamEvent> {
+        let rest = self.utf8.finish();
+        self.buf.push_str(rest);
+        self.run(true);
+        self.emitter.finish(self.base + self.buf.len());
+        for (call, problems) in native {
+            match call {
+                Some(call) => self.emitter.call(Found {
+                    call,
+                    raw: String::new(),
+                    problems,
+                }),
+                None => problems.into_iter().for_each(|p| self.emitter.problem(p)),
+            }
+        }
+        self.emitter.drain().collect()
+    }
+
+    /// Parses a whole message at once.
+    pub fn parse(input: &str, opts: &ParseOptions) -> ParsedTurn {
+        let mut p = StreamParser::new(opts.clone());
+        let mut turn = ParsedTurn::default();
+        collect(&mut turn, p.feed(input));
+        collect(&mut turn, p.finish());
+        turn
+    }
+
+    fn line_start_at(&self, pos: usize) -> bool {
+        if pos == self.start {
+            self.start_of_line
+        } else {
+            self.buf.as_bytes()[pos - 1] == b'\n'
+        }
+    }
+
+    /// Marks `buf[..to]` done.
+    fn consume(&mut self, to: usize) {
+        if to > self.start {
+            self.start_of_line = self.buf.as_bytes()[to - 1] == b'\n';
+            self.start = to;
+        }
+    }
+
+    /// Hands `buf[start..to]` on as text.
+    fn flush_text(&mut self, to: usize) {
+        if to > self.start {
+            self.emitter.text(&self.buf[self.start..to]);
+            self.consume(to);
+        }
+    }
+
+    fn compact(&mut self) {
+        if self.start > 0 && self.start >= self.buf.len() / 2 {
+            let n = self.start;
+            self.buf.drain(..n);
+            self.base += n;
+            self.start = 0;
+            match &mut self.state {
+                State::Text { scan, .. } | State::FenceLine { scan } | State::Think { scan } => {
+                    *scan -= n
+                }
+                State::Block(_) => {}
+            }
+        }
+    }
+
+    fn run(&mut self, eof: bool) {
+        while self.step(eof) {}
+    }
+
+    /// One decision. Returns false when more input is needed (or all is done).
+    fn step(&mut self, eof: bool) -> bool {
+        match std::mem::replace(
+            &mut self.state,
+            State::Text {
+                scan: self.start,
+                fence_checked: false,
+            },
+        ) {
+            State::Text {
+                scan,
+                fence_checked,
+            } => self.step_text(scan, fence_checked, eof),
+            State::FenceLine { scan } => self.step_fence_line(scan, eof),
+            State::Think { scan } => self.step_think(scan, eof),
+            State::Block(scan) => self.step_block(scan, eof),
+        }
+    }
+
+    fn hold(&mut self, state: State) -> bool {
+        self.state = state;
+        false
+    }
+
+    fn step_text(&mut self, mut i: usize, mut fence_checked: bool, eof: bool) -> bool {
+        let dialect = self.opts.dialect;
+        loop {
+            let bytes = self.buf.as_bytes();
+            if !fence_checked && self.line_start_at(i) {
+                match fence_start(&bytes[i..]) {
+                    FenceStart::Maybe => {
+                        self.flush_text(i);
+                        self.state = State::FenceLine { scan: i };
+                        return true;
+                    }
+                    FenceStart::NeedMore if !eof => {
+                        self.flush_text(i);
+                        return self.hold(State::Text {
+                            scan: i,
+                            fence_checked: false,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            fence_checked = false;
+            let Some(k) = memchr2(b'<', b'\n', &bytes[i..]) else {
+                let end = bytes.len();
+                self.flush_text(end);
+                return self.hold(State::Text {
+                    scan: end,
+                    fence_checked: false,
+                });
+            };
+            let p = i + k;
+            if bytes[p] == b'\n' {
+                i = p + 1;
+                continue;
+            }
+            match match_opener(&bytes[p..], dialect) {
+                Match::NeedMore if !eof => {
+                    self.flush_text(p);
+                    return self.hold(State::Text {
+                        scan: p,
+                        fence_checked: true,
+                    });
+                }
+                Match::Yes(opener) => {
+                    self.flush_text(p);
+                    self.open(opener);
+                    return true;
+                }
+                _ => i = p + 1,
+            }
+        }
+    }
+
+    /// Acts on an opener found at `start`.
+    fn open(&mut self, opener: Opener) {
+        let at = self.base + self.start;
+        let tag_end = self.start + opener.tag_len();
+        self.state = match opener {
+            Opener::Think => State::Think { scan: tag_end },
+            Opener::ToolCall => State::Block(BlockScan::tool_call()),
+            Opener::Function => State::Block(BlockScan::function()),
+            Opener::Invoke => State::Block(BlockScan::invoke()),
+            Opener::WrapperOpen(w) => {
+                self.emitter.wrapper_open(&self.buf[self.start..tag_end], w, at);
+                self.consume(tag_end);
+                State::Text {
+                    scan: tag_end,
+                    fence_checked: false,
+                }
+            }
+            Opener::WrapperClose(w) => {
+                self.emitter.wrapper_close(&self.buf[self.start..tag_end], w, at);
+                self.consume(tag_end);
+                State::Text {
+                    scan: tag_end,
+                    fence_checked: false,
+                }
+            }
+        };
+    }
+
+    fn step_fence_line(&mut self, scan: usize, eof: bool) -> bool {
+        let bytes = self.buf.as_bytes();
+        let end = match memchr(b'\n', &bytes[scan..]) {
+            Some(k) => scan + k + 1,
+            None if eof => bytes.len(),
+            None => {
+                let len = bytes.len();
+                return self.hold(State::FenceLine { scan: len });
+            }
+        };
+        let line = &self.buf[self.start..end];
+        let body = line.trim_end_matches(['\n', '\r']);
+        match fence_line(body) {
+            Some(fence) => {
+                let at = self.base + self.start;
+                self.emitter.fence_line(line, fence, at);
+                self.consume(end);
+                self.state = State::Text {
+                    scan: end,
+                    fence_checked: false,
+                };
+            }
+            None => {
+                // Not a fence after all: an ordinary line, scanned as prose.
+                self.state = State::Text {
+                    scan: self.start,
+                    fence_checked: true,
+                };
+            }
+        }
+        true
+    }
+
+    fn step_think(&mut self, scan: usize, eof: bool) -> bool {
+        let bytes = self.buf.as_bytes();
+        if let Some(k) = THINK_END_FINDER.find(&bytes[scan..]) {
+            let end = scan + k + THINK_END.len();
+            self.flush_text(end);
+            self.state = State::Text {
+                scan: end,
+                fence_checked: false,
+            };
+            return true;
+        }
+        let len = bytes.len();
+        if eof {
+            self.flush_text(len);
+            return false;
+        }
+        // Hold back only a suffix that could still become `</think>`.
+        let tail = len.saturating_sub(THINK_END.len() - 1).max(scan);
+        let keep = (tail..len)
+            .find(|&k| bytes[k] == b'<' && prefix(&bytes[k..], THINK_END) == Prefix::Partial)
+            .unwrap_or(len);
+        self.flush_text(keep);
+        self.hold(State::Think { scan: keep })
+    }
+
+    fn step_block(&mut self, mut scan: BlockScan, eof: bool) -> bool {
+        let block = &self.buf.as_bytes()[self.start..];
+        match scan.advance(block, eof, self.opts.dialect) {
+            ScanResult::NeedMore => self.hold(State::Block(scan)),
+            ScanResult::NotACall => {
+                let end = self.start + TOOL_CALL.len();
+                self.flush_text(end);
+                self.state = State::Text {
+                    scan: end,
+                    fence_checked: false,
+                };
+                true
+            }
+            ScanResult::End { len, closed } => {
+                let end = self.start + len;
+                let at = self.base + self.start;
+                let raw = &self.buf[self.start..end];
+                let Some(kind) = scan.kind() else {
+                    self.flush_text(end);
+                    return true;
+                };
+                let outcome = parse_block(kind, raw, closed, &self.opts);
+                let problems = outcome
+                    .problems
+                    .into_iter()
+                    .map(|mut p| {
+                        p.offset += at;
+                        p
+                    })
+                    .collect::<Vec<_>>();
+                match outcome.call {
+                    Some(call) => {
+                        let raw = raw.to_string();
+                        self.emitter.call(Found {
+                            call,
+                            raw,
+                            problems,
+                        });
+                        self.consume(end);
+                    }
+                    None => {
+                        self.flush_text(end);
+                        for p in problems {
+                            self.emitter.problem(p);
+                        }
+                    }
+                }
+                self.state = State::Text {
+                    scan: end,
+                    fence_checked: false,
+                };
+                true
+            }
+        }
+    }
+}
+
+/// Adds events to a turn being assembled.
+pub fn collect(turn: &mut ParsedTurn, events: impl IntoIterator<Item = StreamEvent>) {
+    for e in events {
+        match e {
+            StreamEvent::Text(t) => turn.text.push_str(&t),
+            StreamEvent::Call(c) => turn.calls.push(c),
+            StreamEvent::Problem(p) => turn.problems.push(p),
+        }
+    }
+}

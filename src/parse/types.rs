@@ -1,0 +1,93 @@
+//! The data a parse produces: `ToolCall`, `ParsedTurn` and the `Problem`s met on the way.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One tool call, whatever dialect it was written in.
+///
+/// `id` is unique within one parse (and within a run once the loop prefixes it):
+/// the model's own id for native and Hermes calls that carry one, generated otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Map<String, Value>,
+}
+
+/// The result of parsing one model output.
+///
+/// `text` is everything that is not a call, in order; `calls` are the calls in the
+/// order they were written; `problems` are the recoverable oddities met on the way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParsedTurn {
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub problems: Vec<Problem>,
+}
+
+/// Something odd in the model's output: a call dropped, a tag closed for the model,
+/// a value left uncoerced. `offset` is a byte offset into the parsed input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub message: String,
+    pub offset: usize,
+    /// The call the problem belongs to, when that call was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+impl Problem {
+    pub fn new(kind: ProblemKind, offset: usize, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            offset,
+            call_id: None,
+        }
+    }
+}
+
+/// What kind of oddity a [`Problem`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// A call's block, or an element in it, ended without its closing tag.
+    UnclosedTag,
+    /// An element was closed by the next one opening, or by an outer closing tag.
+    ImplicitClose,
+    /// The output ended inside a `<![CDATA[` section.
+    UnterminatedCdata,
+    /// A closing tag that matches nothing open.
+    StrayCloseTag,
+    /// Text where only elements belong (between parameters, around the name).
+    StrayText,
+    /// An element the dialect does not know, ignored.
+    UnknownElement,
+    /// A parameter written outside the `<params>` element.
+    ParamOutsideParams,
+    /// A call without a tool name: not a call.
+    MissingName,
+    /// A call whose JSON (Hermes body, native arguments) is not valid: not a call.
+    InvalidJson,
+    /// A value that does not fit its schema type, kept as it was written.
+    UncoercedValue,
+    /// A parameter given twice where the schema wants one value.
+    DuplicateParam,
+    /// A code fence or wrapper holding calls that was never closed.
+    UnclosedGroup,
+    /// A call id that was already used; a new one was given.
+    DuplicateId,
+    /// A line of a recorded stream that could not be read.
+    InvalidChunk,
+}
+
+impl ProblemKind {
+    /// Faults in the structure of a call: in strict mode they drop the call.
+    pub fn is_structural(self) -> bool {
+        !matches!(
+            self,
+            ProblemKind::UncoercedValue | ProblemKind::DuplicateId | ProblemKind::DuplicateParam
+        )
+    }
+}

@@ -1,0 +1,264 @@
+//! Tool files (`tools/*.yaml`, `*.yml`, `*.json`, one tool each): reading, checking,
+//! and the list form of parameters. A broken file is reported with its path, line and
+//! what is wrong, and does not stop the others from loading.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::spec::{Entry, Permission, ToolSpec};
+use crate::parse::Schemas;
+
+/// Why a tool file could not be used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Everything read from a folder of tool files.
+#[derive(Debug, Default)]
+pub struct LoadedTools {
+    pub tools: Vec<ToolSpec>,
+    pub errors: Vec<LoadError>,
+}
+
+impl LoadedTools {
+    /// Tool name -> parameter schema, for the parser's coercion.
+    pub fn schemas(&self) -> Schemas {
+        self.tools
+            .iter()
+            .map(|t| (t.name.clone(), t.parameters.clone()))
+            .collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    permission: Permission,
+    #[serde(default)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    entry: Option<Entry>,
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    timeout: Option<f64>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    version: Option<Value>,
+}
+
+/// Reads every tool file in `dir` (not recursive), in name order.
+pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| LoadError {
+        path: dir.to_path_buf(),
+        line: None,
+        message: format!("cannot read the tools folder: {e}"),
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            )
+        })
+        .collect();
+    paths.sort();
+    let mut loaded = LoadedTools::default();
+    for path in paths {
+        match load_file(&path) {
+            Ok(tool) => {
+                if loaded.tools.iter().any(|t| t.name == tool.name) {
+                    loaded.errors.push(LoadError {
+                        path,
+                        line: None,
+                        message: format!("a tool named '{}' is already defined", tool.name),
+                    });
+                } else {
+                    loaded.tools.push(tool);
+                }
+            }
+            Err(e) => loaded.errors.push(e),
+        }
+    }
+    Ok(loaded)
+}
+
+/// Reads one tool file.
+pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
+    let fail = |line: Option<usize>, message: String| LoadError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
+    let raw: RawTool = if is_json {
+        serde_json::from_str(&text).map_err(|e| fail(Some(e.line()), e.to_string()))?
+    } else {
+        serde_saphyr::from_str(&text).map_err(|e| {
+            let message = e.to_string();
+            let line = e.location().map(|l| l.line() as usize);
+            fail(line, first_line(&message))
+        })?
+    };
+    let name = raw.name.trim().to_string();
+    let valid_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !valid_name {
+        return Err(fail(
+            None,
+            format!("name '{name}' must be letters, digits, '_', '-' or '.'"),
+        ));
+    }
+    let parameters = match raw.parameters {
+        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+        Some(Value::Array(list)) => {
+            list_form(&list).map_err(|m| fail(None, format!("parameters: {m}")))?
+        }
+        Some(Value::Object(schema)) => {
+            check_schema(&schema).map_err(|m| fail(None, format!("parameters: {m}")))?;
+            Value::Object(schema)
+        }
+        Some(_) => {
+            return Err(fail(
+                None,
+                "parameters must be a JSON Schema object or a list of parameters".to_string(),
+            ));
+        }
+    };
+    if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
+        return Err(fail(None, "timeout must be a positive number of seconds".into()));
+    }
+    Ok(ToolSpec {
+        name,
+        description: raw.description,
+        parameters,
+        permission: raw.permission,
+        entry: raw.entry.unwrap_or(Entry::Client),
+        category: raw.category,
+        timeout: raw.timeout,
+        tags: raw.tags,
+        version: raw.version.map(|v| match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        }),
+    })
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().to_string()
+}
+
+fn check_schema(schema: &Map<String, Value>) -> Result<(), String> {
+    match schema.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => return Err(format!("type must be \"object\", not {other}")),
+    }
+    match schema.get("properties") {
+        None | Some(Value::Object(_)) => {}
+        Some(_) => return Err("properties must be a map of parameter schemas".into()),
+    }
+    if let Some(Value::Object(props)) = schema.get("properties") {
+        for (k, v) in props {
+            if !v.is_object() {
+                return Err(format!("the schema of '{k}' must be a map"));
+            }
+        }
+    }
+    match schema.get("required") {
+        None => Ok(()),
+        Some(Value::Array(list)) if list.iter().all(Value::is_string) => Ok(()),
+        Some(_) => Err("required must be a list of parameter names".into()),
+    }
+}
+
+/// `[{name, type, required, description, default, validation: {...}}]` to a schema.
+fn list_form(list: &[Value]) -> Result<Value, String> {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        let Some(obj) = item.as_object() else {
+            return Err(format!("item {} is not a map", i + 1));
+        };
+        let Some(name) = obj.get("name").and_then(Value::as_str) else {
+            return Err(format!("item {} has no name", i + 1));
+        };
+        let mut prop = Map::new();
+        for (k, v) in obj {
+            match k.as_str() {
+                "name" => {}
+                "required" => {
+                    if v.as_bool() == Some(true) {
+                        required.push(Value::String(name.to_string()));
+                    }
+                }
+                "validation" => {
+                    let Some(rules) = v.as_object() else {
+                        return Err(format!("validation of '{name}' is not a map"));
+                    };
+                    for (rk, rv) in rules {
+                        let key = match rk.as_str() {
+                            "min" => "minimum",
+                            "max" => "maximum",
+                            "min_length" => "minLength",
+                            "max_length" => "maxLength",
+                            other => other,
+                        };
+                        prop.insert(key.to_string(), rv.clone());
+                    }
+                }
+                _ => {
+                    prop.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        prop.entry("type").or_insert_with(|| json!("string"));
+        properties.insert(name.to_string(), Value::Object(prop));
+    }
+    Ok(json!({"type": "object", "properties": properties, "required": required}))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn list_form_becomes_schema() {
+        let list = serde_json::from_str::<Vec<Value>>(
+            r#"[{"name":"url","type":"string","required":true,"validation":{"pattern":"^https?://"}},
+                {"name":"timeout","type":"number","default":30,"validation":{"min":1,"max":300}}]"#,
+        )
+        .unwrap();
+        let schema = list_form(&list).unwrap();
+        assert_eq!(schema["required"], json!(["url"]));
+        assert_eq!(schema["properties"]["timeout"]["minimum"], json!(1));
+        assert_eq!(schema["properties"]["url"]["pattern"], json!("^https?://"));
+    }
+}
