@@ -66,13 +66,29 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
         out.problem(ProblemKind::MissingName, pos, "<function= without '>' is not a call");
         return out;
     };
-    let name = block[name_start..gt].trim().to_string();
-    let mut closed = parse_params(block, gt + 1, &name, &QWEN, opts, &mut out);
-    if wrapped && closed {
-        closed = block.trim_end().ends_with("</tool_call>");
-        if !closed {
-            out.problem(ProblemKind::UnclosedTag, block.len(), "<tool_call> was never closed");
-        }
+    let name = block[name_start..gt].trim();
+    if !is_tool_name(name) {
+        out.problem(
+            ProblemKind::MissingName,
+            pos,
+            format!("<function={}> does not name a tool; kept as text", super::block::short(name)),
+        );
+        return out;
+    }
+    let mut probe = BlockOutcome::default();
+    let (closed, params) = parse_params(block, gt + 1, name, &QWEN, opts, &mut probe);
+    if !wrapped && !closed && params == 0 {
+        // `<function=x>` mentioned in prose: no parameters, never closed.
+        out.problem(
+            ProblemKind::MissingName,
+            pos,
+            format!("<function={name}> with no parameters and no </function> is not a call"),
+        );
+        return out;
+    }
+    out = probe;
+    if wrapped && closed && !block.trim_end().ends_with("</tool_call>") {
+        out.problem(ProblemKind::UnclosedTag, block.len(), "<tool_call> was never closed");
     }
     out
 }
@@ -86,12 +102,29 @@ pub(crate) fn parse_invoke(block: &str, opts: &ParseOptions) -> BlockOutcome {
         return out;
     };
     let name = attribute(&block["<invoke".len()..gt], "name").unwrap_or_default();
+    if !is_tool_name(&name) {
+        out.problem(
+            ProblemKind::MissingName,
+            0,
+            "<invoke> without a valid name=\"...\" is not a call",
+        );
+        return out;
+    }
     parse_params(block, gt + 1, &name, &INVOKE, opts, &mut out);
     out
 }
 
-/// Reads the parameters from `pos` to the end of the call; sets the call when it has a
-/// name. Returns whether the call's closing tag was found.
+/// A tool name as models write it: no spaces, no markup.
+fn is_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/'))
+}
+
+/// Reads the parameters from `pos` to the end of the call and sets the call. Returns
+/// whether the call's closing tag was found, and how many parameters it had.
 fn parse_params(
     block: &str,
     mut pos: usize,
@@ -99,7 +132,7 @@ fn parse_params(
     syntax: &Syntax,
     opts: &ParseOptions,
     out: &mut BlockOutcome,
-) -> bool {
+) -> (bool, usize) {
     let b = block.as_bytes();
     let schema = opts.schema(name);
     let mut pairs: Vec<(String, Value)> = Vec::new();
@@ -161,21 +194,14 @@ fn parse_params(
             format!("{} was never closed", syntax.call_tag),
         );
     }
-    if name.is_empty() {
-        out.problem(
-            ProblemKind::MissingName,
-            0,
-            format!("{} without a tool name is not a call", syntax.call_tag),
-        );
-        return closed;
-    }
+    let count = pairs.len();
     let arguments = group_args(pairs, schema, first_offset.unwrap_or(0), out);
     out.call = Some(RawCall {
         id: None,
         name: name.to_string(),
         arguments,
     });
-    closed
+    (closed, count)
 }
 
 /// Where a value starting at `from` ends, and where parsing goes on after it.

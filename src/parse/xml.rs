@@ -108,6 +108,9 @@ impl<'a> Node<'a> {
 
 struct Builder<'a> {
     src: &'a str,
+    opts: &'a ParseOptions,
+    /// The tool's name, once its `<name>` element has closed.
+    tool: Option<String>,
     stack: Vec<Node<'a>>,
     /// Tag name -> where its next `</name>` is (or `None`: there is none).
     closes: HashMap<&'a str, Option<usize>>,
@@ -148,12 +151,51 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn start(&mut self, name: &'a str, span: std::ops::Range<usize>, empty: bool) {
+    /// Whether an element opening now is a parameter: a child of the parameter
+    /// container, or written directly in `<tool_call>`.
+    fn opens_param(&self, name: &str) -> bool {
+        match self.stack.len() {
+            1 => name != "name" && !PARAM_CONTAINERS.contains(&name),
+            2 => PARAM_CONTAINERS.contains(&self.stack[1].name),
+            _ => false,
+        }
+    }
+
+    /// A string parameter written without CDATA is taken as written up to its closing
+    /// tag, markup and all. Returns where the lexer goes on.
+    fn opaque_string(&mut self, name: &'a str, span: &std::ops::Range<usize>) -> Option<usize> {
+        if !self.opens_param(name) {
+            return None;
+        }
+        let schema = self.opts.schema(self.tool.as_deref()?)?;
+        let types = Types::of(property(Some(schema), name)?)?;
+        if !types.has(Types::STRING) || types.has(Types::OBJECT) || types.has(Types::ARRAY) {
+            return None;
+        }
+        let close = format!("</{name}>");
+        let end = span.end + memchr::memmem::find(&self.src.as_bytes()[span.end..], close.as_bytes())?;
+        let content = &self.src[span.end..end];
+        if content.contains("<![CDATA[") || content.contains("<!--") {
+            return None;
+        }
+        let mut node = Node::new(name, span.start, span.end);
+        node.pieces.push(Piece::Text(content));
+        node.content_end = end;
+        self.top().children.push(node);
+        Some(end + close.len())
+    }
+
+    fn start(&mut self, name: &'a str, span: std::ops::Range<usize>, empty: bool) -> Option<usize> {
+        if !empty {
+            if let Some(next) = self.opaque_string(name, &span) {
+                return Some(next);
+            }
+        }
         let in_value = self.stack.len() > 1 && self.top().has_content();
         if self.stack.len() > MAX_DEPTH || (in_value && (empty || !self.closes_later(name, span.end))) {
             let tag = &self.src[span];
             self.top().pieces.push(Piece::Literal(tag));
-            return;
+            return None;
         }
         if in_value {
             let closed = self.top().name;
@@ -168,6 +210,7 @@ impl<'a> Builder<'a> {
         if empty {
             self.pop(span.end);
         }
+        None
     }
 
     fn end(&mut self, name: &'a str, span: std::ops::Range<usize>) -> bool {
@@ -198,6 +241,11 @@ impl<'a> Builder<'a> {
             return true;
         }
         self.pop(span.start);
+        if self.stack.len() == 1 && self.tool.is_none() {
+            if let Some(node) = self.stack[0].children.last().filter(|n| n.name == "name") {
+                self.tool = Some(node.value());
+            }
+        }
         false
     }
 }
@@ -206,13 +254,15 @@ impl<'a> Builder<'a> {
 pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutcome {
     let mut b = Builder {
         src: block,
+        opts,
+        tool: None,
         stack: vec![Node::new("tool_call", 0, TOOL_CALL.len())],
         closes: HashMap::new(),
         out: BlockOutcome::default(),
     };
     let mut lexer = Lexer::new(block, TOOL_CALL.len());
     let mut root_closed = false;
-    for token in lexer.by_ref() {
+    while let Some(token) = lexer.next() {
         match token {
             Token::Text(t) => b.top().pieces.push(Piece::Text(t)),
             Token::CData {
@@ -230,7 +280,11 @@ pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutc
                 top.pieces.push(Piece::CData(content));
                 top.has_cdata = true;
             }
-            Token::Start { name, span, empty } => b.start(name, span, empty),
+            Token::Start { name, span, empty } => {
+                if let Some(next) = b.start(name, span, empty) {
+                    lexer.seek(next);
+                }
+            }
             Token::End { name, span } => {
                 if b.end(name, span) {
                     root_closed = true;

@@ -44,6 +44,11 @@ impl<'a> Lexer<'a> {
     pub(crate) fn pos(&self) -> usize {
         self.pos
     }
+
+    /// Continues at `pos` (forward only).
+    pub(crate) fn seek(&mut self, pos: usize) {
+        self.pos = self.pos.max(pos);
+    }
 }
 
 fn is_name_start(b: u8) -> bool {

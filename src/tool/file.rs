@@ -206,8 +206,15 @@ fn list_form(list: &[Value]) -> Result<Value, String> {
         let Some(obj) = item.as_object() else {
             return Err(format!("item {} is not a map", i + 1));
         };
-        let Some(name) = obj.get("name").and_then(Value::as_str) else {
-            return Err(format!("item {} has no name", i + 1));
+        let name = match obj.get("name") {
+            Some(Value::String(n)) if !n.trim().is_empty() => n.as_str(),
+            None => return Err(format!("item {} has no name", i + 1)),
+            Some(other) => {
+                return Err(format!(
+                    "item {}: name must be text, not {other} (quote it: name: \"{other}\")",
+                    i + 1
+                ));
+            }
         };
         let mut prop = Map::new();
         for (k, v) in obj {
