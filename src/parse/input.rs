@@ -139,23 +139,41 @@ impl InputParser {
     }
 }
 
-/// Tells the format from the first non-blank bytes, once there are enough of them.
+/// Tells the format from the first lines, once there is enough to tell: a JSON
+/// document starts with `{`; an SSE stream's first line that is not blank or a comment
+/// (`: keep-alive`) starts with `data:` or `event:`; anything else is model text.
 fn decide(seen: &str, eof: bool, dialect: Dialect) -> Option<Mode> {
-    let head = seen.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
     let native_only = dialect == Dialect::OpenAi;
-    if head.starts_with('{') {
-        return Some(Mode::Json(String::new()));
-    }
-    const DATA: &str = "data:";
-    let n = head.len().min(DATA.len());
-    if head.len() >= DATA.len() || eof {
-        if head.starts_with(DATA) || (native_only && !head.is_empty()) {
+    let fallback = || {
+        if native_only {
+            Mode::Sse(SseReader::default())
+        } else {
+            Mode::Text
+        }
+    };
+    let mut rest = seen.strip_prefix('\u{feff}').unwrap_or(seen);
+    loop {
+        let (line, complete) = match rest.find('\n') {
+            Some(nl) => (&rest[..nl], true),
+            None => (rest, false),
+        };
+        let l = line.trim_start_matches([' ', '\t', '\r']);
+        if l.starts_with('{') {
+            return Some(Mode::Json(String::new()));
+        }
+        let sse = ["data:", "event:"];
+        if sse.iter().any(|p| l.starts_with(p)) {
             return Some(Mode::Sse(SseReader::default()));
         }
-        return Some(Mode::Text);
+        let blank_or_comment = l.trim_end().is_empty() || l.starts_with(':');
+        if complete && blank_or_comment {
+            rest = &rest[line.len() + 1..];
+            continue;
+        }
+        if eof {
+            return Some(fallback());
+        }
+        let undecided = blank_or_comment || sse.iter().any(|p| p.starts_with(l));
+        return if undecided { None } else { Some(fallback()) };
     }
-    if !head.is_empty() && head[..n] != DATA[..n] && !native_only {
-        return Some(Mode::Text);
-    }
-    None
 }
