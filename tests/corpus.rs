@@ -75,8 +75,8 @@ fn corpus_has_enough_cases() {
 fn whole_message_parse_matches_expectations() {
     let mut failures = Vec::new();
     for case in cases() {
-        let got = whole(&case.input, &options(&case));
-        if let Err(e) = check_expected(&case, &got) {
+        let got = whole(&case.input, &options(case));
+        if let Err(e) = check_expected(case, &got) {
             failures.push(format!("{} ({}):\n  {e}", case.name, case.file));
         }
     }
@@ -87,7 +87,7 @@ fn whole_message_parse_matches_expectations() {
 fn fixed_chunk_sizes_equal_whole() {
     let mut failures = Vec::new();
     for case in cases() {
-        let opts = options(&case);
+        let opts = options(case);
         let expected = whole(&case.input, &opts);
         let sizes: &[usize] = if case.input.len() > 100_000 { &[4096, 65_536] } else { &[1, 2, 3, 5, 16, 4096] };
         for &size in sizes {
@@ -104,8 +104,8 @@ fn fixed_chunk_sizes_equal_whole() {
 #[test]
 fn every_two_chunk_split_equals_whole() {
     let mut failures = Vec::new();
-    for case in cases().into_iter().filter(|c| c.input.len() <= 4096) {
-        let opts = options(&case);
+    for case in cases().iter().filter(|c| c.input.len() <= 4096) {
+        let opts = options(case);
         let expected = whole(&case.input, &opts);
         let bytes = case.input.as_bytes();
         for cut in 0..=bytes.len() {

@@ -48,15 +48,10 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
     let input = read_input(args.file.as_ref())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let print = |out: &mut dyn Write, value: &dyn erased::Json| -> Result<(), Failure> {
-        value
-            .write(out, args.pretty)
-            .and_then(|()| out.write_all(b"\n"))
-            .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
-    };
+    let pretty = args.pretty;
     if !args.jsonl {
         let turn = parse_one(strip_bom(&input), &opts, args.stream);
-        print(&mut out, &turn)?;
+        print_json(&mut out, &turn, pretty)?;
         return flush(out).map(|()| ExitCode::SUCCESS);
     }
     let mut bad_lines = Vec::new();
@@ -68,12 +63,12 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
         match jsonl_text(line) {
             Ok(text) => {
                 let turn = parse_one(text.as_bytes(), &opts, args.stream);
-                print(&mut out, &turn)?;
+                print_json(&mut out, &turn, pretty)?;
             }
             Err(reason) => {
                 let line_no = i + 1;
                 let err = serde_json::json!({"line": line_no, "error": reason});
-                print(&mut out, &err)?;
+                print_json(&mut out, &err, pretty)?;
                 bad_lines.push(line_no);
             }
         }
@@ -93,24 +88,21 @@ fn flush(mut out: impl Write) -> Result<(), Failure> {
         .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
 }
 
-/// JSON writing for the two shapes we print, without boxing serde.
-mod erased {
-    use std::io::Write;
-
-    pub trait Json {
-        fn write(&self, out: &mut dyn Write, pretty: bool) -> std::io::Result<()>;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn write(&self, out: &mut dyn Write, pretty: bool) -> std::io::Result<()> {
-            let r = if pretty {
-                serde_json::to_writer_pretty(out, self)
-            } else {
-                serde_json::to_writer(out, self)
-            };
-            r.map_err(std::io::Error::other)
-        }
-    }
+/// One JSON document and a line break.
+pub(super) fn print_json(
+    out: &mut impl Write,
+    value: &impl serde::Serialize,
+    pretty: bool,
+) -> Result<(), Failure> {
+    let written = if pretty {
+        serde_json::to_writer_pretty(&mut *out, value)
+    } else {
+        serde_json::to_writer(&mut *out, value)
+    };
+    written
+        .map_err(std::io::Error::other)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
 }
 
 fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, Failure> {

@@ -55,8 +55,13 @@ pub fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-/// Every case of every corpus file, with variables expanded.
-pub fn cases() -> Vec<Case> {
+/// Every case of every corpus file, with variables expanded (read once).
+pub fn cases() -> &'static [Case] {
+    static CASES: std::sync::OnceLock<Vec<Case>> = std::sync::OnceLock::new();
+    CASES.get_or_init(read_cases)
+}
+
+fn read_cases() -> Vec<Case> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
