@@ -170,8 +170,15 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
     })
 }
 
+/// The first line of a YAML error, without the `error: line N column M:` prefix that
+/// the location already gives.
 fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().to_string()
+    let line = s.lines().next().unwrap_or_default();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    match line.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+        Some((position, message)) if position.contains("column") => message.to_string(),
+        _ => line.to_string(),
+    }
 }
 
 fn check_schema(schema: &Map<String, Value>) -> Result<(), String> {

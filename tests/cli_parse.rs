@@ -1,0 +1,198 @@
+//! `toolgate parse` through the binary, as scripts use it: the JSON contract, stdin
+//! and files, `--stream`, `--jsonl`, `--tools`, `--strict`, `--dialect`, exit codes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn toolgate(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_TOOLS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const CALL: &str = "Let me search.\n<tool_call><name>web_search</name><params><query><![CDATA[rust]]></query><max_results>5</max_results></params></tool_call>\nDone.";
+
+#[test]
+fn prints_the_contract_object_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolgate(&["parse"], CALL.as_bytes(), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["text"], "Let me search.\n\nDone.");
+    assert_eq!(v["calls"][0], json!({"id": "call_1", "name": "web_search", "arguments": {"query": "rust", "max_results": 5}}));
+    assert_eq!(v["problems"], json!([]));
+}
+
+#[test]
+fn reads_a_file_and_strips_a_leading_bom() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.txt");
+    std::fs::write(&file, format!("\u{feff}{CALL}")).unwrap();
+    let out = toolgate(&["parse", file.to_str().unwrap()], b"", dir.path());
+    assert!(out.status.success());
+    assert_eq!(json_lines(&out)[0]["text"], "Let me search.\n\nDone.");
+}
+
+#[test]
+fn stream_flag_gives_the_same_output_for_every_chunk_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = common::corpus_dir().join("tools");
+    for case in common::cases().iter().filter(|c| c.input.len() < 2000).step_by(7) {
+        let mut base = vec!["parse", "--tools", tools.to_str().unwrap()];
+        let dialect = case.dialect.clone().unwrap_or_else(|| "auto".into());
+        base.extend(["--dialect", dialect.as_str()]);
+        if case.strict {
+            base.push("--strict");
+        }
+        let whole = toolgate(&base, case.input.as_bytes(), dir.path());
+        for n in ["1", "3", "64"] {
+            let mut args = base.clone();
+            args.extend(["--stream", n]);
+            let streamed = toolgate(&args, case.input.as_bytes(), dir.path());
+            assert_eq!(streamed.stdout, whole.stdout, "case {} with --stream {n}", case.name);
+        }
+    }
+}
+
+#[test]
+fn jsonl_prints_one_result_per_line_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = [
+        json!({"text": "<tool_call><name>a</name></tool_call>"}).to_string(),
+        String::new(),
+        json!({"text": "plain", "meta": 1}).to_string(),
+        json!({"text": "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"}).to_string(),
+    ]
+    .join("\n");
+    let out = toolgate(&["parse", "--jsonl"], input.as_bytes(), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["calls"][0]["name"], "a");
+    assert_eq!(lines[1]["text"], "plain");
+    assert_eq!(lines[2]["calls"][0]["name"], "b");
+}
+
+#[test]
+fn jsonl_bad_line_keeps_its_place_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "{\"text\": \"one\"}\nnot json\n{\"no_text\": 1}\n{\"text\": \"four\"}\n";
+    let out = toolgate(&["parse", "--jsonl"], input.as_bytes(), dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["text"], "one");
+    assert_eq!(lines[1]["line"], 2);
+    assert!(lines[2]["error"].as_str().unwrap().contains("text"));
+    assert_eq!(lines[3]["text"], "four");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("2 input line(s)"), "{err}");
+}
+
+#[test]
+fn tools_folder_guides_coercion_and_broken_files_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    std::fs::write(
+        tools.join("lookup.yaml"),
+        "name: lookup\ndescription: Look up.\nparameters:\n  type: object\n  properties:\n    code: {type: string}\n    limit: {type: integer}\n",
+    )
+    .unwrap();
+    std::fs::write(tools.join("broken.yaml"), "name: broken\nparameters: [\n").unwrap();
+    let input = "<tool_call><name>lookup</name><params><code>007</code><limit>3</limit></params></tool_call>";
+    // ./tools is the default folder.
+    let out = toolgate(&["parse"], input.as_bytes(), dir.path());
+    assert!(out.status.success());
+    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": "007", "limit": 3}));
+    let err = stderr(&out);
+    assert!(err.contains("broken.yaml") && err.contains("warning"), "{err}");
+    // Without the schema, the heuristic applies.
+    let other = tempfile::tempdir().unwrap();
+    let out = toolgate(&["parse"], input.as_bytes(), other.path());
+    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": "007", "limit": 3}));
+    let input = "<tool_call><name>lookup</name><params><code>42</code></params></tool_call>";
+    let out = toolgate(&["parse"], input.as_bytes(), other.path());
+    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": 42}));
+    let out = toolgate(&["parse", "--tools", tools.to_str().unwrap()], input.as_bytes(), other.path());
+    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": "42"}));
+}
+
+#[test]
+fn strict_mode_reports_and_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "<tool_call><name>a</name><params><x>1</x>";
+    let lenient = json_lines(&toolgate(&["parse"], input.as_bytes(), dir.path()))[0].clone();
+    assert_eq!(lenient["calls"].as_array().unwrap().len(), 1);
+    let strict = json_lines(&toolgate(&["parse", "--strict"], input.as_bytes(), dir.path()))[0].clone();
+    assert_eq!(strict["calls"], json!([]));
+    assert_eq!(strict["text"], input);
+    assert!(strict["problems"][0]["message"].as_str().unwrap().contains("strict"));
+}
+
+#[test]
+fn openai_sse_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let sse = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c9\",\"function\":{\"name\":\"echo\",\"arguments\":\"{\\\"text\\\":\"}}]}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"hi\\\"}\"}}]}}]}\n\ndata: [DONE]\n";
+    for dialect in ["openai", "auto"] {
+        let out = toolgate(&["parse", "--dialect", dialect], sse.as_bytes(), dir.path());
+        assert!(out.status.success());
+        assert_eq!(json_lines(&out)[0]["calls"][0], json!({"id": "c9", "name": "echo", "arguments": {"text": "hi"}}));
+    }
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 4] = [
+        &["parse", "--dialect", "klingon"],
+        &["parse", "/no/such/file.txt"],
+        &["parse", "--stream", "0"],
+        &["parse", "--tools", "/no/such/tools"],
+    ];
+    for args in cases {
+        let out = toolgate(args, b"x", dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("toolgate: "), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn invalid_utf8_is_replaced_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolgate(&["parse", "--stream", "1"], b"a\xFFb<tool_call><name>e</name></tool_call>", dir.path());
+    assert!(out.status.success());
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["text"], "a\u{FFFD}b");
+    assert_eq!(v["calls"][0]["name"], "e");
+}
