@@ -20,7 +20,12 @@ fn toolgate(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // A command that fails on its arguments may exit before reading stdin.
+    let written = child.stdin.take().unwrap().write_all(stdin);
+    assert!(
+        written.is_ok() || written.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),
+        "{written:?}"
+    );
     child.wait_with_output().unwrap()
 }
 

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::block_end::BlockKind;
-use super::coerce::{Types, coerce_json, coerce_text, items, property};
+use super::coerce::{Mismatch, Types, coerce_json, coerce_string, coerce_text, items, property};
 use super::options::ParseOptions;
 use super::types::{Problem, ProblemKind};
 use super::{hermes, tagged, xml};
@@ -98,7 +98,7 @@ pub(crate) fn group_args(
 /// Coerces one parameter written as text, reporting a value that does not fit.
 pub(crate) fn coerce_param(
     key: &str,
-    text: &str,
+    text: String,
     schema: Option<&Value>,
     offset: usize,
     out: &mut BlockOutcome,
@@ -109,26 +109,35 @@ pub(crate) fn coerce_param(
     if wants_array && text.trim().is_empty() {
         return Value::Array(Vec::new());
     }
-    match coerce_text(text, schema) {
+    if !wants_array {
+        return match coerce_string(text, schema) {
+            Ok(v) => v,
+            Err(m) => mismatch(key, m, offset, out),
+        };
+    }
+    match coerce_text(&text, schema) {
         Ok(v) => v,
         // One item written where a list is wanted: a list of that item.
-        Err(_) if wants_array && !text.trim_start().starts_with('[') => {
+        Err(_) if !text.trim_start().starts_with('[') => {
             let item = coerce_param(key, text, items(schema), offset, out);
             Value::Array(vec![item])
         }
-        Err(m) => {
-            out.problem(
-                ProblemKind::UncoercedValue,
-                offset,
-                format!(
-                    "parameter '{key}' should be {}; kept as written: {}",
-                    m.expected,
-                    short(text)
-                ),
-            );
-            m.kept
-        }
+        Err(m) => mismatch(key, m, offset, out),
     }
+}
+
+/// Reports a value kept as written and returns it.
+fn mismatch(key: &str, m: Mismatch, offset: usize, out: &mut BlockOutcome) -> Value {
+    let written = match &m.kept {
+        Value::String(s) => short(s),
+        other => short(&other.to_string()),
+    };
+    out.problem(
+        ProblemKind::UncoercedValue,
+        offset,
+        format!("parameter '{key}' should be {}; kept as written: {written}", m.expected),
+    );
+    m.kept
 }
 
 /// Coerces every argument of a call given as JSON (Hermes, native) to the tool schema.
@@ -146,16 +155,10 @@ pub(crate) fn coerce_json_args(
             let v = match coerce_json(value, property(schema, &key)) {
                 Ok(v) => v,
                 Err(m) => {
-                    problems.push(Problem::new(
-                        ProblemKind::UncoercedValue,
-                        offset,
-                        format!(
-                            "parameter '{key}' should be {}; kept as written: {}",
-                            m.expected,
-                            short(&m.kept.to_string())
-                        ),
-                    ));
-                    m.kept
+                    let mut out = BlockOutcome::default();
+                    let kept = mismatch(&key, m, offset, &mut out);
+                    problems.append(&mut out.problems);
+                    kept
                 }
             };
             (key, v)

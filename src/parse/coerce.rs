@@ -209,22 +209,37 @@ pub fn coerce_json(value: Value, schema: Option<&Value>) -> Result<Value, Mismat
 /// The guess used when no schema is known: `true`/`false` become booleans, integers
 /// and decimal numbers become numbers, everything else stays a string.
 pub fn heuristic(text: &str) -> Value {
-    if let Some(b) = match text {
-        "true" => Some(true),
-        "false" => Some(false),
-        _ => None,
-    } {
-        return Value::Bool(b);
+    guess(text).unwrap_or_else(|| Value::String(text.to_string()))
+}
+
+/// Like [`coerce_text`], for a value the caller owns: text that stays text is moved,
+/// not copied (values can be megabytes).
+pub fn coerce_string(text: String, schema: Option<&Value>) -> Result<Value, Mismatch> {
+    let stays_text = match schema.and_then(Types::of) {
+        Some(types) => types.has(Types::STRING),
+        None => guess(&text).is_none(),
+    };
+    if stays_text {
+        Ok(Value::String(text))
+    } else {
+        coerce_text(&text, schema)
+    }
+}
+
+/// The heuristic's non-string guesses.
+fn guess(text: &str) -> Option<Value> {
+    match text {
+        "true" => return Some(Value::Bool(true)),
+        "false" => return Some(Value::Bool(false)),
+        _ => {}
     }
     if let Some(n) = parse_integer_strict(text) {
-        return n;
+        return Some(n);
     }
     if is_json_number(text) {
-        if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
-            return Value::Number(n);
-        }
+        return text.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number);
     }
-    Value::String(text.to_string())
+    None
 }
 
 fn parse_bool(t: &str) -> Option<bool> {

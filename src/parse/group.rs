@@ -21,13 +21,13 @@ pub enum StreamEvent {
     Problem(Problem),
 }
 
-/// A call found in the input, with its raw text (for when it has to become text
-/// again) and its problems (absolute offsets).
+/// A call held by a group, with its raw text (for when it has to become text again)
+/// and its problems (absolute offsets).
 #[derive(Debug)]
-pub(crate) struct Found {
-    pub call: RawCall,
-    pub raw: String,
-    pub problems: Vec<Problem>,
+struct Found {
+    call: RawCall,
+    raw: String,
+    problems: Vec<Problem>,
 }
 
 #[derive(Debug)]
@@ -118,7 +118,25 @@ impl Emitter {
         }
     }
 
-    pub(crate) fn call(&mut self, found: Found) {
+    /// A call, with the text it was written as (needed only if a group turns it
+    /// back into text) and its problems.
+    pub(crate) fn call(&mut self, call: RawCall, raw: &str, problems: Vec<Problem>) {
+        if self.collecting() {
+            let found = Found {
+                call,
+                raw: raw.to_string(),
+                problems,
+            };
+            self.found(found);
+        } else if self.as_text {
+            self.text(raw);
+        } else {
+            self.emit_call(call, problems);
+        }
+    }
+
+    /// A call already held by a group, passed on as the group closes.
+    fn found(&mut self, found: Found) {
         if self.collecting() {
             if let Some(g) = self.groups.last_mut() {
                 g.calls += 1;
@@ -127,12 +145,11 @@ impl Emitter {
         } else if self.as_text {
             self.text(&found.raw);
         } else {
-            self.emit_call(found);
+            self.emit_call(found.call, found.problems);
         }
     }
 
-    fn emit_call(&mut self, found: Found) {
-        let Found { call, problems, .. } = found;
+    fn emit_call(&mut self, call: RawCall, problems: Vec<Problem>) {
         let id = self.settle_id(call.id, call.name.as_str(), &problems);
         let call_problems: Vec<Problem> = problems
             .into_iter()
@@ -162,7 +179,7 @@ impl Emitter {
     ) -> (String, Option<Problem>) {
         let mut note = None;
         if let Some(id) = wanted.filter(|id| !id.is_empty()) {
-            if self.used_ids.insert(id.clone()) {
+            if !self.generated_already(&id) && self.used_ids.insert(id.clone()) {
                 return (id, None);
             }
             let offset = problems.first().map_or(0, |p| p.offset);
@@ -172,16 +189,25 @@ impl Emitter {
                 format!("call to '{name}' reused the id '{id}'; it was given a new one"),
             ));
         }
+        // Generated ids are unique by their counter; only the model's own ids are kept
+        // in `used_ids`, and a generated id must avoid those.
         loop {
             let id = format!("{}{}", self.id_prefix, self.next_id);
             self.next_id += 1;
-            if self.used_ids.insert(id.clone()) {
+            if !self.used_ids.contains(&id) {
                 if let Some(p) = note.as_mut() {
                     p.call_id = Some(id.clone());
                 }
                 return (id, note);
             }
         }
+    }
+
+    /// Whether `id` is one this emitter generated.
+    fn generated_already(&self, id: &str) -> bool {
+        id.strip_prefix(self.id_prefix.as_str())
+            .and_then(|n| n.parse::<u64>().ok().filter(|v| v.to_string() == n))
+            .is_some_and(|n| n >= 1 && n < self.next_id)
     }
 
     /// Every open group's content becomes text. An open fence stays open (as text) so
@@ -299,7 +325,7 @@ impl Emitter {
             for item in g.items {
                 match item {
                     Item::Frame(_) | Item::Space(_) => {}
-                    Item::Call(f) => self.call(f),
+                    Item::Call(f) => self.found(f),
                     Item::Problem(p) => self.problem(p),
                 }
             }

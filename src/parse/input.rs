@@ -116,6 +116,13 @@ impl InputParser {
 
     fn feed_into(&mut self, chunk: &str, eof: bool, events: &mut Vec<StreamEvent>) {
         if let Mode::Undecided(seen) = &mut self.mode {
+            if seen.is_empty() {
+                // The usual case: the first chunk tells; no need to copy it.
+                if let Some(mode) = decide(chunk, eof, self.opts.dialect) {
+                    self.mode = mode;
+                    return self.feed_into(chunk, eof, events);
+                }
+            }
             seen.push_str(chunk);
             let Some(mode) = decide(seen, eof, self.opts.dialect) else {
                 return;

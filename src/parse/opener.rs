@@ -14,6 +14,10 @@ pub(crate) enum Prefix {
 }
 
 pub(crate) fn prefix(rest: &[u8], lit: &[u8]) -> Prefix {
+    // Literals start with `<`: the second byte rejects most candidates without a compare.
+    if rest.len() >= 2 && lit.len() >= 2 && rest[1] != lit[1] {
+        return Prefix::No;
+    }
     if rest.len() >= lit.len() {
         if &rest[..lit.len()] == lit {
             Prefix::Full
@@ -94,6 +98,12 @@ pub(crate) enum Match {
 
 /// What the input at a `<` opens, for the dialects `dialect` allows.
 pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
+    // Every opener starts `<t`, `<f`, `<i` or `</`: most `<` in prose fail here.
+    match rest.get(1) {
+        None => return Match::NeedMore,
+        Some(b't' | b'f' | b'i' | b'/') => {}
+        Some(_) => return Match::No,
+    }
     let tool_call = dialect.allows_xml() || dialect.allows_hermes() || dialect.allows_qwen();
     let table: [(bool, &[u8], Opener); 8] = [
         (true, THINK, Opener::Think),

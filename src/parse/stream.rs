@@ -7,11 +7,11 @@
 
 use std::sync::LazyLock;
 
-use memchr::{memchr, memchr2, memmem};
+use memchr::{memchr, memmem};
 
 use super::block::parse_block;
 use super::block_end::{BlockScan, ScanResult};
-use super::group::{Emitter, Found, StreamEvent};
+use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
 use super::opener::{
     FenceStart, Match, Opener, Prefix, THINK_END, TOOL_CALL, fence_line, fence_start,
@@ -23,6 +23,19 @@ use super::utf8::Utf8Decoder;
 
 static THINK_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(THINK_END));
+static TICKS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"```"));
+static TILDES: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"~~~"));
+
+/// Where a scan of prose stopped.
+enum Stop {
+    /// A line from `line` that may be a code fence; its end is searched from `scan`.
+    Fence { line: usize, scan: usize },
+    Opener(usize, Opener),
+    /// A `<` that may still open something once more input arrives.
+    Hold(usize),
+    /// Nothing up to the end of the input so far.
+    End,
+}
 
 #[derive(Debug)]
 enum State {
@@ -64,6 +77,10 @@ pub struct StreamParser {
     emitter: Emitter,
     /// Incomplete UTF-8 at the end of the bytes fed so far.
     utf8: Utf8Decoder,
+    /// The next run of three fence characters found in `buf`, if any.
+    fence_next: Option<usize>,
+    /// `buf[..fence_searched]` holds no run of fence characters not yet looked at.
+    fence_searched: usize,
 }
 
 impl StreamParser {
@@ -81,6 +98,8 @@ impl StreamParser {
             },
             emitter,
             utf8: Utf8Decoder::default(),
+            fence_next: None,
+            fence_searched: 0,
         }
     }
 
@@ -114,11 +133,7 @@ impl StreamParser {
         self.emitter.finish(self.base + self.buf.len());
         for (call, problems) in native {
             match call {
-                Some(call) => self.emitter.call(Found {
-                    call,
-                    raw: String::new(),
-                    problems,
-                }),
+                Some(call) => self.emitter.call(call, "", problems),
                 None => problems.into_iter().for_each(|p| self.emitter.problem(p)),
             }
         }
@@ -164,6 +179,8 @@ impl StreamParser {
             self.buf.drain(..n);
             self.base += n;
             self.start = 0;
+            self.fence_next = self.fence_next.and_then(|f| f.checked_sub(n));
+            self.fence_searched = self.fence_searched.saturating_sub(n);
             match &mut self.state {
                 State::Text { scan, .. } | State::FenceLine { scan } | State::Think { scan } => {
                     *scan -= n
@@ -201,56 +218,117 @@ impl StreamParser {
         false
     }
 
-    fn step_text(&mut self, mut i: usize, mut fence_checked: bool, eof: bool) -> bool {
-        let dialect = self.opts.dialect;
+    fn step_text(&mut self, i: usize, fence_checked: bool, eof: bool) -> bool {
+        // The line start at `i` was ruled out as a fence already.
+        let checked_line = fence_checked.then_some(i);
+        match self.next_stop(i, checked_line, eof) {
+            Stop::Fence { line, scan } => {
+                self.flush_text(line);
+                self.state = State::FenceLine { scan };
+                true
+            }
+            Stop::Opener(p, opener) => {
+                self.flush_text(p);
+                self.open(opener);
+                true
+            }
+            Stop::Hold(p) => {
+                self.flush_text(p);
+                self.hold(State::Text {
+                    scan: p,
+                    fence_checked: true,
+                })
+            }
+            Stop::End => {
+                let end = self.buf.len();
+                let keep = if eof { end } else { self.fence_tail(end) };
+                self.flush_text(keep);
+                self.hold(State::Text {
+                    scan: keep,
+                    fence_checked: false,
+                })
+            }
+        }
+    }
+
+    /// The next place in prose from `i` where something may start: a `<`, or a run
+    /// of three fence characters (a fence only counts at a line start). Inline code
+    /// spans and single `~` never stop the scan.
+    fn next_stop(&mut self, mut i: usize, checked_line: Option<usize>, eof: bool) -> Stop {
         loop {
+            let fence = self.next_fence_run(i);
             let bytes = self.buf.as_bytes();
-            if !fence_checked && self.line_start_at(i) {
-                match fence_start(&bytes[i..]) {
-                    FenceStart::Maybe => {
-                        self.flush_text(i);
-                        self.state = State::FenceLine { scan: i };
-                        return true;
-                    }
-                    FenceStart::NeedMore if !eof => {
-                        self.flush_text(i);
-                        return self.hold(State::Text {
-                            scan: i,
-                            fence_checked: false,
-                        });
-                    }
+            let limit = fence.unwrap_or(bytes.len());
+            for k in memchr::memchr_iter(b'<', &bytes[i..limit]) {
+                let p = i + k;
+                match match_opener(&bytes[p..], self.opts.dialect) {
+                    Match::NeedMore if !eof => return Stop::Hold(p),
+                    Match::Yes(opener) => return Stop::Opener(p, opener),
                     _ => {}
                 }
             }
-            fence_checked = false;
-            let Some(k) = memchr2(b'<', b'\n', &bytes[i..]) else {
-                let end = bytes.len();
-                self.flush_text(end);
-                return self.hold(State::Text {
-                    scan: end,
-                    fence_checked: false,
-                });
-            };
-            let p = i + k;
-            if bytes[p] == b'\n' {
-                i = p + 1;
-                continue;
-            }
-            match match_opener(&bytes[p..], dialect) {
-                Match::NeedMore if !eof => {
-                    self.flush_text(p);
-                    return self.hold(State::Text {
-                        scan: p,
-                        fence_checked: true,
-                    });
+            let Some(f) = fence else { return Stop::End };
+            match self.fence_line_start(f) {
+                Some(line) if Some(line) != checked_line => {
+                    return Stop::Fence { line, scan: f };
                 }
-                Match::Yes(opener) => {
-                    self.flush_text(p);
-                    self.open(opener);
-                    return true;
-                }
-                _ => i = p + 1,
+                _ => i = f + bytes[f..].iter().take_while(|&&b| b == bytes[f]).count(),
             }
+        }
+    }
+
+    /// Where the next run of three backticks or tildes at or after `from` starts. The
+    /// search result is kept, and a failed search remembers how far it looked, so the
+    /// buffer is searched once however often the scan stops.
+    fn next_fence_run(&mut self, from: usize) -> Option<usize> {
+        if let Some(f) = self.fence_next.filter(|&f| f >= from) {
+            return Some(f);
+        }
+        let start = from.max(self.fence_searched);
+        let bytes = self.buf.as_bytes();
+        let found = [&*TICKS, &*TILDES]
+            .iter()
+            .filter_map(|finder| finder.find(&bytes[start..]))
+            .min()
+            .map(|k| start + k);
+        // A run may straddle the end of the input so far: look at the last two bytes again.
+        self.fence_searched = match found {
+            Some(f) => f,
+            None => bytes.len().saturating_sub(2).max(start),
+        };
+        self.fence_next = found;
+        found
+    }
+
+    /// When the fence character at `p` opens a line that may be a fence (up to three
+    /// spaces before it, three or more fence characters), the line's start.
+    fn fence_line_start(&self, p: usize) -> Option<usize> {
+        let bytes = self.buf.as_bytes();
+        let mut q = p;
+        while q > self.start && p - q < 3 && bytes[q - 1] == b' ' {
+            q -= 1;
+        }
+        if !self.line_start_at(q) {
+            return None;
+        }
+        (fence_start(&bytes[q..]) != FenceStart::No).then_some(q)
+    }
+
+    /// Where to stop emitting at the end of the input so far: before a last line that
+    /// could still become a fence (`\n` then up to three spaces and up to two fence
+    /// characters).
+    fn fence_tail(&self, end: usize) -> usize {
+        let bytes = self.buf.as_bytes();
+        let from = end.saturating_sub(6).max(self.start);
+        let line = match bytes[from..end].iter().rposition(|&b| b == b'\n') {
+            Some(k) => from + k + 1,
+            None if from == self.start && self.start_of_line => from,
+            None => return end,
+        };
+        if fence_start(&bytes[line..end]) == FenceStart::NeedMore {
+            line
+        } else {
+            end
         }
     }
 
@@ -372,12 +450,7 @@ impl StreamParser {
                     .collect::<Vec<_>>();
                 match outcome.call {
                     Some(call) => {
-                        let raw = raw.to_string();
-                        self.emitter.call(Found {
-                            call,
-                            raw,
-                            problems,
-                        });
+                        self.emitter.call(call, raw, problems);
                         self.consume(end);
                     }
                     None => {
@@ -401,6 +474,7 @@ impl StreamParser {
 pub fn collect(turn: &mut ParsedTurn, events: impl IntoIterator<Item = StreamEvent>) {
     for e in events {
         match e {
+            StreamEvent::Text(t) if turn.text.is_empty() => turn.text = t,
             StreamEvent::Text(t) => turn.text.push_str(&t),
             StreamEvent::Call(c) => turn.calls.push(c),
             StreamEvent::Problem(p) => turn.problems.push(p),

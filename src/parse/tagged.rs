@@ -183,7 +183,7 @@ fn parse_params(
         }
         let value = trim_breaks(&block[value_start..value_end]);
         first_offset.get_or_insert(q);
-        let v = coerce_param(&key, value, property(schema, &key), q, out);
+        let v = coerce_param(&key, value.to_string(), property(schema, &key), q, out);
         pairs.push((key, v));
         pos = next_pos;
     }

@@ -264,7 +264,13 @@ pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutc
     let mut root_closed = false;
     while let Some(token) = lexer.next() {
         match token {
-            Token::Text(t) => b.top().pieces.push(Piece::Text(t)),
+            Token::Text(t) => {
+                let top = b.top();
+                // Leading whitespace is never part of a value: keep containers light.
+                if !top.pieces.is_empty() || !t.bytes().all(|c| c.is_ascii_whitespace()) {
+                    top.pieces.push(Piece::Text(t));
+                }
+            }
             Token::CData {
                 content,
                 terminated,
@@ -409,16 +415,17 @@ fn object(
     out: &mut BlockOutcome,
 ) -> Map<String, Value> {
     let offset = children.first().map_or(0, |c| c.offset);
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for c in &children {
-        *counts.entry(c.name).or_default() += 1;
-    }
+    let repeated_names: Vec<&str> = {
+        let mut names: Vec<&str> = children.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect()
+    };
     let mut pairs = Vec::with_capacity(children.len());
     for child in children {
         let prop = property(schema, child.name);
         let wants_array = prop.and_then(Types::of).is_some_and(|t| t.has(Types::ARRAY));
         // Each of several repeated elements is one item of the array.
-        let repeated = counts.get(child.name).is_some_and(|&n| n > 1);
+        let repeated = repeated_names.binary_search(&child.name).is_ok();
         let schema = if wants_array && repeated { items(prop) } else { prop };
         let key = child.name.to_string();
         let value = value(child, schema, src, out);
@@ -433,7 +440,7 @@ fn value(node: Node<'_>, schema: Option<&Value>, src: &str, out: &mut BlockOutco
     if node.children.is_empty() {
         let text = node.value();
         // An array property's items arrive here one by one; a whole JSON array too.
-        return coerce_param(node.name, &text, schema, node.offset, out);
+        return coerce_param(node.name, text, schema, node.offset, out);
     }
     if node.stray_text() {
         out.problem(

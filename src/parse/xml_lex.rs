@@ -82,7 +82,7 @@ impl<'a> Iterator for Lexer<'a> {
             return Some(Token::Text(&self.src[start..end]));
         }
         let rest = &b[start..];
-        if rest.starts_with(b"<![CDATA[") {
+        if rest.get(1) == Some(&b'!') && rest.starts_with(b"<![CDATA[") {
             let from = start + 9;
             return Some(match CDATA_END.find(&b[from..]) {
                 Some(k) => {
@@ -101,7 +101,7 @@ impl<'a> Iterator for Lexer<'a> {
                 }
             });
         }
-        if rest.starts_with(b"<!--") {
+        if rest.get(1) == Some(&b'!') && rest.starts_with(b"<!--") {
             if let Some(k) = COMMENT_END.find(&b[start + 4..]) {
                 self.pos = start + 4 + k + 3;
                 return self.next();
