@@ -1,13 +1,20 @@
 //! Bytes split anywhere (even inside a character) to text, chunk by chunk: invalid
 //! UTF-8 becomes U+FFFD exactly as `String::from_utf8_lossy` does on the whole input.
 
+use std::borrow::Cow;
+
 #[derive(Debug, Default)]
 pub(crate) struct Utf8Decoder {
     pending: Vec<u8>,
 }
 
 impl Utf8Decoder {
-    pub(crate) fn decode(&mut self, chunk: &[u8]) -> String {
+    pub(crate) fn decode<'a>(&mut self, chunk: &'a [u8]) -> Cow<'a, str> {
+        if self.pending.is_empty() {
+            if let Ok(s) = std::str::from_utf8(chunk) {
+                return Cow::Borrowed(s);
+            }
+        }
         self.pending.extend_from_slice(chunk);
         let mut text = String::new();
         let mut consumed = 0;
@@ -36,7 +43,7 @@ impl Utf8Decoder {
             }
         }
         self.pending.drain(..consumed);
-        text
+        Cow::Owned(text)
     }
 
     /// What is left at the end of input: an incomplete character, replaced.
