@@ -28,9 +28,37 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "model", "returns", "a", "result", "with", "several", "values", "and", "then", "we",
-    "check", "whether", "x < 10", "holds,", "using", "Vec<u8>", "buffers", "in", "`code`",
-    "spans.", "Tokio", "tasks", "run", "concurrently;", "données", "中文", "😀", "->", "&", "é",
+    "the",
+    "model",
+    "returns",
+    "a",
+    "result",
+    "with",
+    "several",
+    "values",
+    "and",
+    "then",
+    "we",
+    "check",
+    "whether",
+    "x < 10",
+    "holds,",
+    "using",
+    "Vec<u8>",
+    "buffers",
+    "in",
+    "`code`",
+    "spans.",
+    "Tokio",
+    "tasks",
+    "run",
+    "concurrently;",
+    "données",
+    "中文",
+    "😀",
+    "->",
+    "&",
+    "é",
 ];
 
 fn prose(rng: &mut Rng, len: usize) -> String {
@@ -94,7 +122,8 @@ fn corpus(d: Dialect) -> Vec<String> {
 
 fn big_value() -> String {
     // Realistic code: markup-like text, quotes, brackets, but no `]]>` to end the CDATA.
-    let line = "    let v: Vec<u8> = vec![1, 2]; if x < y && a > b { println!(\"<b>{v:?}</b>\"); }\n";
+    let line =
+        "    let v: Vec<u8> = vec![1, 2]; if x < y && a > b { println!(\"<b>{v:?}</b>\"); }\n";
     let value = line.repeat(1024 * 1024 / line.len());
     format!(
         "Writing the file.\n<tool_call><name>write_file</name><params><path><![CDATA[big.rs]]></path><content><![CDATA[{value}]]></content></params></tool_call>\nDone."
@@ -111,7 +140,12 @@ fn streamed(input: &str, chunk: usize, opts: &ParseOptions) -> ParsedTurn {
     turn
 }
 
-const DIALECTS: [Dialect; 4] = [Dialect::Xml, Dialect::Hermes, Dialect::Qwen, Dialect::Invoke];
+const DIALECTS: [Dialect; 4] = [
+    Dialect::Xml,
+    Dialect::Hermes,
+    Dialect::Qwen,
+    Dialect::Invoke,
+];
 
 /// Whole-message parse of the generated corpus (one iteration = 200 outputs).
 #[divan::bench(args = DIALECTS)]
@@ -170,7 +204,9 @@ fn big_value_streamed(bencher: Bencher, chunk: usize) {
 fn openai_sse(bencher: Bencher) {
     let mut sse = String::new();
     for i in 0..200 {
-        sse.push_str(&format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word {i} \"}}}}]}}\n\n"));
+        sse.push_str(&format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word {i} \"}}}}]}}\n\n"
+        ));
     }
     sse.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"web_search\",\"arguments\":\"\"}}]}}]}\n\n");
     for _ in 0..50 {
@@ -178,13 +214,11 @@ fn openai_sse(bencher: Bencher) {
     }
     sse.push_str("data: [DONE]\n\n");
     let opts = ParseOptions::default().with_dialect(toolgate::parse::Dialect::OpenAi);
-    bencher
-        .counter(BytesCount::new(sse.len()))
-        .bench(|| {
-            let mut p = InputParser::new(opts.clone());
-            let mut turn = ParsedTurn::default();
-            collect(&mut turn, p.feed(&sse));
-            collect(&mut turn, p.finish());
-            divan::black_box(turn)
-        });
+    bencher.counter(BytesCount::new(sse.len())).bench(|| {
+        let mut p = InputParser::new(opts.clone());
+        let mut turn = ParsedTurn::default();
+        collect(&mut turn, p.feed(&sse));
+        collect(&mut turn, p.finish());
+        divan::black_box(turn)
+    });
 }

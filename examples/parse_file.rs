@@ -30,5 +30,9 @@ fn main() {
     }
     let secs = start.elapsed().as_secs_f64();
     let mb = (text.len() * rounds) as f64 / 1e6;
-    println!("{calls} calls, {:.1} MB in {secs:.3} s: {:.0} MB/s", mb, mb / secs);
+    println!(
+        "{calls} calls, {:.1} MB in {secs:.3} s: {:.0} MB/s",
+        mb,
+        mb / secs
+    );
 }

@@ -23,7 +23,10 @@ fn toolgate(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
     // A command that fails on its arguments may exit before reading stdin.
     let written = child.stdin.take().unwrap().write_all(stdin);
     assert!(
-        written.is_ok() || written.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),
+        written.is_ok()
+            || written
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),
         "{written:?}"
     );
     child.wait_with_output().unwrap()
@@ -50,7 +53,10 @@ fn prints_the_contract_object_from_stdin() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = &json_lines(&out)[0];
     assert_eq!(v["text"], "Let me search.\n\nDone.");
-    assert_eq!(v["calls"][0], json!({"id": "call_1", "name": "web_search", "arguments": {"query": "rust", "max_results": 5}}));
+    assert_eq!(
+        v["calls"][0],
+        json!({"id": "call_1", "name": "web_search", "arguments": {"query": "rust", "max_results": 5}})
+    );
     assert_eq!(v["problems"], json!([]));
 }
 
@@ -68,7 +74,11 @@ fn reads_a_file_and_strips_a_leading_bom() {
 fn stream_flag_gives_the_same_output_for_every_chunk_size() {
     let dir = tempfile::tempdir().unwrap();
     let tools = common::corpus_dir().join("tools");
-    for case in common::cases().iter().filter(|c| c.input.len() < 2000).step_by(7) {
+    for case in common::cases()
+        .iter()
+        .filter(|c| c.input.len() < 2000)
+        .step_by(7)
+    {
         let mut base = vec!["parse", "--tools", tools.to_str().unwrap()];
         let dialect = case.dialect.clone().unwrap_or_else(|| "auto".into());
         base.extend(["--dialect", dialect.as_str()]);
@@ -80,7 +90,11 @@ fn stream_flag_gives_the_same_output_for_every_chunk_size() {
             let mut args = base.clone();
             args.extend(["--stream", n]);
             let streamed = toolgate(&args, case.input.as_bytes(), dir.path());
-            assert_eq!(streamed.stdout, whole.stdout, "case {} with --stream {n}", case.name);
+            assert_eq!(
+                streamed.stdout, whole.stdout,
+                "case {} with --stream {n}",
+                case.name
+            );
         }
     }
 }
@@ -136,18 +150,37 @@ fn tools_folder_guides_coercion_and_broken_files_are_skipped() {
     // ./tools is the default folder.
     let out = toolgate(&["parse"], input.as_bytes(), dir.path());
     assert!(out.status.success());
-    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": "007", "limit": 3}));
+    assert_eq!(
+        json_lines(&out)[0]["calls"][0]["arguments"],
+        json!({"code": "007", "limit": 3})
+    );
     let err = stderr(&out);
-    assert!(err.contains("broken.yaml") && err.contains("warning"), "{err}");
+    assert!(
+        err.contains("broken.yaml") && err.contains("warning"),
+        "{err}"
+    );
     // Without the schema, the heuristic applies.
     let other = tempfile::tempdir().unwrap();
     let out = toolgate(&["parse"], input.as_bytes(), other.path());
-    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": "007", "limit": 3}));
+    assert_eq!(
+        json_lines(&out)[0]["calls"][0]["arguments"],
+        json!({"code": "007", "limit": 3})
+    );
     let input = "<tool_call><name>lookup</name><params><code>42</code></params></tool_call>";
     let out = toolgate(&["parse"], input.as_bytes(), other.path());
-    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": 42}));
-    let out = toolgate(&["parse", "--tools", tools.to_str().unwrap()], input.as_bytes(), other.path());
-    assert_eq!(json_lines(&out)[0]["calls"][0]["arguments"], json!({"code": "42"}));
+    assert_eq!(
+        json_lines(&out)[0]["calls"][0]["arguments"],
+        json!({"code": 42})
+    );
+    let out = toolgate(
+        &["parse", "--tools", tools.to_str().unwrap()],
+        input.as_bytes(),
+        other.path(),
+    );
+    assert_eq!(
+        json_lines(&out)[0]["calls"][0]["arguments"],
+        json!({"code": "42"})
+    );
 }
 
 #[test]
@@ -156,10 +189,20 @@ fn strict_mode_reports_and_drops() {
     let input = "<tool_call><name>a</name><params><x>1</x>";
     let lenient = json_lines(&toolgate(&["parse"], input.as_bytes(), dir.path()))[0].clone();
     assert_eq!(lenient["calls"].as_array().unwrap().len(), 1);
-    let strict = json_lines(&toolgate(&["parse", "--strict"], input.as_bytes(), dir.path()))[0].clone();
+    let strict = json_lines(&toolgate(
+        &["parse", "--strict"],
+        input.as_bytes(),
+        dir.path(),
+    ))[0]
+        .clone();
     assert_eq!(strict["calls"], json!([]));
     assert_eq!(strict["text"], input);
-    assert!(strict["problems"][0]["message"].as_str().unwrap().contains("strict"));
+    assert!(
+        strict["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("strict")
+    );
 }
 
 #[test]
@@ -169,7 +212,10 @@ fn openai_sse_recording() {
     for dialect in ["openai", "auto"] {
         let out = toolgate(&["parse", "--dialect", dialect], sse.as_bytes(), dir.path());
         assert!(out.status.success());
-        assert_eq!(json_lines(&out)[0]["calls"][0], json!({"id": "c9", "name": "echo", "arguments": {"text": "hi"}}));
+        assert_eq!(
+            json_lines(&out)[0]["calls"][0],
+            json!({"id": "c9", "name": "echo", "arguments": {"text": "hi"}})
+        );
     }
 }
 
@@ -195,7 +241,11 @@ fn bad_input_exits_2_with_one_line() {
 #[test]
 fn invalid_utf8_is_replaced_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(&["parse", "--stream", "1"], b"a\xFFb<tool_call><name>e</name></tool_call>", dir.path());
+    let out = toolgate(
+        &["parse", "--stream", "1"],
+        b"a\xFFb<tool_call><name>e</name></tool_call>",
+        dir.path(),
+    );
     assert!(out.status.success());
     let v = &json_lines(&out)[0];
     assert_eq!(v["text"], "a\u{FFFD}b");

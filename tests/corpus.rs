@@ -12,10 +12,18 @@ fn check_expected(case: &Case, got: &ParsedTurn) -> Result<(), String> {
     let e = &case.expect;
     let mut errs = Vec::new();
     if got.text != e.text {
-        errs.push(format!("text: expected {:?}\n      got      {:?}", short(&e.text), short(&got.text)));
+        errs.push(format!(
+            "text: expected {:?}\n      got      {:?}",
+            short(&e.text),
+            short(&got.text)
+        ));
     }
     if got.calls.len() != e.calls.len() {
-        errs.push(format!("calls: expected {}, got {}", e.calls.len(), got.calls.len()));
+        errs.push(format!(
+            "calls: expected {}, got {}",
+            e.calls.len(),
+            got.calls.len()
+        ));
     }
     for (i, (want, have)) in e.calls.iter().zip(&got.calls).enumerate() {
         if want.name != have.name || want.arguments != have.arguments {
@@ -27,20 +35,30 @@ fn check_expected(case: &Case, got: &ParsedTurn) -> Result<(), String> {
                 short(&serde_json::Value::Object(have.arguments.clone()).to_string())
             ));
         }
-        if let Some(id) = &want.id {
-            if id != &have.id {
-                errs.push(format!("call {i}: expected id {id}, got {}", have.id));
-            }
+        if let Some(id) = &want.id
+            && id != &have.id
+        {
+            errs.push(format!("call {i}: expected id {id}, got {}", have.id));
         }
     }
     let kinds: Vec<String> = got
         .problems
         .iter()
-        .map(|p| serde_json::to_value(p.kind).unwrap().as_str().unwrap().to_string())
+        .map(|p| {
+            serde_json::to_value(p.kind)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     if kinds != e.problems {
-        errs.push(format!("problems: expected {:?}, got {:?} ({:?})", e.problems, kinds,
-            got.problems.iter().map(|p| &p.message).collect::<Vec<_>>()));
+        errs.push(format!(
+            "problems: expected {:?}, got {:?} ({:?})",
+            e.problems,
+            kinds,
+            got.problems.iter().map(|p| &p.message).collect::<Vec<_>>()
+        ));
     }
     let mut ids: Vec<&str> = got.calls.iter().map(|c| c.id.as_str()).collect();
     ids.sort_unstable();
@@ -48,12 +66,19 @@ fn check_expected(case: &Case, got: &ParsedTurn) -> Result<(), String> {
     if ids.len() != got.calls.len() || ids.iter().any(|i| i.is_empty()) {
         errs.push("call ids are not unique and non-empty".into());
     }
-    if errs.is_empty() { Ok(()) } else { Err(errs.join("\n  ")) }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("\n  "))
+    }
 }
 
 fn short(s: &str) -> String {
     if s.len() > 300 {
-        let cut = (0..=300).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+        let cut = (0..=300)
+            .rev()
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(0);
         format!("{}… ({} bytes)", &s[..cut], s.len())
     } else {
         s.to_string()
@@ -80,7 +105,12 @@ fn whole_message_parse_matches_expectations() {
             failures.push(format!("{} ({}):\n  {e}", case.name, case.file));
         }
     }
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -89,12 +119,20 @@ fn fixed_chunk_sizes_equal_whole() {
     for case in cases() {
         let opts = options(case);
         let expected = whole(&case.input, &opts);
-        let sizes: &[usize] = if case.input.len() > 100_000 { &[4096, 65_536] } else { &[1, 2, 3, 5, 16, 4096] };
+        let sizes: &[usize] = if case.input.len() > 100_000 {
+            &[4096, 65_536]
+        } else {
+            &[1, 2, 3, 5, 16, 4096]
+        };
         for &size in sizes {
             let got = chunked(case.input.as_bytes(), size, &opts);
             if got != expected {
-                failures.push(format!("{}: chunks of {size} differ:\n  whole  {:?}\n  stream {:?}", case.name,
-                    short(&format!("{expected:?}")), short(&format!("{got:?}"))));
+                failures.push(format!(
+                    "{}: chunks of {size} differ:\n  whole  {:?}\n  stream {:?}",
+                    case.name,
+                    short(&format!("{expected:?}")),
+                    short(&format!("{got:?}"))
+                ));
             }
         }
     }
@@ -111,8 +149,12 @@ fn every_two_chunk_split_equals_whole() {
         for cut in 0..=bytes.len() {
             let got = split_at(bytes, &[cut], &opts);
             if got != expected {
-                failures.push(format!("{}: split at byte {cut} differs:\n  whole  {:?}\n  stream {:?}", case.name,
-                    short(&format!("{expected:?}")), short(&format!("{got:?}"))));
+                failures.push(format!(
+                    "{}: split at byte {cut} differs:\n  whole  {:?}\n  stream {:?}",
+                    case.name,
+                    short(&format!("{expected:?}")),
+                    short(&format!("{got:?}"))
+                ));
                 break;
             }
         }

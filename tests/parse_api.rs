@@ -23,9 +23,14 @@ fn text_before_a_partial_tag_is_emitted_at_once() {
     let first = p.feed("Hello there <tool_c");
     assert_eq!(texts(&first), "Hello there ");
     let second = p.feed("all><name>echo</name><params><text>x</text></par");
-    assert!(second.is_empty(), "nothing is decided inside an open call: {second:?}");
+    assert!(
+        second.is_empty(),
+        "nothing is decided inside an open call: {second:?}"
+    );
     let third = p.feed("ams></tool_call> after");
-    assert!(matches!(&third[0], StreamEvent::Call(c) if c.name == "echo" && c.arguments["text"] == "x"));
+    assert!(
+        matches!(&third[0], StreamEvent::Call(c) if c.name == "echo" && c.arguments["text"] == "x")
+    );
     assert_eq!(texts(&third), " after");
     assert!(p.finish().is_empty());
 }
@@ -68,7 +73,10 @@ fn problem_offsets_point_into_the_input() {
 #[test]
 fn id_prefix_is_used_for_generated_ids() {
     let opts = ParseOptions::default().with_id_prefix("run7_it3_");
-    let turn = parse_text("<tool_call><name>a</name></tool_call><tool_call><name>b</name></tool_call>", &opts);
+    let turn = parse_text(
+        "<tool_call><name>a</name></tool_call><tool_call><name>b</name></tool_call>",
+        &opts,
+    );
     let ids: Vec<_> = turn.calls.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["run7_it3_1", "run7_it3_2"]);
 }
@@ -123,7 +131,11 @@ fn large_prose_fed_one_byte_at_a_time_is_emitted_as_it_comes() {
     for (i, b) in prose.as_bytes().iter().enumerate() {
         emitted += texts(&p.feed_bytes(std::slice::from_ref(b))).len();
         // Only a possible tag start (`<`, `< `) or fence start may be held back.
-        assert!(i + 1 - emitted <= 3, "held back {} bytes at {i}", i + 1 - emitted);
+        assert!(
+            i + 1 - emitted <= 3,
+            "held back {} bytes at {i}",
+            i + 1 - emitted
+        );
     }
     emitted += texts(&p.finish()).len();
     assert_eq!(emitted, prose.len());
@@ -143,7 +155,8 @@ fn input_parser_streams_sse_content() {
     let mut p = InputParser::new(ParseOptions::default());
     let first = p.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n");
     assert_eq!(texts(&first), "Hel");
-    let second = p.feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\ndata: [DONE]\n");
+    let second = p
+        .feed("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\ndata: [DONE]\n");
     assert_eq!(texts(&second), "lo");
     assert!(p.finish().is_empty());
 }

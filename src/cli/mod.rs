@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use toolgate::tool::{LoadedTools, load_dir};
 
 #[derive(Parser, Debug)]
-#[command(name = "toolgate", version, about = "An agent-loop runtime: tool calls parsed, gated, run and recorded")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "An agent-loop runtime: tool calls parsed, gated, run and recorded"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -38,7 +38,9 @@ pub struct ParseArgs {
 pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
     let dialect: Dialect = args.dialect.parse().map_err(Failure::bad_input)?;
     if args.stream == Some(0) {
-        return Err(Failure::bad_input("--stream needs a chunk size of at least 1 byte"));
+        return Err(Failure::bad_input(
+            "--stream needs a chunk size of at least 1 byte",
+        ));
     }
     let tools = load_tools(args.tools.as_deref())?;
     let opts = ParseOptions::default()
@@ -149,4 +151,3 @@ fn parse_one(input: &[u8], opts: &ParseOptions, stream: Option<usize>) -> Parsed
     collect(&mut turn, parser.finish());
     turn
 }
-

@@ -79,7 +79,9 @@ pub(crate) fn group_args(
                     out.problem(
                         ProblemKind::DuplicateParam,
                         offset,
-                        format!("parameter '{key}' given more than once; its values were kept as a list"),
+                        format!(
+                            "parameter '{key}' given more than once; its values were kept as a list"
+                        ),
                     );
                 }
                 match existing {
@@ -135,7 +137,10 @@ fn mismatch(key: &str, m: Mismatch, offset: usize, out: &mut BlockOutcome) -> Va
     out.problem(
         ProblemKind::UncoercedValue,
         offset,
-        format!("parameter '{key}' should be {}; kept as written: {written}", m.expected),
+        format!(
+            "parameter '{key}' should be {}; kept as written: {written}",
+            m.expected
+        ),
     );
     m.kept
 }

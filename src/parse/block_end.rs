@@ -9,8 +9,7 @@ use memchr::{memchr, memchr2, memmem};
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::Dialect;
 
-static CDATA_END: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"]]>"));
+static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
 
 /// The dialect a block turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +17,9 @@ pub(crate) enum BlockKind {
     Xml,
     Hermes,
     /// Qwen3-coder; `wrapped` when inside `<tool_call>`.
-    Qwen { wrapped: bool },
+    Qwen {
+        wrapped: bool,
+    },
     Invoke,
 }
 
@@ -38,11 +39,21 @@ pub(crate) enum ScanResult {
 #[derive(Debug, Clone)]
 pub(crate) enum BlockScan {
     /// After `<tool_call>`: which dialect follows is not known yet.
-    Detect { pos: usize },
-    Xml { pos: usize, in_cdata: bool },
+    Detect {
+        pos: usize,
+    },
+    Xml {
+        pos: usize,
+        in_cdata: bool,
+    },
     Hermes(HermesScan),
-    Qwen { pos: usize, wrapped: bool },
-    Invoke { pos: usize },
+    Qwen {
+        pos: usize,
+        wrapped: bool,
+    },
+    Invoke {
+        pos: usize,
+    },
 }
 
 #[derive(Debug, Clone)]

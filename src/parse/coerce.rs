@@ -104,28 +104,28 @@ pub fn coerce_text(text: &str, schema: Option<&Value>) -> Result<Value, Mismatch
     if types.has(Types::NULL) && (t == "null" || t.is_empty()) {
         return Ok(Value::Null);
     }
-    if types.has(Types::BOOLEAN) {
-        if let Some(b) = parse_bool(t) {
-            return Ok(Value::Bool(b));
-        }
+    if types.has(Types::BOOLEAN)
+        && let Some(b) = parse_bool(t)
+    {
+        return Ok(Value::Bool(b));
     }
-    if types.has(Types::INTEGER) {
-        if let Some(n) = parse_integer(t) {
-            return Ok(n);
-        }
+    if types.has(Types::INTEGER)
+        && let Some(n) = parse_integer(t)
+    {
+        return Ok(n);
     }
-    if types.has(Types::NUMBER) {
-        if let Some(n) = parse_number(t) {
-            return Ok(n);
-        }
+    if types.has(Types::NUMBER)
+        && let Some(n) = parse_number(t)
+    {
+        return Ok(n);
     }
-    if types.has(Types::ARRAY) || types.has(Types::OBJECT) {
-        if let Ok(v) = serde_json::from_str::<Value>(t) {
-            let fits = (v.is_array() && types.has(Types::ARRAY))
-                || (v.is_object() && types.has(Types::OBJECT));
-            if fits {
-                return coerce_json(v, schema);
-            }
+    if (types.has(Types::ARRAY) || types.has(Types::OBJECT))
+        && let Ok(v) = serde_json::from_str::<Value>(t)
+    {
+        let fits = (v.is_array() && types.has(Types::ARRAY))
+            || (v.is_object() && types.has(Types::OBJECT));
+        if fits {
+            return coerce_json(v, schema);
         }
     }
     Err(Mismatch {
@@ -237,7 +237,11 @@ fn guess(text: &str) -> Option<Value> {
         return Some(n);
     }
     if is_json_number(text) {
-        return text.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number);
+        return text
+            .parse::<f64>()
+            .ok()
+            .and_then(Number::from_f64)
+            .map(Value::Number);
     }
     None
 }
@@ -339,6 +343,7 @@ fn is_json_number(t: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
 
@@ -353,12 +358,27 @@ mod tests {
 
     #[test]
     fn typed_from_text() {
-        assert_eq!(coerce_text(" 10 ", Some(&json!({"type": "integer"}))), Ok(json!(10)));
-        assert_eq!(coerce_text("10.0", Some(&json!({"type": "integer"}))), Ok(json!(10)));
-        assert_eq!(coerce_text("1.5", Some(&json!({"type": "number"}))), Ok(json!(1.5)));
-        assert_eq!(coerce_text("True", Some(&json!({"type": "boolean"}))), Ok(json!(true)));
         assert_eq!(
-            coerce_text("[1,\"2\"]", Some(&json!({"type": "array", "items": {"type": "integer"}}))),
+            coerce_text(" 10 ", Some(&json!({"type": "integer"}))),
+            Ok(json!(10))
+        );
+        assert_eq!(
+            coerce_text("10.0", Some(&json!({"type": "integer"}))),
+            Ok(json!(10))
+        );
+        assert_eq!(
+            coerce_text("1.5", Some(&json!({"type": "number"}))),
+            Ok(json!(1.5))
+        );
+        assert_eq!(
+            coerce_text("True", Some(&json!({"type": "boolean"}))),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            coerce_text(
+                "[1,\"2\"]",
+                Some(&json!({"type": "array", "items": {"type": "integer"}}))
+            ),
             Ok(json!([1, 2]))
         );
         assert_eq!(

@@ -23,12 +23,12 @@ pub fn decode(raw: &str) -> Cow<'_, str> {
         // `at` is a '&'.
         let window_end = (at + 2 + MAX_ENTITY).min(bytes.len());
         let semi = memchr(b';', &bytes[at + 1..window_end]).map(|i| at + 1 + i);
-        if let Some(semi) = semi {
-            if let Some(decoded) = entity(&raw[at + 1..semi]) {
-                out.push_str(&raw[done..at]);
-                out.push_str(decoded.encode(&mut [0u8; 4]));
-                done = semi + 1;
-            }
+        if let Some(semi) = semi
+            && let Some(decoded) = entity(&raw[at + 1..semi])
+        {
+            out.push_str(&raw[done..at]);
+            out.push_str(decoded.encode(&mut [0u8; 4]));
+            done = semi + 1;
         }
         match memchr(b'&', &bytes[at + 1..]) {
             Some(i) => at = at + 1 + i,
@@ -72,6 +72,7 @@ fn entity(body: &str) -> Option<Decoded> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::decode;
 
     #[test]

@@ -95,7 +95,12 @@ pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutc
         Some(Value::String(id)) if !id.is_empty() => Some(id),
         _ => None,
     };
-    let arguments = coerce_json_args(arguments, opts.schema(&name), TOOL_CALL.len() + lead, &mut out.problems);
+    let arguments = coerce_json_args(
+        arguments,
+        opts.schema(&name),
+        TOOL_CALL.len() + lead,
+        &mut out.problems,
+    );
     out.call = Some(RawCall {
         id,
         name,

@@ -173,6 +173,7 @@ fn list_len(message: &Value) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]
@@ -182,9 +183,15 @@ mod tests {
         n.delta(0, Some("id0"), Some("f"), Some("{}"), 0);
         n.delta(1, Some("id1"), Some("g"), Some("2}"), 0);
         let out = n.finish(&ParseOptions::default());
-        let names: Vec<_> = out.iter().map(|(c, _)| c.as_ref().map(|c| c.name.clone())).collect();
+        let names: Vec<_> = out
+            .iter()
+            .map(|(c, _)| c.as_ref().map(|c| c.name.clone()))
+            .collect();
         assert_eq!(names, vec![Some("f".into()), Some("g".into())]);
-        assert_eq!(out[1].0.as_ref().map(|c| c.arguments["b"].clone()), Some(serde_json::json!(2)));
+        assert_eq!(
+            out[1].0.as_ref().map(|c| c.arguments["b"].clone()),
+            Some(serde_json::json!(2))
+        );
     }
 
     #[test]

@@ -120,7 +120,11 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             b"</function_calls>",
             Opener::WrapperClose(Wrapper::FunctionCalls),
         ),
-        (tool_call, TOOL_CALLS, Opener::WrapperOpen(Wrapper::ToolCalls)),
+        (
+            tool_call,
+            TOOL_CALLS,
+            Opener::WrapperOpen(Wrapper::ToolCalls),
+        ),
         (
             tool_call,
             b"</tool_calls>",
@@ -138,7 +142,11 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             Prefix::No => {}
         }
     }
-    if need_more { Match::NeedMore } else { Match::No }
+    if need_more {
+        Match::NeedMore
+    } else {
+        Match::No
+    }
 }
 
 /// What a line that starts at `rest` may be, as far as code fences go.
@@ -216,13 +224,20 @@ pub(crate) fn fence_line(line: &str) -> Option<FenceLine> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]
     fn openers() {
-        assert_eq!(match_opener(b"<tool_call>x", Dialect::Auto), Match::Yes(Opener::ToolCall));
+        assert_eq!(
+            match_opener(b"<tool_call>x", Dialect::Auto),
+            Match::Yes(Opener::ToolCall)
+        );
         assert_eq!(match_opener(b"<tool_c", Dialect::Auto), Match::NeedMore);
-        assert_eq!(match_opener(b"<tool_calls>", Dialect::Auto), Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls)));
+        assert_eq!(
+            match_opener(b"<tool_calls>", Dialect::Auto),
+            Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls))
+        );
         assert_eq!(match_opener(b"<thinking>", Dialect::Auto), Match::No);
         assert_eq!(match_opener(b"< 10", Dialect::Auto), Match::No);
         assert_eq!(match_opener(b"<u8>", Dialect::Auto), Match::No);
@@ -236,8 +251,22 @@ mod tests {
         assert_eq!(fence_start(b"  ``"), FenceStart::NeedMore);
         assert_eq!(fence_start(b"    ```"), FenceStart::No);
         assert_eq!(fence_start(b"``x"), FenceStart::No);
-        assert_eq!(fence_line("```xml"), Some(FenceLine { ch: b'`', count: 3, bare: false }));
-        assert_eq!(fence_line("~~~~ "), Some(FenceLine { ch: b'~', count: 4, bare: true }));
+        assert_eq!(
+            fence_line("```xml"),
+            Some(FenceLine {
+                ch: b'`',
+                count: 3,
+                bare: false
+            })
+        );
+        assert_eq!(
+            fence_line("~~~~ "),
+            Some(FenceLine {
+                ch: b'~',
+                count: 4,
+                bare: true
+            })
+        );
         assert_eq!(fence_line("```a`"), None);
     }
 }

@@ -52,7 +52,12 @@ impl FromStr for Dialect {
             "qwen3-coder" | "qwen3coder" | "qwen3" | "qwen" => Dialect::Qwen3Coder,
             "invoke" => Dialect::Invoke,
             "openai" | "native" => Dialect::OpenAi,
-            other => return Err(format!("unknown dialect '{other}' (one of: {})", Self::NAMES)),
+            other => {
+                return Err(format!(
+                    "unknown dialect '{other}' (one of: {})",
+                    Self::NAMES
+                ));
+            }
         })
     }
 }

@@ -109,7 +109,11 @@ impl SseReader {
             }
         }
         if let Some(legacy) = delta.get("function_call").filter(|v| v.is_object()) {
-            calls.delta_json(0, &serde_json::json!({ "index": 0, "function": legacy }), self.offset);
+            calls.delta_json(
+                0,
+                &serde_json::json!({ "index": 0, "function": legacy }),
+                self.offset,
+            );
         }
         out
     }

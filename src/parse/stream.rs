@@ -14,8 +14,8 @@ use super::block_end::{BlockScan, ScanResult};
 use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
 use super::opener::{
-    FenceStart, Match, Opener, Prefix, THINK_END, TOOL_CALL, fence_line, fence_start,
-    match_opener, prefix,
+    FenceStart, Match, Opener, Prefix, THINK_END, TOOL_CALL, fence_line, fence_start, match_opener,
+    prefix,
 };
 use super::options::ParseOptions;
 use super::types::ParsedTurn;
@@ -29,7 +29,10 @@ static TILDES: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Find
 /// Where a scan of prose stopped.
 enum Stop {
     /// A line from `line` that may be a code fence; its end is searched from `scan`.
-    Fence { line: usize, scan: usize },
+    Fence {
+        line: usize,
+        scan: usize,
+    },
     Opener(usize, Opener),
     /// A `<` that may still open something once more input arrives.
     Hold(usize),
@@ -342,7 +345,8 @@ impl StreamParser {
             Opener::Function => State::Block(BlockScan::function()),
             Opener::Invoke => State::Block(BlockScan::invoke()),
             Opener::WrapperOpen(w) => {
-                self.emitter.wrapper_open(&self.buf[self.start..tag_end], w, at);
+                self.emitter
+                    .wrapper_open(&self.buf[self.start..tag_end], w, at);
                 self.consume(tag_end);
                 State::Text {
                     scan: tag_end,
@@ -350,7 +354,8 @@ impl StreamParser {
                 }
             }
             Opener::WrapperClose(w) => {
-                self.emitter.wrapper_close(&self.buf[self.start..tag_end], w, at);
+                self.emitter
+                    .wrapper_close(&self.buf[self.start..tag_end], w, at);
                 self.consume(tag_end);
                 State::Text {
                     scan: tag_end,

@@ -63,7 +63,11 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
     }
     let name_start = pos + FUNCTION.len();
     let Some(gt) = memchr(b'>', &b[name_start..]).map(|k| name_start + k) else {
-        out.problem(ProblemKind::MissingName, pos, "<function= without '>' is not a call");
+        out.problem(
+            ProblemKind::MissingName,
+            pos,
+            "<function= without '>' is not a call",
+        );
         return out;
     };
     let name = block[name_start..gt].trim();
@@ -71,7 +75,10 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
         out.problem(
             ProblemKind::MissingName,
             pos,
-            format!("<function={}> does not name a tool; kept as text", super::block::short(name)),
+            format!(
+                "<function={}> does not name a tool; kept as text",
+                super::block::short(name)
+            ),
         );
         return out;
     }
@@ -88,7 +95,11 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
     }
     out = probe;
     if wrapped && closed && !block.trim_end().ends_with("</tool_call>") {
-        out.problem(ProblemKind::UnclosedTag, block.len(), "<tool_call> was never closed");
+        out.problem(
+            ProblemKind::UnclosedTag,
+            block.len(),
+            "<tool_call> was never closed",
+        );
     }
     out
 }
@@ -98,7 +109,11 @@ pub(crate) fn parse_invoke(block: &str, opts: &ParseOptions) -> BlockOutcome {
     let mut out = BlockOutcome::default();
     let b = block.as_bytes();
     let Some(gt) = memchr(b'>', b) else {
-        out.problem(ProblemKind::MissingName, 0, "<invoke without '>' is not a call");
+        out.problem(
+            ProblemKind::MissingName,
+            0,
+            "<invoke without '>' is not a call",
+        );
         return out;
     };
     let name = attribute(&block["<invoke".len()..gt], "name").unwrap_or_default();
@@ -145,7 +160,10 @@ fn parse_params(
             out.problem(
                 ProblemKind::StrayText,
                 pos,
-                format!("text between the parameters of {} was ignored", syntax.call_tag),
+                format!(
+                    "text between the parameters of {} was ignored",
+                    syntax.call_tag
+                ),
             );
         }
         let Some(q) = next else { break };
@@ -163,18 +181,30 @@ fn parse_params(
         // A parameter: key up to '>', value up to its end.
         let key_start = q + syntax.param_open.len();
         let Some(gt) = memchr(b'>', &b[key_start..]).map(|k| key_start + k) else {
-            out.problem(ProblemKind::UnclosedTag, q, "a parameter tag without '>' was ignored");
+            out.problem(
+                ProblemKind::UnclosedTag,
+                q,
+                "a parameter tag without '>' was ignored",
+            );
             break;
         };
         let Some(key) = (syntax.key)(&block[key_start..gt]) else {
-            out.problem(ProblemKind::StrayText, q, "a parameter without a name was ignored");
+            out.problem(
+                ProblemKind::StrayText,
+                q,
+                "a parameter without a name was ignored",
+            );
             pos = gt + 1;
             continue;
         };
         let value_start = gt + 1;
         let (value_end, next_pos) = value_end(b, value_start, syntax);
         if next_pos == value_end {
-            let how = if value_end == b.len() { "never closed" } else { "closed by the next tag" };
+            let how = if value_end == b.len() {
+                "never closed"
+            } else {
+                "closed by the next tag"
+            };
             out.problem(
                 ProblemKind::ImplicitClose,
                 value_end,
@@ -237,21 +267,19 @@ fn attribute(attrs: &str, name: &str) -> Option<String> {
     while let Some(at) = rest.find(name) {
         let before_ok = at == 0 || rest.as_bytes()[at - 1].is_ascii_whitespace();
         let after = rest[at + name.len()..].trim_start();
-        if before_ok {
-            if let Some(v) = after.strip_prefix('=') {
-                let v = v.trim_start();
-                let quote = v.chars().next()?;
-                if quote == '"' || quote == '\'' {
-                    let body = &v[1..];
-                    let end = body.find(quote)?;
-                    let value = decode(&body[..end]).trim().to_string();
-                    return Some(value).filter(|s| !s.is_empty());
-                }
-                let end = v
-                    .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
-                    .unwrap_or(v.len());
-                return Some(v[..end].to_string()).filter(|s| !s.is_empty());
+        if before_ok && let Some(v) = after.strip_prefix('=') {
+            let v = v.trim_start();
+            let quote = v.chars().next()?;
+            if quote == '"' || quote == '\'' {
+                let body = &v[1..];
+                let end = body.find(quote)?;
+                let value = decode(&body[..end]).trim().to_string();
+                return Some(value).filter(|s| !s.is_empty());
             }
+            let end = v
+                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .unwrap_or(v.len());
+            return Some(v[..end].to_string()).filter(|s| !s.is_empty());
         }
         rest = &rest[at + name.len()..];
     }
@@ -260,12 +288,19 @@ fn attribute(attrs: &str, name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]
     fn attributes() {
-        assert_eq!(attribute(" name=\"web_search\"", "name"), Some("web_search".into()));
-        assert_eq!(attribute(" id='1' name='a &amp; b'", "name"), Some("a & b".into()));
+        assert_eq!(
+            attribute(" name=\"web_search\"", "name"),
+            Some("web_search".into())
+        );
+        assert_eq!(
+            attribute(" id='1' name='a &amp; b'", "name"),
+            Some("a & b".into())
+        );
         assert_eq!(attribute(" xname=\"x\" name=y", "name"), Some("y".into()));
         assert_eq!(attribute(" name=\"\"", "name"), None);
     }

@@ -10,10 +10,10 @@ pub(crate) struct Utf8Decoder {
 
 impl Utf8Decoder {
     pub(crate) fn decode<'a>(&mut self, chunk: &'a [u8]) -> Cow<'a, str> {
-        if self.pending.is_empty() {
-            if let Ok(s) = std::str::from_utf8(chunk) {
-                return Cow::Borrowed(s);
-            }
+        if self.pending.is_empty()
+            && let Ok(s) = std::str::from_utf8(chunk)
+        {
+            return Cow::Borrowed(s);
         }
         self.pending.extend_from_slice(chunk);
         let mut text = String::new();
@@ -59,6 +59,7 @@ impl Utf8Decoder {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::Utf8Decoder;
 
     #[test]

@@ -69,8 +69,14 @@ impl<'a> Node<'a> {
     /// (or, without CDATA, around the whole text).
     fn value(&self) -> String {
         let mut out = String::new();
-        let first = self.pieces.iter().position(|p| matches!(p, Piece::CData(_)));
-        let last = self.pieces.iter().rposition(|p| matches!(p, Piece::CData(_)));
+        let first = self
+            .pieces
+            .iter()
+            .position(|p| matches!(p, Piece::CData(_)));
+        let last = self
+            .pieces
+            .iter()
+            .rposition(|p| matches!(p, Piece::CData(_)));
         for (i, p) in self.pieces.iter().enumerate() {
             match *p {
                 Piece::CData(c) => out.push_str(c),
@@ -173,7 +179,8 @@ impl<'a> Builder<'a> {
             return None;
         }
         let close = format!("</{name}>");
-        let end = span.end + memchr::memmem::find(&self.src.as_bytes()[span.end..], close.as_bytes())?;
+        let end =
+            span.end + memchr::memmem::find(&self.src.as_bytes()[span.end..], close.as_bytes())?;
         let content = &self.src[span.end..end];
         if content.contains("<![CDATA[") || content.contains("<!--") {
             return None;
@@ -186,13 +193,13 @@ impl<'a> Builder<'a> {
     }
 
     fn start(&mut self, name: &'a str, span: std::ops::Range<usize>, empty: bool) -> Option<usize> {
-        if !empty {
-            if let Some(next) = self.opaque_string(name, &span) {
-                return Some(next);
-            }
+        if !empty && let Some(next) = self.opaque_string(name, &span) {
+            return Some(next);
         }
         let in_value = self.stack.len() > 1 && self.top().has_content();
-        if self.stack.len() > MAX_DEPTH || (in_value && (empty || !self.closes_later(name, span.end))) {
+        if self.stack.len() > MAX_DEPTH
+            || (in_value && (empty || !self.closes_later(name, span.end)))
+        {
             let tag = &self.src[span];
             self.top().pieces.push(Piece::Literal(tag));
             return None;
@@ -241,10 +248,11 @@ impl<'a> Builder<'a> {
             return true;
         }
         self.pop(span.start);
-        if self.stack.len() == 1 && self.tool.is_none() {
-            if let Some(node) = self.stack[0].children.last().filter(|n| n.name == "name") {
-                self.tool = Some(node.value());
-            }
+        if self.stack.len() == 1
+            && self.tool.is_none()
+            && let Some(node) = self.stack[0].children.last().filter(|n| n.name == "name")
+        {
+            self.tool = Some(node.value());
         }
         false
     }
@@ -325,7 +333,12 @@ pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutc
     out
 }
 
-fn to_call(root: Node<'_>, src: &str, opts: &ParseOptions, out: &mut BlockOutcome) -> Option<RawCall> {
+fn to_call(
+    root: Node<'_>,
+    src: &str,
+    opts: &ParseOptions,
+    out: &mut BlockOutcome,
+) -> Option<RawCall> {
     if root.has_content() {
         out.problem(
             ProblemKind::StrayText,
@@ -395,12 +408,17 @@ fn json_params(
     out: &mut BlockOutcome,
 ) -> Map<String, Value> {
     match serde_json::from_str::<Value>(container.value().trim()) {
-        Ok(Value::Object(map)) => coerce_json_args(map, schema, container.offset, &mut out.problems),
+        Ok(Value::Object(map)) => {
+            coerce_json_args(map, schema, container.offset, &mut out.problems)
+        }
         _ => {
             out.problem(
                 ProblemKind::StrayText,
                 container.content_start,
-                format!("<{}> holds text that is neither parameters nor a JSON object; ignored", container.name),
+                format!(
+                    "<{}> holds text that is neither parameters nor a JSON object; ignored",
+                    container.name
+                ),
             );
             Map::new()
         }
@@ -418,15 +436,25 @@ fn object(
     let repeated_names: Vec<&str> = {
         let mut names: Vec<&str> = children.iter().map(|c| c.name).collect();
         names.sort_unstable();
-        names.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect()
+        names
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect()
     };
     let mut pairs = Vec::with_capacity(children.len());
     for child in children {
         let prop = property(schema, child.name);
-        let wants_array = prop.and_then(Types::of).is_some_and(|t| t.has(Types::ARRAY));
+        let wants_array = prop
+            .and_then(Types::of)
+            .is_some_and(|t| t.has(Types::ARRAY));
         // Each of several repeated elements is one item of the array.
         let repeated = repeated_names.binary_search(&child.name).is_ok();
-        let schema = if wants_array && repeated { items(prop) } else { prop };
+        let schema = if wants_array && repeated {
+            items(prop)
+        } else {
+            prop
+        };
         let key = child.name.to_string();
         let value = value(child, schema, src, out);
         pairs.push((key, value));
@@ -446,7 +474,10 @@ fn value(node: Node<'_>, schema: Option<&Value>, src: &str, out: &mut BlockOutco
         out.problem(
             ProblemKind::StrayText,
             node.content_start,
-            format!("text beside the elements inside <{}> was ignored", node.name),
+            format!(
+                "text beside the elements inside <{}> was ignored",
+                node.name
+            ),
         );
     }
     match types {

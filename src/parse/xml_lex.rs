@@ -6,8 +6,7 @@ use std::sync::LazyLock;
 
 use memchr::{memchr, memmem};
 
-static CDATA_END: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"]]>"));
+static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
 /// The longest run of attributes read as one tag.
 const MAX_TAG: usize = 1024;
 
@@ -101,11 +100,12 @@ impl<'a> Iterator for Lexer<'a> {
                 }
             });
         }
-        if rest.get(1) == Some(&b'!') && rest.starts_with(b"<!--") {
-            if let Some(k) = COMMENT_END.find(&b[start + 4..]) {
-                self.pos = start + 4 + k + 3;
-                return self.next();
-            }
+        if rest.get(1) == Some(&b'!')
+            && rest.starts_with(b"<!--")
+            && let Some(k) = COMMENT_END.find(&b[start + 4..])
+        {
+            self.pos = start + 4 + k + 3;
+            return self.next();
         }
         if let Some(token) = self.tag(start) {
             return Some(token);
@@ -173,6 +173,7 @@ impl<'a> Lexer<'a> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     fn tokens(s: &str) -> Vec<Token<'_>> {
@@ -188,9 +189,29 @@ mod tests {
     #[test]
     fn tags_and_cdata() {
         let t = tokens("<a x=\"1>2\"><![CDATA[v]]></a ><b/>");
-        assert!(matches!(t[0], Token::Start { name: "a", empty: false, .. }));
-        assert!(matches!(t[1], Token::CData { content: "v", terminated: true }));
+        assert!(matches!(
+            t[0],
+            Token::Start {
+                name: "a",
+                empty: false,
+                ..
+            }
+        ));
+        assert!(matches!(
+            t[1],
+            Token::CData {
+                content: "v",
+                terminated: true
+            }
+        ));
         assert!(matches!(t[2], Token::End { name: "a", .. }));
-        assert!(matches!(t[3], Token::Start { name: "b", empty: true, .. }));
+        assert!(matches!(
+            t[3],
+            Token::Start {
+                name: "b",
+                empty: true,
+                ..
+            }
+        ));
     }
 }

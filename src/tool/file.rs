@@ -113,7 +113,8 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
         line,
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
     let raw: RawTool = if is_json {
         serde_json::from_str(&text).map_err(|e| fail(Some(e.line()), e.to_string()))?
@@ -152,7 +153,10 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
         }
     };
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
-        return Err(fail(None, "timeout must be a positive number of seconds".into()));
+        return Err(fail(
+            None,
+            "timeout must be a positive number of seconds".into(),
+        ));
     }
     Ok(ToolSpec {
         name,
@@ -175,7 +179,10 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
 fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or_default();
     let line = line.strip_prefix("error: ").unwrap_or(line);
-    match line.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+    match line
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
         Some((position, message)) if position.contains("column") => message.to_string(),
         _ => line.to_string(),
     }

@@ -71,8 +71,8 @@ fn read_cases() -> Vec<Case> {
     let mut all = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        let mut cases: Vec<Case> = serde_saphyr::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let mut cases: Vec<Case> =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         for c in &mut cases {
             c.file = f.file_name().unwrap().to_string_lossy().into_owned();
             expand(c);
@@ -113,12 +113,7 @@ pub fn options(case: &Case) -> ParseOptions {
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         Arc::new(loaded.schemas())
     });
-    let dialect = case
-        .dialect
-        .as_deref()
-        .unwrap_or("auto")
-        .parse()
-        .unwrap();
+    let dialect = case.dialect.as_deref().unwrap_or("auto").parse().unwrap();
     ParseOptions::default()
         .with_dialect(dialect)
         .with_strict(case.strict)
