@@ -10,3 +10,8 @@
 
 pub mod parse;
 pub mod tool;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
