@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
+use super::{builtin, http};
 use crate::parse::Schemas;
 
 /// Why a tool file could not be used.
@@ -30,10 +32,18 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// One tool read from a file: its spec, its compiled schema, where it came from.
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+    pub spec: ToolSpec,
+    pub schema: Schema,
+    pub path: PathBuf,
+}
+
 /// Everything read from a folder of tool files.
 #[derive(Debug, Default)]
 pub struct LoadedTools {
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<ToolDef>,
     pub errors: Vec<LoadError>,
 }
 
@@ -42,7 +52,7 @@ impl LoadedTools {
     pub fn schemas(&self) -> Schemas {
         self.tools
             .iter()
-            .map(|t| (t.name.clone(), t.parameters.clone()))
+            .map(|t| (t.spec.name.clone(), t.spec.parameters.clone()))
             .collect()
     }
 }
@@ -90,11 +100,15 @@ pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
     for path in paths {
         match load_file(&path) {
             Ok(tool) => {
-                if loaded.tools.iter().any(|t| t.name == tool.name) {
+                if let Some(first) = loaded.tools.iter().find(|t| t.spec.name == tool.spec.name) {
                     loaded.errors.push(LoadError {
+                        message: format!(
+                            "a tool named '{}' is already defined in {}",
+                            tool.spec.name,
+                            first.path.display()
+                        ),
                         path,
                         line: None,
-                        message: format!("a tool named '{}' is already defined", tool.name),
                     });
                 } else {
                     loaded.tools.push(tool);
@@ -106,8 +120,8 @@ pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
     Ok(loaded)
 }
 
-/// Reads one tool file.
-pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
+/// Reads one tool file: parses it, compiles its schema, checks its entry.
+pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
     let fail = |line: Option<usize>, message: String| LoadError {
         path: path.to_path_buf(),
         line,
@@ -142,7 +156,16 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
             list_form(&list).map_err(|m| fail(None, format!("parameters: {m}")))?
         }
         Some(Value::Object(schema)) => {
-            check_schema(&schema).map_err(|m| fail(None, format!("parameters: {m}")))?;
+            match schema.get("type") {
+                None => {}
+                Some(Value::String(t)) if t == "object" => {}
+                Some(other) => {
+                    return Err(fail(
+                        None,
+                        format!("parameters: type must be \"object\", not {other}"),
+                    ));
+                }
+            }
             Value::Object(schema)
         }
         Some(_) => {
@@ -158,12 +181,16 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    Ok(ToolSpec {
+    let schema =
+        Schema::compile(&parameters).map_err(|m| fail(None, format!("parameters: {m}")))?;
+    let entry = raw.entry.unwrap_or(Entry::Client);
+    check_entry(&entry).map_err(|m| fail(None, m))?;
+    let spec = ToolSpec {
         name,
         description: raw.description,
         parameters,
         permission: raw.permission,
-        entry: raw.entry.unwrap_or(Entry::Client),
+        entry,
         category: raw.category,
         timeout: raw.timeout,
         tags: raw.tags,
@@ -171,11 +198,31 @@ pub fn load_file(path: &Path) -> Result<ToolSpec, LoadError> {
             Value::String(s) => s,
             other => other.to_string(),
         }),
+    };
+    Ok(ToolDef {
+        spec,
+        schema,
+        path: path.to_path_buf(),
     })
 }
 
-/// The first line of a YAML error, without the `error: line N column M:` prefix that
-/// the location already gives.
+/// Entry settings that can be checked before any call.
+fn check_entry(entry: &Entry) -> Result<(), String> {
+    match entry {
+        Entry::Builtin { handler } if !builtin::HANDLERS.contains(&handler.as_str()) => {
+            Err(format!(
+                "entry: there is no built-in handler '{handler}' (there are: {})",
+                builtin::HANDLERS.join(", ")
+            ))
+        }
+        Entry::Command { command, .. } if command.trim().is_empty() => {
+            Err("entry: command must name a program".into())
+        }
+        Entry::Http { .. } => http::check_entry(entry),
+        _ => Ok(()),
+    }
+}
+
 fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or_default();
     let line = line.strip_prefix("error: ").unwrap_or(line);
@@ -185,30 +232,6 @@ fn first_line(s: &str) -> String {
     {
         Some((position, message)) if position.contains("column") => message.to_string(),
         _ => line.to_string(),
-    }
-}
-
-fn check_schema(schema: &Map<String, Value>) -> Result<(), String> {
-    match schema.get("type") {
-        None => {}
-        Some(Value::String(t)) if t == "object" => {}
-        Some(other) => return Err(format!("type must be \"object\", not {other}")),
-    }
-    match schema.get("properties") {
-        None | Some(Value::Object(_)) => {}
-        Some(_) => return Err("properties must be a map of parameter schemas".into()),
-    }
-    if let Some(Value::Object(props)) = schema.get("properties") {
-        for (k, v) in props {
-            if !v.is_object() {
-                return Err(format!("the schema of '{k}' must be a map"));
-            }
-        }
-    }
-    match schema.get("required") {
-        None => Ok(()),
-        Some(Value::Array(list)) if list.iter().all(Value::is_string) => Ok(()),
-        Some(_) => Err("required must be a list of parameter names".into()),
     }
 }
 

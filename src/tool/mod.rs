@@ -1,7 +1,22 @@
-//! Tools as the user writes them: the spec of one tool and the files in `tools/`.
+//! Tools: their specs and files, argument validation, the library and per-agent
+//! toolkits, the ways a tool runs (built-in, external command, HTTP, client) and the
+//! built-in tools.
 
+pub mod builtin;
+mod command;
 mod file;
+pub mod http;
+mod library;
+mod output;
+pub mod process;
+mod schema;
 mod spec;
+mod tool;
+pub mod workspace;
 
-pub use file::{LoadError, LoadedTools, load_dir, load_file};
-pub use spec::{Entry, Permission, ToolSpec};
+pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
+pub use library::{LoadedTool, Source, ToolLibrary, Toolkit};
+pub use output::{ArgError, Part, ToolError, ToolOutput};
+pub use schema::{Schema, redact};
+pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, ToolSpec};
+pub use tool::{Tool, ToolContext};

@@ -1,5 +1,7 @@
 //! `ToolSpec`: what a tool is called, what it takes, who may run it and how.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -16,23 +18,43 @@ pub enum Permission {
 
 /// How a tool runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Entry {
     /// A handler compiled into toolgate.
     Builtin { handler: String },
     /// Definition only: the client runs it and submits the output.
     Client,
-    /// An external program: JSON arguments on stdin, the result on stdout.
+    /// An external program: JSON arguments on stdin, the result on stdout (JSON or
+    /// text). A non-zero exit is an error result carrying stderr.
     Command {
         command: String,
         #[serde(default)]
         args: Vec<String>,
+        /// Extra environment; values may use `${VAR}` from toolgate's environment.
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        /// Bytes of stdout and of stderr kept (default 1 MiB).
+        #[serde(default)]
+        max_output: Option<usize>,
     },
-    /// A declarative HTTP call.
+    /// A declarative HTTP call. `{param}` in `url`, `query` and `body` values is the
+    /// argument; `${VAR}` in `headers` (and `url`) is an environment variable.
     Http {
         url: String,
         #[serde(default = "default_method")]
         method: String,
+        /// Query parameter -> template; a pair whose parameters are absent is left out.
+        #[serde(default)]
+        query: BTreeMap<String, String>,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        /// `json`: the arguments not used in the URL or query, as a JSON object; or a
+        /// map of field -> template.
+        #[serde(default)]
+        body: Option<Value>,
+        /// Bytes of the response body kept (default 1 MiB).
+        #[serde(default)]
+        max_response: Option<usize>,
     },
 }
 
@@ -56,7 +78,17 @@ pub struct ToolSpec {
     pub version: Option<String>,
 }
 
+/// The time a call may take when its tool does not say.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl ToolSpec {
+    /// The tool's timeout, or [`DEFAULT_TIMEOUT`].
+    pub fn timeout_or_default(&self) -> std::time::Duration {
+        self.timeout
+            .map(std::time::Duration::from_secs_f64)
+            .unwrap_or(DEFAULT_TIMEOUT)
+    }
+
     /// Definition-only tools are never executed by the runtime.
     pub fn definition_only(&self) -> bool {
         matches!(self.entry, Entry::Client)

@@ -1,0 +1,57 @@
+//! `http_request`: one HTTP request chosen by the model (confirm by default).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use super::{spec as builtin_spec, text_arg};
+use crate::tool::http::{
+    Body, DEFAULT_MAX_RESPONSE, Request, headers_from, parse_method, parse_url, send,
+};
+use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+pub fn spec() -> ToolSpec {
+    builtin_spec(
+        "http_request",
+        "Send an HTTP request and return the response body.",
+        Permission::Confirm,
+        json!({"type": "object", "properties": {
+            "url": {"type": "string", "pattern": "^https?://", "description": "An http or https URL."},
+            "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"], "default": "GET"},
+            "headers": {"type": "object", "description": "Header name -> value."},
+            "body": {"type": ["string", "object", "array", "null"], "description": "Text, or JSON to send as application/json."},
+            "timeout": {"type": "number", "minimum": 1, "maximum": 120, "default": 30}
+        }, "required": ["url"], "additionalProperties": false}),
+    )
+}
+
+pub struct HttpRequest(pub ToolSpec);
+
+#[async_trait]
+impl Tool for HttpRequest {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn call(
+        &self,
+        _ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let body = match args.get("body") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(Body::Text(s.clone())),
+            Some(v) => Some(Body::Json(v.clone())),
+        };
+        let timeout = args.get("timeout").and_then(Value::as_f64).unwrap_or(30.0);
+        send(Request {
+            method: parse_method(text_arg(&args, "method")).map_err(ToolError::Execution)?,
+            url: parse_url(text_arg(&args, "url"))?,
+            headers: headers_from(&args),
+            body,
+            timeout: Duration::from_secs_f64(timeout),
+            max_response: DEFAULT_MAX_RESPONSE,
+        })
+        .await
+    }
+}

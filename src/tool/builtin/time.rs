@@ -1,0 +1,70 @@
+//! `current_time`: the current date and time in an IANA time zone (the zone database
+//! is built in).
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde_json::{Map, Value, json};
+
+use super::{spec as builtin_spec, text_arg};
+use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+pub fn spec() -> ToolSpec {
+    builtin_spec(
+        "current_time",
+        "The current date and time in a time zone.",
+        Permission::Auto,
+        json!({"type": "object", "properties": {"timezone": {"type": "string", "default": "UTC", "description": "An IANA time zone such as Europe/Paris or America/New_York."}}, "additionalProperties": false}),
+    )
+}
+
+pub struct CurrentTime(pub ToolSpec);
+
+#[async_trait]
+impl Tool for CurrentTime {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn call(
+        &self,
+        _ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = match text_arg(&args, "timezone") {
+            "" => "UTC",
+            n => n,
+        };
+        let tz = TimeZone::get(name).map_err(|_| {
+            ToolError::Execution(format!(
+                "'{name}' is not a known time zone; use an IANA name such as Europe/Paris, Asia/Tokyo or UTC"
+            ))
+        })?;
+        Ok(ToolOutput::json(now_in(Timestamp::now(), name, tz)))
+    }
+}
+
+fn now_in(now: Timestamp, name: &str, tz: TimeZone) -> Value {
+    let zoned = now.to_zoned(tz);
+    json!({
+        "timezone": name,
+        "datetime": zoned.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+        "weekday": zoned.strftime("%A").to_string(),
+        "unix": now.as_second(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn formats_in_zone() {
+        let t: Timestamp = "2026-07-01T12:00:00Z".parse().unwrap();
+        let v = now_in(t, "Europe/Paris", TimeZone::get("Europe/Paris").unwrap());
+        assert_eq!(v["datetime"], "2026-07-01T14:00:00+02:00");
+        assert_eq!(v["weekday"], "Wednesday");
+        let v = now_in(t, "Asia/Kolkata", TimeZone::get("Asia/Kolkata").unwrap());
+        assert_eq!(v["datetime"], "2026-07-01T17:30:00+05:30");
+    }
+}

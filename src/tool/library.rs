@@ -1,0 +1,292 @@
+//! `ToolLibrary`, the global set of tools (built-ins, tool files, tools added by a
+//! program), and `Toolkit`, one agent's view of it: the tools it was given, by name,
+//! with its own permission overrides. A toolkit never reaches a tool it was not given.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::command::CommandTool;
+use super::file::{LoadError, ToolDef, load_dir};
+use super::http::HttpTool;
+use super::output::{ToolError, ToolOutput};
+use super::schema::Schema;
+use super::spec::{Entry, Permission, ToolSpec};
+use super::tool::{Tool, ToolContext};
+use super::{builtin, schema};
+use crate::parse::Schemas;
+
+/// Where a tool was defined.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Builtin,
+    File(PathBuf),
+    Program,
+}
+
+/// A tool ready to use: its spec, compiled schema and what runs it (`None` for
+/// definition-only tools).
+pub struct LoadedTool {
+    pub spec: ToolSpec,
+    pub schema: Schema,
+    pub source: Source,
+    runner: Option<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool")
+            .field("spec", &self.spec)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl LoadedTool {
+    fn new(spec: ToolSpec, schema: Schema, source: Source) -> Result<Self, String> {
+        let runner: Option<Arc<dyn Tool>> = match &spec.entry {
+            Entry::Client => None,
+            Entry::Builtin { handler } => Some(
+                builtin::handler(handler, spec.clone())
+                    .ok_or_else(|| format!("there is no built-in handler '{handler}'"))?,
+            ),
+            Entry::Command { .. } => Some(Arc::new(CommandTool::new(spec.clone()))),
+            Entry::Http { .. } => Some(Arc::new(HttpTool::new(spec.clone()))),
+        };
+        Ok(Self {
+            spec,
+            schema,
+            source,
+            runner,
+        })
+    }
+
+    pub fn definition_only(&self) -> bool {
+        self.runner.is_none()
+    }
+
+    /// Validates arguments (coercing, filling defaults); every problem at once.
+    pub fn check(&self, args: Map<String, Value>) -> Result<Map<String, Value>, ToolError> {
+        self.schema
+            .check(args)
+            .map_err(|errors| ToolError::InvalidArguments {
+                tool: self.spec.name.clone(),
+                errors,
+            })
+    }
+
+    /// The arguments with secret parameters hidden, for logs and records.
+    pub fn redact(&self, args: &Map<String, Value>) -> Map<String, Value> {
+        schema::redact(args, &self.schema.secret_params())
+    }
+
+    /// Validates and runs one call: on its own task (a panic becomes an error), within
+    /// the tool's timeout.
+    pub async fn invoke(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let args = self.check(args)?;
+        let Some(runner) = self.runner.clone() else {
+            return Err(ToolError::ClientSide(self.spec.name.clone()));
+        };
+        let ctx = ctx.clone();
+        let timeout = self.spec.timeout_or_default();
+        let mut task = tokio::spawn(async move { runner.call(&ctx, args).await });
+        match tokio::time::timeout(timeout, &mut task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) if join.is_panic() => {
+                let payload = join.into_panic();
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".to_string());
+                Err(ToolError::Panicked(message))
+            }
+            Ok(Err(_)) => Err(ToolError::Cancelled),
+            Err(_) => {
+                task.abort();
+                Err(ToolError::Timeout(timeout))
+            }
+        }
+    }
+}
+
+/// Every tool toolgate knows.
+#[derive(Default)]
+pub struct ToolLibrary {
+    tools: BTreeMap<String, Arc<LoadedTool>>,
+    errors: Vec<LoadError>,
+}
+
+impl ToolLibrary {
+    /// The built-in tools only.
+    pub fn builtin() -> Self {
+        let mut lib = Self::default();
+        for spec in builtin::specs() {
+            // Built-in schemas are written in this crate and compile.
+            if let Ok(schema) = Schema::compile(&spec.parameters) {
+                if let Ok(tool) = LoadedTool::new(spec, schema, Source::Builtin) {
+                    lib.tools.insert(tool.spec.name.clone(), Arc::new(tool));
+                }
+            }
+        }
+        lib
+    }
+
+    /// The built-ins plus the tool files in `dir`. A file that cannot be used is in
+    /// [`ToolLibrary::errors`] and does not stop the others. A file may redefine a
+    /// built-in of the same name.
+    pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        let mut lib = Self::builtin();
+        let loaded = load_dir(dir)?;
+        lib.errors = loaded.errors;
+        for def in loaded.tools {
+            lib.add_def(def);
+        }
+        Ok(lib)
+    }
+
+    fn add_def(&mut self, def: ToolDef) {
+        let ToolDef { spec, schema, path } = def;
+        match LoadedTool::new(spec, schema, Source::File(path.clone())) {
+            Ok(tool) => {
+                self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
+            }
+            Err(message) => self.errors.push(LoadError {
+                path,
+                line: None,
+                message,
+            }),
+        }
+    }
+
+    /// Adds a tool implemented by the program itself.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), String> {
+        let spec = tool.spec().clone();
+        let schema = Schema::compile(&spec.parameters)
+            .map_err(|e| format!("{}: parameters: {e}", spec.name))?;
+        let loaded = LoadedTool {
+            spec,
+            schema,
+            source: Source::Program,
+            runner: Some(tool),
+        };
+        self.tools
+            .insert(loaded.spec.name.clone(), Arc::new(loaded));
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
+        self.tools.get(name)
+    }
+
+    /// The tools in name order.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<LoadedTool>> {
+        self.tools.values()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// Files that could not be loaded.
+    pub fn errors(&self) -> &[LoadError] {
+        &self.errors
+    }
+
+    /// Name -> parameter schema of every tool, for the parser.
+    pub fn schemas(&self) -> Schemas {
+        self.tools
+            .iter()
+            .map(|(k, t)| (k.clone(), t.spec.parameters.clone()))
+            .collect()
+    }
+
+    /// One agent's view: `names` (each must exist) with permission `overrides`.
+    pub fn toolkit(
+        self: &Arc<Self>,
+        names: &[String],
+        overrides: HashMap<String, Permission>,
+    ) -> Result<Toolkit, String> {
+        let missing: Vec<&str> = names
+            .iter()
+            .filter(|n| !self.tools.contains_key(*n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "unknown tool(s): {}; the library has: {}",
+                missing.join(", "),
+                self.names().join(", ")
+            ));
+        }
+        if let Some(bad) = overrides.keys().find(|k| !names.contains(k)) {
+            return Err(format!(
+                "a permission is given for '{bad}', which is not in the tool list"
+            ));
+        }
+        Ok(Toolkit {
+            library: Arc::clone(self),
+            names: names.to_vec(),
+            overrides,
+        })
+    }
+}
+
+/// One agent's tools.
+#[derive(Clone)]
+pub struct Toolkit {
+    library: Arc<ToolLibrary>,
+    names: Vec<String>,
+    overrides: HashMap<String, Permission>,
+}
+
+impl Toolkit {
+    /// The tool `name`, if this toolkit has it; otherwise an error for the model that
+    /// names the tools it does have.
+    pub fn resolve(&self, name: &str) -> Result<&Arc<LoadedTool>, ToolError> {
+        if self.names.iter().any(|n| n == name) {
+            if let Some(t) = self.library.get(name) {
+                return Ok(t);
+            }
+        }
+        Err(ToolError::NotFound {
+            name: name.to_string(),
+            available: self.names.clone(),
+        })
+    }
+
+    /// The permission for `name` in this toolkit: the agent's override, else the tool's.
+    pub fn permission(&self, name: &str) -> Permission {
+        self.overrides
+            .get(name)
+            .copied()
+            .or_else(|| self.library.get(name).map(|t| t.spec.permission))
+            .unwrap_or(Permission::Never)
+    }
+
+    /// The tools, in the order the agent lists them.
+    pub fn tools(&self) -> Vec<&Arc<LoadedTool>> {
+        self.names
+            .iter()
+            .filter_map(|n| self.library.get(n))
+            .collect()
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Name -> parameter schema, for the parser.
+    pub fn schemas(&self) -> Schemas {
+        self.tools()
+            .into_iter()
+            .map(|t| (t.spec.name.clone(), t.spec.parameters.clone()))
+            .collect()
+    }
+}

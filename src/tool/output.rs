@@ -1,0 +1,161 @@
+//! What a tool returns (`ToolOutput`: ordered parts and an error flag) and how a call
+//! fails (`ToolError`, whose `kind` names go into the records).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One piece of a tool's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    Json {
+        json: Value,
+    },
+    /// An image, as a URL or base64 data with its MIME type.
+    Image {
+        mime: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+    },
+    Link {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// A file the tool wrote or points to (a path in the workspace).
+    File {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime: Option<String>,
+    },
+}
+
+/// A tool's result: parts in order, and whether the tool reports an error (the model
+/// still sees it: a failed command's stderr is useful to it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub parts: Vec<Part>,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            parts: vec![Part::Text { text: text.into() }],
+            is_error: false,
+        }
+    }
+
+    pub fn json(json: Value) -> Self {
+        Self {
+            parts: vec![Part::Json { json }],
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            parts: vec![Part::Text { text: text.into() }],
+            is_error: true,
+        }
+    }
+
+    pub fn with(mut self, part: Part) -> Self {
+        self.parts.push(part);
+        self
+    }
+
+    /// The output as text for a model: text as is, JSON compact, the rest described.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            match part {
+                Part::Text { text } => out.push_str(text),
+                Part::Json { json } => out.push_str(&json.to_string()),
+                Part::Image { mime, url, .. } => out.push_str(&format!(
+                    "[image {mime}{}]",
+                    url.as_deref().map(|u| format!(" {u}")).unwrap_or_default()
+                )),
+                Part::Link { url, title } => match title {
+                    Some(t) => out.push_str(&format!("[{t}]({url})")),
+                    None => out.push_str(url),
+                },
+                Part::File { path, .. } => out.push_str(&format!("[file {path}]")),
+            }
+        }
+        out
+    }
+}
+
+/// One problem with a call's arguments, worded for the model to fix its call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgError {
+    /// The parameter, with a path inside it: `attendees[2]`, `when.hour`; empty for the call.
+    pub param: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ArgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.param.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "'{}': {}", self.param, self.message)
+        }
+    }
+}
+
+/// Why a call did not produce an output.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    #[error("there is no tool named '{name}'; the tools you have are: {}", available.join(", "))]
+    NotFound {
+        name: String,
+        available: Vec<String>,
+    },
+    #[error("invalid arguments for '{tool}': {}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidArguments { tool: String, errors: Vec<ArgError> },
+    #[error("{0}")]
+    Execution(String),
+    #[error("timed out after {}", humantime(*.0))]
+    Timeout(Duration),
+    #[error("the call was cancelled")]
+    Cancelled,
+    #[error("the tool failed unexpectedly: {0}")]
+    Panicked(String),
+    #[error("'{0}' is run by the client, not by toolgate")]
+    ClientSide(String),
+}
+
+impl ToolError {
+    /// The error kind recorded with the call.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolError::NotFound { .. } => "tool_not_found",
+            ToolError::InvalidArguments { .. } => "validation_error",
+            ToolError::Execution(_) | ToolError::Panicked(_) => "execution_error",
+            ToolError::Timeout(_) => "timeout",
+            ToolError::Cancelled => "cancelled",
+            ToolError::ClientSide(_) => "client",
+        }
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
