@@ -9,6 +9,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod parse;
+pub mod prompt;
 pub mod tool;
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -2,12 +2,14 @@
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod parse;
+mod prompt;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use toolgate::tool::{LoadedTools, load_dir};
+use toolgate::tool::ToolLibrary;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -24,6 +26,10 @@ pub struct Cli {
 enum Command {
     /// Parse one model output (a file, or stdin) and print its text, calls and problems as JSON.
     Parse(parse::ParseArgs),
+    /// List, inspect, check and call the tools of the library.
+    Tools(tools::ToolsArgs),
+    /// Print the XML tool instructions (or the OpenAI tools array) for some tools.
+    Prompt(prompt::PromptArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -53,16 +59,18 @@ impl Failure {
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Parse(args) => parse::run(args),
+        Command::Tools(args) => tools::run(args),
+        Command::Prompt(args) => prompt::run(args),
     }
 }
 
 /// The default tools folder, relative to the current directory.
 pub const DEFAULT_TOOLS: &str = "tools";
 
-/// Loads the tool library from `dir`. A missing default folder means no tools; a
-/// missing folder the user named is bad input. Broken files are reported on stderr
-/// and skipped.
-pub fn load_tools(dir: Option<&Path>) -> Result<LoadedTools, Failure> {
+/// Loads the tool library: the built-ins and the files in `dir` (default `./tools`).
+/// A missing default folder means built-ins only; a missing folder the user named is
+/// bad input. Broken files are reported on stderr and skipped.
+pub fn load_tools(dir: Option<&Path>) -> Result<ToolLibrary, Failure> {
     let (dir, explicit) = match dir {
         Some(d) => (d.to_path_buf(), true),
         None => (PathBuf::from(DEFAULT_TOOLS), false),
@@ -74,11 +82,11 @@ pub fn load_tools(dir: Option<&Path>) -> Result<LoadedTools, Failure> {
                 dir.display()
             )));
         }
-        return Ok(LoadedTools::default());
+        return Ok(ToolLibrary::builtin());
     }
-    let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
-    for e in &loaded.errors {
+    let library = ToolLibrary::load(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    for e in library.errors() {
         eprintln!("toolgate: warning: {e} (tool skipped)");
     }
-    Ok(loaded)
+    Ok(library)
 }

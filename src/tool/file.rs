@@ -235,6 +235,30 @@ fn first_line(s: &str) -> String {
     }
 }
 
+/// Keys a parameter of the list form may have besides `name`, `required`, `validation`.
+const LIST_FORM_KEYS: [&str; 20] = [
+    "type",
+    "description",
+    "default",
+    "enum",
+    "items",
+    "properties",
+    "secret",
+    "format",
+    "examples",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "additionalProperties",
+    "nullable",
+    "title",
+    "const",
+];
+
 /// `[{name, type, required, description, default, validation: {...}}]` to a schema.
 fn list_form(list: &[Value]) -> Result<Value, String> {
     let mut properties = Map::new();
@@ -277,8 +301,14 @@ fn list_form(list: &[Value]) -> Result<Value, String> {
                         prop.insert(key.to_string(), rv.clone());
                     }
                 }
-                _ => {
+                key if LIST_FORM_KEYS.contains(&key) => {
                     prop.insert(k.clone(), v.clone());
+                }
+                other => {
+                    return Err(format!(
+                        "parameter '{name}' has an unknown key '{other}' (in a {{...}} map, a comma \
+                         inside a value splits it: quote the value)"
+                    ));
                 }
             }
         }

@@ -1,0 +1,317 @@
+//! `toolgate tools`: list, show, check and call the tools of the library.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+use toolgate::tool::{
+    Entry, LoadedTool, Part, Source, ToolContext, ToolError, ToolLibrary, load_dir, workspace,
+};
+
+use super::parse::print_json;
+use super::{DEFAULT_TOOLS, Failure, load_tools};
+
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    /// Folder of tool files [default: ./tools].
+    #[arg(long, global = true, env = "TOOLGATE_TOOLS")]
+    tools: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<ToolsCommand>,
+}
+
+#[derive(Subcommand, Debug)]
+enum ToolsCommand {
+    /// Every tool: name, permission, how it runs, where it is defined.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One tool in full.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load every tool file in DIR (default: the tools folder) and report problems; exit 2 if any.
+    Check { dir: Option<PathBuf> },
+    /// Validate arguments and run one tool directly.
+    Call {
+        name: String,
+        /// The arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// The root for file tools [default: the current folder].
+        #[arg(long, env = "TOOLGATE_WORKSPACE")]
+        workspace: Option<PathBuf>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: ToolsArgs) -> Result<ExitCode, Failure> {
+    match args.command.unwrap_or(ToolsCommand::List { json: false }) {
+        ToolsCommand::List { json } => list(&load_tools(args.tools.as_deref())?, json),
+        ToolsCommand::Show { name, json } => show(&load_tools(args.tools.as_deref())?, &name, json),
+        ToolsCommand::Check { dir } => check(
+            dir.or(args.tools)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_TOOLS)),
+        ),
+        ToolsCommand::Call {
+            name,
+            args: raw,
+            workspace,
+            json,
+        } => call(
+            &load_tools(args.tools.as_deref())?,
+            &name,
+            &raw,
+            workspace,
+            json,
+        ),
+    }
+}
+
+fn entry_kind(entry: &Entry) -> String {
+    match entry {
+        Entry::Builtin { handler } => format!("builtin:{handler}"),
+        Entry::Client => "client".into(),
+        Entry::Command { command, .. } => format!("command:{command}"),
+        Entry::Http { method, .. } => format!("http:{method}"),
+    }
+}
+
+fn source(tool: &LoadedTool) -> String {
+    match &tool.source {
+        Source::Builtin => "built-in".into(),
+        Source::File(p) => p.display().to_string(),
+        Source::Program => "program".into(),
+    }
+}
+
+fn summary(tool: &LoadedTool) -> Value {
+    json!({
+        "name": tool.spec.name,
+        "description": tool.spec.description,
+        "permission": tool.spec.permission,
+        "entry": entry_kind(&tool.spec.entry),
+        "definition_only": tool.definition_only(),
+        "category": tool.spec.category,
+        "source": source(tool),
+    })
+}
+
+fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let all: Vec<Value> = lib.tools().map(|t| summary(t)).collect();
+        print_json(&mut out, &all, false)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 4]> = lib
+        .tools()
+        .map(|t| {
+            [
+                t.spec.name.clone(),
+                format!("{:?}", t.spec.permission).to_lowercase(),
+                entry_kind(&t.spec.entry),
+                first_sentence(&t.spec.description),
+            ]
+        })
+        .collect();
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(10)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let mut text = format!(
+        "{:w0$}  {:w1$}  {:w2$}  DESCRIPTION\n",
+        "NAME", "PERMISSION", "RUNS AS"
+    );
+    for r in &rows {
+        text.push_str(&format!(
+            "{:w0$}  {:w1$}  {:w2$}  {}\n",
+            r[0], r[1], r[2], r[3]
+        ));
+    }
+    write_out(&mut out, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn first_sentence(s: &str) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    let mut out: String = line.chars().take(70).collect();
+    if out.len() < line.len() {
+        out.push('…');
+    }
+    out
+}
+
+fn write_out(out: &mut impl Write, text: &str) -> Result<(), Failure> {
+    out.write_all(text.as_bytes())
+        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
+}
+
+fn find<'a>(lib: &'a ToolLibrary, name: &str) -> Result<&'a LoadedTool, Failure> {
+    lib.get(name).map(|t| &**t).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "there is no tool named '{name}'; the library has: {}",
+            lib.names().join(", ")
+        ))
+    })
+}
+
+fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> {
+    let tool = find(lib, name)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut v = summary(tool);
+        v["parameters"] = tool.spec.parameters.clone();
+        v["spec"] = serde_json::to_value(&tool.spec).unwrap_or(Value::Null);
+        print_json(&mut out, &v, true)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = format!(
+        "{}\n  {}\n  permission: {:?}\n  runs as:    {}\n  defined in: {}\n",
+        tool.spec.name,
+        tool.spec.description,
+        tool.spec.permission,
+        entry_kind(&tool.spec.entry),
+        source(tool)
+    );
+    if let Some(t) = tool.spec.timeout {
+        text.push_str(&format!("  timeout:    {t} s\n"));
+    }
+    text.push_str("  parameters:\n");
+    let mut any = false;
+    for (name, s) in tool.schema.properties() {
+        any = true;
+        let req = if tool.schema.is_required(name) {
+            "required".to_string()
+        } else {
+            s.default_value()
+                .map_or("optional".into(), |d| format!("default {d}"))
+        };
+        let desc = s
+            .description()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        text.push_str(&format!("    {name} ({}, {req}){desc}\n", s.type_name()));
+    }
+    if !any {
+        text.push_str("    (none)\n");
+    }
+    write_out(&mut out, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
+    let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
+    for def in &loaded.tools {
+        text.push_str(&format!(
+            "ok      {} ({})\n",
+            def.spec.name,
+            def.path.display()
+        ));
+    }
+    for e in &loaded.errors {
+        text.push_str(&format!("broken  {e}\n"));
+    }
+    text.push_str(&format!(
+        "{} tool(s) loaded, {} problem(s) in {}\n",
+        loaded.tools.len(),
+        loaded.errors.len(),
+        dir.display()
+    ));
+    write_out(&mut out, &text)?;
+    if loaded.errors.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(Failure::bad_input(format!(
+            "{} tool file(s) have problems",
+            loaded.errors.len()
+        )))
+    }
+}
+
+fn call(
+    lib: &ToolLibrary,
+    name: &str,
+    raw: &str,
+    ws: Option<PathBuf>,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let tool = find(lib, name)?;
+    let args: Map<String, Value> = match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => return Err(Failure::bad_input("--args must be a JSON object")),
+        Err(e) => return Err(Failure::bad_input(format!("--args is not valid JSON: {e}"))),
+    };
+    let root = ws.unwrap_or_else(|| PathBuf::from("."));
+    let root = workspace::canonical_root(&root)
+        .map_err(|e| Failure::bad_input(format!("workspace {}: {e}", root.display())))?;
+    let ctx = ToolContext::new(root);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
+    let result = runtime.block_on(tool.invoke(&ctx, args.clone()));
+    let mut out = std::io::stdout().lock();
+    if json {
+        let (output, error) = match &result {
+            Ok(o) => (serde_json::to_value(o).unwrap_or(Value::Null), Value::Null),
+            Err(e) => (
+                Value::Null,
+                json!({"kind": e.kind(), "message": e.to_string()}),
+            ),
+        };
+        let v = json!({"tool": name, "arguments": tool.redact(&args), "output": output, "error": error});
+        print_json(&mut out, &v, false)?;
+    }
+    match result {
+        Ok(output) => {
+            if !json {
+                let mut text = String::new();
+                for part in &output.parts {
+                    match part {
+                        Part::Json { json } => {
+                            text.push_str(&serde_json::to_string_pretty(json).unwrap_or_default())
+                        }
+                        other => text.push_str(
+                            &toolgate::tool::ToolOutput {
+                                parts: vec![other.clone()],
+                                is_error: false,
+                            }
+                            .to_text(),
+                        ),
+                    }
+                    text.push('\n');
+                }
+                write_out(&mut out, &text)?;
+            }
+            if output.is_error {
+                return Err(Failure::other(format!("'{name}' reported an error")));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(ToolError::ClientSide(_)) => {
+            eprintln!(
+                "toolgate: '{name}' is a client tool: toolgate never runs it; its arguments are valid"
+            );
+            Ok(ExitCode::from(3))
+        }
+        Err(e @ (ToolError::InvalidArguments { .. } | ToolError::NotFound { .. })) => {
+            Err(Failure::bad_input(e.to_string()))
+        }
+        Err(e) => Err(Failure::other(format!("{name}: {e}"))),
+    }
+}
