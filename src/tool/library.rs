@@ -261,8 +261,12 @@ impl Toolkit {
         })
     }
 
-    /// The permission for `name` in this toolkit: the agent's override, else the tool's.
+    /// The permission for `name` in this toolkit: the agent's override, else the
+    /// tool's; `Never` for a tool the toolkit was not given.
     pub fn permission(&self, name: &str) -> Permission {
+        if !self.names.iter().any(|n| n == name) {
+            return Permission::Never;
+        }
         self.overrides
             .get(name)
             .copied()
