@@ -36,19 +36,28 @@ fn with_tools(files: &[(&str, &str)]) -> tempfile::TempDir {
 
 #[test]
 fn list_shows_builtins_and_files() {
-    let dir = with_tools(&[("lookup.yaml", "name: lookup\ndescription: Look something up.\npermission: confirm\n")]);
+    let dir = with_tools(&[(
+        "lookup.yaml",
+        "name: lookup\ndescription: Look something up.\npermission: confirm\n",
+    )]);
     let out = toolgate(&["tools", "list"], dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.starts_with("NAME"));
-    assert!(text.contains("lookup") && text.contains("confirm") && text.contains("client"), "{text}");
+    assert!(
+        text.contains("lookup") && text.contains("confirm") && text.contains("client"),
+        "{text}"
+    );
     assert!(text.contains("calculator") && text.contains("builtin:calculator"));
     let out = toolgate(&["tools", "list", "--json"], dir.path());
     let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let lookup = all.iter().find(|t| t["name"] == "lookup").unwrap();
     assert_eq!(lookup["definition_only"], true);
     assert_eq!(lookup["source"], "tools/lookup.yaml");
-    assert!(all.iter().any(|t| t["name"] == "shell" && t["permission"] == "confirm"));
+    assert!(
+        all.iter()
+            .any(|t| t["name"] == "shell" && t["permission"] == "confirm")
+    );
 }
 
 #[test]
@@ -60,7 +69,10 @@ fn show_one_tool() {
     assert!(text.contains("append (boolean, default false)"), "{text}");
     let out = toolgate(&["tools", "show", "write_file", "--json"], dir.path());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["parameters"]["required"], serde_json::json!(["path", "content"]));
+    assert_eq!(
+        v["parameters"]["required"],
+        serde_json::json!(["path", "content"])
+    );
     let out = toolgate(&["tools", "show", "nope"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no tool named 'nope'"));
@@ -68,7 +80,10 @@ fn show_one_tool() {
 
 #[test]
 fn check_reports_problems_with_exit_2() {
-    let dir = with_tools(&[("ok.yaml", "name: ok\n"), ("broken.yaml", "name: broken\nparameters: [\n")]);
+    let dir = with_tools(&[
+        ("ok.yaml", "name: ok\n"),
+        ("broken.yaml", "name: broken\nparameters: [\n"),
+    ]);
     let out = toolgate(&["tools", "check"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     let text = stdout(&out);
@@ -76,45 +91,116 @@ fn check_reports_problems_with_exit_2() {
     assert!(text.contains("broken  tools/broken.yaml:"), "{text}");
     assert!(text.contains("1 tool(s) loaded, 1 problem(s)"), "{text}");
     std::fs::remove_file(dir.path().join("tools/broken.yaml")).unwrap();
-    assert!(toolgate(&["tools", "check", "tools"], dir.path()).status.success());
+    assert!(
+        toolgate(&["tools", "check", "tools"], dir.path())
+            .status
+            .success()
+    );
 }
 
 #[test]
 fn call_runs_a_tool_and_says_how_it_went() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(&["tools", "call", "calculator", "--args", r#"{"expression": "(2+3)*4"}"#], dir.path());
+    let out = toolgate(
+        &[
+            "tools",
+            "call",
+            "calculator",
+            "--args",
+            r#"{"expression": "(2+3)*4"}"#,
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "20");
 
-    let out = toolgate(&["tools", "call", "calculator", "--args", r#"{"expression": "2+3", "precision": 2}"#, "--json"], dir.path());
+    let out = toolgate(
+        &[
+            "tools",
+            "call",
+            "calculator",
+            "--args",
+            r#"{"expression": "2+3", "precision": 2}"#,
+            "--json",
+        ],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "validation_error");
-    assert!(stderr(&out).contains("'precision': is not a parameter"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("'precision': is not a parameter"),
+        "{}",
+        stderr(&out)
+    );
 
     let ws = tempfile::tempdir().unwrap();
-    let out = toolgate(&["tools", "call", "write_file", "--workspace", ws.path().to_str().unwrap(),
-        "--args", r#"{"path": "out/hello.txt", "content": "hi"}"#], dir.path());
+    let out = toolgate(
+        &[
+            "tools",
+            "call",
+            "write_file",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--args",
+            r#"{"path": "out/hello.txt", "content": "hi"}"#,
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(std::fs::read_to_string(ws.path().join("out/hello.txt")).unwrap(), "hi");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("out/hello.txt")).unwrap(),
+        "hi"
+    );
 
-    let out = toolgate(&["tools", "call", "shell", "--args", r#"{"command": "exit 5"}"#], dir.path());
+    let out = toolgate(
+        &[
+            "tools",
+            "call",
+            "shell",
+            "--args",
+            r#"{"command": "exit 5"}"#,
+        ],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("exit status 5"));
 
-    let out = toolgate(&["tools", "call", "read_file", "--args", r#"{"path": "../../etc/passwd"}"#], dir.path());
+    let out = toolgate(
+        &[
+            "tools",
+            "call",
+            "read_file",
+            "--args",
+            r#"{"path": "../../etc/passwd"}"#,
+        ],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("outside the workspace"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("outside the workspace"),
+        "{}",
+        stderr(&out)
+    );
 
-    let out = toolgate(&["tools", "call", "calculator", "--args", "{oops"], dir.path());
+    let out = toolgate(
+        &["tools", "call", "calculator", "--args", "{oops"],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stderr(&out).lines().count(), 1);
 }
 
 #[test]
 fn client_tool_call_exits_3() {
-    let dir = with_tools(&[("ask.yaml", "name: ask\nparameters: [{name: q, type: string, required: true}]\n")]);
-    let out = toolgate(&["tools", "call", "ask", "--args", r#"{"q": "why?"}"#], dir.path());
+    let dir = with_tools(&[(
+        "ask.yaml",
+        "name: ask\nparameters: [{name: q, type: string, required: true}]\n",
+    )]);
+    let out = toolgate(
+        &["tools", "call", "ask", "--args", r#"{"q": "why?"}"#],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("client tool"));
 }

@@ -19,6 +19,9 @@ fn check(schema: Value, input: Value) -> Result<Value, Vec<String>> {
         .map_err(|errs| errs.iter().map(ToString::to_string).collect())
 }
 
+/// A case: its name, the input, and the arguments or errors expected.
+type Row = (&'static str, Value, Result<Value, Vec<&'static str>>);
+
 #[test]
 fn validation_table() {
     let search = json!({"type": "object", "properties": {
@@ -31,7 +34,7 @@ fn validation_table() {
         "safe": {"type": "boolean", "default": true}
     }, "required": ["query"], "additionalProperties": false});
 
-    let table: Vec<(&str, Value, Result<Value, Vec<&str>>)> = vec![
+    let table: Vec<Row> = vec![
         (
             "defaults are filled",
             json!({"query": "rust"}),
@@ -47,8 +50,16 @@ fn validation_table() {
             json!({"query": 42}),
             Ok(json!({"query": "42", "max_results": 10, "safe": true})),
         ),
-        ("nullable accepts null", json!({"query": "ab", "score": null}), Ok(json!({"query": "ab", "score": null, "max_results": 10, "safe": true}))),
-        ("missing required", json!({}), Err(vec!["'query': is required (string) but was not given"])),
+        (
+            "nullable accepts null",
+            json!({"query": "ab", "score": null}),
+            Ok(json!({"query": "ab", "score": null, "max_results": 10, "safe": true})),
+        ),
+        (
+            "missing required",
+            json!({}),
+            Err(vec!["'query': is required (string) but was not given"]),
+        ),
         (
             "every error at once",
             json!({"query": "x", "max_results": 80, "lang": "de", "url": "ftp://a", "tags": [], "extra": 1}),
@@ -75,10 +86,26 @@ fn validation_table() {
             json!({"query": "ok", "tags": ["a", 7, "c", "d"]}),
             Err(vec!["'tags': must have at most 3 items, got 4"]),
         ),
-        ("too long", json!({"query": "x".repeat(21)}), Err(vec!["'query': must be at most 20 characters long, got 21"])),
-        ("minimum", json!({"query": "ok", "max_results": 0}), Err(vec!["'max_results': must be at least 1, got 0"])),
-        ("integral float is an integer", json!({"query": "ok", "max_results": 3.0}), Ok(json!({"query": "ok", "max_results": 3, "safe": true}))),
-        ("fraction is not an integer", json!({"query": "ok", "max_results": 2.5}), Err(vec!["'max_results': must be integer, got number 2.5"])),
+        (
+            "too long",
+            json!({"query": "x".repeat(21)}),
+            Err(vec!["'query': must be at most 20 characters long, got 21"]),
+        ),
+        (
+            "minimum",
+            json!({"query": "ok", "max_results": 0}),
+            Err(vec!["'max_results': must be at least 1, got 0"]),
+        ),
+        (
+            "integral float is an integer",
+            json!({"query": "ok", "max_results": 3.0}),
+            Ok(json!({"query": "ok", "max_results": 3, "safe": true})),
+        ),
+        (
+            "fraction is not an integer",
+            json!({"query": "ok", "max_results": 2.5}),
+            Err(vec!["'max_results': must be integer, got number 2.5"]),
+        ),
     ];
     let mut failures = Vec::new();
     for (name, input, want) in table {
@@ -97,20 +124,38 @@ fn nested_objects_and_item_paths() {
         "when": {"type": "object", "properties": {"hour": {"type": "integer", "maximum": 23}}, "required": ["hour"]},
         "slots": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
     }});
-    let errs = check(schema.clone(), json!({"when": {"hour": 25}, "slots": [{"n": 1}, {"m": 2}]})).unwrap_err();
-    assert_eq!(errs, vec![
-        "'when.hour': must be at most 23, got 25",
-        "'slots[1].n': is required (integer) but was not given",
-    ]);
-    let ok = check(schema, json!({"when": {"hour": "7"}, "slots": [{"n": "3"}]})).unwrap();
+    let errs = check(
+        schema.clone(),
+        json!({"when": {"hour": 25}, "slots": [{"n": 1}, {"m": 2}]}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        errs,
+        vec![
+            "'when.hour': must be at most 23, got 25",
+            "'slots[1].n': is required (integer) but was not given",
+        ]
+    );
+    let ok = check(
+        schema,
+        json!({"when": {"hour": "7"}, "slots": [{"n": "3"}]}),
+    )
+    .unwrap();
     assert_eq!(ok, json!({"when": {"hour": 7}, "slots": [{"n": 3}]}));
 }
 
 #[test]
 fn additional_properties_by_schema() {
-    let schema = json!({"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}});
-    assert_eq!(check(schema.clone(), json!({"a": "1"})).unwrap(), json!({"a": 1}));
-    assert_eq!(check(schema, json!({"a": "x"})).unwrap_err(), vec!["'a': must be integer, got text \"x\""]);
+    let schema =
+        json!({"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}});
+    assert_eq!(
+        check(schema.clone(), json!({"a": "1"})).unwrap(),
+        json!({"a": 1})
+    );
+    assert_eq!(
+        check(schema, json!({"a": "x"})).unwrap_err(),
+        vec!["'a': must be integer, got text \"x\""]
+    );
     // Allowed by default: unknown parameters pass unchanged.
     let open = json!({"type": "object", "properties": {"a": {"type": "string"}}});
     assert_eq!(check(open, json!({"b": [1]})).unwrap(), json!({"b": [1]}));
@@ -119,11 +164,26 @@ fn additional_properties_by_schema() {
 #[test]
 fn bad_schemas_are_refused_at_compile_time() {
     for (schema, needle) in [
-        (json!({"type": "object", "properties": {"u": {"type": "string", "pattern": "("}}}), "u: pattern does not compile"),
-        (json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": "one"}}}), "n: minimum must be a number"),
-        (json!({"type": "object", "properties": {"x": {"type": "strnig"}}}), "x: unknown type"),
-        (json!({"type": "object", "properties": {"a": {}}, "required": ["b"]}), "'b' is required but not among the properties"),
-        (json!({"type": "object", "properties": {"e": {"enum": []}}}), "e: enum must be a non-empty list"),
+        (
+            json!({"type": "object", "properties": {"u": {"type": "string", "pattern": "("}}}),
+            "u: pattern does not compile",
+        ),
+        (
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": "one"}}}),
+            "n: minimum must be a number",
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"type": "strnig"}}}),
+            "x: unknown type",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {}}, "required": ["b"]}),
+            "'b' is required but not among the properties",
+        ),
+        (
+            json!({"type": "object", "properties": {"e": {"enum": []}}}),
+            "e: enum must be a non-empty list",
+        ),
     ] {
         let err = Schema::compile(&schema).unwrap_err();
         assert!(err.contains(needle), "{err}");
@@ -133,9 +193,13 @@ fn bad_schemas_are_refused_at_compile_time() {
 #[test]
 fn secrets_are_redacted() {
     let schema = Schema::compile(&json!({"type": "object", "properties": {
-        "user": {"type": "string"}, "password": {"type": "string", "secret": true}}})).unwrap();
+        "user": {"type": "string"}, "password": {"type": "string", "secret": true}}}))
+    .unwrap();
     assert_eq!(schema.secret_params(), vec!["password"]);
     let args = obj(json!({"user": "ann", "password": "hunter2"}));
     let shown = redact(&args, &schema.secret_params());
-    assert_eq!(Value::Object(shown), json!({"user": "ann", "password": "[secret]"}));
+    assert_eq!(
+        Value::Object(shown),
+        json!({"user": "ann", "password": "[secret]"})
+    );
 }

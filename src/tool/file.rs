@@ -314,10 +314,10 @@ fn list_form(list: &[Value]) -> Result<Value, String> {
         }
         prop.entry("type").or_insert_with(|| json!("string"));
         // `nullable: true` is the list form's way to write `type: [T, "null"]`.
-        if prop.remove("nullable") == Some(Value::Bool(true)) {
-            if let Some(Value::String(t)) = prop.get("type").cloned() {
-                prop.insert("type".into(), json!([t, "null"]));
-            }
+        if prop.remove("nullable") == Some(Value::Bool(true))
+            && let Some(Value::String(t)) = prop.get("type").cloned()
+        {
+            prop.insert("type".into(), json!([t, "null"]));
         }
         properties.insert(name.to_string(), Value::Object(prop));
     }

@@ -11,8 +11,8 @@ use reqwest::Method;
 use serde_json::{Map, Value};
 
 use super::output::{Part, ToolError, ToolOutput};
+use super::runnable::{Tool, ToolContext};
 use super::spec::{Entry, ToolSpec};
-use super::tool::{Tool, ToolContext};
 
 /// Response bytes kept when a tool does not say.
 pub const DEFAULT_MAX_RESPONSE: usize = 1024 * 1024;

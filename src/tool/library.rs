@@ -12,9 +12,9 @@ use super::command::CommandTool;
 use super::file::{LoadError, ToolDef, load_dir};
 use super::http::HttpTool;
 use super::output::{ToolError, ToolOutput};
+use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
-use super::tool::{Tool, ToolContext};
 use super::{builtin, schema};
 use crate::parse::Schemas;
 
@@ -129,10 +129,10 @@ impl ToolLibrary {
         let mut lib = Self::default();
         for spec in builtin::specs() {
             // Built-in schemas are written in this crate and compile.
-            if let Ok(schema) = Schema::compile(&spec.parameters) {
-                if let Ok(tool) = LoadedTool::new(spec, schema, Source::Builtin) {
-                    lib.tools.insert(tool.spec.name.clone(), Arc::new(tool));
-                }
+            if let Ok(schema) = Schema::compile(&spec.parameters)
+                && let Ok(tool) = LoadedTool::new(spec, schema, Source::Builtin)
+            {
+                lib.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
         }
         lib
@@ -250,10 +250,10 @@ impl Toolkit {
     /// The tool `name`, if this toolkit has it; otherwise an error for the model that
     /// names the tools it does have.
     pub fn resolve(&self, name: &str) -> Result<&Arc<LoadedTool>, ToolError> {
-        if self.names.iter().any(|n| n == name) {
-            if let Some(t) = self.library.get(name) {
-                return Ok(t);
-            }
+        if self.names.iter().any(|n| n == name)
+            && let Some(t) = self.library.get(name)
+        {
+            return Ok(t);
         }
         Err(ToolError::NotFound {
             name: name.to_string(),

@@ -9,14 +9,14 @@ pub mod http;
 mod library;
 mod output;
 pub mod process;
+mod runnable;
 mod schema;
 mod spec;
-mod tool;
 pub mod workspace;
 
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
 pub use library::{LoadedTool, Source, ToolLibrary, Toolkit};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
+pub use runnable::{Tool, ToolContext};
 pub use schema::{Schema, redact};
 pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, ToolSpec};
-pub use tool::{Tool, ToolContext};

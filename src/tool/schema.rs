@@ -242,10 +242,10 @@ impl Schema {
             }
         };
         for (name, schema) in &self.properties {
-            if !args.contains_key(name) {
-                if let Some(d) = &schema.default {
-                    args.insert(name.clone(), d.clone());
-                }
+            if !args.contains_key(name)
+                && let Some(d) = &schema.default
+            {
+                args.insert(name.clone(), d.clone());
             }
         }
         for name in &self.required {
@@ -313,15 +313,15 @@ impl Schema {
                 return m.kept;
             }
         };
-        if let Some(allowed) = &self.enum_values {
-            if !allowed.contains(&value) {
-                let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-                push(format!(
-                    "must be one of {}, got {}",
-                    list.join(", "),
-                    describe(&value)
-                ));
-            }
+        if let Some(allowed) = &self.enum_values
+            && !allowed.contains(&value)
+        {
+            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            push(format!(
+                "must be one of {}, got {}",
+                list.join(", "),
+                describe(&value)
+            ));
         }
         match value {
             Value::String(ref s) => {

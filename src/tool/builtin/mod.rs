@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::runnable::Tool;
 use super::spec::{Entry, Permission, ToolSpec};
-use super::tool::Tool;
 
 /// The handler names, with the default spec of the tool of the same name.
 pub fn specs() -> Vec<ToolSpec> {
