@@ -139,22 +139,26 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             fail(line, first_line(&message))
         })?
     };
+    // Errors found after parsing: point at the line of the key at fault.
+    let fail_at = |keys: &[&str], message: String| {
+        let line = line_of(&text, keys);
+        fail(line, message)
+    };
     let name = raw.name.trim().to_string();
     let valid_name = !name.is_empty()
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if !valid_name {
-        return Err(fail(
-            None,
+        return Err(fail_at(
+            &["name"],
             format!("name '{name}' must be letters, digits, '_', '-' or '.'"),
         ));
     }
     let parameters = match raw.parameters {
         None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(Value::Array(list)) => {
-            list_form(&list).map_err(|m| fail(None, format!("parameters: {m}")))?
-        }
+        Some(Value::Array(list)) => list_form(&list)
+            .map_err(|m| fail_at(&["parameters", quoted_name(&m)], format!("parameters: {m}")))?,
         Some(Value::Object(schema)) => {
             match schema.get("type") {
                 None => {}
@@ -169,8 +173,8 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             Value::Object(schema)
         }
         Some(_) => {
-            return Err(fail(
-                None,
+            return Err(fail_at(
+                &["parameters"],
                 "parameters must be a JSON Schema object or a list of parameters".to_string(),
             ));
         }
@@ -181,10 +185,19 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    let schema =
-        Schema::compile(&parameters).map_err(|m| fail(None, format!("parameters: {m}")))?;
+    let schema = Schema::compile(&parameters).map_err(|m| {
+        // "u.v: pattern does not compile" -> the keys parameters, u, v, pattern.
+        let (path, rest) = m.split_once(": ").unwrap_or(("", &m));
+        let mut keys = vec!["parameters"];
+        keys.extend(
+            path.split('.')
+                .filter(|k| !k.is_empty() && !k.contains(' ')),
+        );
+        keys.extend(rest.split_whitespace().next());
+        fail_at(&keys, format!("parameters: {m}"))
+    })?;
     let entry = raw.entry.unwrap_or(Entry::Client);
-    check_entry(&entry).map_err(|m| fail(None, m))?;
+    check_entry(&entry).map_err(|m| fail_at(&["entry"], m))?;
     let spec = ToolSpec {
         name,
         description: raw.description,
@@ -221,6 +234,39 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
         Entry::Http { .. } => http::check_entry(entry),
         _ => Ok(()),
     }
+}
+
+/// The line (1-based) where `keys` appear one after the other as keys (`key:`,
+/// `"key"`, or `name: key` in the list form); the deepest one found.
+fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut from = 0;
+    let mut found = None;
+    for key in keys {
+        let patterns = [
+            format!("{key}:"),
+            format!("\"{key}\""),
+            format!("name: {key}"),
+        ];
+        match (from..lines.len()).find(|&i| patterns.iter().any(|p| lines[i].contains(p.as_str())))
+        {
+            Some(i) => {
+                found = Some(i + 1);
+                from = i;
+            }
+            None => break,
+        }
+    }
+    found
+}
+
+/// The parameter a list-form message is about (`parameter 'x' ...`, `item 2 ...`).
+fn quoted_name(message: &str) -> &str {
+    message
+        .split('\'')
+        .nth(1)
+        .filter(|n| !n.contains(' '))
+        .unwrap_or("")
 }
 
 fn first_line(s: &str) -> String {

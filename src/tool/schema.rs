@@ -88,7 +88,17 @@ impl Schema {
         let pattern = match obj.get("pattern") {
             None => None,
             Some(Value::String(p)) => {
-                Some(Regex::new(p).map_err(|e| at(format!("pattern does not compile: {e}")))?)
+                Some(Regex::new(p).map_err(|e| {
+                    // regex's message spans lines; its last line says what is wrong.
+                    let text = e.to_string();
+                    let why = text
+                        .lines()
+                        .last()
+                        .unwrap_or_default()
+                        .trim_start_matches("error: ")
+                        .to_string();
+                    at(format!("pattern {p:?} does not compile: {why}"))
+                })?)
             }
             Some(_) => return Err(at("pattern must be text".into())),
         };
