@@ -62,8 +62,16 @@ fn broken_files_are_reported_and_the_rest_load() {
     );
     assert!(find("bad_field.yaml").contains("unknown field `descripton`"));
     assert!(find("bad_handler.yaml").contains("no built-in handler 'teleport'"));
-    assert!(find("bad_regex.yaml").contains("bad_regex.yaml:5: parameters: u: pattern \"(\" does not compile: unclosed group"), "{errors:#?}");
-    assert!(find("bad_handler.yaml").contains("bad_handler.yaml:2:"), "{errors:#?}");
+    assert!(
+        find("bad_regex.yaml").contains(
+            "bad_regex.yaml:5: parameters: u: pattern \"(\" does not compile: unclosed group"
+        ),
+        "{errors:#?}"
+    );
+    assert!(
+        find("bad_handler.yaml").contains("bad_handler.yaml:2:"),
+        "{errors:#?}"
+    );
     assert!(find("bad_url.yaml").contains("must start with http"));
     assert!(
         find("bad_json.json").contains("bad_json.json:2"),

@@ -187,6 +187,26 @@ fn which(block: &[u8], q: usize, tags: &[&[u8]]) -> Result<Option<usize>, ()> {
     if partial { Err(()) } else { Ok(None) }
 }
 
+/// The next of `tags` from `pos` on: its position and index. `None` means more input is
+/// needed (`pos` is left where the search goes on).
+fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usize)> {
+    loop {
+        let Some(i) = memchr(b'<', &block[*pos..]) else {
+            *pos = block.len();
+            return None;
+        };
+        let q = *pos + i;
+        match which(block, q, tags) {
+            Err(()) => {
+                *pos = q;
+                return None;
+            }
+            Ok(Some(t)) => return Some((q, t)),
+            Ok(None) => *pos = q + 1,
+        }
+    }
+}
+
 fn scan_xml(block: &[u8], pos: &mut usize, in_cdata: &mut bool) -> ScanResult {
     const TAGS: [&[u8]; 4] = [b"<![CDATA[", TOOL_CALL_END, TOOL_CALL, b"</tool_calls>"];
     loop {
@@ -202,33 +222,27 @@ fn scan_xml(block: &[u8], pos: &mut usize, in_cdata: &mut bool) -> ScanResult {
                 }
             }
         }
-        let Some(i) = memchr(b'<', &block[*pos..]) else {
-            *pos = block.len();
+        let Some((q, tag)) = next_tag(block, pos, &TAGS) else {
             return ScanResult::NeedMore;
         };
-        let q = *pos + i;
-        match which(block, q, &TAGS) {
-            Err(()) => {
-                *pos = q;
-                return ScanResult::NeedMore;
-            }
-            Ok(Some(0)) => {
+        match tag {
+            0 => {
                 *in_cdata = true;
-                *pos = q + 9;
+                *pos = q + TAGS[0].len();
             }
-            Ok(Some(1)) => {
+            1 => {
                 return ScanResult::End {
                     len: q + TOOL_CALL_END.len(),
                     closed: true,
                 };
             }
-            Ok(Some(_)) if q > 0 => {
+            // A new call, or the end of a wrapper: this one ends unclosed.
+            _ => {
                 return ScanResult::End {
                     len: q,
                     closed: false,
                 };
             }
-            Ok(_) => *pos = q + 1,
         }
     }
 }
@@ -320,66 +334,44 @@ fn scan_qwen(block: &[u8], pos: &mut usize, wrapped: bool) -> ScanResult {
         FUNCTION,
     ];
     loop {
-        let Some(i) = memchr(b'<', &block[*pos..]) else {
-            *pos = block.len();
+        let Some((q, tag)) = next_tag(block, pos, &TAGS) else {
             return ScanResult::NeedMore;
         };
-        let q = *pos + i;
-        match which(block, q, &TAGS) {
-            Err(()) => {
-                *pos = q;
-                return ScanResult::NeedMore;
-            }
-            Ok(Some(2)) if !wrapped => {
+        match tag {
+            2 if !wrapped => {
                 return ScanResult::End {
                     len: q + TAGS[2].len(),
                     closed: true,
                 };
             }
-            Ok(Some(3)) => {
+            3 => {
                 return ScanResult::End {
                     len: q + TOOL_CALL_END.len(),
                     closed: true,
                 };
             }
-            Ok(Some(4 | 5)) => {
+            4 | 5 => {
                 return ScanResult::End {
                     len: q,
                     closed: false,
                 };
             }
-            Ok(Some(t)) => *pos = q + TAGS[t].len(),
-            Ok(None) => *pos = q + 1,
+            t => *pos = q + TAGS[t].len(),
         }
     }
 }
 
 fn scan_invoke(block: &[u8], pos: &mut usize) -> ScanResult {
     const TAGS: [&[u8]; 3] = [b"</invoke>", b"<invoke ", b"</function_calls>"];
-    loop {
-        let Some(i) = memchr(b'<', &block[*pos..]) else {
-            *pos = block.len();
-            return ScanResult::NeedMore;
-        };
-        let q = *pos + i;
-        match which(block, q, &TAGS) {
-            Err(()) => {
-                *pos = q;
-                return ScanResult::NeedMore;
-            }
-            Ok(Some(0)) => {
-                return ScanResult::End {
-                    len: q + TAGS[0].len(),
-                    closed: true,
-                };
-            }
-            Ok(Some(_)) => {
-                return ScanResult::End {
-                    len: q,
-                    closed: false,
-                };
-            }
-            Ok(None) => *pos = q + 1,
-        }
+    match next_tag(block, pos, &TAGS) {
+        None => ScanResult::NeedMore,
+        Some((q, 0)) => ScanResult::End {
+            len: q + TAGS[0].len(),
+            closed: true,
+        },
+        Some((q, _)) => ScanResult::End {
+            len: q,
+            closed: false,
+        },
     }
 }
