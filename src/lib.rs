@@ -8,8 +8,11 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod engine;
 pub mod parse;
 pub mod prompt;
+pub mod protocol;
+pub mod store;
 pub mod tool;
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -18,6 +18,15 @@ use super::spec::{Entry, Permission, ToolSpec};
 use super::{builtin, schema};
 use crate::parse::Schemas;
 
+/// A task that is aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Where a tool was defined.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
@@ -94,9 +103,13 @@ impl LoadedTool {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
         let ctx = ctx.clone();
-        let timeout = self.spec.timeout_or_default();
-        let mut task = tokio::spawn(async move { runner.call(&ctx, args).await });
-        match tokio::time::timeout(timeout, &mut task).await {
+        let timeout = self
+            .spec
+            .timeout
+            .map_or(ctx.default_timeout, std::time::Duration::from_secs_f64);
+        // Aborted when this call is dropped (cancelled), not left running.
+        let mut task = AbortOnDrop(tokio::spawn(async move { runner.call(&ctx, args).await }));
+        match tokio::time::timeout(timeout, &mut task.0).await {
             Ok(Ok(result)) => result,
             Ok(Err(join)) if join.is_panic() => {
                 let payload = join.into_panic();
@@ -108,10 +121,7 @@ impl LoadedTool {
                 Err(ToolError::Panicked(message))
             }
             Ok(Err(_)) => Err(ToolError::Cancelled),
-            Err(_) => {
-                task.abort();
-                Err(ToolError::Timeout(timeout))
-            }
+            Err(_) => Err(ToolError::Timeout(timeout)),
         }
     }
 }

@@ -1,12 +1,16 @@
 //! The `Tool` trait every runnable tool implements, and the context a call runs in.
 
 use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::output::{ToolError, ToolOutput};
-use super::spec::ToolSpec;
+use super::output::{Part, ToolError, ToolOutput};
+use super::spec::{DEFAULT_TIMEOUT, ToolSpec};
+use crate::protocol::Event;
 
 /// Where and for whom a call runs.
 #[derive(Debug, Clone)]
@@ -14,6 +18,9 @@ pub struct ToolContext {
     /// The root that file tools are confined to (canonical).
     pub workspace: PathBuf,
     pub call_id: String,
+    /// The timeout of a call whose tool does not set one.
+    pub default_timeout: Duration,
+    output: Option<UnboundedSender<Event>>,
 }
 
 impl ToolContext {
@@ -21,6 +28,26 @@ impl ToolContext {
         Self {
             workspace,
             call_id: String::new(),
+            default_timeout: DEFAULT_TIMEOUT,
+            output: None,
+        }
+    }
+
+    /// Sends streamed output parts to `events`.
+    pub fn with_output(mut self, events: UnboundedSender<Event>) -> Self {
+        self.output = Some(events);
+        self
+    }
+
+    /// Streams one part of the output before the call ends. A part is one event, so
+    /// the parts of concurrent calls never interleave inside each other.
+    pub fn emit(&self, part: Part) {
+        if let Some(tx) = &self.output {
+            // Nobody listening is not an error for the tool.
+            let _ = tx.send(Event::ToolOutput {
+                call_id: self.call_id.clone(),
+                part,
+            });
         }
     }
 }

@@ -1,0 +1,267 @@
+//! The execution engine: one model turn's calls run as a batch, concurrently, within
+//! the limits; results come back in call order; every call is recorded, and the batch
+//! is reported done only once its records are committed. Timeouts, panics, unknown
+//! tools and invalid arguments become error results with their kind, never a dead run.
+
+mod cancel;
+pub mod limits;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+pub use cancel::Cancel;
+pub use limits::{LimitConfig, LimitError, Limiter, Metrics, Strategy};
+
+use crate::parse::ToolCall;
+use crate::protocol::{CallStatus, CallerKind, Event};
+use crate::store::{CallRecord, Store, StoreError};
+use crate::tool::{DEFAULT_TIMEOUT, LoadedTool, ToolContext, ToolError, ToolOutput};
+
+/// How the engine runs calls.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub limits: LimitConfig,
+    /// For tools that set no timeout.
+    pub default_timeout: Duration,
+    /// The root for file tools.
+    pub workspace: PathBuf,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            limits: LimitConfig::default(),
+            default_timeout: DEFAULT_TIMEOUT,
+            workspace: PathBuf::from("."),
+        }
+    }
+}
+
+/// One call, resolved against a toolkit, with who it is for.
+#[derive(Clone)]
+pub struct PreparedCall {
+    pub call: ToolCall,
+    /// The tool, or why there is none (unknown tool: its error names the tools there are).
+    pub tool: Result<Arc<LoadedTool>, ToolError>,
+    pub conversation_id: String,
+    pub run_id: Option<String>,
+    pub agent: Option<String>,
+    pub caller: CallerKind,
+    /// Higher goes first under the `priority` strategy.
+    pub priority: i32,
+}
+
+/// How one call ended.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub call_id: String,
+    pub tool: String,
+    pub status: CallStatus,
+    pub result: Result<ToolOutput, ToolError>,
+    /// What was written to the store.
+    pub record: CallRecord,
+}
+
+/// Runs calls; cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: EngineConfig,
+    limiter: Arc<Limiter>,
+    store: Option<Store>,
+    events: Option<UnboundedSender<Event>>,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Engine {
+    /// An engine that records into `store` (when given) and sends events to `events`.
+    pub fn new(config: EngineConfig, store: Option<Store>, events: Option<UnboundedSender<Event>>) -> Self {
+        let limiter = Limiter::new(config.limits.clone());
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                limiter,
+                store,
+                events,
+            }),
+        }
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        self.inner.limiter.metrics()
+    }
+
+    pub fn store(&self) -> Option<&Store> {
+        self.inner.store.as_ref()
+    }
+
+    /// Runs `calls` concurrently and returns their outcomes in call order, after their
+    /// records are committed. `cancel` stops what is still running or waiting; those
+    /// calls are recorded as cancelled.
+    pub async fn execute_batch(&self, calls: Vec<PreparedCall>, cancel: &Cancel) -> Result<Vec<CallOutcome>, StoreError> {
+        let mut tasks = tokio::task::JoinSet::new();
+        let count = calls.len();
+        for (i, call) in calls.into_iter().enumerate() {
+            let engine = self.clone();
+            let cancel = cancel.clone();
+            tasks.spawn(async move { (i, engine.run_one(call, &cancel).await) });
+        }
+        let mut slots: Vec<Option<CallOutcome>> = (0..count).map(|_| None).collect();
+        while let Some(joined) = tasks.join_next().await {
+            // run_one catches the tool's panics itself; a join error here is a bug.
+            if let Ok((i, outcome)) = joined {
+                slots[i] = Some(outcome);
+            }
+        }
+        let outcomes: Vec<CallOutcome> = slots.into_iter().flatten().collect();
+        if let Some(store) = &self.inner.store {
+            store
+                .record_calls(outcomes.iter().map(|o| o.record.clone()).collect())
+                .await?;
+        }
+        Ok(outcomes)
+    }
+
+    fn emit(&self, event: Event) {
+        if let Some(tx) = &self.inner.events {
+            let _ = tx.send(event);
+        }
+    }
+
+    async fn run_one(&self, prepared: PreparedCall, cancel: &Cancel) -> CallOutcome {
+        let PreparedCall {
+            call,
+            tool,
+            conversation_id,
+            run_id,
+            agent,
+            caller,
+            priority,
+        } = prepared;
+        let started_at = now_ms();
+        let mut execution = Duration::ZERO;
+        let mut arguments = Value::Object(call.arguments.clone());
+        let category = tool.as_ref().ok().and_then(|t| t.spec.category.clone());
+        let result = match tool {
+            Err(e) => Err(e),
+            Ok(tool) => {
+                arguments = Value::Object(tool.redact(&call.arguments));
+                let limiter = &self.inner.limiter;
+                let slot = tokio::select! {
+                    p = limiter.acquire(category.as_deref(), priority, caller == CallerKind::Workflow) => Some(p),
+                    _ = cancel.cancelled() => None,
+                };
+                match slot {
+                    None => Err(ToolError::Cancelled),
+                    Some(Err(LimitError::Rejected(why))) => Err(ToolError::Execution(why)),
+                    Some(Ok(permit)) => {
+                        self.emit(Event::ToolStarted {
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            conversation_id: conversation_id.clone(),
+                        });
+                        let mut ctx = ToolContext::new(self.inner.config.workspace.clone());
+                        ctx.call_id = call.id.clone();
+                        ctx.default_timeout = self.inner.config.default_timeout;
+                        if let Some(tx) = &self.inner.events {
+                            ctx = ctx.with_output(tx.clone());
+                        }
+                        let start = Instant::now();
+                        let r = tokio::select! {
+                            r = tool.invoke(&ctx, call.arguments.clone()) => r,
+                            _ = cancel.cancelled() => Err(ToolError::Cancelled),
+                        };
+                        execution = start.elapsed();
+                        drop(permit);
+                        limiter.record_finished(category.as_deref(), execution, matches!(r, Err(ToolError::Timeout(_))));
+                        r
+                    }
+                }
+            }
+        };
+        let status = match &result {
+            Ok(out) if out.is_error => CallStatus::Failed,
+            Ok(_) => CallStatus::Succeeded,
+            Err(ToolError::Timeout(_)) => CallStatus::Timeout,
+            Err(ToolError::Cancelled) => CallStatus::Cancelled,
+            Err(ToolError::ClientSide(_)) => CallStatus::Client,
+            Err(_) => CallStatus::Failed,
+        };
+        let mut record = CallRecord {
+            call_id: call.id.clone(),
+            run_id,
+            conversation_id,
+            agent,
+            caller,
+            tool: call.name.clone(),
+            arguments,
+            result: None,
+            result_size: 0,
+            status,
+            error_kind: None,
+            error_message: None,
+            started_at,
+            duration_ms: execution.as_secs_f64() * 1000.0,
+        };
+        match &result {
+            Ok(out) => record.set_result(&out.to_text()),
+            Err(e) => {
+                record.error_kind = Some(e.kind().to_string());
+                record.error_message = Some(e.to_string());
+            }
+        }
+        self.emit(Event::ToolFinished {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            status,
+            duration_ms: record.duration_ms,
+            error_kind: record.error_kind.clone(),
+        });
+        CallOutcome {
+            call_id: call.id,
+            tool: call.name,
+            status,
+            result,
+            record,
+        }
+    }
+}
+
+/// A prepared call for `name` from `toolkit`-resolved `tool`, with new arguments.
+pub fn prepare(
+    call: ToolCall,
+    tool: Result<Arc<LoadedTool>, ToolError>,
+    conversation_id: &str,
+    caller: CallerKind,
+) -> PreparedCall {
+    PreparedCall {
+        call,
+        tool,
+        conversation_id: conversation_id.to_string(),
+        run_id: None,
+        agent: None,
+        caller,
+        priority: 0,
+    }
+}
+
+/// A call with these arguments (for programs that call tools directly).
+pub fn call(id: &str, name: &str, arguments: Map<String, Value>) -> ToolCall {
+    ToolCall {
+        id: id.to_string(),
+        name: name.to_string(),
+        arguments,
+    }
+}

@@ -1,0 +1,61 @@
+//! The schema: numbered migrations applied in order, each in its own transaction, the
+//! version kept in `PRAGMA user_version`, and `PRAGMA application_id` marking the file
+//! as toolgate's so that a foreign database is never touched.
+
+use rusqlite::Connection;
+
+/// `TGAT`: what toolgate writes into `PRAGMA application_id`.
+pub const APPLICATION_ID: i64 = 0x5447_4154;
+
+/// The migrations, in order; migration `i` takes the schema to version `i + 1`.
+const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+
+/// The schema version this build writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// What an opened file turned out to be.
+#[derive(Debug, PartialEq)]
+pub enum Found {
+    /// A toolgate database at this version (0 for a new, empty file).
+    Ours(i64),
+    /// A toolgate database from a newer build.
+    Newer(i64),
+    /// Some other database.
+    Foreign(String),
+}
+
+/// Looks at a database before anything is written to it.
+pub fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
+    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(if app == APPLICATION_ID {
+        if version > LATEST {
+            Found::Newer(version)
+        } else {
+            Found::Ours(version)
+        }
+    } else if app == 0 && version == 0 && tables == 0 {
+        Found::Ours(0)
+    } else if app != 0 {
+        Found::Foreign(format!("its application id is {app:#x}"))
+    } else {
+        Found::Foreign(format!("it holds {tables} table(s) that toolgate did not create"))
+    })
+}
+
+/// Applies the migrations after `from`, one transaction each.
+pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! The SQLite record: opening (WAL, migrations, refusing foreign or newer files), the
+//! writer thread that commits call records in groups, read connections for queries,
+//! and errors that name the file and say what is wrong with it.
+
+mod migrations;
+mod queries;
+mod record;
+mod summary;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use tokio::sync::oneshot;
+
+pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
+pub use queries::{CallQuery, Page};
+pub use record::{CallRecord, RESULT_CAP, StoredCall};
+pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
+
+use migrations::Found;
+
+/// The default database file, relative to the current folder.
+pub const DEFAULT_DB: &str = "toolgate.db";
+
+/// How long a write waits for another process's lock before it fails.
+const BUSY_TIMEOUT_MS: u64 = 5000;
+
+/// What went wrong with the database; every message names the file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {message}")]
+    Sqlite { path: PathBuf, message: String },
+    #[error("{path} is not a toolgate database ({why}); use another --db file")]
+    Foreign { path: PathBuf, why: String },
+    #[error("{path} was written by a newer toolgate (schema {found}; this one knows up to {known}); it was left untouched")]
+    TooNew { path: PathBuf, found: i64, known: i64 },
+    #[error("{path}: the writer thread has stopped; the last records may not be saved")]
+    WriterGone { path: PathBuf },
+}
+
+/// Turns an SQLite error into a message a user can act on.
+fn describe(path: &Path, e: rusqlite::Error) -> StoreError {
+    let message = match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "the database is locked by another process (waited {} s)",
+            BUSY_TIMEOUT_MS / 1000
+        ),
+        Some(ErrorCode::ReadOnly) => "the database is read-only; toolgate needs to write to it".to_string(),
+        Some(ErrorCode::DiskFull) => "the disk (or the database's size limit) is full".to_string(),
+        Some(ErrorCode::NotADatabase) => "this file is not an SQLite database".to_string(),
+        Some(ErrorCode::CannotOpen) => "the database cannot be opened (does its folder exist?)".to_string(),
+        Some(ErrorCode::PermissionDenied) => "permission denied".to_string(),
+        Some(ErrorCode::DatabaseCorrupt) => "the database file is corrupt".to_string(),
+        _ => e.to_string(),
+    };
+    StoreError::Sqlite {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+/// The record: one writer thread, a pool of read connections.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Option<mpsc::Sender<writer::Msg>>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`, bringing its schema up to date.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let fail = |e| describe(&path, e);
+        let mut conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(fail)?;
+        conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
+            .map_err(fail)?;
+        match migrations::inspect(&conn).map_err(fail)? {
+            Found::Newer(found) => {
+                return Err(StoreError::TooNew {
+                    path,
+                    found,
+                    known: migrations::LATEST,
+                });
+            }
+            Found::Foreign(why) => return Err(StoreError::Foreign { path, why }),
+            Found::Ours(version) => {
+                let mode: String = conn
+                    .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+                    .map_err(fail)?;
+                if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+                    return Err(StoreError::Sqlite {
+                        message: format!("cannot switch to WAL mode (the journal mode stays {mode})"),
+                        path,
+                    });
+                }
+                conn.pragma_update(None, "synchronous", "NORMAL").map_err(fail)?;
+                conn.pragma_update(None, "foreign_keys", "ON").map_err(fail)?;
+                if version < migrations::LATEST {
+                    migrations::migrate(&mut conn, version).map_err(fail)?;
+                }
+            }
+        }
+        let (tx, rx) = mpsc::channel();
+        let writer_path = path.clone();
+        std::thread::Builder::new()
+            .name("toolgate-store-writer".into())
+            .spawn(move || writer::run(conn, rx, move |e| describe(&writer_path, e)))
+            .map_err(|e| StoreError::Sqlite {
+                path: path.clone(),
+                message: format!("cannot start the writer thread: {e}"),
+            })?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path,
+                writer: Mutex::new(Some(tx)),
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Writes `records` and returns once they are committed (with whatever other
+    /// batches shared the transaction).
+    pub async fn record_calls(&self, records: Vec<CallRecord>) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let gone = || StoreError::WriterGone {
+            path: self.inner.path.clone(),
+        };
+        let (ack, done) = oneshot::channel();
+        {
+            let guard = self.inner.writer.lock().map_err(|_| gone())?;
+            let sender = guard.as_ref().ok_or_else(gone)?;
+            sender.send(writer::Msg::Calls(records, ack)).map_err(|_| gone())?;
+        }
+        done.await.map_err(|_| gone())?
+    }
+
+    /// Runs `f` on a read connection from the pool.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let fail = |e| describe(&self.inner.path, e);
+        let pooled = self.inner.readers.lock().ok().and_then(|mut p| p.pop());
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.inner.path,
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(fail)?;
+                c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
+                    .map_err(fail)?;
+                c.pragma_update(None, "query_only", "ON").map_err(fail)?;
+                c
+            }
+        };
+        let result = f(&conn).map_err(fail);
+        if let Ok(mut pool) = self.inner.readers.lock() {
+            pool.push(conn);
+        }
+        result
+    }
+
+    /// Stops the writer after everything sent so far is written.
+    pub fn close(&self) {
+        if let Ok(mut w) = self.inner.writer.lock() {
+            w.take();
+        }
+    }
+}
