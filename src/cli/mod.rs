@@ -1,14 +1,18 @@
 //! Command-line definitions shared by every subcommand, and the exit-code contract:
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
+mod calls;
 mod parse;
 mod prompt;
+mod stats;
+mod table;
 mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use toolgate::store::{Store, StoreError};
 use toolgate::tool::ToolLibrary;
 
 #[derive(Parser, Debug)]
@@ -18,6 +22,9 @@ use toolgate::tool::ToolLibrary;
     about = "An agent-loop runtime: tool calls parsed, gated, run and recorded"
 )]
 pub struct Cli {
+    /// The database file.
+    #[arg(long, global = true, env = "TOOLGATE_DB", default_value = toolgate::store::DEFAULT_DB)]
+    db: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +37,10 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Print the XML tool instructions (or the OpenAI tools array) for some tools.
     Prompt(prompt::PromptArgs),
+    /// List recorded calls (by conversation, run, tool, status, time), as a table or JSON.
+    Calls(calls::CallsArgs),
+    /// Usage summaries: one conversation, one tool, or everything.
+    Stats(stats::StatsArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -59,8 +70,33 @@ impl Failure {
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Parse(args) => parse::run(args),
-        Command::Tools(args) => tools::run(args),
+        Command::Tools(args) => tools::run(args, &cli.db),
         Command::Prompt(args) => prompt::run(args),
+        Command::Calls(args) => calls::run(args, &cli.db),
+        Command::Stats(args) => stats::run(args, &cli.db),
+    }
+}
+
+/// Opens the database for writing; a foreign or newer file is bad input.
+pub fn open_store(db: &Path) -> Result<Store, Failure> {
+    Store::open(db).map_err(store_failure)
+}
+
+/// Opens an existing database to read it.
+pub fn open_existing_store(db: &Path) -> Result<Store, Failure> {
+    if !db.exists() {
+        return Err(Failure::bad_input(format!(
+            "{} does not exist: nothing has been recorded there yet (--db or TOOLGATE_DB choose the file)",
+            db.display()
+        )));
+    }
+    open_store(db)
+}
+
+pub fn store_failure(e: StoreError) -> Failure {
+    match e {
+        StoreError::Foreign { .. } | StoreError::TooNew { .. } => Failure::bad_input(e.to_string()),
+        other => Failure::other(other.to_string()),
     }
 }
 

@@ -1,17 +1,19 @@
 //! `toolgate tools`: list, show, check and call the tools of the library.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
+use toolgate::engine::{self, Cancel, Engine, EngineConfig, prepare};
+use toolgate::protocol::CallerKind;
 use toolgate::tool::{
-    Entry, LoadedTool, Part, Source, ToolContext, ToolError, ToolLibrary, load_dir, workspace,
+    Entry, LoadedTool, Part, Source, ToolError, ToolLibrary, ToolOutput, load_dir, workspace,
 };
 
 use super::parse::print_json;
-use super::{DEFAULT_TOOLS, Failure, load_tools};
+use super::{DEFAULT_TOOLS, Failure, load_tools, open_store, table};
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
@@ -46,13 +48,16 @@ enum ToolsCommand {
         /// The root for file tools [default: the current folder].
         #[arg(long, env = "TOOLGATE_WORKSPACE")]
         workspace: Option<PathBuf>,
+        /// Record the call under this conversation [default: a new one].
+        #[arg(long)]
+        conversation: Option<String>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },
 }
 
-pub fn run(args: ToolsArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: ToolsArgs, db: &Path) -> Result<ExitCode, Failure> {
     match args.command.unwrap_or(ToolsCommand::List { json: false }) {
         ToolsCommand::List { json } => list(&load_tools(args.tools.as_deref())?, json),
         ToolsCommand::Show { name, json } => show(&load_tools(args.tools.as_deref())?, &name, json),
@@ -64,14 +69,12 @@ pub fn run(args: ToolsArgs) -> Result<ExitCode, Failure> {
             name,
             args: raw,
             workspace,
+            conversation,
             json,
-        } => call(
-            &load_tools(args.tools.as_deref())?,
-            &name,
-            &raw,
-            workspace,
-            json,
-        ),
+        } => {
+            let lib = load_tools(args.tools.as_deref())?;
+            call(&lib, &name, &raw, workspace, conversation, db, json)
+        }
     }
 }
 
@@ -111,10 +114,10 @@ fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
         print_json(&mut out, &all, false)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<[String; 4]> = lib
+    let rows: Vec<Vec<String>> = lib
         .tools()
         .map(|t| {
-            [
+            vec![
                 t.spec.name.clone(),
                 format!("{:?}", t.spec.permission).to_lowercase(),
                 entry_kind(&t.spec.entry),
@@ -122,24 +125,7 @@ fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
             ]
         })
         .collect();
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(10)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    let mut text = format!(
-        "{:w0$}  {:w1$}  {:w2$}  DESCRIPTION\n",
-        "NAME", "PERMISSION", "RUNS AS"
-    );
-    for r in &rows {
-        text.push_str(&format!(
-            "{:w0$}  {:w1$}  {:w2$}  {}\n",
-            r[0], r[1], r[2], r[3]
-        ));
-    }
+    let text = table::render(&["NAME", "PERMISSION", "RUNS AS", "DESCRIPTION"], &rows);
     write_out(&mut out, &text)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -247,9 +233,16 @@ fn call(
     name: &str,
     raw: &str,
     ws: Option<PathBuf>,
+    conversation: Option<String>,
+    db: &Path,
     json: bool,
 ) -> Result<ExitCode, Failure> {
-    let tool = find(lib, name)?;
+    let tool = lib.get(name).cloned().ok_or_else(|| {
+        Failure::bad_input(format!(
+            "there is no tool named '{name}'; the library has: {}",
+            lib.names().join(", ")
+        ))
+    })?;
     let args: Map<String, Value> = match serde_json::from_str::<Value>(raw) {
         Ok(Value::Object(m)) => m,
         Ok(_) => return Err(Failure::bad_input("--args must be a JSON object")),
@@ -258,45 +251,65 @@ fn call(
     let root = ws.unwrap_or_else(|| PathBuf::from("."));
     let root = workspace::canonical_root(&root)
         .map_err(|e| Failure::bad_input(format!("workspace {}: {e}", root.display())))?;
-    let ctx = ToolContext::new(root);
+    let new_conversation = conversation.is_none();
+    let conversation =
+        conversation.unwrap_or_else(|| format!("conv_{}", uuid::Uuid::new_v4().simple()));
+    let store = open_store(db)?;
+    let engine = Engine::new(
+        EngineConfig {
+            workspace: root,
+            ..EngineConfig::default()
+        },
+        Some(store),
+        None,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
-    let result = runtime.block_on(tool.invoke(&ctx, args.clone()));
+    let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+    let prepared = prepare(
+        engine::call(&call_id, name, args),
+        Ok(tool),
+        &conversation,
+        CallerKind::User,
+    );
+    let outcome = runtime
+        .block_on(engine.execute_batch(vec![prepared], &Cancel::new()))
+        .map_err(super::store_failure)?
+        .pop()
+        .ok_or_else(|| Failure::other("the call produced no outcome"))?;
+    if new_conversation && !json {
+        eprintln!(
+            "toolgate: recorded in conversation {conversation} ({})",
+            db.display()
+        );
+    }
     let mut out = std::io::stdout().lock();
     if json {
-        let (output, error) = match &result {
+        let (output, error) = match &outcome.result {
             Ok(o) => (serde_json::to_value(o).unwrap_or(Value::Null), Value::Null),
             Err(e) => (
                 Value::Null,
                 json!({"kind": e.kind(), "message": e.to_string()}),
             ),
         };
-        let v = json!({"tool": name, "arguments": tool.redact(&args), "output": output, "error": error});
+        let v = json!({
+            "tool": name,
+            "call_id": call_id,
+            "conversation_id": conversation,
+            "status": outcome.status,
+            "arguments": outcome.record.arguments,
+            "output": output,
+            "error": error,
+        });
         print_json(&mut out, &v, false)?;
     }
-    match result {
+    match outcome.result {
         Ok(output) => {
             if !json {
-                let mut text = String::new();
-                for part in &output.parts {
-                    match part {
-                        Part::Json { json } => {
-                            text.push_str(&serde_json::to_string_pretty(json).unwrap_or_default())
-                        }
-                        other => text.push_str(
-                            &toolgate::tool::ToolOutput {
-                                parts: vec![other.clone()],
-                                is_error: false,
-                            }
-                            .to_text(),
-                        ),
-                    }
-                    text.push('\n');
-                }
-                write_out(&mut out, &text)?;
+                write_out(&mut out, &readable(&output))?;
             }
             if output.is_error {
                 return Err(Failure::other(format!("'{name}' reported an error")));
@@ -314,4 +327,25 @@ fn call(
         }
         Err(e) => Err(Failure::other(format!("{name}: {e}"))),
     }
+}
+
+/// An output for a person: text as is, JSON indented.
+fn readable(output: &ToolOutput) -> String {
+    let mut text = String::new();
+    for part in &output.parts {
+        match part {
+            Part::Json { json } => {
+                text.push_str(&serde_json::to_string_pretty(json).unwrap_or_default())
+            }
+            other => text.push_str(
+                &ToolOutput {
+                    parts: vec![other.clone()],
+                    is_error: false,
+                }
+                .to_text(),
+            ),
+        }
+        text.push('\n');
+    }
+    text
 }

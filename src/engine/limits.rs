@@ -195,7 +195,11 @@ impl Limiter {
             if let Some(n) = st.running_by_category.get_mut(c) {
                 *n = n.saturating_sub(1);
                 let now = *n;
-                st.metrics.per_category.entry(c.to_string()).or_default().current = now;
+                st.metrics
+                    .per_category
+                    .entry(c.to_string())
+                    .or_default()
+                    .current = now;
             }
         }
     }
@@ -208,7 +212,10 @@ impl Limiter {
                 *by_cat.entry(c).or_default() += 1;
             }
         }
-        let counts: Vec<(String, usize)> = by_cat.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let counts: Vec<(String, usize)> = by_cat
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         for m in st.metrics.per_category.values_mut() {
             m.queued = 0;
         }
@@ -228,7 +235,10 @@ impl Limiter {
                 }
                 let better = match best {
                     None => true,
-                    Some(b) => self.config.strategy == Strategy::Priority && w.priority > st.queue[b].priority,
+                    Some(b) => {
+                        self.config.strategy == Strategy::Priority
+                            && w.priority > st.queue[b].priority
+                    }
                 };
                 if better {
                     best = Some(i);
@@ -252,7 +262,11 @@ impl Limiter {
     fn reject(&self, st: &mut State, category: Option<&str>, why: String) -> LimitError {
         st.metrics.all.rejected += 1;
         if let Some(c) = category {
-            st.metrics.per_category.entry(c.to_string()).or_default().rejected += 1;
+            st.metrics
+                .per_category
+                .entry(c.to_string())
+                .or_default()
+                .rejected += 1;
         }
         LimitError::Rejected(why)
     }
@@ -280,7 +294,9 @@ impl Limiter {
                 self.take(&mut st, category.as_deref());
                 return Ok(permit(true));
             }
-            let what = category.as_deref().map_or("tool".to_string(), |c| format!("'{c}' tool"));
+            let what = category
+                .as_deref()
+                .map_or("tool".to_string(), |c| format!("'{c}' tool"));
             if self.config.strategy == Strategy::Reject {
                 let why = format!(
                     "too many {what} calls are running (limit reached) and the strategy is to refuse; try again later"
@@ -288,7 +304,10 @@ impl Limiter {
                 return Err(self.reject(&mut st, category.as_deref(), why));
             }
             if st.queue.len() >= self.config.queue {
-                let why = format!("the queue of waiting calls is full ({} calls)", self.config.queue);
+                let why = format!(
+                    "the queue of waiting calls is full ({} calls)",
+                    self.config.queue
+                );
                 return Err(self.reject(&mut st, category.as_deref(), why));
             }
             st.next_id += 1;

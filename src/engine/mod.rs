@@ -87,7 +87,11 @@ pub(crate) fn now_ms() -> i64 {
 
 impl Engine {
     /// An engine that records into `store` (when given) and sends events to `events`.
-    pub fn new(config: EngineConfig, store: Option<Store>, events: Option<UnboundedSender<Event>>) -> Self {
+    pub fn new(
+        config: EngineConfig,
+        store: Option<Store>,
+        events: Option<UnboundedSender<Event>>,
+    ) -> Self {
         let limiter = Limiter::new(config.limits.clone());
         Self {
             inner: Arc::new(Inner {
@@ -110,7 +114,11 @@ impl Engine {
     /// Runs `calls` concurrently and returns their outcomes in call order, after their
     /// records are committed. `cancel` stops what is still running or waiting; those
     /// calls are recorded as cancelled.
-    pub async fn execute_batch(&self, calls: Vec<PreparedCall>, cancel: &Cancel) -> Result<Vec<CallOutcome>, StoreError> {
+    pub async fn execute_batch(
+        &self,
+        calls: Vec<PreparedCall>,
+        cancel: &Cancel,
+    ) -> Result<Vec<CallOutcome>, StoreError> {
         let mut tasks = tokio::task::JoinSet::new();
         let count = calls.len();
         for (i, call) in calls.into_iter().enumerate() {
@@ -185,7 +193,11 @@ impl Engine {
                         };
                         execution = start.elapsed();
                         drop(permit);
-                        limiter.record_finished(category.as_deref(), execution, matches!(r, Err(ToolError::Timeout(_))));
+                        limiter.record_finished(
+                            category.as_deref(),
+                            execution,
+                            matches!(r, Err(ToolError::Timeout(_))),
+                        );
                         r
                     }
                 }

@@ -44,7 +44,9 @@ pub fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
     } else if app != 0 {
         Found::Foreign(format!("its application id is {app:#x}"))
     } else {
-        Found::Foreign(format!("it holds {tables} table(s) that toolgate did not create"))
+        Found::Foreign(format!(
+            "it holds {tables} table(s) that toolgate did not create"
+        ))
     })
 }
 

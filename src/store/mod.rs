@@ -35,8 +35,14 @@ pub enum StoreError {
     Sqlite { path: PathBuf, message: String },
     #[error("{path} is not a toolgate database ({why}); use another --db file")]
     Foreign { path: PathBuf, why: String },
-    #[error("{path} was written by a newer toolgate (schema {found}; this one knows up to {known}); it was left untouched")]
-    TooNew { path: PathBuf, found: i64, known: i64 },
+    #[error(
+        "{path} was written by a newer toolgate (schema {found}; this one knows up to {known}); it was left untouched"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
     #[error("{path}: the writer thread has stopped; the last records may not be saved")]
     WriterGone { path: PathBuf },
 }
@@ -48,10 +54,14 @@ fn describe(path: &Path, e: rusqlite::Error) -> StoreError {
             "the database is locked by another process (waited {} s)",
             BUSY_TIMEOUT_MS / 1000
         ),
-        Some(ErrorCode::ReadOnly) => "the database is read-only; toolgate needs to write to it".to_string(),
+        Some(ErrorCode::ReadOnly) => {
+            "the database is read-only; toolgate needs to write to it".to_string()
+        }
         Some(ErrorCode::DiskFull) => "the disk (or the database's size limit) is full".to_string(),
         Some(ErrorCode::NotADatabase) => "this file is not an SQLite database".to_string(),
-        Some(ErrorCode::CannotOpen) => "the database cannot be opened (does its folder exist?)".to_string(),
+        Some(ErrorCode::CannotOpen) => {
+            "the database cannot be opened (does its folder exist?)".to_string()
+        }
         Some(ErrorCode::PermissionDenied) => "permission denied".to_string(),
         Some(ErrorCode::DatabaseCorrupt) => "the database file is corrupt".to_string(),
         _ => e.to_string(),
@@ -81,7 +91,9 @@ impl Store {
         let fail = |e| describe(&path, e);
         let mut conn = Connection::open_with_flags(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(fail)?;
         conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
@@ -101,12 +113,16 @@ impl Store {
                     .map_err(fail)?;
                 if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
                     return Err(StoreError::Sqlite {
-                        message: format!("cannot switch to WAL mode (the journal mode stays {mode})"),
+                        message: format!(
+                            "cannot switch to WAL mode (the journal mode stays {mode})"
+                        ),
                         path,
                     });
                 }
-                conn.pragma_update(None, "synchronous", "NORMAL").map_err(fail)?;
-                conn.pragma_update(None, "foreign_keys", "ON").map_err(fail)?;
+                conn.pragma_update(None, "synchronous", "NORMAL")
+                    .map_err(fail)?;
+                conn.pragma_update(None, "foreign_keys", "ON")
+                    .map_err(fail)?;
                 if version < migrations::LATEST {
                     migrations::migrate(&mut conn, version).map_err(fail)?;
                 }
@@ -147,13 +163,18 @@ impl Store {
         {
             let guard = self.inner.writer.lock().map_err(|_| gone())?;
             let sender = guard.as_ref().ok_or_else(gone)?;
-            sender.send(writer::Msg::Calls(records, ack)).map_err(|_| gone())?;
+            sender
+                .send(writer::Msg::Calls(records, ack))
+                .map_err(|_| gone())?;
         }
         done.await.map_err(|_| gone())?
     }
 
     /// Runs `f` on a read connection from the pool.
-    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
         let fail = |e| describe(&self.inner.path, e);
         let pooled = self.inner.readers.lock().ok().and_then(|mut p| p.pop());
         let conn = match pooled {

@@ -68,7 +68,12 @@ fn rate(ok: u64, total: u64) -> f64 {
 }
 
 /// The nearest-rank percentiles of `n` sorted durations, one indexed seek each.
-fn percentiles(conn: &Connection, sql: &str, key: Option<&str>, n: u64) -> rusqlite::Result<Durations> {
+fn percentiles(
+    conn: &Connection,
+    sql: &str,
+    key: Option<&str>,
+    n: u64,
+) -> rusqlite::Result<Durations> {
     if n == 0 {
         return Ok(Durations::default());
     }
@@ -79,7 +84,8 @@ fn percentiles(conn: &Connection, sql: &str, key: Option<&str>, n: u64) -> rusql
             Some(k) => stmt.query_row(params![k, rank], |r| r.get(0)).optional()?,
             None => stmt.query_row(params![rank], |r| r.get(0)).optional()?,
         };
-        Ok(v.unwrap_or(0.0))
+        // Microseconds are as fine as a duration is worth reporting.
+        Ok((v.unwrap_or(0.0) * 1000.0).round() / 1000.0)
     };
     Ok(Durations {
         p50: at(0.50)?,
@@ -89,7 +95,10 @@ fn percentiles(conn: &Connection, sql: &str, key: Option<&str>, n: u64) -> rusql
 
 impl Store {
     /// The summary of one conversation.
-    pub fn conversation_summary(&self, conversation_id: &str) -> Result<ConversationSummary, StoreError> {
+    pub fn conversation_summary(
+        &self,
+        conversation_id: &str,
+    ) -> Result<ConversationSummary, StoreError> {
         self.read(|conn| {
             let mut s = ConversationSummary {
                 conversation_id: conversation_id.to_string(),
@@ -144,19 +153,24 @@ impl Store {
     pub fn global_stats(&self) -> Result<GlobalStats, StoreError> {
         self.read(|conn| {
             let mut g = GlobalStats::default();
-            let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM tool_calls GROUP BY status")?;
+            let mut stmt =
+                conn.prepare_cached("SELECT status, count(*) FROM tool_calls GROUP BY status")?;
             for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
                 let (status, n) = row?;
                 g.total_calls += n.max(0) as u64;
                 g.by_status.insert(status, n.max(0) as u64);
             }
-            g.success_rate = rate(g.by_status.get("succeeded").copied().unwrap_or(0), g.total_calls);
-            g.conversations = conn.query_row(
-                "SELECT count(*) FROM (SELECT DISTINCT conversation_id FROM tool_calls)",
-                [],
-                |r| r.get::<_, i64>(0),
-            )?
-            .max(0) as u64;
+            g.success_rate = rate(
+                g.by_status.get("succeeded").copied().unwrap_or(0),
+                g.total_calls,
+            );
+            g.conversations = conn
+                .query_row(
+                    "SELECT count(*) FROM (SELECT DISTINCT conversation_id FROM tool_calls)",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )?
+                .max(0) as u64;
             g.duration_ms = percentiles(
                 conn,
                 "SELECT duration_ms FROM tool_calls ORDER BY duration_ms LIMIT 1 OFFSET ?1",
@@ -180,8 +194,12 @@ fn tool_stats(conn: &Connection, tool: &str) -> rusqlite::Result<ToolStats> {
         tool: tool.to_string(),
         ..Default::default()
     };
-    let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM tool_calls WHERE tool = ?1 GROUP BY status")?;
-    for row in stmt.query_map([tool], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+    let mut stmt = conn.prepare_cached(
+        "SELECT status, count(*) FROM tool_calls WHERE tool = ?1 GROUP BY status",
+    )?;
+    for row in stmt.query_map([tool], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })? {
         let (status, n) = row?;
         let n = n.max(0) as u64;
         t.total_calls += n;

@@ -19,7 +19,11 @@ pub(crate) enum Msg {
 }
 
 /// Runs until every sender is gone.
-pub(crate) fn run(mut conn: Connection, rx: Receiver<Msg>, describe: impl Fn(rusqlite::Error) -> StoreError) {
+pub(crate) fn run(
+    mut conn: Connection,
+    rx: Receiver<Msg>,
+    describe: impl Fn(rusqlite::Error) -> StoreError,
+) {
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
         while group.len() < GROUP_MAX {

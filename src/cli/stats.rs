@@ -1,0 +1,123 @@
+//! `toolgate stats`: a conversation's summary, one tool's statistics, or the whole
+//! database's, as text or JSON.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use toolgate::store::{Durations, ToolStats};
+
+use super::calls::show_time;
+use super::parse::print_json;
+use super::{Failure, open_existing_store, table};
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// One conversation's summary.
+    #[arg(long, conflicts_with = "tool")]
+    conversation: Option<String>,
+    /// One tool's statistics.
+    #[arg(long)]
+    tool: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn durations(d: &Durations) -> String {
+    format!("p50 {:.1} ms, p95 {:.1} ms", d.p50, d.p95)
+}
+
+fn tool_rows(tools: &[ToolStats]) -> String {
+    let rows: Vec<Vec<String>> = tools
+        .iter()
+        .map(|t| {
+            vec![
+                t.tool.clone(),
+                t.total_calls.to_string(),
+                t.successful_calls.to_string(),
+                t.failed_calls.to_string(),
+                t.denied_calls.to_string(),
+                t.timeout_calls.to_string(),
+                format!("{:.1}%", t.success_rate),
+                format!("{:.1}", t.duration_ms.p50),
+                format!("{:.1}", t.duration_ms.p95),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            "TOOL", "CALLS", "OK", "FAILED", "DENIED", "TIMEOUT", "SUCCESS", "P50 MS", "P95 MS",
+        ],
+        &rows,
+    )
+}
+
+pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let store = open_existing_store(db)?;
+    let mut out = std::io::stdout().lock();
+    let text = if let Some(conv) = &args.conversation {
+        let s = store
+            .conversation_summary(conv)
+            .map_err(super::store_failure)?;
+        if args.json {
+            return print_json(&mut out, &s, false).map(|()| ExitCode::SUCCESS);
+        }
+        if s.total_calls == 0 {
+            return Err(Failure::bad_input(format!(
+                "no calls recorded for conversation '{conv}' in {}",
+                db.display()
+            )));
+        }
+        let mut text = format!(
+            "conversation {}\n  calls:    {} ({} succeeded, {} failed, {} denied, {} timed out, {} cancelled, {} client)\n  success:  {:.1}%\n  duration: {}\n  first:    {}\n  last:     {}\n\n",
+            s.conversation_id,
+            s.total_calls,
+            s.successful_calls,
+            s.failed_calls,
+            s.denied_calls,
+            s.timeout_calls,
+            s.cancelled_calls,
+            s.client_calls,
+            s.success_rate,
+            durations(&s.duration_ms),
+            s.first_call_at.map(show_time).unwrap_or_default(),
+            s.last_call_at.map(show_time).unwrap_or_default(),
+        );
+        let rows: Vec<Vec<String>> = s
+            .tool_usage
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.to_string()])
+            .collect();
+        text.push_str(&table::render(&["TOOL", "CALLS"], &rows));
+        text
+    } else if let Some(tool) = &args.tool {
+        let t = store.tool_stats(tool).map_err(super::store_failure)?;
+        if args.json {
+            return print_json(&mut out, &t, false).map(|()| ExitCode::SUCCESS);
+        }
+        tool_rows(std::slice::from_ref(&t))
+    } else {
+        let g = store.global_stats().map_err(super::store_failure)?;
+        if args.json {
+            return print_json(&mut out, &g, false).map(|()| ExitCode::SUCCESS);
+        }
+        let by_status: Vec<String> = g
+            .by_status
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
+        format!(
+            "{} call(s) in {} conversation(s): {}\n  success:  {:.1}%\n  duration: {}\n\n{}",
+            g.total_calls,
+            g.conversations,
+            by_status.join(", "),
+            g.success_rate,
+            durations(&g.duration_ms),
+            tool_rows(&g.tools)
+        )
+    };
+    out.write_all(text.as_bytes())
+        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
