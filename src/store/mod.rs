@@ -25,8 +25,23 @@ use migrations::Found;
 /// The default database file, relative to the current folder.
 pub const DEFAULT_DB: &str = "toolgate.db";
 
-/// How long a write waits for another process's lock before it fails.
-const BUSY_TIMEOUT_MS: u64 = 5000;
+/// Settings for opening the store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// How long a write waits for another process's lock before it fails.
+    pub busy_timeout: std::time::Duration,
+    /// A cap on the database size (SQLite's `max_page_count`); `None` for no cap.
+    pub max_bytes: Option<u64>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: std::time::Duration::from_secs(5),
+            max_bytes: None,
+        }
+    }
+}
 
 /// What went wrong with the database; every message names the file.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -48,11 +63,11 @@ pub enum StoreError {
 }
 
 /// Turns an SQLite error into a message a user can act on.
-fn describe(path: &Path, e: rusqlite::Error) -> StoreError {
+fn describe(path: &Path, busy: std::time::Duration, e: rusqlite::Error) -> StoreError {
     let message = match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
-            "the database is locked by another process (waited {} s)",
-            BUSY_TIMEOUT_MS / 1000
+            "the database is locked by another process (waited {:.1} s)",
+            busy.as_secs_f64()
         ),
         Some(ErrorCode::ReadOnly) => {
             "the database is read-only; toolgate needs to write to it".to_string()
@@ -80,6 +95,7 @@ pub struct Store {
 
 struct Inner {
     path: PathBuf,
+    options: StoreOptions,
     writer: Mutex<Option<mpsc::Sender<writer::Msg>>>,
     readers: Mutex<Vec<Connection>>,
 }
@@ -87,8 +103,14 @@ struct Inner {
 impl Store {
     /// Opens (or creates) the database at `path`, bringing its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Self::open_with(path, StoreOptions::default())
+    }
+
+    /// [`Store::open`] with options.
+    pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let fail = |e| describe(&path, e);
+        let busy = options.busy_timeout;
+        let fail = |e| describe(&path, busy, e);
         let mut conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -96,8 +118,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(fail)?;
-        conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
-            .map_err(fail)?;
+        conn.busy_timeout(busy).map_err(fail)?;
         match migrations::inspect(&conn).map_err(fail)? {
             Found::Newer(found) => {
                 return Err(StoreError::TooNew {
@@ -126,13 +147,18 @@ impl Store {
                 if version < migrations::LATEST {
                     migrations::migrate(&mut conn, version).map_err(fail)?;
                 }
+                if let Some(max) = options.max_bytes {
+                    let page: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0)).map_err(fail)?;
+                    let pages = (max as i64 / page.max(512)).max(1);
+                    conn.pragma_update(None, "max_page_count", pages).map_err(fail)?;
+                }
             }
         }
         let (tx, rx) = mpsc::channel();
         let writer_path = path.clone();
         std::thread::Builder::new()
             .name("toolgate-store-writer".into())
-            .spawn(move || writer::run(conn, rx, move |e| describe(&writer_path, e)))
+            .spawn(move || writer::run(conn, rx, move |e| describe(&writer_path, busy, e)))
             .map_err(|e| StoreError::Sqlite {
                 path: path.clone(),
                 message: format!("cannot start the writer thread: {e}"),
@@ -140,6 +166,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 path,
+                options,
                 writer: Mutex::new(Some(tx)),
                 readers: Mutex::new(Vec::new()),
             }),
@@ -175,7 +202,8 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let fail = |e| describe(&self.inner.path, e);
+        let busy = self.inner.options.busy_timeout;
+        let fail = |e| describe(&self.inner.path, busy, e);
         let pooled = self.inner.readers.lock().ok().and_then(|mut p| p.pop());
         let conn = match pooled {
             Some(c) => c,
@@ -185,8 +213,7 @@ impl Store {
                     OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )
                 .map_err(fail)?;
-                c.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))
-                    .map_err(fail)?;
+                c.busy_timeout(busy).map_err(fail)?;
                 c.pragma_update(None, "query_only", "ON").map_err(fail)?;
                 c
             }
