@@ -12,10 +12,15 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
-use toolgate::engine::{Cancel, Engine, EngineConfig, LimitConfig, PreparedCall, Strategy, call, prepare};
+use toolgate::engine::{
+    Cancel, Engine, EngineConfig, LimitConfig, PreparedCall, Strategy, call, prepare,
+};
 use toolgate::protocol::{CallStatus, CallerKind, Event};
 use toolgate::store::{CallQuery, Store};
-use toolgate::tool::{Entry, LoadedTool, Part, Permission, Tool, ToolContext, ToolError, ToolLibrary, ToolOutput, ToolSpec};
+use toolgate::tool::{
+    Entry, LoadedTool, Part, Permission, Tool, ToolContext, ToolError, ToolLibrary, ToolOutput,
+    ToolSpec,
+};
 
 /// Shared observations of the probe tools.
 #[derive(Default)]
@@ -40,9 +45,17 @@ impl Tool for Probe {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
-    async fn call(&self, ctx: &ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    async fn call(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
         let w = &self.watch;
-        let label = args.get("label").and_then(Value::as_str).unwrap_or("").to_string();
+        let label = args
+            .get("label")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         w.started.lock().unwrap().push(label.clone());
         let now = w.running.fetch_add(1, Ordering::SeqCst) + 1;
         w.max_running.fetch_max(now, Ordering::SeqCst);
@@ -58,7 +71,9 @@ impl Tool for Probe {
         }
         if let Some(n) = args.get("parts").and_then(Value::as_u64) {
             for i in 0..n {
-                ctx.emit(Part::Text { text: format!("{label}:part{i}:{}", "x".repeat(200)) });
+                ctx.emit(Part::Text {
+                    text: format!("{label}:part{i}:{}", "x".repeat(200)),
+                });
                 tokio::task::yield_now().await;
             }
         }
@@ -86,7 +101,9 @@ fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolS
             "wait": {"type": "boolean"}, "panic": {"type": "boolean"}, "big": {"type": "boolean"},
             "token": {"type": "string", "secret": true}}}),
         permission: Permission::Auto,
-        entry: Entry::Builtin { handler: "probe".into() },
+        entry: Entry::Builtin {
+            handler: "probe".into(),
+        },
         category: category.map(str::to_string),
         timeout,
         tags: vec![],
@@ -104,24 +121,53 @@ struct Setup {
 fn setup() -> Setup {
     let watch = Arc::new(Watch::default());
     let mut lib = ToolLibrary::builtin();
-    for (name, cat, timeout) in [("probe", None, None), ("http_probe", Some("http"), None), ("slow_probe", None, Some(0.2))] {
-        lib.add(Arc::new(Probe { spec: probe_spec(name, cat, timeout), watch: watch.clone() })).unwrap();
+    for (name, cat, timeout) in [
+        ("probe", None, None),
+        ("http_probe", Some("http"), None),
+        ("slow_probe", None, Some(0.2)),
+    ] {
+        lib.add(Arc::new(Probe {
+            spec: probe_spec(name, cat, timeout),
+            watch: watch.clone(),
+        }))
+        .unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("t.db")).unwrap();
-    Setup { lib: Arc::new(lib), watch, _dir: dir, store }
+    Setup {
+        lib: Arc::new(lib),
+        watch,
+        _dir: dir,
+        store,
+    }
 }
 
 fn tool(lib: &ToolLibrary, name: &str) -> Result<Arc<LoadedTool>, ToolError> {
-    lib.get(name).cloned().ok_or_else(|| ToolError::NotFound { name: name.into(), available: lib.names() })
+    lib.get(name).cloned().ok_or_else(|| ToolError::NotFound {
+        name: name.into(),
+        available: lib.names(),
+    })
 }
 
 fn prep(lib: &ToolLibrary, id: &str, name: &str, args: Value) -> PreparedCall {
-    prepare(call(id, name, args.as_object().unwrap().clone()), tool(lib, name), "conv", CallerKind::Agent)
+    prepare(
+        call(id, name, args.as_object().unwrap().clone()),
+        tool(lib, name),
+        "conv",
+        CallerKind::Agent,
+    )
 }
 
 fn engine(s: &Setup, limits: LimitConfig) -> Engine {
-    Engine::new(EngineConfig { limits, workspace: s._dir.path().to_path_buf(), ..EngineConfig::default() }, Some(s.store.clone()), None)
+    Engine::new(
+        EngineConfig {
+            limits,
+            workspace: s._dir.path().to_path_buf(),
+            ..EngineConfig::default()
+        },
+        Some(s.store.clone()),
+        None,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,57 +175,108 @@ async fn batch_in_call_order_with_every_outcome_recorded() {
     let s = setup();
     let e = engine(&s, LimitConfig::default());
     let batch = vec![
-        prep(&s.lib, "c1", "probe", json!({"label": "slow", "sleep_ms": 80})),
+        prep(
+            &s.lib,
+            "c1",
+            "probe",
+            json!({"label": "slow", "sleep_ms": 80}),
+        ),
         prep(&s.lib, "c2", "probe", json!({"label": "fast"})),
         prep(&s.lib, "c3", "teleport", json!({})),
         prep(&s.lib, "c4", "probe", json!({"sleep_ms": "soon"})),
         prep(&s.lib, "c5", "probe", json!({"panic": true})),
         prep(&s.lib, "c6", "slow_probe", json!({"sleep_ms": 5000})),
         prep(&s.lib, "c7", "shell", json!({"command": "exit 2"})),
-        prep(&s.lib, "c8", "probe", json!({"token": "hunter2", "big": true})),
+        prep(
+            &s.lib,
+            "c8",
+            "probe",
+            json!({"token": "hunter2", "big": true}),
+        ),
     ];
     let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
     let got: Vec<(&str, CallStatus, Option<&str>)> = out
         .iter()
         .map(|o| (o.call_id.as_str(), o.status, o.record.error_kind.as_deref()))
         .collect();
-    assert_eq!(got, vec![
-        ("c1", CallStatus::Succeeded, None),
-        ("c2", CallStatus::Succeeded, None),
-        ("c3", CallStatus::Failed, Some("tool_not_found")),
-        ("c4", CallStatus::Failed, Some("validation_error")),
-        ("c5", CallStatus::Failed, Some("execution_error")),
-        ("c6", CallStatus::Timeout, Some("timeout")),
-        ("c7", CallStatus::Failed, None),
-        ("c8", CallStatus::Succeeded, None),
-    ]);
+    assert_eq!(
+        got,
+        vec![
+            ("c1", CallStatus::Succeeded, None),
+            ("c2", CallStatus::Succeeded, None),
+            ("c3", CallStatus::Failed, Some("tool_not_found")),
+            ("c4", CallStatus::Failed, Some("validation_error")),
+            ("c5", CallStatus::Failed, Some("execution_error")),
+            ("c6", CallStatus::Timeout, Some("timeout")),
+            ("c7", CallStatus::Failed, None),
+            ("c8", CallStatus::Succeeded, None),
+        ]
+    );
     assert_eq!(out[0].result.as_ref().unwrap().to_text(), "done slow");
     // Committed before the batch was reported done: readable at once.
-    let page = s.store.calls(&CallQuery { conversation_id: Some("conv".into()), ..Default::default() }).unwrap();
+    let page = s
+        .store
+        .calls(&CallQuery {
+            conversation_id: Some("conv".into()),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(page.total, 8);
-    let by_id: HashMap<&str, _> = page.calls.iter().map(|c| (c.record.call_id.as_str(), &c.record)).collect();
-    assert!(by_id["c3"].error_message.as_deref().unwrap().contains("the tools you have are"));
-    assert!(by_id["c5"].error_message.as_deref().unwrap().contains("probe panicked"));
+    let by_id: HashMap<&str, _> = page
+        .calls
+        .iter()
+        .map(|c| (c.record.call_id.as_str(), &c.record))
+        .collect();
+    assert!(
+        by_id["c3"]
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("the tools you have are")
+    );
+    assert!(
+        by_id["c5"]
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("probe panicked")
+    );
     assert_eq!(by_id["c8"].arguments["token"], "[secret]");
     assert_eq!(by_id["c8"].result_size, 200_000);
-    assert_eq!(by_id["c8"].result.as_ref().unwrap().len(), toolgate::store::RESULT_CAP);
+    assert_eq!(
+        by_id["c8"].result.as_ref().unwrap().len(),
+        toolgate::store::RESULT_CAP
+    );
     assert!(by_id["c1"].duration_ms >= 80.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn global_and_category_limits_hold_under_load() {
     let s = setup();
-    let limits = LimitConfig { global: 4, per_category: HashMap::from([("http".into(), 2)]), queue: 1000, strategy: Strategy::Fifo };
+    let limits = LimitConfig {
+        global: 4,
+        per_category: HashMap::from([("http".into(), 2)]),
+        queue: 1000,
+        strategy: Strategy::Fifo,
+    };
     let e = engine(&s, limits);
     let mut batch = Vec::new();
     for i in 0..60 {
         let name = if i % 2 == 0 { "http_probe" } else { "probe" };
-        batch.push(prep(&s.lib, &format!("c{i}"), name, json!({"label": i.to_string(), "sleep_ms": 5})));
+        batch.push(prep(
+            &s.lib,
+            &format!("c{i}"),
+            name,
+            json!({"label": i.to_string(), "sleep_ms": 5}),
+        ));
     }
     let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
     assert!(out.iter().all(|o| o.status == CallStatus::Succeeded));
     assert!(s.watch.max_running.load(Ordering::SeqCst) <= 4);
-    assert!(s.watch.max_running.load(Ordering::SeqCst) >= 2, "calls did run concurrently");
+    assert!(
+        s.watch.max_running.load(Ordering::SeqCst) >= 2,
+        "calls did run concurrently"
+    );
     assert!(s.watch.by_category.lock().unwrap()["http"].1 <= 2);
     let m = e.metrics();
     assert_eq!(m.all.acquired, 60);
@@ -193,29 +290,82 @@ async fn global_and_category_limits_hold_under_load() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_strategy_and_queue_bound() {
     let s = setup();
-    let e = engine(&s, LimitConfig { global: 1, queue: 10, strategy: Strategy::Reject, ..LimitConfig::default() });
-    let batch: Vec<_> = (0..5).map(|i| prep(&s.lib, &format!("c{i}"), "probe", json!({"sleep_ms": 100}))).collect();
+    let e = engine(
+        &s,
+        LimitConfig {
+            global: 1,
+            queue: 10,
+            strategy: Strategy::Reject,
+            ..LimitConfig::default()
+        },
+    );
+    let batch: Vec<_> = (0..5)
+        .map(|i| prep(&s.lib, &format!("c{i}"), "probe", json!({"sleep_ms": 100})))
+        .collect();
     let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
-    let ok = out.iter().filter(|o| o.status == CallStatus::Succeeded).count();
+    let ok = out
+        .iter()
+        .filter(|o| o.status == CallStatus::Succeeded)
+        .count();
     assert_eq!(ok, 1);
-    let refused: Vec<_> = out.iter().filter(|o| o.status == CallStatus::Failed).collect();
+    let refused: Vec<_> = out
+        .iter()
+        .filter(|o| o.status == CallStatus::Failed)
+        .collect();
     assert_eq!(refused.len(), 4);
-    assert!(refused[0].record.error_message.as_deref().unwrap().contains("refuse"), "{:?}", refused[0].record.error_message);
+    assert!(
+        refused[0]
+            .record
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("refuse"),
+        "{:?}",
+        refused[0].record.error_message
+    );
     assert_eq!(e.metrics().all.rejected, 4);
 
-    let e = engine(&s, LimitConfig { global: 1, queue: 2, strategy: Strategy::Fifo, ..LimitConfig::default() });
-    let batch: Vec<_> = (0..5).map(|i| prep(&s.lib, &format!("q{i}"), "probe", json!({"sleep_ms": 50}))).collect();
+    let e = engine(
+        &s,
+        LimitConfig {
+            global: 1,
+            queue: 2,
+            strategy: Strategy::Fifo,
+            ..LimitConfig::default()
+        },
+    );
+    let batch: Vec<_> = (0..5)
+        .map(|i| prep(&s.lib, &format!("q{i}"), "probe", json!({"sleep_ms": 50})))
+        .collect();
     let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
-    assert_eq!(out.iter().filter(|o| o.status == CallStatus::Succeeded).count(), 3);
-    let full: Vec<_> = out.iter().filter(|o| o.status == CallStatus::Failed).collect();
+    assert_eq!(
+        out.iter()
+            .filter(|o| o.status == CallStatus::Succeeded)
+            .count(),
+        3
+    );
+    let full: Vec<_> = out
+        .iter()
+        .filter(|o| o.status == CallStatus::Failed)
+        .collect();
     assert_eq!(full.len(), 2);
-    assert!(full[0].record.error_message.as_deref().unwrap().contains("queue of waiting calls is full"));
+    assert!(
+        full[0]
+            .record
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("queue of waiting calls is full")
+    );
 }
 
 async fn wait_until(mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(10), "condition never met");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "condition never met"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
@@ -223,11 +373,24 @@ async fn wait_until(mut f: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn priority_order_and_workflow_bypass() {
     let s = setup();
-    let e = engine(&s, LimitConfig { global: 1, queue: 10, strategy: Strategy::Priority, ..LimitConfig::default() });
+    let e = engine(
+        &s,
+        LimitConfig {
+            global: 1,
+            queue: 10,
+            strategy: Strategy::Priority,
+            ..LimitConfig::default()
+        },
+    );
     // Hold the only slot until the others are queued.
     let blocker = {
         let e = e.clone();
-        let p = prep(&s.lib, "block", "probe", json!({"label": "block", "wait": true}));
+        let p = prep(
+            &s.lib,
+            "block",
+            "probe",
+            json!({"label": "block", "wait": true}),
+        );
         tokio::spawn(async move { e.execute_batch(vec![p], &Cancel::new()).await })
     };
     wait_until(|| s.watch.started.lock().unwrap().len() == 1).await;
@@ -236,7 +399,9 @@ async fn priority_order_and_workflow_bypass() {
         let mut p = prep(&s.lib, label, "probe", json!({"label": label}));
         p.priority = priority;
         let worker = e.clone();
-        queued.push(tokio::spawn(async move { worker.execute_batch(vec![p], &Cancel::new()).await }));
+        queued.push(tokio::spawn(async move {
+            worker.execute_batch(vec![p], &Cancel::new()).await
+        }));
         let want = queued.len();
         wait_until(|| e_queued(&e) == want).await;
     }
@@ -250,7 +415,10 @@ async fn priority_order_and_workflow_bypass() {
     for q in queued {
         q.await.unwrap().unwrap();
     }
-    assert_eq!(*s.watch.started.lock().unwrap(), ["block", "workflow", "high", "mid", "low"]);
+    assert_eq!(
+        *s.watch.started.lock().unwrap(),
+        ["block", "workflow", "high", "mid", "low"]
+    );
 }
 
 fn e_queued(e: &Engine) -> usize {
@@ -260,9 +428,24 @@ fn e_queued(e: &Engine) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_running_and_waiting_calls() {
     let s = setup();
-    let e = engine(&s, LimitConfig { global: 2, ..LimitConfig::default() });
+    let e = engine(
+        &s,
+        LimitConfig {
+            global: 2,
+            ..LimitConfig::default()
+        },
+    );
     let cancel = Cancel::new();
-    let batch: Vec<_> = (0..6).map(|i| prep(&s.lib, &format!("c{i}"), "probe", json!({"sleep_ms": 10_000}))).collect();
+    let batch: Vec<_> = (0..6)
+        .map(|i| {
+            prep(
+                &s.lib,
+                &format!("c{i}"),
+                "probe",
+                json!({"sleep_ms": 10_000}),
+            )
+        })
+        .collect();
     let stopper = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -274,11 +457,22 @@ async fn cancel_stops_running_and_waiting_calls() {
     let out = e.execute_batch(batch, &cancel).await.unwrap();
     stopper.await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(out.iter().all(|o| o.status == CallStatus::Cancelled && o.record.error_kind.as_deref() == Some("cancelled")));
+    assert!(out.iter().all(|o| o.status == CallStatus::Cancelled
+        && o.record.error_kind.as_deref() == Some("cancelled")));
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(s.watch.finished.load(Ordering::SeqCst), 0, "cancelled tools kept running");
+    assert_eq!(
+        s.watch.finished.load(Ordering::SeqCst),
+        0,
+        "cancelled tools kept running"
+    );
     assert_eq!(e.metrics().all.current, 0);
-    let page = s.store.calls(&CallQuery { status: Some(CallStatus::Cancelled), ..Default::default() }).unwrap();
+    let page = s
+        .store
+        .calls(&CallQuery {
+            status: Some(CallStatus::Cancelled),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(page.total, 6);
 }
 
@@ -286,8 +480,24 @@ async fn cancel_stops_running_and_waiting_calls() {
 async fn events_never_interleave_inside_a_part() {
     let s = setup();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let e = Engine::new(EngineConfig { workspace: s._dir.path().to_path_buf(), ..EngineConfig::default() }, Some(s.store.clone()), Some(tx));
-    let batch: Vec<_> = (0..4).map(|i| prep(&s.lib, &format!("c{i}"), "probe", json!({"label": format!("p{i}"), "parts": 20}))).collect();
+    let e = Engine::new(
+        EngineConfig {
+            workspace: s._dir.path().to_path_buf(),
+            ..EngineConfig::default()
+        },
+        Some(s.store.clone()),
+        Some(tx),
+    );
+    let batch: Vec<_> = (0..4)
+        .map(|i| {
+            prep(
+                &s.lib,
+                &format!("c{i}"),
+                "probe",
+                json!({"label": format!("p{i}"), "parts": 20}),
+            )
+        })
+        .collect();
     e.execute_batch(batch, &Cancel::new()).await.unwrap();
     drop(e);
     let mut events = Vec::new();
@@ -303,10 +513,17 @@ async fn events_never_interleave_inside_a_part() {
                 finished += 1;
                 assert_eq!(*status, CallStatus::Succeeded);
             }
-            Event::ToolOutput { call_id, part: Part::Text { text } } => {
+            Event::ToolOutput {
+                call_id,
+                part: Part::Text { text },
+            } => {
                 let n = next_part.entry(call_id.clone()).or_default();
                 let label = format!("p{}", &call_id[1..]);
-                assert_eq!(text, &format!("{label}:part{n}:{}", "x".repeat(200)), "a part arrived whole and in order");
+                assert_eq!(
+                    text,
+                    &format!("{label}:part{n}:{}", "x".repeat(200)),
+                    "a part arrived whole and in order"
+                );
                 *n += 1;
             }
             other => panic!("{other:?}"),

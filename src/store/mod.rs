@@ -148,9 +148,12 @@ impl Store {
                     migrations::migrate(&mut conn, version).map_err(fail)?;
                 }
                 if let Some(max) = options.max_bytes {
-                    let page: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0)).map_err(fail)?;
+                    let page: i64 = conn
+                        .pragma_query_value(None, "page_size", |r| r.get(0))
+                        .map_err(fail)?;
                     let pages = (max as i64 / page.max(512)).max(1);
-                    conn.pragma_update(None, "max_page_count", pages).map_err(fail)?;
+                    conn.pragma_update(None, "max_page_count", pages)
+                        .map_err(fail)?;
                 }
             }
         }

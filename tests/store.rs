@@ -1,0 +1,383 @@
+//! The SQLite record: schema and migrations, files toolgate must refuse, a locked and
+//! a full database, summaries and queries checked against hand-computed numbers, and a
+//! process killed while it records.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::json;
+use toolgate::protocol::{CallStatus, CallerKind};
+use toolgate::store::{
+    APPLICATION_ID, CallQuery, CallRecord, SCHEMA_VERSION, Store, StoreError, StoreOptions,
+};
+
+fn record(
+    conv: &str,
+    tool: &str,
+    status: CallStatus,
+    started_at: i64,
+    duration_ms: f64,
+) -> CallRecord {
+    CallRecord {
+        call_id: format!("call_{started_at}"),
+        run_id: Some(format!("run_{conv}")),
+        conversation_id: conv.into(),
+        agent: Some("assistant".into()),
+        caller: CallerKind::Agent,
+        tool: tool.into(),
+        arguments: json!({"x": 1}),
+        result: Some("ok".into()),
+        result_size: 2,
+        status,
+        error_kind: None,
+        error_message: None,
+        started_at,
+        duration_ms,
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn schema_is_marked_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    let store = Store::open(&path).unwrap();
+    rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 1, 1.0)]))
+        .unwrap();
+    store.close();
+    let conn = Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    let app: i64 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        (version, app, mode.as_str()),
+        (SCHEMA_VERSION, APPLICATION_ID, "wal")
+    );
+    drop(conn);
+    let again = Store::open(&path).unwrap();
+    assert_eq!(again.conversation_summary("c").unwrap().total_calls, 1);
+}
+
+#[test]
+fn foreign_and_newer_files_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("other.db");
+    Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (body TEXT)")
+        .unwrap();
+    match Store::open(&foreign) {
+        Err(e @ StoreError::Foreign { .. }) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("other.db is not a toolgate database") && m.contains("1 table"),
+                "{m}"
+            );
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![b'x'; 8192]).unwrap();
+    let m = Store::open(&junk).err().unwrap().to_string();
+    assert!(
+        m.contains("junk.db") && m.contains("not an SQLite database"),
+        "{m}"
+    );
+
+    let newer = dir.path().join("newer.db");
+    {
+        let c = Connection::open(&newer).unwrap();
+        c.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        c.pragma_update(None, "user_version", 99).unwrap();
+    }
+    let m = Store::open(&newer).err().unwrap().to_string();
+    assert!(
+        m.contains("newer.db was written by a newer toolgate (schema 99"),
+        "{m}"
+    );
+    let c = Connection::open(&newer).unwrap();
+    let v: i64 = c
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    let tables: i64 = c
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((v, tables), (99, 0));
+}
+
+#[test]
+fn a_locked_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let store = Store::open_with(
+        &path,
+        StoreOptions {
+            busy_timeout: Duration::from_millis(200),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let err = rt()
+        .block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 1, 1.0)]))
+        .unwrap_err();
+    let m = err.to_string();
+    assert!(
+        m.contains("locked.db") && m.contains("locked by another process"),
+        "{m}"
+    );
+    holder.execute_batch("COMMIT").unwrap();
+    // Once the lock is gone, writing works again.
+    rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 2, 1.0)]))
+        .unwrap();
+    assert_eq!(store.conversation_summary("c").unwrap().total_calls, 1);
+}
+
+#[test]
+fn a_full_database_is_a_clear_error_and_keeps_what_it_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("full.db");
+    let store = Store::open_with(
+        &path,
+        StoreOptions {
+            max_bytes: Some(256 * 1024),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let rt = rt();
+    let mut written = 0;
+    let err = loop {
+        let batch: Vec<_> = (0..10)
+            .map(|i| {
+                let mut r = record("c", "echo", CallStatus::Succeeded, written * 100 + i, 1.0);
+                r.set_result(&"z".repeat(2000));
+                r
+            })
+            .collect();
+        match rt.block_on(store.record_calls(batch)) {
+            Ok(()) => written += 1,
+            Err(e) => break e,
+        }
+        assert!(written < 1000, "the size cap never hit");
+    };
+    let m = err.to_string();
+    assert!(m.contains("full.db") && m.contains("is full"), "{m}");
+    assert!(written > 0, "the first batch failed: {m}");
+    assert_eq!(
+        store.conversation_summary("c").unwrap().total_calls,
+        written as u64 * 10
+    );
+}
+
+#[test]
+fn summaries_match_hand_computed_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s.db")).unwrap();
+    let mut records = Vec::new();
+    // Conversation a: 20 calls with durations 1..=20 ms.
+    for i in 1..=20i64 {
+        let (tool, status) = match i % 4 {
+            0 => ("shell", CallStatus::Denied),
+            1 => ("echo", CallStatus::Failed),
+            _ => ("echo", CallStatus::Succeeded),
+        };
+        records.push(record("a", tool, status, 1000 + i, i as f64));
+    }
+    records.push(record("b", "web_search", CallStatus::Client, 5000, 0.0));
+    records.push(record("b", "echo", CallStatus::Timeout, 5001, 30_000.0));
+    rt().block_on(store.record_calls(records)).unwrap();
+
+    let a = store.conversation_summary("a").unwrap();
+    assert_eq!(a.total_calls, 20);
+    assert_eq!(
+        (a.successful_calls, a.failed_calls, a.denied_calls),
+        (10, 5, 5)
+    );
+    assert_eq!(a.success_rate, 50.0);
+    assert_eq!(a.tool_usage.get("echo"), Some(&15));
+    assert_eq!(a.tool_usage.get("shell"), Some(&5));
+    assert_eq!((a.duration_ms.p50, a.duration_ms.p95), (10.0, 19.0));
+    assert_eq!((a.first_call_at, a.last_call_at), (Some(1001), Some(1020)));
+    let json = serde_json::to_value(&a).unwrap();
+    for key in [
+        "conversation_id",
+        "total_calls",
+        "successful_calls",
+        "failed_calls",
+        "denied_calls",
+        "success_rate",
+        "tool_usage",
+    ] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+    assert!(json["duration_ms"]["p50"].is_number() && json["duration_ms"]["p95"].is_number());
+
+    let none = store.conversation_summary("nobody").unwrap();
+    assert_eq!((none.total_calls, none.success_rate), (0, 0.0));
+
+    let echo = store.tool_stats("echo").unwrap();
+    assert_eq!(
+        (
+            echo.total_calls,
+            echo.successful_calls,
+            echo.failed_calls,
+            echo.timeout_calls
+        ),
+        (16, 10, 5, 1)
+    );
+    let g = store.global_stats().unwrap();
+    assert_eq!((g.total_calls, g.conversations), (22, 2));
+    assert_eq!(g.by_status.get("client"), Some(&1));
+    assert_eq!(
+        g.tools.iter().map(|t| t.tool.as_str()).collect::<Vec<_>>(),
+        ["echo", "shell", "web_search"]
+    );
+}
+
+#[test]
+fn queries_filter_and_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("q.db")).unwrap();
+    let records: Vec<_> = (0..30i64)
+        .map(|i| {
+            record(
+                if i < 20 { "a" } else { "b" },
+                if i % 3 == 0 { "shell" } else { "echo" },
+                CallStatus::Succeeded,
+                i * 10,
+                1.0,
+            )
+        })
+        .collect();
+    rt().block_on(store.record_calls(records)).unwrap();
+    let q = |q: CallQuery| store.calls(&q).unwrap();
+    let page = q(CallQuery {
+        conversation_id: Some("a".into()),
+        limit: Some(7),
+        offset: 14,
+        ..Default::default()
+    });
+    assert_eq!((page.total, page.calls.len()), (20, 6));
+    assert_eq!(page.calls[0].record.started_at, 140);
+    let newest = q(CallQuery {
+        newest_first: true,
+        limit: Some(1),
+        ..Default::default()
+    });
+    assert_eq!(newest.calls[0].record.started_at, 290);
+    assert_eq!(
+        q(CallQuery {
+            tool: Some("shell".into()),
+            ..Default::default()
+        })
+        .total,
+        10
+    );
+    assert_eq!(
+        q(CallQuery {
+            since: Some(100),
+            until: Some(200),
+            ..Default::default()
+        })
+        .total,
+        10
+    );
+    assert_eq!(
+        q(CallQuery {
+            run_id: Some("run_b".into()),
+            ..Default::default()
+        })
+        .total,
+        10
+    );
+    assert_eq!(
+        q(CallQuery {
+            status: Some(CallStatus::Denied),
+            ..Default::default()
+        })
+        .total,
+        0
+    );
+}
+
+/// When run as the recorder child: record batches of 10 until killed, printing the
+/// number of committed batches after each commit.
+#[test]
+fn recorder_child() {
+    let Ok(path) = std::env::var("TOOLGATE_TEST_RECORDER_DB") else {
+        return;
+    };
+    let store = Store::open(&path).unwrap();
+    let rt = rt();
+    for batch in 0..i64::MAX {
+        let records: Vec<_> = (0..10)
+            .map(|i| record("kill", "echo", CallStatus::Succeeded, batch * 10 + i, 1.0))
+            .collect();
+        rt.block_on(store.record_calls(records)).unwrap();
+        println!("{}", batch + 1);
+    }
+}
+
+#[test]
+fn killed_while_recording_leaves_a_consistent_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kill.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "recorder_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("TOOLGATE_TEST_RECORDER_DB", &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut acknowledged = 0i64;
+    while acknowledged < 200 {
+        let line = lines.next().unwrap().unwrap();
+        if let Ok(n) = line.trim().parse::<i64>() {
+            acknowledged = n;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let conn = Connection::open(&path).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    let total = store.conversation_summary("kill").unwrap().total_calls as i64;
+    assert_eq!(total % 10, 0, "a batch was half written");
+    assert!(
+        total >= acknowledged * 10,
+        "acknowledged records were lost: {total} < {}",
+        acknowledged * 10
+    );
+    // The store goes on working.
+    rt().block_on(store.record_calls(vec![record("kill", "echo", CallStatus::Succeeded, -1, 1.0)]))
+        .unwrap();
+}
