@@ -2,9 +2,11 @@
 //! the answer, checks them against the agent's toolkit, runs, pauses or hands them
 //! over, records them, and feeds the results back.
 //!
-//! This release holds the first layer, [`parse`]: every written form of a tool call
-//! (XML with CDATA values, Hermes JSON, Qwen3-coder, `<invoke>`, native OpenAI calls),
-//! whole or streamed; and [`tool`], the tool files that give the parser its schemas.
+//! The layers, in the order a call meets them: [`parse`] (every written form of a tool
+//! call, whole or streamed), [`tool`] (specs, files, validation, the library, toolkits,
+//! built-ins), [`prompt`] (what a model is told about its tools), [`engine`] (batches
+//! within limits) and [`store`] (the SQLite record and its summaries); [`protocol`]
+//! holds the events and statuses front ends read.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 

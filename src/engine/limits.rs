@@ -191,16 +191,16 @@ impl Limiter {
     fn release(&self, st: &mut State, category: Option<&str>) {
         st.running = st.running.saturating_sub(1);
         st.metrics.all.current = st.running;
-        if let Some(c) = category {
-            if let Some(n) = st.running_by_category.get_mut(c) {
-                *n = n.saturating_sub(1);
-                let now = *n;
-                st.metrics
-                    .per_category
-                    .entry(c.to_string())
-                    .or_default()
-                    .current = now;
-            }
+        if let Some(c) = category
+            && let Some(n) = st.running_by_category.get_mut(c)
+        {
+            *n = n.saturating_sub(1);
+            let now = *n;
+            st.metrics
+                .per_category
+                .entry(c.to_string())
+                .or_default()
+                .current = now;
         }
     }
 

@@ -124,7 +124,10 @@ impl Engine {
         for (i, call) in calls.into_iter().enumerate() {
             let engine = self.clone();
             let cancel = cancel.clone();
-            tasks.spawn(async move { (i, engine.run_one(call, &cancel).await) });
+            // Boxed: the call's future is large, and spawning moves it.
+            tasks.spawn(Box::pin(
+                async move { (i, engine.run_one(call, &cancel).await) },
+            ));
         }
         let mut slots: Vec<Option<CallOutcome>> = (0..count).map(|_| None).collect();
         while let Some(joined) = tasks.join_next().await {

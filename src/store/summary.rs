@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde::Serialize;
 
 use super::{Store, StoreError};
@@ -67,30 +67,32 @@ fn rate(ok: u64, total: u64) -> f64 {
     }
 }
 
-/// The nearest-rank percentiles of `n` sorted durations, one indexed seek each.
-fn percentiles(
-    conn: &Connection,
-    sql: &str,
-    key: Option<&str>,
-    n: u64,
-) -> rusqlite::Result<Durations> {
+/// Nearest-rank p50 and p95 of `durations` (reordered in place).
+fn percentiles(durations: &mut [f64]) -> Durations {
+    let n = durations.len();
     if n == 0 {
-        return Ok(Durations::default());
+        return Durations::default();
     }
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut at = |p: f64| -> rusqlite::Result<f64> {
-        let rank = ((p * n as f64).ceil() as i64 - 1).max(0);
-        let v: Option<f64> = match key {
-            Some(k) => stmt.query_row(params![k, rank], |r| r.get(0)).optional()?,
-            None => stmt.query_row(params![rank], |r| r.get(0)).optional()?,
-        };
+    let mut at = |p: f64| {
+        let rank = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+        let (_, v, _) = durations.select_nth_unstable_by(rank, f64::total_cmp);
         // Microseconds are as fine as a duration is worth reporting.
-        Ok((v.unwrap_or(0.0) * 1000.0).round() / 1000.0)
+        (*v * 1000.0).round() / 1000.0
     };
-    Ok(Durations {
-        p50: at(0.50)?,
-        p95: at(0.95)?,
-    })
+    Durations {
+        p50: at(0.50),
+        p95: at(0.95),
+    }
+}
+
+/// The durations a covering index query yields.
+fn durations(conn: &Connection, sql: &str, key: Option<&str>) -> rusqlite::Result<Vec<f64>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+
+    match key {
+        Some(k) => stmt.query_map([k], |r| r.get(0))?.collect(),
+        None => stmt.query_map([], |r| r.get(0))?.collect(),
+    }
 }
 
 impl Store {
@@ -134,12 +136,11 @@ impl Store {
                 s.last_call_at = Some(s.last_call_at.map_or(last, |l| l.max(last)));
             }
             s.success_rate = rate(s.successful_calls, s.total_calls);
-            s.duration_ms = percentiles(
+            s.duration_ms = percentiles(&mut durations(
                 conn,
-                "SELECT duration_ms FROM tool_calls WHERE conversation_id = ?1 ORDER BY duration_ms LIMIT 1 OFFSET ?2",
+                "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_conversation WHERE conversation_id = ?1",
                 Some(conversation_id),
-                s.total_calls,
-            )?;
+            )?);
             Ok(s)
         })
     }
@@ -171,12 +172,11 @@ impl Store {
                     |r| r.get::<_, i64>(0),
                 )?
                 .max(0) as u64;
-            g.duration_ms = percentiles(
+            g.duration_ms = percentiles(&mut durations(
                 conn,
-                "SELECT duration_ms FROM tool_calls ORDER BY duration_ms LIMIT 1 OFFSET ?1",
+                "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool",
                 None,
-                g.total_calls,
-            )?;
+            )?);
             let names: Vec<String> = conn
                 .prepare_cached("SELECT DISTINCT tool FROM tool_calls ORDER BY tool")?
                 .query_map([], |r| r.get(0))?
@@ -212,11 +212,10 @@ fn tool_stats(conn: &Connection, tool: &str) -> rusqlite::Result<ToolStats> {
         }
     }
     t.success_rate = rate(t.successful_calls, t.total_calls);
-    t.duration_ms = percentiles(
+    t.duration_ms = percentiles(&mut durations(
         conn,
-        "SELECT duration_ms FROM tool_calls WHERE tool = ?1 ORDER BY duration_ms LIMIT 1 OFFSET ?2",
+        "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool WHERE tool = ?1",
         Some(tool),
-        t.total_calls,
-    )?;
+    )?);
     Ok(t)
 }

@@ -17,12 +17,11 @@ CREATE TABLE tool_calls (
     started_at      INTEGER NOT NULL,      -- unix milliseconds
     duration_ms     REAL    NOT NULL
 );
--- Covers a conversation's counts by tool and status, and its first and last call.
-CREATE INDEX tool_calls_conversation ON tool_calls (conversation_id, tool, status, started_at);
--- Covers a conversation's duration percentiles.
-CREATE INDEX tool_calls_conversation_duration ON tool_calls (conversation_id, duration_ms);
--- A tool's duration percentiles.
-CREATE INDEX tool_calls_tool ON tool_calls (tool, duration_ms);
+-- Covers everything a conversation summary reads: counts by tool and status, first
+-- and last call, durations.
+CREATE INDEX tool_calls_conversation ON tool_calls (conversation_id, tool, status, started_at, duration_ms);
+-- Covers a tool's statistics.
+CREATE INDEX tool_calls_tool ON tool_calls (tool, status, duration_ms);
 CREATE INDEX tool_calls_run ON tool_calls (run_id) WHERE run_id IS NOT NULL;
 CREATE INDEX tool_calls_started ON tool_calls (started_at);
 

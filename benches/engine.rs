@@ -1,0 +1,214 @@
+//! Execute + record: 20,000 no-op `echo` calls as steps of 10 parallel calls, each
+//! step's records committed before the step is reported done; (a) one conversation,
+//! steps in sequence; (b) 100 conversations at once. And summary times over a database
+//! of 1,000,000 records.
+//!
+//! Run: `cargo bench --bench engine`
+
+use std::sync::Arc;
+
+use divan::Bencher;
+use divan::counter::ItemsCount;
+use serde_json::json;
+use toolgate::engine::{Cancel, Engine, EngineConfig, LimitConfig, call, prepare};
+use toolgate::protocol::{CallStatus, CallerKind};
+use toolgate::store::{CallRecord, Store};
+use toolgate::tool::ToolLibrary;
+
+fn main() {
+    divan::main();
+}
+
+const CALLS: usize = 20_000;
+const STEP: usize = 10;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn engine(dir: &tempfile::TempDir) -> Engine {
+    let store = Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}"));
+    let limits = LimitConfig {
+        global: 64,
+        ..LimitConfig::default()
+    };
+    Engine::new(
+        EngineConfig {
+            limits,
+            workspace: dir.path().to_path_buf(),
+            ..EngineConfig::default()
+        },
+        Some(store),
+        None,
+    )
+}
+
+async fn steps(engine: Engine, lib: Arc<ToolLibrary>, conversation: String, count: usize) {
+    let echo = lib
+        .get("echo")
+        .cloned()
+        .ok_or_else(|| "no echo".to_string());
+    let cancel = Cancel::new();
+    for step in 0..count {
+        let batch = (0..STEP)
+            .map(|i| {
+                let args = json!({"text": "ping"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let tool = echo.clone().map_err(toolgate::tool::ToolError::Execution);
+                prepare(
+                    call(&format!("c{step}_{i}"), "echo", args),
+                    tool,
+                    &conversation,
+                    CallerKind::Agent,
+                )
+            })
+            .collect();
+        let out = engine
+            .execute_batch(batch, &cancel)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.iter().all(|o| o.status == CallStatus::Succeeded));
+    }
+}
+
+/// (a) One conversation: 2,000 steps of 10 calls, one after another.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn one_conversation_sequential(bencher: Bencher) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let engine = engine(&dir);
+    let lib = Arc::new(ToolLibrary::builtin());
+    bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
+        rt.block_on(steps(
+            engine.clone(),
+            lib.clone(),
+            "conv".into(),
+            CALLS / STEP,
+        ));
+    });
+}
+
+/// (b) 100 conversations at once, 20 steps of 10 calls each.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn hundred_conversations_at_once(bencher: Bencher) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let engine = engine(&dir);
+    let lib = Arc::new(ToolLibrary::builtin());
+    bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
+        rt.block_on(async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for c in 0..100 {
+                tasks.spawn(steps(
+                    engine.clone(),
+                    lib.clone(),
+                    format!("conv{c}"),
+                    CALLS / STEP / 100,
+                ));
+            }
+            while let Some(r) = tasks.join_next().await {
+                r.unwrap_or_else(|e| panic!("{e}"));
+            }
+        });
+    });
+}
+
+/// A database of 1,000,000 records: 1,000 conversations of 1,000 calls over 8 tools.
+fn million(dir: &tempfile::TempDir) -> Store {
+    let store = Store::open(dir.path().join("million.db")).unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let tools = [
+        "echo",
+        "calculator",
+        "web_search",
+        "read_file",
+        "write_file",
+        "shell",
+        "http_request",
+        "current_time",
+    ];
+    let statuses = [
+        CallStatus::Succeeded,
+        CallStatus::Succeeded,
+        CallStatus::Succeeded,
+        CallStatus::Failed,
+        CallStatus::Denied,
+    ];
+    rt.block_on(async {
+        for chunk in 0..100 {
+            let records: Vec<CallRecord> = (0..10_000)
+                .map(|i| {
+                    let n = chunk * 10_000 + i;
+                    CallRecord {
+                        call_id: format!("call_{n}"),
+                        run_id: None,
+                        conversation_id: format!("conv{}", n % 1000),
+                        agent: Some("bench".into()),
+                        caller: CallerKind::Agent,
+                        tool: tools[n % tools.len()].into(),
+                        arguments: json!({"n": n}),
+                        result: Some("ok".into()),
+                        result_size: 2,
+                        status: statuses[n % statuses.len()],
+                        error_kind: None,
+                        error_message: None,
+                        started_at: 1_700_000_000_000 + n as i64,
+                        duration_ms: (n % 997) as f64 * 0.37,
+                    }
+                })
+                .collect();
+            store
+                .record_calls(records)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    });
+    store
+}
+
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn summaries_over_a_million_records(bencher: Bencher) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = million(&dir);
+    // Print the three timings; divan measures the whole group below.
+    let time = |name: &str, f: &dyn Fn()| {
+        let runs = 50;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            f();
+        }
+        println!(
+            "{name}: {:.3} ms",
+            start.elapsed().as_secs_f64() * 1000.0 / runs as f64
+        );
+    };
+    time("conversation summary (1,000 records of 1,000,000)", &|| {
+        let s = store
+            .conversation_summary("conv42")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.total_calls, 1000);
+    });
+    time("tool stats (125,000 records)", &|| {
+        divan::black_box(store.tool_stats("shell").unwrap_or_else(|e| panic!("{e}")));
+    });
+    let start = std::time::Instant::now();
+    let g = store.global_stats().unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "global stats (1,000,000 records, 8 tools): {:.1} ms",
+        start.elapsed().as_secs_f64() * 1000.0
+    );
+    assert_eq!(g.total_calls, 1_000_000);
+    bencher.bench_local(|| {
+        divan::black_box(
+            store
+                .conversation_summary("conv7")
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+    });
+}
