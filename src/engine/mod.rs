@@ -254,7 +254,8 @@ impl Engine {
     }
 }
 
-/// A prepared call for `name` from `toolkit`-resolved `tool`, with new arguments.
+/// A call ready for the engine: `tool` is what a toolkit resolved for it (or the
+/// error that goes back to the model), recorded under `conversation_id`.
 pub fn prepare(
     call: ToolCall,
     tool: Result<Arc<LoadedTool>, ToolError>,
@@ -272,7 +273,7 @@ pub fn prepare(
     }
 }
 
-/// A call with these arguments (for programs that call tools directly).
+/// A tool call built by a program (rather than parsed from a model's output).
 pub fn call(id: &str, name: &str, arguments: Map<String, Value>) -> ToolCall {
     ToolCall {
         id: id.to_string(),

@@ -2,11 +2,10 @@
 //! `round`, `floor`, `ceil`, `ln`, `log`, `exp`, `sin`, `cos`, `tan`, `min`, `max`,
 //! `pi`, `e`) by a small recursive-descent evaluator: numbers only, no code.
 
-use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{spec as builtin_spec, text_arg};
-use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use super::{Handled, spec as builtin_spec, text_arg};
+use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     builtin_spec(
@@ -17,18 +16,9 @@ pub fn spec() -> ToolSpec {
     )
 }
 
-pub struct Calculator(pub ToolSpec);
-
-#[async_trait]
-impl Tool for Calculator {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        _ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn calculator<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         let expr = text_arg(&args, "expression");
         let value = evaluate(expr).map_err(ToolError::Execution)?;
         let number = if value.fract() == 0.0 && value.abs() < 9e15 {
@@ -37,7 +27,7 @@ impl Tool for Calculator {
             json!(value)
         };
         Ok(ToolOutput::text(number.to_string()))
-    }
+    })
 }
 
 /// Evaluates `expr`; the error says what is wrong and where.

@@ -1,10 +1,9 @@
 //! `echo`: returns its text; the smallest tool, for trying the loop.
 
-use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{spec as builtin_spec, text_arg};
-use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use super::{Handled, spec as builtin_spec, text_arg};
+use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     builtin_spec(
@@ -15,18 +14,7 @@ pub fn spec() -> ToolSpec {
     )
 }
 
-pub struct Echo(pub ToolSpec);
-
-#[async_trait]
-impl Tool for Echo {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        _ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(text_arg(&args, "text")))
-    }
+/// The handler of the tool.
+pub fn echo<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move { Ok(ToolOutput::text(text_arg(&args, "text"))) })
 }

@@ -1,12 +1,11 @@
 //! `read_file`, `list_dir` (auto) and `write_file` (confirm), confined to the
 //! workspace: a path that escapes it through `..` or a symlink is refused.
 
-use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{spec as builtin_spec, text_arg};
+use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::workspace::resolve;
-use crate::tool::{Part, Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn read_spec() -> ToolSpec {
     builtin_spec(
@@ -48,18 +47,9 @@ fn io_error(what: &str, path: &str, e: std::io::Error) -> ToolError {
     ToolError::Execution(format!("cannot {what} '{path}': {e}"))
 }
 
-pub struct ReadFile(pub ToolSpec);
-
-#[async_trait]
-impl Tool for ReadFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn read_file<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         let requested = text_arg(&args, "path");
         let path = resolve(&ctx.workspace, requested)?;
         let max = args
@@ -83,21 +73,12 @@ impl Tool for ReadFile {
             ));
         }
         Ok(ToolOutput::text(text))
-    }
+    })
 }
 
-pub struct ListDir(pub ToolSpec);
-
-#[async_trait]
-impl Tool for ListDir {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn list_dir<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         let requested = match text_arg(&args, "path") {
             "" => ".",
             p => p,
@@ -126,21 +107,12 @@ impl Tool for ListDir {
         }
         entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         Ok(ToolOutput::json(Value::Array(entries)))
-    }
+    })
 }
 
-pub struct WriteFile(pub ToolSpec);
-
-#[async_trait]
-impl Tool for WriteFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn write_file<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         use tokio::io::AsyncWriteExt;
         let requested = text_arg(&args, "path");
         let content = text_arg(&args, "content");
@@ -177,5 +149,5 @@ impl Tool for WriteFile {
                 },
             ),
         )
-    }
+    })
 }

@@ -2,14 +2,13 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{spec as builtin_spec, text_arg};
+use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::http::{
     Body, DEFAULT_MAX_RESPONSE, Request, headers_from, parse_method, parse_url, send,
 };
-use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool::{Permission, ToolContext, ToolError, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     builtin_spec(
@@ -26,18 +25,9 @@ pub fn spec() -> ToolSpec {
     )
 }
 
-pub struct HttpRequest(pub ToolSpec);
-
-#[async_trait]
-impl Tool for HttpRequest {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        _ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn http_request<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         let body = match args.get("body") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(Body::Text(s.clone())),
@@ -53,5 +43,5 @@ impl Tool for HttpRequest {
             max_response: DEFAULT_MAX_RESPONSE,
         })
         .await
-    }
+    })
 }

@@ -7,11 +7,15 @@ mod http_request;
 mod shell;
 mod time;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::Value;
+use async_trait::async_trait;
+use serde_json::{Map, Value};
 
-use super::runnable::Tool;
+use super::output::{ToolError, ToolOutput};
+use super::runnable::{Tool, ToolContext};
 use super::spec::{Entry, Permission, ToolSpec};
 
 /// The handler names, with the default spec of the tool of the same name.
@@ -28,19 +32,47 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
+/// What a handler returns: its call's future.
+pub type Handled<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+
+/// A built-in handler.
+type Handler = for<'a> fn(&'a ToolContext, Map<String, Value>) -> Handled<'a>;
+
+/// A built-in tool: a spec and the function that runs it.
+struct Builtin {
+    spec: ToolSpec,
+    handler: Handler,
+}
+
+#[async_trait]
+impl Tool for Builtin {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        (self.handler)(ctx, args).await
+    }
+}
+
 /// The tool for `spec` whose entry names built-in `handler`.
 pub fn handler(handler: &str, spec: ToolSpec) -> Option<Arc<dyn Tool>> {
-    Some(match handler {
-        "echo" => Arc::new(echo::Echo(spec)),
-        "calculator" => Arc::new(calculator::Calculator(spec)),
-        "current_time" => Arc::new(time::CurrentTime(spec)),
-        "http_request" => Arc::new(http_request::HttpRequest(spec)),
-        "read_file" => Arc::new(files::ReadFile(spec)),
-        "list_dir" => Arc::new(files::ListDir(spec)),
-        "write_file" => Arc::new(files::WriteFile(spec)),
-        "shell" => Arc::new(shell::Shell(spec)),
+    let handler: Handler = match handler {
+        "echo" => echo::echo,
+        "calculator" => calculator::calculator,
+        "current_time" => time::current_time,
+        "http_request" => http_request::http_request,
+        "read_file" => files::read_file,
+        "list_dir" => files::list_dir,
+        "write_file" => files::write_file,
+        "shell" => shell::shell,
         _ => return None,
-    })
+    };
+    Some(Arc::new(Builtin { spec, handler }))
 }
 
 pub const HANDLERS: [&str; 8] = [

@@ -3,13 +3,12 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use tokio::process::Command;
 
-use super::{spec as builtin_spec, text_arg};
+use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::process;
-use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
 
 /// Bytes of stdout and of stderr kept.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -28,18 +27,9 @@ pub fn spec() -> ToolSpec {
     s
 }
 
-pub struct Shell(pub ToolSpec);
-
-#[async_trait]
-impl Tool for Shell {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn shell<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(text_arg(&args, "command"))
@@ -59,5 +49,5 @@ impl Tool for Shell {
             Some(code) => ToolOutput::error(format!("exit status {code}\n{text}")),
             None => ToolOutput::error(format!("killed by a signal\n{text}")),
         })
-    }
+    })
 }

@@ -1,13 +1,12 @@
 //! `current_time`: the current date and time in an IANA time zone (the zone database
 //! is built in).
 
-use async_trait::async_trait;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
-use super::{spec as builtin_spec, text_arg};
-use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use super::{Handled, spec as builtin_spec, text_arg};
+use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     builtin_spec(
@@ -18,18 +17,9 @@ pub fn spec() -> ToolSpec {
     )
 }
 
-pub struct CurrentTime(pub ToolSpec);
-
-#[async_trait]
-impl Tool for CurrentTime {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-    async fn call(
-        &self,
-        _ctx: &ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+/// The handler of the tool.
+pub fn current_time<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+    Box::pin(async move {
         let name = match text_arg(&args, "timezone") {
             "" => "UTC",
             n => n,
@@ -40,7 +30,7 @@ impl Tool for CurrentTime {
             ))
         })?;
         Ok(ToolOutput::json(now_in(Timestamp::now(), name, tz)))
-    }
+    })
 }
 
 fn now_in(now: Timestamp, name: &str, tz: TimeZone) -> Value {
