@@ -32,6 +32,10 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn engine(dir: &tempfile::TempDir) -> Engine {
     let store = Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}"));
+    engine_with(dir, Some(store))
+}
+
+fn engine_with(dir: &tempfile::TempDir, store: Option<Store>) -> Engine {
     let limits = LimitConfig {
         global: 64,
         ..LimitConfig::default()
@@ -42,7 +46,7 @@ fn engine(dir: &tempfile::TempDir) -> Engine {
             workspace: dir.path().to_path_buf(),
             ..EngineConfig::default()
         },
-        Some(store),
+        store,
         None,
     )
 }
@@ -100,6 +104,31 @@ fn hundred_conversations_at_once(bencher: Bencher) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let engine = engine(&dir);
+    let lib = Arc::new(ToolLibrary::builtin());
+    bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
+        rt.block_on(async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for c in 0..100 {
+                tasks.spawn(steps(
+                    engine.clone(),
+                    lib.clone(),
+                    format!("conv{c}"),
+                    CALLS / STEP / 100,
+                ));
+            }
+            while let Some(r) = tasks.join_next().await {
+                r.unwrap_or_else(|e| panic!("{e}"));
+            }
+        });
+    });
+}
+
+/// (b) without the record: the engine's own cost, for comparison.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn hundred_conversations_without_record(bencher: Bencher) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let engine = engine_with(&dir, None);
     let lib = Arc::new(ToolLibrary::builtin());
     bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
         rt.block_on(async {
