@@ -294,10 +294,11 @@ async fn command_entry_runs_programs() {
     assert_eq!(json["upper"], "ABC");
 
     // Plain text output, the workspace as cwd, environment from ${VAR}.
-    // SAFETY of the test: no other test reads this variable.
-    unsafe { std::env::set_var("TOOLGATE_TEST_TOKEN", "t0k3n") };
+    // ${VAR} comes from toolgate's environment; PATH is always set (tests never set
+    // variables: other threads read the environment at the same time).
+    let path_var = std::env::var("PATH").unwrap();
     let yaml = format!(
-        "name: plain\ndescription: Plain.\nentry:\n  type: command\n  command: sh\n  args: [\"{}\"]\n  env: {{API_TOKEN: \"${{TOOLGATE_TEST_TOKEN}}\"}}\n",
+        "name: plain\ndescription: Plain.\nentry:\n  type: command\n  command: sh\n  args: [\"{}\"]\n  env: {{API_TOKEN: \"${{PATH}}\"}}\n",
         f.join("plain.sh").display()
     );
     let (_tools, lib) = library_with(&yaml);
@@ -308,7 +309,7 @@ async fn command_entry_runs_programs() {
     let root = workspace::canonical_root(dir.path()).unwrap();
     assert!(t.contains(&format!("cwd={}", root.display())), "{t}");
     assert!(t.contains("stdin={\"a\":1}"), "{t}");
-    assert!(t.contains("token=t0k3n"), "{t}");
+    assert!(t.contains(&format!("token={path_var}")), "{t}");
 
     // A failing program: an error result carrying stderr.
     let (_tools, lib) = library_with(&format!(
@@ -359,7 +360,10 @@ async fn http_entry_against_a_local_server() {
     Mock::given(method("GET"))
         .and(path("/users/ann%20lee/repos"))
         .and(query_param("per_page", "5"))
-        .and(header("authorization", "Bearer s3cret"))
+        .and(header(
+            "x-search-path",
+            std::env::var("PATH").unwrap().as_str(),
+        ))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!([{"name": "toolgate"}])))
         .mount(&server)
         .await;
@@ -379,8 +383,6 @@ async fn http_entry_against_a_local_server() {
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
         .mount(&server)
         .await;
-    // SAFETY of the test: no other test reads this variable.
-    unsafe { std::env::set_var("TOOLGATE_TEST_API_KEY", "s3cret") };
     let yaml = format!(
         r#"name: repos
 description: List repositories.
@@ -396,7 +398,7 @@ entry:
   method: GET
   url: "{}/users/{{user}}/repos"
   query: {{per_page: "{{limit}}", sort: "{{sort}}"}}
-  headers: {{Authorization: "Bearer ${{TOOLGATE_TEST_API_KEY}}"}}
+  headers: {{X-Search-Path: "${{PATH}}"}}
 "#,
         server.uri()
     );
