@@ -160,3 +160,20 @@ fn input_parser_streams_sse_content() {
     assert_eq!(texts(&second), "lo");
     assert!(p.finish().is_empty());
 }
+
+#[test]
+fn many_parameters_with_repeats() {
+    let mut params = String::new();
+    for i in 0..40 {
+        params.push_str(&format!("<tag>t{i}</tag><p{i}>{i}</p{i}>"));
+    }
+    let input = format!("<tool_call><name>bulk</name><params>{params}</params></tool_call>");
+    let turn = parse_text(&input, &ParseOptions::default());
+    let args = &turn.calls[0].arguments;
+    assert_eq!(args.len(), 41);
+    let tags = args["tag"].as_array().unwrap();
+    assert_eq!(tags.len(), 40);
+    assert_eq!(tags[39], "t39");
+    assert_eq!(args["p7"], 7);
+    assert!(turn.problems.is_empty(), "{:?}", turn.problems);
+}

@@ -61,13 +61,13 @@ pub(crate) struct Emitter {
     /// The open fence has shown other content: everything up to its end is text.
     as_text: bool,
     strict: bool,
-    id_prefix: String,
+    id_prefix: std::sync::Arc<str>,
     next_id: u64,
     used_ids: HashSet<String>,
 }
 
 impl Emitter {
-    pub(crate) fn new(strict: bool, id_prefix: String) -> Self {
+    pub(crate) fn new(strict: bool, id_prefix: std::sync::Arc<str>) -> Self {
         Self {
             events: Vec::new(),
             groups: Vec::new(),
@@ -205,7 +205,7 @@ impl Emitter {
 
     /// Whether `id` is one this emitter generated.
     fn generated_already(&self, id: &str) -> bool {
-        id.strip_prefix(self.id_prefix.as_str())
+        id.strip_prefix(&*self.id_prefix)
             .and_then(|n| n.parse::<u64>().ok().filter(|v| v.to_string() == n))
             .is_some_and(|n| n >= 1 && n < self.next_id)
     }

@@ -74,7 +74,7 @@ pub struct ParseOptions {
     /// Parameter schemas of the known tools, for coercion.
     pub schemas: Arc<Schemas>,
     /// Generated call ids are this prefix followed by a counter (`call_1`, `call_2`, ...).
-    pub id_prefix: String,
+    pub id_prefix: Arc<str>,
 }
 
 impl Default for ParseOptions {
@@ -83,7 +83,7 @@ impl Default for ParseOptions {
             dialect: Dialect::Auto,
             strict: false,
             schemas: Arc::new(Schemas::new()),
-            id_prefix: "call_".to_string(),
+            id_prefix: Arc::from("call_"),
         }
     }
 }
@@ -101,8 +101,8 @@ impl ParseOptions {
         self.schemas = schemas;
         self
     }
-    pub fn with_id_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.id_prefix = prefix.into();
+    pub fn with_id_prefix(mut self, prefix: impl AsRef<str>) -> Self {
+        self.id_prefix = Arc::from(prefix.as_ref());
         self
     }
 

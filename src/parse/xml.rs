@@ -433,15 +433,7 @@ fn object(
     out: &mut BlockOutcome,
 ) -> Map<String, Value> {
     let offset = children.first().map_or(0, |c| c.offset);
-    let repeated_names: Vec<&str> = {
-        let mut names: Vec<&str> = children.iter().map(|c| c.name).collect();
-        names.sort_unstable();
-        names
-            .windows(2)
-            .filter(|w| w[0] == w[1])
-            .map(|w| w[0])
-            .collect()
-    };
+    let repeated_names = repeated(&children);
     let mut pairs = Vec::with_capacity(children.len());
     for child in children {
         let prop = property(schema, child.name);
@@ -460,6 +452,30 @@ fn object(
         pairs.push((key, value));
     }
     group_args(pairs, schema, offset, out)
+}
+
+/// The names that occur more than once among `children`, sorted. Allocates only when
+/// there are some (a scan for the usual few parameters, a sort for many).
+fn repeated<'a>(children: &[Node<'a>]) -> Vec<&'a str> {
+    if children.len() > 32 {
+        let mut names: Vec<&str> = children.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        let mut out: Vec<&str> = names
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        out.dedup();
+        return out;
+    }
+    let mut out = Vec::new();
+    for (i, c) in children.iter().enumerate() {
+        if children[..i].iter().any(|p| p.name == c.name) && !out.contains(&c.name) {
+            out.push(c.name);
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// One element's value by its schema.
