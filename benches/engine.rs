@@ -98,12 +98,9 @@ fn one_conversation_sequential(bencher: Bencher) {
     });
 }
 
-/// (b) 100 conversations at once, 20 steps of 10 calls each.
-#[divan::bench(sample_count = 3, sample_size = 1)]
-fn hundred_conversations_at_once(bencher: Bencher) {
+/// 100 conversations at once, 20 steps of 10 calls each, on `engine`.
+fn hundred_conversations(bencher: Bencher, engine: Engine) {
     let rt = runtime();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let engine = engine(&dir);
     let lib = Arc::new(ToolLibrary::builtin());
     bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
         rt.block_on(async {
@@ -123,29 +120,18 @@ fn hundred_conversations_at_once(bencher: Bencher) {
     });
 }
 
+/// (b) 100 conversations at once, 20 steps of 10 calls each.
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn hundred_conversations_at_once(bencher: Bencher) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    hundred_conversations(bencher, engine(&dir));
+}
+
 /// (b) without the record: the engine's own cost, for comparison.
 #[divan::bench(sample_count = 3, sample_size = 1)]
 fn hundred_conversations_without_record(bencher: Bencher) {
-    let rt = runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let engine = engine_with(&dir, None);
-    let lib = Arc::new(ToolLibrary::builtin());
-    bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
-        rt.block_on(async {
-            let mut tasks = tokio::task::JoinSet::new();
-            for c in 0..100 {
-                tasks.spawn(steps(
-                    engine.clone(),
-                    lib.clone(),
-                    format!("conv{c}"),
-                    CALLS / STEP / 100,
-                ));
-            }
-            while let Some(r) = tasks.join_next().await {
-                r.unwrap_or_else(|e| panic!("{e}"));
-            }
-        });
-    });
+    hundred_conversations(bencher, engine_with(&dir, None));
 }
 
 /// A database of 1,000,000 records: 1,000 conversations of 1,000 calls over 8 tools.

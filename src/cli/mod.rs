@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use std::sync::Arc;
 use toolgate::store::{Store, StoreError};
-use toolgate::tool::ToolLibrary;
+
+use toolgate::tool::{LoadedTool, ToolLibrary};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -98,6 +100,16 @@ pub fn store_failure(e: StoreError) -> Failure {
         StoreError::Foreign { .. } | StoreError::TooNew { .. } => Failure::bad_input(e.to_string()),
         other => Failure::other(other.to_string()),
     }
+}
+
+/// The tool `name` of the library, or bad input naming the tools there are.
+pub fn find_tool<'a>(lib: &'a ToolLibrary, name: &str) -> Result<&'a Arc<LoadedTool>, Failure> {
+    lib.get(name).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "there is no tool named '{name}'; the library has: {}",
+            lib.names().join(", ")
+        ))
+    })
 }
 
 /// The default tools folder, relative to the current directory.

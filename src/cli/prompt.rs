@@ -8,7 +8,7 @@ use clap::Args;
 use toolgate::prompt::{Prompts, openai_tools};
 
 use super::parse::print_json;
-use super::{Failure, load_tools};
+use super::{Failure, find_tool, load_tools};
 
 #[derive(Args, Debug)]
 pub struct PromptArgs {
@@ -31,12 +31,7 @@ pub fn run(args: PromptArgs) -> Result<ExitCode, Failure> {
     };
     let mut tools = Vec::new();
     for name in &names {
-        let tool = lib.get(name).ok_or_else(|| {
-            Failure::bad_input(format!(
-                "there is no tool named '{name}'; the library has: {}",
-                lib.names().join(", ")
-            ))
-        })?;
+        let tool = find_tool(&lib, name)?;
         tools.push(&**tool);
     }
     let mut out = std::io::stdout().lock();

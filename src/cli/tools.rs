@@ -13,7 +13,7 @@ use toolgate::tool::{
 };
 
 use super::parse::print_json;
-use super::{DEFAULT_TOOLS, Failure, load_tools, open_store, table};
+use super::{DEFAULT_TOOLS, Failure, find_tool, load_tools, open_store, table};
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
@@ -144,17 +144,8 @@ fn write_out(out: &mut impl Write, text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
 }
 
-fn find<'a>(lib: &'a ToolLibrary, name: &str) -> Result<&'a LoadedTool, Failure> {
-    lib.get(name).map(|t| &**t).ok_or_else(|| {
-        Failure::bad_input(format!(
-            "there is no tool named '{name}'; the library has: {}",
-            lib.names().join(", ")
-        ))
-    })
-}
-
 fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> {
-    let tool = find(lib, name)?;
+    let tool = find_tool(lib, name)?;
     let mut out = std::io::stdout().lock();
     if json {
         let mut v = summary(tool);
@@ -237,12 +228,7 @@ fn call(
     db: &Path,
     json: bool,
 ) -> Result<ExitCode, Failure> {
-    let tool = lib.get(name).cloned().ok_or_else(|| {
-        Failure::bad_input(format!(
-            "there is no tool named '{name}'; the library has: {}",
-            lib.names().join(", ")
-        ))
-    })?;
+    let tool = find_tool(lib, name)?.clone();
     let args: Map<String, Value> = match serde_json::from_str::<Value>(raw) {
         Ok(Value::Object(m)) => m,
         Ok(_) => return Err(Failure::bad_input("--args must be a JSON object")),
