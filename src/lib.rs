@@ -10,10 +10,14 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod agent;
 pub mod engine;
+pub mod model;
 pub mod parse;
+pub mod permission;
 pub mod prompt;
 pub mod protocol;
+pub mod run;
 pub mod store;
 pub mod tool;
 

@@ -99,3 +99,237 @@ pub enum Event {
         error_kind: Option<String>,
     },
 }
+
+/// Where a run stands (the names follow OpenAI's run object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// A process is running the loop (or died while doing so; `resume` takes it over).
+    InProgress,
+    /// Paused: every item of `required_action` needs a decision or an output.
+    RequiresAction,
+    /// The model answered without calling a tool.
+    Completed,
+    /// The loop stopped at `max_iterations` without a final answer.
+    Incomplete,
+    /// The model could not be reached or the run could not go on; `resume` retries.
+    Failed,
+    /// Stopped by `toolgate cancel`; it never continues.
+    Cancelled,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::InProgress,
+        RunStatus::RequiresAction,
+        RunStatus::Completed,
+        RunStatus::Incomplete,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::InProgress => "in_progress",
+            RunStatus::RequiresAction => "requires_action",
+            RunStatus::Completed => "completed",
+            RunStatus::Incomplete => "incomplete",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// The run will not continue, whatever is done to it.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Incomplete | RunStatus::Cancelled
+        )
+    }
+}
+
+/// What a paused item waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    /// A CONFIRM call: a person approves, edits or denies it.
+    Approval,
+    /// A definition-only call: the client runs it and submits its output.
+    SubmitToolOutput,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Approval => "approval",
+            ItemKind::SubmitToolOutput => "submit_tool_output",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ItemKind> {
+        [ItemKind::Approval, ItemKind::SubmitToolOutput]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// One unresolved item of a paused run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequiredItem {
+    pub call_id: String,
+    pub kind: ItemKind,
+    pub tool: String,
+    /// Exactly the arguments a decision applies to (secret parameters redacted).
+    pub arguments: serde_json::Value,
+}
+
+/// What a paused run waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequiredAction {
+    pub items: Vec<RequiredItem>,
+}
+
+/// How a person (or the client) resolved one item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the call as shown.
+    Approve,
+    /// Run it, and every later call of the same tool in this conversation.
+    ApproveAlways,
+    /// Do not run it; the reason goes to the model as the call's result.
+    Deny {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Run it with these arguments instead (validated when the decision is made).
+    Edit {
+        arguments: serde_json::Map<String, serde_json::Value>,
+    },
+    /// The client's output for a definition-only call.
+    Submit {
+        output: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// Tokens a run has used, summed over its model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    /// How many times the model was asked.
+    pub model_calls: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.model_calls += other.model_calls;
+    }
+}
+
+/// A run as the outside sees it: `toolgate show RUN --json`, and the last line of
+/// `toolgate run --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunObject {
+    pub id: String,
+    /// Always `"run"`.
+    pub object: String,
+    pub conversation_id: String,
+    pub agent: String,
+    pub model: String,
+    pub status: RunStatus,
+    /// Model turns taken so far.
+    pub iteration: u32,
+    pub max_iterations: u32,
+    /// While `requires_action`: every unresolved item; otherwise null.
+    pub required_action: Option<RequiredAction>,
+    /// Why the run failed, stopped incomplete, or was cancelled.
+    pub last_error: Option<String>,
+    /// The model's final answer, once completed.
+    pub output: Option<String>,
+    pub usage: Usage,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// What happens in a run, as it happens; `--json` prints one per line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum RunEvent {
+    /// A run began (or a paused or failed one continued).
+    #[serde(rename = "run.started")]
+    RunStarted {
+        run_id: String,
+        conversation_id: String,
+        agent: String,
+        model: String,
+        resumed: bool,
+    },
+    /// Model text that is not a tool call, as it streams.
+    #[serde(rename = "text.delta")]
+    TextDelta { run_id: String, text: String },
+    /// A call was found in the model's answer.
+    #[serde(rename = "tool_call.parsed")]
+    ToolCallParsed {
+        run_id: String,
+        call_id: String,
+        tool: String,
+        arguments: serde_json::Value,
+    },
+    /// Something in the answer was odd but recoverable (a dropped call, a value kept as text).
+    #[serde(rename = "parse.problem")]
+    ParseProblem { run_id: String, message: String },
+    /// A call waits for a person's decision or the client's output.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        run_id: String,
+        #[serde(flatten)]
+        item: RequiredItem,
+    },
+    /// A call was resolved without running: denied, refused by policy, or answered by
+    /// the client.
+    #[serde(rename = "tool.resolved")]
+    ToolResolved {
+        run_id: String,
+        call_id: String,
+        tool: String,
+        status: CallStatus,
+        output: String,
+    },
+    /// A model request failed and will be tried again.
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        run_id: String,
+        attempt: u32,
+        wait_ms: u64,
+        error: String,
+    },
+    /// The run paused; the items are in the run object.
+    #[serde(rename = "run.requires_action")]
+    RunRequiresAction {
+        run_id: String,
+        items: Vec<RequiredItem>,
+    },
+    #[serde(rename = "run.completed")]
+    RunCompleted { run_id: String },
+    #[serde(rename = "run.incomplete")]
+    RunIncomplete { run_id: String, reason: String },
+    #[serde(rename = "run.failed")]
+    RunFailed { run_id: String, error: String },
+    #[serde(rename = "run.cancelled")]
+    RunCancelled { run_id: String },
+    /// An engine event (tool.started, tool.output, tool.finished).
+    #[serde(untagged)]
+    Tool(Event),
+}

@@ -2,8 +2,12 @@
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod calls;
+mod interactive;
 mod parse;
 mod prompt;
+mod render;
+mod run;
+mod runs;
 mod stats;
 mod table;
 mod tools;
@@ -43,6 +47,22 @@ enum Command {
     Calls(calls::CallsArgs),
     /// Usage summaries: one conversation, one tool, or everything.
     Stats(stats::StatsArgs),
+    /// Run an agent on a message, until it answers, pauses for action (exit 3) or fails.
+    Run(run::RunArgs),
+    /// List runs, newest first.
+    Runs(runs::RunsArgs),
+    /// Show one run: status, waiting items, usage (--json: the run object).
+    Show(runs::ShowArgs),
+    /// Approve a paused run's call(s), optionally for good (--always) or with edited --args.
+    Approve(runs::ApproveArgs),
+    /// Deny a paused run's call; the reason goes to the model.
+    Deny(runs::DenyArgs),
+    /// Give a client tool's output to a paused run.
+    Submit(runs::SubmitArgs),
+    /// Continue a run whose items are all resolved, that failed, or whose process died.
+    Resume(runs::ResumeArgs),
+    /// Cancel a run that has not ended.
+    Cancel(runs::ResumeArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -76,6 +96,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Prompt(args) => prompt::run(args),
         Command::Calls(args) => calls::run(args, &cli.db),
         Command::Stats(args) => stats::run(args, &cli.db),
+        Command::Run(args) => run::run(args, &cli.db),
+        Command::Runs(args) => runs::list(args, &cli.db),
+        Command::Show(args) => runs::show(args, &cli.db),
+        Command::Approve(args) => runs::approve(args, &cli.db),
+        Command::Deny(args) => runs::deny(args, &cli.db),
+        Command::Submit(args) => runs::submit(args, &cli.db),
+        Command::Resume(args) => runs::resume(args, &cli.db),
+        Command::Cancel(args) => runs::cancel(args, &cli.db),
     }
 }
 

@@ -127,6 +127,13 @@ impl StreamParser {
         self.finish_with(Vec::new())
     }
 
+    /// Ends the input, then emits the native calls of the same answer (their deltas
+    /// merged by index), after the text's calls and in the same id space.
+    pub fn finish_native(self, native: super::NativeCalls) -> Vec<StreamEvent> {
+        let finished = native.finish(&self.opts);
+        self.finish_with(finished)
+    }
+
     /// Ends the input, then emits native calls found beside the text, so that they
     /// share the text calls' id space.
     pub(crate) fn finish_with(mut self, native: Vec<Finished>) -> Vec<StreamEvent> {

@@ -5,6 +5,7 @@
 mod migrations;
 mod queries;
 mod record;
+mod runs;
 mod summary;
 mod writer;
 
@@ -18,6 +19,10 @@ use tokio::sync::oneshot;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
+pub use runs::{
+    Decided, PendingRow, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
+    this_host,
+};
 pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use migrations::Found;

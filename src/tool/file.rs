@@ -238,7 +238,7 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
 
 /// The line (1-based) where `keys` appear one after the other as keys (`key:`,
 /// `"key"`, or `name: key` in the list form); the deepest one found.
-fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
+pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
     let lines: Vec<&str> = text.lines().collect();
     let mut from = 0;
     let mut found = None;
@@ -269,7 +269,7 @@ fn quoted_name(message: &str) -> &str {
         .unwrap_or("")
 }
 
-fn first_line(s: &str) -> String {
+pub(crate) fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or_default();
     let line = line.strip_prefix("error: ").unwrap_or(line);
     match line

@@ -4,7 +4,7 @@
 
 pub mod builtin;
 mod command;
-mod file;
+pub(crate) mod file;
 pub mod http;
 mod library;
 mod output;

@@ -1,0 +1,191 @@
+//! Agent files: a YAML file naming the agent, its model, mode, instructions, tools,
+//! permission overrides, iteration limit and workspace. Every error names the file, the
+//! field and (where it can) the line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tool::file::{first_line, line_of};
+use crate::tool::{Permission, ToolLibrary, Toolkit};
+
+/// The model used when neither the agent file nor `--model` names one.
+pub const DEFAULT_MODEL: &str = "openai:gpt-4o-mini";
+
+/// Model turns a run may take when the file sets no `max_iterations`.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
+
+/// How the agent's model sees its tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// OpenAI `tools` in the request; calls come back as native `tool_calls`.
+    #[default]
+    Native,
+    /// Tool instructions in the system prompt; calls parsed from the text, results
+    /// returned in the next user message.
+    Xml,
+}
+
+/// An agent, as read from its file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub name: String,
+    /// `openai:NAME` or `scripted:FILE`, when the file names one.
+    pub model: Option<String>,
+    pub mode: Mode,
+    pub instructions: String,
+    pub tools: Vec<String>,
+    pub permissions: HashMap<String, Permission>,
+    pub max_iterations: u32,
+    /// The root for file tools (relative paths are taken from the file's folder).
+    pub workspace: Option<PathBuf>,
+    /// The file it came from, absolute.
+    pub path: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    name: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    instructions_file: Option<PathBuf>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    permissions: HashMap<String, Permission>,
+    #[serde(default)]
+    max_iterations: Option<u32>,
+    #[serde(default)]
+    workspace: Option<PathBuf>,
+}
+
+/// A broken agent file: which file, which line, what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct AgentError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl Agent {
+    /// Reads and checks an agent file.
+    pub fn load(path: &Path) -> Result<Agent, AgentError> {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let fail = |line: Option<usize>, message: String| AgentError {
+            path: path.clone(),
+            line,
+            message,
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| fail(None, format!("cannot read the agent file: {e}")))?;
+        let raw: RawAgent = serde_saphyr::from_str(&text).map_err(|e| {
+            let message = e.to_string();
+            let line = e.location().map(|l| l.line() as usize);
+            fail(line, first_line(&message))
+        })?;
+        let at = |keys: &[&str], message: String| fail(line_of(&text, keys), message);
+        let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if raw.name.trim().is_empty() {
+            return Err(at(&["name"], "field 'name' is empty".into()));
+        }
+        let instructions = match (raw.instructions, raw.instructions_file) {
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    &["instructions_file"],
+                    "give 'instructions' or 'instructions_file', not both".into(),
+                ));
+            }
+            (Some(text), None) => text,
+            (None, Some(file)) => {
+                let file = folder.join(file);
+                std::fs::read_to_string(&file).map_err(|e| {
+                    at(
+                        &["instructions_file"],
+                        format!(
+                            "field 'instructions_file': cannot read {}: {e}",
+                            file.display()
+                        ),
+                    )
+                })?
+            }
+            (None, None) => String::new(),
+        };
+        if raw.max_iterations == Some(0) {
+            return Err(at(
+                &["max_iterations"],
+                "field 'max_iterations' must be at least 1".into(),
+            ));
+        }
+        if let Some(model) = &raw.model {
+            check_model_spec(model).map_err(|m| at(&["model"], format!("field 'model': {m}")))?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = raw.tools.iter().find(|t| !seen.insert(t.as_str())) {
+            return Err(at(
+                &["tools"],
+                format!("field 'tools': '{dup}' is listed twice"),
+            ));
+        }
+        if let Some(bad) = raw.permissions.keys().find(|k| !raw.tools.contains(k)) {
+            return Err(at(
+                &["permissions"],
+                format!(
+                    "field 'permissions': '{bad}' is not in the agent's 'tools' ({})",
+                    raw.tools.join(", ")
+                ),
+            ));
+        }
+        // A scripted model's file is found next to the agent file.
+        let model = raw.model.map(|m| match m.split_once(':') {
+            Some(("scripted", file)) if Path::new(file).is_relative() => {
+                format!("scripted:{}", folder.join(file).display())
+            }
+            _ => m,
+        });
+        Ok(Agent {
+            name: raw.name,
+            model,
+            mode: raw.mode,
+            instructions,
+            tools: raw.tools,
+            permissions: raw.permissions,
+            max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
+            workspace: raw.workspace.map(|w| folder.join(w)),
+            path,
+        })
+    }
+
+    /// The agent's view of `library`; an unknown tool name is an error on the `tools`
+    /// field.
+    pub fn toolkit(&self, library: &Arc<ToolLibrary>) -> Result<Toolkit, AgentError> {
+        library
+            .toolkit(&self.tools, self.permissions.clone())
+            .map_err(|message| AgentError {
+                line: std::fs::read_to_string(&self.path)
+                    .ok()
+                    .and_then(|t| line_of(&t, &["tools"])),
+                path: self.path.clone(),
+                message: format!("field 'tools': {message}"),
+            })
+    }
+}
+
+/// Checks the form of a model name: `openai:NAME` or `scripted:FILE`.
+pub fn check_model_spec(spec: &str) -> Result<(), String> {
+    match spec.split_once(':') {
+        Some(("openai" | "scripted", rest)) if !rest.trim().is_empty() => Ok(()),
+        _ => Err(format!(
+            "'{spec}' is not a model; use openai:NAME (for example {DEFAULT_MODEL}) or scripted:FILE"
+        )),
+    }
+}

@@ -1,0 +1,197 @@
+//! `toolgate run`: one agent run from the command line, and what every command that
+//! drives a run shares: the runner, the event printer, the terminal prompts for a
+//! paused run, and the exit code (0 completed, 3 paused, 1 otherwise).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use toolgate::agent::Agent;
+use toolgate::protocol::{RunObject, RunStatus};
+use toolgate::run::{RunError, Runner, StartRun};
+use toolgate::store::Store;
+use toolgate::tool::ToolLibrary;
+
+use super::{DEFAULT_TOOLS, Failure, render};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The agent file (YAML).
+    #[arg(long)]
+    agent: PathBuf,
+    /// The model: openai:NAME or scripted:FILE (default: the agent's, else openai:gpt-4o-mini).
+    #[arg(long)]
+    model: Option<String>,
+    /// Continue this conversation (its history goes to the model); a new one otherwise.
+    #[arg(long)]
+    conversation: Option<String>,
+    /// Print events as JSON lines, the run object last (and never ask on the terminal).
+    #[arg(long)]
+    json: bool,
+    /// The tools folder (default ./tools; built-in tools are always there).
+    #[arg(long)]
+    tools: Option<PathBuf>,
+    /// The root for file tools (default: the agent's workspace, else the current folder).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// The message for the agent; `-` reads it from stdin.
+    message: String,
+}
+
+/// What a command asks of the runner.
+pub enum Op {
+    Start(Box<StartRun>),
+    Resume(String),
+}
+
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))
+}
+
+/// A runner whose tool library comes from the run's tools folder, broken tool files
+/// reported on stderr.
+pub fn runner(store: Store) -> Runner {
+    let mut runner = Runner::new(store);
+    runner.load_library = Arc::new(|dir: Option<&Path>| match dir {
+        None => Ok(ToolLibrary::builtin()),
+        Some(dir) => {
+            let library = ToolLibrary::load(dir).map_err(|e| e.to_string())?;
+            for e in library.errors() {
+                eprintln!("toolgate: warning: {e} (tool skipped)");
+            }
+            Ok(library)
+        }
+    });
+    runner
+}
+
+pub fn run_failure(e: RunError) -> Failure {
+    match e {
+        RunError::Invalid(_) | RunError::NotFound(_) => Failure::bad_input(e.to_string()),
+        RunError::Store(s) => super::store_failure(s),
+        RunError::Conflict(_) => Failure::other(e.to_string()),
+    }
+}
+
+/// Runs `op` with its events printed as they come.
+pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            render::event(&e, json);
+        }
+    });
+    let mut runner = runner(store.clone());
+    runner.events = Some(tx);
+    let result = match op {
+        Op::Start(start) => runner.start(*start).await,
+        Op::Resume(id) => runner.resume(&id).await,
+    };
+    drop(runner);
+    let _ = printer.await;
+    result
+}
+
+/// After a run stopped: on a terminal (without `--json`) its waiting items are asked
+/// right there and the run continues; then the outcome is printed and the exit code
+/// returned.
+pub async fn finish(store: &Store, mut run: RunObject, json: bool) -> Result<ExitCode, Failure> {
+    let interactive = !json && std::io::stdin().is_terminal();
+    while interactive && run.status == RunStatus::RequiresAction {
+        let items = run
+            .required_action
+            .clone()
+            .map(|r| r.items)
+            .unwrap_or_default();
+        let runner = runner(store.clone());
+        let mut paused = false;
+        for item in &items {
+            loop {
+                let mut input = std::io::stdin().lock();
+                let mut out = std::io::stderr().lock();
+                let answer = super::interactive::ask(item, &mut input, &mut out)
+                    .map_err(|e| Failure::other(format!("cannot read the answer: {e}")))?;
+                drop(input);
+                let Some(decision) = answer else {
+                    paused = true;
+                    break;
+                };
+                match runner.decide(&run.id, Some(&item.call_id), decision).await {
+                    Ok(_) => break,
+                    // Edited arguments that do not validate: say why and ask again.
+                    Err(RunError::Invalid(m)) => eprintln!("{m}"),
+                    // Decided elsewhere meanwhile, or a pending item gone.
+                    Err(RunError::Conflict(m)) => {
+                        eprintln!("{m}");
+                        break;
+                    }
+                    Err(e) => return Err(run_failure(e)),
+                }
+            }
+            if paused {
+                break;
+            }
+        }
+        if paused {
+            break;
+        }
+        run = drive(store, json, Op::Resume(run.id.clone()))
+            .await
+            .map_err(run_failure)?;
+    }
+    render::outcome(&run, json);
+    Ok(exit_code(run.status))
+}
+
+pub fn exit_code(status: RunStatus) -> ExitCode {
+    match status {
+        RunStatus::Completed => ExitCode::SUCCESS,
+        RunStatus::RequiresAction => ExitCode::from(3),
+        _ => ExitCode::from(1),
+    }
+}
+
+pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let agent = Agent::load(&args.agent).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let message = if args.message == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| Failure::bad_input(format!("cannot read the message from stdin: {e}")))?
+    } else {
+        args.message
+    };
+    if message.trim().is_empty() {
+        return Err(Failure::bad_input("the message is empty"));
+    }
+    let tools_dir = match args.tools {
+        Some(dir) if !dir.is_dir() => {
+            return Err(Failure::bad_input(format!(
+                "tools folder {} does not exist",
+                dir.display()
+            )));
+        }
+        Some(dir) => Some(dir),
+        None => Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir()),
+    };
+    let store = super::open_store(db)?;
+    let start = StartRun {
+        agent,
+        model: args.model,
+        conversation: args.conversation,
+        message,
+        tools_dir,
+        workspace: args.workspace,
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let run = drive(&store, args.json, Op::Start(Box::new(start)))
+            .await
+            .map_err(run_failure)?;
+        finish(&store, run, args.json).await
+    })
+}

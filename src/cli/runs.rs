@@ -1,0 +1,311 @@
+//! The pause/resume loop from outside: `runs`, `show`, `approve`, `deny`, `submit`,
+//! `resume` and `cancel`. A decision that resolves a run's last waiting item continues
+//! the run in the same command, unless `--no-resume`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::Value;
+use toolgate::protocol::{Decision, RunStatus};
+use toolgate::run::run_object;
+use toolgate::store::Store;
+
+use super::run::{Op, drive, finish, run_failure, runner, runtime};
+use super::{Failure, render, table};
+
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    /// Only runs with this status (in_progress, requires_action, completed, incomplete, failed, cancelled).
+    #[arg(long)]
+    status: Option<String>,
+    /// Only runs of this conversation.
+    #[arg(long)]
+    conversation: Option<String>,
+    /// At most this many, newest first.
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The run id (or a unique start of it).
+    run: String,
+    #[arg(long)]
+    json: bool,
+}
+
+/// What every decision command shares.
+#[derive(Args, Debug)]
+pub struct DecisionArgs {
+    /// The run id (or a unique start of it).
+    run: String,
+    /// Record the decision only; do not continue the run.
+    #[arg(long)]
+    no_resume: bool,
+    /// Print events as JSON lines, the run object last.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    common: DecisionArgs,
+    /// The call to approve (default: every call waiting for approval).
+    #[arg(long)]
+    call: Option<String>,
+    /// Also approve every later call of the same tool in this conversation.
+    #[arg(long)]
+    always: bool,
+    /// Run the call with these arguments instead (a JSON object, validated first).
+    #[arg(long)]
+    args: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DenyArgs {
+    #[command(flatten)]
+    common: DecisionArgs,
+    #[arg(long)]
+    call: String,
+    /// Told to the model as the call's result.
+    #[arg(long)]
+    reason: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    common: DecisionArgs,
+    #[arg(long)]
+    call: String,
+    /// The client tool's output; `-` reads it from stdin.
+    #[arg(long)]
+    output: String,
+    /// The output is an error (the call failed on the client's side).
+    #[arg(long)]
+    error: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    run: String,
+    #[arg(long)]
+    json: bool,
+}
+
+fn open(db: &Path) -> Result<Store, Failure> {
+    super::open_existing_store(db)
+}
+
+pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let status = match &args.status {
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            Failure::bad_input(format!(
+                "unknown status '{s}'; use one of: {}",
+                RunStatus::ALL.map(RunStatus::as_str).join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let store = open(db)?;
+    let rows = store
+        .runs(status, args.conversation.as_deref(), args.limit)
+        .map_err(|e| run_failure(e.into()))?;
+    if args.json {
+        let objects: Vec<_> = rows.iter().map(|r| run_object(r, &[])).collect();
+        println!("{}", serde_json::to_string(&objects).unwrap_or_default());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("no runs");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.status.as_str().to_string(),
+                r.agent.clone(),
+                r.conversation_id.clone(),
+                r.iteration.to_string(),
+                super::calls::show_time(r.updated_at),
+                r.last_error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &[
+                "run",
+                "status",
+                "agent",
+                "conversation",
+                "turns",
+                "updated",
+                "error"
+            ],
+            &table_rows
+        )
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let store = open(db)?;
+    let run = runner(store).show(&args.run).map_err(run_failure)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&run).unwrap_or_default());
+    } else {
+        println!("run           {}", run.id);
+        println!("status        {}", run.status.as_str());
+        println!("agent         {}", run.agent);
+        println!("model         {}", run.model);
+        println!("conversation  {}", run.conversation_id);
+        println!("turns         {} of {}", run.iteration, run.max_iterations);
+        println!(
+            "usage         {} model calls, {} prompt + {} completion tokens",
+            run.usage.model_calls, run.usage.prompt_tokens, run.usage.completion_tokens
+        );
+        if let Some(e) = &run.last_error {
+            println!("last error    {e}");
+        }
+        if let Some(out) = &run.output {
+            println!("output        {out}");
+        }
+        for item in run.required_action.iter().flat_map(|r| &r.items) {
+            println!(
+                "waiting       {}  {}  {}  {}",
+                item.call_id,
+                item.kind.as_str(),
+                item.tool,
+                item.arguments
+            );
+        }
+    }
+    Ok(exit_if_paused(run.status))
+}
+
+fn exit_if_paused(status: RunStatus) -> ExitCode {
+    if status == RunStatus::RequiresAction {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub fn approve(args: ApproveArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let decision = match (&args.args, args.always) {
+        (Some(_), true) => {
+            return Err(Failure::bad_input(
+                "--args and --always do not go together: approve the edited call, then use --always next time",
+            ));
+        }
+        (Some(text), false) => {
+            if args.call.is_none() {
+                return Err(Failure::bad_input("--args needs --call ID"));
+            }
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(arguments)) => Decision::Edit { arguments },
+                Ok(_) => return Err(Failure::bad_input("--args must be a JSON object")),
+                Err(e) => return Err(Failure::bad_input(format!("--args is not JSON: {e}"))),
+            }
+        }
+        (None, true) => Decision::ApproveAlways,
+        (None, false) => Decision::Approve,
+    };
+    decide(args.common, args.call.as_deref(), decision, db)
+}
+
+pub fn deny(args: DenyArgs, db: &Path) -> Result<ExitCode, Failure> {
+    decide(
+        args.common,
+        Some(&args.call),
+        Decision::Deny {
+            reason: args.reason,
+        },
+        db,
+    )
+}
+
+pub fn submit(args: SubmitArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let output = if args.output == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| Failure::bad_input(format!("cannot read the output from stdin: {e}")))?
+    } else {
+        args.output
+    };
+    decide(
+        args.common,
+        Some(&args.call),
+        Decision::Submit {
+            output,
+            is_error: args.error,
+        },
+        db,
+    )
+}
+
+fn decide(
+    common: DecisionArgs,
+    call: Option<&str>,
+    decision: Decision,
+    db: &Path,
+) -> Result<ExitCode, Failure> {
+    let store = open(db)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let decided = runner(store.clone())
+            .decide(&common.run, call, decision)
+            .await
+            .map_err(run_failure)?;
+        if !common.json {
+            eprintln!(
+                "toolgate: recorded for {}; {} item(s) still waiting",
+                decided.calls.join(", "),
+                decided.waiting
+            );
+        }
+        if decided.waiting > 0 || common.no_resume {
+            let run = runner(store.clone())
+                .show(&common.run)
+                .map_err(run_failure)?;
+            render::outcome(&run, common.json);
+            return Ok(ExitCode::from(3));
+        }
+        let run = drive(&store, common.json, Op::Resume(common.run.clone()))
+            .await
+            .map_err(run_failure)?;
+        finish(&store, run, common.json).await
+    })
+}
+
+pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let store = open(db)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let run = drive(&store, args.json, Op::Resume(args.run.clone()))
+            .await
+            .map_err(run_failure)?;
+        finish(&store, run, args.json).await
+    })
+}
+
+pub fn cancel(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let store = open(db)?;
+    let rt = runtime()?;
+    let run = rt
+        .block_on(runner(store).cancel(&args.run))
+        .map_err(run_failure)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&run).unwrap_or_default());
+    } else {
+        println!("run {} cancelled", run.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}

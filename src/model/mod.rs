@@ -1,0 +1,143 @@
+//! Models: the `Model` trait the loop asks, the conversation messages it sends, and
+//! the two implementations (OpenAI-compatible servers, and scripted replies from a
+//! file), chosen by a name like `openai:gpt-4o-mini` or `scripted:replies.yaml`.
+
+mod openai;
+mod scripted;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use openai::{OpenAiConfig, OpenAiModel};
+pub use scripted::ScriptedModel;
+
+use crate::parse::{NativeCalls, ToolCall};
+use crate::protocol::Usage;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    /// A tool's result (native mode).
+    Tool,
+}
+
+/// One message of a conversation (the system prompt is not one: it is built from the
+/// agent for every request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    /// The calls of an assistant message, with the ids the results answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a tool message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+}
+
+/// What the loop asks a model.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    /// OpenAI `tools` entries (native mode); empty in xml mode.
+    pub tools: &'a [Value],
+}
+
+/// A model's whole answer.
+#[derive(Debug, Default)]
+pub struct ModelReply {
+    pub content: String,
+    /// Native tool calls, merged from their deltas.
+    pub native: NativeCalls,
+    pub usage: Usage,
+}
+
+/// Where a model reports as it answers.
+pub trait ReplySink: Send {
+    /// A piece of the answer's text.
+    fn text(&mut self, delta: &str);
+    /// The request failed and is tried again after `wait`: text sent so far is void.
+    fn retrying(&mut self, attempt: u32, wait: Duration, error: &str);
+}
+
+/// Why a model gave no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The model name, its file or its settings are wrong (bad input).
+    #[error("{0}")]
+    Config(String),
+    /// The server could not be reached, or kept failing, through every attempt.
+    #[error("the model server failed {attempts} time(s); last error: {last}")]
+    Unavailable { attempts: u32, last: String },
+    /// The server refused the request (not worth retrying).
+    #[error("the model server refused the request: {0}")]
+    Rejected(String),
+    /// A scripted model has no reply left.
+    #[error("{0}")]
+    Exhausted(String),
+}
+
+/// A model: given the conversation, it answers, streaming text to `sink`.
+#[async_trait::async_trait]
+pub trait Model: Send + Sync {
+    /// The name it was made from (`openai:gpt-4o-mini`, `scripted:/path/replies.yaml`).
+    fn name(&self) -> &str;
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError>;
+}
+
+/// Makes the model a name stands for. `scripted:FILE` paths are made absolute (so a
+/// run resumed from elsewhere finds the file); `openai:NAME` reads `OPENAI_API_KEY`
+/// and `OPENAI_BASE_URL` through `config`.
+pub fn from_name(name: &str, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
+    match name.split_once(':') {
+        Some(("scripted", path)) if !path.is_empty() => {
+            Ok(Arc::new(ScriptedModel::load(std::path::Path::new(path))?))
+        }
+        Some(("openai", model)) if !model.is_empty() => {
+            Ok(Arc::new(OpenAiModel::new(model, config)?))
+        }
+        _ => Err(ModelError::Config(format!(
+            "'{name}' is not a model; use openai:NAME or scripted:FILE"
+        ))),
+    }
+}

@@ -1,0 +1,268 @@
+//! OpenAI-compatible chat completions through async-openai: streamed, text deltas
+//! passed on as they arrive, tool-call deltas merged by index, token usage read from
+//! the last chunk, and bounded retries with exponential backoff on 429, 5xx, timeouts
+//! and dropped streams.
+
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use super::{Message, Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
+use crate::protocol::Usage;
+
+/// How to reach the server and how hard to try.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    pub api_key: Option<String>,
+    /// For any OpenAI-compatible server, e.g. `http://localhost:8000/v1`.
+    pub base_url: Option<String>,
+    /// Tries per request, the first included.
+    pub attempts: u32,
+    /// The wait before the second try; doubled for each later one.
+    pub backoff: Duration,
+    pub connect_timeout: Duration,
+    /// The longest silence while a reply streams.
+    pub read_timeout: Duration,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            base_url: None,
+            attempts: 4,
+            backoff: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl OpenAiConfig {
+    /// `OPENAI_API_KEY`, `OPENAI_BASE_URL`; `TOOLGATE_MODEL_ATTEMPTS` and
+    /// `TOOLGATE_MODEL_BACKOFF_MS` tune the retries.
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let mut config = Self {
+            api_key: var("OPENAI_API_KEY"),
+            base_url: var("OPENAI_BASE_URL"),
+            ..Self::default()
+        };
+        if let Some(n) = var("TOOLGATE_MODEL_ATTEMPTS").and_then(|v| v.parse().ok()) {
+            config.attempts = n;
+        }
+        if let Some(ms) = var("TOOLGATE_MODEL_BACKOFF_MS").and_then(|v| v.parse().ok()) {
+            config.backoff = Duration::from_millis(ms);
+        }
+        config
+    }
+}
+
+/// A model on an OpenAI-compatible server.
+pub struct OpenAiModel {
+    name: String,
+    model: String,
+    client: Client<OpenAIConfig>,
+    config: OpenAiConfig,
+}
+
+enum Failure {
+    Retry(String),
+    Fatal(String),
+}
+
+impl OpenAiModel {
+    pub fn new(model: &str, config: OpenAiConfig) -> Result<Self, ModelError> {
+        if config.api_key.is_none() && config.base_url.is_none() {
+            return Err(ModelError::Config(format!(
+                "openai:{model} needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local server); set it, or use --model scripted:FILE"
+            )));
+        }
+        let mut openai =
+            OpenAIConfig::new().with_api_key(config.api_key.clone().unwrap_or_default());
+        if let Some(base) = &config.base_url {
+            openai = openai.with_api_base(base.trim_end_matches('/'));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            name: format!("openai:{model}"),
+            model: model.to_string(),
+            client: Client::with_config(openai).with_http_client(http),
+            config,
+        })
+    }
+
+    async fn attempt(&self, body: &Value, sink: &mut dyn ReplySink) -> Result<ModelReply, Failure> {
+        let mut stream = self
+            .client
+            .chat()
+            .create_stream_byot::<Value, Value>(body.clone())
+            .await
+            .map_err(classify)?;
+        let mut reply = ModelReply {
+            usage: Usage {
+                model_calls: 1,
+                ..Usage::default()
+            },
+            ..ModelReply::default()
+        };
+        let mut offset = 0;
+        while let Some(item) = stream.next().await {
+            let chunk = item.map_err(classify)?;
+            if let Some(error) = chunk.get("error") {
+                return Err(Failure::Retry(format!(
+                    "the stream carried an error: {error}"
+                )));
+            }
+            if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+                let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                reply.usage.prompt_tokens = n("prompt_tokens");
+                reply.usage.completion_tokens = n("completion_tokens");
+                reply.usage.total_tokens = n("total_tokens");
+            }
+            let choices = chunk.get("choices").and_then(Value::as_array);
+            for choice in choices.into_iter().flatten() {
+                let Some(delta) = choice.get("delta") else {
+                    continue;
+                };
+                if let Some(text) = delta.get("content").and_then(Value::as_str)
+                    && !text.is_empty()
+                {
+                    reply.content.push_str(text);
+                    sink.text(text);
+                }
+                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for (i, call) in calls.iter().enumerate() {
+                        reply.native.delta_json(i, call, offset);
+                    }
+                }
+            }
+            offset += 1;
+        }
+        Ok(reply)
+    }
+}
+
+/// Whether an error is worth another try.
+fn classify(e: OpenAIError) -> Failure {
+    match &e {
+        OpenAIError::ApiError(api) => {
+            let status = api.status_code.as_u16();
+            if status == 429 || status == 408 || status >= 500 {
+                Failure::Retry(e.to_string())
+            } else {
+                Failure::Fatal(e.to_string())
+            }
+        }
+        OpenAIError::Reqwest(r) => match r.status() {
+            Some(s) if s.is_client_error() && s.as_u16() != 429 && s.as_u16() != 408 => {
+                Failure::Fatal(e.to_string())
+            }
+            _ => Failure::Retry(e.to_string()),
+        },
+        OpenAIError::StreamError(_) | OpenAIError::JSONDeserialize(..) => {
+            Failure::Retry(e.to_string())
+        }
+        _ => Failure::Fatal(e.to_string()),
+    }
+}
+
+/// The chat.completions request for `request`.
+pub(crate) fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
+    let native = !request.tools.is_empty();
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    messages.extend(request.messages.iter().map(|m| message_json(m, native)));
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if native {
+        body["tools"] = Value::Array(request.tools.to_vec());
+    }
+    body
+}
+
+fn message_json(m: &Message, native: bool) -> Value {
+    match m.role {
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": m.tool_call_id,
+            "content": m.content,
+        }),
+        Role::Assistant if native && !m.tool_calls.is_empty() => {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": Value::Object(c.arguments.clone()).to_string(),
+                        },
+                    })
+                })
+                .collect();
+            let content = if m.content.is_empty() {
+                Value::Null
+            } else {
+                Value::String(m.content.clone())
+            };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Role::Assistant => json!({"role": "assistant", "content": m.content}),
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError> {
+        let body = request_body(&self.model, &request);
+        let attempts = self.config.attempts.max(1);
+        let mut wait = self.config.backoff;
+        for attempt in 1..=attempts {
+            match self.attempt(&body, sink).await {
+                Ok(reply) => return Ok(reply),
+                Err(Failure::Fatal(message)) => return Err(ModelError::Rejected(message)),
+                Err(Failure::Retry(message)) if attempt == attempts => {
+                    return Err(ModelError::Unavailable {
+                        attempts,
+                        last: message,
+                    });
+                }
+                Err(Failure::Retry(message)) => {
+                    sink.retrying(attempt, wait, &message);
+                    tokio::time::sleep(wait).await;
+                    wait = wait.saturating_mul(2).min(Duration::from_secs(30));
+                }
+            }
+        }
+        Err(ModelError::Unavailable {
+            attempts,
+            last: "no attempt was made".into(),
+        })
+    }
+}

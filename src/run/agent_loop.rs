@@ -1,0 +1,650 @@
+//! The agent loop of DESIGN.md: model -> parse -> resolve -> gate -> execute -> record
+//! -> feed back, until the model answers without calls, the iterations run out, the
+//! run pauses for a person or the client, or it fails. Every step is saved before the
+//! next one starts; a call is saved as executing before it runs, so a crash never runs
+//! it twice.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+
+use super::conversation;
+use super::sink::TurnSink;
+use super::state::{Phase, TurnCall};
+use super::{Live, RunError, Runner, state_json};
+use crate::agent::Mode;
+use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall, now_ms};
+use crate::model::{Message, ModelRequest};
+use crate::parse::{ParseOptions, ToolCall};
+use crate::permission::Gate;
+use crate::prompt::cdata_escape;
+use crate::protocol::{
+    CallStatus, CallerKind, Decision, Event, ItemKind, RequiredItem, RunEvent, RunObject, RunStatus,
+};
+use crate::store::{CallQuery, CallRecord, RunSave};
+use crate::tool::DEFAULT_TIMEOUT;
+
+/// How a drive ended.
+enum End {
+    Completed,
+    Paused(Vec<RequiredItem>),
+    Incomplete(String),
+    Failed(String),
+}
+
+/// One state save.
+struct Save {
+    status: RunStatus,
+    last_error: Option<String>,
+    add_pending: Vec<RequiredItem>,
+    set_pending: Vec<(String, &'static str)>,
+    release: bool,
+}
+
+impl Save {
+    fn step() -> Self {
+        Self {
+            status: RunStatus::InProgress,
+            last_error: None,
+            add_pending: Vec::new(),
+            set_pending: Vec::new(),
+            release: false,
+        }
+    }
+
+    fn end(status: RunStatus, last_error: Option<String>) -> Self {
+        Self {
+            status,
+            last_error,
+            release: true,
+            ..Self::step()
+        }
+    }
+}
+
+impl Runner {
+    /// Drives a leased run until it ends or pauses, then returns its run object.
+    pub(crate) async fn drive(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
+        self.emit(RunEvent::RunStarted {
+            run_id: live.run_id.clone(),
+            conversation_id: live.conversation_id.clone(),
+            agent: live.agent.name.clone(),
+            model: live.state.model.clone(),
+            resumed,
+        });
+        let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();
+        let engine = Engine::new(
+            EngineConfig {
+                limits: self.limits.clone(),
+                default_timeout: DEFAULT_TIMEOUT,
+                workspace: live.state.workspace.clone(),
+            },
+            Some(self.store.clone()),
+            Some(tool_tx),
+        );
+        let cancel = Cancel::new();
+        let heartbeat = {
+            let (store, id, owner, cancel) = (
+                self.store.clone(),
+                live.run_id.clone(),
+                live.owner.clone(),
+                cancel.clone(),
+            );
+            tokio::spawn(async move {
+                let period = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
+                loop {
+                    tokio::time::sleep(period).await;
+                    if store
+                        .renew_lease(&id, &owner, super::LEASE_MS)
+                        .await
+                        .is_err()
+                    {
+                        // Cancelled or taken over: stop what is running.
+                        cancel.cancel();
+                        break;
+                    }
+                }
+            })
+        };
+        let result = self.steps(&mut live, &engine, &mut tool_rx, &cancel).await;
+        heartbeat.abort();
+        let run_id = live.run_id.clone();
+        let end = match result {
+            Ok(end) => end,
+            Err(RunError::Conflict(message)) => {
+                // The lease was lost: cancelled by the user, or taken over.
+                let object = self.show(&run_id)?;
+                if object.status == RunStatus::Cancelled {
+                    self.emit(RunEvent::RunCancelled { run_id });
+                    return Ok(object);
+                }
+                return Err(RunError::Conflict(message));
+            }
+            Err(other) => {
+                // Leave the run resumable: failed, with the reason, lease given back.
+                let message = other.to_string();
+                let _ = self
+                    .save(
+                        &mut live,
+                        Save::end(RunStatus::Failed, Some(message.clone())),
+                    )
+                    .await;
+                self.emit(RunEvent::RunFailed {
+                    run_id,
+                    error: message,
+                });
+                return Err(other);
+            }
+        };
+        self.emit(match end {
+            End::Completed => RunEvent::RunCompleted {
+                run_id: run_id.clone(),
+            },
+            End::Paused(items) => RunEvent::RunRequiresAction {
+                run_id: run_id.clone(),
+                items,
+            },
+            End::Incomplete(reason) => RunEvent::RunIncomplete {
+                run_id: run_id.clone(),
+                reason,
+            },
+            End::Failed(error) => RunEvent::RunFailed {
+                run_id: run_id.clone(),
+                error,
+            },
+        });
+        self.show(&run_id)
+    }
+
+    /// The loop.
+    async fn steps(
+        &self,
+        live: &mut Live,
+        engine: &Engine,
+        tool_rx: &mut UnboundedReceiver<Event>,
+        cancel: &Cancel,
+    ) -> Result<End, RunError> {
+        let system =
+            conversation::system_prompt(&live.agent, &live.toolkit).map_err(RunError::Invalid)?;
+        let tools = conversation::tools(&live.agent, &live.toolkit);
+        loop {
+            if live.state.turn.is_some() {
+                let waiting = self.settle(live, engine, tool_rx, cancel).await?;
+                if !waiting.is_empty() {
+                    self.save(live, Save::end(RunStatus::RequiresAction, None))
+                        .await?;
+                    return Ok(End::Paused(waiting));
+                }
+                feed_back(live);
+                continue;
+            }
+            if live.state.iteration >= live.state.max_iterations {
+                let reason = format!(
+                    "stopped after max_iterations ({}) without a final answer",
+                    live.state.max_iterations
+                );
+                self.save(live, Save::end(RunStatus::Incomplete, Some(reason.clone())))
+                    .await?;
+                return Ok(End::Incomplete(reason));
+            }
+            let opts = ParseOptions::default()
+                .with_schemas(std::sync::Arc::new(live.toolkit.schemas()))
+                .with_id_prefix(format!(
+                    "call_{}_{}_",
+                    live.run_id
+                        .trim_start_matches("run_")
+                        .get(..6)
+                        .unwrap_or("x"),
+                    live.state.iteration + 1
+                ));
+            let mut sink = TurnSink::new(&live.run_id, self.events.as_ref(), opts);
+            let request = ModelRequest {
+                system: &system,
+                messages: &live.state.messages,
+                tools: &tools,
+            };
+            let reply = match live.model.complete(request, &mut sink).await {
+                Ok(reply) => reply,
+                Err(e) => {
+                    let message = e.to_string();
+                    self.save(live, Save::end(RunStatus::Failed, Some(message.clone())))
+                        .await?;
+                    return Ok(End::Failed(message));
+                }
+            };
+            live.state.iteration += 1;
+            live.state.usage.add(reply.usage);
+            let had_native = !reply.native.is_empty();
+            let parsed = sink.finish(reply.native);
+            let calls = unique_ids(parsed.calls, &live.state.used_ids());
+            if calls.is_empty() {
+                live.state
+                    .messages
+                    .push(Message::assistant(reply.content, Vec::new()));
+                live.state.output = Some(parsed.text.trim().to_string());
+                self.save(live, Save::end(RunStatus::Completed, None))
+                    .await?;
+                return Ok(End::Completed);
+            }
+            let mut content = reply.content;
+            if live.state.mode == Mode::Xml && had_native && !mentions_calls(&content) {
+                // An xml-mode model sees its calls as text, the way it is told to write them.
+                for call in &calls {
+                    content.push_str(&xml_call(call));
+                }
+            }
+            live.state
+                .messages
+                .push(Message::assistant(content, calls.clone()));
+            let mut save = Save::step();
+            let mut refused = Vec::new();
+            let mut turn = Vec::with_capacity(calls.len());
+            for call in calls {
+                let gate = Gate::decide(&live.toolkit, &call, &live.standing);
+                let phase = match gate {
+                    Gate::Run => Phase::Ready,
+                    Gate::Approval | Gate::Client => {
+                        let item = self.required_item(live, &call, gate);
+                        self.emit(RunEvent::ApprovalRequested {
+                            run_id: live.run_id.clone(),
+                            item: item.clone(),
+                        });
+                        save.add_pending.push(item);
+                        Phase::Waiting
+                    }
+                    Gate::Refuse => {
+                        let output = format!(
+                            "'{}' is not allowed for this agent (permission: never); the call was not run.",
+                            call.name
+                        );
+                        refused.push(self.record(
+                            live,
+                            &call,
+                            CallStatus::Denied,
+                            Some("policy"),
+                            &output,
+                        ));
+                        self.resolved(live, &call, CallStatus::Denied, &output);
+                        Phase::Done {
+                            status: CallStatus::Denied,
+                            output,
+                        }
+                    }
+                };
+                turn.push(TurnCall {
+                    call,
+                    gate,
+                    phase,
+                    edited: None,
+                });
+            }
+            live.state.turn = Some(turn);
+            self.store.record_calls(refused).await?;
+            self.save(live, save).await?;
+        }
+    }
+
+    /// Applies decisions, recovers calls a dead process left executing, and runs every
+    /// call that may run. Returns the items still waiting.
+    async fn settle(
+        &self,
+        live: &mut Live,
+        engine: &Engine,
+        tool_rx: &mut UnboundedReceiver<Event>,
+        cancel: &Cancel,
+    ) -> Result<Vec<RequiredItem>, RunError> {
+        let mut turn = live.state.turn.take().unwrap_or_default();
+        let mut records = Vec::new();
+        let mut recorded: Option<Vec<crate::store::StoredCall>> = None;
+        for c in turn.iter_mut() {
+            match &c.phase {
+                Phase::Executing => {
+                    // A process died while this call ran. Its record, if committed, says
+                    // how it ended; otherwise its outcome is unknown. It never runs again.
+                    if recorded.is_none() {
+                        let q = CallQuery {
+                            run_id: Some(live.run_id.clone()),
+                            limit: Some(10_000),
+                            ..CallQuery::default()
+                        };
+                        recorded = Some(self.store.calls(&q)?.calls);
+                    }
+                    let found = recorded
+                        .iter()
+                        .flatten()
+                        .find(|r| r.record.call_id == c.call.id);
+                    c.phase = match found {
+                        Some(r) => Phase::Done {
+                            status: r.record.status,
+                            output: r
+                                .record
+                                .result
+                                .clone()
+                                .or_else(|| r.record.error_message.clone())
+                                .unwrap_or_default(),
+                        },
+                        None => {
+                            let output = "The process running this call stopped before it finished, so its outcome is unknown: it may or may not have taken effect. It was not run again.".to_string();
+                            records.push(self.record(
+                                live,
+                                &c.call,
+                                CallStatus::Failed,
+                                Some("interrupted"),
+                                &output,
+                            ));
+                            self.resolved(live, &c.call, CallStatus::Failed, &output);
+                            Phase::Done {
+                                status: CallStatus::Failed,
+                                output,
+                            }
+                        }
+                    };
+                    if c.gate != Gate::Run {
+                        live.pending_updates.push((c.call.id.clone(), "done"));
+                    }
+                }
+                Phase::Waiting => {
+                    if let Some(decision) = live.decisions.remove(&c.call.id) {
+                        self.apply(live, c, decision, &mut records);
+                    } else if c.gate == Gate::Approval && live.standing.contains(&c.call.name) {
+                        c.phase = Phase::Ready;
+                    }
+                }
+                Phase::Ready | Phase::Done { .. } => {}
+            }
+        }
+        self.store.record_calls(records).await?;
+        let ready: Vec<usize> = (0..turn.len())
+            .filter(|&i| turn[i].phase == Phase::Ready)
+            .collect();
+        if !ready.is_empty() {
+            let mut save = Save::step();
+            for &i in &ready {
+                turn[i].phase = Phase::Executing;
+                if turn[i].gate != Gate::Run {
+                    save.set_pending
+                        .push((turn[i].call.id.clone(), "executing"));
+                }
+            }
+            live.state.turn = Some(turn);
+            // Durable before anything runs: a crash from here on never runs these again.
+            self.save(live, save).await?;
+            turn = live.state.turn.take().unwrap_or_default();
+            let prepared: Vec<PreparedCall> = ready
+                .iter()
+                .map(|&i| self.prepare(live, &turn[i]))
+                .collect();
+            let outcomes = run_batch(engine, prepared, cancel, tool_rx, self).await?;
+            for (&i, outcome) in ready.iter().zip(outcomes) {
+                let mut output = outcome_text(&outcome);
+                if let Some(args) = &turn[i].edited {
+                    output = format!(
+                        "(A person edited the arguments before approving; the call ran with {})\n{output}",
+                        Value::Object(args.clone())
+                    );
+                }
+                if turn[i].gate != Gate::Run {
+                    live.pending_updates.push((turn[i].call.id.clone(), "done"));
+                }
+                turn[i].phase = Phase::Done {
+                    status: outcome.status,
+                    output,
+                };
+            }
+        }
+        let waiting: Vec<RequiredItem> = turn
+            .iter()
+            .filter(|c| c.phase == Phase::Waiting)
+            .map(|c| self.required_item(live, &c.call, c.gate))
+            .collect();
+        live.state.turn = Some(turn);
+        Ok(waiting)
+    }
+
+    /// One decision applied to a waiting call.
+    fn apply(
+        &self,
+        live: &mut Live,
+        c: &mut TurnCall,
+        decision: Decision,
+        records: &mut Vec<CallRecord>,
+    ) {
+        match decision {
+            Decision::Approve => c.phase = Phase::Ready,
+            Decision::ApproveAlways => {
+                if !live.standing.contains(&c.call.name) {
+                    live.standing.push(c.call.name.clone());
+                }
+                c.phase = Phase::Ready;
+            }
+            Decision::Edit { arguments } => {
+                c.edited = Some(arguments);
+                c.phase = Phase::Ready;
+            }
+            Decision::Deny { reason } => {
+                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                    Some(r) => format!("A person denied this call. Reason: {r}"),
+                    None => "A person denied this call; no reason was given.".to_string(),
+                };
+                records.push(self.record(
+                    live,
+                    &c.call,
+                    CallStatus::Denied,
+                    Some("denied"),
+                    &output,
+                ));
+                self.resolved(live, &c.call, CallStatus::Denied, &output);
+                live.pending_updates.push((c.call.id.clone(), "done"));
+                c.phase = Phase::Done {
+                    status: CallStatus::Denied,
+                    output,
+                };
+            }
+            Decision::Submit { output, is_error } => {
+                let status = if is_error {
+                    CallStatus::Failed
+                } else {
+                    CallStatus::Client
+                };
+                let mut record = self.record(
+                    live,
+                    &c.call,
+                    status,
+                    is_error.then_some("client_error"),
+                    &output,
+                );
+                record.set_result(&output);
+                records.push(record);
+                self.resolved(live, &c.call, status, &output);
+                live.pending_updates.push((c.call.id.clone(), "done"));
+                c.phase = Phase::Done { status, output };
+            }
+        }
+    }
+
+    fn prepare(&self, live: &Live, c: &TurnCall) -> PreparedCall {
+        let mut call = c.call.clone();
+        if let Some(args) = &c.edited {
+            call.arguments = args.clone();
+        }
+        PreparedCall {
+            tool: live.toolkit.resolve(&call.name).cloned(),
+            call,
+            conversation_id: live.conversation_id.clone(),
+            run_id: Some(live.run_id.clone()),
+            agent: Some(live.agent.name.clone()),
+            caller: CallerKind::Agent,
+            priority: 0,
+        }
+    }
+
+    fn required_item(&self, live: &Live, call: &ToolCall, gate: Gate) -> RequiredItem {
+        let arguments = match live.toolkit.resolve(&call.name) {
+            Ok(tool) => tool.redact(&call.arguments),
+            Err(_) => call.arguments.clone(),
+        };
+        RequiredItem {
+            call_id: call.id.clone(),
+            kind: if gate == Gate::Client {
+                ItemKind::SubmitToolOutput
+            } else {
+                ItemKind::Approval
+            },
+            tool: call.name.clone(),
+            arguments: Value::Object(arguments),
+        }
+    }
+
+    /// A record for a call resolved without running.
+    fn record(
+        &self,
+        live: &Live,
+        call: &ToolCall,
+        status: CallStatus,
+        error_kind: Option<&str>,
+        message: &str,
+    ) -> CallRecord {
+        let arguments = match live.toolkit.resolve(&call.name) {
+            Ok(tool) => tool.redact(&call.arguments),
+            Err(_) => call.arguments.clone(),
+        };
+        CallRecord {
+            call_id: call.id.clone(),
+            run_id: Some(live.run_id.clone()),
+            conversation_id: live.conversation_id.clone(),
+            agent: Some(live.agent.name.clone()),
+            caller: CallerKind::Agent,
+            tool: call.name.clone(),
+            arguments: Value::Object(arguments),
+            result: None,
+            result_size: 0,
+            status,
+            error_kind: error_kind.map(str::to_string),
+            error_message: error_kind.map(|_| message.to_string()),
+            started_at: now_ms(),
+            duration_ms: 0.0,
+        }
+    }
+
+    fn resolved(&self, live: &Live, call: &ToolCall, status: CallStatus, output: &str) {
+        self.emit(RunEvent::ToolResolved {
+            run_id: live.run_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            status,
+            output: output.to_string(),
+        });
+    }
+
+    async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
+        let mut set_pending = std::mem::take(&mut live.pending_updates);
+        set_pending.extend(save.set_pending);
+        let record = RunSave {
+            status: save.status,
+            state: state_json(&live.state)?,
+            iteration: live.state.iteration,
+            last_error: save.last_error,
+            add_pending: save.add_pending,
+            set_pending,
+            release: save.release,
+        };
+        Ok(self
+            .store
+            .save_run(&live.run_id, &live.owner, record)
+            .await?)
+    }
+}
+
+/// Runs a batch while passing the engine's events on in order, as they happen.
+async fn run_batch(
+    engine: &Engine,
+    prepared: Vec<PreparedCall>,
+    cancel: &Cancel,
+    tool_rx: &mut UnboundedReceiver<Event>,
+    runner: &Runner,
+) -> Result<Vec<CallOutcome>, RunError> {
+    let batch = engine.execute_batch(prepared, cancel);
+    tokio::pin!(batch);
+    loop {
+        tokio::select! {
+            biased;
+            Some(event) = tool_rx.recv() => runner.emit(RunEvent::Tool(event)),
+            outcomes = &mut batch => {
+                while let Ok(event) = tool_rx.try_recv() {
+                    runner.emit(RunEvent::Tool(event));
+                }
+                return Ok(outcomes?);
+            }
+        }
+    }
+}
+
+/// Ends a turn whose calls all have results: the results join the conversation, in
+/// call order.
+fn feed_back(live: &mut Live) {
+    let turn = live.state.turn.take().unwrap_or_default();
+    let outputs: Vec<(TurnCall, String)> = turn
+        .into_iter()
+        .map(|c| {
+            let output = match &c.phase {
+                Phase::Done { output, .. } => output.clone(),
+                _ => String::new(),
+            };
+            (c, output)
+        })
+        .collect();
+    live.state
+        .messages
+        .extend(conversation::results(live.state.mode, &outputs));
+}
+
+/// What the model is told about an engine outcome.
+fn outcome_text(outcome: &CallOutcome) -> String {
+    match &outcome.result {
+        Ok(out) => out.to_text(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Call ids unique within the conversation: a repeated id gets a suffix.
+fn unique_ids(calls: Vec<ToolCall>, used: &HashSet<&str>) -> Vec<ToolCall> {
+    let mut taken: HashSet<String> = used.iter().map(|s| s.to_string()).collect();
+    calls
+        .into_iter()
+        .map(|mut call| {
+            if taken.contains(&call.id) {
+                let mut n = 2;
+                while taken.contains(&format!("{}_{n}", call.id)) {
+                    n += 1;
+                }
+                call.id = format!("{}_{n}", call.id);
+            }
+            taken.insert(call.id.clone());
+            call
+        })
+        .collect()
+}
+
+fn mentions_calls(content: &str) -> bool {
+    ["<tool_call", "<invoke", "<function="]
+        .iter()
+        .any(|m| content.contains(m))
+}
+
+/// A call written the way xml-mode instructions ask for it.
+fn xml_call(call: &ToolCall) -> String {
+    let mut out = format!("\n<tool_call>\n  <name>{}</name>\n  <params>\n", call.name);
+    for (k, v) in &call.arguments {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.push_str(&format!(
+            "    <{k}><![CDATA[{}]]></{k}>\n",
+            cdata_escape(&text)
+        ));
+    }
+    out.push_str("  </params>\n</tool_call>");
+    out
+}

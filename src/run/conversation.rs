@@ -1,0 +1,101 @@
+//! What the model is sent besides the conversation: the system prompt (the agent's
+//! instructions, plus the tool instructions in xml mode), the OpenAI tools array in
+//! native mode, and the messages that give a turn's results back in call order.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::agent::{Agent, Mode};
+use crate::model::Message;
+use crate::prompt::{Prompts, ResultItem, openai_tools};
+use crate::protocol::CallStatus;
+use crate::tool::Toolkit;
+
+use super::state::TurnCall;
+
+fn prompts() -> Result<&'static Prompts, String> {
+    static PROMPTS: OnceLock<Result<Prompts, String>> = OnceLock::new();
+    PROMPTS
+        .get_or_init(|| Prompts::new().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The system prompt for `agent` with `toolkit`.
+pub(crate) fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, String> {
+    let mut system = agent.instructions.trim_end().to_string();
+    if agent.mode == Mode::Xml && !toolkit.names().is_empty() {
+        let tools = toolkit.tools();
+        let refs: Vec<&crate::tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
+        let text = prompts()?
+            .tool_instructions(&refs)
+            .map_err(|e| e.to_string())?;
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&text);
+    }
+    Ok(system)
+}
+
+/// The `tools` of a native-mode request (empty in xml mode).
+pub(crate) fn tools(agent: &Agent, toolkit: &Toolkit) -> Vec<Value> {
+    if agent.mode == Mode::Xml {
+        return Vec::new();
+    }
+    let tools = toolkit.tools();
+    let refs: Vec<&crate::tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
+    match openai_tools(&refs) {
+        Value::Array(list) => list,
+        _ => Vec::new(),
+    }
+}
+
+/// The status word the model reads for a result.
+fn status_word(status: CallStatus) -> &'static str {
+    match status {
+        CallStatus::Succeeded | CallStatus::Client => "ok",
+        CallStatus::Denied => "denied",
+        CallStatus::Timeout => "timeout",
+        CallStatus::Cancelled => "cancelled",
+        CallStatus::Failed => "error",
+    }
+}
+
+/// The messages that return a turn's results, in call order: one tool message per call
+/// (native), or one user message of `<tool_result>` blocks (xml).
+pub(crate) fn results(mode: Mode, calls: &[(TurnCall, String)]) -> Vec<Message> {
+    match mode {
+        Mode::Native => calls
+            .iter()
+            .map(|(c, output)| Message::tool(c.call.id.clone(), output.clone()))
+            .collect(),
+        Mode::Xml => {
+            let items: Vec<ResultItem> = calls
+                .iter()
+                .map(|(c, output)| ResultItem {
+                    call_id: c.call.id.clone(),
+                    name: c.call.name.clone(),
+                    status: match &c.phase {
+                        super::Phase::Done { status, .. } => status_word(*status),
+                        _ => "cancelled",
+                    }
+                    .to_string(),
+                    output: output.clone(),
+                })
+                .collect();
+            let text = match prompts()
+                .and_then(|p| p.tool_results(&items).map_err(|e| e.to_string()))
+            {
+                Ok(text) => text,
+                // The templates are built in; this only guards against a broken build.
+                Err(_) => items
+                    .iter()
+                    .map(|i| format!("{} ({}): {}\n{}\n", i.name, i.call_id, i.status, i.output))
+                    .collect(),
+            };
+            vec![Message::user(text)]
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! Runs: starting one, continuing a paused or failed one, recording decisions, and
+//! cancelling, all through the store, so a run paused by one process continues in
+//! another with nothing lost. The loop itself is in `agent_loop`.
+
+mod agent_loop;
+mod conversation;
+mod sink;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+pub use state::{Phase, RunState, TurnCall};
+
+use crate::agent::{Agent, AgentError, DEFAULT_MODEL};
+use crate::engine::LimitConfig;
+use crate::model::{self, Message, Model, ModelError, OpenAiConfig};
+use crate::protocol::{Decision, ItemKind, RequiredAction, RunEvent, RunObject, RunStatus, Usage};
+use crate::store::{Decided, PendingRow, RunRow, RunsError, Store, StoreError};
+use crate::tool::{ToolLibrary, Toolkit};
+
+/// How long a lease lasts without renewal; the holder renews it every third of this.
+pub const LEASE_MS: i64 = 30_000;
+
+/// Why a run could not be started or continued (a run that starts and then fails is
+/// not an error: its status says so).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad input: a broken agent file, an unknown model, invalid edited arguments.
+    #[error("{0}")]
+    Invalid(String),
+    /// The run is not in a state that allows this (another process holds it, it has
+    /// ended, the call is already decided).
+    #[error("{0}")]
+    Conflict(String),
+    #[error("there is no run '{0}' (toolgate runs lists them)")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<RunsError> for RunError {
+    fn from(e: RunsError) -> Self {
+        match e {
+            RunsError::Store(s) => RunError::Store(s),
+            RunsError::NotFound(id) => RunError::NotFound(id),
+            RunsError::Conflict(m) => RunError::Conflict(m),
+            RunsError::Sql(e) => RunError::Conflict(e.to_string()),
+        }
+    }
+}
+
+impl From<AgentError> for RunError {
+    fn from(e: AgentError) -> Self {
+        RunError::Invalid(e.to_string())
+    }
+}
+
+impl From<ModelError> for RunError {
+    fn from(e: ModelError) -> Self {
+        RunError::Invalid(e.to_string())
+    }
+}
+
+/// Loads the tool library for a tools folder (`None`: built-ins only).
+pub type LibraryLoader = Arc<dyn Fn(Option<&Path>) -> Result<ToolLibrary, String> + Send + Sync>;
+
+/// What a new run needs.
+#[derive(Debug, Clone)]
+pub struct StartRun {
+    pub agent: Agent,
+    /// Overrides the agent's model.
+    pub model: Option<String>,
+    /// Continues this conversation's history; a new conversation when `None`.
+    pub conversation: Option<String>,
+    pub message: String,
+    /// The tools folder to load (absolute or relative to the current folder).
+    pub tools_dir: Option<PathBuf>,
+    /// Overrides the agent's workspace.
+    pub workspace: Option<PathBuf>,
+}
+
+/// Starts, continues, decides and cancels runs.
+pub struct Runner {
+    pub store: Store,
+    pub load_library: LibraryLoader,
+    pub model_config: OpenAiConfig,
+    pub limits: LimitConfig,
+    /// Where events go as the run goes.
+    pub events: Option<UnboundedSender<RunEvent>>,
+    /// Used instead of the run's model name (tests, benchmarks, embedding programs).
+    pub model: Option<Arc<dyn Model>>,
+}
+
+/// Everything a leased run needs while the loop drives it.
+pub(crate) struct Live {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub owner: String,
+    pub agent: Agent,
+    pub toolkit: Toolkit,
+    pub model: Arc<dyn Model>,
+    pub state: RunState,
+    pub standing: Vec<String>,
+    /// Decisions read from the store, by call id.
+    pub decisions: std::collections::HashMap<String, Decision>,
+    /// Pending-item states to write with the next save.
+    pub pending_updates: Vec<(String, &'static str)>,
+}
+
+impl Runner {
+    /// A runner on `store` with the built-in library plus the tools folder, OpenAI
+    /// settings from the environment and no event sink.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            load_library: Arc::new(|dir: Option<&Path>| match dir {
+                Some(dir) => ToolLibrary::load(dir).map_err(|e| e.to_string()),
+                None => Ok(ToolLibrary::builtin()),
+            }),
+            model_config: OpenAiConfig::from_env(),
+            limits: LimitConfig::default(),
+            events: None,
+            model: None,
+        }
+    }
+
+    fn emit(&self, event: RunEvent) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(event);
+        }
+    }
+
+    fn model_for(&self, name: &str) -> Result<Arc<dyn Model>, RunError> {
+        match &self.model {
+            Some(m) => Ok(Arc::clone(m)),
+            None => Ok(model::from_name(name, self.model_config.clone())?),
+        }
+    }
+
+    fn toolkit(&self, agent: &Agent, tools_dir: Option<&Path>) -> Result<Toolkit, RunError> {
+        let library = (self.load_library)(tools_dir).map_err(RunError::Invalid)?;
+        Ok(agent.toolkit(&Arc::new(library))?)
+    }
+
+    /// Starts a run and drives it until it completes, pauses, fails or runs out of
+    /// iterations.
+    pub async fn start(&self, req: StartRun) -> Result<RunObject, RunError> {
+        let model_name = absolute_model_name(
+            req.model
+                .as_deref()
+                .or(req.agent.model.as_deref())
+                .unwrap_or(DEFAULT_MODEL),
+        );
+        crate::agent::check_model_spec(&model_name).map_err(RunError::Invalid)?;
+        let tools_dir = req
+            .tools_dir
+            .as_deref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+        let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
+        let model = self.model_for(&model_name)?;
+        let workspace = req
+            .workspace
+            .clone()
+            .or_else(|| req.agent.workspace.clone())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+        let run_id = format!("run_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let conversation_id = req.conversation.clone().unwrap_or_else(|| {
+            format!("conv_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
+        });
+        let mut messages = match &req.conversation {
+            Some(c) => self.history(c)?,
+            None => Vec::new(),
+        };
+        messages.push(Message::user(req.message.clone()));
+        let state = RunState {
+            agent_file: req.agent.path.clone(),
+            agent: req.agent.name.clone(),
+            model: model_name,
+            mode: req.agent.mode,
+            tools_dir,
+            workspace,
+            max_iterations: req.agent.max_iterations,
+            iteration: 0,
+            messages,
+            turn: None,
+            usage: Usage::default(),
+            output: None,
+        };
+        let owner = crate::store::lease_owner_name();
+        let text = state_json(&state)?;
+        self.store
+            .create_run(
+                &run_id,
+                &conversation_id,
+                &req.agent.name,
+                text,
+                &owner,
+                LEASE_MS,
+            )
+            .await?;
+        let standing = self.store.standing_approvals(&conversation_id)?;
+        let live = Live {
+            run_id,
+            conversation_id,
+            owner,
+            agent: req.agent,
+            toolkit,
+            model,
+            state,
+            standing,
+            decisions: Default::default(),
+            pending_updates: Vec::new(),
+        };
+        self.drive(live, false).await
+    }
+
+    /// Continues a run: one paused with every item now resolved, one that failed on a
+    /// model error, or one whose process died. Refused while another process holds it.
+    pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
+        let (row, pending) = self.store.run(run_id)?;
+        if row.status == RunStatus::RequiresAction
+            && let Some(p) = pending.iter().find(|p| p.state == "waiting")
+        {
+            return Err(RunError::Conflict(format!(
+                "run {} still waits on call {} ({}, {}); decide it first",
+                row.id,
+                p.item.call_id,
+                p.item.tool,
+                p.item.kind.as_str()
+            )));
+        }
+        let owner = crate::store::lease_owner_name();
+        let before = row.status;
+        let (row, pending) = self.store.acquire_run(&row.id, &owner, LEASE_MS).await?;
+        let id = row.id.clone();
+        let live = match self.live_from(row, pending, owner.clone()) {
+            Ok(live) => live,
+            Err(e) => {
+                // Give the lease back so that a fixed file lets the run go on.
+                let _ = self.store.release_run(&id, &owner, before).await;
+                return Err(e);
+            }
+        };
+        self.drive(live, true).await
+    }
+
+    fn live_from(
+        &self,
+        row: RunRow,
+        pending: Vec<PendingRow>,
+        owner: String,
+    ) -> Result<Live, RunError> {
+        let state: RunState = serde_json::from_str(&row.state).map_err(|e| {
+            RunError::Conflict(format!(
+                "run {}: its saved state cannot be read: {e}",
+                row.id
+            ))
+        })?;
+        let agent = Agent::load(&state.agent_file)?;
+        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        let model = self.model_for(&state.model)?;
+        let standing = self.store.standing_approvals(&row.conversation_id)?;
+        let decisions = pending
+            .into_iter()
+            .filter(|p| p.state == "decided")
+            .filter_map(|p| p.decision.map(|d| (p.item.call_id, d)))
+            .collect();
+        Ok(Live {
+            run_id: row.id,
+            conversation_id: row.conversation_id,
+            owner,
+            agent,
+            toolkit,
+            model,
+            state,
+            standing,
+            decisions,
+            pending_updates: Vec::new(),
+        })
+    }
+
+    /// Records a decision. Edited arguments are validated against the tool's schema
+    /// first; invalid ones change nothing.
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+    ) -> Result<Decided, RunError> {
+        let decision = match decision {
+            Decision::Edit { arguments } => {
+                let Some(call_id) = call_id else {
+                    return Err(RunError::Invalid(
+                        "edited arguments need the call they are for (--call ID)".into(),
+                    ));
+                };
+                let arguments = self.validate_edit(run_id, call_id, arguments)?;
+                Decision::Edit { arguments }
+            }
+            other => other,
+        };
+        Ok(self
+            .store
+            .decide(run_id, call_id, decision, |_| Ok(()))
+            .await?)
+    }
+
+    fn validate_edit(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Map<String, Value>, RunError> {
+        let (row, pending) = self.store.run(run_id)?;
+        let item = pending
+            .iter()
+            .find(|p| p.item.call_id == call_id && p.item.kind == ItemKind::Approval)
+            .ok_or_else(|| {
+                RunError::Conflict(format!("run {} has no approval item '{call_id}'", row.id))
+            })?;
+        let state: RunState = serde_json::from_str(&row.state)
+            .map_err(|e| RunError::Conflict(format!("run {}: unreadable state: {e}", row.id)))?;
+        let agent = Agent::load(&state.agent_file)?;
+        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        let tool = toolkit
+            .resolve(&item.item.tool)
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        tool.check(arguments)
+            .map_err(|e| RunError::Invalid(format!("the edited arguments were refused: {e}")))
+    }
+
+    /// Cancels a run that has not ended.
+    pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
+        let (id, _) = self.store.cancel_run(run_id).await?;
+        self.emit(RunEvent::RunCancelled { run_id: id.clone() });
+        self.show(&id)
+    }
+
+    /// The run object for `run_id` (an id or a unique prefix).
+    pub fn show(&self, run_id: &str) -> Result<RunObject, RunError> {
+        let (row, pending) = self.store.run(run_id)?;
+        Ok(run_object(&row, &pending))
+    }
+
+    /// The history a new run in `conversation` starts from: the messages of its last
+    /// run, with any call that never got a result answered as cancelled.
+    fn history(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
+        let Some(last) = self
+            .store
+            .runs(None, Some(conversation), 1)?
+            .into_iter()
+            .next()
+        else {
+            return Ok(Vec::new());
+        };
+        let state: RunState = serde_json::from_str(&last.state).map_err(|e| {
+            RunError::Conflict(format!(
+                "run {}: its saved state cannot be read: {e}",
+                last.id
+            ))
+        })?;
+        let mut messages = state.messages;
+        if let Some(turn) = state.turn {
+            let outputs: Vec<(TurnCall, String)> = turn
+                .into_iter()
+                .map(|c| {
+                    let text = match &c.phase {
+                        Phase::Done { output, .. } => output.clone(),
+                        _ => "The run ended before this call finished; it was not completed."
+                            .to_string(),
+                    };
+                    (c, text)
+                })
+                .collect();
+            messages.extend(conversation::results(state.mode, &outputs));
+        }
+        Ok(messages)
+    }
+}
+
+fn state_json(state: &RunState) -> Result<String, RunError> {
+    serde_json::to_string(state)
+        .map_err(|e| RunError::Conflict(format!("cannot save the run's state: {e}")))
+}
+
+/// `scripted:` paths made absolute, so that another folder's process finds the file.
+fn absolute_model_name(name: &str) -> String {
+    match name.split_once(':') {
+        Some(("scripted", path)) if !path.is_empty() => {
+            let path = Path::new(path);
+            let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            format!("scripted:{}", abs.display())
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// The run object of a stored run.
+pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
+    let state: Option<RunState> = serde_json::from_str(&row.state).ok();
+    let items: Vec<_> = pending
+        .iter()
+        .filter(|p| p.state == "waiting")
+        .map(|p| p.item.clone())
+        .collect();
+    RunObject {
+        id: row.id.clone(),
+        object: "run".into(),
+        conversation_id: row.conversation_id.clone(),
+        agent: row.agent.clone(),
+        model: state.as_ref().map(|s| s.model.clone()).unwrap_or_default(),
+        status: row.status,
+        iteration: row.iteration,
+        max_iterations: state.as_ref().map_or(0, |s| s.max_iterations),
+        required_action: (row.status == RunStatus::RequiresAction)
+            .then_some(RequiredAction { items }),
+        last_error: row.last_error.clone(),
+        output: state.as_ref().and_then(|s| s.output.clone()),
+        usage: state.as_ref().map(|s| s.usage).unwrap_or_default(),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}

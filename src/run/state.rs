@@ -1,0 +1,71 @@
+//! A run's saved state: what it needs to continue in another process (the agent file,
+//! model, tools folder and workspace it started with), the conversation so far, and
+//! the current turn's calls with where each one stands.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::agent::Mode;
+use crate::model::Message;
+use crate::parse::ToolCall;
+use crate::permission::Gate;
+use crate::protocol::{CallStatus, Usage};
+
+/// Everything saved with a run (`runs.state`, as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The agent file, absolute; it is read again when the run continues.
+    pub agent_file: PathBuf,
+    pub agent: String,
+    pub model: String,
+    pub mode: Mode,
+    /// The tools folder the run started with, absolute (`None`: built-ins only).
+    pub tools_dir: Option<PathBuf>,
+    pub workspace: PathBuf,
+    pub max_iterations: u32,
+    /// Model turns taken.
+    pub iteration: u32,
+    pub messages: Vec<Message>,
+    /// The calls of the last model turn, until every one has its result.
+    pub turn: Option<Vec<TurnCall>>,
+    pub usage: Usage,
+    /// The final answer, once completed.
+    pub output: Option<String>,
+}
+
+/// One call of the current turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnCall {
+    pub call: ToolCall,
+    pub gate: Gate,
+    pub phase: Phase,
+    /// Arguments a person edited before approving; the call runs with these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Map<String, Value>>,
+}
+
+/// Where one call stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// Waiting for a decision or the client's output.
+    Waiting,
+    /// Allowed; runs at the next step.
+    Ready,
+    /// Running (saved before it starts: found here after a crash, it is not run again).
+    Executing,
+    /// Finished: how, and what the model is told.
+    Done { status: CallStatus, output: String },
+}
+
+impl RunState {
+    /// The ids already used by calls in this conversation.
+    pub fn used_ids(&self) -> std::collections::HashSet<&str> {
+        self.messages
+            .iter()
+            .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
+            .collect()
+    }
+}

@@ -1,0 +1,586 @@
+//! Runs in the store: the saved state of each run, its pending items and their
+//! decisions, standing approvals, and the lease that lets exactly one process continue
+//! a run at a time. Every change is one IMMEDIATE transaction on the writer thread, so
+//! two processes racing for the same run are serialised by SQLite itself.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{Store, StoreError, describe, writer};
+use crate::engine::now_ms;
+use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
+
+/// Why a run operation was refused, or what went wrong with the database.
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("there is no run '{0}' (toolgate runs lists them)")]
+    NotFound(String),
+    /// The operation does not fit the run's state; the message says why and what to do.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// A run as stored.
+#[derive(Debug, Clone)]
+pub struct RunRow {
+    pub id: String,
+    pub conversation_id: String,
+    pub agent: String,
+    pub status: RunStatus,
+    /// The run's state as JSON (see `run::RunState`).
+    pub state: String,
+    pub iteration: u32,
+    pub last_error: Option<String>,
+    pub lease_owner: Option<String>,
+    pub lease_until: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One item of a paused turn, as stored.
+#[derive(Debug, Clone)]
+pub struct PendingRow {
+    pub item: RequiredItem,
+    pub decision: Option<Decision>,
+    /// `waiting`, `decided`, `executing` or `done`.
+    pub state: String,
+}
+
+/// A save of a run's state by the process holding its lease.
+#[derive(Debug, Clone)]
+pub struct RunSave {
+    pub status: RunStatus,
+    pub state: String,
+    pub iteration: u32,
+    pub last_error: Option<String>,
+    /// New pending items (state `waiting`).
+    pub add_pending: Vec<RequiredItem>,
+    /// Pending items whose state changes: call id and new state.
+    pub set_pending: Vec<(String, &'static str)>,
+    /// Give up the lease with this save (the run pauses or ends).
+    pub release: bool,
+}
+
+/// What a decision changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// The call ids that were decided by this command.
+    pub calls: Vec<String>,
+    /// Items of the run still waiting.
+    pub waiting: usize,
+}
+
+const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at";
+
+fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
+    let status: String = row.get(3)?;
+    Ok(RunRow {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        agent: row.get(2)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        state: row.get(4)?,
+        iteration: row.get(5)?,
+        last_error: row.get(6)?,
+        lease_owner: row.get(7)?,
+        lease_until: row.get(8)?,
+        created_at: row.get(9)?,
+        updated_at: row.get(10)?,
+    })
+}
+
+fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
+    let kind: String = row.get(1)?;
+    let arguments: String = row.get(3)?;
+    let decision: Option<String> = row.get(4)?;
+    Ok(PendingRow {
+        item: RequiredItem {
+            call_id: row.get(0)?,
+            kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
+            tool: row.get(2)?,
+            arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
+        },
+        decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
+        state: row.get(5)?,
+    })
+}
+
+/// Finds a run by its id or a unique prefix of it.
+fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+    if let Some(run) = conn.query_row(&sql, [id], run_from_row).optional()? {
+        return Ok(run);
+    }
+    let sql = format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE id LIKE ?1 || '%' ESCAPE '\\' ORDER BY id LIMIT 2"
+    );
+    let escaped = id
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    let mut stmt = conn.prepare(&sql)?;
+    let found: Vec<RunRow> = stmt
+        .query_map([escaped], run_from_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    match found.len() {
+        1 => Ok(found
+            .into_iter()
+            .next()
+            .ok_or_else(|| RunsError::NotFound(id.into()))?),
+        0 => Err(RunsError::NotFound(id.to_string())),
+        _ => Err(RunsError::Conflict(format!(
+            "'{id}' is the start of more than one run id; give more of it"
+        ))),
+    }
+}
+
+fn pending_rows(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT call_id, kind, tool, arguments, decision, state FROM pending WHERE run_id = ?1 ORDER BY rowid",
+    )?;
+    let rows = stmt
+        .query_map([run_id], pending_from_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Whether the process named in a lease may still be running. A lease names
+/// `pid/host/nonce`; on the same host a dead (or zombie) pid frees the lease at once,
+/// elsewhere only its expiry does.
+pub fn lease_holder_alive(owner: &str) -> bool {
+    let mut parts = owner.splitn(3, '/');
+    let (Some(pid), Some(host)) = (parts.next(), parts.next()) else {
+        return true;
+    };
+    if host != this_host() || !Path::new("/proc/self").exists() {
+        return true;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// This machine's name, for leases.
+pub fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// A lease owner name for this process.
+pub fn lease_owner_name() -> String {
+    format!(
+        "{}/{}/{}",
+        std::process::id(),
+        this_host(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+impl Store {
+    /// Runs `f` in an IMMEDIATE transaction on the writer thread and commits it, unless
+    /// `f` fails.
+    pub(crate) async fn transact<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, RunsError> + Send + 'static,
+    ) -> Result<T, RunsError> {
+        let gone = || StoreError::WriterGone {
+            path: self.inner.path.clone(),
+        };
+        let (ack, done) = oneshot::channel();
+        let path = self.inner.path.clone();
+        let busy = self.inner.options.busy_timeout;
+        let job = move |conn: &mut Connection| {
+            let result = (|| {
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let value = f(&tx)?;
+                tx.commit()?;
+                Ok(value)
+            })()
+            .map_err(|e| match e {
+                RunsError::Sql(e) => RunsError::Store(describe(&path, busy, e)),
+                other => other,
+            });
+            let _ = ack.send(result);
+        };
+        {
+            let guard = self.inner.writer.lock().map_err(|_| gone())?;
+            let sender = guard.as_ref().ok_or_else(gone)?;
+            sender
+                .send(writer::Msg::Exec(Box::new(job)))
+                .map_err(|_| gone())?;
+        }
+        done.await.map_err(|_| gone())?
+    }
+
+    /// Reads with the run-level error type.
+    fn read_runs<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, RunsError>,
+    ) -> Result<T, RunsError> {
+        let mut out = None;
+        self.read(|conn| {
+            out = Some(f(conn));
+            Ok(())
+        })?;
+        out.ok_or_else(|| RunsError::Conflict("the read did not run".into()))?
+    }
+
+    /// A new run, in progress and leased to `owner`.
+    pub async fn create_run(
+        &self,
+        id: &str,
+        conversation_id: &str,
+        agent: &str,
+        state: String,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<(), RunsError> {
+        let (id, conversation_id, agent, owner) = (
+            id.to_string(),
+            conversation_id.to_string(),
+            agent.to_string(),
+            owner.to_string(),
+        );
+        self.transact(move |tx| {
+            if let Some(other) = tx
+                .query_row(
+                    "SELECT id, status FROM runs WHERE conversation_id = ?1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
+                    [&conversation_id],
+                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+                )
+                .optional()?
+            {
+                return Err(RunsError::Conflict(format!(
+                    "conversation '{conversation_id}' has an unfinished run {} ({}); resolve, resume or cancel it first",
+                    other.0, other.1
+                )));
+            }
+            let now = now_ms();
+            tx.execute(
+                "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7)",
+                params![id, conversation_id, agent, state, owner, now + lease_ms, now],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Takes the lease of a run so that this process can continue it: refused while
+    /// another live process holds it, or when the run has ended. Returns the run and
+    /// its pending items.
+    pub async fn acquire_run(
+        &self,
+        id: &str,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<(RunRow, Vec<PendingRow>), RunsError> {
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.transact(move |tx| {
+            let mut run = find_run(tx, &id)?;
+            if run.status.is_final() {
+                return Err(RunsError::Conflict(format!(
+                    "run {} is {}; it cannot continue (start a new run with --conversation {})",
+                    run.id,
+                    run.status.as_str(),
+                    run.conversation_id
+                )));
+            }
+            let now = now_ms();
+            if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
+                && until > now
+                && lease_holder_alive(holder)
+            {
+                let pid = holder.split('/').next().unwrap_or("?");
+                return Err(RunsError::Conflict(format!(
+                    "run {} is being continued by another process (pid {pid}); nothing was changed",
+                    run.id
+                )));
+            }
+            let pending = pending_rows(tx, &run.id)?;
+            tx.execute(
+                "UPDATE runs SET lease_owner = ?2, lease_until = ?3, status = 'in_progress', updated_at = ?4 WHERE id = ?1",
+                params![run.id, owner, now + lease_ms, now],
+            )?;
+            run.lease_owner = Some(owner);
+            run.lease_until = Some(now + lease_ms);
+            Ok((run, pending))
+        })
+        .await
+    }
+
+    /// Extends the lease; fails when this process no longer holds it (the run was
+    /// cancelled, or taken over after the lease ran out).
+    pub async fn renew_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<(), RunsError> {
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.transact(move |tx| {
+            let n = tx.execute(
+                "UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'",
+                params![id, owner, now_ms() + lease_ms],
+            )?;
+            if n == 0 {
+                return Err(lost_lease(&id));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Gives a lease back without running, restoring the status the run had.
+    pub async fn release_run(
+        &self,
+        id: &str,
+        owner: &str,
+        status: RunStatus,
+    ) -> Result<(), RunsError> {
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.transact(move |tx| {
+            tx.execute(
+                "UPDATE runs SET status = ?3, lease_owner = NULL, lease_until = NULL WHERE id = ?1 AND lease_owner = ?2",
+                params![id, owner, status.as_str()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Saves a run's state, status and pending items, as the holder of its lease.
+    pub async fn save_run(&self, id: &str, owner: &str, save: RunSave) -> Result<(), RunsError> {
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.transact(move |tx| {
+            let now = now_ms();
+            let n = tx.execute(
+                "UPDATE runs SET status = ?3, state = ?4, iteration = ?5, last_error = ?6, updated_at = ?7,
+                   lease_owner = CASE WHEN ?8 THEN NULL ELSE lease_owner END,
+                   lease_until = CASE WHEN ?8 THEN NULL ELSE lease_until END
+                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'",
+                params![
+                    id,
+                    owner,
+                    save.status.as_str(),
+                    save.state,
+                    save.iteration,
+                    save.last_error,
+                    now,
+                    save.release
+                ],
+            )?;
+            if n == 0 {
+                return Err(lost_lease(&id));
+            }
+            {
+                let mut add = tx.prepare_cached(
+                    "INSERT INTO pending (run_id, call_id, kind, tool, arguments) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                for item in &save.add_pending {
+                    add.execute(params![
+                        id,
+                        item.call_id,
+                        item.kind.as_str(),
+                        item.tool,
+                        item.arguments.to_string()
+                    ])?;
+                }
+                let mut set = tx.prepare_cached(
+                    "UPDATE pending SET state = ?3 WHERE run_id = ?1 AND call_id = ?2",
+                )?;
+                for (call_id, state) in &save.set_pending {
+                    set.execute(params![id, call_id, state])?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Records a decision (or a client's output) for the waiting items of a paused run.
+    /// `call_id` `None` decides every waiting approval. `ApproveAlways` also stores a
+    /// standing approval and approves the other waiting calls of the same tool.
+    /// `check` sees each item before it is decided and may refuse it (edited arguments
+    /// that do not validate).
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        check: impl Fn(&RequiredItem) -> Result<(), String> + Send + 'static,
+    ) -> Result<Decided, RunsError> {
+        let (run_id, call_id) = (run_id.to_string(), call_id.map(str::to_string));
+        self.transact(move |tx| {
+            let run = find_run(tx, &run_id)?;
+            if run.status != RunStatus::RequiresAction {
+                return Err(RunsError::Conflict(format!(
+                    "run {} is {}, not waiting for a decision",
+                    run.id,
+                    run.status.as_str()
+                )));
+            }
+            let pending = pending_rows(tx, &run.id)?;
+            let waiting: Vec<&PendingRow> =
+                pending.iter().filter(|p| p.state == "waiting").collect();
+            let wants = match decision {
+                Decision::Submit { .. } => ItemKind::SubmitToolOutput,
+                _ => ItemKind::Approval,
+            };
+            let mut chosen: Vec<&PendingRow> = match &call_id {
+                Some(c) => {
+                    let Some(p) = pending.iter().find(|p| &p.item.call_id == c) else {
+                        let ids: Vec<&str> =
+                            waiting.iter().map(|p| p.item.call_id.as_str()).collect();
+                        return Err(RunsError::Conflict(format!(
+                            "run {} has no pending call '{c}'; waiting: {}",
+                            run.id,
+                            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+                        )));
+                    };
+                    if p.state != "waiting" {
+                        return Err(RunsError::Conflict(format!(
+                            "call {c} of run {} is already decided ({})",
+                            run.id, p.state
+                        )));
+                    }
+                    if p.item.kind != wants {
+                        let hint = match p.item.kind {
+                            ItemKind::SubmitToolOutput => "it is a client tool: use toolgate submit",
+                            ItemKind::Approval => "it needs a decision: use toolgate approve or deny",
+                        };
+                        return Err(RunsError::Conflict(format!(
+                            "call {c} ({}) is a {} item; {hint}",
+                            p.item.tool,
+                            p.item.kind.as_str()
+                        )));
+                    }
+                    vec![p]
+                }
+                None => waiting.iter().copied().filter(|p| p.item.kind == wants).collect(),
+            };
+            if chosen.is_empty() {
+                return Err(RunsError::Conflict(format!(
+                    "run {} has no waiting {} items",
+                    run.id,
+                    wants.as_str()
+                )));
+            }
+            if decision == Decision::ApproveAlways {
+                let tools: Vec<String> = chosen.iter().map(|p| p.item.tool.clone()).collect();
+                for p in &waiting {
+                    if p.item.kind == ItemKind::Approval
+                        && tools.contains(&p.item.tool)
+                        && !chosen.iter().any(|c| c.item.call_id == p.item.call_id)
+                    {
+                        chosen.push(p);
+                    }
+                }
+                for tool in tools {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)",
+                        params![run.conversation_id, tool, now_ms()],
+                    )?;
+                }
+            }
+            for p in &chosen {
+                check(&p.item).map_err(RunsError::Conflict)?;
+            }
+            let text = serde_json::to_string(&decision)
+                .map_err(|e| RunsError::Conflict(e.to_string()))?;
+            let now = now_ms();
+            let mut calls = Vec::new();
+            for p in &chosen {
+                tx.execute(
+                    "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
+                    params![run.id, p.item.call_id, text, now],
+                )?;
+                calls.push(p.item.call_id.clone());
+            }
+            tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![run.id, now])?;
+            Ok(Decided {
+                waiting: waiting.len() - calls.len(),
+                calls,
+            })
+        })
+        .await
+    }
+
+    /// Cancels a run that has not ended; returns the status it had.
+    pub async fn cancel_run(&self, id: &str) -> Result<(String, RunStatus), RunsError> {
+        let id = id.to_string();
+        self.transact(move |tx| {
+            let run = find_run(tx, &id)?;
+            if run.status.is_final() {
+                return Err(RunsError::Conflict(format!(
+                    "run {} is already {}",
+                    run.id,
+                    run.status.as_str()
+                )));
+            }
+            tx.execute(
+                "UPDATE runs SET status = 'cancelled', last_error = 'cancelled by the user', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1",
+                params![run.id, now_ms()],
+            )?;
+            Ok((run.id, run.status))
+        })
+        .await
+    }
+
+    /// One run, by id or unique id prefix, with its pending items.
+    pub fn run(&self, id: &str) -> Result<(RunRow, Vec<PendingRow>), RunsError> {
+        self.read_runs(|conn| {
+            let run = find_run(conn, id)?;
+            let pending = pending_rows(conn, &run.id)?;
+            Ok((run, pending))
+        })
+    }
+
+    /// Runs, newest first.
+    pub fn runs(
+        &self,
+        status: Option<RunStatus>,
+        conversation: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, RunsError> {
+        self.read_runs(|conn| {
+            let sql = format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR conversation_id = ?2) ORDER BY created_at DESC, rowid DESC LIMIT ?3"
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt
+                .query_map(
+                    params![status.map(RunStatus::as_str), conversation, limit as i64],
+                    run_from_row,
+                )?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// The tools with a standing approval in a conversation.
+    pub fn standing_approvals(&self, conversation: &str) -> Result<Vec<String>, RunsError> {
+        self.read_runs(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT tool FROM standing_decisions WHERE conversation_id = ?1 AND decision = 'approve' ORDER BY tool",
+            )?;
+            let rows = stmt
+                .query_map([conversation], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+    }
+}
+
+fn lost_lease(id: &str) -> RunsError {
+    RunsError::Conflict(format!(
+        "run {id} was cancelled or taken over by another process; this process stopped"
+    ))
+}
