@@ -5,14 +5,44 @@ use std::io::Write;
 
 use toolgate::protocol::{Event, RunEvent, RunObject, RunStatus};
 
-/// Prints one event.
-pub fn event(e: &RunEvent, json: bool) {
-    if json {
-        if let Ok(line) = serde_json::to_string(e) {
-            println!("{line}");
+/// Prints events in order; remembers whether model text is mid-line.
+#[derive(Default)]
+pub struct Printer {
+    json: bool,
+    text_open: bool,
+}
+
+impl Printer {
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            text_open: false,
         }
-        return;
     }
+
+    /// Prints one event.
+    pub fn event(&mut self, e: &RunEvent) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(e) {
+                println!("{line}");
+            }
+            return;
+        }
+        if let RunEvent::TextDelta { text, .. } = e {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+            self.text_open = !text.ends_with('\n');
+            return;
+        }
+        if self.text_open {
+            println!();
+            self.text_open = false;
+        }
+        human(e);
+    }
+}
+
+fn human(e: &RunEvent) {
     let mut err = std::io::stderr().lock();
     match e {
         RunEvent::RunStarted {
@@ -25,18 +55,14 @@ pub fn event(e: &RunEvent, json: bool) {
             let verb = if *resumed { "continuing" } else { "started" };
             let _ = writeln!(err, "· run {run_id} {verb} (agent {agent}, model {model})");
         }
-        RunEvent::TextDelta { text, .. } => {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
-        }
-        RunEvent::ToolCallParsed { .. } => {}
+        RunEvent::TextDelta { .. } | RunEvent::ToolCallParsed { .. } => {}
         RunEvent::ParseProblem { message, .. } => {
             let _ = writeln!(err, "· note: {message}");
         }
         RunEvent::ApprovalRequested { item, .. } => {
             let _ = writeln!(
                 err,
-                "\n· {} waits for {}: {} {}",
+                "· {} waits for {}: {} {}",
                 item.call_id,
                 match item.kind {
                     toolgate::protocol::ItemKind::Approval => "approval",
@@ -55,7 +81,7 @@ pub fn event(e: &RunEvent, json: bool) {
         } => {
             let _ = writeln!(
                 err,
-                "\n· {tool} ({call_id}) {}: {}",
+                "· {tool} ({call_id}) {}: {}",
                 status.as_str(),
                 first_line(output)
             );
@@ -73,7 +99,7 @@ pub fn event(e: &RunEvent, json: bool) {
             );
         }
         RunEvent::Tool(Event::ToolStarted { call_id, tool, .. }) => {
-            let _ = writeln!(err, "\n· running {tool} ({call_id})");
+            let _ = writeln!(err, "· running {tool} ({call_id})");
         }
         RunEvent::Tool(Event::ToolOutput { .. }) => {}
         RunEvent::Tool(Event::ToolFinished {

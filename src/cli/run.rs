@@ -83,8 +83,9 @@ pub fn run_failure(e: RunError) -> Failure {
 pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let printer = tokio::spawn(async move {
+        let mut printer = render::Printer::new(json);
         while let Some(e) = rx.recv().await {
-            render::event(&e, json);
+            printer.event(&e);
         }
     });
     let mut runner = runner(store.clone());

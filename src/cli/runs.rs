@@ -2,6 +2,7 @@
 //! `resume` and `cancel`. A decision that resolves a run's last waiting item continues
 //! the run in the same command, unless `--no-resume`.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -289,6 +290,15 @@ pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
     let rt = runtime()?;
     rt.block_on(async {
+        let current = runner(store.clone()).show(&args.run).map_err(run_failure)?;
+        let waiting = current
+            .required_action
+            .as_ref()
+            .is_some_and(|r| !r.items.is_empty());
+        if waiting && !args.json && std::io::stdin().is_terminal() {
+            // On a terminal, resuming a paused run asks its items right there.
+            return finish(&store, current, args.json).await;
+        }
         let run = drive(&store, args.json, Op::Resume(args.run.clone()))
             .await
             .map_err(run_failure)?;

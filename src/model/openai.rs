@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
+use async_openai::middleware::ReqwestService;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -95,7 +96,11 @@ impl OpenAiModel {
         Ok(Self {
             name: format!("openai:{model}"),
             model: model.to_string(),
-            client: Client::with_config(openai).with_http_client(http),
+            // async-openai retries on its own by default; the retries here are ours
+            // (bounded, reported as events), so the transport is the plain one.
+            client: Client::with_config(openai)
+                .with_http_client(http.clone())
+                .with_http_service(ReqwestService::new(http)),
             config,
         })
     }

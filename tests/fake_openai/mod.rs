@@ -1,0 +1,215 @@
+//! A fake OpenAI chat-completions server for the loop's end-to-end tests: each request
+//! is recorded (its JSON body) and answered with the next queued reply, an SSE stream
+//! written chunk by chunk (each `data:` line flushed on its own) or an error status.
+//! Small constructors build the chunks the way OpenAI sends them.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One queued answer.
+pub enum Reply {
+    /// A streamed completion: these chunk objects, then `data: [DONE]`.
+    Stream(Vec<Value>),
+    /// An HTTP error with this status and body.
+    Status(u16, String),
+}
+
+pub struct FakeOpenAi {
+    pub base_url: String,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeOpenAi {
+    pub async fn start(replies: Vec<Reply>) -> FakeOpenAi {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (r, q) = (Arc::clone(&replies), Arc::clone(&requests));
+        tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let (r, q) = (Arc::clone(&r), Arc::clone(&q));
+                tokio::spawn(async move { serve(socket, r, q).await });
+            }
+        });
+        FakeOpenAi {
+            base_url,
+            replies,
+            requests,
+        }
+    }
+
+    /// The JSON bodies received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.replies.lock().unwrap().len()
+    }
+}
+
+async fn serve(
+    mut socket: tokio::net::TcpStream,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+) {
+    // Read the head, then the body by Content-Length.
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = socket.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = socket.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body: Value =
+        serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    requests.lock().unwrap().push(body);
+    let reply = replies.lock().unwrap().pop_front();
+    match reply {
+        None => {
+            let msg = r#"{"error":{"message":"the fake server has no reply left","type":"invalid_request_error","param":null,"code":null}}"#;
+            let _ = socket
+                .write_all(format!("HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{msg}", msg.len()).as_bytes())
+                .await;
+        }
+        Some(Reply::Status(code, text)) => {
+            let _ = socket
+                .write_all(format!("HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len()).as_bytes())
+                .await;
+        }
+        Some(Reply::Stream(chunks)) => {
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n")
+                .await;
+            for c in chunks {
+                let _ = socket.write_all(format!("data: {c}\n\n").as_bytes()).await;
+                let _ = socket.flush().await;
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let _ = socket.write_all(b"data: [DONE]\n\n").await;
+            let _ = socket.flush().await;
+        }
+    }
+    let _ = socket.shutdown().await;
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "gpt-test",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    })
+}
+
+/// The first chunk: the role.
+pub fn ev_role() -> Value {
+    chunk(json!({"role": "assistant", "content": ""}), None)
+}
+
+/// A piece of text.
+pub fn ev_text(text: &str) -> Value {
+    chunk(json!({"content": text}), None)
+}
+
+/// The start of a tool call: its index, id and name, no arguments yet.
+pub fn ev_call_start(index: u64, id: &str, name: &str) -> Value {
+    chunk(
+        json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+        None,
+    )
+}
+
+/// A fragment of a tool call's arguments.
+pub fn ev_call_args(index: u64, fragment: &str) -> Value {
+    chunk(
+        json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}),
+        None,
+    )
+}
+
+/// The last choice chunk.
+pub fn ev_finish(reason: &str) -> Value {
+    chunk(json!({}), Some(reason))
+}
+
+/// The usage chunk (`stream_options.include_usage`): no choices.
+pub fn ev_usage(prompt: u64, completion: u64) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "gpt-test",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    })
+}
+
+/// A whole streamed answer: text in pieces of `piece` bytes.
+pub fn text_reply(text: &str, piece: usize) -> Reply {
+    let mut chunks = vec![ev_role()];
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let mut end = (start + piece).min(bytes.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        chunks.push(ev_text(&text[start..end]));
+        start = end;
+    }
+    chunks.push(ev_finish("stop"));
+    chunks.push(ev_usage(10, 5));
+    Reply::Stream(chunks)
+}
+
+/// A streamed answer with native calls: (id, name, arguments JSON), each call's
+/// arguments sent in three fragments.
+pub fn calls_reply(text: &str, calls: &[(&str, &str, Value)]) -> Reply {
+    let mut chunks = vec![ev_role()];
+    if !text.is_empty() {
+        chunks.push(ev_text(text));
+    }
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        chunks.push(ev_call_start(i as u64, id, name));
+        let args = args.to_string();
+        let third = args.len() / 3;
+        let cuts = [0, third, 2 * third, args.len()];
+        for w in cuts.windows(2) {
+            chunks.push(ev_call_args(i as u64, &args[w[0]..w[1]]));
+        }
+    }
+    chunks.push(ev_finish("tool_calls"));
+    chunks.push(ev_usage(20, 8));
+    Reply::Stream(chunks)
+}
