@@ -89,9 +89,18 @@ impl Agent {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| fail(None, format!("cannot read the agent file: {e}")))?;
         let raw: RawAgent = serde_saphyr::from_str(&text).map_err(|e| {
-            let message = e.to_string();
             let line = e.location().map(|l| l.line() as usize);
-            fail(line, first_line(&message))
+            let mut message = first_line(&e.to_string());
+            // Name the field when the parser's message does not.
+            let key = line
+                .and_then(|l| text.lines().nth(l.saturating_sub(1)))
+                .and_then(|l| l.split_once(':'))
+                .map(|(k, _)| k.trim().trim_start_matches("- ").to_string())
+                .filter(|k| !k.is_empty() && !k.contains(' ') && !message.contains(k.as_str()));
+            if let Some(key) = key {
+                message = format!("field '{key}': {message}");
+            }
+            fail(line, message)
         })?;
         let at = |keys: &[&str], message: String| fail(line_of(&text, keys), message);
         let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();

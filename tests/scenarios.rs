@@ -1,0 +1,815 @@
+//! The permission logic in one table: mode x permission x decision x tool kind ->
+//! whether the run pauses (and for what), its final status, the call's record, and
+//! what the model receives. Then the rules around it: standing approvals, iteration
+//! limits, a scripted model running out, decisions that do not fit, cancelling, and
+//! conversation history.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use toolgate::agent::Agent;
+use toolgate::model::{Message, Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
+use toolgate::parse::NativeCalls;
+use toolgate::protocol::{Decision, ItemKind, RunObject, RunStatus, Usage};
+use toolgate::run::{RunError, Runner, StartRun};
+use toolgate::store::{CallQuery, Store, StoredCall};
+
+/// Replies given in turn (by the number of assistant messages so far); every request
+/// is kept.
+struct TestModel {
+    replies: Vec<(String, Vec<(String, String, Value)>)>,
+    requests: Mutex<Vec<(String, Vec<Message>)>>,
+}
+
+#[async_trait::async_trait]
+impl Model for TestModel {
+    fn name(&self) -> &str {
+        "test"
+    }
+
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError> {
+        self.requests
+            .lock()
+            .unwrap()
+            .push((request.system.to_string(), request.messages.to_vec()));
+        let index = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count();
+        let (content, calls) = self
+            .replies
+            .get(index)
+            .ok_or_else(|| ModelError::Exhausted("no reply left".into()))?;
+        sink.text(content);
+        let mut native = NativeCalls::default();
+        for (i, (id, name, args)) in calls.iter().enumerate() {
+            native.delta(i as u64, Some(id), Some(name), Some(&args.to_string()), 0);
+        }
+        Ok(ModelReply {
+            content: content.clone(),
+            native,
+            usage: Usage {
+                model_calls: 1,
+                ..Usage::default()
+            },
+        })
+    }
+}
+
+const CLIENT_TOOL: &str = "name: ask_user\ndescription: Ask the person.\npermission: auto\nparameters:\n  - {name: question, type: string, required: true}\nentry: {type: client}\n";
+
+struct World {
+    dir: TempDir,
+    runner: Runner,
+    model: Arc<TestModel>,
+}
+
+impl World {
+    fn new(
+        agent_extra: &str,
+        replies: Vec<(String, Vec<(String, String, Value)>)>,
+    ) -> (World, Agent) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        std::fs::write(dir.path().join("tools/ask_user.yaml"), CLIENT_TOOL).unwrap();
+        let file = dir.path().join("agent.yaml");
+        std::fs::write(
+            &file,
+            format!("name: t\ntools: [echo, write_file, ask_user]\n{agent_extra}"),
+        )
+        .unwrap();
+        let agent = Agent::load(&file).unwrap();
+        let model = Arc::new(TestModel {
+            replies,
+            requests: Mutex::new(Vec::new()),
+        });
+        let mut runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+        runner.model = Some(model.clone());
+        (World { dir, runner, model }, agent)
+    }
+
+    fn start(&self, agent: Agent, conversation: Option<&str>) -> StartRun {
+        StartRun {
+            agent,
+            model: None,
+            conversation: conversation.map(str::to_string),
+            message: "please".into(),
+            tools_dir: Some(self.dir.path().join("tools")),
+            workspace: Some(self.dir.path().join("ws")),
+        }
+    }
+
+    fn records(&self, run: &RunObject) -> Vec<StoredCall> {
+        let q = CallQuery {
+            run_id: Some(run.id.clone()),
+            ..CallQuery::default()
+        };
+        self.runner.store.calls(&q).unwrap().calls
+    }
+
+    /// The text that carried tool results in the last request.
+    fn results_seen(&self) -> String {
+        let requests = self.model.requests.lock().unwrap();
+        let (_, messages) = requests.last().unwrap();
+        messages
+            .iter()
+            .rev()
+            .take_while(|m| m.role != Role::Assistant)
+            .map(|m| m.content.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// One call in the model's first reply, as the mode writes it.
+fn first_reply(mode: &str, tool: &str, args: &Value) -> (String, Vec<(String, String, Value)>) {
+    if mode == "xml" {
+        let params: String = args
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| format!("<{k}><![CDATA[{}]]></{k}>", v.as_str().unwrap()))
+            .collect();
+        (
+            format!(
+                "Calling.\n<tool_call><name>{tool}</name><params>{params}</params></tool_call>"
+            ),
+            Vec::new(),
+        )
+    } else {
+        (
+            "Calling.".into(),
+            vec![("call_1".into(), tool.into(), args.clone())],
+        )
+    }
+}
+
+struct Row {
+    mode: &'static str,
+    permissions: &'static str,
+    tool: &'static str,
+    args: Value,
+    decision: Option<Decision>,
+    pauses_for: Option<ItemKind>,
+    status: RunStatus,
+    record: (&'static str, Option<&'static str>),
+    model_sees: &'static str,
+}
+
+fn rows() -> Vec<Row> {
+    let write = json!({"path": "a.txt", "content": "A"});
+    let ask = json!({"question": "Colour?"});
+    let echo = json!({"text": "hello"});
+    let deny = Some(Decision::Deny {
+        reason: Some("too risky".into()),
+    });
+    let submit = Some(Decision::Submit {
+        output: "blue".into(),
+        is_error: false,
+    });
+    use ItemKind::{Approval, SubmitToolOutput};
+    use RunStatus::Completed;
+    vec![
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "echo",
+            args: echo.clone(),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "hello",
+        },
+        Row {
+            mode: "xml",
+            permissions: "",
+            tool: "echo",
+            args: echo.clone(),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "<status>ok</status>",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "write_file",
+            args: write.clone(),
+            decision: Some(Decision::Approve),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "wrote 1 bytes",
+        },
+        Row {
+            mode: "xml",
+            permissions: "",
+            tool: "write_file",
+            args: write.clone(),
+            decision: Some(Decision::Approve),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "wrote 1 bytes",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "write_file",
+            args: write.clone(),
+            decision: deny.clone(),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("denied", Some("denied")),
+            model_sees: "Reason: too risky",
+        },
+        Row {
+            mode: "xml",
+            permissions: "",
+            tool: "write_file",
+            args: write.clone(),
+            decision: deny.clone(),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("denied", Some("denied")),
+            model_sees: "<status>denied</status>",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "write_file",
+            args: write.clone(),
+            decision: Some(Decision::Edit {
+                arguments: json!({"path": "b.txt", "content": "BB"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            }),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "edited the arguments",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "write_file",
+            args: write.clone(),
+            decision: Some(Decision::ApproveAlways),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "wrote 1 bytes",
+        },
+        Row {
+            mode: "native",
+            permissions: "permissions: {echo: confirm}",
+            tool: "echo",
+            args: echo.clone(),
+            decision: Some(Decision::Approve),
+            pauses_for: Some(Approval),
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "hello",
+        },
+        Row {
+            mode: "native",
+            permissions: "permissions: {echo: never}",
+            tool: "echo",
+            args: echo.clone(),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("denied", Some("policy")),
+            model_sees: "not allowed",
+        },
+        Row {
+            mode: "xml",
+            permissions: "permissions: {write_file: never}",
+            tool: "write_file",
+            args: write.clone(),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("denied", Some("policy")),
+            model_sees: "<status>denied</status>",
+        },
+        Row {
+            mode: "native",
+            permissions: "permissions: {write_file: auto}",
+            tool: "write_file",
+            args: write.clone(),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("succeeded", None),
+            model_sees: "wrote 1 bytes",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "ask_user",
+            args: ask.clone(),
+            decision: submit.clone(),
+            pauses_for: Some(SubmitToolOutput),
+            status: Completed,
+            record: ("client", None),
+            model_sees: "blue",
+        },
+        Row {
+            mode: "xml",
+            permissions: "",
+            tool: "ask_user",
+            args: ask.clone(),
+            decision: submit.clone(),
+            pauses_for: Some(SubmitToolOutput),
+            status: Completed,
+            record: ("client", None),
+            model_sees: "<![CDATA[blue]]>",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "ask_user",
+            args: ask.clone(),
+            decision: Some(Decision::Submit {
+                output: "no screen".into(),
+                is_error: true,
+            }),
+            pauses_for: Some(SubmitToolOutput),
+            status: Completed,
+            record: ("failed", Some("client_error")),
+            model_sees: "no screen",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "rm_rf",
+            args: json!({"path": "/"}),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("failed", Some("tool_not_found")),
+            model_sees: "no tool named 'rm_rf'",
+        },
+        Row {
+            mode: "native",
+            permissions: "",
+            tool: "write_file",
+            args: json!({"path": "a.txt"}),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("failed", Some("validation_error")),
+            model_sees: "'content'",
+        },
+        Row {
+            mode: "xml",
+            permissions: "",
+            tool: "write_file",
+            args: json!({"path": "a.txt"}),
+            decision: None,
+            pauses_for: None,
+            status: Completed,
+            record: ("failed", Some("validation_error")),
+            model_sees: "<status>error</status>",
+        },
+    ]
+}
+
+#[tokio::test]
+async fn the_scenario_table() {
+    for (i, row) in rows().into_iter().enumerate() {
+        let label = format!(
+            "row {i}: {} {} {} {:?}",
+            row.mode, row.permissions, row.tool, row.decision
+        );
+        let (w, agent) = World::new(
+            &format!("mode: {}\n{}\n", row.mode, row.permissions),
+            vec![
+                first_reply(row.mode, row.tool, &row.args),
+                ("Finished.".into(), Vec::new()),
+            ],
+        );
+        let mut run = w.runner.start(w.start(agent, None)).await.unwrap();
+        match row.pauses_for {
+            Some(kind) => {
+                assert_eq!(run.status, RunStatus::RequiresAction, "{label}");
+                let items = run.required_action.clone().unwrap().items;
+                assert_eq!(items.len(), 1, "{label}");
+                assert_eq!(items[0].kind, kind, "{label}");
+                assert_eq!(items[0].tool, row.tool, "{label}");
+                assert_eq!(items[0].arguments, row.args, "{label}");
+                assert!(
+                    w.records(&run).is_empty(),
+                    "{label}: nothing recorded before the decision"
+                );
+                let decided = w
+                    .runner
+                    .decide(
+                        &run.id,
+                        Some(&items[0].call_id),
+                        row.decision.clone().unwrap(),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(decided.waiting, 0, "{label}");
+                run = w.runner.resume(&run.id).await.unwrap();
+            }
+            None => assert!(
+                row.decision.is_none(),
+                "{label}: a decision for a row that never pauses"
+            ),
+        }
+        assert_eq!(run.status, row.status, "{label}: {run:?}");
+        let records = w.records(&run);
+        assert_eq!(records.len(), 1, "{label}");
+        assert_eq!(records[0].record.status.as_str(), row.record.0, "{label}");
+        assert_eq!(
+            records[0].record.error_kind.as_deref(),
+            row.record.1,
+            "{label}"
+        );
+        let seen = w.results_seen();
+        assert!(
+            seen.contains(row.model_sees),
+            "{label}: the model saw {seen}"
+        );
+        if let Some(Decision::Edit { arguments }) = &row.decision {
+            // Validated when decided: the defaults are filled in.
+            for (k, v) in arguments {
+                assert_eq!(&records[0].record.arguments[k], v, "{label}");
+            }
+            assert_eq!(
+                std::fs::read_to_string(w.dir.path().join("ws/b.txt")).unwrap(),
+                "BB"
+            );
+            assert!(!w.dir.path().join("ws/a.txt").exists(), "{label}");
+        }
+    }
+}
+
+fn write_call(id: &str) -> (String, Vec<(String, String, Value)>) {
+    (
+        String::new(),
+        vec![(
+            id.into(),
+            "write_file".into(),
+            json!({"path": format!("{id}.txt"), "content": id}),
+        )],
+    )
+}
+
+#[tokio::test]
+async fn an_always_approval_stands_for_the_conversation() {
+    let (w, agent) = World::new(
+        "",
+        vec![
+            write_call("w1"),
+            ("one".into(), vec![]),
+            write_call("w2"),
+            ("two".into(), vec![]),
+        ],
+    );
+    let run = w
+        .runner
+        .start(w.start(agent.clone(), Some("conv_a")))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::RequiresAction);
+    w.runner
+        .decide(&run.id, Some("w1"), Decision::ApproveAlways)
+        .await
+        .unwrap();
+    assert_eq!(
+        w.runner.resume(&run.id).await.unwrap().status,
+        RunStatus::Completed
+    );
+    assert_eq!(
+        w.runner.store.standing_approvals("conv_a").unwrap(),
+        ["write_file"]
+    );
+    // The next run of the conversation writes without asking.
+    let second = w
+        .runner
+        .start(w.start(agent.clone(), Some("conv_a")))
+        .await
+        .unwrap();
+    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert!(w.dir.path().join("ws/w2.txt").exists());
+    // Another conversation still asks.
+    let (w2, agent2) = World::new("", vec![write_call("w9"), ("x".into(), vec![])]);
+    let other = w2
+        .runner
+        .start(w2.start(agent2, Some("conv_b")))
+        .await
+        .unwrap();
+    assert_eq!(other.status, RunStatus::RequiresAction);
+}
+
+#[tokio::test]
+async fn history_carries_from_run_to_run() {
+    let (w, agent) = World::new(
+        "",
+        vec![
+            ("first answer".into(), vec![]),
+            ("second answer".into(), vec![]),
+        ],
+    );
+    let run = w
+        .runner
+        .start(w.start(agent.clone(), Some("conv_h")))
+        .await
+        .unwrap();
+    assert_eq!(run.output.as_deref(), Some("first answer"));
+    let run2 = w
+        .runner
+        .start(w.start(agent, Some("conv_h")))
+        .await
+        .unwrap();
+    assert_eq!(run2.output.as_deref(), Some("second answer"));
+    assert_eq!(run2.conversation_id, "conv_h");
+    let requests = w.model.requests.lock().unwrap();
+    let roles: Vec<Role> = requests[1].1.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+    assert_eq!(requests[1].1[1].content, "first answer");
+}
+
+#[tokio::test]
+async fn a_conversation_with_a_paused_run_takes_no_new_run() {
+    let (w, agent) = World::new("", vec![write_call("w1")]);
+    let run = w
+        .runner
+        .start(w.start(agent.clone(), Some("conv_p")))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::RequiresAction);
+    let err = w
+        .runner
+        .start(w.start(agent, Some("conv_p")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, RunError::Conflict(m) if m.contains(&run.id)),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn max_iterations_ends_the_run_incomplete() {
+    let (w, agent) = World::new(
+        "max_iterations: 2\n",
+        vec![
+            (
+                "".into(),
+                vec![("c1".into(), "echo".into(), json!({"text": "a"}))],
+            ),
+            (
+                "".into(),
+                vec![("c2".into(), "echo".into(), json!({"text": "b"}))],
+            ),
+            ("never asked".into(), vec![]),
+        ],
+    );
+    let run = w.runner.start(w.start(agent, None)).await.unwrap();
+    assert_eq!(run.status, RunStatus::Incomplete);
+    assert_eq!(run.iteration, 2);
+    assert!(
+        run.last_error
+            .clone()
+            .unwrap()
+            .contains("max_iterations (2)")
+    );
+    assert_eq!(w.records(&run).len(), 2);
+    assert_eq!(w.model.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_scripted_model_that_runs_out_fails_clearly_and_resumes_once_extended() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("replies.yaml");
+    std::fs::write(
+        &script,
+        "replies:\n  - content: Echoing.\n    tool_calls: [{name: echo, arguments: {text: hi}}]\n",
+    )
+    .unwrap();
+    let file = dir.path().join("agent.yaml");
+    std::fs::write(
+        &file,
+        "name: s\nmodel: scripted:replies.yaml\ntools: [echo]\n",
+    )
+    .unwrap();
+    let agent = Agent::load(&file).unwrap();
+    let runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+    let start = StartRun {
+        agent,
+        model: None,
+        conversation: None,
+        message: "hi".into(),
+        tools_dir: None,
+        workspace: Some(dir.path().to_path_buf()),
+    };
+    let run = runner.start(start).await.unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    let error = run.last_error.clone().unwrap();
+    assert!(
+        error.contains("has 1 reply, and reply 2 was asked for"),
+        "{error}"
+    );
+    assert!(error.contains(&script.display().to_string()), "{error}");
+    std::fs::write(
+        &script,
+        "replies:\n  - content: Echoing.\n    tool_calls: [{name: echo, arguments: {text: hi}}]\n  - content: Said hi.\n",
+    )
+    .unwrap();
+    let run = runner.resume(&run.id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_eq!(run.output.as_deref(), Some("Said hi."));
+    // The echo ran once, before the failure; the resume did not run it again.
+    let q = CallQuery::default();
+    assert_eq!(runner.store.calls(&q).unwrap().calls.len(), 1);
+}
+
+#[tokio::test]
+async fn decisions_that_do_not_fit_change_nothing() {
+    let ask = (
+        "".to_string(),
+        vec![
+            (
+                "w".to_string(),
+                "write_file".to_string(),
+                json!({"path": "a.txt", "content": "A"}),
+            ),
+            (
+                "q".to_string(),
+                "ask_user".to_string(),
+                json!({"question": "?"}),
+            ),
+        ],
+    );
+    let (w, agent) = World::new("", vec![ask, ("done".into(), vec![])]);
+    let run = w.runner.start(w.start(agent, None)).await.unwrap();
+    assert_eq!(run.status, RunStatus::RequiresAction);
+    let submit = Decision::Submit {
+        output: "x".into(),
+        is_error: false,
+    };
+    let conflict = |e: RunError, needle: &str| {
+        assert!(
+            matches!(&e, RunError::Conflict(m) if m.contains(needle)),
+            "{e}"
+        );
+    };
+    conflict(
+        w.runner
+            .decide(&run.id, Some("w"), submit.clone())
+            .await
+            .unwrap_err(),
+        "toolgate approve or deny",
+    );
+    conflict(
+        w.runner
+            .decide(&run.id, Some("q"), Decision::Approve)
+            .await
+            .unwrap_err(),
+        "toolgate submit",
+    );
+    conflict(
+        w.runner
+            .decide(&run.id, Some("nope"), Decision::Approve)
+            .await
+            .unwrap_err(),
+        "waiting: w, q",
+    );
+    let bad_edit = Decision::Edit {
+        arguments: json!({"path": 5}).as_object().unwrap().clone(),
+    };
+    let e = w
+        .runner
+        .decide(&run.id, Some("w"), bad_edit)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, RunError::Invalid(m) if m.contains("content")),
+        "{e}"
+    );
+    assert!(matches!(
+        w.runner
+            .decide("run_nothing", None, Decision::Approve)
+            .await
+            .unwrap_err(),
+        RunError::NotFound(_)
+    ));
+    // Both items still wait; resuming now is refused and names what waits.
+    let shown = w.runner.show(&run.id).unwrap();
+    assert_eq!(shown.required_action.unwrap().items.len(), 2);
+    conflict(
+        w.runner.resume(&run.id).await.unwrap_err(),
+        "still waits on call w",
+    );
+    // A prefix of the id finds the run.
+    w.runner
+        .decide(&run.id[..10], Some("w"), Decision::Approve)
+        .await
+        .unwrap();
+    conflict(
+        w.runner
+            .decide(&run.id, Some("w"), Decision::Approve)
+            .await
+            .unwrap_err(),
+        "already decided",
+    );
+    w.runner.decide(&run.id, Some("q"), submit).await.unwrap();
+    assert_eq!(
+        w.runner.resume(&run.id).await.unwrap().status,
+        RunStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_run_never_continues() {
+    let (w, agent) = World::new("", vec![write_call("w1"), ("x".into(), vec![])]);
+    let run = w
+        .runner
+        .start(w.start(agent.clone(), Some("conv_c")))
+        .await
+        .unwrap();
+    let cancelled = w.runner.cancel(&run.id).await.unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let e = w
+        .runner
+        .decide(&run.id, Some("w1"), Decision::Approve)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, RunError::Conflict(m) if m.contains("not waiting")),
+        "{e}"
+    );
+    let e = w.runner.resume(&run.id).await.unwrap_err();
+    assert!(
+        matches!(&e, RunError::Conflict(m) if m.contains("cancelled")),
+        "{e}"
+    );
+    assert!(!w.dir.path().join("ws/w1.txt").exists());
+    // The conversation goes on; the unanswered call is closed for the model.
+    let next = w
+        .runner
+        .start(w.start(agent, Some("conv_c")))
+        .await
+        .unwrap();
+    assert_eq!(next.status, RunStatus::Completed);
+    let requests = w.model.requests.lock().unwrap();
+    let last = &requests.last().unwrap().1;
+    assert!(
+        last.iter()
+            .any(|m| m.role == Role::Tool && m.content.contains("ended before"))
+    );
+}
+
+#[test]
+fn agent_files_name_the_field_at_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |text: &str, needles: &[&str]| {
+        let file = dir.path().join("a.yaml");
+        std::fs::write(&file, text).unwrap();
+        let e = Agent::load(&file).unwrap_err().to_string();
+        assert!(e.starts_with(&file.display().to_string()), "{e}");
+        for n in needles {
+            assert!(e.contains(n), "{e} lacks {n}");
+        }
+    };
+    check("name: a\nmode: json\n", &["mode", "json"]);
+    check("name: a\ntoosl: [echo]\n", &["toosl"]);
+    check(
+        "name: a\ntools: [echo]\npermissions: {shell: confirm}\n",
+        &[":3", "permissions", "shell"],
+    );
+    check("name: a\nmax_iterations: 0\n", &[":2", "max_iterations"]);
+    check("name: a\nmodel: gpt-4\n", &["model", "openai:NAME"]);
+    check(
+        "name: a\ninstructions: x\ninstructions_file: y.md\n",
+        &["not both"],
+    );
+    check(
+        "name: a\ninstructions_file: missing.md\n",
+        &["instructions_file", "missing.md"],
+    );
+    let file = dir.path().join("b.yaml");
+    std::fs::write(&file, "name: b\n\ntools: [echo, nosuch]\n").unwrap();
+    let agent = Agent::load(&file).unwrap();
+    let e = match agent.toolkit(&Arc::new(toolgate::tool::ToolLibrary::builtin())) {
+        Ok(_) => panic!("an unknown tool was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains(":3") && e.contains("nosuch"), "{e}");
+}
