@@ -16,10 +16,13 @@ use toolgate::protocol::{Decision, ItemKind, RunObject, RunStatus, Usage};
 use toolgate::run::{RunError, Runner, StartRun};
 use toolgate::store::{CallQuery, Store, StoredCall};
 
+/// One reply: its text and its native calls (id, tool, arguments).
+type Scripted = (String, Vec<(String, String, Value)>);
+
 /// Replies given in turn (by the number of assistant messages so far); every request
 /// is kept.
 struct TestModel {
-    replies: Vec<(String, Vec<(String, String, Value)>)>,
+    replies: Vec<Scripted>,
     requests: Mutex<Vec<(String, Vec<Message>)>>,
 }
 
@@ -72,10 +75,7 @@ struct World {
 }
 
 impl World {
-    fn new(
-        agent_extra: &str,
-        replies: Vec<(String, Vec<(String, String, Value)>)>,
-    ) -> (World, Agent) {
+    fn new(agent_extra: &str, replies: Vec<Scripted>) -> (World, Agent) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("tools")).unwrap();
         std::fs::create_dir(dir.path().join("ws")).unwrap();
@@ -130,7 +130,7 @@ impl World {
 }
 
 /// One call in the model's first reply, as the mode writes it.
-fn first_reply(mode: &str, tool: &str, args: &Value) -> (String, Vec<(String, String, Value)>) {
+fn first_reply(mode: &str, tool: &str, args: &Value) -> Scripted {
     if mode == "xml" {
         let params: String = args
             .as_object()
@@ -459,7 +459,7 @@ async fn the_scenario_table() {
     }
 }
 
-fn write_call(id: &str) -> (String, Vec<(String, String, Value)>) {
+fn write_call(id: &str) -> Scripted {
     (
         String::new(),
         vec![(
