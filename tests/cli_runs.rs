@@ -1,0 +1,395 @@
+//! Runs across processes, through the binary: a run pauses in one process and is
+//! approved, denied or answered in others; a process killed with SIGKILL during an
+//! approved call leaves a run that resumes without running the call again; two
+//! processes resuming the same run at once, of which exactly one wins.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A command tool that notes each call in launches.log, then takes LAUNCH_SLEEP seconds.
+const LAUNCH: &str = r#"name: launch
+description: Launch something (noted in launches.log).
+permission: confirm
+parameters:
+  - {name: target, type: string, required: true}
+entry:
+  type: command
+  command: sh
+  args: ["-c", "echo \"$TOOLGATE_CALL_ID\" >> launches.log; sleep ${LAUNCH_SLEEP:-0}; echo launched"]
+timeout: 120
+"#;
+
+const CLIENT: &str = "name: ask_user\ndescription: Ask the person.\nparameters:\n  - {name: question, type: string, required: true}\nentry: {type: client}\n";
+
+const AGENT: &str =
+    "name: launcher\nmodel: scripted:replies.yaml\ntools: [launch, ask_user]\nworkspace: .\n";
+
+fn world(replies: &str) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(dir.path().join("tools/launch.yaml"), LAUNCH).unwrap();
+    std::fs::write(dir.path().join("tools/ask_user.yaml"), CLIENT).unwrap();
+    std::fs::write(dir.path().join("agent.yaml"), AGENT).unwrap();
+    std::fs::write(dir.path().join("replies.yaml"), replies).unwrap();
+    dir
+}
+
+const ONE_LAUNCH: &str = "replies:\n  - content: Launching.\n    tool_calls: [{id: call_l, name: launch, arguments: {target: moon}}]\n  - content: Launch handled.\n";
+
+fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("OPENAI_API_KEY")
+        .env("LAUNCH_SLEEP", sleep)
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn toolgate(args: &[&str], dir: &Path) -> Output {
+    command(args, dir, "0").output().unwrap()
+}
+
+fn spawn(args: &[&str], dir: &Path, sleep: &str) -> Child {
+    command(args, dir, sleep)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON lines of stdout.
+fn lines(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn launches(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("launches.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Starts the run and returns the run object it paused with.
+fn paused_run(dir: &Path) -> Value {
+    let out = toolgate(
+        &[
+            "run",
+            "--agent",
+            "agent.yaml",
+            "--json",
+            "Launch to the moon",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    lines(&out).pop().unwrap()
+}
+
+fn show(dir: &Path, id: &str) -> Value {
+    let out = toolgate(&["show", id, "--json"], dir);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+}
+
+fn records(dir: &Path, id: &str) -> Vec<Value> {
+    let out = toolgate(&["calls", "--run", id, "--json"], dir);
+    let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+    page["calls"].as_array().unwrap().clone()
+}
+
+#[test]
+fn paused_in_one_process_approved_in_another() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let out = toolgate(
+        &[
+            "run",
+            "--agent",
+            "agent.yaml",
+            "--json",
+            "Launch to the moon",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let events = lines(&out);
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "run.started",
+            "text.delta",
+            "tool_call.parsed",
+            "approval.requested",
+            "run.requires_action"
+        ]
+    );
+    let run = events.last().unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    assert_eq!(run["object"], "run");
+    assert_eq!(run["status"], "requires_action");
+    assert_eq!(run["agent"], "launcher");
+    assert!(run["last_error"].is_null());
+    assert!(run["usage"].is_object());
+    let items = run["required_action"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["call_id"], "call_l");
+    assert_eq!(items[0]["kind"], "approval");
+    assert_eq!(items[0]["tool"], "launch");
+    assert_eq!(items[0]["arguments"], serde_json::json!({"target": "moon"}));
+    assert!(launches(dir).is_empty());
+
+    // Another process sees the same pause.
+    assert_eq!(&show(dir, &id), run);
+    let listed = toolgate(&["runs", "--status", "requires_action", "--json"], dir);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
+
+    // A third approves; the run continues in that command.
+    let out = toolgate(&["approve", &id, "--call", "call_l"], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Launch handled."));
+    assert_eq!(launches(dir), ["call_l"]);
+    let done = show(dir, &id);
+    assert_eq!(done["status"], "completed");
+    assert!(done["required_action"].is_null());
+    assert_eq!(done["output"], "Launch handled.");
+    let recs = records(dir, &id);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["status"], "succeeded");
+
+    let stats = toolgate(
+        &[
+            "stats",
+            "--conversation",
+            run["conversation_id"].as_str().unwrap(),
+            "--json",
+        ],
+        dir,
+    );
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["total_calls"], 1);
+    assert_eq!(stats["tool_usage"]["launch"], 1);
+
+    // A finished run takes no more decisions and does not resume.
+    let again = toolgate(&["resume", &id], dir);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("completed"), "{}", stderr(&again));
+}
+
+#[test]
+fn deny_and_submit_from_other_processes() {
+    let w = world(
+        "replies:\n  - content: Two things.\n    tool_calls:\n      - {id: call_l, name: launch, arguments: {target: mars}}\n      - {id: call_q, name: ask_user, arguments: {question: Which day?}}\n  - content: Noted.\n",
+    );
+    let dir = w.path();
+    let run = paused_run(dir);
+    let id = run["id"].as_str().unwrap();
+    let kinds: Vec<&str> = run["required_action"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["approval", "submit_tool_output"]);
+
+    // Bad input changes nothing.
+    let bad = toolgate(&["approve", id, "--call", "call_l", "--args", "{}"], dir);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("target"), "{}", stderr(&bad));
+    let wrong = toolgate(&["submit", id, "--call", "call_l", "--output", "x"], dir);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        stderr(&wrong).contains("toolgate approve or deny"),
+        "{}",
+        stderr(&wrong)
+    );
+    let missing = toolgate(&["approve", "run_doesnotexist"], dir);
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        show(dir, id)["required_action"]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // A denial with one item left keeps the run paused (exit 3).
+    let out = toolgate(
+        &[
+            "deny",
+            id,
+            "--call",
+            "call_l",
+            "--reason",
+            "not on a Sunday",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let left = show(dir, id)["required_action"]["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["call_id"], "call_q");
+
+    // The client's output resolves the last item and the run finishes.
+    let out = toolgate(
+        &[
+            "submit", id, "--call", "call_q", "--output", "Tuesday", "--json",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let last = lines(&out).pop().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert!(launches(dir).is_empty(), "a denied call never runs");
+    let recs = records(dir, id);
+    let statuses: Vec<(&str, &str)> = recs
+        .iter()
+        .map(|r| (r["tool"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert!(statuses.contains(&("launch", "denied")), "{statuses:?}");
+    assert!(statuses.contains(&("ask_user", "client")), "{statuses:?}");
+    let denied = recs.iter().find(|r| r["tool"] == "launch").unwrap();
+    assert!(
+        denied["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("not on a Sunday")
+    );
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn killed_during_an_approved_call_resumes_without_running_it_again() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let run = paused_run(dir);
+    let id = run["id"].as_str().unwrap();
+    let mut approver = spawn(&["approve", id, "--call", "call_l"], dir, "30");
+    wait_for("the call to start", || launches(dir).len() == 1);
+    approver.kill().unwrap();
+    approver.wait().unwrap();
+    assert_eq!(show(dir, id)["status"], "in_progress");
+
+    let out = toolgate(&["resume", id, "--json"], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(lines(&out).pop().unwrap()["status"], "completed");
+    assert_eq!(launches(dir), ["call_l"], "the approved call ran once");
+    let recs = records(dir, id);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["status"], "failed");
+    assert_eq!(recs[0]["error_kind"], "interrupted");
+    assert!(
+        recs[0]["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("outcome is unknown")
+    );
+}
+
+#[test]
+fn of_two_concurrent_resumes_exactly_one_wins() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let run = paused_run(dir);
+    let id = run["id"].as_str().unwrap();
+    let out = toolgate(&["approve", id, "--call", "call_l", "--no-resume"], dir);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(launches(dir).is_empty());
+    let a = spawn(&["resume", id], dir, "2");
+    let b = spawn(&["resume", id], dir, "2");
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let mut codes = [a.status.code(), b.status.code()];
+    codes.sort();
+    assert_eq!(codes, [Some(0), Some(1)], "{} / {}", stderr(&a), stderr(&b));
+    let loser = if a.status.code() == Some(1) { &a } else { &b };
+    let message = stderr(loser);
+    assert!(
+        message.contains("being continued by another process") || message.contains("is completed"),
+        "{message}"
+    );
+    assert_eq!(launches(dir), ["call_l"]);
+    assert_eq!(show(dir, id)["status"], "completed");
+}
+
+#[test]
+fn a_paused_run_can_be_cancelled() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let run = paused_run(dir);
+    let id = run["id"].as_str().unwrap();
+    let out = toolgate(&["cancel", id], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(show(dir, id)["status"], "cancelled");
+    let out = toolgate(&["approve", id], dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not waiting"), "{}", stderr(&out));
+    let listed = toolgate(&["runs", "--status", "cancelled"], dir);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(id));
+    let bad = toolgate(&["runs", "--status", "paused"], dir);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn broken_inputs_give_one_clear_line() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    std::fs::write(dir.join("bad.yaml"), "name: x\nmode: fast\n").unwrap();
+    let out = toolgate(&["run", "--agent", "bad.yaml", "hi"], dir);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.yaml:2") && err.contains("mode"), "{err}");
+    let out = toolgate(
+        &[
+            "run",
+            "--agent",
+            "agent.yaml",
+            "--model",
+            "openai:gpt-4o-mini",
+            "hi",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("OPENAI_API_KEY"), "{}", stderr(&out));
+    let out = toolgate(
+        &[
+            "run",
+            "--agent",
+            "agent.yaml",
+            "--model",
+            "scripted:nope.yaml",
+            "hi",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("nope.yaml"), "{}", stderr(&out));
+}
