@@ -320,6 +320,7 @@ async fn auto_calls_run_at_once_and_results_keep_the_call_order() {
 async fn server_errors_are_retried_with_backoff() {
     let server = FakeOpenAi::start(vec![
         Reply::Status(500, "upstream exploded".into()),
+        Reply::Cut(vec![fake_openai::ev_role(), fake_openai::ev_text("Half an ans")]),
         Reply::Status(
             429,
             r#"{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":null}}"#.into(),
@@ -331,7 +332,12 @@ async fn server_errors_are_retried_with_backoff() {
     let ws = s.dir.path().join("ws");
     let run = s.runner.start(start(agent, &ws, "hello")).await.unwrap();
     assert_eq!(run.status, RunStatus::Completed);
-    assert_eq!(server.requests().len(), 3);
+    assert_eq!(
+        run.output.as_deref(),
+        Some("Fine now."),
+        "a cut stream is not an answer"
+    );
+    assert_eq!(server.requests().len(), 4);
     let retries: Vec<u32> = drain(&mut s.events)
         .iter()
         .filter_map(|e| match e {
@@ -339,7 +345,7 @@ async fn server_errors_are_retried_with_backoff() {
             _ => None,
         })
         .collect();
-    assert_eq!(retries, [1, 2]);
+    assert_eq!(retries, [1, 2, 3]);
 }
 
 #[tokio::test]

@@ -120,6 +120,7 @@ impl OpenAiModel {
             ..ModelReply::default()
         };
         let mut offset = 0;
+        let mut finished = false;
         while let Some(item) = stream.next().await {
             let chunk = item.map_err(classify)?;
             if let Some(error) = chunk.get("error") {
@@ -135,6 +136,9 @@ impl OpenAiModel {
             }
             let choices = chunk.get("choices").and_then(Value::as_array);
             for choice in choices.into_iter().flatten() {
+                if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+                    finished = true;
+                }
                 let Some(delta) = choice.get("delta") else {
                     continue;
                 };
@@ -151,6 +155,12 @@ impl OpenAiModel {
                 }
             }
             offset += 1;
+        }
+        if !finished {
+            // The connection dropped mid-answer: what came is not the whole answer.
+            return Err(Failure::Retry(
+                "the stream ended before the model finished its answer".into(),
+            ));
         }
         Ok(reply)
     }

@@ -37,7 +37,6 @@ enum End {
 struct Save {
     status: RunStatus,
     last_error: Option<String>,
-    add_pending: Vec<RequiredItem>,
     set_pending: Vec<(String, &'static str)>,
     release: bool,
 }
@@ -47,7 +46,6 @@ impl Save {
         Self {
             status: RunStatus::InProgress,
             last_error: None,
-            add_pending: Vec::new(),
             set_pending: Vec::new(),
             release: false,
         }
@@ -189,7 +187,7 @@ impl Runner {
                 return Ok(End::Incomplete(reason));
             }
             let opts = ParseOptions::default()
-                .with_schemas(std::sync::Arc::new(live.toolkit.schemas()))
+                .with_schemas(live.schemas.clone())
                 .with_id_prefix(format!(
                     "call_{}_{}_",
                     live.run_id
@@ -237,7 +235,6 @@ impl Runner {
             live.state
                 .messages
                 .push(Message::assistant(content, calls.clone()));
-            let mut save = Save::step();
             let mut refused = Vec::new();
             let mut turn = Vec::with_capacity(calls.len());
             for call in calls {
@@ -250,7 +247,7 @@ impl Runner {
                             run_id: live.run_id.clone(),
                             item: item.clone(),
                         });
-                        save.add_pending.push(item);
+                        live.pending_new.push(item);
                         Phase::Waiting
                     }
                     Gate::Refuse => {
@@ -279,9 +276,10 @@ impl Runner {
                     edited: None,
                 });
             }
+            // Saved with the next step (calls marked executing, or the pause): until
+            // then nothing has run, and a crash only costs asking the model again.
             live.state.turn = Some(turn);
             self.store.record_calls(refused).await?;
-            self.save(live, save).await?;
         }
     }
 
@@ -545,7 +543,7 @@ impl Runner {
             state: state_json(&live.state)?,
             iteration: live.state.iteration,
             last_error: save.last_error,
-            add_pending: save.add_pending,
+            add_pending: std::mem::take(&mut live.pending_new),
             set_pending,
             release: save.release,
         };

@@ -109,6 +109,10 @@ pub(crate) struct Live {
     pub decisions: std::collections::HashMap<String, Decision>,
     /// Pending-item states to write with the next save.
     pub pending_updates: Vec<(String, &'static str)>,
+    /// Pending items to add with the next save.
+    pub pending_new: Vec<crate::protocol::RequiredItem>,
+    /// The toolkit's parameter schemas, for the parser.
+    pub schemas: Arc<crate::parse::Schemas>,
 }
 
 impl Runner {
@@ -204,6 +208,7 @@ impl Runner {
             )
             .await?;
         let standing = self.store.standing_approvals(&conversation_id)?;
+        let toolkit_schemas = toolkit.schemas();
         let live = Live {
             run_id,
             conversation_id,
@@ -215,6 +220,8 @@ impl Runner {
             standing,
             decisions: Default::default(),
             pending_updates: Vec::new(),
+            pending_new: Vec::new(),
+            schemas: Arc::new(toolkit_schemas),
         };
         self.drive(live, false).await
     }
@@ -263,6 +270,7 @@ impl Runner {
         })?;
         let agent = Agent::load(&state.agent_file)?;
         let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        let schemas = Arc::new(toolkit.schemas());
         let model = self.model_for(&state.model)?;
         let standing = self.store.standing_approvals(&row.conversation_id)?;
         let decisions = pending
@@ -281,6 +289,8 @@ impl Runner {
             standing,
             decisions,
             pending_updates: Vec::new(),
+            pending_new: Vec::new(),
+            schemas,
         })
     }
 

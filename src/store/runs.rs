@@ -361,12 +361,13 @@ impl Store {
         let (id, owner) = (id.to_string(), owner.to_string());
         self.transact(move |tx| {
             let now = now_ms();
-            let n = tx.execute(
+            let n = tx.prepare_cached(
                 "UPDATE runs SET status = ?3, state = ?4, iteration = ?5, last_error = ?6, updated_at = ?7,
                    lease_owner = CASE WHEN ?8 THEN NULL ELSE lease_owner END,
                    lease_until = CASE WHEN ?8 THEN NULL ELSE lease_until END
                  WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'",
-                params![
+            )?
+            .execute(params![
                     id,
                     owner,
                     save.status.as_str(),

@@ -18,6 +18,8 @@ pub enum Reply {
     Stream(Vec<Value>),
     /// An HTTP error with this status and body.
     Status(u16, String),
+    /// A stream cut off after these chunks: no finish, no `[DONE]`.
+    Cut(Vec<Value>),
 }
 
 pub struct FakeOpenAi {
@@ -105,6 +107,14 @@ async fn serve(
             let _ = socket
                 .write_all(format!("HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len()).as_bytes())
                 .await;
+        }
+        Some(Reply::Cut(chunks)) => {
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+                .await;
+            for c in chunks {
+                let _ = socket.write_all(format!("data: {c}\n\n").as_bytes()).await;
+            }
         }
         Some(Reply::Stream(chunks)) => {
             let _ = socket
