@@ -272,6 +272,14 @@ fn deny_and_submit_from_other_processes() {
             .unwrap()
             .contains("not on a Sunday")
     );
+    let conversation = last["conversation_id"].as_str().unwrap();
+    let stats = toolgate(&["stats", "--conversation", conversation, "--json"], dir);
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["total_calls"], 2);
+    assert_eq!(stats["denied_calls"], 1);
+    assert_eq!(stats["client_calls"], 1);
+    // The client's call is left out of the rate: of the one call toolgate decided, none succeeded.
+    assert_eq!(stats["success_rate"], 0.0);
 }
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
@@ -392,4 +400,85 @@ fn broken_inputs_give_one_clear_line() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("nope.yaml"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_readme_demo_runs_end_to_end() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash")
+        .arg("examples/demo.sh")
+        .current_dir(root)
+        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("TOOLGATE_DB")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr(&out));
+    for needle in [
+        "paused: 2 item(s) wait",
+        "$ toolgate approve",
+        "$ toolgate submit",
+        "completed after 3 model turn(s)",
+        "calls:    3 (2 succeeded",
+        "result.txt: 2+3*4 = 14",
+    ] {
+        assert!(stdout.contains(needle), "{needle} missing from:\n{stdout}");
+    }
+    let err = stderr(&out);
+    assert!(
+        err.contains("running calculator") && err.contains("running write_file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn on_a_terminal_the_call_is_asked_right_there() {
+    // `script` (util-linux, on every Debian) gives the process a terminal.
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let line = format!(
+        "{} run --agent agent.yaml 'Launch'",
+        env!("CARGO_BIN_EXE_toolgate")
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(dir)
+        .env_remove("TOOLGATE_DB")
+        .env("LAUNCH_SLEEP", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"e\n{\"target\": \"mars\"}\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("wants to run launch"), "{text}");
+    assert!(
+        text.contains("\"target\": \"moon\""),
+        "the call is shown readably: {text}"
+    );
+    assert!(text.contains("Launch handled."), "{text}");
+    assert_eq!(launches(dir), ["call_l"]);
+    let runs = toolgate(&["runs", "--json"], dir);
+    let id = String::from_utf8_lossy(&runs.stdout)
+        .split("\"id\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let recs = records(dir, &id);
+    assert_eq!(
+        recs[0]["arguments"]["target"], "mars",
+        "the edited arguments ran"
+    );
 }

@@ -26,7 +26,8 @@ pub struct ConversationSummary {
     pub timeout_calls: u64,
     pub cancelled_calls: u64,
     pub client_calls: u64,
-    /// Successful calls per hundred calls.
+    /// Successful calls per hundred calls that toolgate ran or refused (client calls,
+    /// whose outcome only the client knows, are left out).
     pub success_rate: f64,
     pub tool_usage: BTreeMap<String, u64>,
     pub duration_ms: Durations,
@@ -135,7 +136,7 @@ impl Store {
                 s.first_call_at = Some(s.first_call_at.map_or(first, |f| f.min(first)));
                 s.last_call_at = Some(s.last_call_at.map_or(last, |l| l.max(last)));
             }
-            s.success_rate = rate(s.successful_calls, s.total_calls);
+            s.success_rate = rate(s.successful_calls, s.total_calls - s.client_calls);
             s.duration_ms = percentiles(&mut durations(
                 conn,
                 "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_conversation WHERE conversation_id = ?1",
@@ -163,7 +164,7 @@ impl Store {
             }
             g.success_rate = rate(
                 g.by_status.get("succeeded").copied().unwrap_or(0),
-                g.total_calls,
+                g.total_calls - g.by_status.get("client").copied().unwrap_or(0),
             );
             g.conversations = conn
                 .query_row(
@@ -194,6 +195,7 @@ fn tool_stats(conn: &Connection, tool: &str) -> rusqlite::Result<ToolStats> {
         tool: tool.to_string(),
         ..Default::default()
     };
+    let mut client = 0;
     let mut stmt = conn.prepare_cached(
         "SELECT status, count(*) FROM tool_calls WHERE tool = ?1 GROUP BY status",
     )?;
@@ -208,10 +210,11 @@ fn tool_stats(conn: &Connection, tool: &str) -> rusqlite::Result<ToolStats> {
             "failed" => t.failed_calls += n,
             "denied" => t.denied_calls += n,
             "timeout" => t.timeout_calls += n,
+            "client" => client += n,
             _ => {}
         }
     }
-    t.success_rate = rate(t.successful_calls, t.total_calls);
+    t.success_rate = rate(t.successful_calls, t.total_calls - client);
     t.duration_ms = percentiles(&mut durations(
         conn,
         "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool WHERE tool = ?1",
