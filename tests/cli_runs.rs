@@ -84,8 +84,8 @@ fn launches(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Starts the run and returns the run object it paused with.
-fn paused_run(dir: &Path) -> Value {
+/// Starts the run with `--json`: its output (exit code 3 checked).
+fn start_paused(dir: &Path) -> Output {
     let out = toolgate(
         &[
             "run",
@@ -97,7 +97,12 @@ fn paused_run(dir: &Path) -> Value {
         dir,
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    lines(&out).pop().unwrap()
+    out
+}
+
+/// Starts the run and returns the run object it paused with.
+fn paused_run(dir: &Path) -> Value {
+    lines(&start_paused(dir)).pop().unwrap()
 }
 
 fn show(dir: &Path, id: &str) -> Value {
@@ -115,17 +120,7 @@ fn records(dir: &Path, id: &str) -> Vec<Value> {
 fn paused_in_one_process_approved_in_another() {
     let w = world(ONE_LAUNCH);
     let dir = w.path();
-    let out = toolgate(
-        &[
-            "run",
-            "--agent",
-            "agent.yaml",
-            "--json",
-            "Launch to the moon",
-        ],
-        dir,
-    );
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = start_paused(dir);
     let events = lines(&out);
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(
@@ -481,4 +476,29 @@ fn on_a_terminal_the_call_is_asked_right_there() {
         recs[0]["arguments"]["target"], "mars",
         "the edited arguments ran"
     );
+}
+
+#[test]
+fn prompt_shows_an_agents_system_prompt() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!("{AGENT}instructions: You launch things.\n"),
+    )
+    .unwrap();
+    let out = toolgate(&["prompt", "--agent", "agent.yaml"], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("You launch things.\n\n"), "{text}");
+    assert!(text.contains("<tool_call>") && text.contains("launch") && text.contains("ask_user"));
+    let out = toolgate(&["prompt", "--agent", "agent.yaml", "--openai"], dir);
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["launch", "ask_user"]);
 }

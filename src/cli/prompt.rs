@@ -1,11 +1,16 @@
-//! `toolgate prompt TOOL...`: the tool instructions an agent in xml mode gets for
-//! those tools, or with `--openai` the `tools` array a native agent sends.
+//! `toolgate prompt TOOL...` or `toolgate prompt --agent FILE`: the tool instructions
+//! (or an agent's whole system prompt) in xml mode, or with `--openai` the `tools`
+//! array a native agent sends.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
+use toolgate::agent::{Agent, Mode};
 use toolgate::prompt::{Prompts, openai_tools};
+use toolgate::run::{request_tools, system_prompt};
+use toolgate::tool::ToolLibrary;
 
 use super::parse::print_json;
 use super::{Failure, find_tool, load_tools};
@@ -20,10 +25,16 @@ pub struct PromptArgs {
     /// Print the OpenAI `tools` array (native mode) instead.
     #[arg(long)]
     openai: bool,
+    /// Print this agent's system prompt in xml mode (its instructions, then its tools').
+    #[arg(long, conflicts_with = "tools")]
+    agent: Option<PathBuf>,
 }
 
 pub fn run(args: PromptArgs) -> Result<ExitCode, Failure> {
     let lib = load_tools(args.tools_dir.as_deref())?;
+    if let Some(file) = &args.agent {
+        return agent_prompt(file, lib, args.openai);
+    }
     let names = if args.tools.is_empty() {
         lib.names()
     } else {
@@ -46,5 +57,24 @@ pub fn run(args: PromptArgs) -> Result<ExitCode, Failure> {
     use std::io::Write;
     out.write_all(text.as_bytes())
         .map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agent_prompt(file: &Path, lib: ToolLibrary, openai: bool) -> Result<ExitCode, Failure> {
+    let mut agent = Agent::load(file).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let toolkit = agent
+        .toolkit(&Arc::new(lib))
+        .map_err(|e| Failure::bad_input(e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    if openai {
+        agent.mode = Mode::Native;
+        let tools = serde_json::Value::Array(request_tools(&agent, &toolkit));
+        print_json(&mut out, &tools, true)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    agent.mode = Mode::Xml;
+    let text = system_prompt(&agent, &toolkit).map_err(Failure::other)?;
+    use std::io::Write;
+    writeln!(out, "{text}").map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

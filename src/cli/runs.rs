@@ -279,11 +279,16 @@ fn decide(
             render::outcome(&run, common.json);
             return Ok(ExitCode::from(3));
         }
-        let run = drive(&store, common.json, Op::Resume(common.run.clone()))
-            .await
-            .map_err(run_failure)?;
-        finish(&store, run, common.json).await
+        continue_run(&store, &common.run, common.json).await
     })
+}
+
+/// Continues a run in this process, then finishes as `run` does.
+async fn continue_run(store: &Store, id: &str, json: bool) -> Result<ExitCode, Failure> {
+    let run = drive(store, json, Op::Resume(id.to_string()))
+        .await
+        .map_err(run_failure)?;
+    finish(store, run, json).await
 }
 
 pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
@@ -299,10 +304,7 @@ pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
             // On a terminal, resuming a paused run asks its items right there.
             return finish(&store, current, args.json).await;
         }
-        let run = drive(&store, args.json, Op::Resume(args.run.clone()))
-            .await
-            .map_err(run_failure)?;
-        finish(&store, run, args.json).await
+        continue_run(&store, &args.run, args.json).await
     })
 }
 

@@ -22,8 +22,9 @@ fn prompts() -> Result<&'static Prompts, String> {
         .map_err(Clone::clone)
 }
 
-/// The system prompt for `agent` with `toolkit`.
-pub(crate) fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, String> {
+/// The system prompt for `agent` with `toolkit`: its instructions, and in xml mode the
+/// tool instructions after them.
+pub fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, String> {
     let mut system = agent.instructions.trim_end().to_string();
     if agent.mode == Mode::Xml && !toolkit.names().is_empty() {
         let tools = toolkit.tools();
@@ -40,7 +41,7 @@ pub(crate) fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, 
 }
 
 /// The `tools` of a native-mode request (empty in xml mode).
-pub(crate) fn tools(agent: &Agent, toolkit: &Toolkit) -> Vec<Value> {
+pub fn tools(agent: &Agent, toolkit: &Toolkit) -> Vec<Value> {
     if agent.mode == Mode::Xml {
         return Vec::new();
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub use conversation::{system_prompt, tools as request_tools};
 pub use state::{Phase, RunState, TurnCall};
 
 use crate::agent::{Agent, AgentError, DEFAULT_MODEL};
