@@ -178,6 +178,8 @@ fn paused_in_one_process_approved_in_another() {
     let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(stats["total_calls"], 1);
     assert_eq!(stats["tool_usage"]["launch"], 1);
+    assert_eq!(stats["runs"], 1);
+    assert_eq!(stats["model_usage"]["model_calls"], 2);
 
     // A finished run takes no more decisions and does not resume.
     let again = toolgate(&["resume", &id], dir);
@@ -417,6 +419,7 @@ fn the_readme_demo_runs_end_to_end() {
         "$ toolgate submit",
         "completed after 3 model turn(s)",
         "calls:    3 (2 succeeded",
+        "runs:     1 (3 model call(s), 855 tokens: 752 prompt + 103 completion)",
         "result.txt: 2+3*4 = 14",
     ] {
         assert!(stdout.contains(needle), "{needle} missing from:\n{stdout}");

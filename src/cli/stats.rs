@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
+use toolgate::protocol::Usage;
+use toolgate::run::run_object;
 use toolgate::store::{Durations, ToolStats};
 
 use super::calls::show_time;
@@ -60,10 +62,22 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         let s = store
             .conversation_summary(conv)
             .map_err(super::store_failure)?;
-        if args.json {
-            return print_json(&mut out, &s, false).map(|()| ExitCode::SUCCESS);
+        // The conversation's runs and what they asked of the model.
+        let runs = store
+            .runs(None, Some(conv), 100_000)
+            .map_err(|e| super::run::run_failure(e.into()))?;
+        let mut usage = Usage::default();
+        for r in &runs {
+            usage.add(run_object(r, &[]).usage);
         }
-        if s.total_calls == 0 {
+        if args.json {
+            let mut value = serde_json::to_value(&s)
+                .map_err(|e| Failure::other(format!("cannot encode the summary: {e}")))?;
+            value["runs"] = runs.len().into();
+            value["model_usage"] = serde_json::to_value(usage).unwrap_or_default();
+            return print_json(&mut out, &value, false).map(|()| ExitCode::SUCCESS);
+        }
+        if s.total_calls == 0 && runs.is_empty() {
             return Err(Failure::bad_input(format!(
                 "no calls recorded for conversation '{conv}' in {}",
                 db.display()
@@ -84,6 +98,19 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
             s.first_call_at.map(show_time).unwrap_or_default(),
             s.last_call_at.map(show_time).unwrap_or_default(),
         );
+        if !runs.is_empty() {
+            text.insert_str(
+                text.len() - 1,
+                &format!(
+                    "  runs:     {} ({} model call(s), {} tokens: {} prompt + {} completion)\n",
+                    runs.len(),
+                    usage.model_calls,
+                    usage.total_tokens,
+                    usage.prompt_tokens,
+                    usage.completion_tokens
+                ),
+            );
+        }
         let rows: Vec<Vec<String>> = s
             .tool_usage
             .iter()
