@@ -388,3 +388,28 @@ async fn a_refused_request_fails_at_once() {
     assert!(run.last_error.unwrap().contains("does not exist"));
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_dead_server_fails_the_run_after_the_retries() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let server = FakeOpenAi::start(Vec::new()).await;
+    let (mut s, agent) = setup(&server, NATIVE, 3);
+    s.runner.model_config.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
+    let ws = s.dir.path().join("ws");
+    let run = s
+        .runner
+        .start(start(agent, &ws, "anyone there?"))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    let error = run.last_error.unwrap();
+    assert!(error.contains("failed 3 time(s)"), "{error}");
+    let retries = drain(&mut s.events)
+        .iter()
+        .filter(|e| matches!(e, RunEvent::ModelRetry { .. }))
+        .count();
+    assert_eq!(retries, 2);
+}
