@@ -4,25 +4,21 @@
 //! next one starts; a call is saved as executing before it runs, so a crash never runs
 //! it twice.
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use super::conversation;
 use super::sink::TurnSink;
 use super::state::{Phase, TurnCall};
+use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
 use super::{Live, RunError, Runner, state_json};
 use crate::agent::Mode;
-use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall, now_ms};
+use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall};
 use crate::model::{Message, ModelRequest};
-use crate::parse::{ParseOptions, ToolCall};
+use crate::parse::ParseOptions;
 use crate::permission::Gate;
-use crate::prompt::cdata_escape;
-use crate::protocol::{
-    CallStatus, CallerKind, Decision, Event, ItemKind, RequiredItem, RunEvent, RunObject, RunStatus,
-};
-use crate::store::{CallQuery, CallRecord, RunSave};
+use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
+use crate::store::{CallQuery, RunSave};
 use crate::tool::DEFAULT_TIMEOUT;
 
 /// How a drive ended.
@@ -400,141 +396,6 @@ impl Runner {
         Ok(waiting)
     }
 
-    /// One decision applied to a waiting call.
-    fn apply(
-        &self,
-        live: &mut Live,
-        c: &mut TurnCall,
-        decision: Decision,
-        records: &mut Vec<CallRecord>,
-    ) {
-        match decision {
-            Decision::Approve => c.phase = Phase::Ready,
-            Decision::ApproveAlways => {
-                if !live.standing.contains(&c.call.name) {
-                    live.standing.push(c.call.name.clone());
-                }
-                c.phase = Phase::Ready;
-            }
-            Decision::Edit { arguments } => {
-                c.edited = Some(arguments);
-                c.phase = Phase::Ready;
-            }
-            Decision::Deny { reason } => {
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(r) => format!("A person denied this call. Reason: {r}"),
-                    None => "A person denied this call; no reason was given.".to_string(),
-                };
-                records.push(self.record(
-                    live,
-                    &c.call,
-                    CallStatus::Denied,
-                    Some("denied"),
-                    &output,
-                ));
-                self.resolved(live, &c.call, CallStatus::Denied, &output);
-                live.pending_updates.push((c.call.id.clone(), "done"));
-                c.phase = Phase::Done {
-                    status: CallStatus::Denied,
-                    output,
-                };
-            }
-            Decision::Submit { output, is_error } => {
-                let status = if is_error {
-                    CallStatus::Failed
-                } else {
-                    CallStatus::Client
-                };
-                let mut record = self.record(
-                    live,
-                    &c.call,
-                    status,
-                    is_error.then_some("client_error"),
-                    &output,
-                );
-                record.set_result(&output);
-                records.push(record);
-                self.resolved(live, &c.call, status, &output);
-                live.pending_updates.push((c.call.id.clone(), "done"));
-                c.phase = Phase::Done { status, output };
-            }
-        }
-    }
-
-    fn prepare(&self, live: &Live, c: &TurnCall) -> PreparedCall {
-        let mut call = c.call.clone();
-        if let Some(args) = &c.edited {
-            call.arguments = args.clone();
-        }
-        PreparedCall {
-            tool: live.toolkit.resolve(&call.name).cloned(),
-            call,
-            conversation_id: live.conversation_id.clone(),
-            run_id: Some(live.run_id.clone()),
-            agent: Some(live.agent.name.clone()),
-            caller: CallerKind::Agent,
-            priority: 0,
-        }
-    }
-
-    fn required_item(&self, live: &Live, call: &ToolCall, gate: Gate) -> RequiredItem {
-        let arguments = match live.toolkit.resolve(&call.name) {
-            Ok(tool) => tool.redact(&call.arguments),
-            Err(_) => call.arguments.clone(),
-        };
-        RequiredItem {
-            call_id: call.id.clone(),
-            kind: if gate == Gate::Client {
-                ItemKind::SubmitToolOutput
-            } else {
-                ItemKind::Approval
-            },
-            tool: call.name.clone(),
-            arguments: Value::Object(arguments),
-        }
-    }
-
-    /// A record for a call resolved without running.
-    fn record(
-        &self,
-        live: &Live,
-        call: &ToolCall,
-        status: CallStatus,
-        error_kind: Option<&str>,
-        message: &str,
-    ) -> CallRecord {
-        let arguments = match live.toolkit.resolve(&call.name) {
-            Ok(tool) => tool.redact(&call.arguments),
-            Err(_) => call.arguments.clone(),
-        };
-        CallRecord {
-            call_id: call.id.clone(),
-            run_id: Some(live.run_id.clone()),
-            conversation_id: live.conversation_id.clone(),
-            agent: Some(live.agent.name.clone()),
-            caller: CallerKind::Agent,
-            tool: call.name.clone(),
-            arguments: Value::Object(arguments),
-            result: None,
-            result_size: 0,
-            status,
-            error_kind: error_kind.map(str::to_string),
-            error_message: error_kind.map(|_| message.to_string()),
-            started_at: now_ms(),
-            duration_ms: 0.0,
-        }
-    }
-
-    fn resolved(&self, live: &Live, call: &ToolCall, status: CallStatus, output: &str) {
-        self.emit(RunEvent::ToolResolved {
-            run_id: live.run_id.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            status,
-            output: output.to_string(),
-        });
-    }
-
     async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let mut set_pending = std::mem::take(&mut live.pending_updates);
         set_pending.extend(save.set_pending);
@@ -595,54 +456,4 @@ fn feed_back(live: &mut Live) {
     live.state
         .messages
         .extend(conversation::results(live.state.mode, &outputs));
-}
-
-/// What the model is told about an engine outcome.
-fn outcome_text(outcome: &CallOutcome) -> String {
-    match &outcome.result {
-        Ok(out) => out.to_text(),
-        Err(e) => format!("error: {e}"),
-    }
-}
-
-/// Call ids unique within the conversation: a repeated id gets a suffix.
-fn unique_ids(calls: Vec<ToolCall>, used: &HashSet<&str>) -> Vec<ToolCall> {
-    let mut taken: HashSet<String> = used.iter().map(|s| s.to_string()).collect();
-    calls
-        .into_iter()
-        .map(|mut call| {
-            if taken.contains(&call.id) {
-                let mut n = 2;
-                while taken.contains(&format!("{}_{n}", call.id)) {
-                    n += 1;
-                }
-                call.id = format!("{}_{n}", call.id);
-            }
-            taken.insert(call.id.clone());
-            call
-        })
-        .collect()
-}
-
-fn mentions_calls(content: &str) -> bool {
-    ["<tool_call", "<invoke", "<function="]
-        .iter()
-        .any(|m| content.contains(m))
-}
-
-/// A call written the way xml-mode instructions ask for it.
-fn xml_call(call: &ToolCall) -> String {
-    let mut out = format!("\n<tool_call>\n  <name>{}</name>\n  <params>\n", call.name);
-    for (k, v) in &call.arguments {
-        let text = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        out.push_str(&format!(
-            "    <{k}><![CDATA[{}]]></{k}>\n",
-            cdata_escape(&text)
-        ));
-    }
-    out.push_str("  </params>\n</tool_call>");
-    out
 }

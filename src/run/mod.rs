@@ -6,6 +6,7 @@ mod agent_loop;
 mod conversation;
 mod sink;
 mod state;
+mod turn;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
