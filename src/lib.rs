@@ -4,9 +4,12 @@
 //!
 //! The layers, in the order a call meets them: [`parse`] (every written form of a tool
 //! call, whole or streamed), [`tool`] (specs, files, validation, the library, toolkits,
-//! built-ins), [`prompt`] (what a model is told about its tools), [`engine`] (batches
-//! within limits) and [`store`] (the SQLite record and its summaries); [`protocol`]
-//! holds the events and statuses front ends read.
+//! built-ins), [`prompt`] (what a model is told about its tools), [`permission`] (the
+//! gate: run, ask, hand to the client, refuse), [`engine`] (batches within limits) and
+//! [`store`] (the SQLite record, run state and summaries). Above them: [`agent`] (agent
+//! files), [`model`] (OpenAI-compatible and scripted models) and [`run`] (the loop, with
+//! pause and resume across processes); [`protocol`] holds the events, statuses and the
+//! run object front ends read.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
