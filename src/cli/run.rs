@@ -31,7 +31,7 @@ pub struct RunArgs {
     #[arg(long)]
     json: bool,
     /// The tools folder (default ./tools; built-in tools are always there).
-    #[arg(long)]
+    #[arg(long, env = "TOOLGATE_TOOLS")]
     tools: Option<PathBuf>,
     /// The root for file tools (default: the agent's workspace, else the current folder).
     #[arg(long)]
