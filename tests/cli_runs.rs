@@ -46,6 +46,7 @@ fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
     cmd.args(args)
         .current_dir(dir)
         .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
         .env_remove("OPENAI_API_KEY")
         .env("LAUNCH_SLEEP", sleep)
         .stdin(Stdio::null());
