@@ -506,3 +506,30 @@ fn prompt_shows_an_agents_system_prompt() {
         .collect();
     assert_eq!(names, ["launch", "ask_user"]);
 }
+
+#[test]
+fn a_run_cancelled_while_it_runs_stops_before_the_next_model_turn() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!("{AGENT}permissions: {{launch: auto}}\n"),
+    )
+    .unwrap();
+    let running = spawn(&["run", "--agent", "agent.yaml", "--json", "go"], dir, "2");
+    wait_for("the call to start", || launches(dir).len() == 1);
+    let runs = toolgate(&["runs", "--status", "in_progress", "--json"], dir);
+    let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let id = listed[0]["id"].as_str().unwrap().to_string();
+    let out = toolgate(&["cancel", &id], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = running.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let events = lines(&out);
+    assert_eq!(events.last().unwrap()["status"], "cancelled");
+    assert!(events.iter().any(|e| e["type"] == "run.cancelled"));
+    assert!(!events.iter().any(|e| e["type"] == "run.completed"));
+    let run = show(dir, &id);
+    assert_eq!(run["status"], "cancelled");
+    assert_eq!(run["iteration"], 1, "the model was not asked again");
+}
