@@ -26,7 +26,10 @@ struct Setup {
 }
 
 fn setup(iterations: usize) -> Setup {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir_in(
+        std::env::var("BENCH_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let mut replies = String::from("replies:\n");
     for i in 1..iterations {
         replies.push_str(&format!(
@@ -43,11 +46,17 @@ fn setup(iterations: usize) -> Setup {
     .unwrap_or_else(|e| panic!("{e}"));
     let agent = Agent::load(&file).unwrap_or_else(|e| panic!("{e}"));
     let store = Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let runtime = match std::env::var("BENCH_RUNTIME").as_deref() {
+        Ok("current") => tokio::runtime::Builder::new_current_thread(),
+        _ => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+    }
+    .enable_all()
+    .build()
+    .unwrap_or_else(|e| panic!("{e}"));
     Setup {
         workspace: dir.path().to_path_buf(),
         _dir: dir,
@@ -79,11 +88,12 @@ fn iteration(bencher: Bencher, iterations: usize) {
         });
 }
 
-/// For comparison: the two commits every iteration needs by design (the turn saved
-/// with its calls marked executing before they run; then the calls' records), with
-/// nothing else: a 4 KB state saved and one record written, per item.
-#[divan::bench(sample_count = 20)]
-fn durable_floor(bencher: Bencher) {
+/// For comparison: the commits an iteration needs by design, and nothing else: a
+/// 4 KB state saved with one call record (`1`: a call that changes nothing), or first
+/// saved with the call marked executing and then with its record (`2`: a call that
+/// changes something, fenced so that a crash never runs it twice).
+#[divan::bench(args = [1, 2], sample_count = 20)]
+fn durable_floor(bencher: Bencher, commits: usize) {
     use toolgate::protocol::{CallStatus, CallerKind};
     use toolgate::store::{CallRecord, RunSave};
     const N: usize = 50;
@@ -91,6 +101,16 @@ fn durable_floor(bencher: Bencher) {
     let store = s.runner.store.clone();
     let state = format!("{{\"pad\":\"{}\"}}", "x".repeat(4096));
     let owner = "bench-owner";
+    let save = |i: usize, records: Vec<CallRecord>| RunSave {
+        status: RunStatus::InProgress,
+        state: state.clone(),
+        iteration: i as u32,
+        last_error: None,
+        add_pending: Vec::new(),
+        set_pending: Vec::new(),
+        release: false,
+        records,
+    };
     bencher.counter(ItemsCount::new(N)).bench_local(|| {
         s.runtime.block_on(async {
             let id = format!("run_{}", uuid::Uuid::new_v4().simple());
@@ -106,19 +126,12 @@ fn durable_floor(bencher: Bencher) {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             for i in 0..N {
-                let save = RunSave {
-                    status: RunStatus::InProgress,
-                    state: state.clone(),
-                    iteration: i as u32,
-                    last_error: None,
-                    add_pending: Vec::new(),
-                    set_pending: Vec::new(),
-                    release: false,
-                };
-                store
-                    .save_run(&id, owner, save)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
+                if commits == 2 {
+                    store
+                        .save_run(&id, owner, save(i, Vec::new()))
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                }
                 let record = CallRecord {
                     call_id: format!("c{i}"),
                     run_id: Some(id.clone()),
@@ -136,7 +149,7 @@ fn durable_floor(bencher: Bencher) {
                     duration_ms: 0.0,
                 };
                 store
-                    .record_calls(vec![record])
+                    .save_run(&id, owner, save(i, vec![record]))
                     .await
                     .unwrap_or_else(|e| panic!("{e}"));
             }

@@ -533,3 +533,27 @@ fn a_run_cancelled_while_it_runs_stops_before_the_next_model_turn() {
     assert_eq!(run["status"], "cancelled");
     assert_eq!(run["iteration"], 1, "the model was not asked again");
 }
+
+#[test]
+fn a_read_only_call_cut_short_by_a_crash_simply_runs_again() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let tool = LAUNCH
+        .replace("permission: confirm", "permission: auto")
+        .replace("timeout: 120", "timeout: 120\nread_only: true");
+    std::fs::write(dir.join("tools/launch.yaml"), tool).unwrap();
+    let mut running = spawn(&["run", "--agent", "agent.yaml", "go"], dir, "30");
+    wait_for("the call to start", || launches(dir).len() == 1);
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let runs = toolgate(&["runs", "--json"], dir);
+    let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let id = listed[0]["id"].as_str().unwrap().to_string();
+    let out = toolgate(&["resume", &id], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Nothing fenced it: it ran again, and this time it was recorded.
+    assert_eq!(launches(dir).len(), 2);
+    let recs = records(dir, &id);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["status"], "succeeded");
+}

@@ -49,6 +49,7 @@ fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> To
         timeout,
         tags: vec![],
         version: None,
+        read_only: false,
     }
 }
 

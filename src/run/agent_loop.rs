@@ -74,7 +74,9 @@ impl Runner {
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
             },
-            Some(self.store.clone()),
+            // The loop commits the records itself, in the transaction that saves the
+            // step, so that the record and the run's state always agree.
+            None,
             Some(tool_tx),
         );
         let cancel = Cancel::new();
@@ -231,7 +233,6 @@ impl Runner {
             live.state
                 .messages
                 .push(Message::assistant(content, calls.clone()));
-            let mut refused = Vec::new();
             let mut turn = Vec::with_capacity(calls.len());
             for call in calls {
                 let gate = Gate::decide(&live.toolkit, &call, &live.standing);
@@ -251,7 +252,7 @@ impl Runner {
                             "'{}' is not allowed for this agent (permission: never); the call was not run.",
                             call.name
                         );
-                        refused.push(self.record(
+                        live.records.push(self.record(
                             live,
                             &call,
                             CallStatus::Denied,
@@ -272,10 +273,9 @@ impl Runner {
                     edited: None,
                 });
             }
-            // Saved with the next step (calls marked executing, or the pause): until
-            // then nothing has run, and a crash only costs asking the model again.
+            // Saved with the next step (calls marked executing, their results, or the
+            // pause): until then nothing has run, and a crash costs asking the model again.
             live.state.turn = Some(turn);
-            self.store.record_calls(refused).await?;
         }
     }
 
@@ -289,7 +289,6 @@ impl Runner {
         cancel: &Cancel,
     ) -> Result<Vec<RequiredItem>, RunError> {
         let mut turn = live.state.turn.take().unwrap_or_default();
-        let mut records = Vec::new();
         let mut recorded: Option<Vec<crate::store::StoredCall>> = None;
         for c in turn.iter_mut() {
             match &c.phase {
@@ -320,7 +319,7 @@ impl Runner {
                         },
                         None => {
                             let output = "The process running this call stopped before it finished, so its outcome is unknown: it may or may not have taken effect. It was not run again.".to_string();
-                            records.push(self.record(
+                            live.records.push(self.record(
                                 live,
                                 &c.call,
                                 CallStatus::Failed,
@@ -340,7 +339,7 @@ impl Runner {
                 }
                 Phase::Waiting => {
                     if let Some(decision) = live.decisions.remove(&c.call.id) {
-                        self.apply(live, c, decision, &mut records);
+                        self.apply(live, c, decision);
                     } else if c.gate == Gate::Approval && live.standing.contains(&c.call.name) {
                         c.phase = Phase::Ready;
                     }
@@ -348,23 +347,29 @@ impl Runner {
                 Phase::Ready | Phase::Done { .. } => {}
             }
         }
-        self.store.record_calls(records).await?;
         let ready: Vec<usize> = (0..turn.len())
             .filter(|&i| turn[i].phase == Phase::Ready)
             .collect();
         if !ready.is_empty() {
             let mut save = Save::step();
+            let mut fenced = false;
             for &i in &ready {
                 turn[i].phase = Phase::Executing;
+                fenced |= !self.harmless(live, &turn[i]);
                 if turn[i].gate != Gate::Run {
                     save.set_pending
                         .push((turn[i].call.id.clone(), "executing"));
                 }
             }
-            live.state.turn = Some(turn);
-            // Durable before anything runs: a crash from here on never runs these again.
-            self.save(live, save).await?;
-            turn = live.state.turn.take().unwrap_or_default();
+            if fenced {
+                // Durable before anything runs: a crash from here on never runs these
+                // again. (Calls that change nothing may run again; they skip this.)
+                live.state.turn = Some(turn);
+                self.save(live, save).await?;
+                turn = live.state.turn.take().unwrap_or_default();
+            } else {
+                live.pending_updates.extend(save.set_pending);
+            }
             let prepared: Vec<PreparedCall> = ready
                 .iter()
                 .map(|&i| self.prepare(live, &turn[i]))
@@ -385,7 +390,12 @@ impl Runner {
                     status: outcome.status,
                     output,
                 };
+                live.records.push(outcome.record);
             }
+            // The records and the results, committed together before the model sees them.
+            live.state.turn = Some(turn);
+            self.save(live, Save::step()).await?;
+            turn = live.state.turn.take().unwrap_or_default();
         }
         let waiting: Vec<RequiredItem> = turn
             .iter()
@@ -397,6 +407,7 @@ impl Runner {
     }
 
     async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
+        let records = std::mem::take(&mut live.records);
         let mut set_pending = std::mem::take(&mut live.pending_updates);
         set_pending.extend(save.set_pending);
         let record = RunSave {
@@ -405,6 +416,7 @@ impl Runner {
             iteration: live.state.iteration,
             last_error: save.last_error,
             add_pending: std::mem::take(&mut live.pending_new),
+            records,
             set_pending,
             release: save.release,
         };

@@ -111,6 +111,8 @@ pub(crate) struct Live {
     pub decisions: std::collections::HashMap<String, Decision>,
     /// Pending-item states to write with the next save.
     pub pending_updates: Vec<(String, &'static str)>,
+    /// Call records to commit with the next save.
+    pub records: Vec<crate::store::CallRecord>,
     /// Pending items to add with the next save.
     pub pending_new: Vec<crate::protocol::RequiredItem>,
     /// The toolkit's parameter schemas, for the parser.
@@ -223,6 +225,7 @@ impl Runner {
             decisions: Default::default(),
             pending_updates: Vec::new(),
             pending_new: Vec::new(),
+            records: Vec::new(),
             schemas: Arc::new(toolkit_schemas),
         };
         self.drive(live, false).await
@@ -292,6 +295,7 @@ impl Runner {
             decisions,
             pending_updates: Vec::new(),
             pending_new: Vec::new(),
+            records: Vec::new(),
             schemas,
         })
     }

@@ -17,13 +17,7 @@ use crate::store::CallRecord;
 
 impl Runner {
     /// One decision applied to a waiting call.
-    pub(super) fn apply(
-        &self,
-        live: &mut Live,
-        c: &mut TurnCall,
-        decision: Decision,
-        records: &mut Vec<CallRecord>,
-    ) {
+    pub(super) fn apply(&self, live: &mut Live, c: &mut TurnCall, decision: Decision) {
         match decision {
             Decision::Approve => c.phase = Phase::Ready,
             Decision::ApproveAlways => {
@@ -41,7 +35,7 @@ impl Runner {
                     Some(r) => format!("A person denied this call. Reason: {r}"),
                     None => "A person denied this call; no reason was given.".to_string(),
                 };
-                records.push(self.record(
+                live.records.push(self.record(
                     live,
                     &c.call,
                     CallStatus::Denied,
@@ -69,10 +63,22 @@ impl Runner {
                     &output,
                 );
                 record.set_result(&output);
-                records.push(record);
+                live.records.push(record);
                 self.resolved(live, &c.call, status, &output);
                 live.pending_updates.push((c.call.id.clone(), "done"));
                 c.phase = Phase::Done { status, output };
+            }
+        }
+    }
+
+    /// Whether running `c` again after a crash would do no harm: its tool changes
+    /// nothing, or the call cannot run at all (unknown tool, invalid arguments).
+    pub(super) fn harmless(&self, live: &Live, c: &TurnCall) -> bool {
+        match live.toolkit.resolve(&c.call.name) {
+            Err(_) => true,
+            Ok(tool) => {
+                let args = c.edited.clone().unwrap_or_else(|| c.call.arguments.clone());
+                tool.spec.read_only || tool.check(args).is_err()
             }
         }
     }

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::record::{self, CallRecord, INSERT};
 use super::{Store, StoreError, describe, writer};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
@@ -66,6 +67,8 @@ pub struct RunSave {
     pub set_pending: Vec<(String, &'static str)>,
     /// Give up the lease with this save (the run pauses or ends).
     pub release: bool,
+    /// Call records committed in the same transaction.
+    pub records: Vec<CallRecord>,
 }
 
 /// What a decision changed.
@@ -399,6 +402,10 @@ impl Store {
                 )?;
                 for (call_id, state) in &save.set_pending {
                     set.execute(params![id, call_id, state])?;
+                }
+                let mut insert = tx.prepare_cached(INSERT)?;
+                for r in &save.records {
+                    record::insert(&mut insert, r)?;
                 }
             }
             Ok(())

@@ -77,6 +77,8 @@ struct RawTool {
     tags: Vec<String>,
     #[serde(default)]
     version: Option<Value>,
+    #[serde(default)]
+    read_only: bool,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -211,6 +213,7 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             Value::String(s) => s,
             other => other.to_string(),
         }),
+        read_only: raw.read_only,
     };
     Ok(ToolDef {
         spec,

@@ -76,6 +76,10 @@ pub struct ToolSpec {
     pub timeout: Option<f64>,
     pub tags: Vec<String>,
     pub version: Option<String>,
+    /// The tool changes nothing (it reads or computes): a call cut short by a crash may
+    /// simply run again, so the loop does not fence it with a durable "executing" mark.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// The time a call may take when its tool does not say.

@@ -8,12 +8,15 @@ use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
-    builtin_spec(
-        "calculator",
-        "Evaluate an arithmetic expression, e.g. 2+3*4, (1.5^2)/3, sqrt(2), max(3, 7) % 4.",
-        Permission::Auto,
-        json!({"type": "object", "properties": {"expression": {"type": "string", "maxLength": 1000, "description": "The expression."}}, "required": ["expression"], "additionalProperties": false}),
-    )
+    ToolSpec {
+        read_only: true,
+        ..builtin_spec(
+            "calculator",
+            "Evaluate an arithmetic expression, e.g. 2+3*4, (1.5^2)/3, sqrt(2), max(3, 7) % 4.",
+            Permission::Auto,
+            json!({"type": "object", "properties": {"expression": {"type": "string", "maxLength": 1000, "description": "The expression."}}, "required": ["expression"], "additionalProperties": false}),
+        )
+    }
 }
 
 /// The handler of the tool.

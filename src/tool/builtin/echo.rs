@@ -6,12 +6,15 @@ use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
-    builtin_spec(
-        "echo",
-        "Return the given text unchanged.",
-        Permission::Auto,
-        json!({"type": "object", "properties": {"text": {"type": "string", "description": "The text to return."}}, "required": ["text"], "additionalProperties": false}),
-    )
+    ToolSpec {
+        read_only: true,
+        ..builtin_spec(
+            "echo",
+            "Return the given text unchanged.",
+            Permission::Auto,
+            json!({"type": "object", "properties": {"text": {"type": "string", "description": "The text to return."}}, "required": ["text"], "additionalProperties": false}),
+        )
+    }
 }
 
 /// The handler of the tool.

@@ -8,26 +8,32 @@ use crate::tool::workspace::resolve;
 use crate::tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn read_spec() -> ToolSpec {
-    builtin_spec(
-        "read_file",
-        "Read a text file in the workspace.",
-        Permission::Auto,
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "A path relative to the workspace."},
-            "max_bytes": {"type": "integer", "minimum": 1, "maximum": 10485760, "default": 1048576}
-        }, "required": ["path"], "additionalProperties": false}),
-    )
+    ToolSpec {
+        read_only: true,
+        ..builtin_spec(
+            "read_file",
+            "Read a text file in the workspace.",
+            Permission::Auto,
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "A path relative to the workspace."},
+                "max_bytes": {"type": "integer", "minimum": 1, "maximum": 10485760, "default": 1048576}
+            }, "required": ["path"], "additionalProperties": false}),
+        )
+    }
 }
 
 pub fn list_spec() -> ToolSpec {
-    builtin_spec(
-        "list_dir",
-        "List a folder in the workspace.",
-        Permission::Auto,
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "default": ".", "description": "A folder relative to the workspace."}
-        }, "additionalProperties": false}),
-    )
+    ToolSpec {
+        read_only: true,
+        ..builtin_spec(
+            "list_dir",
+            "List a folder in the workspace.",
+            Permission::Auto,
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "default": ".", "description": "A folder relative to the workspace."}
+            }, "additionalProperties": false}),
+        )
+    }
 }
 
 pub fn write_spec() -> ToolSpec {

@@ -100,6 +100,7 @@ fn spec(name: &str, description: &str, permission: Permission, parameters: Value
         timeout: None,
         tags: vec!["builtin".to_string()],
         version: None,
+        read_only: false,
     }
 }
 

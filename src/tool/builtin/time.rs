@@ -9,12 +9,15 @@ use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
-    builtin_spec(
-        "current_time",
-        "The current date and time in a time zone.",
-        Permission::Auto,
-        json!({"type": "object", "properties": {"timezone": {"type": "string", "default": "UTC", "description": "An IANA time zone such as Europe/Paris or America/New_York."}}, "additionalProperties": false}),
-    )
+    ToolSpec {
+        read_only: true,
+        ..builtin_spec(
+            "current_time",
+            "The current date and time in a time zone.",
+            Permission::Auto,
+            json!({"type": "object", "properties": {"timezone": {"type": "string", "default": "UTC", "description": "An IANA time zone such as Europe/Paris or America/New_York."}}, "additionalProperties": false}),
+        )
+    }
 }
 
 /// The handler of the tool.
