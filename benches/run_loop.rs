@@ -4,7 +4,8 @@
 //! feeding the result back. Runs of 10 and 50 iterations show how the growing
 //! conversation (saved with every step) weighs.
 //!
-//! Run: `cargo bench --bench run_loop`
+//! Run: `cargo bench --bench run_loop` (`BENCH_DIR=/dev/shm` puts the database on
+//! tmpfs; `BENCH_RUNTIME=current` uses a one-thread runtime).
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
