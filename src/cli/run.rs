@@ -73,6 +73,9 @@ pub fn runner(store: Store) -> Runner {
 
 pub fn run_failure(e: RunError) -> Failure {
     match e {
+        RunError::Invalid(m) if m.contains("unknown tool(s)") => Failure::bad_input(format!(
+            "{m} (tool files are read from --tools DIR, default ./tools)"
+        )),
         RunError::Invalid(_) | RunError::NotFound(_) => Failure::bad_input(e.to_string()),
         RunError::Store(s) => super::store_failure(s),
         RunError::Conflict(_) => Failure::other(e.to_string()),
