@@ -413,3 +413,41 @@ async fn a_dead_server_fails_the_run_after_the_retries() {
         .count();
     assert_eq!(retries, 2);
 }
+
+#[tokio::test]
+async fn a_call_with_unreadable_arguments_is_sent_back_to_the_model() {
+    let broken = Reply::Stream(vec![
+        fake_openai::ev_role(),
+        fake_openai::ev_call_start(0, "call_x", "calculator"),
+        fake_openai::ev_call_args(0, "{\"expression\": \"2+"),
+        fake_openai::ev_finish("tool_calls"),
+    ]);
+    let server = FakeOpenAi::start(vec![
+        broken,
+        calls_reply(
+            "",
+            &[("call_y", "calculator", json!({"expression": "2+2"}))],
+        ),
+        text_reply("4.", 2),
+    ])
+    .await;
+    let (s, agent) = setup(&server, NATIVE, 2);
+    let ws = s.dir.path().join("ws");
+    let run = s.runner.start(start(agent, &ws, "2+2?")).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(run.output.as_deref(), Some("4."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let note = messages.last().unwrap();
+    assert_eq!(note["role"], "user");
+    let text = note["content"].as_str().unwrap();
+    assert!(
+        text.contains("could not be read") && text.contains("calculator"),
+        "{text}"
+    );
+    assert!(
+        messages[2].get("tool_calls").is_none(),
+        "the unreadable call is not in the history"
+    );
+}

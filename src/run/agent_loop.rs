@@ -15,7 +15,7 @@ use super::{Live, RunError, Runner, state_json};
 use crate::agent::Mode;
 use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall};
 use crate::model::{Message, ModelRequest};
-use crate::parse::ParseOptions;
+use crate::parse::{ParseOptions, ProblemKind};
 use crate::permission::Gate;
 use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
 use crate::store::{CallQuery, RunSave};
@@ -214,6 +214,25 @@ impl Runner {
             let had_native = !reply.native.is_empty();
             let parsed = sink.finish(reply.native);
             let calls = unique_ids(parsed.calls, &live.state.used_ids());
+            let unreadable: Vec<&str> = parsed
+                .problems
+                .iter()
+                .filter(|p| p.kind == ProblemKind::InvalidJson)
+                .map(|p| p.message.as_str())
+                .collect();
+            if calls.is_empty() && !unreadable.is_empty() {
+                // The model tried to call a tool and failed to write the call: tell it,
+                // rather than take its reply as the final answer.
+                let note = format!(
+                    "Your last reply tried to call a tool, but the call could not be read: {}. Write the call again, with its arguments as one valid JSON object.",
+                    unreadable.join("; ")
+                );
+                live.state
+                    .messages
+                    .push(Message::assistant(reply.content, Vec::new()));
+                live.state.messages.push(Message::user(note));
+                continue;
+            }
             if calls.is_empty() {
                 live.state
                     .messages
