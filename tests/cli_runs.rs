@@ -557,3 +557,40 @@ fn a_read_only_call_cut_short_by_a_crash_simply_runs_again() {
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["status"], "succeeded");
 }
+
+#[test]
+fn ctrl_c_stops_the_run_cleanly_and_resume_finishes_it() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!("{AGENT}permissions: {{launch: auto}}\n"),
+    )
+    .unwrap();
+    let running = spawn(&["run", "--agent", "agent.yaml", "--json", "go"], dir, "30");
+    wait_for("the call to start", || launches(dir).len() == 1);
+    let signal = Command::new("kill")
+        .args(["-INT", &running.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signal.success());
+    let out = running.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let run = lines(&out).pop().unwrap();
+    assert_eq!(run["status"], "failed");
+    assert!(
+        run["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("toolgate resume")
+    );
+    let id = run["id"].as_str().unwrap();
+    let recs = records(dir, id);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["status"], "cancelled");
+    let out = toolgate(&["resume", id], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(show(dir, id)["status"], "completed");
+    assert_eq!(launches(dir).len(), 1, "a cancelled call is not run again");
+}

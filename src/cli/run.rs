@@ -93,10 +93,23 @@ pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunEr
     });
     let mut runner = runner(store.clone());
     runner.events = Some(tx);
+    // Ctrl-C stops the run cleanly (saved as failed, ready to resume); a second one
+    // exits at once.
+    let interrupt = runner.interrupt.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ntoolgate: interrupted; stopping the run (Ctrl-C again to quit now)");
+            interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
     let result = match op {
         Op::Start(start) => runner.start(*start).await,
         Op::Resume(id) => runner.resume(&id).await,
     };
+    ctrl_c.abort();
     drop(runner);
     let _ = printer.await;
     result

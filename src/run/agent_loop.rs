@@ -80,6 +80,13 @@ impl Runner {
             Some(tool_tx),
         );
         let cancel = Cancel::new();
+        let interrupt = {
+            let (outer, inner) = (self.interrupt.clone(), cancel.clone());
+            tokio::spawn(async move {
+                outer.cancelled().await;
+                inner.cancel();
+            })
+        };
         let heartbeat = {
             let (store, id, owner, cancel) = (
                 self.store.clone(),
@@ -105,6 +112,7 @@ impl Runner {
         };
         let result = self.steps(&mut live, &engine, &mut tool_rx, &cancel).await;
         heartbeat.abort();
+        interrupt.abort();
         let run_id = live.run_id.clone();
         let end = match result {
             Ok(end) => end,
@@ -165,6 +173,16 @@ impl Runner {
             conversation::system_prompt(&live.agent, &live.toolkit).map_err(RunError::Invalid)?;
         let tools = conversation::tools(&live.agent, &live.toolkit);
         loop {
+            if cancel.is_cancelled() {
+                // Interrupted, or the lease is gone (then this save is refused).
+                let message = format!(
+                    "interrupted before it finished; toolgate resume {} continues it",
+                    live.run_id
+                );
+                self.save(live, Save::end(RunStatus::Failed, Some(message.clone())))
+                    .await?;
+                return Ok(End::Failed(message));
+            }
             if live.state.turn.is_some() {
                 let waiting = self.settle(live, engine, tool_rx, cancel).await?;
                 if !waiting.is_empty() {
@@ -200,7 +218,16 @@ impl Runner {
                 messages: &live.state.messages,
                 tools: &tools,
             };
-            let reply = match live.model.complete(request, &mut sink).await {
+            let answered = tokio::select! {
+                r = live.model.complete(request, &mut sink) => Some(r),
+                _ = cancel.cancelled() => None,
+            };
+            let Some(answered) = answered else {
+                // Interrupted while the model answered: the loop's top saves it.
+                drop(sink);
+                continue;
+            };
+            let reply = match answered {
                 Ok(reply) => reply,
                 Err(e) => {
                     let message = e.to_string();

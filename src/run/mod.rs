@@ -95,6 +95,9 @@ pub struct Runner {
     pub events: Option<UnboundedSender<RunEvent>>,
     /// Used instead of the run's model name (tests, benchmarks, embedding programs).
     pub model: Option<Arc<dyn Model>>,
+    /// Cancel it to interrupt the run being driven (Ctrl-C): running calls stop and are
+    /// recorded as cancelled, and the run is saved as failed, ready to `resume`.
+    pub interrupt: crate::engine::Cancel,
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -133,6 +136,7 @@ impl Runner {
             limits: LimitConfig::default(),
             events: None,
             model: None,
+            interrupt: crate::engine::Cancel::new(),
         }
     }
 
