@@ -111,6 +111,8 @@ fn durable_floor(bencher: Bencher, commits: usize) {
         set_pending: Vec::new(),
         release: false,
         records,
+        messages: Vec::new(),
+        first_seq: 0,
     };
     bencher.counter(ItemsCount::new(N)).bench_local(|| {
         s.runtime.block_on(async {
@@ -123,6 +125,8 @@ fn durable_floor(bencher: Bencher, commits: usize) {
                     state.clone(),
                     owner,
                     60_000,
+                    Vec::new(),
+                    0,
                 )
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));

@@ -454,6 +454,9 @@ impl Runner {
 
     async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);
+        let first_seq = live.persisted;
+        let messages =
+            super::messages_json(&live.state.messages[first_seq.min(live.state.messages.len())..])?;
         let mut set_pending = std::mem::take(&mut live.pending_updates);
         set_pending.extend(save.set_pending);
         let record = RunSave {
@@ -463,13 +466,16 @@ impl Runner {
             last_error: save.last_error,
             add_pending: std::mem::take(&mut live.pending_new),
             records,
+            messages,
+            first_seq,
             set_pending,
             release: save.release,
         };
-        Ok(self
-            .store
+        self.store
             .save_run(&live.run_id, &live.owner, record)
-            .await?)
+            .await?;
+        live.persisted = live.state.messages.len();
+        Ok(())
     }
 }
 

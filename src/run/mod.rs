@@ -114,6 +114,8 @@ pub(crate) struct Live {
     pub decisions: std::collections::HashMap<String, Decision>,
     /// Pending-item states to write with the next save.
     pub pending_updates: Vec<(String, &'static str)>,
+    /// How many of `state.messages` are stored.
+    pub persisted: usize,
     /// Call records to commit with the next save.
     pub records: Vec<crate::store::CallRecord>,
     /// Pending items to add with the next save.
@@ -184,11 +186,12 @@ impl Runner {
         let conversation_id = req.conversation.clone().unwrap_or_else(|| {
             format!("conv_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
         });
-        let mut messages = match &req.conversation {
+        let (mut messages, persisted) = match &req.conversation {
             Some(c) => self.history(c)?,
-            None => Vec::new(),
+            None => (Vec::new(), 0),
         };
         messages.push(Message::user(req.message.clone()));
+        let added = messages_json(&messages[persisted..])?;
         let state = RunState {
             agent_file: req.agent.path.clone(),
             agent: req.agent.name.clone(),
@@ -205,6 +208,7 @@ impl Runner {
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;
+        let stored = state.messages.len();
         self.store
             .create_run(
                 &run_id,
@@ -213,6 +217,8 @@ impl Runner {
                 text,
                 &owner,
                 LEASE_MS,
+                added,
+                persisted,
             )
             .await?;
         let standing = self.store.standing_approvals(&conversation_id)?;
@@ -230,6 +236,7 @@ impl Runner {
             pending_updates: Vec::new(),
             pending_new: Vec::new(),
             records: Vec::new(),
+            persisted: stored,
             schemas: Arc::new(toolkit_schemas),
         };
         self.drive(live, false).await
@@ -271,12 +278,14 @@ impl Runner {
         pending: Vec<PendingRow>,
         owner: String,
     ) -> Result<Live, RunError> {
-        let state: RunState = serde_json::from_str(&row.state).map_err(|e| {
+        let mut state: RunState = serde_json::from_str(&row.state).map_err(|e| {
             RunError::Conflict(format!(
                 "run {}: its saved state cannot be read: {e}",
                 row.id
             ))
         })?;
+        state.messages = self.messages(&row.conversation_id)?;
+        let stored = state.messages.len();
         let agent = Agent::load(&state.agent_file)?;
         let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
         let schemas = Arc::new(toolkit.schemas());
@@ -300,6 +309,7 @@ impl Runner {
             pending_updates: Vec::new(),
             pending_new: Vec::new(),
             records: Vec::new(),
+            persisted: stored,
             schemas,
         })
     }
@@ -367,16 +377,17 @@ impl Runner {
         Ok(run_object(&row, &pending))
     }
 
-    /// The history a new run in `conversation` starts from: the messages of its last
-    /// run, with any call that never got a result answered as cancelled.
-    fn history(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
+    /// The history a new run in `conversation` starts from, and how much of it is
+    /// stored: the conversation's messages, then an answer for every call its last run
+    /// left without a result.
+    fn history(&self, conversation: &str) -> Result<(Vec<Message>, usize), RunError> {
         let Some(last) = self
             .store
             .runs(None, Some(conversation), 1)?
             .into_iter()
             .next()
         else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), 0));
         };
         let state: RunState = serde_json::from_str(&last.state).map_err(|e| {
             RunError::Conflict(format!(
@@ -384,7 +395,8 @@ impl Runner {
                 last.id
             ))
         })?;
-        let mut messages = state.messages;
+        let mut messages = self.messages(conversation)?;
+        let persisted = messages.len();
         if let Some(turn) = state.turn {
             let outputs: Vec<(TurnCall, String)> = turn
                 .into_iter()
@@ -399,8 +411,34 @@ impl Runner {
                 .collect();
             messages.extend(conversation::results(state.mode, &outputs));
         }
-        Ok(messages)
+        Ok((messages, persisted))
     }
+
+    /// A conversation's stored messages.
+    fn messages(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
+        self.store
+            .conversation_messages(conversation)?
+            .iter()
+            .map(|m| {
+                serde_json::from_str(m).map_err(|e| {
+                    RunError::Conflict(format!(
+                        "conversation {conversation}: a stored message cannot be read: {e}"
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+/// Messages as the store keeps them.
+pub(crate) fn messages_json(messages: &[Message]) -> Result<Vec<String>, RunError> {
+    messages
+        .iter()
+        .map(|m| {
+            serde_json::to_string(m)
+                .map_err(|e| RunError::Conflict(format!("cannot save a message: {e}")))
+        })
+        .collect()
 }
 
 fn state_json(state: &RunState) -> Result<String, RunError> {

@@ -27,6 +27,9 @@ pub struct RunState {
     pub max_iterations: u32,
     /// Model turns taken.
     pub iteration: u32,
+    /// The conversation so far; stored apart (one row per message, appended), not in
+    /// the state's JSON.
+    #[serde(default, skip_serializing)]
     pub messages: Vec<Message>,
     /// The calls of the last model turn, until every one has its result.
     pub turn: Option<Vec<TurnCall>>,

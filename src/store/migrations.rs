@@ -8,7 +8,10 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x5447_4154;
 
 /// The migrations, in order; migration `i` takes the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_messages.sql"),
+];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

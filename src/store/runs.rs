@@ -69,6 +69,10 @@ pub struct RunSave {
     pub release: bool,
     /// Call records committed in the same transaction.
     pub records: Vec<CallRecord>,
+    /// Messages the step added to the conversation (JSON), the first at position
+    /// `first_seq`.
+    pub messages: Vec<String>,
+    pub first_seq: usize,
 }
 
 /// What a decision changed.
@@ -241,7 +245,9 @@ impl Store {
         out.ok_or_else(|| RunsError::Conflict("the read did not run".into()))?
     }
 
-    /// A new run, in progress and leased to `owner`.
+    /// A new run, in progress and leased to `owner`, with the messages it adds to its
+    /// conversation (the user's message, at least), the first at position `first_seq`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn create_run(
         &self,
         id: &str,
@@ -250,6 +256,8 @@ impl Store {
         state: String,
         owner: &str,
         lease_ms: i64,
+        messages: Vec<String>,
+        first_seq: usize,
     ) -> Result<(), RunsError> {
         let (id, conversation_id, agent, owner) = (
             id.to_string(),
@@ -276,6 +284,7 @@ impl Store {
                 "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7)",
                 params![id, conversation_id, agent, state, owner, now + lease_ms, now],
             )?;
+            append_messages(tx, &id, first_seq, &messages)?;
             Ok(())
         })
         .await
@@ -407,6 +416,7 @@ impl Store {
                 for r in &save.records {
                     record::insert(&mut insert, r)?;
                 }
+                append_messages(tx, &id, save.first_seq, &save.messages)?;
             }
             Ok(())
         })
@@ -573,6 +583,19 @@ impl Store {
         })
     }
 
+    /// A conversation's messages (JSON), in order.
+    pub fn conversation_messages(&self, conversation: &str) -> Result<Vec<String>, RunsError> {
+        self.read_runs(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT message FROM messages WHERE conversation_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt
+                .query_map([conversation], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+    }
+
     /// The tools with a standing approval in a conversation.
     pub fn standing_approvals(&self, conversation: &str) -> Result<Vec<String>, RunsError> {
         self.read_runs(|conn| {
@@ -585,6 +608,32 @@ impl Store {
             Ok(rows)
         })
     }
+}
+
+/// Appends messages to the conversation of run `run_id`, the first at `first_seq`. A
+/// position already taken means two runs wrote the same conversation: refused.
+fn append_messages(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    first_seq: usize,
+    messages: &[String],
+) -> Result<(), RunsError> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO messages (conversation_id, seq, run_id, message) SELECT conversation_id, ?2, id, ?3 FROM runs WHERE id = ?1",
+    )?;
+    for (i, m) in messages.iter().enumerate() {
+        stmt.execute(params![run_id, (first_seq + i) as i64, m])
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => RunsError::Conflict(format!(
+                    "run {run_id}: its conversation was changed by another run meanwhile"
+                )),
+                _ => RunsError::Sql(e),
+            })?;
+    }
+    Ok(())
 }
 
 fn lost_lease(id: &str) -> RunsError {
