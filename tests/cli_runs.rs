@@ -507,8 +507,9 @@ fn prompt_shows_an_agents_system_prompt() {
     assert_eq!(names, ["launch", "ask_user"]);
 }
 
-#[test]
-fn a_run_cancelled_while_it_runs_stops_before_the_next_model_turn() {
+/// A run whose `launch` is AUTO, started with `--json` and caught inside the call
+/// (which takes `sleep` seconds).
+fn running_auto_launch(sleep: &str) -> (TempDir, Child) {
     let w = world(ONE_LAUNCH);
     let dir = w.path();
     std::fs::write(
@@ -516,8 +517,19 @@ fn a_run_cancelled_while_it_runs_stops_before_the_next_model_turn() {
         format!("{AGENT}permissions: {{launch: auto}}\n"),
     )
     .unwrap();
-    let running = spawn(&["run", "--agent", "agent.yaml", "--json", "go"], dir, "2");
+    let running = spawn(
+        &["run", "--agent", "agent.yaml", "--json", "go"],
+        dir,
+        sleep,
+    );
     wait_for("the call to start", || launches(dir).len() == 1);
+    (w, running)
+}
+
+#[test]
+fn a_run_cancelled_while_it_runs_stops_before_the_next_model_turn() {
+    let (w, running) = running_auto_launch("2");
+    let dir = w.path();
     let runs = toolgate(&["runs", "--status", "in_progress", "--json"], dir);
     let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
     let id = listed[0]["id"].as_str().unwrap().to_string();
@@ -560,15 +572,8 @@ fn a_read_only_call_cut_short_by_a_crash_simply_runs_again() {
 
 #[test]
 fn ctrl_c_stops_the_run_cleanly_and_resume_finishes_it() {
-    let w = world(ONE_LAUNCH);
+    let (w, running) = running_auto_launch("30");
     let dir = w.path();
-    std::fs::write(
-        dir.join("agent.yaml"),
-        format!("{AGENT}permissions: {{launch: auto}}\n"),
-    )
-    .unwrap();
-    let running = spawn(&["run", "--agent", "agent.yaml", "--json", "go"], dir, "30");
-    wait_for("the call to start", || launches(dir).len() == 1);
     let signal = Command::new("kill")
         .args(["-INT", &running.id().to_string()])
         .status()
