@@ -334,10 +334,7 @@ impl Runner {
             }
             other => other,
         };
-        Ok(self
-            .store
-            .decide(run_id, call_id, decision, |_| Ok(()))
-            .await?)
+        Ok(self.store.decide(run_id, call_id, decision).await?)
     }
 
     fn validate_edit(

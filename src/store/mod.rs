@@ -2,6 +2,7 @@
 //! writer thread that commits call records in groups, read connections for queries,
 //! and errors that name the file and say what is wrong with it.
 
+mod decisions;
 mod migrations;
 mod queries;
 mod record;
@@ -16,12 +17,12 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
+pub use decisions::Decided;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
 pub use runs::{
-    Decided, PendingRow, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
-    this_host,
+    PendingRow, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name, this_host,
 };
 pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
 

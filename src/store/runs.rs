@@ -1,7 +1,7 @@
-//! Runs in the store: the saved state of each run, its pending items and their
-//! decisions, standing approvals, and the lease that lets exactly one process continue
-//! a run at a time. Every change is one IMMEDIATE transaction on the writer thread, so
-//! two processes racing for the same run are serialised by SQLite itself.
+//! Runs in the store: each run's saved state and pending items, its conversation's
+//! messages, and the lease that lets exactly one process continue a run at a time.
+//! Every change is one IMMEDIATE transaction on the writer thread, so two processes
+//! racing for the same run are serialised by SQLite itself.
 
 use std::path::Path;
 
@@ -75,15 +75,6 @@ pub struct RunSave {
     pub first_seq: usize,
 }
 
-/// What a decision changed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decided {
-    /// The call ids that were decided by this command.
-    pub calls: Vec<String>,
-    /// Items of the run still waiting.
-    pub waiting: usize,
-}
-
 const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at";
 
 fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
@@ -120,7 +111,7 @@ fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
 }
 
 /// Finds a run by its id or a unique prefix of it.
-fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError> {
+pub(super) fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
     if let Some(run) = conn.query_row(&sql, [id], run_from_row).optional()? {
         return Ok(run);
@@ -148,7 +139,7 @@ fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError> {
     }
 }
 
-fn pending_rows(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
+pub(super) fn pending_rows(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
     let mut stmt = conn.prepare_cached(
         "SELECT call_id, kind, tool, arguments, decision, state FROM pending WHERE run_id = ?1 ORDER BY rowid",
     )?;
@@ -233,7 +224,7 @@ impl Store {
     }
 
     /// Reads with the run-level error type.
-    fn read_runs<T>(
+    pub(super) fn read_runs<T>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, RunsError>,
     ) -> Result<T, RunsError> {
@@ -423,114 +414,6 @@ impl Store {
         .await
     }
 
-    /// Records a decision (or a client's output) for the waiting items of a paused run.
-    /// `call_id` `None` decides every waiting approval. `ApproveAlways` also stores a
-    /// standing approval and approves the other waiting calls of the same tool.
-    /// `check` sees each item before it is decided and may refuse it (edited arguments
-    /// that do not validate).
-    pub async fn decide(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-        check: impl Fn(&RequiredItem) -> Result<(), String> + Send + 'static,
-    ) -> Result<Decided, RunsError> {
-        let (run_id, call_id) = (run_id.to_string(), call_id.map(str::to_string));
-        self.transact(move |tx| {
-            let run = find_run(tx, &run_id)?;
-            if run.status != RunStatus::RequiresAction {
-                return Err(RunsError::Conflict(format!(
-                    "run {} is {}, not waiting for a decision",
-                    run.id,
-                    run.status.as_str()
-                )));
-            }
-            let pending = pending_rows(tx, &run.id)?;
-            let waiting: Vec<&PendingRow> =
-                pending.iter().filter(|p| p.state == "waiting").collect();
-            let wants = match decision {
-                Decision::Submit { .. } => ItemKind::SubmitToolOutput,
-                _ => ItemKind::Approval,
-            };
-            let mut chosen: Vec<&PendingRow> = match &call_id {
-                Some(c) => {
-                    let Some(p) = pending.iter().find(|p| &p.item.call_id == c) else {
-                        let ids: Vec<&str> =
-                            waiting.iter().map(|p| p.item.call_id.as_str()).collect();
-                        return Err(RunsError::Conflict(format!(
-                            "run {} has no pending call '{c}'; waiting: {}",
-                            run.id,
-                            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
-                        )));
-                    };
-                    if p.state != "waiting" {
-                        return Err(RunsError::Conflict(format!(
-                            "call {c} of run {} is already decided ({})",
-                            run.id, p.state
-                        )));
-                    }
-                    if p.item.kind != wants {
-                        let hint = match p.item.kind {
-                            ItemKind::SubmitToolOutput => "it is a client tool: use toolgate submit",
-                            ItemKind::Approval => "it needs a decision: use toolgate approve or deny",
-                        };
-                        return Err(RunsError::Conflict(format!(
-                            "call {c} ({}) is a {} item; {hint}",
-                            p.item.tool,
-                            p.item.kind.as_str()
-                        )));
-                    }
-                    vec![p]
-                }
-                None => waiting.iter().copied().filter(|p| p.item.kind == wants).collect(),
-            };
-            if chosen.is_empty() {
-                return Err(RunsError::Conflict(format!(
-                    "run {} has no waiting {} items",
-                    run.id,
-                    wants.as_str()
-                )));
-            }
-            if decision == Decision::ApproveAlways {
-                let tools: Vec<String> = chosen.iter().map(|p| p.item.tool.clone()).collect();
-                for p in &waiting {
-                    if p.item.kind == ItemKind::Approval
-                        && tools.contains(&p.item.tool)
-                        && !chosen.iter().any(|c| c.item.call_id == p.item.call_id)
-                    {
-                        chosen.push(p);
-                    }
-                }
-                for tool in tools {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)",
-                        params![run.conversation_id, tool, now_ms()],
-                    )?;
-                }
-            }
-            for p in &chosen {
-                check(&p.item).map_err(RunsError::Conflict)?;
-            }
-            let text = serde_json::to_string(&decision)
-                .map_err(|e| RunsError::Conflict(e.to_string()))?;
-            let now = now_ms();
-            let mut calls = Vec::new();
-            for p in &chosen {
-                tx.execute(
-                    "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
-                    params![run.id, p.item.call_id, text, now],
-                )?;
-                calls.push(p.item.call_id.clone());
-            }
-            tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![run.id, now])?;
-            Ok(Decided {
-                waiting: waiting.len() - calls.len(),
-                calls,
-            })
-        })
-        .await
-    }
-
     /// Cancels a run that has not ended; returns the status it had.
     pub async fn cancel_run(&self, id: &str) -> Result<(String, RunStatus), RunsError> {
         let id = id.to_string();
@@ -588,19 +471,6 @@ impl Store {
         self.read_runs(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT message FROM messages WHERE conversation_id = ?1 ORDER BY seq",
-            )?;
-            let rows = stmt
-                .query_map([conversation], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            Ok(rows)
-        })
-    }
-
-    /// The tools with a standing approval in a conversation.
-    pub fn standing_approvals(&self, conversation: &str) -> Result<Vec<String>, RunsError> {
-        self.read_runs(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT tool FROM standing_decisions WHERE conversation_id = ?1 AND decision = 'approve' ORDER BY tool",
             )?;
             let rows = stmt
                 .query_map([conversation], |r| r.get(0))?

@@ -1,0 +1,136 @@
+//! Decisions on a paused run's items: approvals (for good, with `--always`), denials,
+//! edited arguments and client outputs, each bound to its call id; and the standing
+//! approvals a conversation keeps.
+
+use rusqlite::params;
+
+use super::Store;
+use super::runs::{PendingRow, RunsError, find_run, pending_rows};
+use crate::engine::now_ms;
+use crate::protocol::{Decision, ItemKind, RunStatus};
+
+/// What a decision changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// The call ids that were decided by this command.
+    pub calls: Vec<String>,
+    /// Items of the run still waiting.
+    pub waiting: usize,
+}
+
+impl Store {
+    /// Records a decision (or a client's output) for the waiting items of a paused run.
+    /// `call_id` `None` decides every waiting approval. `ApproveAlways` also stores a
+    /// standing approval and approves the other waiting calls of the same tool.
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+    ) -> Result<Decided, RunsError> {
+        let (run_id, call_id) = (run_id.to_string(), call_id.map(str::to_string));
+        self.transact(move |tx| {
+            let run = find_run(tx, &run_id)?;
+            if run.status != RunStatus::RequiresAction {
+                return Err(RunsError::Conflict(format!(
+                    "run {} is {}, not waiting for a decision",
+                    run.id,
+                    run.status.as_str()
+                )));
+            }
+            let pending = pending_rows(tx, &run.id)?;
+            let waiting: Vec<&PendingRow> =
+                pending.iter().filter(|p| p.state == "waiting").collect();
+            let wants = match decision {
+                Decision::Submit { .. } => ItemKind::SubmitToolOutput,
+                _ => ItemKind::Approval,
+            };
+            let mut chosen: Vec<&PendingRow> = match &call_id {
+                Some(c) => {
+                    let Some(p) = pending.iter().find(|p| &p.item.call_id == c) else {
+                        let ids: Vec<&str> =
+                            waiting.iter().map(|p| p.item.call_id.as_str()).collect();
+                        return Err(RunsError::Conflict(format!(
+                            "run {} has no pending call '{c}'; waiting: {}",
+                            run.id,
+                            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+                        )));
+                    };
+                    if p.state != "waiting" {
+                        return Err(RunsError::Conflict(format!(
+                            "call {c} of run {} is already decided ({})",
+                            run.id, p.state
+                        )));
+                    }
+                    if p.item.kind != wants {
+                        let hint = match p.item.kind {
+                            ItemKind::SubmitToolOutput => "it is a client tool: use toolgate submit",
+                            ItemKind::Approval => "it needs a decision: use toolgate approve or deny",
+                        };
+                        return Err(RunsError::Conflict(format!(
+                            "call {c} ({}) is a {} item; {hint}",
+                            p.item.tool,
+                            p.item.kind.as_str()
+                        )));
+                    }
+                    vec![p]
+                }
+                None => waiting.iter().copied().filter(|p| p.item.kind == wants).collect(),
+            };
+            if chosen.is_empty() {
+                return Err(RunsError::Conflict(format!(
+                    "run {} has no waiting {} items",
+                    run.id,
+                    wants.as_str()
+                )));
+            }
+            if decision == Decision::ApproveAlways {
+                let tools: Vec<String> = chosen.iter().map(|p| p.item.tool.clone()).collect();
+                for p in &waiting {
+                    if p.item.kind == ItemKind::Approval
+                        && tools.contains(&p.item.tool)
+                        && !chosen.iter().any(|c| c.item.call_id == p.item.call_id)
+                    {
+                        chosen.push(p);
+                    }
+                }
+                for tool in tools {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)",
+                        params![run.conversation_id, tool, now_ms()],
+                    )?;
+                }
+            }
+            let text = serde_json::to_string(&decision)
+                .map_err(|e| RunsError::Conflict(e.to_string()))?;
+            let now = now_ms();
+            let mut calls = Vec::new();
+            for p in &chosen {
+                tx.execute(
+                    "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
+                    params![run.id, p.item.call_id, text, now],
+                )?;
+                calls.push(p.item.call_id.clone());
+            }
+            tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![run.id, now])?;
+            Ok(Decided {
+                waiting: waiting.len() - calls.len(),
+                calls,
+            })
+        })
+        .await
+    }
+
+    /// The tools with a standing approval in a conversation.
+    pub fn standing_approvals(&self, conversation: &str) -> Result<Vec<String>, RunsError> {
+        self.read_runs(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT tool FROM standing_decisions WHERE conversation_id = ?1 AND decision = 'approve' ORDER BY tool",
+            )?;
+            let rows = stmt
+                .query_map([conversation], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+    }
+}
