@@ -279,46 +279,7 @@ impl Runner {
             live.state
                 .messages
                 .push(Message::assistant(content, calls.clone()));
-            let mut turn = Vec::with_capacity(calls.len());
-            for call in calls {
-                let gate = Gate::decide(&live.toolkit, &call, &live.standing);
-                let phase = match gate {
-                    Gate::Run => Phase::Ready,
-                    Gate::Approval | Gate::Client => {
-                        let item = self.required_item(live, &call, gate);
-                        self.emit(RunEvent::ApprovalRequested {
-                            run_id: live.run_id.clone(),
-                            item: item.clone(),
-                        });
-                        live.pending_new.push(item);
-                        Phase::Waiting
-                    }
-                    Gate::Refuse => {
-                        let output = format!(
-                            "'{}' is not allowed for this agent (permission: never); the call was not run.",
-                            call.name
-                        );
-                        live.records.push(self.record(
-                            live,
-                            &call,
-                            CallStatus::Denied,
-                            Some("policy"),
-                            &output,
-                        ));
-                        self.resolved(live, &call, CallStatus::Denied, &output);
-                        Phase::Done {
-                            status: CallStatus::Denied,
-                            output,
-                        }
-                    }
-                };
-                turn.push(TurnCall {
-                    call,
-                    gate,
-                    phase,
-                    edited: None,
-                });
-            }
+            let turn = self.gate(live, calls);
             // Saved with the next step (calls marked executing, their results, or the
             // pause): until then nothing has run, and a crash costs asking the model again.
             live.state.turn = Some(turn);

@@ -71,6 +71,52 @@ impl Runner {
         }
     }
 
+    /// Gates each call of a model turn: ready to run, waiting for a person or the
+    /// client (an item is added and announced), or refused and answered at once.
+    pub(super) fn gate(&self, live: &mut Live, calls: Vec<ToolCall>) -> Vec<TurnCall> {
+        let mut turn = Vec::with_capacity(calls.len());
+        for call in calls {
+            let gate = Gate::decide(&live.toolkit, &call, &live.standing);
+            let phase = match gate {
+                Gate::Run => Phase::Ready,
+                Gate::Approval | Gate::Client => {
+                    let item = self.required_item(live, &call, gate);
+                    self.emit(RunEvent::ApprovalRequested {
+                        run_id: live.run_id.clone(),
+                        item: item.clone(),
+                    });
+                    live.pending_new.push(item);
+                    Phase::Waiting
+                }
+                Gate::Refuse => {
+                    let output = format!(
+                        "'{}' is not allowed for this agent (permission: never); the call was not run.",
+                        call.name
+                    );
+                    live.records.push(self.record(
+                        live,
+                        &call,
+                        CallStatus::Denied,
+                        Some("policy"),
+                        &output,
+                    ));
+                    self.resolved(live, &call, CallStatus::Denied, &output);
+                    Phase::Done {
+                        status: CallStatus::Denied,
+                        output,
+                    }
+                }
+            };
+            turn.push(TurnCall {
+                call,
+                gate,
+                phase,
+                edited: None,
+            });
+        }
+        turn
+    }
+
     /// Whether running `c` again after a crash would do no harm: its tool changes
     /// nothing, or the call cannot run at all (unknown tool, invalid arguments).
     pub(super) fn harmless(&self, live: &Live, c: &TurnCall) -> bool {
