@@ -9,7 +9,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use super::conversation;
 use super::sink::TurnSink;
-use super::state::{Phase, TurnCall};
+use super::state::Phase;
 use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
 use super::{Live, RunError, Runner, state_json};
 use crate::agent::Mode;
@@ -324,21 +324,13 @@ impl Runner {
                                 .or_else(|| r.record.error_message.clone())
                                 .unwrap_or_default(),
                         },
-                        None => {
-                            let output = "The process running this call stopped before it finished, so its outcome is unknown: it may or may not have taken effect. It was not run again.".to_string();
-                            live.records.push(self.record(
-                                live,
-                                &c.call,
-                                CallStatus::Failed,
-                                Some("interrupted"),
-                                &output,
-                            ));
-                            self.resolved(live, &c.call, CallStatus::Failed, &output);
-                            Phase::Done {
-                                status: CallStatus::Failed,
-                                output,
-                            }
-                        }
+                        None => self.answer(
+                            live,
+                            &c.call,
+                            CallStatus::Failed,
+                            Some("interrupted"),
+                            "The process running this call stopped before it finished, so its outcome is unknown: it may or may not have taken effect. It was not run again.".to_string(),
+                        ),
                     };
                     if c.gate != Gate::Run {
                         live.pending_updates.push((c.call.id.clone(), "done"));
@@ -468,17 +460,6 @@ async fn run_batch(
 /// call order.
 fn feed_back(live: &mut Live) {
     let turn = live.state.turn.take().unwrap_or_default();
-    let outputs: Vec<(TurnCall, String)> = turn
-        .into_iter()
-        .map(|c| {
-            let output = match &c.phase {
-                Phase::Done { output, .. } => output.clone(),
-                _ => String::new(),
-            };
-            (c, output)
-        })
-        .collect();
-    live.state
-        .messages
-        .extend(conversation::results(live.state.mode, &outputs));
+    let results = conversation::results(live.state.mode, &turn, "");
+    live.state.messages.extend(results);
 }

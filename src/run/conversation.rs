@@ -12,7 +12,7 @@ use crate::prompt::{Prompts, ResultItem, openai_tools};
 use crate::protocol::CallStatus;
 use crate::tool::Toolkit;
 
-use super::state::TurnCall;
+use super::state::{Phase, TurnCall};
 
 fn prompts() -> Result<&'static Prompts, String> {
     static PROMPTS: OnceLock<Result<Prompts, String>> = OnceLock::new();
@@ -65,25 +65,30 @@ fn status_word(status: CallStatus) -> &'static str {
 }
 
 /// The messages that return a turn's results, in call order: one tool message per call
-/// (native), or one user message of `<tool_result>` blocks (xml).
-pub(crate) fn results(mode: Mode, calls: &[(TurnCall, String)]) -> Vec<Message> {
+/// (native), or one user message of `<tool_result>` blocks (xml). A call without a
+/// result is answered with `unfinished`.
+pub(crate) fn results(mode: Mode, turn: &[TurnCall], unfinished: &str) -> Vec<Message> {
+    let output = |c: &TurnCall| match &c.phase {
+        Phase::Done { output, .. } => output.clone(),
+        _ => unfinished.to_string(),
+    };
     match mode {
-        Mode::Native => calls
+        Mode::Native => turn
             .iter()
-            .map(|(c, output)| Message::tool(c.call.id.clone(), output.clone()))
+            .map(|c| Message::tool(c.call.id.clone(), output(c)))
             .collect(),
         Mode::Xml => {
-            let items: Vec<ResultItem> = calls
+            let items: Vec<ResultItem> = turn
                 .iter()
-                .map(|(c, output)| ResultItem {
+                .map(|c| ResultItem {
                     call_id: c.call.id.clone(),
                     name: c.call.name.clone(),
                     status: match &c.phase {
-                        super::Phase::Done { status, .. } => status_word(*status),
+                        Phase::Done { status, .. } => status_word(*status),
                         _ => "cancelled",
                     }
                     .to_string(),
-                    output: output.clone(),
+                    output: output(c),
                 })
                 .collect();
             let text = match prompts()

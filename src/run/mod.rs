@@ -278,16 +278,10 @@ impl Runner {
         pending: Vec<PendingRow>,
         owner: String,
     ) -> Result<Live, RunError> {
-        let mut state: RunState = serde_json::from_str(&row.state).map_err(|e| {
-            RunError::Conflict(format!(
-                "run {}: its saved state cannot be read: {e}",
-                row.id
-            ))
-        })?;
+        let mut state = parse_state(&row)?;
         state.messages = self.messages(&row.conversation_id)?;
         let stored = state.messages.len();
-        let agent = Agent::load(&state.agent_file)?;
-        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
         let model = self.model_for(&state.model)?;
         let standing = self.store.standing_approvals(&row.conversation_id)?;
@@ -350,10 +344,7 @@ impl Runner {
             .ok_or_else(|| {
                 RunError::Conflict(format!("run {} has no approval item '{call_id}'", row.id))
             })?;
-        let state: RunState = serde_json::from_str(&row.state)
-            .map_err(|e| RunError::Conflict(format!("run {}: unreadable state: {e}", row.id)))?;
-        let agent = Agent::load(&state.agent_file)?;
-        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        let (_, toolkit) = self.agent_of(&parse_state(&row)?)?;
         let tool = toolkit
             .resolve(&item.item.tool)
             .map_err(|e| RunError::Invalid(e.to_string()))?;
@@ -386,29 +377,24 @@ impl Runner {
         else {
             return Ok((Vec::new(), 0));
         };
-        let state: RunState = serde_json::from_str(&last.state).map_err(|e| {
-            RunError::Conflict(format!(
-                "run {}: its saved state cannot be read: {e}",
-                last.id
-            ))
-        })?;
+        let state = parse_state(&last)?;
         let mut messages = self.messages(conversation)?;
         let persisted = messages.len();
-        if let Some(turn) = state.turn {
-            let outputs: Vec<(TurnCall, String)> = turn
-                .into_iter()
-                .map(|c| {
-                    let text = match &c.phase {
-                        Phase::Done { output, .. } => output.clone(),
-                        _ => "The run ended before this call finished; it was not completed."
-                            .to_string(),
-                    };
-                    (c, text)
-                })
-                .collect();
-            messages.extend(conversation::results(state.mode, &outputs));
+        if let Some(turn) = &state.turn {
+            messages.extend(conversation::results(
+                state.mode,
+                turn,
+                "The run ended before this call finished; it was not completed.",
+            ));
         }
         Ok((messages, persisted))
+    }
+
+    /// The agent a run was started with, read again from its file, and its toolkit.
+    fn agent_of(&self, state: &RunState) -> Result<(Agent, Toolkit), RunError> {
+        let agent = Agent::load(&state.agent_file)?;
+        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        Ok((agent, toolkit))
     }
 
     /// A conversation's stored messages.
@@ -436,6 +422,16 @@ pub(crate) fn messages_json(messages: &[Message]) -> Result<Vec<String>, RunErro
                 .map_err(|e| RunError::Conflict(format!("cannot save a message: {e}")))
         })
         .collect()
+}
+
+/// A stored run's state.
+fn parse_state(row: &RunRow) -> Result<RunState, RunError> {
+    serde_json::from_str(&row.state).map_err(|e| {
+        RunError::Conflict(format!(
+            "run {}: its saved state cannot be read: {e}",
+            row.id
+        ))
+    })
 }
 
 fn state_json(state: &RunState) -> Result<String, RunError> {

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::state::{Phase, TurnCall};
 use super::{Live, Runner};
@@ -35,19 +35,8 @@ impl Runner {
                     Some(r) => format!("A person denied this call. Reason: {r}"),
                     None => "A person denied this call; no reason was given.".to_string(),
                 };
-                live.records.push(self.record(
-                    live,
-                    &c.call,
-                    CallStatus::Denied,
-                    Some("denied"),
-                    &output,
-                ));
-                self.resolved(live, &c.call, CallStatus::Denied, &output);
                 live.pending_updates.push((c.call.id.clone(), "done"));
-                c.phase = Phase::Done {
-                    status: CallStatus::Denied,
-                    output,
-                };
+                c.phase = self.answer(live, &c.call, CallStatus::Denied, Some("denied"), output);
             }
             Decision::Submit { output, is_error } => {
                 let status = if is_error {
@@ -55,18 +44,14 @@ impl Runner {
                 } else {
                     CallStatus::Client
                 };
-                let mut record = self.record(
+                live.pending_updates.push((c.call.id.clone(), "done"));
+                c.phase = self.answer(
                     live,
                     &c.call,
                     status,
                     is_error.then_some("client_error"),
-                    &output,
+                    output,
                 );
-                record.set_result(&output);
-                live.records.push(record);
-                self.resolved(live, &c.call, status, &output);
-                live.pending_updates.push((c.call.id.clone(), "done"));
-                c.phase = Phase::Done { status, output };
             }
         }
     }
@@ -93,18 +78,7 @@ impl Runner {
                         "'{}' is not allowed for this agent (permission: never); the call was not run.",
                         call.name
                     );
-                    live.records.push(self.record(
-                        live,
-                        &call,
-                        CallStatus::Denied,
-                        Some("policy"),
-                        &output,
-                    ));
-                    self.resolved(live, &call, CallStatus::Denied, &output);
-                    Phase::Done {
-                        status: CallStatus::Denied,
-                        output,
-                    }
+                    self.answer(live, &call, CallStatus::Denied, Some("policy"), output)
                 }
             };
             turn.push(TurnCall {
@@ -146,10 +120,7 @@ impl Runner {
     }
 
     pub(super) fn required_item(&self, live: &Live, call: &ToolCall, gate: Gate) -> RequiredItem {
-        let arguments = match live.toolkit.resolve(&call.name) {
-            Ok(tool) => tool.redact(&call.arguments),
-            Err(_) => call.arguments.clone(),
-        };
+        let arguments = redacted(live, call);
         RequiredItem {
             call_id: call.id.clone(),
             kind: if gate == Gate::Client {
@@ -162,45 +133,54 @@ impl Runner {
         }
     }
 
-    /// A record for a call resolved without running.
-    pub(super) fn record(
+    /// A call resolved without running (denied, refused, answered by the client,
+    /// interrupted): its record (committed with the next save), its event, and what
+    /// the model is told. An error kind makes `output` the error message; otherwise
+    /// (the client's answer) it is the result.
+    pub(super) fn answer(
         &self,
-        live: &Live,
+        live: &mut Live,
         call: &ToolCall,
         status: CallStatus,
         error_kind: Option<&str>,
-        message: &str,
-    ) -> CallRecord {
-        let arguments = match live.toolkit.resolve(&call.name) {
-            Ok(tool) => tool.redact(&call.arguments),
-            Err(_) => call.arguments.clone(),
-        };
-        CallRecord {
+        output: String,
+    ) -> Phase {
+        let mut record = CallRecord {
             call_id: call.id.clone(),
             run_id: Some(live.run_id.clone()),
             conversation_id: live.conversation_id.clone(),
             agent: Some(live.agent.name.clone()),
             caller: CallerKind::Agent,
             tool: call.name.clone(),
-            arguments: Value::Object(arguments),
+            arguments: Value::Object(redacted(live, call)),
             result: None,
             result_size: 0,
             status,
             error_kind: error_kind.map(str::to_string),
-            error_message: error_kind.map(|_| message.to_string()),
+            error_message: error_kind.map(|_| output.clone()),
             started_at: now_ms(),
             duration_ms: 0.0,
+        };
+        if status == CallStatus::Client || error_kind == Some("client_error") {
+            record.set_result(&output);
         }
-    }
-
-    pub(super) fn resolved(&self, live: &Live, call: &ToolCall, status: CallStatus, output: &str) {
+        live.records.push(record);
         self.emit(RunEvent::ToolResolved {
             run_id: live.run_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             status,
-            output: output.to_string(),
+            output: output.clone(),
         });
+        Phase::Done { status, output }
+    }
+}
+
+/// A call's arguments with its tool's secret parameters hidden.
+fn redacted(live: &Live, call: &ToolCall) -> Map<String, Value> {
+    match live.toolkit.resolve(&call.name) {
+        Ok(tool) => tool.redact(&call.arguments),
+        Err(_) => call.arguments.clone(),
     }
 }
 
