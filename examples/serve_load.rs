@@ -257,11 +257,15 @@ fn main_inner(clients: usize, runs: usize) -> Res<bool> {
         Err(e) => failures.push(e),
     }
     drop(rt);
+    let stopping = Instant::now();
     if let Err(e) = server.stop() {
         failures.push(e);
     }
+    let stopped = stopping.elapsed();
+    let checking = Instant::now();
     failures.extend(check_db(&dir.join("load.db"), clients * runs));
     failures.extend(check_log(&dir.join("server.log")));
+    let checked = checking.elapsed();
 
     let total = clients * runs;
     println!(
@@ -300,9 +304,11 @@ fn main_inner(clients: usize, runs: usize) -> Res<bool> {
     println!();
     let mib = |kb: Option<u64>| kb.map_or("?".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
     println!(
-        "server RSS: {} idle, {} peak (VmHWM)",
+        "server RSS: {} idle, {} peak (VmHWM); stopped by SIGTERM in {:.2} s; database checked in {:.2} s",
         mib(idle_kb),
-        mib(peak_kb)
+        mib(peak_kb),
+        stopped.as_secs_f64(),
+        checked.as_secs_f64(),
     );
     if failures.is_empty() {
         println!(
@@ -538,52 +544,70 @@ async fn global_stats(base: &str) -> Res<u64> {
 }
 
 /// The file after the server stopped: every run completed, nothing waits, every call
-/// of every run recorded exactly once.
+/// of every run recorded exactly once, with the expected tool and outcome.
 fn check_db(path: &Path, runs: usize) -> Vec<String> {
+    match read_db(path) {
+        Ok((statuses, waiting, calls)) => judge_db(runs, &statuses, waiting, &calls),
+        Err(e) => vec![format!("{}: {e}", path.display())],
+    }
+}
+
+/// A run's calls as recorded: (call id, tool, status) -> how many rows.
+type Recorded = BTreeMap<String, BTreeMap<(String, String, String), usize>>;
+
+fn read_db(path: &Path) -> rusqlite::Result<(BTreeMap<String, String>, i64, Recorded)> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut statuses = BTreeMap::new();
+    let mut stmt = conn.prepare("SELECT id, status FROM runs")?;
+    for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+        let (id, status) = row?;
+        statuses.insert(id, status);
+    }
+    let waiting: i64 =
+        conn.query_row("SELECT COUNT(*) FROM pending WHERE state != 'done'", [], |r| r.get(0))?;
+    let mut calls: Recorded = BTreeMap::new();
+    let mut stmt = conn.prepare("SELECT run_id, call_id, tool, status FROM tool_calls")?;
+    for row in stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+            (r.get(1)?, r.get(2)?, r.get(3)?),
+        ))
+    })? {
+        let (run, call) = row?;
+        *calls.entry(run).or_default().entry(call).or_default() += 1;
+    }
+    Ok((statuses, waiting, calls))
+}
+
+fn judge_db(
+    runs: usize,
+    statuses: &BTreeMap<String, String>,
+    waiting: i64,
+    calls: &Recorded,
+) -> Vec<String> {
     let mut failures = Vec::new();
-    let conn = match rusqlite::Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    ) {
-        Ok(c) => c,
-        Err(e) => return vec![format!("{}: {e}", path.display())],
-    };
-    let count = |sql: &str| -> Result<i64, String> {
-        conn.query_row(sql, [], |r| r.get(0))
-            .map_err(|e| format!("{sql}: {e}"))
-    };
-    let checks: [(&str, i64); 5] = [
-        ("SELECT COUNT(*) FROM runs", runs as i64),
-        ("SELECT COUNT(*) FROM runs WHERE status = 'completed'", runs as i64),
-        (
-            "SELECT COUNT(*) FROM tool_calls",
-            (runs * EXPECTED_CALLS.len()) as i64,
-        ),
-        (
-            "SELECT COUNT(*) FROM (SELECT run_id, call_id FROM tool_calls GROUP BY run_id, call_id HAVING COUNT(*) > 1)",
-            0,
-        ),
-        ("SELECT COUNT(*) FROM pending WHERE state != 'done'", 0),
-    ];
-    for (sql, want) in checks {
-        match count(sql) {
-            Ok(n) if n == want => {}
-            Ok(n) => failures.push(format!("database: {sql} = {n}, expected {want}")),
-            Err(e) => failures.push(e),
+    if statuses.len() != runs {
+        failures.push(format!("database: {} runs, expected {runs}", statuses.len()));
+    }
+    let want: BTreeMap<(String, String, String), usize> = EXPECTED_CALLS
+        .iter()
+        .map(|(a, b, c)| ((a.to_string(), b.to_string(), c.to_string()), 1))
+        .collect();
+    for (id, status) in statuses {
+        if status != "completed" {
+            failures.push(format!("database: run {id} is {status}"));
+        }
+        let got = calls.get(id).cloned().unwrap_or_default();
+        if got != want {
+            failures.push(format!("database: run {id} has the records {got:?}"));
         }
     }
-    // Every run has each expected call, with the expected outcome.
-    for (call, tool, status) in EXPECTED_CALLS {
-        let sql = format!(
-            "SELECT COUNT(*) FROM runs r WHERE (SELECT COUNT(*) FROM tool_calls c WHERE c.run_id = r.id AND c.call_id = '{call}' AND c.tool = '{tool}' AND c.status = '{status}') != 1"
-        );
-        match count(&sql) {
-            Ok(0) => {}
-            Ok(n) => failures.push(format!(
-                "database: {n} runs do not have exactly one {tool} call {call} ({status})"
-            )),
-            Err(e) => failures.push(e),
-        }
+    for run in calls.keys().filter(|r| !statuses.contains_key(*r)) {
+        failures.push(format!("database: records of an unknown run '{run}'"));
+    }
+    if waiting != 0 {
+        failures.push(format!("database: {waiting} pending items not done"));
     }
     failures
 }
