@@ -168,10 +168,13 @@ impl Engine {
         let mut execution = Duration::ZERO;
         let mut arguments = Value::Object(call.arguments.clone());
         let category = tool.as_ref().ok().and_then(|t| t.spec.category.clone());
+        // What the record must not hold in clear, even when the tool echoes it.
+        let mut secrets = Vec::new();
         let result = match tool {
             Err(e) => Err(e),
             Ok(tool) => {
                 arguments = Value::Object(tool.redact(&call.arguments));
+                crate::secrets::secret_values(&tool.spec.parameters, &call.arguments, &mut secrets);
                 let limiter = &self.inner.limiter;
                 let slot = tokio::select! {
                     p = limiter.acquire(category.as_deref(), priority, caller == CallerKind::Workflow) => Some(p),
@@ -234,10 +237,11 @@ impl Engine {
             duration_ms: execution.as_secs_f64() * 1000.0,
         };
         match &result {
-            Ok(out) => record.set_result(&out.to_text()),
+            Ok(out) => record.set_result(&crate::secrets::mask_values(&out.to_text(), &secrets)),
             Err(e) => {
                 record.error_kind = Some(e.kind().to_string());
-                record.error_message = Some(e.to_string());
+                record.error_message =
+                    Some(crate::secrets::mask_values(&e.to_string(), &secrets).into_owned());
             }
         }
         self.emit(Event::ToolFinished {

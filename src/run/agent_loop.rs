@@ -12,7 +12,7 @@ use super::conversation;
 use super::sink::TurnSink;
 use super::state::Phase;
 use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
-use super::{Live, RunError, Runner, state_json};
+use super::{Live, RunError, Runner};
 use crate::agent::Mode;
 use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall};
 use crate::model::{Message, ModelRequest};
@@ -401,9 +401,13 @@ impl Runner {
             for (&i, outcome) in ready.iter().zip(outcomes) {
                 let mut output = outcome_text(&outcome);
                 if let Some(args) = &turn[i].edited {
+                    let shown = match live.schemas.get(&turn[i].call.name) {
+                        Some(schema) => crate::secrets::mask_args(schema, args),
+                        None => args.clone(),
+                    };
                     output = format!(
                         "(A person edited the arguments before approving; the call ran with {})\n{output}",
-                        Value::Object(args.clone())
+                        Value::Object(shown)
                     );
                 }
                 if turn[i].gate != Gate::Run {
@@ -432,13 +436,16 @@ impl Runner {
     async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);
         let first_seq = live.persisted;
-        let messages =
-            super::messages_json(&live.state.messages[first_seq.min(live.state.messages.len())..])?;
+        let secrets = super::sealing::secrets_of(live);
+        let messages = live.state.messages[first_seq.min(live.state.messages.len())..]
+            .iter()
+            .map(|m| self.sealed(m, &secrets))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut set_pending = std::mem::take(&mut live.pending_updates);
         set_pending.extend(save.set_pending);
         let record = RunSave {
             status: save.status,
-            state: state_json(&live.state)?,
+            state: self.sealed(&live.state, &secrets)?,
             iteration: live.state.iteration,
             last_error: save.last_error,
             add_pending: std::mem::take(&mut live.pending_new),
