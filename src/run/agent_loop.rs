@@ -271,6 +271,33 @@ impl Runner {
                 .filter(|p| p.kind == ProblemKind::InvalidJson)
                 .map(|p| p.message.as_str())
                 .collect();
+            // A call the model wrote but nobody could read still counts: recorded as
+            // failed, so that summaries see it.
+            for (n, p) in parsed
+                .problems
+                .iter()
+                .filter(|p| p.kind == ProblemKind::InvalidJson)
+                .enumerate()
+            {
+                let call = crate::parse::ToolCall {
+                    id: p.call_id.clone().unwrap_or_else(|| {
+                        format!("call_unreadable_{}_{}", live.state.iteration, n + 1)
+                    }),
+                    name: p.tool.clone().unwrap_or_else(|| "unknown".into()),
+                    arguments: Default::default(),
+                };
+                // The excerpt of what was written may hold a secret: left out then.
+                let secret = live
+                    .schemas
+                    .get(&call.name)
+                    .is_some_and(crate::secrets::has_secrets);
+                let message = if secret {
+                    format!("the arguments of '{}' are not a JSON object", call.name)
+                } else {
+                    p.message.clone()
+                };
+                self.answer(live, &call, CallStatus::Failed, Some("invalid_arguments"), message);
+            }
             if calls.is_empty() && !unreadable.is_empty() {
                 // The model tried to call a tool and failed to write the call: tell it,
                 // rather than take its reply as the final answer.
