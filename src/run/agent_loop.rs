@@ -96,6 +96,9 @@ impl Runner {
                 inner.cancel();
             })
         };
+        // A cancel from this process stops the run at once; one from another process
+        // is seen within a second (the status is read), a lost lease at the renewal.
+        let _active = self.active.register(&live.run_id, &cancel);
         let heartbeat = {
             let (store, id, owner, cancel) = (
                 self.store.clone(),
@@ -105,9 +108,22 @@ impl Runner {
             );
             tokio::spawn(
                 async move {
-                    let period = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
+                    let tick = std::time::Duration::from_secs(1);
+                    let renew_every = ((super::LEASE_MS / 3) / 1000).max(1);
+                    let mut ticks = 0i64;
                     loop {
-                        tokio::time::sleep(period).await;
+                        tokio::time::sleep(tick).await;
+                        ticks += 1;
+                        let (s, i) = (store.clone(), id.clone());
+                        let status = tokio::task::spawn_blocking(move || s.run_status(&i)).await;
+                        if let Ok(Ok(RunStatus::Cancelled)) = status {
+                            tracing::info!("cancelled from elsewhere; stopping the run here");
+                            cancel.cancel();
+                            break;
+                        }
+                        if ticks % renew_every != 0 {
+                            continue;
+                        }
                         match store.renew_lease(&id, &owner, super::LEASE_MS).await {
                             Ok(()) => tracing::debug!("lease renewed"),
                             Err(e) => {
@@ -296,7 +312,13 @@ impl Runner {
                 } else {
                     p.message.clone()
                 };
-                self.answer(live, &call, CallStatus::Failed, Some("invalid_arguments"), message);
+                self.answer(
+                    live,
+                    &call,
+                    CallStatus::Failed,
+                    Some("invalid_arguments"),
+                    message,
+                );
             }
             if calls.is_empty() && !unreadable.is_empty() {
                 // The model tried to call a tool and failed to write the call: tell it,

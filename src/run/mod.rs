@@ -70,6 +70,44 @@ pub struct Runner {
     pub loaded: Arc<Loaded>,
     /// The key that seals secret values in the store.
     pub keyring: Arc<crate::secrets::Keyring>,
+    /// The runs this process drives now, so that a cancel here stops one at once.
+    pub active: Active,
+}
+
+/// Runs being driven in this process, by id, with the signal that stops each.
+#[derive(Clone, Default)]
+pub struct Active(Arc<std::sync::Mutex<std::collections::HashMap<String, crate::engine::Cancel>>>);
+
+/// Removes a run from [`Active`] when its drive ends.
+pub(crate) struct ActiveGuard {
+    active: Active,
+    run_id: String,
+}
+
+impl Active {
+    pub(crate) fn register(&self, run_id: &str, cancel: &crate::engine::Cancel) -> ActiveGuard {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(run_id.to_string(), cancel.clone());
+        }
+        ActiveGuard {
+            active: self.clone(),
+            run_id: run_id.to_string(),
+        }
+    }
+
+    /// Stops the drive of `run_id`, when this process has one.
+    pub fn stop(&self, run_id: &str) -> bool {
+        let cancel = self.0.lock().ok().and_then(|m| m.get(run_id).cloned());
+        cancel.map(|c| c.cancel()).is_some()
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.active.0.lock() {
+            m.remove(&self.run_id);
+        }
+    }
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -116,6 +154,7 @@ impl Runner {
             interrupt: crate::engine::Cancel::new(),
             loaded: Arc::new(Loaded::default()),
             keyring: Arc::new(crate::secrets::Keyring::for_database(store.path())),
+            active: Active::default(),
             store,
         }
     }
@@ -407,6 +446,7 @@ impl Runner {
     /// Cancels a run that has not ended.
     pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
         let (id, _) = self.store.cancel_run(run_id).await?;
+        self.active.stop(&id);
         self.emit(RunEvent::RunCancelled { run_id: id.clone() });
         self.get(&id).await
     }
