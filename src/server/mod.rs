@@ -1,0 +1,3 @@
+//! The HTTP server (placeholder until the server skeleton lands from main).
+
+pub mod responses;

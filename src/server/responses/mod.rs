@@ -1,0 +1,5 @@
+//! The OpenAI Responses-compatible endpoint.
+
+pub mod input;
+pub mod translate;
+pub mod wire;
