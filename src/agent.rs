@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::tool::file::{first_line, line_of};
-use crate::tool::{Permission, ToolLibrary, Toolkit};
+use crate::tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
 
 /// The model used when neither the agent file nor `--model` names one.
 pub const DEFAULT_MODEL: &str = "openai:gpt-4o-mini";
@@ -75,6 +75,16 @@ pub struct AgentError {
     pub path: PathBuf,
     pub line: Option<usize>,
     pub message: String,
+    pub kind: AgentErrorKind,
+}
+
+/// What kind of fault an agent file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentErrorKind {
+    /// The file cannot be read, or a field is wrong.
+    Invalid,
+    /// It lists tools the library does not have.
+    UnknownTool,
 }
 
 impl Agent {
@@ -85,6 +95,7 @@ impl Agent {
             path: path.clone(),
             line,
             message,
+            kind: AgentErrorKind::Invalid,
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| fail(None, format!("cannot read the agent file: {e}")))?;
@@ -179,12 +190,16 @@ impl Agent {
     pub fn toolkit(&self, library: &Arc<ToolLibrary>) -> Result<Toolkit, AgentError> {
         library
             .toolkit(&self.tools, self.permissions.clone())
-            .map_err(|message| AgentError {
+            .map_err(|e| AgentError {
                 line: std::fs::read_to_string(&self.path)
                     .ok()
                     .and_then(|t| line_of(&t, &["tools"])),
                 path: self.path.clone(),
-                message: format!("field 'tools': {message}"),
+                kind: match e {
+                    ToolkitError::UnknownTools(_) => AgentErrorKind::UnknownTool,
+                    ToolkitError::StrayPermission(_) => AgentErrorKind::Invalid,
+                },
+                message: format!("field 'tools': {e}"),
             })
     }
 }

@@ -329,7 +329,11 @@ pub enum RunEvent {
     RunFailed { run_id: String, error: String },
     #[serde(rename = "run.cancelled")]
     RunCancelled { run_id: String },
-    /// An engine event (tool.started, tool.output, tool.finished).
+    /// An engine event (tool.started, tool.output, tool.finished), with its run.
     #[serde(untagged)]
-    Tool(Event),
+    Tool {
+        run_id: String,
+        #[serde(flatten)]
+        event: Event,
+    },
 }

@@ -14,7 +14,7 @@ use toolgate::model::{Message, Model, ModelError, ModelReply, ModelRequest, Repl
 use toolgate::parse::NativeCalls;
 use toolgate::protocol::{Decision, ItemKind, RunObject, RunStatus, Usage};
 use toolgate::run::{RunError, Runner, StartRun};
-use toolgate::store::{CallQuery, Store, StoredCall};
+use toolgate::store::{CallQuery, Refusal, Store, StoredCall};
 
 /// One reply: its text and its native calls (id, tool, arguments).
 type Scripted = (String, Vec<(String, String, Value)>);
@@ -373,7 +373,7 @@ async fn a_conversation_with_a_paused_run_takes_no_new_run() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, RunError::Conflict(m) if m.contains(&run.id)),
+        matches!(&err, RunError::Refused { kind: Refusal::ConversationBusy, message } if message.contains(&run.id)),
         "{err}"
     );
 }
@@ -479,7 +479,7 @@ async fn decisions_that_do_not_fit_change_nothing() {
     };
     let conflict = |e: RunError, needle: &str| {
         assert!(
-            matches!(&e, RunError::Conflict(m) if m.contains(needle)),
+            matches!(&e, RunError::Refused { kind: Refusal::DecisionConflict | Refusal::StillWaiting, message } if message.contains(needle)),
             "{e}"
         );
     };
@@ -513,7 +513,7 @@ async fn decisions_that_do_not_fit_change_nothing() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&e, RunError::Invalid(m) if m.contains("content")),
+        matches!(&e, RunError::InvalidArguments(m) if m.contains("content")),
         "{e}"
     );
     assert!(matches!(
@@ -565,12 +565,12 @@ async fn a_cancelled_run_never_continues() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&e, RunError::Conflict(m) if m.contains("not waiting")),
+        matches!(&e, RunError::Refused { kind: Refusal::DecisionConflict, message } if message.contains("not waiting")),
         "{e}"
     );
     let e = w.runner.resume(&run.id).await.unwrap_err();
     assert!(
-        matches!(&e, RunError::Conflict(m) if m.contains("cancelled")),
+        matches!(&e, RunError::Refused { kind: Refusal::NotResumable, message } if message.contains("cancelled")),
         "{e}"
     );
     assert!(!w.dir.path().join("ws/w1.txt").exists());

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolgate::tool::{
     Entry, Part, Permission, Tool, ToolContext, ToolError, ToolLibrary, ToolOutput, ToolSpec,
-    workspace,
+    ToolkitError, workspace,
 };
 use wiremock::matchers::{body_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -613,7 +613,10 @@ async fn toolkits_reach_only_their_tools() {
         .toolkit(&["calculator".into(), "teleport".into()], HashMap::new())
         .err()
         .unwrap();
-    assert!(bad.contains("unknown tool(s): teleport"), "{bad}");
+    assert!(
+        matches!(&bad, ToolkitError::UnknownTools(m) if m.contains("unknown tool(s): teleport")),
+        "{bad}"
+    );
     let bad = lib
         .toolkit(
             &["calculator".into()],
@@ -621,7 +624,10 @@ async fn toolkits_reach_only_their_tools() {
         )
         .err()
         .unwrap();
-    assert!(bad.contains("'shell'"), "{bad}");
+    assert!(
+        matches!(&bad, ToolkitError::StrayPermission(m) if m.contains("'shell'")),
+        "{bad}"
+    );
 }
 
 #[tokio::test]

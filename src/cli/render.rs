@@ -98,16 +98,26 @@ fn human(e: &RunEvent) {
                 *wait_ms as f64 / 1000.0
             );
         }
-        RunEvent::Tool(Event::ToolStarted { call_id, tool, .. }) => {
+        RunEvent::Tool {
+            event: Event::ToolStarted { call_id, tool, .. },
+            ..
+        } => {
             let _ = writeln!(err, "· running {tool} ({call_id})");
         }
-        RunEvent::Tool(Event::ToolOutput { .. }) => {}
-        RunEvent::Tool(Event::ToolFinished {
-            tool,
-            status,
-            duration_ms,
+        RunEvent::Tool {
+            event: Event::ToolOutput { .. },
             ..
-        }) => {
+        } => {}
+        RunEvent::Tool {
+            event:
+                Event::ToolFinished {
+                    tool,
+                    status,
+                    duration_ms,
+                    ..
+                },
+            ..
+        } => {
             let _ = writeln!(err, "· {tool} {} in {duration_ms:.0} ms", status.as_str());
         }
         RunEvent::RunRequiresAction { .. }

@@ -73,12 +73,14 @@ pub fn runner(store: Store) -> Runner {
 
 pub fn run_failure(e: RunError) -> Failure {
     match e {
-        RunError::Invalid(m) if m.contains("unknown tool(s)") => Failure::bad_input(format!(
+        RunError::UnknownTool(m) => Failure::bad_input(format!(
             "{m} (tool files are read from --tools DIR, default ./tools)"
         )),
-        RunError::Invalid(_) | RunError::NotFound(_) => Failure::bad_input(e.to_string()),
+        RunError::BadInput(_) | RunError::InvalidArguments(_) | RunError::NotFound(_) => {
+            Failure::bad_input(e.to_string())
+        }
         RunError::Store(s) => super::store_failure(s),
-        RunError::Conflict(_) => Failure::other(e.to_string()),
+        RunError::Refused { .. } | RunError::Corrupt(_) => Failure::other(e.to_string()),
     }
 }
 
@@ -142,10 +144,10 @@ pub async fn finish(store: &Store, mut run: RunObject, json: bool) -> Result<Exi
                 match runner.decide(&run.id, Some(&item.call_id), decision).await {
                     Ok(_) => break,
                     // Edited arguments that do not validate: say why and ask again.
-                    Err(RunError::Invalid(m)) => eprintln!("{m}"),
+                    Err(RunError::InvalidArguments(m)) => eprintln!("{m}"),
                     // Decided elsewhere meanwhile, or a pending item gone.
-                    Err(RunError::Conflict(m)) => {
-                        eprintln!("{m}");
+                    Err(RunError::Refused { message, .. }) => {
+                        eprintln!("{message}");
                         break;
                     }
                     Err(e) => return Err(run_failure(e)),

@@ -9,6 +9,7 @@ pub mod limits;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tracing::Instrument;
 
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
@@ -124,9 +125,11 @@ impl Engine {
         for (i, call) in calls.into_iter().enumerate() {
             let engine = self.clone();
             let cancel = cancel.clone();
+            // A child of the caller's span (a run's turn), though it runs on its own task.
+            let span = tracing::info_span!(parent: tracing::Span::current(), "call", call_id = %call.call.id, tool = %call.call.name);
             // Boxed: the call's future is large, and spawning moves it.
             tasks.spawn(Box::pin(
-                async move { (i, engine.run_one(call, &cancel).await) },
+                async move { (i, engine.run_one(call, &cancel).await) }.instrument(span),
             ));
         }
         let mut slots: Vec<Option<CallOutcome>> = (0..count).map(|_| None).collect();

@@ -263,12 +263,14 @@ impl Model for OpenAiModel {
                 Ok(reply) => return Ok(reply),
                 Err(Failure::Fatal(message)) => return Err(ModelError::Rejected(message)),
                 Err(Failure::Retry(message)) if attempt == attempts => {
+                    tracing::warn!(attempts, error = %message, "model request failed on its last attempt");
                     return Err(ModelError::Unavailable {
                         attempts,
                         last: message,
                     });
                 }
                 Err(Failure::Retry(message)) => {
+                    tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, error = %message, "model request failed; retrying");
                     sink.retrying(attempt, wait, &message);
                     tokio::time::sleep(wait).await;
                     wait = wait.saturating_mul(2).min(Duration::from_secs(30));

@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tracing::Instrument;
 
 use super::conversation;
 use super::sink::TurnSink;
@@ -18,6 +19,7 @@ use crate::model::{Message, ModelRequest};
 use crate::parse::{ParseOptions, ProblemKind};
 use crate::permission::Gate;
 use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
+use crate::store::Refusal;
 use crate::store::{CallQuery, RunSave};
 use crate::tool::DEFAULT_TIMEOUT;
 
@@ -58,8 +60,15 @@ impl Save {
 }
 
 impl Runner {
-    /// Drives a leased run until it ends or pauses, then returns its run object.
-    pub(crate) async fn drive(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
+    /// Drives a leased run until it ends or pauses, then returns its run object. Logs
+    /// go to a `run{run_id}` span.
+    pub(crate) async fn drive(&self, live: Live, resumed: bool) -> Result<RunObject, RunError> {
+        let span = tracing::info_span!("run", run_id = %live.run_id, agent = %live.agent.name);
+        self.drive_in_span(live, resumed).instrument(span).await
+    }
+
+    async fn drive_in_span(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
+        tracing::info!(resumed, iteration = live.state.iteration, "run driven");
         self.emit(RunEvent::RunStarted {
             run_id: live.run_id.clone(),
             conversation_id: live.conversation_id.clone(),
@@ -94,21 +103,24 @@ impl Runner {
                 live.owner.clone(),
                 cancel.clone(),
             );
-            tokio::spawn(async move {
-                let period = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
-                loop {
-                    tokio::time::sleep(period).await;
-                    if store
-                        .renew_lease(&id, &owner, super::LEASE_MS)
-                        .await
-                        .is_err()
-                    {
-                        // Cancelled or taken over: stop what is running.
-                        cancel.cancel();
-                        break;
+            tokio::spawn(
+                async move {
+                    let period = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
+                    loop {
+                        tokio::time::sleep(period).await;
+                        match store.renew_lease(&id, &owner, super::LEASE_MS).await {
+                            Ok(()) => tracing::debug!("lease renewed"),
+                            Err(e) => {
+                                // Cancelled or taken over: stop what is running.
+                                tracing::warn!(error = %e, "lease lost; stopping the run here");
+                                cancel.cancel();
+                                break;
+                            }
+                        }
                     }
                 }
-            })
+                .instrument(tracing::Span::current()),
+            )
         };
         let result = self.steps(&mut live, &engine, &mut tool_rx, &cancel).await;
         heartbeat.abort();
@@ -116,16 +128,23 @@ impl Runner {
         let run_id = live.run_id.clone();
         let end = match result {
             Ok(end) => end,
-            Err(RunError::Conflict(message)) => {
+            Err(
+                e @ RunError::Refused {
+                    kind: Refusal::LeaseLost,
+                    ..
+                },
+            ) => {
                 // The lease was lost: cancelled by the user, or taken over.
-                let object = self.show(&run_id)?;
+                let object = self.get(&run_id).await?;
                 if object.status == RunStatus::Cancelled {
+                    tracing::info!("run cancelled while it ran");
                     self.emit(RunEvent::RunCancelled { run_id });
                     return Ok(object);
                 }
-                return Err(RunError::Conflict(message));
+                return Err(e);
             }
             Err(other) => {
+                tracing::warn!(error = %other, kind = other.kind(), "run stopped by an error");
                 // Leave the run resumable: failed, with the reason, lease given back.
                 let message = other.to_string();
                 let _ = self
@@ -158,7 +177,7 @@ impl Runner {
                 error,
             },
         });
-        self.show(&run_id)
+        self.get(&run_id).await
     }
 
     /// The loop.
@@ -170,7 +189,7 @@ impl Runner {
         cancel: &Cancel,
     ) -> Result<End, RunError> {
         let system =
-            conversation::system_prompt(&live.agent, &live.toolkit).map_err(RunError::Invalid)?;
+            conversation::system_prompt(&live.agent, &live.toolkit).map_err(RunError::BadInput)?;
         let tools = conversation::tools(&live.agent, &live.toolkit);
         loop {
             if cancel.is_cancelled() {
@@ -184,7 +203,11 @@ impl Runner {
                 return Ok(End::Failed(message));
             }
             if live.state.turn.is_some() {
-                let waiting = self.settle(live, engine, tool_rx, cancel).await?;
+                let span = tracing::info_span!("turn", n = live.state.iteration);
+                let waiting = self
+                    .settle(live, engine, tool_rx, cancel)
+                    .instrument(span)
+                    .await?;
                 if !waiting.is_empty() {
                     self.save(live, Save::end(RunStatus::RequiresAction, None))
                         .await?;
@@ -218,8 +241,9 @@ impl Runner {
                 messages: &live.state.messages,
                 tools: &tools,
             };
+            let span = tracing::info_span!("turn", n = live.state.iteration + 1);
             let answered = tokio::select! {
-                r = live.model.complete(request, &mut sink) => Some(r),
+                r = live.model.complete(request, &mut sink).instrument(span) => Some(r),
                 _ = cancel.cancelled() => None,
             };
             let Some(answered) = answered else {
@@ -373,7 +397,7 @@ impl Runner {
                 .iter()
                 .map(|&i| self.prepare(live, &turn[i]))
                 .collect();
-            let outcomes = run_batch(engine, prepared, cancel, tool_rx, self).await?;
+            let outcomes = run_batch(&live.run_id, engine, prepared, cancel, tool_rx, self).await?;
             for (&i, outcome) in ready.iter().zip(outcomes) {
                 let mut output = outcome_text(&outcome);
                 if let Some(args) = &turn[i].edited {
@@ -434,6 +458,7 @@ impl Runner {
 
 /// Runs a batch while passing the engine's events on in order, as they happen.
 async fn run_batch(
+    run_id: &str,
     engine: &Engine,
     prepared: Vec<PreparedCall>,
     cancel: &Cancel,
@@ -445,10 +470,10 @@ async fn run_batch(
     loop {
         tokio::select! {
             biased;
-            Some(event) = tool_rx.recv() => runner.emit(RunEvent::Tool(event)),
+            Some(event) = tool_rx.recv() => runner.emit(RunEvent::Tool { run_id: run_id.to_string(), event }),
             outcomes = &mut batch => {
                 while let Ok(event) = tool_rx.try_recv() {
-                    runner.emit(RunEvent::Tool(event));
+                    runner.emit(RunEvent::Tool { run_id: run_id.to_string(), event });
                 }
                 return Ok(outcomes?);
             }

@@ -3,7 +3,9 @@
 //! another with nothing lost. The loop itself is in `agent_loop`.
 
 mod agent_loop;
+mod cache;
 mod conversation;
+mod error;
 mod sink;
 mod state;
 mod turn;
@@ -14,58 +16,20 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub use cache::Loaded;
 pub use conversation::{system_prompt, tools as request_tools};
+pub use error::RunError;
 pub use state::{Phase, RunState, TurnCall};
 
-use crate::agent::{Agent, AgentError, DEFAULT_MODEL};
+use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::LimitConfig;
-use crate::model::{self, Message, Model, ModelError, OpenAiConfig};
+use crate::model::{self, Message, Model, OpenAiConfig};
 use crate::protocol::{Decision, ItemKind, RequiredAction, RunEvent, RunObject, RunStatus, Usage};
-use crate::store::{Decided, PendingRow, RunRow, RunsError, Store, StoreError};
+use crate::store::{Decided, PendingRow, Refusal, RunRow, Store};
 use crate::tool::{ToolLibrary, Toolkit};
 
 /// How long a lease lasts without renewal; the holder renews it every third of this.
 pub const LEASE_MS: i64 = 30_000;
-
-/// Why a run could not be started or continued (a run that starts and then fails is
-/// not an error: its status says so).
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// Bad input: a broken agent file, an unknown model, invalid edited arguments.
-    #[error("{0}")]
-    Invalid(String),
-    /// The run is not in a state that allows this (another process holds it, it has
-    /// ended, the call is already decided).
-    #[error("{0}")]
-    Conflict(String),
-    #[error("there is no run '{0}' (toolgate runs lists them)")]
-    NotFound(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl From<RunsError> for RunError {
-    fn from(e: RunsError) -> Self {
-        match e {
-            RunsError::Store(s) => RunError::Store(s),
-            RunsError::NotFound(id) => RunError::NotFound(id),
-            RunsError::Conflict(m) => RunError::Conflict(m),
-            RunsError::Sql(e) => RunError::Conflict(e.to_string()),
-        }
-    }
-}
-
-impl From<AgentError> for RunError {
-    fn from(e: AgentError) -> Self {
-        RunError::Invalid(e.to_string())
-    }
-}
-
-impl From<ModelError> for RunError {
-    fn from(e: ModelError) -> Self {
-        RunError::Invalid(e.to_string())
-    }
-}
 
 /// Loads the tool library for a tools folder (`None`: built-ins only).
 pub type LibraryLoader = Arc<dyn Fn(Option<&Path>) -> Result<ToolLibrary, String> + Send + Sync>;
@@ -85,7 +49,10 @@ pub struct StartRun {
     pub workspace: Option<PathBuf>,
 }
 
-/// Starts, continues, decides and cancels runs.
+/// Starts, continues, decides and cancels runs. Clones share the store, the loaded
+/// agents and libraries and the interrupt; a clone may take its own `events` sender, so
+/// each run a server drives streams its own events.
+#[derive(Clone)]
 pub struct Runner {
     pub store: Store,
     pub load_library: LibraryLoader,
@@ -98,6 +65,8 @@ pub struct Runner {
     /// Cancel it to interrupt the run being driven (Ctrl-C): running calls stop and are
     /// recorded as cancelled, and the run is saved as failed, ready to `resume`.
     pub interrupt: crate::engine::Cancel,
+    /// Agents and tool libraries loaded so far, reloaded when their files change.
+    pub loaded: Arc<Loaded>,
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -139,7 +108,28 @@ impl Runner {
             events: None,
             model: None,
             interrupt: crate::engine::Cancel::new(),
+            loaded: Arc::new(Loaded::default()),
         }
+    }
+
+    /// A clone of this runner whose events go to `events`.
+    pub fn with_events(&self, events: UnboundedSender<RunEvent>) -> Runner {
+        Runner {
+            events: Some(events),
+            ..self.clone()
+        }
+    }
+
+    /// Runs a store read on the blocking pool, so that a slow query never stalls the
+    /// async workers driving other runs.
+    pub async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, RunError> + Send + 'static,
+    ) -> Result<T, RunError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| RunError::Corrupt(format!("a database read stopped: {e}")))?
     }
 
     fn emit(&self, event: RunEvent) {
@@ -156,8 +146,11 @@ impl Runner {
     }
 
     fn toolkit(&self, agent: &Agent, tools_dir: Option<&Path>) -> Result<Toolkit, RunError> {
-        let library = (self.load_library)(tools_dir).map_err(RunError::Invalid)?;
-        Ok(agent.toolkit(&Arc::new(library))?)
+        let library = self
+            .loaded
+            .library(tools_dir, |dir| (self.load_library)(dir))
+            .map_err(RunError::BadInput)?;
+        Ok(agent.toolkit(&library)?)
     }
 
     /// Starts a run and drives it until it completes, pauses, fails or runs out of
@@ -169,7 +162,7 @@ impl Runner {
                 .or(req.agent.model.as_deref())
                 .unwrap_or(DEFAULT_MODEL),
         );
-        crate::agent::check_model_spec(&model_name).map_err(RunError::Invalid)?;
+        crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
         let tools_dir = req
             .tools_dir
             .as_deref()
@@ -187,7 +180,7 @@ impl Runner {
             format!("conv_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
         });
         let (mut messages, persisted) = match &req.conversation {
-            Some(c) => self.history(c)?,
+            Some(c) => self.history(c).await?,
             None => (Vec::new(), 0),
         };
         messages.push(Message::user(req.message.clone()));
@@ -221,7 +214,10 @@ impl Runner {
                 persisted,
             )
             .await?;
-        let standing = self.store.standing_approvals(&conversation_id)?;
+        let conv = conversation_id.clone();
+        let standing = self
+            .read(move |store| Ok(store.standing_approvals(&conv)?))
+            .await?;
         let toolkit_schemas = toolkit.schemas();
         let live = Live {
             run_id,
@@ -245,23 +241,27 @@ impl Runner {
     /// Continues a run: one paused with every item now resolved, one that failed on a
     /// model error, or one whose process died. Refused while another process holds it.
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
-        let (row, pending) = self.store.run(run_id)?;
+        let id = run_id.to_string();
+        let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         if row.status == RunStatus::RequiresAction
             && let Some(p) = pending.iter().find(|p| p.state == "waiting")
         {
-            return Err(RunError::Conflict(format!(
-                "run {} still waits on call {} ({}, {}); decide it first",
-                row.id,
-                p.item.call_id,
-                p.item.tool,
-                p.item.kind.as_str()
-            )));
+            return Err(RunError::refused(
+                Refusal::StillWaiting,
+                format!(
+                    "run {} still waits on call {} ({}, {}); decide it first",
+                    row.id,
+                    p.item.call_id,
+                    p.item.tool,
+                    p.item.kind.as_str()
+                ),
+            ));
         }
         let owner = crate::store::lease_owner_name();
         let before = row.status;
         let (row, pending) = self.store.acquire_run(&row.id, &owner, LEASE_MS).await?;
         let id = row.id.clone();
-        let live = match self.live_from(row, pending, owner.clone()) {
+        let live = match self.live_from(row, pending, owner.clone()).await {
             Ok(live) => live,
             Err(e) => {
                 // Give the lease back so that a fixed file lets the run go on.
@@ -272,19 +272,22 @@ impl Runner {
         self.drive(live, true).await
     }
 
-    fn live_from(
+    async fn live_from(
         &self,
         row: RunRow,
         pending: Vec<PendingRow>,
         owner: String,
     ) -> Result<Live, RunError> {
         let mut state = parse_state(&row)?;
-        state.messages = self.messages(&row.conversation_id)?;
+        state.messages = self.messages(&row.conversation_id).await?;
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
         let model = self.model_for(&state.model)?;
-        let standing = self.store.standing_approvals(&row.conversation_id)?;
+        let conv = row.conversation_id.clone();
+        let standing = self
+            .read(move |store| Ok(store.standing_approvals(&conv)?))
+            .await?;
         let decisions = pending
             .into_iter()
             .filter(|p| p.state == "decided")
@@ -319,11 +322,11 @@ impl Runner {
         let decision = match decision {
             Decision::Edit { arguments } => {
                 let Some(call_id) = call_id else {
-                    return Err(RunError::Invalid(
+                    return Err(RunError::BadInput(
                         "edited arguments need the call they are for (--call ID)".into(),
                     ));
                 };
-                let arguments = self.validate_edit(run_id, call_id, arguments)?;
+                let arguments = self.validate_edit(run_id, call_id, arguments).await?;
                 Decision::Edit { arguments }
             }
             other => other,
@@ -331,32 +334,37 @@ impl Runner {
         Ok(self.store.decide(run_id, call_id, decision).await?)
     }
 
-    fn validate_edit(
+    async fn validate_edit(
         &self,
         run_id: &str,
         call_id: &str,
         arguments: Map<String, Value>,
     ) -> Result<Map<String, Value>, RunError> {
-        let (row, pending) = self.store.run(run_id)?;
+        let id = run_id.to_string();
+        let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         let item = pending
             .iter()
             .find(|p| p.item.call_id == call_id && p.item.kind == ItemKind::Approval)
             .ok_or_else(|| {
-                RunError::Conflict(format!("run {} has no approval item '{call_id}'", row.id))
+                RunError::refused(
+                    Refusal::DecisionConflict,
+                    format!("run {} has no approval item '{call_id}'", row.id),
+                )
             })?;
         let (_, toolkit) = self.agent_of(&parse_state(&row)?)?;
         let tool = toolkit
             .resolve(&item.item.tool)
-            .map_err(|e| RunError::Invalid(e.to_string()))?;
-        tool.check(arguments)
-            .map_err(|e| RunError::Invalid(format!("the edited arguments were refused: {e}")))
+            .map_err(|e| RunError::UnknownTool(e.to_string()))?;
+        tool.check(arguments).map_err(|e| {
+            RunError::InvalidArguments(format!("the edited arguments were refused: {e}"))
+        })
     }
 
     /// Cancels a run that has not ended.
     pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
         let (id, _) = self.store.cancel_run(run_id).await?;
         self.emit(RunEvent::RunCancelled { run_id: id.clone() });
-        self.show(&id)
+        self.get(&id).await
     }
 
     /// The run object for `run_id` (an id or a unique prefix).
@@ -365,20 +373,29 @@ impl Runner {
         Ok(run_object(&row, &pending))
     }
 
+    /// [`Runner::show`], read off the async workers.
+    pub async fn get(&self, run_id: &str) -> Result<RunObject, RunError> {
+        let id = run_id.to_string();
+        self.read(move |store| {
+            let (row, pending) = store.run(&id)?;
+            Ok(run_object(&row, &pending))
+        })
+        .await
+    }
+
     /// The history a new run in `conversation` starts from, and how much of it is
     /// stored: the conversation's messages, then an answer for every call its last run
     /// left without a result.
-    fn history(&self, conversation: &str) -> Result<(Vec<Message>, usize), RunError> {
-        let Some(last) = self
-            .store
-            .runs(None, Some(conversation), 1)?
-            .into_iter()
-            .next()
-        else {
+    async fn history(&self, conversation: &str) -> Result<(Vec<Message>, usize), RunError> {
+        let conv = conversation.to_string();
+        let last = self
+            .read(move |store| Ok(store.runs(None, Some(&conv), 1)?))
+            .await?;
+        let Some(last) = last.into_iter().next() else {
             return Ok((Vec::new(), 0));
         };
         let state = parse_state(&last)?;
-        let mut messages = self.messages(conversation)?;
+        let mut messages = self.messages(conversation).await?;
         let persisted = messages.len();
         if let Some(turn) = &state.turn {
             messages.extend(conversation::results(
@@ -392,24 +409,28 @@ impl Runner {
 
     /// The agent a run was started with, read again from its file, and its toolkit.
     fn agent_of(&self, state: &RunState) -> Result<(Agent, Toolkit), RunError> {
-        let agent = Agent::load(&state.agent_file)?;
+        let agent = self.loaded.agent(&state.agent_file)?;
         let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
         Ok((agent, toolkit))
     }
 
     /// A conversation's stored messages.
-    fn messages(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
-        self.store
-            .conversation_messages(conversation)?
-            .iter()
-            .map(|m| {
-                serde_json::from_str(m).map_err(|e| {
-                    RunError::Conflict(format!(
-                        "conversation {conversation}: a stored message cannot be read: {e}"
-                    ))
+    async fn messages(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
+        let conv = conversation.to_string();
+        self.read(move |store| {
+            store
+                .conversation_messages(&conv)?
+                .iter()
+                .map(|m| {
+                    serde_json::from_str(m).map_err(|e| {
+                        RunError::Corrupt(format!(
+                            "conversation {conv}: a stored message cannot be read: {e}"
+                        ))
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
+        .await
     }
 }
 
@@ -419,7 +440,7 @@ pub(crate) fn messages_json(messages: &[Message]) -> Result<Vec<String>, RunErro
         .iter()
         .map(|m| {
             serde_json::to_string(m)
-                .map_err(|e| RunError::Conflict(format!("cannot save a message: {e}")))
+                .map_err(|e| RunError::Corrupt(format!("cannot save a message: {e}")))
         })
         .collect()
 }
@@ -427,7 +448,7 @@ pub(crate) fn messages_json(messages: &[Message]) -> Result<Vec<String>, RunErro
 /// A stored run's state.
 fn parse_state(row: &RunRow) -> Result<RunState, RunError> {
     serde_json::from_str(&row.state).map_err(|e| {
-        RunError::Conflict(format!(
+        RunError::Corrupt(format!(
             "run {}: its saved state cannot be read: {e}",
             row.id
         ))
@@ -436,7 +457,7 @@ fn parse_state(row: &RunRow) -> Result<RunState, RunError> {
 
 fn state_json(state: &RunState) -> Result<String, RunError> {
     serde_json::to_string(state)
-        .map_err(|e| RunError::Conflict(format!("cannot save the run's state: {e}")))
+        .map_err(|e| RunError::Corrupt(format!("cannot save the run's state: {e}")))
 }
 
 /// `scripted:` paths made absolute, so that another folder's process finds the file.

@@ -5,7 +5,7 @@
 use rusqlite::params;
 
 use super::Store;
-use super::runs::{PendingRow, RunsError, find_run, pending_rows};
+use super::runs::{PendingRow, Refusal, RunsError, find_run, pending_rows};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RunStatus};
 
@@ -32,7 +32,7 @@ impl Store {
         self.transact(move |tx| {
             let run = find_run(tx, &run_id)?;
             if run.status != RunStatus::RequiresAction {
-                return Err(RunsError::Conflict(format!(
+                return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                     "run {} is {}, not waiting for a decision",
                     run.id,
                     run.status.as_str()
@@ -50,14 +50,14 @@ impl Store {
                     let Some(p) = pending.iter().find(|p| &p.item.call_id == c) else {
                         let ids: Vec<&str> =
                             waiting.iter().map(|p| p.item.call_id.as_str()).collect();
-                        return Err(RunsError::Conflict(format!(
+                        return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                             "run {} has no pending call '{c}'; waiting: {}",
                             run.id,
                             if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
                         )));
                     };
                     if p.state != "waiting" {
-                        return Err(RunsError::Conflict(format!(
+                        return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                             "call {c} of run {} is already decided ({})",
                             run.id, p.state
                         )));
@@ -67,7 +67,7 @@ impl Store {
                             ItemKind::SubmitToolOutput => "it is a client tool: use toolgate submit",
                             ItemKind::Approval => "it needs a decision: use toolgate approve or deny",
                         };
-                        return Err(RunsError::Conflict(format!(
+                        return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                             "call {c} ({}) is a {} item; {hint}",
                             p.item.tool,
                             p.item.kind.as_str()
@@ -78,7 +78,7 @@ impl Store {
                 None => waiting.iter().copied().filter(|p| p.item.kind == wants).collect(),
             };
             if chosen.is_empty() {
-                return Err(RunsError::Conflict(format!(
+                return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                     "run {} has no waiting {} items",
                     run.id,
                     wants.as_str()
@@ -102,7 +102,7 @@ impl Store {
                 }
             }
             let text = serde_json::to_string(&decision)
-                .map_err(|e| RunsError::Conflict(e.to_string()))?;
+                .map_err(|e| RunsError::Refused(Refusal::DecisionConflict, e.to_string()))?;
             let now = now_ms();
             let mut calls = Vec::new();
             for p in &chosen {

@@ -24,7 +24,8 @@ pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
 pub use responses::ResponseRow;
 pub use runs::{
-    PendingRow, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name, this_host,
+    PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
+    this_host,
 };
 pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
 

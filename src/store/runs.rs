@@ -22,10 +22,44 @@ pub enum RunsError {
     #[error("there is no run '{0}' (toolgate runs lists them)")]
     NotFound(String),
     /// The operation does not fit the run's state; the message says why and what to do.
-    #[error("{0}")]
-    Conflict(String),
+    #[error("{1}")]
+    Refused(Refusal, String),
     #[error("{0}")]
     Sql(#[from] rusqlite::Error),
+}
+
+/// Why an operation on a run was refused: the kind, for code (the server maps every
+/// one to 409, the CLI to exit code 1); the message beside it is for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// Another live process holds the run's lease.
+    LeaseHeld,
+    /// This process held the lease and lost it (cancelled, or taken over).
+    LeaseLost,
+    /// The run has ended (completed, incomplete, cancelled) and cannot continue.
+    NotResumable,
+    /// The run still waits on items nobody has resolved.
+    StillWaiting,
+    /// The decision does not fit: no such item, already decided, or the wrong kind.
+    DecisionConflict,
+    /// The conversation has an unfinished run.
+    ConversationBusy,
+    /// A run id prefix names more than one run.
+    AmbiguousId,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::LeaseHeld => "lease_held",
+            Refusal::LeaseLost => "lease_lost",
+            Refusal::NotResumable => "not_resumable",
+            Refusal::StillWaiting => "still_waiting",
+            Refusal::DecisionConflict => "decision_conflict",
+            Refusal::ConversationBusy => "conversation_busy",
+            Refusal::AmbiguousId => "ambiguous_id",
+        }
+    }
 }
 
 /// A run as stored.
@@ -133,9 +167,10 @@ pub(super) fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError>
             .next()
             .ok_or_else(|| RunsError::NotFound(id.into()))?),
         0 => Err(RunsError::NotFound(id.to_string())),
-        _ => Err(RunsError::Conflict(format!(
-            "'{id}' is the start of more than one run id; give more of it"
-        ))),
+        _ => Err(RunsError::Refused(
+            Refusal::AmbiguousId,
+            format!("'{id}' is the start of more than one run id; give more of it"),
+        )),
     }
 }
 
@@ -233,7 +268,12 @@ impl Store {
             out = Some(f(conn));
             Ok(())
         })?;
-        out.ok_or_else(|| RunsError::Conflict("the read did not run".into()))?
+        out.ok_or_else(|| {
+            RunsError::Store(StoreError::Sqlite {
+                path: self.inner.path.clone(),
+                message: "the read did not run".into(),
+            })
+        })?
     }
 
     /// A new run, in progress and leased to `owner`, with the messages it adds to its
@@ -265,7 +305,7 @@ impl Store {
                 )
                 .optional()?
             {
-                return Err(RunsError::Conflict(format!(
+                return Err(RunsError::Refused(Refusal::ConversationBusy, format!(
                     "conversation '{conversation_id}' has an unfinished run {} ({}); resolve, resume or cancel it first",
                     other.0, other.1
                 )));
@@ -294,7 +334,7 @@ impl Store {
         self.transact(move |tx| {
             let mut run = find_run(tx, &id)?;
             if run.status.is_final() {
-                return Err(RunsError::Conflict(format!(
+                return Err(RunsError::Refused(Refusal::NotResumable, format!(
                     "run {} is {}; it cannot continue (start a new run with --conversation {})",
                     run.id,
                     run.status.as_str(),
@@ -307,7 +347,7 @@ impl Store {
                 && lease_holder_alive(holder)
             {
                 let pid = holder.split('/').next().unwrap_or("?");
-                return Err(RunsError::Conflict(format!(
+                return Err(RunsError::Refused(Refusal::LeaseHeld, format!(
                     "run {} is being continued by another process (pid {pid}); nothing was changed",
                     run.id
                 )));
@@ -420,7 +460,7 @@ impl Store {
         self.transact(move |tx| {
             let run = find_run(tx, &id)?;
             if run.status.is_final() {
-                return Err(RunsError::Conflict(format!(
+                return Err(RunsError::Refused(Refusal::NotResumable, format!(
                     "run {} is already {}",
                     run.id,
                     run.status.as_str()
@@ -497,9 +537,10 @@ fn append_messages(
     for (i, m) in messages.iter().enumerate() {
         stmt.execute(params![run_id, (first_seq + i) as i64, m])
             .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ConstraintViolation) => RunsError::Conflict(format!(
-                    "run {run_id}: its conversation was changed by another run meanwhile"
-                )),
+                Some(rusqlite::ErrorCode::ConstraintViolation) => RunsError::Refused(
+                    Refusal::ConversationBusy,
+                    format!("run {run_id}: its conversation was changed by another run meanwhile"),
+                ),
                 _ => RunsError::Sql(e),
             })?;
     }
@@ -507,7 +548,8 @@ fn append_messages(
 }
 
 fn lost_lease(id: &str) -> RunsError {
-    RunsError::Conflict(format!(
-        "run {id} was cancelled or taken over by another process; this process stopped"
-    ))
+    RunsError::Refused(
+        Refusal::LeaseLost,
+        format!("run {id} was cancelled or taken over by another process; this process stopped"),
+    )
 }

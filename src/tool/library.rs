@@ -222,23 +222,23 @@ impl ToolLibrary {
         self: &Arc<Self>,
         names: &[String],
         overrides: HashMap<String, Permission>,
-    ) -> Result<Toolkit, String> {
+    ) -> Result<Toolkit, ToolkitError> {
         let missing: Vec<&str> = names
             .iter()
             .filter(|n| !self.tools.contains_key(*n))
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
+            return Err(ToolkitError::UnknownTools(format!(
                 "unknown tool(s): {}; the library has: {}",
                 missing.join(", "),
                 self.names().join(", ")
-            ));
+            )));
         }
         if let Some(bad) = overrides.keys().find(|k| !names.contains(k)) {
-            return Err(format!(
+            return Err(ToolkitError::StrayPermission(format!(
                 "a permission is given for '{bad}', which is not in the tool list"
-            ));
+            )));
         }
         Ok(Toolkit {
             library: Arc::clone(self),
@@ -303,4 +303,15 @@ impl Toolkit {
             .map(|t| (t.spec.name.clone(), t.spec.parameters.clone()))
             .collect()
     }
+}
+
+/// Why a toolkit could not be made from a list of names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolkitError {
+    /// Names the library does not have (the message lists the ones it has).
+    #[error("{0}")]
+    UnknownTools(String),
+    /// A permission override for a tool that is not in the list.
+    #[error("{0}")]
+    StrayPermission(String),
 }

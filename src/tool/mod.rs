@@ -15,7 +15,7 @@ mod spec;
 pub mod workspace;
 
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
-pub use library::{LoadedTool, Source, ToolLibrary, Toolkit};
+pub use library::{LoadedTool, Source, ToolLibrary, Toolkit, ToolkitError};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
 pub use runnable::{Tool, ToolContext};
 pub use schema::{Schema, redact};
