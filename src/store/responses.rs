@@ -47,7 +47,7 @@ const RESPONSE_COLUMNS: &str =
 
 impl Store {
     /// Records a new response of run `run_id`, at the run's next step, and returns that
-    /// step. Refused when the run does not exist or the id is taken.
+    /// step. Refused when the run does not exist.
     pub async fn create_response(
         &self,
         id: &str,
@@ -79,13 +79,7 @@ impl Store {
             tx.execute(
                 "INSERT INTO responses (id, run_id, step, previous_id, status, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
                 params![id, run_id, step, previous_id, status, body, now],
-            )
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ConstraintViolation) => {
-                    RunsError::Conflict(format!("response id '{id}' is already taken"))
-                }
-                _ => RunsError::Sql(e),
-            })?;
+            )?;
             Ok(step)
         })
         .await

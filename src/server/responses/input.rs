@@ -68,9 +68,10 @@ pub fn parse_input(input: Option<&Value>) -> Result<Input, InputError> {
                     None | Some("message") => texts.push(message_text(&at, item)?),
                     Some("mcp_approval_response") => {
                         let request_id = string_field(&at, item, "approval_request_id")?;
-                        let approve = item.get("approve").and_then(Value::as_bool).ok_or_else(
-                            || invalid(&at, "'approve' must be true or false"),
-                        )?;
+                        let approve = item
+                            .get("approve")
+                            .and_then(Value::as_bool)
+                            .ok_or_else(|| invalid(&at, "'approve' must be true or false"))?;
                         let reason = match item.get("reason") {
                             None | Some(Value::Null) => None,
                             Some(Value::String(s)) => Some(s.clone()),
@@ -484,7 +485,8 @@ mod tests {
             ),
         ];
         for (answer, expected) in cases {
-            let err = plan_decisions("run_1", std::slice::from_ref(&answer), &waiting()).unwrap_err();
+            let err =
+                plan_decisions("run_1", std::slice::from_ref(&answer), &waiting()).unwrap_err();
             assert!(
                 matches!(&err, InputError::Conflict(m) if m.contains(expected)),
                 "{answer:?}: {err}"

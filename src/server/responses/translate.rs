@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 
 use super::input::{APPROVAL_PREFIX, FUNCTION_CALL_PREFIX, MCP_CALL_PREFIX};
 use super::wire::{
-    IncompleteDetails, InputTokensDetails, ItemStatus, McpCallError, McpCallStatus,
-    OutputContent, OutputItem, OutputTokensDetails, ResponseError, ResponseObject,
-    ResponseStatus, ResponseUsage, SERVER_LABEL,
+    IncompleteDetails, InputTokensDetails, ItemStatus, McpCallError, McpCallStatus, OutputContent,
+    OutputItem, OutputTokensDetails, ResponseError, ResponseObject, ResponseStatus, ResponseUsage,
+    SERVER_LABEL,
 };
 use crate::protocol::{
     CallStatus, Event, ItemKind, RequiredItem, RunEvent, RunObject, RunStatus, Usage,
@@ -44,7 +44,9 @@ pub struct Ending {
 /// and the error the drive ended with (if any). `before` is the run's usage when the
 /// response began.
 pub fn ending(run: Option<&RunObject>, error: Option<&str>, before: Usage, at: i64) -> Ending {
-    let usage = run.map(|r| usage_between(before, r.usage)).unwrap_or_default();
+    let usage = run
+        .map(|r| usage_between(before, r.usage))
+        .unwrap_or_default();
     let failed = |message: String| Ending {
         status: ResponseStatus::Failed,
         error: Some(ResponseError {
@@ -102,7 +104,9 @@ pub fn ending(run: Option<&RunObject>, error: Option<&str>, before: Usage, at: i
 /// The tokens used between two readings of a run's usage.
 pub fn usage_between(before: Usage, after: Usage) -> ResponseUsage {
     let input = after.prompt_tokens.saturating_sub(before.prompt_tokens);
-    let output = after.completion_tokens.saturating_sub(before.completion_tokens);
+    let output = after
+        .completion_tokens
+        .saturating_sub(before.completion_tokens);
     ResponseUsage {
         input_tokens: input,
         input_tokens_details: InputTokensDetails::default(),
@@ -223,11 +227,17 @@ impl Translator {
                 self.close_message(&mut out, ItemStatus::Completed);
                 self.waiting_item(&mut out, item);
             }
-            RunEvent::Tool(Event::ToolStarted { call_id, tool, .. }) => {
+            RunEvent::Tool {
+                event: Event::ToolStarted { call_id, tool, .. },
+                ..
+            } => {
                 self.close_message(&mut out, ItemStatus::Completed);
                 self.mcp_call(&mut out, call_id, tool);
             }
-            RunEvent::Tool(Event::ToolFinished { call_id, tool, .. }) => {
+            RunEvent::Tool {
+                event: Event::ToolFinished { call_id, tool, .. },
+                ..
+            } => {
                 // Calls that could not start (unknown tool, invalid arguments) have no
                 // tool.started.
                 self.close_message(&mut out, ItemStatus::Completed);
@@ -262,7 +272,10 @@ impl Translator {
             }
             RunEvent::RunStarted { .. }
             | RunEvent::ParseProblem { .. }
-            | RunEvent::Tool(Event::ToolOutput { .. }) => {}
+            | RunEvent::Tool {
+                event: Event::ToolOutput { .. },
+                ..
+            } => {}
         }
         out
     }
@@ -584,21 +597,27 @@ mod tests {
     }
 
     fn started(call: &str, tool: &str) -> RunEvent {
-        RunEvent::Tool(Event::ToolStarted {
-            call_id: call.into(),
-            tool: tool.into(),
-            conversation_id: "conv".into(),
-        })
+        RunEvent::Tool {
+            run_id: RUN.into(),
+            event: Event::ToolStarted {
+                call_id: call.into(),
+                tool: tool.into(),
+                conversation_id: "conv".into(),
+            },
+        }
     }
 
     fn finished(call: &str, tool: &str, status: CallStatus) -> RunEvent {
-        RunEvent::Tool(Event::ToolFinished {
-            call_id: call.into(),
-            tool: tool.into(),
-            status,
-            duration_ms: 1.0,
-            error_kind: None,
-        })
+        RunEvent::Tool {
+            run_id: RUN.into(),
+            event: Event::ToolFinished {
+                call_id: call.into(),
+                tool: tool.into(),
+                status,
+                duration_ms: 1.0,
+                error_kind: None,
+            },
+        }
     }
 
     fn requested(call: &str, tool: &str, kind: ItemKind) -> RunEvent {
@@ -661,10 +680,15 @@ mod tests {
     }
 
     /// Feeds events; returns every stream event produced, start and finish included.
-    fn run(t: &mut Translator, events: &[RunEvent], records: &[CallRecord], end: Ending) -> Vec<StreamEvent> {
+    fn run(
+        t: &mut Translator,
+        events: &[RunEvent],
+        records: &[CallRecord],
+        end: Ending,
+    ) -> Vec<StreamEvent> {
         let mut out = t.start();
         for e in events {
-            let is_tool = matches!(e, RunEvent::Tool(_));
+            let is_tool = matches!(e, RunEvent::Tool { .. });
             if !is_tool {
                 for r in records {
                     out.extend(t.record(r));
@@ -684,7 +708,12 @@ mod tests {
         let mut t = translator(&[]);
         let events = run(
             &mut t,
-            &[text("\n Hel"), text("lo "), text("world\n"), RunEvent::RunCompleted { run_id: RUN.into() }],
+            &[
+                text("\n Hel"),
+                text("lo "),
+                text("world\n"),
+                RunEvent::RunCompleted { run_id: RUN.into() },
+            ],
             &[],
             done(ResponseStatus::Completed, vec![]),
         );
@@ -704,7 +733,10 @@ mod tests {
                 "response.completed",
             ]
         );
-        let seqs: Vec<u64> = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+        let seqs: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
         assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
         // Leading and trailing whitespace never shows; the deltas add up to the text.
         let deltas: String = events
@@ -716,7 +748,13 @@ mod tests {
         assert_eq!(events[7]["text"], "Hello world");
         let delta = &events[4];
         assert_eq!(delta["item_id"], "msg_abc_0");
-        assert_eq!((delta["output_index"].as_u64(), delta["content_index"].as_u64()), (Some(0), Some(0)));
+        assert_eq!(
+            (
+                delta["output_index"].as_u64(),
+                delta["content_index"].as_u64()
+            ),
+            (Some(0), Some(0))
+        );
         assert_eq!(delta["logprobs"], json!([]));
         let last = &events[10]["response"];
         assert_eq!(last["status"], "completed");
@@ -749,7 +787,12 @@ mod tests {
         let out = run(
             &mut t,
             &events,
-            &[record("call_calc", "calculator", CallStatus::Succeeded, "14")],
+            &[record(
+                "call_calc",
+                "calculator",
+                CallStatus::Succeeded,
+                "14",
+            )],
             done(ResponseStatus::Completed, vec![]),
         );
         let kinds = types(&out);
@@ -791,8 +834,16 @@ mod tests {
         let mut t = translator(&[]);
         run(
             &mut t,
-            &[finished("c1", "nope", CallStatus::Failed), RunEvent::RunCompleted { run_id: RUN.into() }],
-            &[record("c1", "nope", CallStatus::Failed, "unknown tool 'nope'")],
+            &[
+                finished("c1", "nope", CallStatus::Failed),
+                RunEvent::RunCompleted { run_id: RUN.into() },
+            ],
+            &[record(
+                "c1",
+                "nope",
+                CallStatus::Failed,
+                "unknown tool 'nope'",
+            )],
             done(ResponseStatus::Completed, vec![]),
         );
         let call = serde_json::to_value(&t.response().output[0]).unwrap();
@@ -813,7 +864,10 @@ mod tests {
                 text("I will save it."),
                 requested("call_write", "write_file", ItemKind::Approval),
                 requested("call_ask", "ask_user", ItemKind::SubmitToolOutput),
-                RunEvent::RunRequiresAction { run_id: RUN.into(), items: vec![] },
+                RunEvent::RunRequiresAction {
+                    run_id: RUN.into(),
+                    items: vec![],
+                },
             ],
             &[],
             done(
@@ -835,11 +889,12 @@ mod tests {
             json!({"type": "function_call", "id": "fc_call_ask", "call_id": "call_ask", "name": "ask_user",
                    "arguments": "{\"a\":1}", "status": "completed"})
         );
-        assert_eq!(output.as_array().unwrap().len(), 3, "waiting items are not listed twice");
-        let fc: Vec<&StreamEvent> = out
-            .iter()
-            .filter(|e| e["output_index"] == 2)
-            .collect();
+        assert_eq!(
+            output.as_array().unwrap().len(),
+            3,
+            "waiting items are not listed twice"
+        );
+        let fc: Vec<&StreamEvent> = out.iter().filter(|e| e["output_index"] == 2).collect();
         assert_eq!(
             types(&fc.into_iter().cloned().collect::<Vec<_>>()),
             [
@@ -854,7 +909,11 @@ mod tests {
 
     #[test]
     fn answered_calls_get_no_item_and_approved_ones_link_their_request() {
-        let mut t = translator(&[("call_write", true), ("call_ask", false), ("call_other", false)]);
+        let mut t = translator(&[
+            ("call_write", true),
+            ("call_ask", false),
+            ("call_other", false),
+        ]);
         run(
             &mut t,
             &[
@@ -869,7 +928,12 @@ mod tests {
                 finished("call_write", "write_file", CallStatus::Succeeded),
                 RunEvent::RunCompleted { run_id: RUN.into() },
             ],
-            &[record("call_write", "write_file", CallStatus::Succeeded, "wrote 11 bytes")],
+            &[record(
+                "call_write",
+                "write_file",
+                CallStatus::Succeeded,
+                "wrote 11 bytes",
+            )],
             done(ResponseStatus::Completed, vec![]),
         );
         let output = serde_json::to_value(&t.response().output).unwrap();
@@ -895,7 +959,10 @@ mod tests {
         );
         let call = serde_json::to_value(&t.response().output[0]).unwrap();
         assert_eq!(call["status"], "failed");
-        assert_eq!(call["error"]["content"][0]["text"], "'shell' is not allowed");
+        assert_eq!(
+            call["error"]["content"][0]["text"],
+            "'shell' is not allowed"
+        );
     }
 
     #[test]
@@ -905,7 +972,12 @@ mod tests {
             &mut t,
             &[
                 text("Hal"),
-                RunEvent::ModelRetry { run_id: RUN.into(), attempt: 1, wait_ms: 10, error: "503".into() },
+                RunEvent::ModelRetry {
+                    run_id: RUN.into(),
+                    attempt: 1,
+                    wait_ms: 10,
+                    error: "503".into(),
+                },
                 text("Hello"),
             ],
             &[],
@@ -921,13 +993,19 @@ mod tests {
     fn failures_end_with_response_failed() {
         let mut t = translator(&[]);
         let end = Ending {
-            error: Some(ResponseError { code: "server_error".into(), message: "model down".into() }),
+            error: Some(ResponseError {
+                code: "server_error".into(),
+                message: "model down".into(),
+            }),
             ..done(ResponseStatus::Failed, vec![])
         };
         let out = run(&mut t, &[text("par")], &[], end);
         let last = out.last().unwrap();
         assert_eq!(last["type"], "response.failed");
-        assert_eq!(last["response"]["error"], json!({"code": "server_error", "message": "model down"}));
+        assert_eq!(
+            last["response"]["error"],
+            json!({"code": "server_error", "message": "model down"})
+        );
         assert_eq!(last["response"]["completed_at"], Value::Null);
         assert_eq!(last["response"]["output"][0]["status"], "completed");
     }
@@ -953,19 +1031,66 @@ mod tests {
 
     #[test]
     fn endings_follow_the_run_status() {
-        let before = Usage { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, model_calls: 1 };
-        let after = Usage { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, model_calls: 2 };
-        let e = ending(Some(&run_object(RunStatus::Completed, after)), None, before, 7);
-        assert_eq!((e.status, e.usage.input_tokens, e.usage.output_tokens, e.usage.total_tokens), (ResponseStatus::Completed, 20, 4, 24));
-        let e = ending(Some(&run_object(RunStatus::RequiresAction, after)), None, before, 7);
+        let before = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            total_tokens: 15,
+            model_calls: 1,
+        };
+        let after = Usage {
+            prompt_tokens: 30,
+            completion_tokens: 9,
+            total_tokens: 39,
+            model_calls: 2,
+        };
+        let e = ending(
+            Some(&run_object(RunStatus::Completed, after)),
+            None,
+            before,
+            7,
+        );
+        assert_eq!(
+            (
+                e.status,
+                e.usage.input_tokens,
+                e.usage.output_tokens,
+                e.usage.total_tokens
+            ),
+            (ResponseStatus::Completed, 20, 4, 24)
+        );
+        let e = ending(
+            Some(&run_object(RunStatus::RequiresAction, after)),
+            None,
+            before,
+            7,
+        );
         assert_eq!(e.status, ResponseStatus::Completed);
-        let e = ending(Some(&run_object(RunStatus::Incomplete, after)), None, before, 7);
-        assert_eq!((e.status, e.incomplete.unwrap().reason), (ResponseStatus::Incomplete, "max_iterations".to_string()));
+        let e = ending(
+            Some(&run_object(RunStatus::Incomplete, after)),
+            None,
+            before,
+            7,
+        );
+        assert_eq!(
+            (e.status, e.incomplete.unwrap().reason),
+            (ResponseStatus::Incomplete, "max_iterations".to_string())
+        );
         let e = ending(Some(&run_object(RunStatus::Failed, after)), None, before, 7);
-        assert_eq!((e.status, e.error.unwrap().message), (ResponseStatus::Failed, "why".to_string()));
-        let e = ending(Some(&run_object(RunStatus::Cancelled, after)), None, before, 7);
+        assert_eq!(
+            (e.status, e.error.unwrap().message),
+            (ResponseStatus::Failed, "why".to_string())
+        );
+        let e = ending(
+            Some(&run_object(RunStatus::Cancelled, after)),
+            None,
+            before,
+            7,
+        );
         assert_eq!(e.status, ResponseStatus::Cancelled);
         let e = ending(None, Some("lease lost"), before, 7);
-        assert_eq!((e.status, e.error.unwrap().message), (ResponseStatus::Failed, "lease lost".to_string()));
+        assert_eq!(
+            (e.status, e.error.unwrap().message),
+            (ResponseStatus::Failed, "lease lost".to_string())
+        );
     }
 }
