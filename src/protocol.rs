@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::tool::Part;
 
 /// How a recorded call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
     /// The tool ran and returned a result that is not an error.
@@ -51,7 +51,7 @@ impl CallStatus {
 }
 
 /// Who asked for a call. Workflow callers may bypass the concurrency limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CallerKind {
     /// A model's call in an agent run.
@@ -101,7 +101,7 @@ pub enum Event {
 }
 
 /// Where a run stands (the names follow OpenAI's run object).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// A process is running the loop (or died while doing so; `resume` takes it over).
@@ -153,7 +153,7 @@ impl RunStatus {
 }
 
 /// What a paused item waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemKind {
     /// A CONFIRM call: a person approves, edits or denies it.
@@ -178,7 +178,7 @@ impl ItemKind {
 }
 
 /// One unresolved item of a paused run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RequiredItem {
     pub call_id: String,
     pub kind: ItemKind,
@@ -188,13 +188,13 @@ pub struct RequiredItem {
 }
 
 /// What a paused run waits for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RequiredAction {
     pub items: Vec<RequiredItem>,
 }
 
 /// How a person (or the client) resolved one item.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Decision {
     /// Run the call as shown.
@@ -219,7 +219,7 @@ pub enum Decision {
 }
 
 /// Tokens a run has used, summed over its model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -239,7 +239,7 @@ impl Usage {
 
 /// A run as the outside sees it: `toolgate show RUN --json`, and the last line of
 /// `toolgate run --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunObject {
     pub id: String,
     /// Always `"run"`.
@@ -336,4 +336,60 @@ pub enum RunEvent {
         #[serde(flatten)]
         event: Event,
     },
+}
+
+impl RunEvent {
+    /// The event's name, as in its `type` field (`run.started`, `tool.finished`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunEvent::RunStarted { .. } => "run.started",
+            RunEvent::TextDelta { .. } => "text.delta",
+            RunEvent::ToolCallParsed { .. } => "tool_call.parsed",
+            RunEvent::ParseProblem { .. } => "parse.problem",
+            RunEvent::ApprovalRequested { .. } => "approval.requested",
+            RunEvent::ToolResolved { .. } => "tool.resolved",
+            RunEvent::ModelRetry { .. } => "model.retry",
+            RunEvent::RunRequiresAction { .. } => "run.requires_action",
+            RunEvent::RunCompleted { .. } => "run.completed",
+            RunEvent::RunIncomplete { .. } => "run.incomplete",
+            RunEvent::RunFailed { .. } => "run.failed",
+            RunEvent::RunCancelled { .. } => "run.cancelled",
+            RunEvent::Tool { event, .. } => match event {
+                Event::ToolStarted { .. } => "tool.started",
+                Event::ToolOutput { .. } => "tool.output",
+                Event::ToolFinished { .. } => "tool.finished",
+            },
+        }
+    }
+
+    /// The run it belongs to.
+    pub fn run_id(&self) -> &str {
+        match self {
+            RunEvent::RunStarted { run_id, .. }
+            | RunEvent::TextDelta { run_id, .. }
+            | RunEvent::ToolCallParsed { run_id, .. }
+            | RunEvent::ParseProblem { run_id, .. }
+            | RunEvent::ApprovalRequested { run_id, .. }
+            | RunEvent::ToolResolved { run_id, .. }
+            | RunEvent::ModelRetry { run_id, .. }
+            | RunEvent::RunRequiresAction { run_id, .. }
+            | RunEvent::RunCompleted { run_id }
+            | RunEvent::RunIncomplete { run_id, .. }
+            | RunEvent::RunFailed { run_id, .. }
+            | RunEvent::RunCancelled { run_id }
+            | RunEvent::Tool { run_id, .. } => run_id,
+        }
+    }
+
+    /// The run has stopped being driven (paused or ended).
+    pub fn is_last(&self) -> bool {
+        matches!(
+            self,
+            RunEvent::RunRequiresAction { .. }
+                | RunEvent::RunCompleted { .. }
+                | RunEvent::RunIncomplete { .. }
+                | RunEvent::RunFailed { .. }
+                | RunEvent::RunCancelled { .. }
+        )
+    }
 }

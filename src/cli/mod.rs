@@ -8,6 +8,7 @@ mod prompt;
 mod render;
 mod run;
 mod runs;
+mod serve;
 mod stats;
 mod table;
 mod tools;
@@ -63,6 +64,8 @@ enum Command {
     Resume(runs::ResumeArgs),
     /// Cancel a run that has not ended.
     Cancel(runs::ResumeArgs),
+    /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
+    Serve(serve::ServeArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -104,6 +107,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Submit(args) => runs::submit(args, &cli.db),
         Command::Resume(args) => runs::resume(args, &cli.db),
         Command::Cancel(args) => runs::cancel(args, &cli.db),
+        Command::Serve(args) => serve::run(args, &cli.db),
     }
 }
 

@@ -1,3 +1,261 @@
-//! The HTTP server (placeholder until the server skeleton lands from main).
+//! `toolgate serve`: the runtime over HTTP. Handlers are thin: they parse, call the
+//! shared [`Runner`], and map typed errors to statuses. Every run is driven on its own
+//! task, so a client that goes away never leaves a run half-done; its events go to the
+//! request that drives it and to anyone watching it (`GET /v1/runs/{id}/events`).
 
+mod agents;
+mod auth;
+mod error;
+mod hub;
+mod openapi;
+mod records;
 pub mod responses;
+mod runs;
+mod sse;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use agents::{AgentInfo, Agents};
+pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+pub use hub::Hub;
+pub use openapi::openapi;
+
+use crate::agent::Agent;
+use crate::protocol::{RunEvent, RunObject};
+use crate::run::{RunError, Runner, StartRun};
+
+/// How a server is set up.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub addr: SocketAddr,
+    /// The folder of agent files, addressed by their `name`.
+    pub agents_dir: PathBuf,
+    /// The tools folder (`None`: built-ins only).
+    pub tools_dir: Option<PathBuf>,
+    /// Overrides every agent's workspace.
+    pub workspace: Option<PathBuf>,
+    /// With a key, every `/v1/*` request needs `Authorization: Bearer KEY`; without
+    /// one, only a loopback address may be bound.
+    pub api_key: Option<String>,
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot listen on {addr}: {error}")]
+    Bind {
+        addr: SocketAddr,
+        error: std::io::Error,
+    },
+    #[error("the server stopped: {0}")]
+    Io(std::io::Error),
+}
+
+/// What every handler shares.
+pub struct AppState {
+    pub runner: Runner,
+    pub agents: Agents,
+    pub tools_dir: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub api_key: Option<String>,
+    pub hub: Hub,
+    /// Fires when the server shuts down: streams end, drives stop at their next step.
+    pub shutdown: CancellationToken,
+    /// The drives in flight, waited for at shutdown.
+    pub drives: TaskTracker,
+}
+
+/// What to drive.
+pub enum Drive {
+    Start(Box<StartRun>),
+    Resume(String),
+}
+
+/// A drive in flight: its events as they happen (they end when it does), and its end.
+pub struct Driving {
+    pub events: UnboundedReceiver<RunEvent>,
+    pub done: JoinHandle<Result<RunObject, RunError>>,
+}
+
+impl AppState {
+    /// Drives a run on its own task. Events go to the returned receiver and to the
+    /// run's watchers.
+    pub fn spawn_drive(self: &Arc<Self>, drive: Drive) -> Driving {
+        let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let runner = self.runner.with_events(tx);
+        let hub = self.hub.clone();
+        self.drives.spawn(async move {
+            let mut publisher = None;
+            while let Some(event) = rx.recv().await {
+                let publisher = publisher.get_or_insert_with(|| hub.publisher(event.run_id()));
+                publisher.send(&event);
+                let _ = out_tx.send(event);
+            }
+        });
+        let done = self.drives.spawn(async move {
+            match drive {
+                Drive::Start(start) => runner.start(*start).await,
+                Drive::Resume(id) => runner.resume(&id).await,
+            }
+        });
+        Driving {
+            events: out_rx,
+            done,
+        }
+    }
+
+    /// Waits for a drive to end, dropping its events.
+    pub async fn drive(self: &Arc<Self>, drive: Drive) -> Result<RunObject, ApiError> {
+        let Driving { mut events, done } = self.spawn_drive(drive);
+        while events.recv().await.is_some() {}
+        joined(done.await)
+    }
+
+    /// The agent called `name`.
+    pub fn agent(&self, name: &str) -> Result<Agent, ApiError> {
+        self.agents.get(&self.runner.loaded, name)
+    }
+
+    /// A new run's request: the agent by name, the server's tools and workspace. A
+    /// model override must be an `openai:` one: a client never names a file here.
+    pub fn start_request(
+        &self,
+        agent: &str,
+        input: String,
+        conversation: Option<String>,
+        model: Option<String>,
+    ) -> Result<StartRun, ApiError> {
+        if input.trim().is_empty() {
+            return Err(ApiError::bad_request("the input is empty"));
+        }
+        if let Some(m) = &model
+            && !m.starts_with("openai:")
+        {
+            return Err(ApiError::bad_request(format!(
+                "model '{m}' is not allowed over HTTP; use openai:NAME, or name the model in the agent file"
+            )));
+        }
+        Ok(StartRun {
+            agent: self.agent(agent)?,
+            model,
+            conversation,
+            message: input,
+            tools_dir: self.tools_dir.clone(),
+            workspace: self.workspace.clone(),
+        })
+    }
+}
+
+/// A drive's result, a panic in it included, as the API's error.
+pub fn joined(
+    r: Result<Result<RunObject, RunError>, tokio::task::JoinError>,
+) -> Result<RunObject, ApiError> {
+    match r {
+        Ok(Ok(run)) => Ok(run),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => Err(ApiError::internal(format!("the run's task stopped: {e}"))),
+    }
+}
+
+/// The router: every route, with its OpenAPI document at `/openapi.json`.
+pub fn router(state: Arc<AppState>) -> axum::Router {
+    let (api, doc) = openapi::routes().split_for_parts();
+    let doc = Arc::new(doc);
+    api.route(
+        "/openapi.json",
+        axum::routing::get(move || {
+            let doc = Arc::clone(&doc);
+            async move { axum::Json(doc.as_ref().clone()) }
+        }),
+    )
+    .layer(axum::middleware::from_fn_with_state(
+        Arc::clone(&state),
+        auth::require_key,
+    ))
+    .with_state(state)
+}
+
+/// Runs the server until SIGTERM or Ctrl-C; then stops accepting, stops the runs it
+/// drives at their next step (saved as failed, ready to resume), and returns.
+pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError> {
+    if config.api_key.is_none() && !config.addr.ip().is_loopback() {
+        return Err(ServeError::Config(format!(
+            "refusing to listen on {} without an API key: set TOOLGATE_API_KEY (or --api-key-file), or bind a loopback address such as 127.0.0.1",
+            config.addr
+        )));
+    }
+    if !config.agents_dir.is_dir() {
+        return Err(ServeError::Config(format!(
+            "agents folder {} does not exist (--agents DIR, default ./agents)",
+            config.agents_dir.display()
+        )));
+    }
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|error| ServeError::Bind {
+            addr: config.addr,
+            error,
+        })?;
+    let addr = listener.local_addr().map_err(ServeError::Io)?;
+    let state = Arc::new(AppState {
+        runner,
+        agents: Agents::new(config.agents_dir),
+        tools_dir: config.tools_dir,
+        workspace: config.workspace,
+        api_key: config.api_key,
+        hub: Hub::default(),
+        shutdown: CancellationToken::new(),
+        drives: TaskTracker::new(),
+    });
+    // The one line a script waits for (stdout), then logs on stderr.
+    println!("toolgate serve: listening on http://{addr}");
+    tracing::info!(%addr, "listening");
+    let app = router(Arc::clone(&state));
+    let stopping = Arc::clone(&state);
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            stop_signal().await;
+            tracing::info!("shutting down: no new requests; running runs are saved as resumable");
+            stopping.shutdown.cancel();
+            stopping.runner.interrupt.cancel();
+        })
+        .await
+        .map_err(ServeError::Io);
+    state.drives.close();
+    state.drives.wait().await;
+    state.runner.store.close();
+    result
+}
+
+/// SIGTERM or Ctrl-C.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -27,7 +27,7 @@ pub struct CallQuery {
 }
 
 /// One page of records, with the total that matched.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Page {
     pub total: u64,
     pub offset: usize,

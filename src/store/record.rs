@@ -10,7 +10,7 @@ use crate::protocol::{CallStatus, CallerKind};
 pub const RESULT_CAP: usize = 64 * 1024;
 
 /// A call as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CallRecord {
     pub call_id: String,
     pub run_id: Option<String>,
@@ -45,7 +45,7 @@ impl CallRecord {
 }
 
 /// A record read back, with its record id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StoredCall {
     pub id: i64,
     #[serde(flatten)]

@@ -9,14 +9,14 @@ use serde::Serialize;
 use super::{Store, StoreError};
 
 /// Duration percentiles, milliseconds (nearest rank).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Durations {
     pub p50: f64,
     pub p95: f64,
 }
 
 /// What one conversation's calls came to.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ConversationSummary {
     pub conversation_id: String,
     pub total_calls: u64,
@@ -37,7 +37,7 @@ pub struct ConversationSummary {
 }
 
 /// One tool's record.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ToolStats {
     pub tool: String,
     pub total_calls: u64,
@@ -50,7 +50,7 @@ pub struct ToolStats {
 }
 
 /// The whole database.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct GlobalStats {
     pub total_calls: u64,
     pub conversations: u64,

@@ -179,7 +179,7 @@ class ApprovalsAndClientTools(Lifecycle):
                 input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
             )
         # The SDK hands over the inner error object: {"type", "message"}.
-        self.assertEqual(caught.exception.body["type"], "conflict")
+        self.assertEqual(caught.exception.body["type"], "decision_conflict")
         self.assertIn("waiting", caught.exception.body["message"])
 
     def test_a_denied_write_never_runs_and_items_may_be_answered_one_at_a_time(self):

@@ -5,15 +5,16 @@
 //! stream events differs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
-use tokio::task::JoinHandle;
 
 use super::translate::{Ending, StreamEvent, Translator, ending};
 use super::wire::{ResponseObject, ResponseStatus, ResponseUsage};
 use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage};
-use crate::run::{RunError, Runner, StartRun};
+use crate::run::{Runner, StartRun};
+use crate::server::{AppState, Drive, Driving, joined};
 
 /// What a request asks of a run, once its input is checked and its answers recorded.
 pub enum Plan {
@@ -37,29 +38,29 @@ pub enum Plan {
 pub enum Report {
     Events(Vec<StreamEvent>),
     Done(Box<ResponseObject>),
-    Refused(RunError),
+    Refused(crate::server::ApiError),
 }
 
 /// The response being built and where it goes.
 pub struct Job {
     pub response: ResponseObject,
     pub previous: Option<String>,
-    /// Calls the request answered (true: approved).
+    /// Calls the client answers (true: approval items).
     pub answered: HashMap<String, bool>,
-    /// The run's conversation, when known before it starts.
-    pub conversation: Option<String>,
 }
 
 /// How long a finished `mcp_call` waits between looks for its record (committed with
 /// the step, a moment after the call ends).
 const RECORD_POLL: Duration = Duration::from_millis(20);
 
-/// Starts driving `plan` on a task of its own, so that a client that goes away does not
-/// stop the run; the reports arrive on the returned channel.
-pub fn spawn(runner: Runner, plan: Plan, job: Job) -> UnboundedReceiver<Report> {
+/// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
+/// so that a client that goes away does not stop the run; the reports arrive on the
+/// returned channel.
+pub fn spawn(state: &Arc<AppState>, plan: Plan, job: Job) -> UnboundedReceiver<Report> {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let response = drive(&runner, plan, job, &tx).await;
+    let state = Arc::clone(state);
+    state.drives.clone().spawn(async move {
+        let response = drive(&state, plan, job, &tx).await;
         if let Some(response) = response {
             let _ = tx.send(Report::Done(Box::new(response)));
         }
@@ -70,13 +71,14 @@ pub fn spawn(runner: Runner, plan: Plan, job: Job) -> UnboundedReceiver<Report> 
 /// Drives the plan; `None` when the run could not be started or resumed (the refusal
 /// was reported).
 async fn drive(
-    runner: &Runner,
+    state: &Arc<AppState>,
     plan: Plan,
     job: Job,
     tx: &UnboundedSender<Report>,
 ) -> Option<ResponseObject> {
+    let runner = &state.runner;
     let mut t = Translator::new(job.response, job.answered);
-    let (events, done, before) = match plan {
+    let (driving, before) = match plan {
         Plan::Waiting { run, waiting } => {
             note_run(&mut t, &run.id, &run.conversation_id);
             let report = begin(runner, &mut t, &run.id, job.previous.as_deref()).await;
@@ -94,40 +96,17 @@ async fn drive(
             store_final(runner, t.response()).await;
             return Some(t.response().clone());
         }
-        Plan::Start(start) => {
-            let (etx, erx) = mpsc::unbounded_channel();
-            let r = runner.with_events(etx);
-            let done: JoinHandle<Result<RunObject, RunError>> =
-                tokio::spawn(async move { r.start(*start).await });
-            (erx, done, Usage::default())
-        }
-        Plan::Resume { run_id, before } => {
-            let (etx, erx) = mpsc::unbounded_channel();
-            let r = runner.with_events(etx);
-            let id = run_id.clone();
-            let done: JoinHandle<Result<RunObject, RunError>> =
-                tokio::spawn(async move { r.resume(&id).await });
-            (erx, done, before)
-        }
+        Plan::Start(start) => (state.spawn_drive(Drive::Start(start)), Usage::default()),
+        Plan::Resume { run_id, before } => (state.spawn_drive(Drive::Resume(run_id)), before),
     };
-    let started = pump(
-        runner,
-        &mut t,
-        events,
-        &job.previous,
-        job.conversation.as_deref(),
-        tx,
-    )
-    .await;
-    let result = match done.await {
-        Ok(r) => r,
-        Err(e) => Err(RunError::Corrupt(format!("the run's task stopped: {e}"))),
-    };
+    let Driving { events, done } = driving;
+    let started = pump(runner, &mut t, events, &job.previous, tx).await;
+    let result = joined(done.await);
     let Some(run_id) = started else {
         // Nothing began: the request is refused as a whole.
         let err = result
             .err()
-            .unwrap_or_else(|| RunError::Corrupt("the run ended without starting".into()));
+            .unwrap_or_else(|| crate::server::ApiError::internal("the run ended without starting"));
         let _ = tx.send(Report::Refused(err));
         return None;
     };
@@ -136,7 +115,7 @@ async fn drive(
     let _ = tx.send(Report::Events(out));
     let (run, error) = match result {
         Ok(run) => (Some(run), None),
-        Err(e) => (runner.get(&run_id).await.ok(), Some(e.to_string())),
+        Err(e) => (runner.get(&run_id).await.ok(), Some(e.message)),
     };
     let out = t.finish(ending(run.as_ref(), error.as_deref(), before, now_s()));
     let _ = tx.send(Report::Events(out));
@@ -151,7 +130,6 @@ async fn pump(
     t: &mut Translator,
     mut events: UnboundedReceiver<RunEvent>,
     previous: &Option<String>,
-    conversation: Option<&str>,
     tx: &UnboundedSender<Report>,
 ) -> Option<String> {
     let mut run_id: Option<String> = None;
@@ -183,7 +161,7 @@ async fn pump(
         } = &event
             && run_id.is_none()
         {
-            note_run(t, id, conversation.unwrap_or(conversation_id));
+            note_run(t, id, conversation_id);
             out.extend(begin(runner, t, id, previous.as_deref()).await);
             run_id = Some(id.clone());
         }

@@ -132,13 +132,15 @@ pub struct Translator {
     /// What the model was told about calls resolved without running, in case their
     /// record never comes.
     told: HashMap<String, String>,
-    /// Calls this request answered: true when approved.
+    /// Calls the client answers (in this request or an earlier one): true for approval
+    /// items.
     answered: HashMap<String, bool>,
 }
 
 impl Translator {
     /// A translator for `response` (its output empty); `answered` holds the calls the
-    /// request decided (true: approved), which get no item of their own when resolved.
+    /// client answers (true: approval items), which get no item of their own when
+    /// resolved, and whose `mcp_call`, when they run, names their approval request.
     pub fn new(response: ResponseObject, answered: HashMap<String, bool>) -> Self {
         Self {
             response,
@@ -253,7 +255,7 @@ impl Translator {
                 ..
             } => {
                 self.close_message(&mut out, ItemStatus::Completed);
-                // A call this request answered is the client's own doing: no item.
+                // A call the client answered is its own doing: no item.
                 if !self.answered.contains_key(call_id) {
                     self.mcp_call(&mut out, call_id, tool);
                     self.told.insert(call_id.clone(), output.clone());

@@ -1,0 +1,87 @@
+//! `toolgate serve`: the run API, SSE and the OpenAI Responses endpoint over HTTP, on
+//! the same database, tools and agents as the other commands.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use toolgate::server::{ServeConfig, ServeError};
+
+use super::{DEFAULT_TOOLS, Failure};
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The address to listen on; without an API key, only a loopback one.
+    #[arg(long, env = "TOOLGATE_ADDR", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// The folder of agent files; clients name agents by their `name`.
+    #[arg(long, env = "TOOLGATE_AGENTS", default_value = "agents")]
+    agents: PathBuf,
+    /// The tools folder (default ./tools; built-in tools are always there).
+    #[arg(long, env = "TOOLGATE_TOOLS")]
+    tools: Option<PathBuf>,
+    /// The root for file tools (default: each agent's workspace, else the current folder).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// A file holding the API key (else TOOLGATE_API_KEY); every /v1 request then needs
+    /// `Authorization: Bearer KEY`.
+    #[arg(long)]
+    api_key_file: Option<PathBuf>,
+    /// Print the OpenAPI document and exit.
+    #[arg(long)]
+    openapi: bool,
+}
+
+fn api_key(file: Option<&Path>) -> Result<Option<String>, Failure> {
+    let key = match file {
+        Some(f) => Some(std::fs::read_to_string(f).map_err(|e| {
+            Failure::bad_input(format!("cannot read the API key file {}: {e}", f.display()))
+        })?),
+        None => std::env::var("TOOLGATE_API_KEY").ok(),
+    };
+    match key.map(|k| k.trim().to_string()) {
+        Some(k) if k.is_empty() => Err(Failure::bad_input(
+            "the API key is empty; set a key, or unset TOOLGATE_API_KEY to serve on loopback without one",
+        )),
+        other => Ok(other),
+    }
+}
+
+pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
+    if args.openapi {
+        let doc = toolgate::server::openapi();
+        super::parse::print_json(&mut std::io::stdout().lock(), &doc, true)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tools_dir = match args.tools {
+        Some(dir) if !dir.is_dir() => {
+            return Err(Failure::bad_input(format!(
+                "tools folder {} does not exist",
+                dir.display()
+            )));
+        }
+        Some(dir) => Some(dir),
+        None => Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir()),
+    };
+    let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
+    let config = ServeConfig {
+        addr: args.addr,
+        agents_dir: args.agents,
+        tools_dir,
+        workspace: args.workspace,
+        api_key: api_key(args.api_key_file.as_deref())?,
+    };
+    let store = super::open_store(db)?;
+    let runner = super::run::runner(store);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
+    rt.block_on(toolgate::server::serve(config, runner))
+        .map_err(|e| match e {
+            ServeError::Config(_) | ServeError::Bind { .. } => Failure::bad_input(e.to_string()),
+            ServeError::Io(_) => Failure::other(e.to_string()),
+        })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,107 @@
+//! The agents a server offers, by name: the agent files in its `--agents` folder, read
+//! through the runner's cache, so an edited or added file is seen at the next request.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::ApiError;
+use crate::agent::Agent;
+use crate::run::Loaded;
+
+/// One agent as `GET /v1/agents` lists it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AgentInfo {
+    pub name: String,
+    /// The model its file names (`null`: the default).
+    pub model: Option<String>,
+    /// `native` or `xml`.
+    pub mode: String,
+    pub tools: Vec<String>,
+    pub max_iterations: u32,
+    /// The file it was read from.
+    pub file: String,
+}
+
+/// The agent files of one folder.
+#[derive(Debug, Clone)]
+pub struct Agents {
+    dir: PathBuf,
+}
+
+impl Agents {
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+                    && !p
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.contains(".replies."))
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Every agent that loads, and the problems of the files that do not.
+    pub fn list(&self, loaded: &Loaded) -> (Vec<Agent>, Vec<String>) {
+        let mut agents = Vec::new();
+        let mut problems = Vec::new();
+        for file in self.files() {
+            match loaded.agent(&file) {
+                Ok(a) => agents.push(a),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        (agents, problems)
+    }
+
+    /// The agent called `name`: the file whose `name` field says so.
+    pub fn get(&self, loaded: &Loaded, name: &str) -> Result<Agent, ApiError> {
+        let (agents, problems) = self.list(loaded);
+        if let Some(agent) = agents.into_iter().find(|a| a.name == name) {
+            return Ok(agent);
+        }
+        let mut message = format!(
+            "there is no agent named '{name}' in {} (GET /v1/agents lists them)",
+            self.dir.display()
+        );
+        if !problems.is_empty() {
+            message.push_str(&format!(
+                "; files that did not load: {}",
+                problems.join("; ")
+            ));
+        }
+        Err(ApiError::not_found(message))
+    }
+}
+
+impl From<&Agent> for AgentInfo {
+    fn from(a: &Agent) -> Self {
+        AgentInfo {
+            name: a.name.clone(),
+            model: a.model.clone(),
+            mode: match a.mode {
+                crate::agent::Mode::Native => "native".into(),
+                crate::agent::Mode::Xml => "xml".into(),
+            },
+            tools: a.tools.clone(),
+            max_iterations: a.max_iterations,
+            file: a.path.display().to_string(),
+        }
+    }
+}

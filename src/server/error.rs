@@ -1,0 +1,119 @@
+//! The server's errors: one JSON shape, `{"error": {"type", "message"}}`, with the HTTP
+//! status chosen from the error's kind, never from its text.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::run::RunError;
+use crate::store::StoreError;
+
+/// What every failed request answers.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable kind for code: `bad_request`, `unauthorized`, `not_found`,
+    /// `unknown_tool`, `invalid_arguments`, `lease_held`, `not_resumable`,
+    /// `decision_conflict`, `store`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+/// A failed request: its status and body.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: String,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind: kind.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                kind: self.kind.clone(),
+                message: self.message.clone(),
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(kind = %self.kind, message = %self.message, "request failed");
+        }
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        let status = match &e {
+            RunError::BadInput(_) | RunError::UnknownTool(_) => StatusCode::BAD_REQUEST,
+            RunError::InvalidArguments(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            RunError::NotFound(_) => StatusCode::NOT_FOUND,
+            RunError::Refused { .. } => StatusCode::CONFLICT,
+            RunError::Store(_) | RunError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, e.kind(), e.to_string())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(e: JsonRejection) -> Self {
+        ApiError::bad_request(e.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> Self {
+        ApiError::bad_request(e.body_text())
+    }
+}
+
+/// A JSON body whose rejection is an [`ApiError`], not axum's plain text.
+#[derive(FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);
+
+/// A query string whose rejection is an [`ApiError`].
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct ApiQuery<T>(pub T);

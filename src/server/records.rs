@@ -1,0 +1,220 @@
+//! What was recorded and what is offered: call records, usage summaries (per
+//! conversation, per tool, global), the tools and agents the server has, and health.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ApiQuery, ErrorBody};
+use super::{AgentInfo, AppState};
+use crate::protocol::CallStatus;
+use crate::store::{CallQuery, ConversationSummary, GlobalStats, Page, ToolStats};
+use crate::tool::{Entry, Permission};
+
+/// `GET /v1/calls` filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CallsQuery {
+    pub conversation_id: Option<String>,
+    pub run_id: Option<String>,
+    pub tool: Option<String>,
+    /// `succeeded`, `failed`, `denied`, `timeout`, `cancelled` or `client`.
+    pub status: Option<String>,
+    /// Page size (default 50, at most 1000).
+    pub limit: Option<usize>,
+    pub offset: Option<usize>,
+}
+
+/// The call records matching the filters, newest first, one page.
+#[utoipa::path(get, path = "/v1/calls", tag = "records", params(CallsQuery),
+    responses((status = 200, body = Page), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn calls(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<CallsQuery>,
+) -> Result<Json<Page>, ApiError> {
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown status '{s}'; one of: {}",
+                CallStatus::ALL.map(CallStatus::as_str).join(", ")
+            ))
+        })?),
+    };
+    let query = CallQuery {
+        conversation_id: q.conversation_id,
+        run_id: q.run_id,
+        tool: q.tool,
+        status,
+        limit: Some(q.limit.unwrap_or(50).clamp(1, 1000)),
+        offset: q.offset.unwrap_or(0).min(i64::MAX as usize),
+        newest_first: true,
+        ..CallQuery::default()
+    };
+    Ok(Json(
+        state
+            .runner
+            .read(move |store| Ok(store.calls(&query)?))
+            .await?,
+    ))
+}
+
+/// One conversation's summary: calls by outcome, success rate, per-tool counts,
+/// duration percentiles.
+#[utoipa::path(get, path = "/v1/conversations/{id}/stats", tag = "records",
+    params(("id" = String, Path, description = "A conversation id")),
+    responses((status = 200, body = ConversationSummary), (status = 401, body = ErrorBody),
+        (status = 404, description = "Nothing recorded for this conversation", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn conversation_stats(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<ConversationSummary>, ApiError> {
+    let conv = id.clone();
+    let (summary, runs) = state
+        .runner
+        .read(move |store| {
+            let runs = store.runs(None, Some(&conv), 1)?.len();
+            Ok((store.conversation_summary(&conv)?, runs))
+        })
+        .await?;
+    if summary.total_calls == 0 && runs == 0 {
+        return Err(ApiError::not_found(format!(
+            "there is no conversation '{id}' (no runs and no calls recorded)"
+        )));
+    }
+    Ok(Json(summary))
+}
+
+/// Every call recorded, summed up, with each tool's figures.
+#[utoipa::path(get, path = "/v1/stats", tag = "records",
+    responses((status = 200, body = GlobalStats), (status = 401, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn global_stats(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<GlobalStats>, ApiError> {
+    Ok(Json(
+        state.runner.read(|store| Ok(store.global_stats()?)).await?,
+    ))
+}
+
+/// One tool's figures over every conversation.
+#[utoipa::path(get, path = "/v1/tools/{name}/stats", tag = "records",
+    params(("name" = String, Path, description = "A tool name")),
+    responses((status = 200, body = ToolStats), (status = 401, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn tool_stats(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<ToolStats>, ApiError> {
+    Ok(Json(
+        state
+            .runner
+            .read(move |store| Ok(store.tool_stats(&name)?))
+            .await?,
+    ))
+}
+
+/// A tool as `GET /v1/tools` lists it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: Value,
+    /// `auto`, `confirm` or `never` (an agent file may override it).
+    pub permission: String,
+    /// `builtin`, `client`, `command` or `http`.
+    pub runs: String,
+    /// Handed to the client (`submit_tool_output`), never run by toolgate.
+    pub definition_only: bool,
+    pub read_only: bool,
+    pub category: Option<String>,
+}
+
+/// The tools library: built-ins and the server's tools folder.
+#[utoipa::path(get, path = "/v1/tools", tag = "catalogue",
+    responses((status = 200, body = Vec<ToolInfo>), (status = 401, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolInfo>>, ApiError> {
+    let runner = state.runner.clone();
+    let dir = state.tools_dir.clone();
+    let library = tokio::task::spawn_blocking(move || {
+        runner
+            .loaded
+            .library(dir.as_deref(), |d| (runner.load_library)(d))
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+    .map_err(|e| ApiError::internal(format!("the tools folder cannot be loaded: {e}")))?;
+    let mut tools: Vec<ToolInfo> = library
+        .tools()
+        .map(|t| {
+            let spec = &t.spec;
+            ToolInfo {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                parameters: spec.parameters.clone(),
+                permission: match spec.permission {
+                    Permission::Auto => "auto",
+                    Permission::Confirm => "confirm",
+                    Permission::Never => "never",
+                }
+                .into(),
+                runs: match spec.entry {
+                    Entry::Builtin { .. } => "builtin",
+                    Entry::Client => "client",
+                    Entry::Command { .. } => "command",
+                    Entry::Http { .. } => "http",
+                }
+                .into(),
+                definition_only: spec.definition_only(),
+                read_only: spec.read_only,
+                category: spec.category.clone(),
+            }
+        })
+        .collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Json(tools))
+}
+
+/// The agents of the server's agents folder.
+#[utoipa::path(get, path = "/v1/agents", tag = "catalogue",
+    responses((status = 200, body = Vec<AgentInfo>), (status = 401, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn agents(State(state): State<Arc<AppState>>) -> Result<Json<Vec<AgentInfo>>, ApiError> {
+    let reader = Arc::clone(&state);
+    let (agents, problems) =
+        tokio::task::spawn_blocking(move || reader.agents.list(&reader.runner.loaded))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+    for p in problems {
+        tracing::warn!(problem = %p, "an agent file did not load");
+    }
+    Ok(Json(agents.iter().map(AgentInfo::from).collect()))
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+}
+
+/// Up, and the database answers.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, body = Health), (status = 500, body = ErrorBody)))]
+pub async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Health>, ApiError> {
+    state
+        .runner
+        .read(|store| Ok(store.runs(None, None, 1)?))
+        .await?;
+    Ok(Json(Health {
+        status: "ok".into(),
+    }))
+}

@@ -1,0 +1,439 @@
+//! The native run API: start a run, list and read runs, watch one live, and decide,
+//! answer, resume or cancel a paused one. Every door goes through the shared `Runner`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::sync::broadcast::error::RecvError;
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+use super::{AppState, Drive, sse};
+use crate::protocol::{Decision, RunObject, RunStatus};
+use crate::run::run_object;
+use crate::store::Refusal;
+
+/// How often a watcher re-reads a run that another process drives.
+const POLL: Duration = Duration::from_millis(200);
+
+/// `POST /v1/runs`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRun {
+    /// The agent's name (`GET /v1/agents`).
+    pub agent: String,
+    /// The user's message.
+    pub input: String,
+    /// Continue this conversation; a new one when absent.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// Overrides the agent's model; only `openai:NAME` is accepted here.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Answer with an SSE stream of the run's events, the run object last.
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// `GET /v1/runs` filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RunsQuery {
+    /// `in_progress`, `requires_action`, `completed`, `incomplete`, `failed`, `cancelled`.
+    pub status: Option<String>,
+    pub conversation_id: Option<String>,
+    /// At most this many, newest first (default 20, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// `POST /v1/runs/{id}/approve`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    /// The call to approve; every waiting approval when absent.
+    #[serde(default)]
+    pub call_id: Option<String>,
+    /// Also approve every later call of this tool in the conversation.
+    #[serde(default)]
+    pub always: bool,
+    /// Approve with these arguments instead (validated first; needs `call_id`).
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
+    /// `false`: only record the decision, even when it resolves the last item.
+    #[serde(default)]
+    pub resume: Option<bool>,
+    /// Stream the continuation as SSE.
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// `POST /v1/runs/{id}/deny`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenyBody {
+    pub call_id: String,
+    /// What the model reads as the call's result.
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub resume: Option<bool>,
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// `POST /v1/runs/{id}/submit`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitBody {
+    pub call_id: String,
+    /// The client tool's output, as the model will read it.
+    pub output: String,
+    #[serde(default)]
+    pub is_error: bool,
+    #[serde(default)]
+    pub resume: Option<bool>,
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// `POST /v1/runs/{id}/resume` (the body is optional).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeBody {
+    #[serde(default)]
+    pub stream: bool,
+}
+
+fn reply(run: RunObject) -> Response {
+    Json(run).into_response()
+}
+
+/// Starts a run and answers when it completes, pauses or fails (or streams it).
+#[utoipa::path(post, path = "/v1/runs", tag = "runs", request_body = CreateRun,
+    responses(
+        (status = 200, description = "The run object once it completed, paused or failed; with `stream`, an SSE stream of its events with the run object last (`event: run`)", 
+            content((RunObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "No such agent", body = ErrorBody),
+        (status = 409, description = "The conversation has an unfinished run", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn create_run(
+    State(state): State<Arc<AppState>>,
+    ApiJson(body): ApiJson<CreateRun>,
+) -> Result<Response, ApiError> {
+    let start = state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
+    let drive = Drive::Start(Box::new(start));
+    if body.stream {
+        return Ok(sse::drive(&state, state.spawn_drive(drive)).into_response());
+    }
+    Ok(reply(state.drive(drive).await?))
+}
+
+/// Lists runs, newest first, each as its full run object.
+#[utoipa::path(get, path = "/v1/runs", tag = "runs", params(RunsQuery),
+    responses((status = 200, body = Vec<RunObject>), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn list_runs(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<RunsQuery>,
+) -> Result<Json<Vec<RunObject>>, ApiError> {
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown status '{s}'; one of: {}",
+                RunStatus::ALL.map(RunStatus::as_str).join(", ")
+            ))
+        })?),
+    };
+    let limit = q.limit.unwrap_or(20).clamp(1, 1000);
+    let conversation = q.conversation_id;
+    let runs = state
+        .runner
+        .read(move |store| {
+            let rows = store.runs(status, conversation.as_deref(), limit)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                let pending = if row.status == RunStatus::RequiresAction {
+                    store.run(&row.id)?.1
+                } else {
+                    Vec::new()
+                };
+                out.push(run_object(&row, &pending));
+            }
+            Ok(out)
+        })
+        .await?;
+    Ok(Json(runs))
+}
+
+/// One run (an id or a unique prefix).
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200, body = RunObject), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, description = "The prefix names more than one run", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn get_run(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<RunObject>, ApiError> {
+    Ok(Json(state.runner.get(&id).await?))
+}
+
+/// Watches a run: its current run object, then its events live until it pauses or
+/// ends, then the run object again. A run driven by another process is followed by
+/// reading it again (`event: run` each time it changes).
+#[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200, description = "SSE: `event: run` (the run object), the run's events, `event: run` last", content_type = "text/event-stream", body = String),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn watch_run(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = state.runner.get(&id).await?.id;
+    // Subscribed before the run is read, so that nothing falls between the two.
+    let live = state.hub.subscribe(&id);
+    let current = state.runner.get(&id).await?;
+    let watcher = Arc::clone(&state);
+    Ok(sse::from_task(&state, move |tx| async move {
+        let mut last = current.updated_at;
+        let mut status = current.status;
+        if tx.send(sse::run_object(&current)).await.is_err() {
+            return;
+        }
+        if current.status != RunStatus::InProgress {
+            return;
+        }
+        if let Some(mut rx) = live {
+            loop {
+                match rx.recv().await {
+                    Ok(e) => {
+                        if tx.send(sse::run_event(&e)).await.is_err() {
+                            return;
+                        }
+                        if e.is_last() {
+                            break;
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        if let Ok(run) = watcher.runner.get(&id).await
+                            && tx.send(sse::run_object(&run)).await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(RecvError::Closed) => break,
+                }
+            }
+            // The drive saves before it reports its end; wait for that save.
+            for _ in 0..50 {
+                match watcher.runner.get(&id).await {
+                    Ok(run) if run.status != RunStatus::InProgress => {
+                        let _ = tx.send(sse::run_object(&run)).await;
+                        return;
+                    }
+                    Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    Err(e) => {
+                        let _ = tx.send(sse::error(&e.into())).await;
+                        return;
+                    }
+                }
+            }
+        }
+        loop {
+            tokio::time::sleep(POLL).await;
+            match watcher.runner.get(&id).await {
+                Ok(run) => {
+                    if run.updated_at != last || run.status != status {
+                        last = run.updated_at;
+                        status = run.status;
+                        if tx.send(sse::run_object(&run)).await.is_err() {
+                            return;
+                        }
+                    }
+                    if run.status != RunStatus::InProgress {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(sse::error(&e.into())).await;
+                    return;
+                }
+            }
+        }
+    })
+    .into_response())
+}
+
+/// Records a decision; continues the run when it resolved the last item (unless
+/// `resume` is false).
+async fn decided(
+    state: Arc<AppState>,
+    run_id: &str,
+    call_id: Option<&str>,
+    decision: Decision,
+    resume: Option<bool>,
+    stream: bool,
+) -> Result<Response, ApiError> {
+    let d = state.runner.decide(run_id, call_id, decision).await?;
+    if d.waiting > 0 || resume == Some(false) {
+        let run = state.runner.get(run_id).await?;
+        return Ok(if stream {
+            sse::from_task(&state, move |tx| async move {
+                let _ = tx.send(sse::run_object(&run)).await;
+            })
+            .into_response()
+        } else {
+            reply(run)
+        });
+    }
+    continued(state, run_id, stream).await
+}
+
+/// Continues a run; when another request or process took it over first (it resolved
+/// the same run's last item at the same moment), answers the run as it stands.
+async fn continued(state: Arc<AppState>, run_id: &str, stream: bool) -> Result<Response, ApiError> {
+    let id = state.runner.get(run_id).await?.id;
+    if stream {
+        return Ok(sse::drive(&state, state.spawn_drive(Drive::Resume(id))).into_response());
+    }
+    match state.drive(Drive::Resume(id.clone())).await {
+        Ok(run) => Ok(reply(run)),
+        Err(e) if e.kind == Refusal::LeaseHeld.as_str() => Ok(reply(state.runner.get(&id).await?)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Approves a paused run's call (or every waiting approval), optionally for good or
+/// with edited arguments.
+#[utoipa::path(post, path = "/v1/runs/{id}/approve", tag = "decisions", request_body = ApproveBody,
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200, description = "The run object (continued when this resolved its last item)", 
+            content((RunObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "The run is not waiting for this decision, or another process holds it", body = ErrorBody),
+        (status = 422, description = "The edited arguments do not fit the tool's schema", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn approve(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ApproveBody>,
+) -> Result<Response, ApiError> {
+    let decision = match (body.arguments, body.always) {
+        (Some(_), true) => {
+            return Err(ApiError::bad_request(
+                "give either edited arguments or always, not both",
+            ));
+        }
+        (Some(arguments), false) => Decision::Edit { arguments },
+        (None, true) => Decision::ApproveAlways,
+        (None, false) => Decision::Approve,
+    };
+    decided(
+        state,
+        &id,
+        body.call_id.as_deref(),
+        decision,
+        body.resume,
+        body.stream,
+    )
+    .await
+}
+
+/// Denies a paused run's call; the reason is what the model reads.
+#[utoipa::path(post, path = "/v1/runs/{id}/deny", tag = "decisions", request_body = DenyBody,
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200,
+            content((RunObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn deny(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<DenyBody>,
+) -> Result<Response, ApiError> {
+    let decision = Decision::Deny {
+        reason: body.reason,
+    };
+    decided(
+        state,
+        &id,
+        Some(&body.call_id),
+        decision,
+        body.resume,
+        body.stream,
+    )
+    .await
+}
+
+/// Gives a client tool's output to a paused run.
+#[utoipa::path(post, path = "/v1/runs/{id}/submit", tag = "decisions", request_body = SubmitBody,
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200,
+            content((RunObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn submit(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SubmitBody>,
+) -> Result<Response, ApiError> {
+    let decision = Decision::Submit {
+        output: body.output,
+        is_error: body.is_error,
+    };
+    decided(
+        state,
+        &id,
+        Some(&body.call_id),
+        decision,
+        body.resume,
+        body.stream,
+    )
+    .await
+}
+
+/// Continues a run whose items are all resolved, that failed, or whose process died.
+#[utoipa::path(post, path = "/v1/runs/{id}/resume", tag = "runs", request_body(content = Option<ResumeBody>),
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200,
+            content((RunObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "Items still wait, the run ended, or another process holds it", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn resume(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let body: ResumeBody = if body.iter().all(u8::is_ascii_whitespace) {
+        ResumeBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not a resume request: {e}")))?
+    };
+    let id = state.runner.get(&id).await?.id;
+    if body.stream {
+        return Ok(sse::drive(&state, state.spawn_drive(Drive::Resume(id))).into_response());
+    }
+    Ok(reply(state.drive(Drive::Resume(id)).await?))
+}
+
+/// Cancels a run that has not ended (a running one stops at its next step).
+#[utoipa::path(post, path = "/v1/runs/{id}/cancel", tag = "runs",
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200, body = RunObject), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, description = "The run has ended", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<RunObject>, ApiError> {
+    Ok(Json(state.runner.cancel(&id).await?))
+}
