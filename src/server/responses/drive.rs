@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
-use super::translate::{Ending, StreamEvent, Translator, ending};
+use super::ending::{Ending, ending};
+use super::translate::{StreamEvent, Translator};
 use super::wire::{ResponseObject, ResponseStatus, ResponseUsage};
 use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage};
 use crate::run::{Runner, StartRun};

@@ -7,9 +7,10 @@
 //!
 //! `wire` holds the request and response shapes, `input` reads the input and matches
 //! answers to waiting items, `translate` turns run events into output items and stream
-//! events, `drive` runs one response.
+//! events, `ending` sets a response's status from its run, `drive` runs one response.
 
 pub mod drive;
+pub mod ending;
 pub mod input;
 pub mod translate;
 pub mod wire;
