@@ -218,7 +218,12 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         drives: TaskTracker::new(),
     });
     // The one line a script waits for (stdout), then logs on stderr.
-    println!("toolgate serve: listening on http://{addr}");
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "toolgate serve: listening on http://{addr}");
+        let _ = out.flush();
+    }
     tracing::info!(%addr, "listening");
     let app = router(Arc::clone(&state));
     let stopping = Arc::clone(&state);

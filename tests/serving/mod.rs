@@ -1,0 +1,246 @@
+//! A `toolgate serve` process for tests: the built binary on a free loopback port, a
+//! fresh database, an agents folder with scripted models, and a reqwest client.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The replies of the `assistant` agent: an AUTO call, then a CONFIRM and a client
+/// call in one turn, then the answer.
+pub const ASSISTANT_REPLIES: &str = r#"replies:
+  - content: Let me work that out first.
+    tool_calls:
+      - {id: call_calc, name: calculator, arguments: {expression: "2+3*4"}}
+  - content: I will save it, and I need your favourite colour.
+    tool_calls:
+      - {id: call_write, name: write_file, arguments: {path: result.txt, content: "14\n"}}
+      - {id: call_ask, name: ask_user, arguments: {question: What is your favourite colour?}}
+  - content: Done. 2+3*4 is 14.
+"#;
+
+/// A folder with agents, tools and a workspace, shared by the servers started on it.
+pub struct Site {
+    pub dir: TempDir,
+}
+
+impl Site {
+    /// `assistant` (calculator auto, write_file confirm, ask_user client), `slow` (one
+    /// call of a command tool that sleeps `SLOW_SECONDS`, then an answer), and `plain`
+    /// (answers without tools).
+    pub fn new() -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["agents", "tools", "ws"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let write = |p: &str, text: &str| std::fs::write(root.join(p), text).unwrap();
+        write(
+            "agents/assistant.yaml",
+            "name: assistant\nmodel: scripted:assistant.replies.yaml\ninstructions: Help.\ntools: [calculator, write_file, ask_user]\nmax_iterations: 6\n",
+        );
+        write("agents/assistant.replies.yaml", ASSISTANT_REPLIES);
+        write(
+            "agents/slow.yaml",
+            "name: slow\nmodel: scripted:slow.replies.yaml\ninstructions: Wait.\ntools: [nap]\n",
+        );
+        write(
+            "agents/slow.replies.yaml",
+            "replies:\n  - content: Napping.\n    tool_calls: [{id: call_nap, name: nap, arguments: {}}]\n  - content: Rested.\n",
+        );
+        write(
+            "agents/plain.yaml",
+            "name: plain\nmodel: scripted:plain.replies.yaml\ninstructions: Talk.\ntools: []\n",
+        );
+        write(
+            "agents/plain.replies.yaml",
+            "replies:\n  - content: Hello there.\n  - content: Hello again.\n  - content: And again.\n",
+        );
+        write(
+            "tools/ask_user.yaml",
+            "name: ask_user\ndescription: Ask the user a question.\nparameters:\n  type: object\n  properties:\n    question: {type: string}\n  required: [question]\nentry: {type: client}\n",
+        );
+        write(
+            "tools/nap.yaml",
+            "name: nap\ndescription: Sleeps a while.\npermission: auto\ntimeout: 60\nentry:\n  type: command\n  command: sh\n  args: [-c, \"sleep ${SLOW_SECONDS}; echo rested\"]\n",
+        );
+        Site { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.path().join("toolgate.db")
+    }
+
+    /// A server on this site; `key` turns auth on.
+    pub fn serve(&self, key: Option<&str>) -> Server {
+        Server::start(self, key, &[])
+    }
+}
+
+/// A running `toolgate serve`; killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub client: reqwest::Client,
+    pub key: Option<String>,
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_toolgate")
+}
+
+impl Server {
+    pub fn start(site: &Site, key: Option<&str>, extra: &[&str]) -> Server {
+        let root = site.path();
+        let mut cmd = Command::new(bin());
+        cmd.current_dir(root)
+            .arg("--db")
+            .arg(site.db())
+            .args(["serve", "--addr", "127.0.0.1:0", "--agents"])
+            .arg(root.join("agents"))
+            .arg("--tools")
+            .arg(root.join("tools"))
+            .arg("--workspace")
+            .arg(root.join("ws"))
+            .args(extra)
+            .env("SLOW_SECONDS", "2")
+            .env_remove("TOOLGATE_DB")
+            .env_remove("TOOLGATE_TOOLS")
+            .env_remove("TOOLGATE_ADDR")
+            .env_remove("TOOLGATE_AGENTS")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        match key {
+            Some(k) => cmd.env("TOOLGATE_API_KEY", k),
+            None => cmd.env_remove("TOOLGATE_API_KEY"),
+        };
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let base = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .filter(|u| u.starts_with("http://"))
+            .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
+            .to_string();
+        Server {
+            child,
+            base,
+            client: reqwest::Client::new(),
+            key: key.map(str::to_string),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn auth(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.key {
+            Some(k) => r.bearer_auth(k),
+            None => r,
+        }
+    }
+
+    /// GET, returning the status and the JSON body.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .auth(self.client.get(self.url(path)))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POST a JSON body, returning the status and the JSON body.
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .auth(self.client.post(self.url(path)).json(&body))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POST a JSON body and read the whole SSE answer as (event, data) pairs.
+    pub async fn post_sse(&self, path: &str, body: Value) -> Vec<(String, Value)> {
+        let r = self
+            .auth(self.client.post(self.url(path)).json(&body))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let ct = r.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ct.starts_with("text/event-stream"), "{ct}");
+        parse_sse(&r.text().await.unwrap())
+    }
+
+    /// GET an SSE stream and read it to its end.
+    pub async fn get_sse(&self, path: &str) -> Vec<(String, Value)> {
+        let r = self
+            .auth(self.client.get(self.url(path)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        parse_sse(&r.text().await.unwrap())
+    }
+
+    /// Sends SIGTERM and waits for the exit (at most `limit`).
+    pub fn terminate(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < limit, "serve did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// SSE text as (event, data) pairs; comments (keep-alives) are skipped.
+pub fn parse_sse(text: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let mut event = String::from("message");
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(e) = line.strip_prefix("event:") {
+                event = e.trim().to_string();
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push_str(d.strip_prefix(' ').unwrap_or(d));
+            }
+        }
+        if !data.is_empty() {
+            out.push((
+                event,
+                serde_json::from_str(&data).unwrap_or(Value::String(data)),
+            ));
+        }
+    }
+    out
+}
