@@ -1,15 +1,19 @@
 //! The Responses endpoint over HTTP, in process (reqwest against the router on a free
-//! port): the raw stream's framing and numbering, every refusal with its status and
-//! kind, a paused run decided partly through the native run API and finished through
-//! the Responses endpoint (one store path), and each call recorded once.
+//! port): the raw stream's framing and numbering, text streamed while the model is
+//! still answering, every refusal with its status and kind, a paused run decided partly
+//! through the native run API and finished through the Responses endpoint (one store
+//! path), and each call recorded once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use toolgate::model::{Model, ModelError, ModelReply, ModelRequest, ReplySink};
+use toolgate::protocol::Usage;
 use toolgate::run::Runner;
 use toolgate::server::{Agents, AppState, Hub, router};
 use toolgate::store::Store;
@@ -23,13 +27,20 @@ struct Api {
 
 impl Api {
     async fn start() -> Api {
+        Api::with_model(None).await
+    }
+
+    /// A server whose runs all use `model` (instead of their agents' own).
+    async fn with_model(model: Option<Arc<dyn Model>>) -> Api {
         let dir = tempfile::tempdir().unwrap();
         let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses");
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
         let store = Store::open(dir.path().join("t.db")).unwrap();
+        let mut runner = Runner::new(store);
+        runner.model = model;
         let state = Arc::new(AppState {
-            runner: Runner::new(store),
+            runner,
             agents: Agents::new(fixtures.join("agents")),
             tools_dir: Some(fixtures.join("tools")),
             workspace: Some(workspace.clone()),
@@ -112,6 +123,77 @@ impl Api {
             })
             .collect()
     }
+}
+
+/// A model that says "Hello", then waits for the test before it says " world".
+struct GatedModel {
+    gate: Arc<Notify>,
+}
+
+#[async_trait::async_trait]
+impl Model for GatedModel {
+    fn name(&self) -> &str {
+        "gated"
+    }
+
+    async fn complete(
+        &self,
+        _request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError> {
+        sink.text("Hello");
+        self.gate.notified().await;
+        sink.text(" world");
+        Ok(ModelReply {
+            content: "Hello world".into(),
+            native: Default::default(),
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn text_reaches_the_client_while_the_model_is_still_answering() {
+    let gate = Arc::new(Notify::new());
+    let api = Api::with_model(Some(Arc::new(GatedModel {
+        gate: Arc::clone(&gate),
+    })))
+    .await;
+    let mut resp = api
+        .client
+        .post(format!("{}/v1/responses", api.url))
+        .json(&json!({"model": "agent:helper", "input": "hi", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let first_delta = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while let Some(chunk) = resp.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.contains("\"delta\":\"Hello\"") {
+                return;
+            }
+        }
+        panic!("the stream ended before the first delta: {text}");
+    })
+    .await;
+    assert!(
+        first_delta.is_ok(),
+        "no delta while the model answers: {text}"
+    );
+    assert!(!text.contains("response.completed"));
+    gate.notify_one();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(text.contains("\"delta\":\" world\""), "{text}");
+    assert!(text.contains("\"text\":\"Hello world\""), "{text}");
+    assert!(
+        text.trim_end()
+            .lines()
+            .any(|l| l == "event: response.completed"),
+        "{text}"
+    );
 }
 
 fn kinds(output: &Value) -> Vec<&str> {
