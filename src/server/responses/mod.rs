@@ -31,7 +31,10 @@ use utoipa_axum::routes;
 
 use self::drive::{Job, Plan, Report, now_s};
 use self::input::{InputError, parse_input, plan_decisions};
-use self::wire::{AGENT_PREFIX, CreateResponse, ResponseObject, SERVER_LABEL, new_response_id};
+use self::wire::{
+    AGENT_PREFIX, CreateResponse, ResponseError, ResponseObject, ResponseStatus, SERVER_LABEL,
+    new_response_id,
+};
 use super::AppState;
 use super::error::{ApiError, ApiJson, ErrorBody};
 use crate::agent::Agent;
@@ -361,7 +364,8 @@ async fn stream(
 }
 
 /// A response as last stored: after it ended, the whole response; while its run is
-/// driven, the response as begun.
+/// driven, the response as begun; one whose server stopped before finishing it, failed
+/// (its run goes on with `previous_response_id`).
 #[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses",
     params(("id" = String, Path, description = "A response id, resp_...")),
     responses((status = 200, body = ResponseObject), (status = 401, body = ErrorBody),
@@ -376,10 +380,58 @@ pub async fn get_response(
         .read(move |store| Ok(store.response(&key)?))
         .await?
         .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
-    let body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
+    let mut body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
         ApiError::internal(format!(
             "response {id}: its stored body cannot be read: {e}"
         ))
     })?;
+    if row.status == ResponseStatus::InProgress.as_str()
+        && let Ok(run) = state.runner.get(&row.run_id).await
+        && abandoned(run.status, run.updated_at, crate::engine::now_ms())
+    {
+        body.insert("status".into(), json!(ResponseStatus::Failed));
+        body.insert(
+            "error".into(),
+            json!(ResponseError {
+                code: "server_error".into(),
+                message: format!(
+                    "the server stopped before this response was finished; its run {} is now {} (continue with previous_response_id {id})",
+                    run.id,
+                    run.status.as_str()
+                ),
+            }),
+        );
+    }
     Ok(Json(body))
+}
+
+/// How long after its run's last change a response may still be in progress: the drive
+/// stores the response a moment after the run's last save.
+const FINISH_GRACE_MS: i64 = 10_000;
+
+/// Whether a response stored as in progress was left so by a server that stopped: its
+/// run is no longer driven, and has not been for a while.
+fn abandoned(run: RunStatus, run_updated_at: i64, now_ms: i64) -> bool {
+    run != RunStatus::InProgress && now_ms - run_updated_at > FINISH_GRACE_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_is_abandoned_only_when_its_run_stopped_a_while_ago() {
+        assert!(!abandoned(RunStatus::InProgress, 0, 1_000_000));
+        assert!(!abandoned(RunStatus::Completed, 1_000_000, 1_000_500));
+        assert!(abandoned(RunStatus::Completed, 1_000_000, 1_020_000));
+        assert!(abandoned(RunStatus::RequiresAction, 1_000_000, 1_020_000));
+    }
+
+    #[test]
+    fn models_name_agents() {
+        assert_eq!(agent_name("agent:helper").ok(), Some("helper"));
+        for bad in ["helper", "agent:", "agent: ", "gpt-4o", "openai:gpt-4o"] {
+            assert!(agent_name(bad).is_err(), "{bad}");
+        }
+    }
 }
