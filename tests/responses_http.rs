@@ -196,6 +196,90 @@ async fn text_reaches_the_client_while_the_model_is_still_answering() {
     );
 }
 
+/// A model that calls the calculator, then waits for the test before its answer.
+struct SlowSecondTurn {
+    gate: Arc<Notify>,
+}
+
+#[async_trait::async_trait]
+impl Model for SlowSecondTurn {
+    fn name(&self) -> &str {
+        "slow-second-turn"
+    }
+
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError> {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| m.role == toolgate::model::Role::Assistant)
+            .count();
+        let mut native = toolgate::parse::NativeCalls::default();
+        if turn == 0 {
+            native.delta(
+                0,
+                Some("call_c"),
+                Some("calculator"),
+                Some(r#"{"expression": "6*7"}"#),
+                0,
+            );
+        } else {
+            self.gate.notified().await;
+            sink.text("42.");
+        }
+        Ok(ModelReply {
+            content: if turn == 0 {
+                String::new()
+            } else {
+                "42.".into()
+            },
+            native,
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_call_completes_before_the_model_answers_again() {
+    let gate = Arc::new(Notify::new());
+    let api = Api::with_model(Some(Arc::new(SlowSecondTurn {
+        gate: Arc::clone(&gate),
+    })))
+    .await;
+    let mut resp = api
+        .client
+        .post(format!("{}/v1/responses", api.url))
+        .json(&json!({"model": "agent:helper", "input": "6*7?", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let done = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while let Some(chunk) = resp.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.contains("event: response.mcp_call.completed")
+                && text.contains("\"output\":\"42\"")
+            {
+                return;
+            }
+        }
+        panic!("the stream ended first: {text}");
+    })
+    .await;
+    assert!(
+        done.is_ok(),
+        "the mcp_call waited for the model's next turn: {text}"
+    );
+    gate.notify_one();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(text.contains("event: response.completed"), "{text}");
+}
+
 fn kinds(output: &Value) -> Vec<&str> {
     output
         .as_array()

@@ -13,7 +13,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use super::ending::{Ending, ending};
 use super::translate::{StreamEvent, Translator};
 use super::wire::{ResponseObject, ResponseStatus, ResponseUsage};
-use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage};
+use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, Usage};
 use crate::run::{Runner, StartRun};
 use crate::server::{AppState, Drive, Driving, joined};
 
@@ -50,9 +50,11 @@ pub struct Job {
     pub answered: HashMap<String, bool>,
 }
 
-/// How long a finished `mcp_call` waits between looks for its record (committed with
-/// the step, a moment after the call ends).
+/// How long a finished `mcp_call` first waits between looks for its record (committed
+/// with the step, a moment after the batch's last call ends); the wait doubles while
+/// nothing comes, up to `RECORD_POLL_MAX`.
 const RECORD_POLL: Duration = Duration::from_millis(20);
+const RECORD_POLL_MAX: Duration = Duration::from_secs(1);
 
 /// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
 /// so that a client that goes away does not stop the run; the reports arrive on the
@@ -134,16 +136,19 @@ async fn pump(
     tx: &UnboundedSender<Report>,
 ) -> Option<String> {
     let mut run_id: Option<String> = None;
+    let mut poll = RECORD_POLL;
     loop {
         let next = if t.awaiting().is_empty() || run_id.is_none() {
             events.recv().await
         } else {
             tokio::select! {
                 e = events.recv() => e,
-                _ = tokio::time::sleep(RECORD_POLL) => {
+                _ = tokio::time::sleep(poll) => {
                     if let Some(id) = &run_id {
                         let out = fetch_records(runner, t, id).await;
-                        if !out.is_empty() {
+                        if out.is_empty() {
+                            poll = (poll * 2).min(RECORD_POLL_MAX);
+                        } else {
                             let _ = tx.send(Report::Events(out));
                         }
                     }
@@ -151,6 +156,15 @@ async fn pump(
                 }
             }
         };
+        if matches!(
+            next,
+            Some(RunEvent::Tool {
+                event: Event::ToolFinished { .. },
+                ..
+            })
+        ) {
+            poll = RECORD_POLL;
+        }
         let Some(event) = next else {
             return run_id;
         };
