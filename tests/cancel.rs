@@ -45,7 +45,10 @@ fn a_cancel_from_another_process_stops_a_running_call_and_records_it() {
     // Wait until the call runs.
     let start = Instant::now();
     let id = loop {
-        assert!(start.elapsed() < Duration::from_secs(20), "the run never started");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the run never started"
+        );
         let out = toolgate(p).args(["runs", "--json"]).output().unwrap();
         let runs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         let started = runs
@@ -60,10 +63,17 @@ fn a_cancel_from_another_process_stops_a_running_call_and_records_it() {
     };
     let cancelled_at = Instant::now();
     let out = toolgate(p).args(["cancel", &id]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let status = run.wait().unwrap();
     let waited = cancelled_at.elapsed();
-    assert!(waited < Duration::from_secs(4), "the run went on for {waited:?} after the cancel");
+    assert!(
+        waited < Duration::from_secs(4),
+        "the run went on for {waited:?} after the cancel"
+    );
     assert!(!status.success());
     let out = toolgate(p).args(["calls", "--json"]).output().unwrap();
     let calls: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -707,3 +707,47 @@ async fn sealed_secrets_replay_to_the_model_in_clear() {
         "{seen}"
     );
 }
+
+/// Calls a person approved are never dropped by a queue bound: with `limits:` in the
+/// agent file allowing 2 at once and 3 waiting, all 60 approved calls of one turn run.
+#[tokio::test]
+async fn approved_calls_wait_for_a_slot_whatever_the_queue_bound() {
+    let calls: Vec<(String, String, Value)> = (0..60)
+        .map(|i| {
+            (
+                format!("e{i}"),
+                "echo".to_string(),
+                json!({"text": format!("n{i}")}),
+            )
+        })
+        .collect();
+    let (w, agent) = World::new(
+        "permissions: {echo: confirm}\nlimits: {global: 2, queue: 3, strategy: reject}\n",
+        vec![("Echoing.".into(), calls), ("done".into(), vec![])],
+    );
+    assert_eq!(agent.limits.as_ref().unwrap().queue, 3);
+    let run = w.runner.start(w.start(agent, None)).await.unwrap();
+    assert_eq!(run.required_action.as_ref().unwrap().items.len(), 60);
+    w.runner
+        .decide(&run.id, None, Decision::Approve)
+        .await
+        .unwrap();
+    let done = w.runner.resume(&run.id).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    let q = CallQuery {
+        run_id: Some(done.id.clone()),
+        limit: Some(1000),
+        ..CallQuery::default()
+    };
+    let records = w.runner.store.calls(&q).unwrap().calls;
+    assert_eq!(records.len(), 60);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.record.status == toolgate::protocol::CallStatus::Succeeded),
+        "{:?}",
+        records
+            .iter()
+            .find(|r| r.record.status != toolgate::protocol::CallStatus::Succeeded)
+    );
+}

@@ -684,11 +684,17 @@ async fn a_cancel_over_http_stops_the_run_this_server_drives_at_once() {
     let id = id.expect("the run never started");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let asked = std::time::Instant::now();
-    let (s, cancelled) = server.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+    let (s, cancelled) = server
+        .post(&format!("/v1/runs/{id}/cancel"), json!({}))
+        .await;
     assert_eq!(s, 200, "{cancelled}");
     assert_eq!(cancelled["status"], "cancelled");
     let ended = starter.await.unwrap();
-    assert!(asked.elapsed() < Duration::from_millis(1500), "{:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        asked.elapsed()
+    );
     assert_eq!(ended["status"], "cancelled", "{ended}");
     let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
     assert_eq!(calls["total"], 1, "{calls}");

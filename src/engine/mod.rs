@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use cancel::Cancel;
-pub use limits::{LimitConfig, LimitError, Limiter, Metrics, Strategy};
+pub use limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Strategy};
 
 use crate::parse::ToolCall;
 use crate::protocol::{CallStatus, CallerKind, Event};
@@ -54,6 +54,8 @@ pub struct PreparedCall {
     pub caller: CallerKind,
     /// Higher goes first under the `priority` strategy.
     pub priority: i32,
+    /// A person approved it: it waits for a slot, whatever the queue bound.
+    pub approved: bool,
 }
 
 /// How one call ended.
@@ -163,7 +165,15 @@ impl Engine {
             agent,
             caller,
             priority,
+            approved,
         } = prepared;
+        let admission = if caller == CallerKind::Workflow {
+            Admission::Bypass
+        } else if approved {
+            Admission::Approved
+        } else {
+            Admission::Limited
+        };
         let started_at = now_ms();
         let mut execution = Duration::ZERO;
         let mut arguments = Value::Object(call.arguments.clone());
@@ -177,7 +187,7 @@ impl Engine {
                 crate::secrets::secret_values(&tool.spec.parameters, &call.arguments, &mut secrets);
                 let limiter = &self.inner.limiter;
                 let slot = tokio::select! {
-                    p = limiter.acquire(category.as_deref(), priority, caller == CallerKind::Workflow) => Some(p),
+                    p = limiter.acquire(category.as_deref(), priority, admission) => Some(p),
                     _ = cancel.cancelled() => None,
                 };
                 match slot {
@@ -277,6 +287,7 @@ pub fn prepare(
         agent: None,
         caller,
         priority: 0,
+        approved: false,
     }
 }
 

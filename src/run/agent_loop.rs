@@ -79,7 +79,11 @@ impl Runner {
         let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();
         let engine = Engine::new(
             EngineConfig {
-                limits: self.limits.clone(),
+                limits: live
+                    .agent
+                    .limits
+                    .clone()
+                    .unwrap_or_else(|| self.limits.clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
             },
