@@ -3,6 +3,7 @@
 
 mod calls;
 mod interactive;
+pub mod out;
 mod parse;
 mod prompt;
 mod render;
@@ -162,7 +163,7 @@ pub fn load_tools(dir: Option<&Path>) -> Result<ToolLibrary, Failure> {
     }
     let library = ToolLibrary::load(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     for e in library.errors() {
-        eprintln!("toolgate: warning: {e} (tool skipped)");
+        out::say!("toolgate: warning: {e} (tool skipped)");
     }
     Ok(library)
 }

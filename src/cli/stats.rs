@@ -11,7 +11,7 @@ use toolgate::run::run_object;
 use toolgate::store::{Durations, ToolStats};
 
 use super::calls::show_time;
-use super::parse::print_json;
+use super::out::{self, print_json};
 use super::{Failure, open_existing_store, table};
 
 #[derive(Args, Debug)]
@@ -57,7 +57,7 @@ fn tool_rows(tools: &[ToolStats]) -> String {
 
 pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open_existing_store(db)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     let text = if let Some(conv) = &args.conversation {
         let s = store
             .conversation_summary(conv)
@@ -144,7 +144,6 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
             tool_rows(&g.tools)
         )
     };
-    out.write_all(text.as_bytes())
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    out.write_all(text.as_bytes()).map_err(out::write_failure)?;
     Ok(ExitCode::SUCCESS)
 }
