@@ -115,10 +115,11 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open(db)?;
     let rows = store
-        .runs(status, args.conversation.as_deref(), args.limit)
+        .runs_with_pending(status, args.conversation.as_deref(), args.limit)
         .map_err(|e| run_failure(e.into()))?;
     if args.json {
-        let objects: Vec<_> = rows.iter().map(|r| run_object(r, &[])).collect();
+        // The run objects `show --json` gives, waiting items included.
+        let objects: Vec<_> = rows.iter().map(|(r, p)| run_object(r, p)).collect();
         out::print_json(&mut out::stdout(), &objects, false)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -128,7 +129,7 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     }
     let table_rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
+        .map(|(r, _)| {
             vec![
                 r.id.clone(),
                 r.status.as_str().to_string(),

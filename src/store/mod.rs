@@ -6,6 +6,7 @@ mod decisions;
 mod migrations;
 mod queries;
 mod record;
+mod run_list;
 mod runs;
 mod summary;
 mod writer;
