@@ -25,7 +25,7 @@ pub use record::{CallRecord, RESULT_CAP, StoredCall};
 pub use runs::{
     PendingRow, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name, this_host,
 };
-pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
+pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use migrations::Found;
 
