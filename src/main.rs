@@ -13,6 +13,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    args.start_logging();
     match cli::run(args) {
         Ok(code) => code,
         Err(failure) => {
