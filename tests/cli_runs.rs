@@ -188,6 +188,45 @@ fn paused_in_one_process_approved_in_another() {
     assert!(stderr(&again).contains("completed"), "{}", stderr(&again));
 }
 
+/// `runs --json` as a list of run objects.
+fn listed(dir: &Path, filter: &[&str]) -> Vec<Value> {
+    let out = toolgate(&[&["runs", "--json"], filter].concat(), dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn runs_lists_the_run_object_show_gives() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let paused = paused_run(dir);
+    let id = paused["id"].as_str().unwrap();
+    let all = listed(dir, &[]);
+    assert_eq!(all.len(), 1);
+    // One run object, the same everywhere: waiting items included.
+    assert_eq!(all[0], show(dir, id));
+    assert_eq!(all[0], paused);
+    assert_eq!(all[0]["required_action"]["items"][0]["call_id"], "call_l");
+    assert_eq!(listed(dir, &["--status", "requires_action"]), all);
+    assert!(listed(dir, &["--status", "completed"]).is_empty());
+
+    // Decided but not continued: still paused, nothing left waiting, as `show` says.
+    let out = toolgate(&["approve", id, "--call", "call_l", "--no-resume"], dir);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(listed(dir, &[])[0], show(dir, id));
+
+    // Finished: no required_action, in the list as in `show`.
+    let out = toolgate(&["resume", id], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let done = listed(dir, &[]);
+    assert_eq!(done[0], show(dir, id));
+    assert!(done[0]["required_action"].is_null());
+}
+
 #[test]
 fn deny_and_submit_from_other_processes() {
     let w = world(
