@@ -638,3 +638,41 @@ fn ctrl_c_stops_the_run_cleanly_and_resume_finishes_it() {
     assert_eq!(show(dir, id)["status"], "completed");
     assert_eq!(launches(dir).len(), 1, "a cancelled call is not run again");
 }
+
+/// An approver racing resumers never exits 1 once its decision is recorded: it either
+/// continues the run itself or says that another process did.
+#[test]
+fn an_approver_racing_resumers_says_what_happened() {
+    for _ in 0..4 {
+        let dir = world(ONE_LAUNCH);
+        let d = dir.path();
+        let id = paused_run(d)["id"].as_str().unwrap().to_string();
+        let mut resumers: Vec<Child> = (0..6).map(|_| spawn(&["resume", &id], d, "1")).collect();
+        let approver = spawn(&["approve", &id], d, "1").wait_with_output().unwrap();
+        for r in resumers.iter_mut() {
+            r.wait().unwrap();
+        }
+        assert!(
+            matches!(approver.status.code(), Some(0) | Some(3)),
+            "the approver's decision was recorded, yet it exited {:?}: {}",
+            approver.status.code(),
+            stderr(&approver)
+        );
+        // Whoever continued it, the run ends and the call ran once.
+        let mut run = show(d, &id);
+        for _ in 0..100 {
+            if run["status"] == "completed" {
+                break;
+            }
+            // A resumer may have been refused while the approver's decision was not in
+            // yet, and the approver then lost the race to none: continue it now.
+            if run["status"] == "requires_action" || run["status"] == "failed" {
+                toolgate(&["resume", &id], d);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            run = show(d, &id);
+        }
+        assert_eq!(run["status"], "completed", "{run}");
+        assert_eq!(launches(d).len(), 1);
+    }
+}

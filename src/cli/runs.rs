@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::Value;
 use toolgate::protocol::{Decision, RunObject, RunStatus};
+use toolgate::run::RunError;
 use toolgate::run::run_object;
-use toolgate::store::Store;
+use toolgate::store::{Refusal, Store};
 
 use super::out::{self, say};
 use super::run::{Op, drive, finish, run_failure, runner, runtime};
@@ -288,7 +289,28 @@ fn decide(
             render::outcome(&run, common.json)?;
             return Ok(ExitCode::from(3));
         }
-        continue_run(&store, &common.run, common.json).await
+        match drive(&store, common.json, Op::Resume(common.run.clone())).await {
+            Ok(run) => finish(&store, run, common.json).await,
+            // Another process resolved its own item at the same moment and took the run
+            // first (or has finished it): this decision is recorded all the same.
+            Err(RunError::Refused {
+                kind: Refusal::LeaseHeld | Refusal::NotResumable,
+                message,
+            }) => {
+                let run = runner(store.clone())
+                    .show(&common.run)
+                    .map_err(run_failure)?;
+                if !common.json {
+                    say!("toolgate: the decision is recorded; {message}");
+                }
+                render::outcome(&run, common.json)?;
+                Ok(match run.status {
+                    RunStatus::InProgress => ExitCode::SUCCESS,
+                    other => super::run::exit_code(other),
+                })
+            }
+            Err(e) => Err(run_failure(e)),
+        }
     })
 }
 
