@@ -3,6 +3,8 @@
 
 mod calls;
 mod interactive;
+mod logging;
+pub mod out;
 mod parse;
 mod prompt;
 mod render;
@@ -32,6 +34,12 @@ pub struct Cli {
     /// The database file.
     #[arg(long, global = true, env = "TOOLGATE_DB", default_value = toolgate::store::DEFAULT_DB)]
     db: PathBuf,
+    /// More logs on stderr: -v info, -vv debug, -vvv trace (RUST_LOG, when set, wins).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Log lines on stderr as text or JSON (one object per line).
+    #[arg(long, global = true, value_enum, env = "TOOLGATE_LOG_FORMAT", default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -89,6 +97,13 @@ impl Failure {
             code: 1,
             message: message.into(),
         }
+    }
+}
+
+impl Cli {
+    /// Starts the logs `-v`, `--log-format` and `RUST_LOG` ask for, on stderr.
+    pub fn start_logging(&self) {
+        logging::init(self.verbose, self.log_format);
     }
 }
 
@@ -166,7 +181,7 @@ pub fn load_tools(dir: Option<&Path>) -> Result<ToolLibrary, Failure> {
     }
     let library = ToolLibrary::load(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     for e in library.errors() {
-        eprintln!("toolgate: warning: {e} (tool skipped)");
+        out::say!("toolgate: warning: {e} (tool skipped)");
     }
     Ok(library)
 }

@@ -51,7 +51,7 @@ fn api_key(file: Option<&Path>) -> Result<Option<String>, Failure> {
 pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.openapi {
         let doc = toolgate::server::openapi();
-        super::parse::print_json(&mut std::io::stdout().lock(), &doc, true)?;
+        super::out::print_json(&mut super::out::stdout(), &doc, true)?;
         return Ok(ExitCode::SUCCESS);
     }
     let tools_dir = match args.tools {
