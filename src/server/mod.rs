@@ -135,11 +135,11 @@ impl AppState {
         conversation: Option<String>,
         model: Option<String>,
     ) -> Result<StartRun, ApiError> {
-        if input.trim().is_empty() {
+        if blank(&input) {
             return Err(ApiError::bad_request("the input is empty"));
         }
         if let Some(m) = &model
-            && !m.starts_with("openai:")
+            && m.strip_prefix("openai:").is_none_or(blank)
         {
             return Err(ApiError::bad_request(format!(
                 "model '{m}' is not allowed over HTTP; use openai:NAME, or name the model in the agent file"
@@ -154,6 +154,13 @@ impl AppState {
             workspace: self.workspace.clone(),
         })
     }
+}
+
+/// Text with nothing but ASCII spaces, tabs and line breaks: what the document's
+/// `[^ \t\n\r\f\v]` pattern refuses (the same set in every regex dialect, unlike `\s`).
+pub fn blank(text: &str) -> bool {
+    text.chars()
+        .all(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'))
 }
 
 /// A drive's result, a panic in it included, as the API's error.

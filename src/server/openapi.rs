@@ -32,7 +32,7 @@ impl Modify for BearerAuth {
 
 /// Every documented route.
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let mut router = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(runs::create_run, runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(runs::watch_run))
@@ -48,7 +48,52 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::tools))
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
-        .merge(responses::routes())
+        .merge(responses::routes());
+    cross_field_rules(router.get_openapi_mut());
+    router
+}
+
+/// The rules between fields of one body that the derived schemas cannot say, added as
+/// JSON Schema 2020-12 keywords (OpenAPI 3.1), so that a client (or a property-based
+/// tester) reads every rule a handler enforces.
+fn cross_field_rules(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, Schema};
+    let Some(components) = doc.components.as_mut() else {
+        return;
+    };
+    // `instructions` is refused unless null: an agent's come from its file.
+    if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut("CreateResponse") {
+        object.properties.insert(
+            "instructions".into(),
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::Type::Null)
+                .description(Some(
+                    "Refused unless null: an agent's instructions come from its agent file.",
+                ))
+                .into(),
+        );
+    }
+    let mut add = |schema: &str, rules: serde_json::Value| {
+        if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(schema)
+            && let serde_json::Value::Object(rules) = rules
+        {
+            object
+                .extensions
+                .get_or_insert_with(Default::default)
+                .extend(rules);
+        }
+    };
+    // Edited arguments name their call, and are not a standing approval.
+    add(
+        "ApproveBody",
+        serde_json::json!({
+            "if": {"required": ["arguments"], "properties": {"arguments": {"type": "object"}}},
+            "then": {
+                "required": ["call_id"],
+                "properties": {"call_id": {"type": "string"}, "always": {"const": false}}
+            }
+        }),
+    );
 }
 
 /// The document alone (for `toolgate serve --openapi`, tests and tools).

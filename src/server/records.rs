@@ -22,7 +22,8 @@ pub struct CallsQuery {
     pub conversation_id: Option<String>,
     pub run_id: Option<String>,
     pub tool: Option<String>,
-    /// `succeeded`, `failed`, `denied`, `timeout`, `cancelled` or `client`.
+    /// `succeeded`, `failed`, `denied`, `timeout`, `cancelled` or `client` (empty: any).
+    #[param(value_type = Option<CallStatus>)]
     pub status: Option<String>,
     /// Page size (default 50, at most 1000).
     pub limit: Option<usize>,
@@ -207,7 +208,7 @@ pub struct Health {
 }
 
 /// Up, and the database answers.
-#[utoipa::path(get, path = "/healthz", tag = "health",
+#[utoipa::path(get, path = "/healthz", tag = "health", security(()),
     responses((status = 200, body = Health), (status = 500, body = ErrorBody)))]
 pub async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Health>, ApiError> {
     state

@@ -27,13 +27,15 @@ const POLL: Duration = Duration::from_millis(200);
 pub struct CreateRun {
     /// The agent's name (`GET /v1/agents`).
     pub agent: String,
-    /// The user's message.
+    /// The user's message: not blank.
+    #[schema(pattern = r"[^ \t\n\r\f\v]")]
     pub input: String,
     /// Continue this conversation; a new one when absent.
     #[serde(default)]
     pub conversation_id: Option<String>,
     /// Overrides the agent's model; only `openai:NAME` is accepted here.
     #[serde(default)]
+    #[schema(pattern = r"^openai:.*[^ \t\n\r\f\v]")]
     pub model: Option<String>,
     /// Answer with an SSE stream of the run's events, the run object last.
     #[serde(default)]
@@ -44,7 +46,9 @@ pub struct CreateRun {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
-    /// `in_progress`, `requires_action`, `completed`, `incomplete`, `failed`, `cancelled`.
+    /// `in_progress`, `requires_action`, `completed`, `incomplete`, `failed`, `cancelled`
+    /// (empty: any).
+    #[param(value_type = Option<RunStatus>)]
     pub status: Option<String>,
     pub conversation_id: Option<String>,
     /// At most this many, newest first (default 20, at most 1000).
@@ -409,8 +413,9 @@ pub async fn resume(
     let body: ResumeBody = if body.iter().all(u8::is_ascii_whitespace) {
         ResumeBody::default()
     } else {
-        serde_json::from_slice(&body)
+        serde_json::from_slice::<Option<ResumeBody>>(&body)
             .map_err(|e| ApiError::bad_request(format!("the body is not a resume request: {e}")))?
+            .unwrap_or_default()
     };
     let id = state.runner.get(&id).await?.id;
     if body.stream {

@@ -110,7 +110,7 @@ env -u OPENAI_API_KEY -u OPENAI_BASE_URL SCHEMATHESIS_HOOKS= \
     --checks "$checks" \
     --header "Authorization: Bearer $key" \
     --max-examples "${ST_MAX_EXAMPLES:-25}" \
-    --workers 2 \
+    --workers 1 \
     --request-timeout 30 \
     --no-color \
     --suppress-health-check too_slow \

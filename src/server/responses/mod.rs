@@ -12,6 +12,7 @@
 pub mod drive;
 pub mod ending;
 pub mod input;
+mod input_doc;
 pub mod translate;
 pub mod wire;
 
@@ -123,7 +124,7 @@ pub async fn create_response(
 /// The agent a `model` names.
 fn agent_name(model: &str) -> Result<&str, ApiError> {
     match model.strip_prefix(AGENT_PREFIX) {
-        Some(name) if !name.trim().is_empty() => Ok(name),
+        Some(name) if !super::blank(name) => Ok(name),
         _ => Err(ApiError::bad_request(format!(
             "model '{model}' is not an agent: use agent:NAME (GET /v1/agents lists them)"
         ))),

@@ -20,12 +20,13 @@ pub const AGENT_PREFIX: &str = "agent:";
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct CreateResponse {
     /// `agent:NAME`: the agent (from the server's agents folder) that answers.
+    #[schema(pattern = r"^agent:.*[^ \t\n\r\f\v]")]
     pub model: String,
     /// A user message as a string, or a list of input items: user messages (content a
     /// string or `input_text` parts), `mcp_approval_response` and
     /// `function_call_output`.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<super::input_doc::InputDoc>)]
     pub input: Option<Value>,
     /// Continues the run (and conversation) of this response.
     #[serde(default)]
@@ -38,7 +39,7 @@ pub struct CreateResponse {
     pub metadata: Option<Map<String, Value>>,
     /// Refused: an agent's instructions come from its agent file.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<()>)]
     pub instructions: Option<Value>,
 }
 
