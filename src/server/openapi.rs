@@ -50,7 +50,95 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::health))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
+    event_streams(router.get_openapi_mut());
     router
+}
+
+/// Every `text/event-stream` answer documented as what it carries: events whose `data`
+/// is JSON, the run object under `event: run` and the error under `event: error` (run
+/// streams), a Responses stream event otherwise. Each event is checked against this
+/// schema by clients and testers that read SSE (OpenAPI 3.1 `contentMediaType` and
+/// `contentSchema`).
+fn event_streams(doc: &mut utoipa::openapi::OpenApi) {
+    use serde_json::json;
+    use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
+    let json_data = |content_schema: Option<serde_json::Value>| {
+        let mut data = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("The event's JSON"))
+            .build();
+        let ext = data.extensions.get_or_insert_with(Default::default);
+        ext.insert("contentMediaType".into(), json!("application/json"));
+        if let Some(schema) = content_schema {
+            ext.insert("contentSchema".into(), schema);
+        }
+        data
+    };
+    let event = |description: &str, data, rules: Option<serde_json::Value>| {
+        let mut object = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(description))
+            .property(
+                "event",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("The event's name")),
+            )
+            .property("data", data)
+            .required("data")
+            .build();
+        if let Some(rules) = rules {
+            object
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert("allOf".into(), rules);
+        }
+        RefOr::T(Schema::Object(object))
+    };
+    let when = |name: &str, schema: &str| {
+        json!({
+            "if": {"required": ["event"], "properties": {"event": {"const": name}}},
+            "then": {"properties": {"data": {
+                "contentMediaType": "application/json",
+                "contentSchema": {"$ref": format!("#/components/schemas/{schema}")}
+            }}}
+        })
+    };
+    let run_stream = event(
+        "One event of a run stream: a run event by its name (`run.started`, `text.delta`, ..., as `run --json` prints them), `run` (the run object) or `error`",
+        json_data(Some(json!({"type": "object"}))),
+        Some(json!([when("run", "RunObject"), when("error", "ErrorBody")])),
+    );
+    let response_stream = event(
+        "One event of a Responses stream (`response.created` ... `response.completed`): its `data` carries the same `type`",
+        json_data(Some(json!({"type": "object", "required": ["type"]}))),
+        None,
+    );
+    let components = doc.components.get_or_insert_with(Default::default);
+    components
+        .schemas
+        .insert("RunStreamEvent".into(), run_stream);
+    components
+        .schemas
+        .insert("ResponseStreamEvent".into(), response_stream);
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let target = if path.starts_with("/v1/responses") {
+            "ResponseStreamEvent"
+        } else {
+            "RunStreamEvent"
+        };
+        for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+            for response in operation.responses.responses.values_mut() {
+                if let RefOr::T(response) = response
+                    && let Some(RefOr::T(content)) = response.content.get_mut("text/event-stream")
+                {
+                    content.schema = Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                        target,
+                    )));
+                }
+            }
+        }
+    }
 }
 
 /// The rules between fields of one body that the derived schemas cannot say, added as
@@ -72,6 +160,19 @@ fn cross_field_rules(doc: &mut utoipa::openapi::OpenApi) {
                 ))
                 .into(),
         );
+    }
+    // A response needs input: a non-blank message, or items.
+    if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut("CreateResponse")
+        && !object.required.iter().any(|r| r == "input")
+    {
+        object.required.push("input".into());
+    }
+    if let Some(RefOr::T(Schema::OneOf(input))) = components.schemas.get_mut("InputDoc") {
+        for item in &mut input.items {
+            if let RefOr::T(Schema::Array(items)) = item {
+                items.min_items = Some(1);
+            }
+        }
     }
     let mut add = |schema: &str, rules: serde_json::Value| {
         if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(schema)

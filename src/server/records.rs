@@ -22,12 +22,15 @@ pub struct CallsQuery {
     pub conversation_id: Option<String>,
     pub run_id: Option<String>,
     pub tool: Option<String>,
-    /// `succeeded`, `failed`, `denied`, `timeout`, `cancelled` or `client` (empty: any).
+    /// `succeeded`, `failed`, `denied`, `timeout`, `cancelled` or `client`.
     #[param(value_type = Option<CallStatus>)]
     pub status: Option<String>,
-    /// Page size (default 50, at most 1000).
-    pub limit: Option<usize>,
-    pub offset: Option<usize>,
+    /// Page size (default 50).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u64>,
+    /// Records to skip (default 0).
+    #[param(minimum = 0, maximum = 9223372036854775807_i64)]
+    pub offset: Option<u64>,
 }
 
 /// The call records matching the filters, newest first, one page.
@@ -39,7 +42,7 @@ pub async fn calls(
     ApiQuery(q): ApiQuery<CallsQuery>,
 ) -> Result<Json<Page>, ApiError> {
     let status = match q.status.as_deref() {
-        None | Some("") => None,
+        None => None,
         Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
@@ -52,8 +55,8 @@ pub async fn calls(
         run_id: q.run_id,
         tool: q.tool,
         status,
-        limit: Some(q.limit.unwrap_or(50).clamp(1, 1000)),
-        offset: q.offset.unwrap_or(0).min(i64::MAX as usize),
+        limit: Some(in_range("limit", q.limit, 50, 1, 1000)?),
+        offset: in_range("offset", q.offset, 0, 0, i64::MAX as u64)?,
         newest_first: true,
         ..CallQuery::default()
     };
@@ -63,6 +66,25 @@ pub async fn calls(
             .read(move |store| Ok(store.calls(&query)?))
             .await?,
     ))
+}
+
+/// A query's count: its default when absent, refused outside `min..=max` (the range the
+/// document gives).
+pub(super) fn in_range(
+    name: &str,
+    value: Option<u64>,
+    default: usize,
+    min: u64,
+    max: u64,
+) -> Result<usize, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(v) if (min..=max).contains(&v) => usize::try_from(v)
+            .map_err(|_| ApiError::bad_request(format!("{name} is too large for this machine"))),
+        Some(v) => Err(ApiError::bad_request(format!(
+            "{name} must be from {min} to {max}, not {v}"
+        ))),
+    }
 }
 
 /// One conversation's summary: calls by outcome, success rate, per-tool counts,

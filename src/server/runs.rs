@@ -46,13 +46,13 @@ pub struct CreateRun {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
-    /// `in_progress`, `requires_action`, `completed`, `incomplete`, `failed`, `cancelled`
-    /// (empty: any).
+    /// `in_progress`, `requires_action`, `completed`, `incomplete`, `failed`, `cancelled`.
     #[param(value_type = Option<RunStatus>)]
     pub status: Option<String>,
     pub conversation_id: Option<String>,
-    /// At most this many, newest first (default 20, at most 1000).
-    pub limit: Option<usize>,
+    /// At most this many, newest first (default 20).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u64>,
 }
 
 /// `POST /v1/runs/{id}/approve`.
@@ -121,7 +121,18 @@ fn reply(run: RunObject) -> Response {
 #[utoipa::path(post, path = "/v1/runs", tag = "runs", request_body = CreateRun,
     responses(
         (status = 200, description = "The run object once it completed, paused or failed; with `stream`, an SSE stream of its events with the run object last (`event: run`)", 
-            content((RunObject = "application/json"), (String = "text/event-stream"))),
+            content((RunObject = "application/json"), (String = "text/event-stream")),
+            links(
+                ("GetRun" = (operation_id = "get_run", parameters(("id" = "$response.body#/id")))),
+                ("WatchRun" = (operation_id = "watch_run", parameters(("id" = "$response.body#/id")))),
+                ("Approve" = (operation_id = "approve", parameters(("id" = "$response.body#/id")))),
+                ("Deny" = (operation_id = "deny", parameters(("id" = "$response.body#/id")))),
+                ("Submit" = (operation_id = "submit", parameters(("id" = "$response.body#/id")))),
+                ("Resume" = (operation_id = "resume", parameters(("id" = "$response.body#/id")))),
+                ("Cancel" = (operation_id = "cancel", parameters(("id" = "$response.body#/id")))),
+                ("Calls" = (operation_id = "calls", parameters(("run_id" = "$response.body#/id")))),
+                ("ConversationStats" = (operation_id = "conversation_stats", parameters(("id" = "$response.body#/conversation_id")))),
+            )),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 409, description = "The conversation has an unfinished run", body = ErrorBody),
@@ -147,7 +158,7 @@ pub async fn list_runs(
     ApiQuery(q): ApiQuery<RunsQuery>,
 ) -> Result<Json<Vec<RunObject>>, ApiError> {
     let status = match q.status.as_deref() {
-        None | Some("") => None,
+        None => None,
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
@@ -155,7 +166,7 @@ pub async fn list_runs(
             ))
         })?),
     };
-    let limit = q.limit.unwrap_or(20).clamp(1, 1000);
+    let limit = super::records::in_range("limit", q.limit, 20, 1, 1000)?;
     let conversation = q.conversation_id;
     let runs = state
         .runner

@@ -81,8 +81,10 @@ cp "$root"/examples/agents/* "$work/agents/"
 cp "$root"/examples/serve/agents/* "$work/agents/"
 key="schemathesis-$RANDOM$RANDOM"
 
-# No model server is reachable from here: an openai: agent fails its run, as it would.
-env -u OPENAI_API_KEY -u OPENAI_BASE_URL TOOLGATE_API_KEY="$key" \
+# No model server is reachable from here: an `openai:` model points at a closed loopback
+# port, so such a run fails at once (one attempt) as it would with its server down.
+env OPENAI_API_KEY=unused OPENAI_BASE_URL=http://127.0.0.1:9/v1 TOOLGATE_MODEL_ATTEMPTS=1 \
+    TOOLGATE_API_KEY="$key" \
     "$bin" --db "$work/toolgate.db" serve --addr 127.0.0.1:0 \
     --agents "$work/agents" --tools "$root/tools" --workspace "$work/workspace" \
     >"$work/server.out" 2>"$work/server.log" &
@@ -106,7 +108,7 @@ if [[ -n "${ST_SEED:-}" ]]; then
 fi
 status=0
 env -u OPENAI_API_KEY -u OPENAI_BASE_URL SCHEMATHESIS_HOOKS= \
-    "$venv/bin/schemathesis" run "$url/openapi.json" \
+    "$venv/bin/schemathesis" --config-file "$here/schemathesis.toml" run "$url/openapi.json" \
     --checks "$checks" \
     --header "Authorization: Bearer $key" \
     --max-examples "${ST_MAX_EXAMPLES:-25}" \

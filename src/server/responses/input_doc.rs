@@ -10,9 +10,15 @@ use utoipa::ToSchema;
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum InputDoc {
-    Text(String),
+    Text(InputText),
+    /// At least one (the document says so: `minItems`).
     Items(Vec<InputItemDoc>),
 }
+
+/// The user's message: not blank.
+#[derive(Serialize, ToSchema)]
+#[schema(pattern = r"[^ \t\n\r\f\v]")]
+pub struct InputText(String);
 
 /// One input item: a user message, an answer to an `mcp_approval_request`, or a client
 /// tool's output.

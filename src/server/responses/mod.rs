@@ -67,7 +67,8 @@ fn conflict(kind: &str, message: String) -> ApiError {
 #[utoipa::path(post, path = "/v1/responses", tag = "responses", request_body = CreateResponse,
     responses(
         (status = 200, description = "The response once the run completed, paused (its output then ends with the mcp_approval_request and function_call items it waits for) or failed; with `stream`, the Responses stream events (`response.created` ... `response.completed`)",
-            content((ResponseObject = "application/json"), (String = "text/event-stream"))),
+            content((ResponseObject = "application/json"), (String = "text/event-stream")),
+            links(("GetResponse" = (operation_id = "get_response", parameters(("id" = "$response.body#/id")))))),
         (status = 400, description = "A model that is not agent:NAME, or an input toolgate does not take", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, description = "No such agent, or no such previous response", body = ErrorBody),

@@ -26,7 +26,7 @@ pub struct CreateResponse {
     /// string or `input_text` parts), `mcp_approval_response` and
     /// `function_call_output`.
     #[serde(default)]
-    #[schema(value_type = Option<super::input_doc::InputDoc>)]
+    #[schema(value_type = super::input_doc::InputDoc)]
     pub input: Option<Value>,
     /// Continues the run (and conversation) of this response.
     #[serde(default)]
