@@ -108,6 +108,7 @@ fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolS
         timeout,
         tags: vec![],
         version: None,
+        output: None,
         read_only: false,
     }
 }

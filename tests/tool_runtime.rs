@@ -50,6 +50,7 @@ fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> To
         tags: vec![],
         version: None,
         read_only: false,
+        output: None,
     }
 }
 

@@ -80,6 +80,10 @@ pub struct ToolSpec {
     /// simply run again, so the loop does not fence it with a durable "executing" mark.
     #[serde(default)]
     pub read_only: bool,
+    /// The declared shape of the tool's output (a JSON Schema), from a tool file's
+    /// `output:`. A call whose output does not match it fails with an execution error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
 }
 
 /// The time a call may take when its tool does not say.

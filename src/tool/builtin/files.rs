@@ -218,12 +218,12 @@ fn write_beneath(
             shown(requested)
         )));
     }
-    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if let Err(e) = ws.dir().create_dir_all(parent) {
-            // A link out in the way reads as "exists"; opening it names the escape.
-            let e = ws.dir().open_dir(parent).err().unwrap_or(e);
-            return Err(Workspace::io_error("create the folder for", requested, e));
-        }
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Err(e) = ws.dir().create_dir_all(parent)
+    {
+        // A link out in the way reads as "exists"; opening it names the escape.
+        let e = ws.dir().open_dir(parent).err().unwrap_or(e);
+        return Err(Workspace::io_error("create the folder for", requested, e));
     }
     look_before_open(&ws, &rel, requested, "write_file")?;
     // Opened without truncating: nothing changes before the open file is checked.

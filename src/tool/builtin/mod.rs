@@ -101,6 +101,7 @@ fn spec(name: &str, description: &str, permission: Permission, parameters: Value
         tags: vec!["builtin".to_string()],
         version: None,
         read_only: false,
+        output: None,
     }
 }
 
