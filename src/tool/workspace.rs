@@ -163,13 +163,13 @@ pub fn single_link(meta: &std::fs::Metadata, requested: &str, tool: &str) -> Res
         return Ok(());
     }
     let what = if tool == "write_file" {
-        "write_file does not write through it, since the write would change that file too"
+        "write_file does not write through it (the write would change that file too)"
     } else {
-        "read_file does not read it, since its content may belong to a file outside"
+        "read_file does not read it"
     };
     Err(ToolError::Execution(format!(
-        "'{}' has {links} hard links: the same file also has another name, which may be \
-         outside the workspace, so {what}",
+        "'{}' has {links} hard links: the same file has another name, possibly outside the \
+         workspace, so {what}",
         shown(requested)
     )))
 }
