@@ -162,6 +162,19 @@ pub fn find_tool<'a>(lib: &'a ToolLibrary, name: &str) -> Result<&'a Arc<LoadedT
 /// The default tools folder, relative to the current directory.
 pub const DEFAULT_TOOLS: &str = "tools";
 
+/// The tools folder a command runs with: the one named (which must exist), else
+/// `./tools` when there is one, else none (built-ins only).
+pub fn tools_dir(named: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
+    match named {
+        Some(dir) if !dir.is_dir() => Err(Failure::bad_input(format!(
+            "tools folder {} does not exist",
+            dir.display()
+        ))),
+        Some(dir) => Ok(Some(dir)),
+        None => Ok(Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir())),
+    }
+}
+
 /// Loads the tool library: the built-ins and the files in `dir` (default `./tools`).
 /// A missing default folder means built-ins only; a missing folder the user named is
 /// bad input. Broken files are reported on stderr and skipped.
