@@ -101,7 +101,9 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
                 .block_on(store.remove_secret(&name))
                 .map_err(|e| Failure::other(e.to_string()))?;
             if !removed {
-                return Err(Failure::bad_input(format!("there is no secret named '{name}'")));
+                return Err(Failure::bad_input(format!(
+                    "there is no secret named '{name}'"
+                )));
             }
             say!("toolgate: secret {name} removed");
             Ok(ExitCode::SUCCESS)

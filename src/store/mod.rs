@@ -25,11 +25,11 @@ pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
 pub use responses::ResponseRow;
-pub use secrets::SecretInfo;
 pub use runs::{
     PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
     this_host,
 };
+pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use migrations::Found;
