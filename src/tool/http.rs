@@ -5,7 +5,7 @@
 //! a response size cap.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -219,23 +219,54 @@ async fn follow(
     ))))
 }
 
+/// How many pinned clients are kept for reuse.
+const CACHED_CLIENTS: usize = 32;
+
 /// A client for one hop: it connects only to `addrs` (what the network rule passed
 /// for `url`'s host), follows no redirect by itself and uses no proxy (a proxy would
 /// connect where it likes).
+///
+/// A host name gets a client pinned to it and to exactly these addresses; when the
+/// host resolves the same way again, that client (and its open connections) is used
+/// again. URLs with an address for a host need no resolver and share one client.
 fn client_for(
     url: &reqwest::Url,
-    addrs: Vec<std::net::SocketAddr>,
+    mut addrs: Vec<std::net::SocketAddr>,
 ) -> Result<reqwest::Client, ToolError> {
+    type Pins = Vec<((String, Vec<std::net::SocketAddr>), reqwest::Client)>;
+    static CLIENTS: Mutex<Pins> = Mutex::new(Vec::new());
+    let name = match url.host() {
+        Some(url::Host::Domain(name)) => name.to_string(),
+        _ => String::new(),
+    };
+    if name.is_empty() {
+        addrs.clear();
+    }
+    addrs.sort();
+    let key = (name, addrs);
+    // A panic while holding the lock leaves a list that is still usable.
+    let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(i) = clients.iter().position(|(k, _)| *k == key) {
+        let entry = clients.remove(i);
+        let client = entry.1.clone();
+        clients.push(entry);
+        return Ok(client);
+    }
     let mut builder = reqwest::Client::builder()
         .user_agent("toolgate")
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy();
-    if let Some(url::Host::Domain(name)) = url.host() {
-        builder = builder.dns_resolver(Arc::new(net::Pinned::new(name, addrs)));
+    if !key.0.is_empty() {
+        builder = builder.dns_resolver(Arc::new(net::Pinned::new(&key.0, key.1.clone())));
     }
-    builder
+    let client = builder
         .build()
-        .map_err(|e| ToolError::Execution(format!("the HTTP client could not start: {e}")))
+        .map_err(|e| ToolError::Execution(format!("the HTTP client could not start: {e}")))?;
+    if clients.len() >= CACHED_CLIENTS {
+        clients.remove(0);
+    }
+    clients.push((key, client.clone()));
+    Ok(client)
 }
 
 /// The response as a tool output, its body kept up to the tool's cap.
