@@ -1,8 +1,9 @@
 //! A tool's program dies with its call, and so does everything it started: a
 //! `command` entry and the `shell` built-in, each with a grandchild that would touch a
 //! marker file one second later, are cancelled, timed out, dropped, or interrupted
-//! with Ctrl-C (once, and twice) through the binary; two seconds on, the marker must
-//! not exist (issue 11, item 7).
+//! with Ctrl-C (once, and twice) or `toolgate cancel` (a lost lease) through the
+//! binary; once the grandchild's time has passed, the marker must not exist (issue
+//! 11, item 7).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -270,6 +271,53 @@ fn a_second_ctrl_c_that_quits_at_once_still_takes_the_grandchild() {
     let out = running.wait_with_output().unwrap();
     assert!(!out.status.success());
     assert_never_touched(&marker);
+}
+
+#[test]
+fn toolgate_cancel_during_a_command_call_takes_its_grandchild_with_it() {
+    // `toolgate cancel` from another process: the running one learns it when it next
+    // renews its lease (every 10 s), loses the lease, and cancels the call. The
+    // grandchild would act 15 s after the call started.
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker_in(&outside);
+    let w = tempfile::tempdir().unwrap();
+    let dir = w.path();
+    let line = format!(
+        "echo started > started.txt; (sleep 15; touch '{}') & sleep 60",
+        marker.display()
+    );
+    command_tool(dir, &line, Some(120.0));
+    std::fs::write(
+        dir.join("agent.yaml"),
+        "name: a\nmodel: scripted:replies.yaml\ntools: [slow]\npermissions: {slow: auto}\nworkspace: .\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("replies.yaml"),
+        "replies:\n  - content: Working.\n    tool_calls: [{id: call_s, name: slow, arguments: {}}]\n  - content: Done.\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let running = start_run(dir);
+    let toolgate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .current_dir(dir)
+            .env_remove("TOOLGATE_DB")
+            .output()
+            .unwrap()
+    };
+    let runs: Value =
+        serde_json::from_slice(&toolgate(&["runs", "--status", "in_progress", "--json"]).stdout)
+            .unwrap();
+    let id = runs[0]["id"].as_str().unwrap().to_string();
+    assert!(toolgate(&["cancel", &id]).status.success());
+    let out = running.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let noticed = started.elapsed();
+    assert!(noticed < Duration::from_secs(14), "noticed after {noticed:?}");
+    std::thread::sleep(Duration::from_secs(17).saturating_sub(started.elapsed()));
+    check_untouched(&marker);
 }
 
 /// The guard is in the library's process runner itself: tools written in Rust that
