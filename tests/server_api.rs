@@ -654,3 +654,49 @@ async fn sigterm_saves_a_running_run_as_resumable() {
     let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
     assert_eq!(calls["calls"][0]["status"], "cancelled", "{calls}");
 }
+
+#[tokio::test]
+async fn a_cancel_over_http_stops_the_run_this_server_drives_at_once() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let client = server.client.clone();
+    let url = server.url("/v1/runs");
+    let starter = tokio::spawn(async move {
+        client
+            .post(url)
+            .json(&json!({"agent": "slow", "input": "nap"}))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    });
+    let mut id = None;
+    for _ in 0..100 {
+        let (_, runs) = server.get("/v1/runs?status=in_progress").await;
+        if let Some(r) = runs.as_array().and_then(|a| a.first()) {
+            id = Some(r["id"].as_str().unwrap().to_string());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let id = id.expect("the run never started");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked = std::time::Instant::now();
+    let (s, cancelled) = server
+        .post(&format!("/v1/runs/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(s, 200, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    let ended = starter.await.unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(ended["status"], "cancelled", "{ended}");
+    let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
+    assert_eq!(calls["total"], 1, "{calls}");
+    assert_eq!(calls["calls"][0]["status"], "cancelled");
+}

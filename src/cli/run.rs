@@ -76,9 +76,10 @@ pub fn run_failure(e: RunError) -> Failure {
         RunError::UnknownTool(m) => Failure::bad_input(format!(
             "{m} (tool files are read from --tools DIR, default ./tools)"
         )),
-        RunError::BadInput(_) | RunError::InvalidArguments(_) | RunError::NotFound(_) => {
-            Failure::bad_input(e.to_string())
-        }
+        RunError::BadInput(_)
+        | RunError::InvalidArguments(_)
+        | RunError::NotFound(_)
+        | RunError::Secret(_) => Failure::bad_input(e.to_string()),
         RunError::Store(s) => super::store_failure(s),
         RunError::Refused { .. } | RunError::Corrupt(_) => Failure::other(e.to_string()),
     }

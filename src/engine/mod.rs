@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use cancel::Cancel;
-pub use limits::{LimitConfig, LimitError, Limiter, Metrics, Strategy};
+pub use limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Strategy};
 
 use crate::parse::ToolCall;
 use crate::protocol::{CallStatus, CallerKind, Event};
@@ -54,6 +54,8 @@ pub struct PreparedCall {
     pub caller: CallerKind,
     /// Higher goes first under the `priority` strategy.
     pub priority: i32,
+    /// A person approved it: it waits for a slot, whatever the queue bound.
+    pub approved: bool,
 }
 
 /// How one call ended.
@@ -163,18 +165,29 @@ impl Engine {
             agent,
             caller,
             priority,
+            approved,
         } = prepared;
+        let admission = if caller == CallerKind::Workflow {
+            Admission::Bypass
+        } else if approved {
+            Admission::Approved
+        } else {
+            Admission::Limited
+        };
         let started_at = now_ms();
         let mut execution = Duration::ZERO;
         let mut arguments = Value::Object(call.arguments.clone());
         let category = tool.as_ref().ok().and_then(|t| t.spec.category.clone());
+        // What the record must not hold in clear, even when the tool echoes it.
+        let mut secrets = Vec::new();
         let result = match tool {
             Err(e) => Err(e),
             Ok(tool) => {
                 arguments = Value::Object(tool.redact(&call.arguments));
+                crate::secrets::secret_values(&tool.spec.parameters, &call.arguments, &mut secrets);
                 let limiter = &self.inner.limiter;
                 let slot = tokio::select! {
-                    p = limiter.acquire(category.as_deref(), priority, caller == CallerKind::Workflow) => Some(p),
+                    p = limiter.acquire(category.as_deref(), priority, admission) => Some(p),
                     _ = cancel.cancelled() => None,
                 };
                 match slot {
@@ -234,10 +247,11 @@ impl Engine {
             duration_ms: execution.as_secs_f64() * 1000.0,
         };
         match &result {
-            Ok(out) => record.set_result(&out.to_text()),
+            Ok(out) => record.set_result(&crate::secrets::mask_values(&out.to_text(), &secrets)),
             Err(e) => {
                 record.error_kind = Some(e.kind().to_string());
-                record.error_message = Some(e.to_string());
+                record.error_message =
+                    Some(crate::secrets::mask_values(&e.to_string(), &secrets).into_owned());
             }
         }
         self.emit(Event::ToolFinished {
@@ -273,6 +287,7 @@ pub fn prepare(
         agent: None,
         caller,
         priority: 0,
+        approved: false,
     }
 }
 

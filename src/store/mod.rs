@@ -6,6 +6,7 @@ mod decisions;
 mod migrations;
 mod queries;
 mod record;
+mod responses;
 mod runs;
 mod summary;
 mod writer;
@@ -21,6 +22,7 @@ pub use decisions::Decided;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
+pub use responses::ResponseRow;
 pub use runs::{
     PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
     this_host,

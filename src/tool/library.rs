@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::builtin;
 use super::command::CommandTool;
 use super::file::{LoadError, ToolDef, load_dir};
 use super::http::HttpTool;
@@ -15,7 +16,6 @@ use super::output::{ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
-use super::{builtin, schema};
 use crate::parse::Schemas;
 
 /// A task that is aborted when its handle is dropped.
@@ -88,7 +88,7 @@ impl LoadedTool {
 
     /// The arguments with secret parameters hidden, for logs and records.
     pub fn redact(&self, args: &Map<String, Value>) -> Map<String, Value> {
-        schema::redact(args, &self.schema.secret_params())
+        crate::secrets::mask_args(&self.spec.parameters, args)
     }
 
     /// Validates and runs one call: on its own task (a panic becomes an error), within
