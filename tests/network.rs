@@ -167,7 +167,10 @@ fn every_non_public_range_is_refused_and_public_ones_pass() {
 #[tokio::test]
 async fn every_spelling_of_a_refused_address_is_refused_before_connecting() {
     // `localhost` is answered by the table: these checks ask no DNS at all.
-    let resolver = Table::with(&[("localhost", &["127.0.0.1"]), ("localhost.", &["127.0.0.1"])]);
+    let resolver = Table::with(&[
+        ("localhost", &["127.0.0.1"]),
+        ("localhost.", &["127.0.0.1"]),
+    ]);
     let rows = [
         ("http://127.0.0.1:9/", "127.0.0.1"),
         ("http://127.1:9/", "127.0.0.1"),
@@ -179,7 +182,10 @@ async fn every_spelling_of_a_refused_address_is_refused_before_connecting() {
         ("http://LOCALHOST./", "127.0.0.1"),
         ("http://[::ffff:127.0.0.1]/", "::ffff:127.0.0.1"),
         ("http://[::ffff:7f00:1]/", "::ffff:127.0.0.1"),
-        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254"),
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254",
+        ),
         ("http://[fe80::1]/", "fe80::1"),
         ("http://0.0.0.0:8080/", "0.0.0.0"),
         ("http://0/", "0.0.0.0"),
@@ -220,9 +226,7 @@ async fn every_spelling_of_a_refused_address_is_refused_before_connecting() {
 async fn a_name_that_resolves_to_public_and_refused_addresses_keeps_only_the_public_ones() {
     let resolver = Table::with(&[("mixed.test", &["10.0.0.5", "93.184.216.34", "::1"])]);
     let url = http::parse_url("https://mixed.test/").unwrap();
-    let passed = check(&url, &AllowList::default(), &resolver)
-        .await
-        .unwrap();
+    let passed = check(&url, &AllowList::default(), &resolver).await.unwrap();
     assert_eq!(
         passed,
         vec!["93.184.216.34:443".parse::<SocketAddr>().unwrap()]
@@ -242,7 +246,10 @@ async fn a_name_that_resolves_to_public_and_refused_addresses_keeps_only_the_pub
 
 #[tokio::test]
 async fn allow_list_entries_open_exactly_what_they_name() {
-    let resolver = Table::with(&[("localhost", &["127.0.0.1"]), ("db.internal", &["10.1.2.3"])]);
+    let resolver = Table::with(&[
+        ("localhost", &["127.0.0.1"]),
+        ("db.internal", &["10.1.2.3"]),
+    ]);
     // (allow-list, URL, allowed?)
     let rows: &[(&[&str], &str, bool)] = &[
         (&["127.0.0.1"], "http://127.0.0.1:8080/", true),
@@ -357,7 +364,11 @@ async fn http_tools_refuse_loopback_by_default_and_send_nothing() {
             assert_eq!(err.kind(), "blocked_address", "{name} {url}: {err}");
         }
     }
-    assert_eq!(requests(&server).await, 0, "a refused request reached the server");
+    assert_eq!(
+        requests(&server).await,
+        0,
+        "a refused request reached the server"
+    );
 }
 
 #[tokio::test]
@@ -433,7 +444,11 @@ async fn every_redirect_hop_is_checked_before_it_connects() {
         let err = call(&lib, "t", json!({})).await.unwrap_err();
         assert_eq!(err.kind(), "blocked_address", "{from} -> {to}: {err}");
     }
-    assert_eq!(requests(&closed).await, 0, "a redirect reached a refused server");
+    assert_eq!(
+        requests(&closed).await,
+        0,
+        "a redirect reached a refused server"
+    );
     assert_eq!(requests(&open).await, cases.len());
 }
 
@@ -499,12 +514,33 @@ async fn allowed_redirects_are_followed_with_methods_and_credentials_handled() {
             call(&lib, "t", a).await
         }
     };
-    assert_eq!(run("/start", "GET", "", json!({})).await.unwrap().to_text(), "final");
-    assert_eq!(run("/submit", "POST", "  body: json\n", json!({"n": 1})).await.unwrap().to_text(), "final");
-    assert_eq!(run("/moved", "POST", "  body: json\n", json!({"n": 1})).await.unwrap().to_text(), "created");
-    assert_eq!(run("/away", "GET", "", json!({})).await.unwrap().to_text(), "landed");
+    assert_eq!(
+        run("/start", "GET", "", json!({})).await.unwrap().to_text(),
+        "final"
+    );
+    assert_eq!(
+        run("/submit", "POST", "  body: json\n", json!({"n": 1}))
+            .await
+            .unwrap()
+            .to_text(),
+        "final"
+    );
+    assert_eq!(
+        run("/moved", "POST", "  body: json\n", json!({"n": 1}))
+            .await
+            .unwrap()
+            .to_text(),
+        "created"
+    );
+    assert_eq!(
+        run("/away", "GET", "", json!({})).await.unwrap().to_text(),
+        "landed"
+    );
     let landed = &b.received_requests().await.unwrap()[0];
-    assert!(landed.headers.get("x-key").is_none(), "the credential followed the redirect");
+    assert!(
+        landed.headers.get("x-key").is_none(),
+        "the credential followed the redirect"
+    );
     let first = a
         .received_requests()
         .await
@@ -514,7 +550,10 @@ async fn allowed_redirects_are_followed_with_methods_and_credentials_handled() {
         .unwrap();
     assert_eq!(first.headers.get("x-key").unwrap(), "k1");
     let err = run("/loop", "GET", "", json!({})).await.unwrap_err();
-    assert!(err.to_string().contains("redirected more than 10 times"), "{err}");
+    assert!(
+        err.to_string().contains("redirected more than 10 times"),
+        "{err}"
+    );
     let err = run("/file", "GET", "", json!({})).await.unwrap_err();
     assert!(err.to_string().contains("only http and https"), "{err}");
 }
@@ -533,10 +572,7 @@ async fn a_host_name_is_resolved_once_and_the_request_goes_to_that_address() {
         .mount(&server)
         .await;
     let port = server.address().port();
-    let resolver = Table::with(&[
-        ("localhost", &["127.0.0.2"]),
-        ("localhost", &["127.0.0.3"]),
-    ]);
+    let resolver = Table::with(&[("localhost", &["127.0.0.2"]), ("localhost", &["127.0.0.3"])]);
     let req = Request {
         method: reqwest::Method::GET,
         url: http::parse_url(&format!("http://localhost:{port}/x")).unwrap(),
@@ -656,11 +692,18 @@ async fn toolgate_http_allow_opens_loopback_for_http_request() {
     .to_string();
     let tools_call = |allow: Option<String>| {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
-        cmd.args(["tools", "call", "http_request", "--json", "--args", &arguments])
-            .current_dir(dir.path())
-            .env_remove("TOOLGATE_DB")
-            .env_remove("TOOLGATE_TOOLS")
-            .env_remove("TOOLGATE_HTTP_ALLOW");
+        cmd.args([
+            "tools",
+            "call",
+            "http_request",
+            "--json",
+            "--args",
+            &arguments,
+        ])
+        .current_dir(dir.path())
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("TOOLGATE_HTTP_ALLOW");
         if let Some(allow) = allow {
             cmd.env("TOOLGATE_HTTP_ALLOW", allow);
         }

@@ -43,7 +43,9 @@ fn check_untouched(marker: &Path) {
 
 /// A library with one `command` tool (`sh -c LINE`), and `timeout` if given.
 fn command_tool(dir: &Path, line: &str, timeout: Option<f64>) -> ToolLibrary {
-    let timeout = timeout.map(|t| format!("timeout: {t}\n")).unwrap_or_default();
+    let timeout = timeout
+        .map(|t| format!("timeout: {t}\n"))
+        .unwrap_or_default();
     let yaml = format!(
         "name: slow\ndescription: x\n{timeout}entry:\n  type: command\n  command: sh\n  args: [\"-c\", {}]\n",
         serde_json::to_string(line).unwrap()
@@ -251,8 +253,7 @@ fn ctrl_c_during_a_command_call_takes_its_grandchild_with_it() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
     let last: Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap())
-            .unwrap();
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(last["status"], "failed");
     assert_never_touched(&marker);
 }
@@ -315,7 +316,10 @@ fn toolgate_cancel_during_a_command_call_takes_its_grandchild_with_it() {
     let out = running.wait_with_output().unwrap();
     assert!(!out.status.success());
     let noticed = started.elapsed();
-    assert!(noticed < Duration::from_secs(14), "noticed after {noticed:?}");
+    assert!(
+        noticed < Duration::from_secs(14),
+        "noticed after {noticed:?}"
+    );
     std::thread::sleep(Duration::from_secs(17).saturating_sub(started.elapsed()));
     check_untouched(&marker);
 }

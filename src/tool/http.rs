@@ -74,7 +74,12 @@ impl Retry {
     fn applies_to(&self, method: &Method) -> bool {
         let idempotent = matches!(
             *method,
-            Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+            Method::GET
+                | Method::HEAD
+                | Method::OPTIONS
+                | Method::TRACE
+                | Method::PUT
+                | Method::DELETE
         );
         self.retries > 0 && (idempotent || self.non_idempotent)
     }
@@ -191,7 +196,9 @@ async fn follow(
         let next = url
             .join(location)
             .map_err(|e| {
-                ToolError::Execution(format!("{url} redirected to '{location}', which is not a URL: {e}"))
+                ToolError::Execution(format!(
+                    "{url} redirected to '{location}', which is not a URL: {e}"
+                ))
             })
             .and_then(|u| parse_url(u.as_str()))
             .map_err(Failure::Other)?;
@@ -283,7 +290,8 @@ async fn read(
         .is_some_and(|t| t.contains("json"));
     let mut body = Vec::new();
     let mut total = 0usize;
-    let fail = |e: reqwest::Error| ToolError::Execution(format!("{} {url} failed: {e}", req.method));
+    let fail =
+        |e: reqwest::Error| ToolError::Execution(format!("{} {url} failed: {e}", req.method));
     while let Some(chunk) = resp.chunk().await.map_err(fail)? {
         total += chunk.len();
         let room = req.max_response.saturating_sub(body.len());

@@ -274,9 +274,10 @@ pub async fn check(
     let candidates: Vec<SocketAddr> = match host {
         Host::Ipv4(ip) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
         Host::Ipv6(ip) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
-        Host::Domain(name) => resolver.lookup(name, port).await.map_err(|e| {
-            ToolError::Execution(format!("cannot resolve the host '{name}': {e}"))
-        })?,
+        Host::Domain(name) => resolver
+            .lookup(name, port)
+            .await
+            .map_err(|e| ToolError::Execution(format!("cannot resolve the host '{name}': {e}")))?,
     };
     let mut refused = None;
     let mut passed = Vec::new();
@@ -323,7 +324,10 @@ impl Pinned {
 impl reqwest::dns::Resolve for Pinned {
     fn resolve(&self, name: Name) -> Resolving {
         let addrs = self.addrs.clone();
-        let ours = name.as_str().trim_end_matches('.').eq_ignore_ascii_case(&self.host);
+        let ours = name
+            .as_str()
+            .trim_end_matches('.')
+            .eq_ignore_ascii_case(&self.host);
         let asked = name.as_str().to_string();
         Box::pin(async move {
             if ours {

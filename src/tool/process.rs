@@ -186,7 +186,10 @@ pub fn kill_all() {
 /// SIGKILL to process group `id`. A group that is already gone is fine.
 fn kill_group(id: u32) {
     #[cfg(unix)]
-    if let Some(pid) = i32::try_from(id).ok().and_then(rustix::process::Pid::from_raw) {
+    if let Some(pid) = i32::try_from(id)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
     #[cfg(not(unix))]
