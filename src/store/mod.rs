@@ -7,6 +7,7 @@ mod migrations;
 mod queries;
 mod record;
 mod responses;
+mod run_list;
 mod runs;
 mod summary;
 mod writer;
@@ -27,7 +28,7 @@ pub use runs::{
     PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
     this_host,
 };
-pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
+pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use migrations::Found;
 
