@@ -10,6 +10,7 @@ mod prompt;
 mod render;
 mod run;
 mod runs;
+mod secrets;
 mod serve;
 mod stats;
 mod table;
@@ -74,6 +75,8 @@ enum Command {
     Cancel(runs::ResumeArgs),
     /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
     Serve(serve::ServeArgs),
+    /// Store, list and remove the named credentials tool files ask for (sealed at rest).
+    Secrets(secrets::SecretsArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -123,6 +126,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Resume(args) => runs::resume(args, &cli.db),
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(args, &cli.db),
+        Command::Secrets(args) => secrets::run(args, &cli.db),
     }
 }
 

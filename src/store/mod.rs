@@ -9,6 +9,7 @@ mod record;
 mod responses;
 mod run_list;
 mod runs;
+mod secrets;
 mod summary;
 mod writer;
 
@@ -24,6 +25,7 @@ pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
 pub use responses::ResponseRow;
+pub use secrets::SecretInfo;
 pub use runs::{
     PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
     this_host,
