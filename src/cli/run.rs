@@ -111,6 +111,8 @@ pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunEr
             say!("\ntoolgate: interrupted; stopping the run (Ctrl-C again to quit now)");
             interrupt.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
+                // No drop runs past exit: end the tools' programs here.
+                toolgate::tool::process::kill_all();
                 std::process::exit(130);
             }
         }

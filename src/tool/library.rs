@@ -121,7 +121,12 @@ impl LoadedTool {
                 Err(ToolError::Panicked(message))
             }
             Ok(Err(_)) => Err(ToolError::Cancelled),
-            Err(_) => Err(ToolError::Timeout(timeout)),
+            Err(_) => {
+                // Reported only once the tool is stopped (its programs killed).
+                task.0.abort();
+                let _ = (&mut task.0).await;
+                Err(ToolError::Timeout(timeout))
+            }
         }
     }
 }

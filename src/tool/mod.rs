@@ -7,6 +7,7 @@ mod command;
 pub(crate) mod file;
 pub mod http;
 mod library;
+pub mod net;
 mod output;
 pub mod process;
 mod runnable;
