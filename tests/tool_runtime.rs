@@ -40,6 +40,7 @@ fn fixtures() -> PathBuf {
 
 fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         name: name.into(),
         description: format!("test tool {name}"),
         parameters,

@@ -86,6 +86,7 @@ impl Runner {
                     .unwrap_or_else(|| self.limits.clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
+                credentials: Some(self.credentials()),
             },
             // The loop commits the records itself, in the transaction that saves the
             // step, so that the record and the run's state always agree.

@@ -98,7 +98,11 @@ impl LoadedTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let args = self.check(args)?;
+        let mut args = self.check(args)?;
+        // Credentials join after the check: the model's schema does not list them.
+        for (k, v) in &ctx.injected {
+            args.insert(k.clone(), v.clone());
+        }
         let Some(runner) = self.runner.clone() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };

@@ -100,6 +100,10 @@ pub struct ToolSpec {
     /// simply run again, so the loop does not fence it with a durable "executing" mark.
     #[serde(default)]
     pub read_only: bool,
+    /// Arguments the model never sees nor fills, injected when the call runs: by name,
+    /// where each value comes from.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub credentials: std::collections::BTreeMap<String, super::Credential>,
 }
 
 /// The time a call may take when its tool does not say.
