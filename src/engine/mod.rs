@@ -292,6 +292,12 @@ impl Engine {
                     Some(crate::secrets::mask_values(&e.to_string(), &secrets).into_owned());
             }
         }
+        tracing::debug!(
+            status = status.as_str(),
+            duration_ms = record.duration_ms,
+            error_kind = record.error_kind.as_deref().unwrap_or(""),
+            "call finished"
+        );
         self.emit(Event::ToolFinished {
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -181,6 +181,16 @@ impl Runner {
                 return Err(other);
             }
         };
+        tracing::info!(
+            outcome = match &end {
+                End::Completed => "completed",
+                End::Paused(_) => "requires_action",
+                End::Incomplete(_) => "incomplete",
+                End::Failed(_) => "failed",
+            },
+            iteration = live.state.iteration,
+            "run stopped"
+        );
         self.emit(match end {
             End::Completed => RunEvent::RunCompleted {
                 run_id: run_id.clone(),
