@@ -207,7 +207,7 @@ fn summaries_over_a_million_records(bencher: Bencher) {
         let s = store
             .conversation_summary("conv42")
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(s.total_calls, 1000);
+        assert_eq!(s.calls.total_calls, 1000);
     });
     time("tool stats (125,000 records)", &|| {
         divan::black_box(store.tool_stats("shell").unwrap_or_else(|e| panic!("{e}")));
@@ -218,7 +218,7 @@ fn summaries_over_a_million_records(bencher: Bencher) {
         "global stats (1,000,000 records, 8 tools): {:.1} ms",
         start.elapsed().as_secs_f64() * 1000.0
     );
-    assert_eq!(g.total_calls, 1_000_000);
+    assert_eq!(g.calls.total_calls, 1_000_000);
     bencher.bench_local(|| {
         divan::black_box(
             store

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::LimitConfig;
 use crate::tool::file::{first_line, line_of};
 use crate::tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
 
@@ -44,6 +45,9 @@ pub struct Agent {
     pub workspace: Option<PathBuf>,
     /// The file it came from, absolute.
     pub path: PathBuf,
+    /// Concurrency limits for its calls (`global`, `per_category`, `queue`,
+    /// `strategy`); the runner's when absent.
+    pub limits: Option<LimitConfig>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +70,8 @@ struct RawAgent {
     max_iterations: Option<u32>,
     #[serde(default)]
     workspace: Option<PathBuf>,
+    #[serde(default)]
+    limits: Option<LimitConfig>,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -182,6 +188,7 @@ impl Agent {
             max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             workspace: raw.workspace.map(|w| folder.join(w)),
             path,
+            limits: raw.limits,
         })
     }
 

@@ -21,6 +21,7 @@ pub mod permission;
 pub mod prompt;
 pub mod protocol;
 pub mod run;
+pub mod secrets;
 pub mod server;
 pub mod store;
 pub mod tool;

@@ -450,4 +450,15 @@ async fn a_call_with_unreadable_arguments_is_sent_back_to_the_model() {
         messages[2].get("tool_calls").is_none(),
         "the unreadable call is not in the history"
     );
+    // It is in the record: a failed call, so that summaries count it.
+    let q = toolgate::store::CallQuery {
+        run_id: Some(run.id.clone()),
+        ..Default::default()
+    };
+    let calls = s.runner.store.calls(&q).unwrap().calls;
+    let bad = calls.iter().find(|c| c.record.call_id == "call_x").unwrap();
+    assert_eq!(bad.record.tool, "calculator");
+    assert_eq!(bad.record.status, toolgate::protocol::CallStatus::Failed);
+    assert_eq!(bad.record.error_kind.as_deref(), Some("invalid_arguments"));
+    assert_eq!(calls.len(), 2);
 }

@@ -188,6 +188,45 @@ fn paused_in_one_process_approved_in_another() {
     assert!(stderr(&again).contains("completed"), "{}", stderr(&again));
 }
 
+/// `runs --json` as a list of run objects.
+fn listed(dir: &Path, filter: &[&str]) -> Vec<Value> {
+    let out = toolgate(&[&["runs", "--json"], filter].concat(), dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn runs_lists_the_run_object_show_gives() {
+    let w = world(ONE_LAUNCH);
+    let dir = w.path();
+    let paused = paused_run(dir);
+    let id = paused["id"].as_str().unwrap();
+    let all = listed(dir, &[]);
+    assert_eq!(all.len(), 1);
+    // One run object, the same everywhere: waiting items included.
+    assert_eq!(all[0], show(dir, id));
+    assert_eq!(all[0], paused);
+    assert_eq!(all[0]["required_action"]["items"][0]["call_id"], "call_l");
+    assert_eq!(listed(dir, &["--status", "requires_action"]), all);
+    assert!(listed(dir, &["--status", "completed"]).is_empty());
+
+    // Decided but not continued: still paused, nothing left waiting, as `show` says.
+    let out = toolgate(&["approve", id, "--call", "call_l", "--no-resume"], dir);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(listed(dir, &[])[0], show(dir, id));
+
+    // Finished: no required_action, in the list as in `show`.
+    let out = toolgate(&["resume", id], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let done = listed(dir, &[]);
+    assert_eq!(done[0], show(dir, id));
+    assert!(done[0]["required_action"].is_null());
+}
+
 #[test]
 fn deny_and_submit_from_other_processes() {
     let w = world(
@@ -598,4 +637,42 @@ fn ctrl_c_stops_the_run_cleanly_and_resume_finishes_it() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(show(dir, id)["status"], "completed");
     assert_eq!(launches(dir).len(), 1, "a cancelled call is not run again");
+}
+
+/// An approver racing resumers never exits 1 once its decision is recorded: it either
+/// continues the run itself or says that another process did.
+#[test]
+fn an_approver_racing_resumers_says_what_happened() {
+    for _ in 0..4 {
+        let dir = world(ONE_LAUNCH);
+        let d = dir.path();
+        let id = paused_run(d)["id"].as_str().unwrap().to_string();
+        let mut resumers: Vec<Child> = (0..6).map(|_| spawn(&["resume", &id], d, "1")).collect();
+        let approver = spawn(&["approve", &id], d, "1").wait_with_output().unwrap();
+        for r in resumers.iter_mut() {
+            r.wait().unwrap();
+        }
+        assert!(
+            matches!(approver.status.code(), Some(0) | Some(3)),
+            "the approver's decision was recorded, yet it exited {:?}: {}",
+            approver.status.code(),
+            stderr(&approver)
+        );
+        // Whoever continued it, the run ends and the call ran once.
+        let mut run = show(d, &id);
+        for _ in 0..100 {
+            if run["status"] == "completed" {
+                break;
+            }
+            // A resumer may have been refused while the approver's decision was not in
+            // yet, and the approver then lost the race to none: continue it now.
+            if run["status"] == "requires_action" || run["status"] == "failed" {
+                toolgate(&["resume", &id], d);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            run = show(d, &id);
+        }
+        assert_eq!(run["status"], "completed", "{run}");
+        assert_eq!(launches(d).len(), 1);
+    }
 }

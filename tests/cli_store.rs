@@ -104,8 +104,36 @@ fn calls_are_recorded_and_summarised() {
 
     let global = json(&toolgate(&["stats", "--json"], d, &[]));
     assert_eq!(global["total_calls"], 4);
+    assert_eq!(global["conversations"], 1);
     let tool = json(&toolgate(&["stats", "--tool", "echo", "--json"], d, &[]));
+    assert_eq!(tool["tool"], "echo");
     assert_eq!(tool["total_calls"], 2);
+    // One shape of counters for a conversation, a tool and everything.
+    let counters = [
+        "total_calls",
+        "successful_calls",
+        "failed_calls",
+        "denied_calls",
+        "timeout_calls",
+        "cancelled_calls",
+        "client_calls",
+        "success_rate",
+    ];
+    for key in counters {
+        assert_eq!(s[key], global[key], "{key}");
+        assert!(tool[key].is_number(), "{key}: {tool}");
+        assert!(global["tools"][0][key].is_number(), "{key}: {global}");
+    }
+    assert_eq!(global["tools"][1], tool);
+    let text = String::from_utf8(toolgate(&["stats"], d, &[]).stdout).unwrap();
+    assert!(
+        text.contains("all 1 conversation(s)")
+            && text.contains(
+                "4 (2 succeeded, 2 failed, 0 denied, 0 timed out, 0 cancelled, 0 client)"
+            )
+            && text.contains("CANCELLED  CLIENT"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -626,3 +626,128 @@ fn agent_files_name_the_field_at_fault() {
     };
     assert!(e.contains(":3") && e.contains("nosuch"), "{e}");
 }
+
+/// A secret sealed at rest reaches the model in clear when a new runner (another
+/// process) continues the run and replays its history, and in a later run of the same
+/// conversation.
+#[tokio::test]
+async fn sealed_secrets_replay_to_the_model_in_clear() {
+    let ask = (
+        "Asking.".to_string(),
+        vec![(
+            "q1".to_string(),
+            "ask_user".to_string(),
+            json!({"question": "pin?", "pin": "PIN-4242-secret"}),
+        )],
+    );
+    let (w, _) = World::new(
+        "",
+        vec![ask, ("done".into(), vec![]), ("again".into(), vec![])],
+    );
+    std::fs::write(
+        w.dir.path().join("tools/ask_user.yaml"),
+        "name: ask_user\ndescription: Ask.\nparameters:\n  type: object\n  properties:\n    question: {type: string}\n    pin: {type: string, secret: true}\nentry: {type: client}\n",
+    )
+    .unwrap();
+    let agent = Agent::load(&w.dir.path().join("agent.yaml")).unwrap();
+    let run = w.runner.start(w.start(agent.clone(), None)).await.unwrap();
+    assert_eq!(run.status, RunStatus::RequiresAction);
+    assert_eq!(
+        run.required_action.unwrap().items[0].arguments["pin"],
+        "[secret]"
+    );
+    let stored: Vec<String> = w
+        .runner
+        .store
+        .conversation_messages(&run.conversation_id)
+        .unwrap();
+    assert!(
+        stored.iter().all(|m| !m.contains("PIN-4242-secret")),
+        "{stored:?}"
+    );
+    assert!(
+        stored.iter().any(|m| m.contains("[[tgsecret:v1:")),
+        "{stored:?}"
+    );
+    // Another runner on the same database, as another process would be.
+    let mut other = Runner::new(Store::open(w.dir.path().join("t.db")).unwrap());
+    other.model = Some(w.model.clone());
+    other
+        .decide(
+            &run.id,
+            Some("q1"),
+            Decision::Submit {
+                output: "ok".into(),
+                is_error: false,
+            },
+        )
+        .await
+        .unwrap();
+    let done = other.resume(&run.id).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    let replayed = {
+        let requests = w.model.requests.lock().unwrap();
+        requests.last().unwrap().1.clone()
+    };
+    let call = replayed
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.id == "q1")
+        .unwrap();
+    assert_eq!(call.arguments["pin"], "PIN-4242-secret");
+    // A later run in the conversation replays it too.
+    let mut again = w.start(agent, Some(&run.conversation_id));
+    again.message = "once more".into();
+    let later = other.start(again).await.unwrap();
+    assert_eq!(later.status, RunStatus::Completed);
+    let requests = w.model.requests.lock().unwrap();
+    let seen = serde_json::to_string(&requests.last().unwrap().1).unwrap();
+    assert!(
+        seen.contains("PIN-4242-secret") && !seen.contains("tgsecret"),
+        "{seen}"
+    );
+}
+
+/// Calls a person approved are never dropped by a queue bound: with `limits:` in the
+/// agent file allowing 2 at once and 3 waiting, all 60 approved calls of one turn run.
+#[tokio::test]
+async fn approved_calls_wait_for_a_slot_whatever_the_queue_bound() {
+    let calls: Vec<(String, String, Value)> = (0..60)
+        .map(|i| {
+            (
+                format!("e{i}"),
+                "echo".to_string(),
+                json!({"text": format!("n{i}")}),
+            )
+        })
+        .collect();
+    let (w, agent) = World::new(
+        "permissions: {echo: confirm}\nlimits: {global: 2, queue: 3, strategy: reject}\n",
+        vec![("Echoing.".into(), calls), ("done".into(), vec![])],
+    );
+    assert_eq!(agent.limits.as_ref().unwrap().queue, 3);
+    let run = w.runner.start(w.start(agent, None)).await.unwrap();
+    assert_eq!(run.required_action.as_ref().unwrap().items.len(), 60);
+    w.runner
+        .decide(&run.id, None, Decision::Approve)
+        .await
+        .unwrap();
+    let done = w.runner.resume(&run.id).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    let q = CallQuery {
+        run_id: Some(done.id.clone()),
+        limit: Some(1000),
+        ..CallQuery::default()
+    };
+    let records = w.runner.store.calls(&q).unwrap().calls;
+    assert_eq!(records.len(), 60);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.record.status == toolgate::protocol::CallStatus::Succeeded),
+        "{:?}",
+        records
+            .iter()
+            .find(|r| r.record.status != toolgate::protocol::CallStatus::Succeeded)
+    );
+}

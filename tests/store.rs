@@ -8,10 +8,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rusqlite::Connection;
-use serde_json::json;
+use serde_json::{Value, json};
 use toolgate::protocol::{CallStatus, CallerKind};
 use toolgate::store::{
-    APPLICATION_ID, CallQuery, CallRecord, SCHEMA_VERSION, Store, StoreError, StoreOptions,
+    APPLICATION_ID, CallCounts, CallQuery, CallRecord, ConversationSummary, Durations, GlobalStats,
+    SCHEMA_VERSION, Store, StoreError, StoreOptions, ToolStats,
 };
 
 fn record(
@@ -70,7 +71,10 @@ fn schema_is_marked_and_reopens() {
     );
     drop(conn);
     let again = Store::open(&path).unwrap();
-    assert_eq!(again.conversation_summary("c").unwrap().total_calls, 1);
+    assert_eq!(
+        again.conversation_summary("c").unwrap().calls.total_calls,
+        1
+    );
 }
 
 #[test]
@@ -147,7 +151,10 @@ fn a_locked_database_is_a_clear_error() {
     // Once the lock is gone, writing works again.
     rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 2, 1.0)]))
         .unwrap();
-    assert_eq!(store.conversation_summary("c").unwrap().total_calls, 1);
+    assert_eq!(
+        store.conversation_summary("c").unwrap().calls.total_calls,
+        1
+    );
 }
 
 #[test]
@@ -182,7 +189,7 @@ fn a_full_database_is_a_clear_error_and_keeps_what_it_had() {
     assert!(m.contains("full.db") && m.contains("is full"), "{m}");
     assert!(written > 0, "the first batch failed: {m}");
     assert_eq!(
-        store.conversation_summary("c").unwrap().total_calls,
+        store.conversation_summary("c").unwrap().calls.total_calls,
         written as u64 * 10
     );
 }
@@ -203,20 +210,27 @@ fn summaries_match_hand_computed_numbers() {
     }
     records.push(record("b", "web_search", CallStatus::Client, 5000, 0.0));
     records.push(record("b", "echo", CallStatus::Timeout, 5001, 30_000.0));
+    records.push(record("b", "echo", CallStatus::Cancelled, 5002, 3.0));
     rt().block_on(store.record_calls(records)).unwrap();
 
     let a = store.conversation_summary("a").unwrap();
-    assert_eq!(a.total_calls, 20);
     assert_eq!(
-        (a.successful_calls, a.failed_calls, a.denied_calls),
-        (10, 5, 5)
+        a.calls,
+        CallCounts {
+            total_calls: 20,
+            successful_calls: 10,
+            failed_calls: 5,
+            denied_calls: 5,
+            success_rate: 50.0,
+            ..CallCounts::default()
+        }
     );
-    assert_eq!(a.success_rate, 50.0);
     assert_eq!(a.tool_usage.get("echo"), Some(&15));
     assert_eq!(a.tool_usage.get("shell"), Some(&5));
     assert_eq!((a.duration_ms.p50, a.duration_ms.p95), (10.0, 19.0));
     assert_eq!((a.first_call_at, a.last_call_at), (Some(1001), Some(1020)));
     let json = serde_json::to_value(&a).unwrap();
+    // The design's contract for a conversation summary.
     for key in [
         "conversation_id",
         "total_calls",
@@ -230,26 +244,170 @@ fn summaries_match_hand_computed_numbers() {
     }
     assert!(json["duration_ms"]["p50"].is_number() && json["duration_ms"]["p95"].is_number());
 
+    let b = store.conversation_summary("b").unwrap();
+    assert_eq!(
+        b.calls,
+        CallCounts {
+            total_calls: 3,
+            timeout_calls: 1,
+            cancelled_calls: 1,
+            client_calls: 1,
+            ..CallCounts::default()
+        }
+    );
+
     let none = store.conversation_summary("nobody").unwrap();
-    assert_eq!((none.total_calls, none.success_rate), (0, 0.0));
+    assert_eq!(none.calls, CallCounts::default());
 
     let echo = store.tool_stats("echo").unwrap();
     assert_eq!(
-        (
-            echo.total_calls,
-            echo.successful_calls,
-            echo.failed_calls,
-            echo.timeout_calls
-        ),
-        (16, 10, 5, 1)
+        echo.calls,
+        CallCounts {
+            total_calls: 17,
+            successful_calls: 10,
+            failed_calls: 5,
+            timeout_calls: 1,
+            cancelled_calls: 1,
+            success_rate: 58.8,
+            ..CallCounts::default()
+        }
+    );
+    let search = store.tool_stats("web_search").unwrap();
+    assert_eq!(
+        (search.calls.client_calls, search.calls.success_rate),
+        (1, 0.0)
     );
     let g = store.global_stats().unwrap();
-    assert_eq!((g.total_calls, g.conversations), (22, 2));
-    assert_eq!(g.by_status.get("client"), Some(&1));
+    assert_eq!(
+        g.calls,
+        CallCounts {
+            total_calls: 23,
+            successful_calls: 10,
+            failed_calls: 5,
+            denied_calls: 5,
+            timeout_calls: 1,
+            cancelled_calls: 1,
+            client_calls: 1,
+            success_rate: 45.5,
+        }
+    );
+    assert_eq!(g.conversations, 2);
     assert_eq!(
         g.tools.iter().map(|t| t.tool.as_str()).collect::<Vec<_>>(),
         ["echo", "shell", "web_search"]
     );
+    assert_eq!(g.tools[0], echo);
+}
+
+/// The counters of a summary's JSON, by the names `CallCounts` gives them.
+fn counters(summary: &Value) -> serde_json::Map<String, Value> {
+    let names = serde_json::to_value(CallCounts::default()).unwrap();
+    names
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| {
+            let v = summary
+                .get(k)
+                .unwrap_or_else(|| panic!("no {k} in {summary}"));
+            (k.clone(), v.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn every_summary_has_one_shape_of_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("shape.db")).unwrap();
+    let records = vec![
+        record("c", "echo", CallStatus::Succeeded, 1, 1.0),
+        record("c", "echo", CallStatus::Cancelled, 2, 2.0),
+        record("c", "echo", CallStatus::Client, 3, 0.0),
+    ];
+    rt().block_on(store.record_calls(records)).unwrap();
+    let conversation = serde_json::to_value(store.conversation_summary("c").unwrap()).unwrap();
+    let tool = serde_json::to_value(store.tool_stats("echo").unwrap()).unwrap();
+    let global = serde_json::to_value(store.global_stats().unwrap()).unwrap();
+    // One conversation, one tool: the three count the same calls the same way.
+    assert_eq!(counters(&conversation), counters(&tool));
+    assert_eq!(counters(&tool), counters(&global));
+    assert_eq!(counters(&global["tools"][0]), counters(&tool));
+    let c = counters(&tool);
+    assert_eq!(
+        (&c["cancelled_calls"], &c["client_calls"]),
+        (&json!(1), &json!(1))
+    );
+    assert_eq!(c["success_rate"], json!(50.0));
+    for summary in [&conversation, &tool, &global] {
+        assert!(summary["duration_ms"]["p95"].is_number(), "{summary}");
+    }
+}
+
+/// The property names a schema gives an object: its own, and those of the schemas
+/// it includes by reference (`allOf`), looked up in `components`.
+fn schema_properties(schema: &Value, components: &Value) -> Vec<String> {
+    if let Some(name) = schema["$ref"].as_str() {
+        let name = name.trim_start_matches("#/components/schemas/");
+        return schema_properties(&components[name], components);
+    }
+    let mut names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        names.extend(schema_properties(part, components));
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn summary_schemas_match_their_json() {
+    use utoipa::{PartialSchema, ToSchema};
+    let schema = |s: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>| {
+        serde_json::to_value(s).unwrap()
+    };
+    let mut components = serde_json::Map::new();
+    components.insert("CallCounts".into(), schema(CallCounts::schema()));
+    components.insert("Durations".into(), schema(Durations::schema()));
+    components.insert("ToolStats".into(), schema(ToolStats::schema()));
+    let components = Value::Object(components);
+    assert_eq!(CallCounts::name(), "CallCounts");
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("schema.db")).unwrap();
+    rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 1, 1.0)]))
+        .unwrap();
+    let keys = |v: Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let cases = [
+        (
+            schema(ConversationSummary::schema()),
+            serde_json::to_value(store.conversation_summary("c").unwrap()).unwrap(),
+        ),
+        (
+            schema(ToolStats::schema()),
+            serde_json::to_value(store.tool_stats("echo").unwrap()).unwrap(),
+        ),
+        (
+            schema(GlobalStats::schema()),
+            serde_json::to_value(store.global_stats().unwrap()).unwrap(),
+        ),
+        (
+            schema(Durations::schema()),
+            serde_json::to_value(Durations::default()).unwrap(),
+        ),
+    ];
+    for (schema, json) in cases {
+        assert_eq!(
+            schema_properties(&schema, &components),
+            keys(json),
+            "{schema}"
+        );
+    }
 }
 
 #[test]
@@ -370,7 +528,11 @@ fn killed_while_recording_leaves_a_consistent_database() {
     assert_eq!(check, "ok");
     drop(conn);
     let store = Store::open(&path).unwrap();
-    let total = store.conversation_summary("kill").unwrap().total_calls as i64;
+    let total = store
+        .conversation_summary("kill")
+        .unwrap()
+        .calls
+        .total_calls as i64;
     assert_eq!(total % 10, 0, "a batch was half written");
     assert!(
         total >= acknowledged * 10,

@@ -8,7 +8,7 @@ use clap::Args;
 use toolgate::protocol::CallStatus;
 use toolgate::store::CallQuery;
 
-use super::parse::print_json;
+use super::out::{self, print_json};
 use super::{Failure, open_existing_store, table};
 
 #[derive(Args, Debug)]
@@ -84,7 +84,7 @@ pub fn run(args: CallsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open_existing_store(db)?;
     let page = store.calls(&query).map_err(super::store_failure)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     if args.json {
         print_json(&mut out, &page, false)?;
         return Ok(ExitCode::SUCCESS);
@@ -135,7 +135,6 @@ pub fn run(args: CallsArgs, db: &Path) -> Result<ExitCode, Failure> {
         },
         shown_to
     ));
-    out.write_all(text.as_bytes())
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    out.write_all(text.as_bytes()).map_err(out::write_failure)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,11 +3,14 @@
 
 mod calls;
 mod interactive;
+mod logging;
+pub mod out;
 mod parse;
 mod prompt;
 mod render;
 mod run;
 mod runs;
+mod secrets;
 mod serve;
 mod stats;
 mod table;
@@ -32,6 +35,12 @@ pub struct Cli {
     /// The database file.
     #[arg(long, global = true, env = "TOOLGATE_DB", default_value = toolgate::store::DEFAULT_DB)]
     db: PathBuf,
+    /// More logs on stderr: -v info, -vv debug, -vvv trace (RUST_LOG, when set, wins).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Log lines on stderr as text or JSON (one object per line).
+    #[arg(long, global = true, value_enum, env = "TOOLGATE_LOG_FORMAT", default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -66,6 +75,8 @@ enum Command {
     Cancel(runs::ResumeArgs),
     /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
     Serve(serve::ServeArgs),
+    /// Store, list and remove the named credentials tool files ask for (sealed at rest).
+    Secrets(secrets::SecretsArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -92,6 +103,13 @@ impl Failure {
     }
 }
 
+impl Cli {
+    /// Starts the logs `-v`, `--log-format` and `RUST_LOG` ask for, on stderr.
+    pub fn start_logging(&self) {
+        logging::init(self.verbose, self.log_format);
+    }
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Parse(args) => parse::run(args),
@@ -108,6 +126,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Resume(args) => runs::resume(args, &cli.db),
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(args, &cli.db),
+        Command::Secrets(args) => secrets::run(args, &cli.db),
     }
 }
 
@@ -147,6 +166,19 @@ pub fn find_tool<'a>(lib: &'a ToolLibrary, name: &str) -> Result<&'a Arc<LoadedT
 /// The default tools folder, relative to the current directory.
 pub const DEFAULT_TOOLS: &str = "tools";
 
+/// The tools folder a command runs with: the one named (which must exist), else
+/// `./tools` when there is one, else none (built-ins only).
+pub fn tools_dir(named: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
+    match named {
+        Some(dir) if !dir.is_dir() => Err(Failure::bad_input(format!(
+            "tools folder {} does not exist",
+            dir.display()
+        ))),
+        Some(dir) => Ok(Some(dir)),
+        None => Ok(Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir())),
+    }
+}
+
 /// Loads the tool library: the built-ins and the files in `dir` (default `./tools`).
 /// A missing default folder means built-ins only; a missing folder the user named is
 /// bad input. Broken files are reported on stderr and skipped.
@@ -166,7 +198,7 @@ pub fn load_tools(dir: Option<&Path>) -> Result<ToolLibrary, Failure> {
     }
     let library = ToolLibrary::load(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     for e in library.errors() {
-        eprintln!("toolgate: warning: {e} (tool skipped)");
+        out::say!("toolgate: warning: {e} (tool skipped)");
     }
     Ok(library)
 }

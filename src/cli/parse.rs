@@ -9,6 +9,7 @@ use clap::Args;
 use serde_json::Value;
 use toolgate::parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
 
+use super::out::{self, print_json};
 use super::{Failure, load_tools};
 
 #[derive(Args, Debug)]
@@ -48,8 +49,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
         .with_strict(args.strict)
         .with_schemas(Arc::new(tools.schemas()));
     let input = read_input(args.file.as_ref())?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(out::stdout());
     let pretty = args.pretty;
     if !args.jsonl {
         let turn = parse_one(strip_bom(&input), &opts, args.stream);
@@ -58,6 +58,10 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
     }
     let mut bad_lines = Vec::new();
     for (i, line) in input.split(|&b| b == b'\n').enumerate() {
+        if out::stdout_closed() {
+            // Nobody reads the rest.
+            break;
+        }
         let line = strip_bom(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -86,25 +90,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
 }
 
 fn flush(mut out: impl Write) -> Result<(), Failure> {
-    out.flush()
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
-}
-
-/// One JSON document and a line break.
-pub(super) fn print_json(
-    out: &mut impl Write,
-    value: &impl serde::Serialize,
-    pretty: bool,
-) -> Result<(), Failure> {
-    let written = if pretty {
-        serde_json::to_writer_pretty(&mut *out, value)
-    } else {
-        serde_json::to_writer(&mut *out, value)
-    };
-    written
-        .map_err(std::io::Error::other)
-        .and_then(|()| out.write_all(b"\n"))
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
+    out.flush().map_err(out::write_failure)
 }
 
 fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, Failure> {

@@ -12,7 +12,7 @@ use toolgate::prompt::{Prompts, openai_tools};
 use toolgate::run::{request_tools, system_prompt};
 use toolgate::tool::ToolLibrary;
 
-use super::parse::print_json;
+use super::out::{self, print_json};
 use super::{Failure, find_tool, load_tools};
 
 #[derive(Args, Debug)]
@@ -45,7 +45,7 @@ pub fn run(args: PromptArgs) -> Result<ExitCode, Failure> {
         let tool = find_tool(&lib, name)?;
         tools.push(&**tool);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     if args.openai {
         print_json(&mut out, &openai_tools(&tools), true)?;
         return Ok(ExitCode::SUCCESS);
@@ -55,8 +55,7 @@ pub fn run(args: PromptArgs) -> Result<ExitCode, Failure> {
         .tool_instructions(&tools)
         .map_err(|e| Failure::other(e.to_string()))?;
     use std::io::Write;
-    out.write_all(text.as_bytes())
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    out.write_all(text.as_bytes()).map_err(out::write_failure)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -65,7 +64,7 @@ fn agent_prompt(file: &Path, lib: ToolLibrary, openai: bool) -> Result<ExitCode,
     let toolkit = agent
         .toolkit(&Arc::new(lib))
         .map_err(|e| Failure::bad_input(e.to_string()))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     if openai {
         agent.mode = Mode::Native;
         let tools = serde_json::Value::Array(request_tools(&agent, &toolkit));
@@ -75,6 +74,6 @@ fn agent_prompt(file: &Path, lib: ToolLibrary, openai: bool) -> Result<ExitCode,
     agent.mode = Mode::Xml;
     let text = system_prompt(&agent, &toolkit).map_err(Failure::other)?;
     use std::io::Write;
-    writeln!(out, "{text}").map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    writeln!(out, "{text}").map_err(out::write_failure)?;
     Ok(ExitCode::SUCCESS)
 }

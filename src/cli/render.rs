@@ -5,7 +5,10 @@ use std::io::Write;
 
 use toolgate::protocol::{Event, RunEvent, RunObject, RunStatus};
 
-/// Prints events in order; remembers whether model text is mid-line.
+use super::{Failure, out};
+
+/// Prints events in order; remembers whether model text is mid-line. Writes go through
+/// [`out`]: once stdout's reader has gone, events are dropped and the run goes on.
 #[derive(Default)]
 pub struct Printer {
     json: bool,
@@ -20,30 +23,31 @@ impl Printer {
         }
     }
 
-    /// Prints one event.
-    pub fn event(&mut self, e: &RunEvent) {
+    /// Prints one event. A failed write of stdout (not a closed pipe: a full disk) is
+    /// said once on stderr; the run is not stopped for it.
+    pub fn event(&mut self, e: &RunEvent) -> Result<(), Failure> {
+        let mut stdout = out::stdout();
         if self.json {
-            if let Ok(line) = serde_json::to_string(e) {
-                println!("{line}");
-            }
-            return;
+            return out::print_json(&mut stdout, e, false);
         }
         if let RunEvent::TextDelta { text, .. } = e {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
             self.text_open = !text.ends_with('\n');
-            return;
+            return stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(out::write_failure);
         }
         if self.text_open {
-            println!();
             self.text_open = false;
+            out::print("\n")?;
         }
         human(e);
+        Ok(())
     }
 }
 
 fn human(e: &RunEvent) {
-    let mut err = std::io::stderr().lock();
+    let mut err = out::stderr();
     match e {
         RunEvent::RunStarted {
             run_id,
@@ -139,14 +143,19 @@ fn first_line(s: &str) -> String {
 
 /// Prints how the run stands at the end: the run object with `--json`, otherwise a
 /// short summary and, for a paused run, the commands that continue it.
-pub fn outcome(run: &RunObject, json: bool) {
+pub fn outcome(run: &RunObject, json: bool) -> Result<(), Failure> {
     if json {
-        if let Ok(line) = serde_json::to_string(run) {
-            println!("{line}");
-        }
-        return;
+        return out::print_json(&mut out::stdout(), run, false);
     }
-    println!();
+    out::print(&summary(run))
+}
+
+fn summary(run: &RunObject) -> String {
+    let mut text = String::from("\n");
+    let mut line = |l: String| {
+        text.push_str(&l);
+        text.push('\n');
+    };
     let usage = &run.usage;
     let tokens = if usage.total_tokens > 0 {
         format!(", {} tokens", usage.total_tokens)
@@ -155,40 +164,47 @@ pub fn outcome(run: &RunObject, json: bool) {
     };
     match run.status {
         RunStatus::RequiresAction => {
-            println!(
+            line(format!(
                 "run {} paused: {} item(s) wait (conversation {})",
                 run.id,
                 run.required_action.as_ref().map_or(0, |r| r.items.len()),
                 run.conversation_id
-            );
+            ));
             for item in run.required_action.iter().flat_map(|r| &r.items) {
-                println!(
+                line(format!(
                     "  {}  {}  {}  {}",
                     item.call_id,
                     item.kind.as_str(),
                     item.tool,
                     item.arguments
-                );
+                ));
             }
-            println!("continue it with:");
-            println!(
+            line("continue it with:".into());
+            line(format!(
                 "  toolgate approve {} --call ID [--always] [--args JSON]",
                 run.id
-            );
-            println!("  toolgate deny {} --call ID --reason TEXT", run.id);
-            println!("  toolgate submit {} --call ID --output TEXT", run.id);
+            ));
+            line(format!(
+                "  toolgate deny {} --call ID --reason TEXT",
+                run.id
+            ));
+            line(format!(
+                "  toolgate submit {} --call ID --output TEXT",
+                run.id
+            ));
         }
         status => {
-            println!(
+            line(format!(
                 "run {} {} after {} model turn(s){tokens} (conversation {})",
                 run.id,
                 status.as_str(),
                 run.iteration,
                 run.conversation_id
-            );
+            ));
             if let Some(e) = &run.last_error {
-                println!("  {e}");
+                line(format!("  {e}"));
             }
         }
     }
+    text
 }

@@ -14,7 +14,8 @@ use toolgate::run::{RunError, Runner, StartRun};
 use toolgate::store::Store;
 use toolgate::tool::ToolLibrary;
 
-use super::{DEFAULT_TOOLS, Failure, render};
+use super::out::say;
+use super::{Failure, render};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -63,7 +64,7 @@ pub fn runner(store: Store) -> Runner {
         Some(dir) => {
             let library = ToolLibrary::load(dir).map_err(|e| e.to_string())?;
             for e in library.errors() {
-                eprintln!("toolgate: warning: {e} (tool skipped)");
+                say!("toolgate: warning: {e} (tool skipped)");
             }
             Ok(library)
         }
@@ -76,9 +77,10 @@ pub fn run_failure(e: RunError) -> Failure {
         RunError::UnknownTool(m) => Failure::bad_input(format!(
             "{m} (tool files are read from --tools DIR, default ./tools)"
         )),
-        RunError::BadInput(_) | RunError::InvalidArguments(_) | RunError::NotFound(_) => {
-            Failure::bad_input(e.to_string())
-        }
+        RunError::BadInput(_)
+        | RunError::InvalidArguments(_)
+        | RunError::NotFound(_)
+        | RunError::Secret(_) => Failure::bad_input(e.to_string()),
         RunError::Store(s) => super::store_failure(s),
         RunError::Refused { .. } | RunError::Corrupt(_) => Failure::other(e.to_string()),
     }
@@ -87,10 +89,16 @@ pub fn run_failure(e: RunError) -> Failure {
 /// Runs `op` with its events printed as they come.
 pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The printer never holds the run up: a closed stdout drops the events quietly
+    // (see out.rs), another write error is said once and the rest dropped; the run
+    // goes on either way and is saved as usual.
     let printer = tokio::spawn(async move {
-        let mut printer = render::Printer::new(json);
+        let mut printer = Some(render::Printer::new(json));
         while let Some(e) = rx.recv().await {
-            printer.event(&e);
+            if let Some(Err(failure)) = printer.as_mut().map(|p| p.event(&e)) {
+                say!("toolgate: {}; the run goes on", failure.message);
+                printer = None;
+            }
         }
     });
     let mut runner = runner(store.clone());
@@ -100,9 +108,11 @@ pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunEr
     let interrupt = runner.interrupt.clone();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ntoolgate: interrupted; stopping the run (Ctrl-C again to quit now)");
+            say!("\ntoolgate: interrupted; stopping the run (Ctrl-C again to quit now)");
             interrupt.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
+                // No drop runs past exit: end the tools' programs here.
+                toolgate::tool::process::kill_all();
                 std::process::exit(130);
             }
         }
@@ -133,7 +143,7 @@ pub async fn finish(store: &Store, mut run: RunObject, json: bool) -> Result<Exi
         for item in &items {
             loop {
                 let mut input = std::io::stdin().lock();
-                let mut out = std::io::stderr().lock();
+                let mut out = super::out::stderr();
                 let answer = super::interactive::ask(item, &mut input, &mut out)
                     .map_err(|e| Failure::other(format!("cannot read the answer: {e}")))?;
                 drop(input);
@@ -144,10 +154,10 @@ pub async fn finish(store: &Store, mut run: RunObject, json: bool) -> Result<Exi
                 match runner.decide(&run.id, Some(&item.call_id), decision).await {
                     Ok(_) => break,
                     // Edited arguments that do not validate: say why and ask again.
-                    Err(RunError::InvalidArguments(m)) => eprintln!("{m}"),
+                    Err(RunError::InvalidArguments(m)) => say!("{m}"),
                     // Decided elsewhere meanwhile, or a pending item gone.
                     Err(RunError::Refused { message, .. }) => {
-                        eprintln!("{message}");
+                        say!("{message}");
                         break;
                     }
                     Err(e) => return Err(run_failure(e)),
@@ -164,7 +174,7 @@ pub async fn finish(store: &Store, mut run: RunObject, json: bool) -> Result<Exi
             .await
             .map_err(run_failure)?;
     }
-    render::outcome(&run, json);
+    render::outcome(&run, json)?;
     Ok(exit_code(run.status))
 }
 
@@ -187,16 +197,7 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
     if message.trim().is_empty() {
         return Err(Failure::bad_input("the message is empty"));
     }
-    let tools_dir = match args.tools {
-        Some(dir) if !dir.is_dir() => {
-            return Err(Failure::bad_input(format!(
-                "tools folder {} does not exist",
-                dir.display()
-            )));
-        }
-        Some(dir) => Some(dir),
-        None => Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir()),
-    };
+    let tools_dir = super::tools_dir(args.tools)?;
     let store = super::open_store(db)?;
     let start = StartRun {
         agent,

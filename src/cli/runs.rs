@@ -8,10 +8,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::Value;
-use toolgate::protocol::{Decision, RunStatus};
+use toolgate::protocol::{Decision, RunObject, RunStatus};
+use toolgate::run::RunError;
 use toolgate::run::run_object;
-use toolgate::store::Store;
+use toolgate::store::{Refusal, Store};
 
+use super::out::{self, say};
 use super::run::{Op, drive, finish, run_failure, runner, runtime};
 use super::{Failure, render, table};
 
@@ -114,20 +116,21 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open(db)?;
     let rows = store
-        .runs(status, args.conversation.as_deref(), args.limit)
+        .runs_with_pending(status, args.conversation.as_deref(), args.limit)
         .map_err(|e| run_failure(e.into()))?;
     if args.json {
-        let objects: Vec<_> = rows.iter().map(|r| run_object(r, &[])).collect();
-        println!("{}", serde_json::to_string(&objects).unwrap_or_default());
+        // The run objects `show --json` gives, waiting items included.
+        let objects: Vec<_> = rows.iter().map(|(r, p)| run_object(r, p)).collect();
+        out::print_json(&mut out::stdout(), &objects, false)?;
         return Ok(ExitCode::SUCCESS);
     }
     if rows.is_empty() {
-        println!("no runs");
+        out::print("no runs\n")?;
         return Ok(ExitCode::SUCCESS);
     }
     let table_rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
+        .map(|(r, _)| {
             vec![
                 r.id.clone(),
                 r.status.as_str().to_string(),
@@ -139,21 +142,18 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        table::render(
-            &[
-                "run",
-                "status",
-                "agent",
-                "conversation",
-                "turns",
-                "updated",
-                "error"
-            ],
-            &table_rows
-        )
-    );
+    out::print(&table::render(
+        &[
+            "run",
+            "status",
+            "agent",
+            "conversation",
+            "turns",
+            "updated",
+            "error",
+        ],
+        &table_rows,
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -161,35 +161,45 @@ pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
     let run = runner(store).show(&args.run).map_err(run_failure)?;
     if args.json {
-        println!("{}", serde_json::to_string(&run).unwrap_or_default());
+        out::print_json(&mut out::stdout(), &run, false)?;
     } else {
-        println!("run           {}", run.id);
-        println!("status        {}", run.status.as_str());
-        println!("agent         {}", run.agent);
-        println!("model         {}", run.model);
-        println!("conversation  {}", run.conversation_id);
-        println!("turns         {} of {}", run.iteration, run.max_iterations);
-        println!(
-            "usage         {} model calls, {} prompt + {} completion tokens",
-            run.usage.model_calls, run.usage.prompt_tokens, run.usage.completion_tokens
-        );
-        if let Some(e) = &run.last_error {
-            println!("last error    {e}");
-        }
-        if let Some(out) = &run.output {
-            println!("output        {out}");
-        }
-        for item in run.required_action.iter().flat_map(|r| &r.items) {
-            println!(
-                "waiting       {}  {}  {}  {}",
-                item.call_id,
-                item.kind.as_str(),
-                item.tool,
-                item.arguments
-            );
-        }
+        out::print(&describe(&run))?;
     }
     Ok(exit_if_paused(run.status))
+}
+
+/// One run for a person: a line per fact, a line per waiting item.
+fn describe(run: &RunObject) -> String {
+    let mut text = format!(
+        "run           {}\nstatus        {}\nagent         {}\nmodel         {}\nconversation  {}\nturns         {} of {}\n",
+        run.id,
+        run.status.as_str(),
+        run.agent,
+        run.model,
+        run.conversation_id,
+        run.iteration,
+        run.max_iterations
+    );
+    text.push_str(&format!(
+        "usage         {} model calls, {} prompt + {} completion tokens\n",
+        run.usage.model_calls, run.usage.prompt_tokens, run.usage.completion_tokens
+    ));
+    if let Some(e) = &run.last_error {
+        text.push_str(&format!("last error    {e}\n"));
+    }
+    if let Some(output) = &run.output {
+        text.push_str(&format!("output        {output}\n"));
+    }
+    for item in run.required_action.iter().flat_map(|r| &r.items) {
+        text.push_str(&format!(
+            "waiting       {}  {}  {}  {}\n",
+            item.call_id,
+            item.kind.as_str(),
+            item.tool,
+            item.arguments
+        ));
+    }
+    text
 }
 
 fn exit_if_paused(status: RunStatus) -> ExitCode {
@@ -266,7 +276,7 @@ fn decide(
             .await
             .map_err(run_failure)?;
         if !common.json {
-            eprintln!(
+            say!(
                 "toolgate: recorded for {}; {} item(s) still waiting",
                 decided.calls.join(", "),
                 decided.waiting
@@ -276,10 +286,31 @@ fn decide(
             let run = runner(store.clone())
                 .show(&common.run)
                 .map_err(run_failure)?;
-            render::outcome(&run, common.json);
+            render::outcome(&run, common.json)?;
             return Ok(ExitCode::from(3));
         }
-        continue_run(&store, &common.run, common.json).await
+        match drive(&store, common.json, Op::Resume(common.run.clone())).await {
+            Ok(run) => finish(&store, run, common.json).await,
+            // Another process resolved its own item at the same moment and took the run
+            // first (or has finished it): this decision is recorded all the same.
+            Err(RunError::Refused {
+                kind: Refusal::LeaseHeld | Refusal::NotResumable,
+                message,
+            }) => {
+                let run = runner(store.clone())
+                    .show(&common.run)
+                    .map_err(run_failure)?;
+                if !common.json {
+                    say!("toolgate: the decision is recorded; {message}");
+                }
+                render::outcome(&run, common.json)?;
+                Ok(match run.status {
+                    RunStatus::InProgress => ExitCode::SUCCESS,
+                    other => super::run::exit_code(other),
+                })
+            }
+            Err(e) => Err(run_failure(e)),
+        }
     })
 }
 
@@ -315,9 +346,9 @@ pub fn cancel(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
         .block_on(runner(store).cancel(&args.run))
         .map_err(run_failure)?;
     if args.json {
-        println!("{}", serde_json::to_string(&run).unwrap_or_default());
+        out::print_json(&mut out::stdout(), &run, false)?;
     } else {
-        println!("run {} cancelled", run.id);
+        out::print(&format!("run {} cancelled\n", run.id))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use toolgate::server::{ServeConfig, ServeError};
 
-use super::{DEFAULT_TOOLS, Failure};
+use super::Failure;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -51,19 +51,10 @@ fn api_key(file: Option<&Path>) -> Result<Option<String>, Failure> {
 pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.openapi {
         let doc = toolgate::server::openapi();
-        super::parse::print_json(&mut std::io::stdout().lock(), &doc, true)?;
+        super::out::print_json(&mut super::out::stdout(), &doc, true)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let tools_dir = match args.tools {
-        Some(dir) if !dir.is_dir() => {
-            return Err(Failure::bad_input(format!(
-                "tools folder {} does not exist",
-                dir.display()
-            )));
-        }
-        Some(dir) => Some(dir),
-        None => Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir()),
-    };
+    let tools_dir = super::tools_dir(args.tools)?;
     let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
     let config = ServeConfig {
         addr: args.addr,

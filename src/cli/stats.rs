@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use clap::Args;
 use toolgate::protocol::Usage;
 use toolgate::run::run_object;
-use toolgate::store::{Durations, ToolStats};
+use toolgate::store::{CallCounts, Durations, ToolStats};
 
 use super::calls::show_time;
-use super::parse::print_json;
+use super::out::{self, print_json};
 use super::{Failure, open_existing_store, table};
 
 #[derive(Args, Debug)]
@@ -30,18 +30,35 @@ fn durations(d: &Durations) -> String {
     format!("p50 {:.1} ms, p95 {:.1} ms", d.p50, d.p95)
 }
 
+/// `4 (2 succeeded, 2 failed, ...)`: how the calls ended.
+fn tally(c: &CallCounts) -> String {
+    format!(
+        "{} ({} succeeded, {} failed, {} denied, {} timed out, {} cancelled, {} client)",
+        c.total_calls,
+        c.successful_calls,
+        c.failed_calls,
+        c.denied_calls,
+        c.timeout_calls,
+        c.cancelled_calls,
+        c.client_calls
+    )
+}
+
 fn tool_rows(tools: &[ToolStats]) -> String {
     let rows: Vec<Vec<String>> = tools
         .iter()
         .map(|t| {
+            let c = &t.calls;
             vec![
                 t.tool.clone(),
-                t.total_calls.to_string(),
-                t.successful_calls.to_string(),
-                t.failed_calls.to_string(),
-                t.denied_calls.to_string(),
-                t.timeout_calls.to_string(),
-                format!("{:.1}%", t.success_rate),
+                c.total_calls.to_string(),
+                c.successful_calls.to_string(),
+                c.failed_calls.to_string(),
+                c.denied_calls.to_string(),
+                c.timeout_calls.to_string(),
+                c.cancelled_calls.to_string(),
+                c.client_calls.to_string(),
+                format!("{:.1}%", c.success_rate),
                 format!("{:.1}", t.duration_ms.p50),
                 format!("{:.1}", t.duration_ms.p95),
             ]
@@ -49,7 +66,17 @@ fn tool_rows(tools: &[ToolStats]) -> String {
         .collect();
     table::render(
         &[
-            "TOOL", "CALLS", "OK", "FAILED", "DENIED", "TIMEOUT", "SUCCESS", "P50 MS", "P95 MS",
+            "TOOL",
+            "CALLS",
+            "OK",
+            "FAILED",
+            "DENIED",
+            "TIMEOUT",
+            "CANCELLED",
+            "CLIENT",
+            "SUCCESS",
+            "P50 MS",
+            "P95 MS",
         ],
         &rows,
     )
@@ -57,7 +84,7 @@ fn tool_rows(tools: &[ToolStats]) -> String {
 
 pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open_existing_store(db)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     let text = if let Some(conv) = &args.conversation {
         let s = store
             .conversation_summary(conv)
@@ -77,23 +104,17 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
             value["model_usage"] = serde_json::to_value(usage).unwrap_or_default();
             return print_json(&mut out, &value, false).map(|()| ExitCode::SUCCESS);
         }
-        if s.total_calls == 0 && runs.is_empty() {
+        if s.calls.total_calls == 0 && runs.is_empty() {
             return Err(Failure::bad_input(format!(
                 "no calls recorded for conversation '{conv}' in {}",
                 db.display()
             )));
         }
         let mut text = format!(
-            "conversation {}\n  calls:    {} ({} succeeded, {} failed, {} denied, {} timed out, {} cancelled, {} client)\n  success:  {:.1}%\n  duration: {}\n  first:    {}\n  last:     {}\n\n",
+            "conversation {}\n  calls:    {}\n  success:  {:.1}%\n  duration: {}\n  first:    {}\n  last:     {}\n\n",
             s.conversation_id,
-            s.total_calls,
-            s.successful_calls,
-            s.failed_calls,
-            s.denied_calls,
-            s.timeout_calls,
-            s.cancelled_calls,
-            s.client_calls,
-            s.success_rate,
+            tally(&s.calls),
+            s.calls.success_rate,
             durations(&s.duration_ms),
             s.first_call_at.map(show_time).unwrap_or_default(),
             s.last_call_at.map(show_time).unwrap_or_default(),
@@ -129,22 +150,15 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         if args.json {
             return print_json(&mut out, &g, false).map(|()| ExitCode::SUCCESS);
         }
-        let by_status: Vec<String> = g
-            .by_status
-            .iter()
-            .map(|(k, v)| format!("{v} {k}"))
-            .collect();
         format!(
-            "{} call(s) in {} conversation(s): {}\n  success:  {:.1}%\n  duration: {}\n\n{}",
-            g.total_calls,
+            "all {} conversation(s)\n  calls:    {}\n  success:  {:.1}%\n  duration: {}\n\n{}",
             g.conversations,
-            by_status.join(", "),
-            g.success_rate,
+            tally(&g.calls),
+            g.calls.success_rate,
             durations(&g.duration_ms),
             tool_rows(&g.tools)
         )
     };
-    out.write_all(text.as_bytes())
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))?;
+    out.write_all(text.as_bytes()).map_err(out::write_failure)?;
     Ok(ExitCode::SUCCESS)
 }

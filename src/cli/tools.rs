@@ -12,7 +12,7 @@ use toolgate::tool::{
     Entry, LoadedTool, Part, Source, ToolError, ToolLibrary, ToolOutput, load_dir, workspace,
 };
 
-use super::parse::print_json;
+use super::out::{self, print_json, say};
 use super::{DEFAULT_TOOLS, Failure, find_tool, load_tools, open_store, table};
 
 #[derive(Args, Debug)]
@@ -108,7 +108,7 @@ fn summary(tool: &LoadedTool) -> Value {
 }
 
 fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     if json {
         let all: Vec<Value> = lib.tools().map(|t| summary(t)).collect();
         print_json(&mut out, &all, false)?;
@@ -140,13 +140,12 @@ fn first_sentence(s: &str) -> String {
 }
 
 fn write_out(out: &mut impl Write, text: &str) -> Result<(), Failure> {
-    out.write_all(text.as_bytes())
-        .map_err(|e| Failure::other(format!("cannot write the output: {e}")))
+    out.write_all(text.as_bytes()).map_err(out::write_failure)
 }
 
 fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> {
     let tool = find_tool(lib, name)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     if json {
         let mut v = summary(tool);
         v["parameters"] = tool.spec.parameters.clone();
@@ -190,7 +189,7 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
 
 fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
     let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     let mut text = String::new();
     for def in &loaded.tools {
         text.push_str(&format!(
@@ -244,6 +243,7 @@ fn call(
     let engine = Engine::new(
         EngineConfig {
             workspace: root,
+            credentials: Some(toolgate::run::Runner::new(store.clone()).credentials()),
             ..EngineConfig::default()
         },
         Some(store),
@@ -267,12 +267,12 @@ fn call(
         .pop()
         .ok_or_else(|| Failure::other("the call produced no outcome"))?;
     if new_conversation && !json {
-        eprintln!(
+        say!(
             "toolgate: recorded in conversation {conversation} ({})",
             db.display()
         );
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = out::stdout();
     if json {
         let (output, error) = match &outcome.result {
             Ok(o) => (serde_json::to_value(o).unwrap_or(Value::Null), Value::Null),
@@ -303,7 +303,7 @@ fn call(
             Ok(ExitCode::SUCCESS)
         }
         Err(ToolError::ClientSide(_)) => {
-            eprintln!(
+            say!(
                 "toolgate: '{name}' is a client tool: toolgate never runs it; its arguments are valid"
             );
             Ok(ExitCode::from(3))

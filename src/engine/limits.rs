@@ -23,26 +23,49 @@ pub enum Strategy {
     Reject,
 }
 
-/// The limits.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The limits (an agent file's `limits:` reads into this).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LimitConfig {
     /// Calls running at once, in all.
+    #[serde(default = "default_global")]
     pub global: usize,
     /// Calls running at once per category (`http: 5`).
     #[serde(default)]
     pub per_category: HashMap<String, usize>,
-    /// Calls that may wait; more are refused.
+    /// Calls that may wait; more are refused (a call a person approved always waits).
+    #[serde(default = "default_queue")]
     pub queue: usize,
     #[serde(default)]
     pub strategy: Strategy,
 }
 
+fn default_global() -> usize {
+    16
+}
+
+fn default_queue() -> usize {
+    1024
+}
+
+/// How a call is admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Within the limits: it may be refused when the queue is full or the strategy is
+    /// to refuse.
+    Limited,
+    /// A person approved it: it waits for a slot however long the queue, never refused.
+    Approved,
+    /// Past the limits altogether (workflow callers).
+    Bypass,
+}
+
 impl Default for LimitConfig {
     fn default() -> Self {
         Self {
-            global: 16,
+            global: default_global(),
             per_category: HashMap::new(),
-            queue: 1024,
+            queue: default_queue(),
             strategy: Strategy::Fifo,
         }
     }
@@ -271,12 +294,12 @@ impl Limiter {
         LimitError::Rejected(why)
     }
 
-    /// Waits for a slot (or bypasses the limits when `bypass`).
+    /// Waits for a slot (or bypasses the limits); see [`Admission`].
     pub async fn acquire(
         self: &Arc<Self>,
         category: Option<&str>,
         priority: i32,
-        bypass: bool,
+        admission: Admission,
     ) -> Result<Permit, LimitError> {
         let category = category.map(str::to_string);
         let permit = |counted| Permit {
@@ -286,7 +309,7 @@ impl Limiter {
         };
         let (id, ready) = {
             let mut st = self.lock();
-            if bypass {
+            if admission == Admission::Bypass {
                 st.metrics.all.acquired += 1;
                 return Ok(permit(false));
             }
@@ -297,13 +320,13 @@ impl Limiter {
             let what = category
                 .as_deref()
                 .map_or("tool".to_string(), |c| format!("'{c}' tool"));
-            if self.config.strategy == Strategy::Reject {
+            if self.config.strategy == Strategy::Reject && admission == Admission::Limited {
                 let why = format!(
                     "too many {what} calls are running (limit reached) and the strategy is to refuse; try again later"
                 );
                 return Err(self.reject(&mut st, category.as_deref(), why));
             }
-            if st.queue.len() >= self.config.queue {
+            if st.queue.len() >= self.config.queue && admission == Admission::Limited {
                 let why = format!(
                     "the queue of waiting calls is full ({} calls)",
                     self.config.queue

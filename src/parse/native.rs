@@ -117,6 +117,7 @@ impl NativeCalls {
                                 ),
                             );
                             p.call_id = slot.id;
+                            p.tool = Some(name);
                             problems.push(p);
                             return (None, problems);
                         }

@@ -32,9 +32,13 @@ pub struct Problem {
     pub kind: ProblemKind,
     pub message: String,
     pub offset: usize,
-    /// The call the problem belongs to, when that call was kept.
+    /// The call the problem belongs to, when that call was kept (or the id of a
+    /// native call that was dropped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The tool a dropped call named, when it is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl Problem {
@@ -44,6 +48,7 @@ impl Problem {
             message: message.into(),
             offset,
             call_id: None,
+            tool: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use super::conversation;
 use super::sink::TurnSink;
 use super::state::Phase;
 use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
-use super::{Live, RunError, Runner, state_json};
+use super::{Live, RunError, Runner};
 use crate::agent::Mode;
 use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall};
 use crate::model::{Message, ModelRequest};
@@ -79,9 +79,14 @@ impl Runner {
         let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();
         let engine = Engine::new(
             EngineConfig {
-                limits: self.limits.clone(),
+                limits: live
+                    .agent
+                    .limits
+                    .clone()
+                    .unwrap_or_else(|| self.limits.clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
+                credentials: Some(self.credentials()),
             },
             // The loop commits the records itself, in the transaction that saves the
             // step, so that the record and the run's state always agree.
@@ -96,6 +101,9 @@ impl Runner {
                 inner.cancel();
             })
         };
+        // A cancel from this process stops the run at once; one from another process
+        // is seen within a second (the status is read), a lost lease at the renewal.
+        let _active = self.active.register(&live.run_id, &cancel);
         let heartbeat = {
             let (store, id, owner, cancel) = (
                 self.store.clone(),
@@ -105,9 +113,22 @@ impl Runner {
             );
             tokio::spawn(
                 async move {
-                    let period = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
+                    let tick = std::time::Duration::from_secs(1);
+                    let renew_every = ((super::LEASE_MS / 3) / 1000).max(1);
+                    let mut ticks = 0i64;
                     loop {
-                        tokio::time::sleep(period).await;
+                        tokio::time::sleep(tick).await;
+                        ticks += 1;
+                        let (s, i) = (store.clone(), id.clone());
+                        let status = tokio::task::spawn_blocking(move || s.run_status(&i)).await;
+                        if let Ok(Ok(RunStatus::Cancelled)) = status {
+                            tracing::info!("cancelled from elsewhere; stopping the run here");
+                            cancel.cancel();
+                            break;
+                        }
+                        if ticks % renew_every != 0 {
+                            continue;
+                        }
                         match store.renew_lease(&id, &owner, super::LEASE_MS).await {
                             Ok(()) => tracing::debug!("lease renewed"),
                             Err(e) => {
@@ -160,6 +181,16 @@ impl Runner {
                 return Err(other);
             }
         };
+        tracing::info!(
+            outcome = match &end {
+                End::Completed => "completed",
+                End::Paused(_) => "requires_action",
+                End::Incomplete(_) => "incomplete",
+                End::Failed(_) => "failed",
+            },
+            iteration = live.state.iteration,
+            "run stopped"
+        );
         self.emit(match end {
             End::Completed => RunEvent::RunCompleted {
                 run_id: run_id.clone(),
@@ -271,6 +302,39 @@ impl Runner {
                 .filter(|p| p.kind == ProblemKind::InvalidJson)
                 .map(|p| p.message.as_str())
                 .collect();
+            // A call the model wrote but nobody could read still counts: recorded as
+            // failed, so that summaries see it.
+            for (n, p) in parsed
+                .problems
+                .iter()
+                .filter(|p| p.kind == ProblemKind::InvalidJson)
+                .enumerate()
+            {
+                let call = crate::parse::ToolCall {
+                    id: p.call_id.clone().unwrap_or_else(|| {
+                        format!("call_unreadable_{}_{}", live.state.iteration, n + 1)
+                    }),
+                    name: p.tool.clone().unwrap_or_else(|| "unknown".into()),
+                    arguments: Default::default(),
+                };
+                // The excerpt of what was written may hold a secret: left out then.
+                let secret = live
+                    .schemas
+                    .get(&call.name)
+                    .is_some_and(crate::secrets::has_secrets);
+                let message = if secret {
+                    format!("the arguments of '{}' are not a JSON object", call.name)
+                } else {
+                    p.message.clone()
+                };
+                self.answer(
+                    live,
+                    &call,
+                    CallStatus::Failed,
+                    Some("invalid_arguments"),
+                    message,
+                );
+            }
             if calls.is_empty() && !unreadable.is_empty() {
                 // The model tried to call a tool and failed to write the call: tell it,
                 // rather than take its reply as the final answer.
@@ -401,9 +465,13 @@ impl Runner {
             for (&i, outcome) in ready.iter().zip(outcomes) {
                 let mut output = outcome_text(&outcome);
                 if let Some(args) = &turn[i].edited {
+                    let shown = match live.schemas.get(&turn[i].call.name) {
+                        Some(schema) => crate::secrets::mask_args(schema, args),
+                        None => args.clone(),
+                    };
                     output = format!(
                         "(A person edited the arguments before approving; the call ran with {})\n{output}",
-                        Value::Object(args.clone())
+                        Value::Object(shown)
                     );
                 }
                 if turn[i].gate != Gate::Run {
@@ -432,13 +500,16 @@ impl Runner {
     async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);
         let first_seq = live.persisted;
-        let messages =
-            super::messages_json(&live.state.messages[first_seq.min(live.state.messages.len())..])?;
+        let secrets = super::sealing::secrets_of(live);
+        let messages = live.state.messages[first_seq.min(live.state.messages.len())..]
+            .iter()
+            .map(|m| self.sealed(m, &secrets))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut set_pending = std::mem::take(&mut live.pending_updates);
         set_pending.extend(save.set_pending);
         let record = RunSave {
             status: save.status,
-            state: state_json(&live.state)?,
+            state: self.sealed(&live.state, &secrets)?,
             iteration: live.state.iteration,
             last_error: save.last_error,
             add_pending: std::mem::take(&mut live.pending_new),

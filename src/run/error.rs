@@ -26,6 +26,10 @@ pub enum RunError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A secret could not be sealed or opened: no key, a wrong key, an unreadable key
+    /// file. Nothing was changed.
+    #[error("{0}")]
+    Secret(String),
     /// What the store holds for this run cannot be read back (a bug, or a file edited
     /// by hand).
     #[error("{0}")]
@@ -44,6 +48,7 @@ impl RunError {
             RunError::NotFound(_) => "not_found",
             RunError::Refused { kind, .. } => kind.as_str(),
             RunError::Store(_) => "store",
+            RunError::Secret(_) => "secret_key",
             RunError::Corrupt(_) => "corrupt",
         }
     }

@@ -6,6 +6,7 @@ mod agent_loop;
 mod cache;
 mod conversation;
 mod error;
+mod sealing;
 mod sink;
 mod state;
 mod turn;
@@ -67,6 +68,46 @@ pub struct Runner {
     pub interrupt: crate::engine::Cancel,
     /// Agents and tool libraries loaded so far, reloaded when their files change.
     pub loaded: Arc<Loaded>,
+    /// The key that seals secret values in the store.
+    pub keyring: Arc<crate::secrets::Keyring>,
+    /// The runs this process drives now, so that a cancel here stops one at once.
+    pub active: Active,
+}
+
+/// Runs being driven in this process, by id, with the signal that stops each.
+#[derive(Clone, Default)]
+pub struct Active(Arc<std::sync::Mutex<std::collections::HashMap<String, crate::engine::Cancel>>>);
+
+/// Removes a run from [`Active`] when its drive ends.
+pub(crate) struct ActiveGuard {
+    active: Active,
+    run_id: String,
+}
+
+impl Active {
+    pub(crate) fn register(&self, run_id: &str, cancel: &crate::engine::Cancel) -> ActiveGuard {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(run_id.to_string(), cancel.clone());
+        }
+        ActiveGuard {
+            active: self.clone(),
+            run_id: run_id.to_string(),
+        }
+    }
+
+    /// Stops the drive of `run_id`, when this process has one.
+    pub fn stop(&self, run_id: &str) -> bool {
+        let cancel = self.0.lock().ok().and_then(|m| m.get(run_id).cloned());
+        cancel.map(|c| c.cancel()).is_some()
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.active.0.lock() {
+            m.remove(&self.run_id);
+        }
+    }
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -91,6 +132,10 @@ pub(crate) struct Live {
     pub pending_new: Vec<crate::protocol::RequiredItem>,
     /// The toolkit's parameter schemas, for the parser.
     pub schemas: Arc<crate::parse::Schemas>,
+    /// Some tool of the toolkit marks a parameter secret.
+    pub secret_tools: bool,
+    /// Secret values met so far in this drive.
+    pub known_secrets: Vec<String>,
 }
 
 impl Runner {
@@ -98,7 +143,6 @@ impl Runner {
     /// settings from the environment and no event sink.
     pub fn new(store: Store) -> Self {
         Self {
-            store,
             load_library: Arc::new(|dir: Option<&Path>| match dir {
                 Some(dir) => ToolLibrary::load(dir).map_err(|e| e.to_string()),
                 None => Ok(ToolLibrary::builtin()),
@@ -109,6 +153,9 @@ impl Runner {
             model: None,
             interrupt: crate::engine::Cancel::new(),
             loaded: Arc::new(Loaded::default()),
+            keyring: Arc::new(crate::secrets::Keyring::for_database(store.path())),
+            active: Active::default(),
+            store,
         }
     }
 
@@ -185,6 +232,7 @@ impl Runner {
         };
         messages.push(Message::user(req.message.clone()));
         let added = messages_json(&messages[persisted..])?;
+        let toolkit_schemas = toolkit.schemas();
         let state = RunState {
             agent_file: req.agent.path.clone(),
             agent: req.agent.name.clone(),
@@ -218,7 +266,6 @@ impl Runner {
         let standing = self
             .read(move |store| Ok(store.standing_approvals(&conv)?))
             .await?;
-        let toolkit_schemas = toolkit.schemas();
         let live = Live {
             run_id,
             conversation_id,
@@ -233,6 +280,8 @@ impl Runner {
             pending_new: Vec::new(),
             records: Vec::new(),
             persisted: stored,
+            secret_tools: sealing::any_secret(&toolkit_schemas),
+            known_secrets: Vec::new(),
             schemas: Arc::new(toolkit_schemas),
         };
         self.drive(live, false).await
@@ -278,7 +327,8 @@ impl Runner {
         pending: Vec<PendingRow>,
         owner: String,
     ) -> Result<Live, RunError> {
-        let mut state = parse_state(&row)?;
+        let mut state: RunState =
+            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
         state.messages = self.messages(&row.conversation_id).await?;
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
@@ -288,11 +338,19 @@ impl Runner {
         let standing = self
             .read(move |store| Ok(store.standing_approvals(&conv)?))
             .await?;
-        let decisions = pending
-            .into_iter()
-            .filter(|p| p.state == "decided")
-            .filter_map(|p| p.decision.map(|d| (p.item.call_id, d)))
-            .collect();
+        let mut decisions = std::collections::HashMap::new();
+        for p in pending.into_iter().filter(|p| p.state == "decided") {
+            if let Some(d) = p.decision {
+                let d = match d {
+                    Decision::Edit { arguments } => Decision::Edit {
+                        arguments: self
+                            .opened(&Value::Object(arguments).to_string(), "edited arguments")?,
+                    },
+                    other => other,
+                };
+                decisions.insert(p.item.call_id, d);
+            }
+        }
         Ok(Live {
             run_id: row.id,
             conversation_id: row.conversation_id,
@@ -307,6 +365,8 @@ impl Runner {
             pending_new: Vec::new(),
             records: Vec::new(),
             persisted: stored,
+            secret_tools: sealing::any_secret(&schemas),
+            known_secrets: Vec::new(),
             schemas,
         })
     }
@@ -351,18 +411,42 @@ impl Runner {
                     format!("run {} has no approval item '{call_id}'", row.id),
                 )
             })?;
-        let (_, toolkit) = self.agent_of(&parse_state(&row)?)?;
+        let state: RunState =
+            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
+        let (_, toolkit) = self.agent_of(&state)?;
         let tool = toolkit
             .resolve(&item.item.tool)
             .map_err(|e| RunError::UnknownTool(e.to_string()))?;
-        tool.check(arguments).map_err(|e| {
+        let schema = &tool.spec.parameters;
+        // Secret values were shown as [secret]; left so, they keep what the model wrote.
+        let mut arguments = Value::Object(arguments);
+        if let Some(original) = state.turn.iter().flatten().find(|c| c.call.id == call_id) {
+            crate::secrets::restore_masked(
+                schema,
+                &mut arguments,
+                &Value::Object(original.call.arguments.clone()),
+            );
+        }
+        let Value::Object(arguments) = arguments else {
+            return Err(RunError::BadInput(
+                "edited arguments must be an object".into(),
+            ));
+        };
+        let checked = tool.check(arguments).map_err(|e| {
             RunError::InvalidArguments(format!("the edited arguments were refused: {e}"))
-        })
+        })?;
+        // Stored with the decision: sealed like everything else.
+        let mut secrets = Vec::new();
+        crate::secrets::secret_values(schema, &checked, &mut secrets);
+        let stored = self.sealed(&checked, &secrets)?;
+        serde_json::from_str(&stored)
+            .map_err(|e| RunError::Corrupt(format!("cannot keep the edited arguments: {e}")))
     }
 
     /// Cancels a run that has not ended.
     pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
         let (id, _) = self.store.cancel_run(run_id).await?;
+        self.active.stop(&id);
         self.emit(RunEvent::RunCancelled { run_id: id.clone() });
         self.get(&id).await
     }
@@ -394,7 +478,8 @@ impl Runner {
         let Some(last) = last.into_iter().next() else {
             return Ok((Vec::new(), 0));
         };
-        let state = parse_state(&last)?;
+        let state: RunState =
+            self.opened(&last.state, &format!("run {}: its saved state", last.id))?;
         let mut messages = self.messages(conversation).await?;
         let persisted = messages.len();
         if let Some(turn) = &state.turn {
@@ -417,17 +502,13 @@ impl Runner {
     /// A conversation's stored messages.
     async fn messages(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
         let conv = conversation.to_string();
+        let keyring = Arc::clone(&self.keyring);
         self.read(move |store| {
+            let what = format!("conversation {conv}: a stored message");
             store
                 .conversation_messages(&conv)?
                 .iter()
-                .map(|m| {
-                    serde_json::from_str(m).map_err(|e| {
-                        RunError::Corrupt(format!(
-                            "conversation {conv}: a stored message cannot be read: {e}"
-                        ))
-                    })
-                })
+                .map(|m| sealing::opened(&keyring, m, &what))
                 .collect()
         })
         .await
@@ -443,16 +524,6 @@ pub(crate) fn messages_json(messages: &[Message]) -> Result<Vec<String>, RunErro
                 .map_err(|e| RunError::Corrupt(format!("cannot save a message: {e}")))
         })
         .collect()
-}
-
-/// A stored run's state.
-fn parse_state(row: &RunRow) -> Result<RunState, RunError> {
-    serde_json::from_str(&row.state).map_err(|e| {
-        RunError::Corrupt(format!(
-            "run {}: its saved state cannot be read: {e}",
-            row.id
-        ))
-    })
 }
 
 fn state_json(state: &RunState) -> Result<String, RunError> {

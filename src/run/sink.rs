@@ -51,7 +51,11 @@ impl<'a> TurnSink<'a> {
                     run_id,
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
-                    arguments: serde_json::Value::Object(call.arguments.clone()),
+                    // Secret values never leave in an event.
+                    arguments: serde_json::Value::Object(match self.opts.schemas.get(&call.name) {
+                        Some(schema) => crate::secrets::mask_args(schema, &call.arguments),
+                        None => call.arguments.clone(),
+                    }),
                 }),
                 StreamEvent::Problem(p) => self.emit(RunEvent::ParseProblem {
                     run_id,

@@ -116,6 +116,8 @@ impl Runner {
             agent: Some(live.agent.name.clone()),
             caller: CallerKind::Agent,
             priority: 0,
+            // Approved by a person (or a standing approval): never dropped by a bound.
+            approved: c.gate == Gate::Approval,
         }
     }
 

@@ -84,7 +84,9 @@ impl From<RunError> for ApiError {
             RunError::InvalidArguments(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::NotFound(_) => StatusCode::NOT_FOUND,
             RunError::Refused { .. } => StatusCode::CONFLICT,
-            RunError::Store(_) | RunError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            RunError::Store(_) | RunError::Corrupt(_) | RunError::Secret(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         };
         ApiError::new(status, e.kind(), e.to_string())
     }

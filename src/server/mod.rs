@@ -9,6 +9,7 @@ mod error;
 mod hub;
 mod openapi;
 mod records;
+pub mod responses;
 mod runs;
 mod sse;
 

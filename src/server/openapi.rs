@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, records, runs};
+use super::{AppState, records, responses, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -48,6 +48,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::tools))
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
+        .merge(responses::routes())
 }
 
 /// The document alone (for `toolgate serve --openapi`, tests and tools).

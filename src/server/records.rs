@@ -83,7 +83,7 @@ pub async fn conversation_stats(
             Ok((store.conversation_summary(&conv)?, runs))
         })
         .await?;
-    if summary.total_calls == 0 && runs == 0 {
+    if summary.calls.total_calls == 0 && runs == 0 {
         return Err(ApiError::not_found(format!(
             "there is no conversation '{id}' (no runs and no calls recorded)"
         )));

@@ -156,17 +156,11 @@ pub async fn list_runs(
     let runs = state
         .runner
         .read(move |store| {
-            let rows = store.runs(status, conversation.as_deref(), limit)?;
-            let mut out = Vec::with_capacity(rows.len());
-            for row in rows {
-                let pending = if row.status == RunStatus::RequiresAction {
-                    store.run(&row.id)?.1
-                } else {
-                    Vec::new()
-                };
-                out.push(run_object(&row, &pending));
-            }
-            Ok(out)
+            Ok(store
+                .runs_with_pending(status, conversation.as_deref(), limit)?
+                .iter()
+                .map(|(row, pending)| run_object(row, pending))
+                .collect())
         })
         .await?;
     Ok(Json(runs))

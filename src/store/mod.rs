@@ -6,7 +6,10 @@ mod decisions;
 mod migrations;
 mod queries;
 mod record;
+mod responses;
+mod run_list;
 mod runs;
+mod secrets;
 mod summary;
 mod writer;
 
@@ -21,11 +24,13 @@ pub use decisions::Decided;
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
+pub use responses::ResponseRow;
 pub use runs::{
     PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
     this_host,
 };
-pub use summary::{ConversationSummary, Durations, GlobalStats, ToolStats};
+pub use secrets::SecretInfo;
+pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use migrations::Found;
 

@@ -402,7 +402,8 @@ impl Store {
     /// Saves a run's state, status and pending items, as the holder of its lease.
     pub async fn save_run(&self, id: &str, owner: &str, save: RunSave) -> Result<(), RunsError> {
         let (id, owner) = (id.to_string(), owner.to_string());
-        self.transact(move |tx| {
+        let lost = id.clone();
+        let saved = self.transact(move |tx| {
             let now = now_ms();
             let n = tx.prepare_cached(
                 "UPDATE runs SET status = ?3, state = ?4, iteration = ?5, last_error = ?6, updated_at = ?7,
@@ -422,7 +423,13 @@ impl Store {
                 ],
             )?;
             if n == 0 {
-                return Err(lost_lease(&id));
+                // Cancelled or taken over: the state is not this process's to save, but
+                // the calls it ran happened; their records are kept.
+                let mut insert = tx.prepare_cached(INSERT)?;
+                for r in &save.records {
+                    record::insert(&mut insert, r)?;
+                }
+                return Ok(false);
             }
             {
                 let mut add = tx.prepare_cached(
@@ -449,9 +456,31 @@ impl Store {
                 }
                 append_messages(tx, &id, save.first_seq, &save.messages)?;
             }
-            Ok(())
+            Ok(true)
         })
-        .await
+        .await?;
+        if saved {
+            Ok(())
+        } else {
+            Err(lost_lease(&lost))
+        }
+    }
+
+    /// A run's status alone (a cheap read, for a driver watching for a cancel).
+    pub fn run_status(&self, id: &str) -> Result<RunStatus, RunsError> {
+        self.read_runs(|conn| {
+            let status: String = conn
+                .prepare_cached("SELECT status FROM runs WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| RunsError::NotFound(id.to_string()))?;
+            RunStatus::parse(&status).ok_or_else(|| {
+                RunsError::Refused(
+                    Refusal::NotResumable,
+                    format!("run {id} has an unknown status '{status}'"),
+                )
+            })
+        })
     }
 
     /// Cancels a run that has not ended; returns the status it had.

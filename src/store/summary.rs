@@ -1,62 +1,104 @@
 //! Usage summaries in SQL over indexed columns: one conversation (the indexes cover
-//! every column it reads), one tool, and the whole database.
+//! every column it reads), one tool, and the whole database, each with the same
+//! counters ([`CallCounts`]), tallied in one place.
 
 use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{Store, StoreError};
+use crate::protocol::CallStatus;
 
 /// Duration percentiles, milliseconds (nearest rank).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, ToSchema)]
 pub struct Durations {
+    /// The median duration.
     pub p50: f64,
+    /// 95 of 100 calls took at most this long.
     pub p95: f64,
 }
 
-/// What one conversation's calls came to.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct ConversationSummary {
-    pub conversation_id: String,
+/// How a set of calls ended: the counters every summary carries, under the same names
+/// (flattened into `ConversationSummary`, `ToolStats` and `GlobalStats`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+pub struct CallCounts {
+    /// Every recorded call.
     pub total_calls: u64,
+    /// Calls that ran and returned a result that is not an error.
     pub successful_calls: u64,
+    /// Calls that could not run, or whose result is an error.
     pub failed_calls: u64,
+    /// Calls refused by a person or a `never` permission.
     pub denied_calls: u64,
+    /// Calls that outlived their timeout.
     pub timeout_calls: u64,
+    /// Calls stopped before they finished.
     pub cancelled_calls: u64,
+    /// Definition-only calls handed to the client.
     pub client_calls: u64,
     /// Successful calls per hundred calls that toolgate ran or refused (client calls,
-    /// whose outcome only the client knows, are left out).
+    /// whose outcome only the client knows, are left out), to one decimal.
     pub success_rate: f64,
+}
+
+impl CallCounts {
+    /// Tallies `(status, calls)` pairs. A status this toolgate does not know (written by
+    /// a newer one) counts in the total only.
+    fn tally<'a>(rows: impl IntoIterator<Item = (&'a str, u64)>) -> Self {
+        let mut c = CallCounts::default();
+        for (status, n) in rows {
+            c.total_calls += n;
+            let bucket = match CallStatus::parse(status) {
+                Some(CallStatus::Succeeded) => &mut c.successful_calls,
+                Some(CallStatus::Failed) => &mut c.failed_calls,
+                Some(CallStatus::Denied) => &mut c.denied_calls,
+                Some(CallStatus::Timeout) => &mut c.timeout_calls,
+                Some(CallStatus::Cancelled) => &mut c.cancelled_calls,
+                Some(CallStatus::Client) => &mut c.client_calls,
+                None => continue,
+            };
+            *bucket += n;
+        }
+        c.success_rate = rate(c.successful_calls, c.total_calls - c.client_calls);
+        c
+    }
+}
+
+/// What one conversation's calls came to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+pub struct ConversationSummary {
+    pub conversation_id: String,
+    #[serde(flatten)]
+    pub calls: CallCounts,
+    /// Calls per tool name.
     pub tool_usage: BTreeMap<String, u64>,
     pub duration_ms: Durations,
-    /// Unix milliseconds of the first and last call.
+    /// Unix milliseconds of the first call.
     pub first_call_at: Option<i64>,
+    /// Unix milliseconds of the last call.
     pub last_call_at: Option<i64>,
 }
 
-/// One tool's record.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+/// One tool's record, over every conversation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
 pub struct ToolStats {
     pub tool: String,
-    pub total_calls: u64,
-    pub successful_calls: u64,
-    pub failed_calls: u64,
-    pub denied_calls: u64,
-    pub timeout_calls: u64,
-    pub success_rate: f64,
+    #[serde(flatten)]
+    pub calls: CallCounts,
     pub duration_ms: Durations,
 }
 
 /// The whole database.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
 pub struct GlobalStats {
-    pub total_calls: u64,
+    /// Conversations with at least one call.
     pub conversations: u64,
-    pub by_status: BTreeMap<String, u64>,
-    pub success_rate: f64,
+    #[serde(flatten)]
+    pub calls: CallCounts,
     pub duration_ms: Durations,
+    /// Every tool's statistics, by name.
     pub tools: Vec<ToolStats>,
 }
 
@@ -96,6 +138,19 @@ fn durations(conn: &Connection, sql: &str, key: Option<&str>) -> rusqlite::Resul
     }
 }
 
+/// The counts of a `SELECT status, count(*) ... GROUP BY status` query.
+fn counts(conn: &Connection, sql: &str, key: Option<&str>) -> rusqlite::Result<CallCounts> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?));
+    let rows: Vec<(String, i64)> = match key {
+        Some(k) => stmt.query_map([k], row)?.collect::<rusqlite::Result<_>>()?,
+        None => stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?,
+    };
+    Ok(CallCounts::tally(
+        rows.iter().map(|(s, n)| (s.as_str(), (*n).max(0) as u64)),
+    ))
+}
+
 impl Store {
     /// The summary of one conversation.
     pub fn conversation_summary(
@@ -120,23 +175,16 @@ impl Store {
                     r.get::<_, i64>(4)?,
                 ))
             })?;
+            let mut by_status = Vec::new();
             for row in rows {
                 let (tool, status, n, first, last) = row?;
                 let n = n.max(0) as u64;
-                s.total_calls += n;
                 *s.tool_usage.entry(tool).or_default() += n;
-                match status.as_str() {
-                    "succeeded" => s.successful_calls += n,
-                    "failed" => s.failed_calls += n,
-                    "denied" => s.denied_calls += n,
-                    "timeout" => s.timeout_calls += n,
-                    "cancelled" => s.cancelled_calls += n,
-                    _ => s.client_calls += n,
-                }
+                by_status.push((status, n));
                 s.first_call_at = Some(s.first_call_at.map_or(first, |f| f.min(first)));
                 s.last_call_at = Some(s.last_call_at.map_or(last, |l| l.max(last)));
             }
-            s.success_rate = rate(s.successful_calls, s.total_calls - s.client_calls);
+            s.calls = CallCounts::tally(by_status.iter().map(|(st, n)| (st.as_str(), *n)));
             s.duration_ms = percentiles(&mut durations(
                 conn,
                 "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_conversation WHERE conversation_id = ?1",
@@ -154,26 +202,19 @@ impl Store {
     /// Statistics of the whole database, with every tool's.
     pub fn global_stats(&self) -> Result<GlobalStats, StoreError> {
         self.read(|conn| {
-            let mut g = GlobalStats::default();
-            let mut stmt =
-                conn.prepare_cached("SELECT status, count(*) FROM tool_calls GROUP BY status")?;
-            for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
-                let (status, n) = row?;
-                g.total_calls += n.max(0) as u64;
-                g.by_status.insert(status, n.max(0) as u64);
-            }
-            g.success_rate = rate(
-                g.by_status.get("succeeded").copied().unwrap_or(0),
-                g.total_calls - g.by_status.get("client").copied().unwrap_or(0),
-            );
-            g.conversations = conn
+            let calls = counts(
+                conn,
+                "SELECT status, count(*) FROM tool_calls GROUP BY status",
+                None,
+            )?;
+            let conversations = conn
                 .query_row(
                     "SELECT count(*) FROM (SELECT DISTINCT conversation_id FROM tool_calls)",
                     [],
                     |r| r.get::<_, i64>(0),
                 )?
                 .max(0) as u64;
-            g.duration_ms = percentiles(&mut durations(
+            let duration_ms = percentiles(&mut durations(
                 conn,
                 "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool",
                 None,
@@ -182,43 +223,32 @@ impl Store {
                 .prepare_cached("SELECT DISTINCT tool FROM tool_calls ORDER BY tool")?
                 .query_map([], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            for name in names {
-                g.tools.push(tool_stats(conn, &name)?);
-            }
-            Ok(g)
+            let tools = names
+                .iter()
+                .map(|name| tool_stats(conn, name))
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(GlobalStats {
+                conversations,
+                calls,
+                duration_ms,
+                tools,
+            })
         })
     }
 }
 
 fn tool_stats(conn: &Connection, tool: &str) -> rusqlite::Result<ToolStats> {
-    let mut t = ToolStats {
+    Ok(ToolStats {
         tool: tool.to_string(),
-        ..Default::default()
-    };
-    let mut client = 0;
-    let mut stmt = conn.prepare_cached(
-        "SELECT status, count(*) FROM tool_calls WHERE tool = ?1 GROUP BY status",
-    )?;
-    for row in stmt.query_map([tool], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-    })? {
-        let (status, n) = row?;
-        let n = n.max(0) as u64;
-        t.total_calls += n;
-        match status.as_str() {
-            "succeeded" => t.successful_calls += n,
-            "failed" => t.failed_calls += n,
-            "denied" => t.denied_calls += n,
-            "timeout" => t.timeout_calls += n,
-            "client" => client += n,
-            _ => {}
-        }
-    }
-    t.success_rate = rate(t.successful_calls, t.total_calls - client);
-    t.duration_ms = percentiles(&mut durations(
-        conn,
-        "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool WHERE tool = ?1",
-        Some(tool),
-    )?);
-    Ok(t)
+        calls: counts(
+            conn,
+            "SELECT status, count(*) FROM tool_calls WHERE tool = ?1 GROUP BY status",
+            Some(tool),
+        )?,
+        duration_ms: percentiles(&mut durations(
+            conn,
+            "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool WHERE tool = ?1",
+            Some(tool),
+        )?),
+    })
 }

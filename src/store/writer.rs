@@ -1,8 +1,11 @@
 //! The writer thread: it owns the only writing connection and commits in groups. Every
 //! batch sent while a transaction is being written joins the next one, so many callers
-//! share one commit; each is answered only once its records are committed.
+//! share one commit; each is answered only once its records are committed. It logs its
+//! start and stop and each group commit (debug), its own transactions (trace) and every
+//! failed commit (warn), inside a `store_writer{db}` span.
 
 use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::Instant;
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -29,6 +32,10 @@ pub(crate) fn run(
     rx: Receiver<Msg>,
     describe: impl Fn(rusqlite::Error) -> StoreError,
 ) {
+    let db = conn.path().unwrap_or_default().to_string();
+    let _span = tracing::debug_span!("store_writer", db = %db).entered();
+    tracing::debug!("store writer started");
+    let mut totals = Totals::default();
     while let Ok(first) = rx.recv() {
         let mut batches: Vec<(Vec<CallRecord>, Ack)> = Vec::new();
         let mut next = Some(first);
@@ -37,8 +44,16 @@ pub(crate) fn run(
                 Msg::Calls(records, ack) => batches.push((records, ack)),
                 Msg::Exec(job) => {
                     // Records sent before this job are committed before it runs.
-                    commit(&mut conn, std::mem::take(&mut batches), &describe);
+                    commit(
+                        &mut conn,
+                        std::mem::take(&mut batches),
+                        &describe,
+                        &mut totals,
+                    );
+                    let started = Instant::now();
                     job(&mut conn);
+                    totals.jobs += 1;
+                    tracing::trace!(ms = elapsed_ms(started), "store transaction done");
                 }
             }
             if batches.len() < GROUP_MAX {
@@ -48,19 +63,63 @@ pub(crate) fn run(
                 }
             }
         }
-        commit(&mut conn, batches, &describe);
+        commit(&mut conn, batches, &describe, &mut totals);
     }
+    tracing::debug!(
+        commits = totals.commits,
+        records = totals.records,
+        failed_commits = totals.failed,
+        transactions = totals.jobs,
+        "store writer stopped"
+    );
+}
+
+/// What the writer did in its life, for its last log line.
+#[derive(Default)]
+struct Totals {
+    commits: u64,
+    records: u64,
+    failed: u64,
+    jobs: u64,
+}
+
+fn elapsed_ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
 fn commit(
     conn: &mut Connection,
     batches: Vec<(Vec<CallRecord>, Ack)>,
     describe: &impl Fn(rusqlite::Error) -> StoreError,
+    totals: &mut Totals,
 ) {
     if batches.is_empty() {
         return;
     }
+    let records: usize = batches.iter().map(|(r, _)| r.len()).sum();
+    let started = Instant::now();
     let result = write(conn, &batches).map_err(describe);
+    match &result {
+        Ok(()) => {
+            totals.commits += 1;
+            totals.records += records as u64;
+            tracing::debug!(
+                batches = batches.len(),
+                records,
+                ms = elapsed_ms(started),
+                "call records committed"
+            );
+        }
+        Err(e) => {
+            totals.failed += 1;
+            tracing::warn!(
+                batches = batches.len(),
+                records,
+                error = %e,
+                "call records not committed"
+            );
+        }
+    }
     for (_, ack) in batches {
         // A caller that stopped waiting does not need the answer.
         let _ = ack.send(result.clone());

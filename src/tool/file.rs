@@ -4,12 +4,14 @@
 //! error. A broken file is reported with its path, line and what is wrong, and does not
 //! stop the others from loading.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::credentials::{self, Credential};
 use super::keywords;
 use super::schema::{Schema, SchemaError};
 use super::spec::{Entry, Permission, ToolSpec};
@@ -87,6 +89,8 @@ struct RawTool {
     /// The declared output: a JSON Schema, or a list of fields like `parameters`.
     #[serde(default)]
     output: Option<Value>,
+    #[serde(default)]
+    credentials: BTreeMap<String, Value>,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -176,7 +180,7 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
         keys.extend(e.keys.iter().map(String::as_str));
         fail_at(&keys, format!("{block}: {}", e.message))
     };
-    let parameters = match raw.parameters {
+    let mut parameters = match raw.parameters {
         None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
         Some(Value::Array(list)) => list_form(&list).map_err(|e| list_fail("parameters", e))?,
         Some(Value::Object(schema)) => {
@@ -199,6 +203,32 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             ));
         }
     };
+    // Credentials: the file's, and the parameters a person fills (`form: form`), which
+    // leave the schema the model sees.
+    let mut credentials = BTreeMap::new();
+    for (arg, source) in &raw.credentials {
+        let source = Credential::parse(source)
+            .map_err(|m| fail_at(&["credentials", arg], format!("credentials: '{arg}': {m}")))?;
+        credentials.insert(arg.clone(), source);
+    }
+    for arg in credentials::take_form_params(&mut parameters) {
+        credentials
+            .entry(arg.clone())
+            .or_insert_with(|| Credential::Secret(format!("{name}.{arg}")));
+    }
+    if let Some(arg) = credentials.keys().find(|a| {
+        parameters
+            .get("properties")
+            .and_then(|p| p.get(a.as_str()))
+            .is_some()
+    }) {
+        return Err(fail_at(
+            &["credentials", arg],
+            format!(
+                "credentials: '{arg}' is also a parameter the model fills; take it out of parameters"
+            ),
+        ));
+    }
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
         return Err(fail_at(
             &["timeout"],
@@ -242,6 +272,7 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
         }),
         read_only: raw.read_only,
         output,
+        credentials,
     };
     Ok(ToolDef {
         spec,
@@ -326,8 +357,8 @@ pub(crate) fn first_line(s: &str) -> String {
 
 /// Keys a parameter of the list form may have besides `name`, `required`,
 /// `validation` and `nullable`: JSON Schema keywords, which the compiled schema then
-/// checks or refuses like any other.
-const LIST_FORM_KEYS: [&str; 19] = [
+/// checks or refuses like any other, and `form` (see `credentials`).
+const LIST_FORM_KEYS: [&str; 20] = [
     "type",
     "description",
     "default",
@@ -347,6 +378,7 @@ const LIST_FORM_KEYS: [&str; 19] = [
     "maxLength",
     "minItems",
     "maxItems",
+    "form",
 ];
 
 /// The rules `validation:` may hold, as written (snake_case or JSON Schema's own

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::builtin;
 use super::command::CommandTool;
 use super::file::{LoadError, ToolDef, load_dir};
 use super::http::HttpTool;
@@ -15,7 +16,6 @@ use super::output::{Part, ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
-use super::{builtin, schema};
 use crate::parse::Schemas;
 
 /// A task that is aborted when its handle is dropped.
@@ -96,7 +96,7 @@ impl LoadedTool {
 
     /// The arguments with secret parameters hidden, for logs and records.
     pub fn redact(&self, args: &Map<String, Value>) -> Map<String, Value> {
-        schema::redact(args, &self.schema.secret_params())
+        crate::secrets::mask_args(&self.spec.parameters, args)
     }
 
     /// Checks an output against the declared output schema, if any. An output the tool
@@ -142,7 +142,11 @@ impl LoadedTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let args = self.check(args)?;
+        let mut args = self.check(args)?;
+        // Credentials join after the check: the model's schema does not list them.
+        for (k, v) in &ctx.injected {
+            args.insert(k.clone(), v.clone());
+        }
         let Some(runner) = self.runner.clone() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
@@ -165,7 +169,12 @@ impl LoadedTool {
                 Err(ToolError::Panicked(message))
             }
             Ok(Err(_)) => Err(ToolError::Cancelled),
-            Err(_) => Err(ToolError::Timeout(timeout)),
+            Err(_) => {
+                // Reported only once the tool is stopped (its programs killed).
+                task.0.abort();
+                let _ = (&mut task.0).await;
+                Err(ToolError::Timeout(timeout))
+            }
         }
     }
 }

@@ -4,10 +4,12 @@
 
 pub mod builtin;
 mod command;
+pub mod credentials;
 pub(crate) mod file;
 pub mod http;
 mod keywords;
 mod library;
+pub mod net;
 mod output;
 pub mod process;
 mod runnable;
@@ -15,6 +17,7 @@ mod schema;
 mod spec;
 pub mod workspace;
 
+pub use credentials::{Credential, Resolver};
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
 pub use library::{LoadedTool, Source, ToolLibrary, Toolkit, ToolkitError};
 pub use output::{ArgError, Part, ToolError, ToolOutput};

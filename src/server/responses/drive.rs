@@ -1,0 +1,256 @@
+//! One response, driven: the run started or resumed with its events in a channel, each
+//! event translated as it comes, `mcp_call`s finished from their committed records,
+//! the response stored when the run begins and again when it pauses or ends. The same
+//! path serves streamed and whole responses; only what the caller does with the
+//! stream events differs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+
+use super::ending::{Ending, ending};
+use super::translate::{StreamEvent, Translator};
+use super::wire::{ResponseObject, ResponseStatus, ResponseUsage};
+use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, Usage};
+use crate::run::{Runner, StartRun};
+use crate::server::{AppState, Drive, Driving, joined};
+
+/// What a request asks of a run, once its input is checked and its answers recorded.
+pub enum Plan {
+    /// A new run: a first message, or one that continues a conversation.
+    Start(Box<StartRun>),
+    /// Every item the run waited for is resolved: continue it.
+    Resume {
+        run_id: String,
+        /// The run's usage before, so that the response counts only its own tokens.
+        before: Usage,
+    },
+    /// Answers were recorded, but the run still waits for these.
+    Waiting {
+        run: Box<RunObject>,
+        waiting: Vec<RequiredItem>,
+    },
+}
+
+/// What the driving task reports, in order: stream events, then the final response;
+/// or, before anything was driven, why the request was refused.
+pub enum Report {
+    Events(Vec<StreamEvent>),
+    Done(Box<ResponseObject>),
+    Refused(crate::server::ApiError),
+}
+
+/// The response being built and where it goes.
+pub struct Job {
+    pub response: ResponseObject,
+    pub previous: Option<String>,
+    /// Calls the client answers (true: approval items).
+    pub answered: HashMap<String, bool>,
+}
+
+/// How long a finished `mcp_call` first waits between looks for its record (committed
+/// with the step, a moment after the batch's last call ends); the wait doubles while
+/// nothing comes, up to `RECORD_POLL_MAX`.
+const RECORD_POLL: Duration = Duration::from_millis(20);
+const RECORD_POLL_MAX: Duration = Duration::from_secs(1);
+
+/// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
+/// so that a client that goes away does not stop the run; the reports arrive on the
+/// returned channel.
+pub fn spawn(state: &Arc<AppState>, plan: Plan, job: Job) -> UnboundedReceiver<Report> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let state = Arc::clone(state);
+    state.drives.clone().spawn(async move {
+        let response = drive(&state, plan, job, &tx).await;
+        if let Some(response) = response {
+            let _ = tx.send(Report::Done(Box::new(response)));
+        }
+    });
+    rx
+}
+
+/// Drives the plan; `None` when the run could not be started or resumed (the refusal
+/// was reported).
+async fn drive(
+    state: &Arc<AppState>,
+    plan: Plan,
+    job: Job,
+    tx: &UnboundedSender<Report>,
+) -> Option<ResponseObject> {
+    let runner = &state.runner;
+    let mut t = Translator::new(job.response, job.answered);
+    let (driving, before) = match plan {
+        Plan::Waiting { run, waiting } => {
+            note_run(&mut t, &run.id, &run.conversation_id);
+            let report = begin(runner, &mut t, &run.id, job.previous.as_deref()).await;
+            let _ = tx.send(Report::Events(report));
+            let end = Ending {
+                status: ResponseStatus::Completed,
+                error: None,
+                incomplete: None,
+                usage: ResponseUsage::default(),
+                waiting,
+                at: now_s(),
+            };
+            let out = t.finish(end);
+            let _ = tx.send(Report::Events(out));
+            store_final(runner, t.response()).await;
+            return Some(t.response().clone());
+        }
+        Plan::Start(start) => (state.spawn_drive(Drive::Start(start)), Usage::default()),
+        Plan::Resume { run_id, before } => (state.spawn_drive(Drive::Resume(run_id)), before),
+    };
+    let Driving { events, done } = driving;
+    let started = pump(runner, &mut t, events, &job.previous, tx).await;
+    let result = joined(done.await);
+    let Some(run_id) = started else {
+        // Nothing began: the request is refused as a whole.
+        let err = result
+            .err()
+            .unwrap_or_else(|| crate::server::ApiError::internal("the run ended without starting"));
+        let _ = tx.send(Report::Refused(err));
+        return None;
+    };
+    // Records of calls that finished last (committed by the final save).
+    let out = fetch_records(runner, &mut t, &run_id).await;
+    let _ = tx.send(Report::Events(out));
+    let (run, error) = match result {
+        Ok(run) => (Some(run), None),
+        Err(e) => (runner.get(&run_id).await.ok(), Some(e.message)),
+    };
+    let out = t.finish(ending(run.as_ref(), error.as_deref(), before, now_s()));
+    let _ = tx.send(Report::Events(out));
+    store_final(runner, t.response()).await;
+    Some(t.response().clone())
+}
+
+/// Feeds the run's events to the translator until the drive ends; returns the run id
+/// once the run began (`None`: it never did).
+async fn pump(
+    runner: &Runner,
+    t: &mut Translator,
+    mut events: UnboundedReceiver<RunEvent>,
+    previous: &Option<String>,
+    tx: &UnboundedSender<Report>,
+) -> Option<String> {
+    let mut run_id: Option<String> = None;
+    let mut poll = RECORD_POLL;
+    loop {
+        let next = if t.awaiting().is_empty() || run_id.is_none() {
+            events.recv().await
+        } else {
+            tokio::select! {
+                e = events.recv() => e,
+                _ = tokio::time::sleep(poll) => {
+                    if let Some(id) = &run_id {
+                        let out = fetch_records(runner, t, id).await;
+                        if out.is_empty() {
+                            poll = (poll * 2).min(RECORD_POLL_MAX);
+                        } else {
+                            let _ = tx.send(Report::Events(out));
+                        }
+                    }
+                    continue;
+                }
+            }
+        };
+        if matches!(
+            next,
+            Some(RunEvent::Tool {
+                event: Event::ToolFinished { .. },
+                ..
+            })
+        ) {
+            poll = RECORD_POLL;
+        }
+        let Some(event) = next else {
+            return run_id;
+        };
+        let mut out = Vec::new();
+        if let RunEvent::RunStarted {
+            run_id: id,
+            conversation_id,
+            ..
+        } = &event
+            && run_id.is_none()
+        {
+            note_run(t, id, conversation_id);
+            out.extend(begin(runner, t, id, previous.as_deref()).await);
+            run_id = Some(id.clone());
+        }
+        if let Some(id) = &run_id
+            && !matches!(event, RunEvent::Tool { .. })
+            && !t.awaiting().is_empty()
+        {
+            // Anything after a batch comes after the save that committed its records.
+            out.extend(fetch_records(runner, t, id).await);
+        }
+        out.extend(t.event(&event));
+        if !out.is_empty() {
+            let _ = tx.send(Report::Events(out));
+        }
+    }
+}
+
+fn note_run(t: &mut Translator, run_id: &str, conversation_id: &str) {
+    let metadata = &mut t.response_mut().metadata;
+    metadata.insert("toolgate_run_id".into(), run_id.into());
+    metadata.insert("toolgate_conversation_id".into(), conversation_id.into());
+}
+
+/// Stores the response as begun (mapped to its run and the run's next step) and
+/// returns its first stream events.
+async fn begin(
+    runner: &Runner,
+    t: &mut Translator,
+    run_id: &str,
+    previous: Option<&str>,
+) -> Vec<StreamEvent> {
+    let body = serde_json::to_string(t.response()).unwrap_or_default();
+    if let Err(e) = runner
+        .store
+        .create_response(&t.response().id, run_id, previous, "in_progress", body)
+        .await
+    {
+        tracing::warn!(response_id = %t.response().id, run_id, "the response could not be stored: {e}");
+    }
+    t.start()
+}
+
+/// Finishes the `mcp_call`s whose records are committed.
+async fn fetch_records(runner: &Runner, t: &mut Translator, run_id: &str) -> Vec<StreamEvent> {
+    let ids = t.awaiting().to_vec();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let run = run_id.to_string();
+    let records = runner
+        .read(move |store| Ok(store.run_call_records(&run, &ids)?))
+        .await;
+    match records {
+        Ok(records) => records.iter().flat_map(|r| t.record(r)).collect(),
+        Err(e) => {
+            tracing::warn!(run_id, "call records could not be read: {e}");
+            Vec::new()
+        }
+    }
+}
+
+async fn store_final(runner: &Runner, response: &ResponseObject) {
+    let body = serde_json::to_string(response).unwrap_or_default();
+    if let Err(e) = runner
+        .store
+        .update_response(&response.id, response.status.as_str(), body)
+        .await
+    {
+        tracing::warn!(response_id = %response.id, "the response could not be stored: {e}");
+    }
+}
+
+pub fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

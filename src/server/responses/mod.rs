@@ -1,0 +1,437 @@
+//! The OpenAI Responses-compatible endpoint: `POST /v1/responses` and
+//! `GET /v1/responses/{id}`, so that an unmodified OpenAI SDK talks to an agent
+//! (`model: "agent:NAME"`). A translation layer over the same Runner and store as every
+//! other door: a response is one run driven until it pauses or ends; its id maps to
+//! (run, step); approvals and client outputs go through `Runner::decide`, bound to the
+//! call id, at most once. It never decides anything the gate did not.
+//!
+//! `wire` holds the request and response shapes, `input` reads the input and matches
+//! answers to waiting items, `translate` turns run events into output items and stream
+//! events, `ending` sets a response's status from its run, `drive` runs one response.
+
+pub mod drive;
+pub mod ending;
+pub mod input;
+pub mod translate;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use self::drive::{Job, Plan, Report, now_s};
+use self::input::{InputError, parse_input, plan_decisions};
+use self::wire::{
+    AGENT_PREFIX, CreateResponse, ResponseError, ResponseObject, ResponseStatus, SERVER_LABEL,
+    new_response_id,
+};
+use super::AppState;
+use super::error::{ApiError, ApiJson, ErrorBody};
+use crate::agent::Agent;
+use crate::protocol::{ItemKind, RunStatus};
+use crate::tool::Permission;
+
+/// The Responses routes.
+pub fn routes() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(create_response))
+        .routes(routes!(get_response))
+}
+
+impl From<InputError> for ApiError {
+    fn from(e: InputError) -> Self {
+        match e {
+            InputError::Invalid(m) => ApiError::bad_request(m),
+            InputError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "decision_conflict", m),
+        }
+    }
+}
+
+fn conflict(kind: &str, message: String) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, kind, message)
+}
+
+/// Runs an agent, or continues one with `previous_response_id`, and answers with the
+/// response once the run pauses or ends (or streams it).
+#[utoipa::path(post, path = "/v1/responses", tag = "responses", request_body = CreateResponse,
+    responses(
+        (status = 200, description = "The response once the run completed, paused (its output then ends with the mcp_approval_request and function_call items it waits for) or failed; with `stream`, the Responses stream events (`response.created` ... `response.completed`)",
+            content((ResponseObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, description = "A model that is not agent:NAME, or an input toolgate does not take", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 404, description = "No such agent, or no such previous response", body = ErrorBody),
+        (status = 409, description = "An answer for a call that does not wait, a new message while the run waits, or a run held by another request", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn create_response(
+    State(state): State<Arc<AppState>>,
+    ApiJson(body): ApiJson<CreateResponse>,
+) -> Result<Response, ApiError> {
+    let agent_name = agent_name(&body.model)?;
+    if body.instructions.as_ref().is_some_and(|i| !i.is_null()) {
+        return Err(ApiError::bad_request(
+            "'instructions' is not accepted: an agent's instructions come from its agent file",
+        ));
+    }
+    let input = parse_input(body.input.as_ref())?;
+    let agent = state.agent(agent_name)?;
+    let mut response = ResponseObject::begin(
+        &new_response_id(),
+        &body.model,
+        now_s(),
+        body.previous_response_id.as_deref(),
+    );
+    if let Some(metadata) = &body.metadata {
+        response.metadata = metadata.clone();
+    }
+    response.tools = tools_of(&state, &agent).await;
+    let (plan, answered) = match &body.previous_response_id {
+        None => {
+            if !input.answers.is_empty() {
+                return Err(ApiError::bad_request(
+                    "mcp_approval_response and function_call_output answer a paused response: send them with its previous_response_id",
+                ));
+            }
+            let message = input.message.unwrap_or_default();
+            let start = state.start_request(agent_name, message, None, None)?;
+            (Plan::Start(Box::new(start)), HashMap::new())
+        }
+        Some(previous) => continue_from(&state, agent_name, previous, input).await?,
+    };
+    let job = Job {
+        response,
+        previous: body.previous_response_id.clone(),
+        answered,
+    };
+    let reports = drive::spawn(&state, plan, job);
+    if body.stream.unwrap_or(false) {
+        stream(&state, reports).await
+    } else {
+        whole(reports).await
+    }
+}
+
+/// The agent a `model` names.
+fn agent_name(model: &str) -> Result<&str, ApiError> {
+    match model.strip_prefix(AGENT_PREFIX) {
+        Some(name) if !name.trim().is_empty() => Ok(name),
+        _ => Err(ApiError::bad_request(format!(
+            "model '{model}' is not an agent: use agent:NAME (GET /v1/agents lists them)"
+        ))),
+    }
+}
+
+/// What a request with `previous_response_id` does: decide the paused run's items (and
+/// continue it once none waits), or start a new run in its conversation.
+async fn continue_from(
+    state: &Arc<AppState>,
+    agent_name: &str,
+    previous: &str,
+    input: input::Input,
+) -> Result<(Plan, HashMap<String, bool>), ApiError> {
+    let id = previous.to_string();
+    let row = state
+        .runner
+        .read(move |store| Ok(store.response(&id)?))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("there is no response '{previous}'")))?;
+    let run = state.runner.get(&row.run_id).await?;
+    if run.agent != agent_name {
+        return Err(ApiError::bad_request(format!(
+            "response {previous} belongs to agent '{}'; continue it with model {AGENT_PREFIX}{}",
+            run.agent, run.agent
+        )));
+    }
+    match run.status {
+        RunStatus::RequiresAction => {
+            let waiting = run
+                .required_action
+                .as_ref()
+                .map(|r| r.items.clone())
+                .unwrap_or_default();
+            if input.message.is_some() {
+                return Err(conflict(
+                    "still_waiting",
+                    format!(
+                        "response {previous} waits for {} item(s) of run {}: answer them with mcp_approval_response or function_call_output items first",
+                        waiting.len(),
+                        run.id
+                    ),
+                ));
+            }
+            if input.answers.is_empty() {
+                return Err(ApiError::bad_request("the input is empty"));
+            }
+            let plan = plan_decisions(&run.id, &input.answers, &waiting)?;
+            // Every item the run waited for is the client's to answer, in this request or
+            // an earlier one: none gets an item of its own when it is resolved, and an
+            // approval item that runs links its request.
+            let run_id = run.id.clone();
+            let (_, pending) = state
+                .runner
+                .read(move |store| Ok(store.run(&run_id)?))
+                .await?;
+            let answered: HashMap<String, bool> = pending
+                .iter()
+                .filter(|p| p.state == "waiting" || p.state == "decided")
+                .map(|p| (p.item.call_id.clone(), p.item.kind == ItemKind::Approval))
+                .collect();
+            let mut left = waiting.len();
+            for (call_id, decision) in plan {
+                left = state
+                    .runner
+                    .decide(&run.id, Some(&call_id), decision)
+                    .await?
+                    .waiting;
+            }
+            if left == 0 {
+                let plan = Plan::Resume {
+                    run_id: run.id.clone(),
+                    before: run.usage,
+                };
+                return Ok((plan, answered));
+            }
+            let now = state.runner.get(&run.id).await?;
+            let waiting = now
+                .required_action
+                .as_ref()
+                .map(|r| r.items.clone())
+                .unwrap_or_default();
+            let plan = Plan::Waiting {
+                run: Box::new(now),
+                waiting,
+            };
+            Ok((plan, answered))
+        }
+        RunStatus::InProgress => Err(conflict(
+            "lease_held",
+            format!(
+                "the run of response {previous} ({}) is in progress; wait for its response to end",
+                run.id
+            ),
+        )),
+        _ => {
+            if !input.answers.is_empty() {
+                return Err(conflict(
+                    "decision_conflict",
+                    format!(
+                        "run {} of response {previous} is {}: nothing is waiting for a decision",
+                        run.id,
+                        run.status.as_str()
+                    ),
+                ));
+            }
+            let message = input.message.unwrap_or_default();
+            let start = state.start_request(
+                agent_name,
+                message,
+                Some(run.conversation_id.clone()),
+                None,
+            )?;
+            Ok((Plan::Start(Box::new(start)), HashMap::new()))
+        }
+    }
+}
+
+/// The agent's tools as the response lists them: one `mcp` entry for the tools toolgate
+/// runs, one `function` entry per client tool.
+async fn tools_of(state: &Arc<AppState>, agent: &Agent) -> Vec<Value> {
+    let runner = state.runner.clone();
+    let tools_dir = state.tools_dir.clone();
+    let agent = agent.clone();
+    tokio::task::spawn_blocking(move || {
+        let library = runner
+            .loaded
+            .library(tools_dir.as_deref(), |dir| (runner.load_library)(dir))
+            .ok()?;
+        let toolkit = agent.toolkit(&library).ok()?;
+        let (mut always, mut never, mut functions) = (Vec::new(), Vec::new(), Vec::new());
+        for tool in toolkit.tools() {
+            let spec = &tool.spec;
+            if spec.definition_only() {
+                functions.push(json!({
+                    "type": "function",
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": spec.parameters,
+                    "strict": false,
+                }));
+            } else if toolkit.permission(&spec.name) == Permission::Auto {
+                never.push(spec.name.clone());
+            } else {
+                always.push(spec.name.clone());
+            }
+        }
+        let mut tools = Vec::new();
+        if !always.is_empty() || !never.is_empty() {
+            let allowed: Vec<&String> = never.iter().chain(&always).collect();
+            tools.push(json!({
+                "type": "mcp",
+                "server_label": SERVER_LABEL,
+                "allowed_tools": allowed,
+                "require_approval": {"always": {"tool_names": always}, "never": {"tool_names": never}},
+            }));
+        }
+        tools.extend(functions);
+        Some(tools)
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}
+
+/// Waits for the final response.
+async fn whole(mut reports: UnboundedReceiver<Report>) -> Result<Response, ApiError> {
+    while let Some(report) = reports.recv().await {
+        match report {
+            Report::Events(_) => {}
+            Report::Done(response) => return Ok(Json(*response).into_response()),
+            Report::Refused(e) => return Err(e),
+        }
+    }
+    Err(ApiError::internal(
+        "the response's task stopped before it ended",
+    ))
+}
+
+fn sse_event(event: &Value) -> SseEvent {
+    let kind = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message");
+    SseEvent::default()
+        .event(kind)
+        .data(serde_json::to_string(event).unwrap_or_default())
+}
+
+/// Streams the response's events; a refusal before anything was driven is a plain
+/// JSON error instead.
+async fn stream(
+    state: &Arc<AppState>,
+    mut reports: UnboundedReceiver<Report>,
+) -> Result<Response, ApiError> {
+    let first = match reports.recv().await {
+        Some(Report::Refused(e)) => return Err(e),
+        Some(Report::Events(events)) => events,
+        Some(Report::Done(_)) | None => {
+            return Err(ApiError::internal(
+                "the response's task stopped before it began",
+            ));
+        }
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(256);
+    let shutdown = state.shutdown.clone();
+    tokio::spawn(async move {
+        let forward = async {
+            for e in &first {
+                if tx.send(sse_event(e)).await.is_err() {
+                    // The client went away: the run goes on, and the response is stored.
+                    return;
+                }
+            }
+            while let Some(report) = reports.recv().await {
+                let Report::Events(events) = report else {
+                    break;
+                };
+                for e in &events {
+                    if tx.send(sse_event(e)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            _ = forward => {}
+            _ = shutdown.cancelled() => {}
+        }
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// A response as last stored: after it ended, the whole response; while its run is
+/// driven, the response as begun; one whose server stopped before finishing it, failed
+/// (its run goes on with `previous_response_id`).
+#[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses",
+    params(("id" = String, Path, description = "A response id, resp_...")),
+    responses((status = 200, body = ResponseObject), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn get_response(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Map<String, Value>>, ApiError> {
+    let key = id.clone();
+    let row = state
+        .runner
+        .read(move |store| Ok(store.response(&key)?))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
+    let mut body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
+        ApiError::internal(format!(
+            "response {id}: its stored body cannot be read: {e}"
+        ))
+    })?;
+    if row.status == ResponseStatus::InProgress.as_str()
+        && let Ok(run) = state.runner.get(&row.run_id).await
+        && abandoned(run.status, run.updated_at, crate::engine::now_ms())
+    {
+        body.insert("status".into(), json!(ResponseStatus::Failed));
+        body.insert(
+            "error".into(),
+            json!(ResponseError {
+                code: "server_error".into(),
+                message: format!(
+                    "the server stopped before this response was finished; its run {} is now {} (continue with previous_response_id {id})",
+                    run.id,
+                    run.status.as_str()
+                ),
+            }),
+        );
+    }
+    Ok(Json(body))
+}
+
+/// How long after its run's last change a response may still be in progress: the drive
+/// stores the response a moment after the run's last save.
+const FINISH_GRACE_MS: i64 = 10_000;
+
+/// Whether a response stored as in progress was left so by a server that stopped: its
+/// run is no longer driven, and has not been for a while.
+fn abandoned(run: RunStatus, run_updated_at: i64, now_ms: i64) -> bool {
+    run != RunStatus::InProgress && now_ms - run_updated_at > FINISH_GRACE_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_is_abandoned_only_when_its_run_stopped_a_while_ago() {
+        assert!(!abandoned(RunStatus::InProgress, 0, 1_000_000));
+        assert!(!abandoned(RunStatus::Completed, 1_000_000, 1_000_500));
+        assert!(abandoned(RunStatus::Completed, 1_000_000, 1_020_000));
+        assert!(abandoned(RunStatus::RequiresAction, 1_000_000, 1_020_000));
+    }
+
+    #[test]
+    fn models_name_agents() {
+        assert_eq!(agent_name("agent:helper").ok(), Some("helper"));
+        for bad in ["helper", "agent:", "agent: ", "gpt-4o", "openai:gpt-4o"] {
+            assert!(agent_name(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! From a run's events to a response: the output items in the order things happen
+//! (model text -> `message`, a call run server-side -> `mcp_call`, a CONFIRM call ->
+//! `mcp_approval_request`, a client tool -> `function_call`), and the Responses stream
+//! events announcing them, numbered, in the sequence the OpenAI SDKs' stream helpers
+//! accept. Pure: the caller feeds events and call records, and sends what comes back.
+//!
+//! An `mcp_call` is finished from its call record (committed with the step that ran
+//! it), not from the `tool.finished` event: the record holds the output, and the
+//! arguments with secret parameters redacted.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::ending::Ending;
+use super::input::{APPROVAL_PREFIX, FUNCTION_CALL_PREFIX, MCP_CALL_PREFIX};
+use super::wire::{
+    ItemStatus, McpCallError, McpCallStatus, OutputContent, OutputItem, ResponseObject,
+    ResponseStatus, SERVER_LABEL,
+};
+use crate::protocol::{CallStatus, Event, ItemKind, RequiredItem, RunEvent};
+use crate::store::CallRecord;
+
+/// One stream event: a JSON object with its `type` and `sequence_number`.
+pub type StreamEvent = Value;
+
+/// Builds one response from the events of the drive it covers.
+pub struct Translator {
+    response: ResponseObject,
+    seq: u64,
+    /// The message being streamed, by output index.
+    open: Option<usize>,
+    /// Whitespace at the end of the open message, held until more text follows.
+    held: String,
+    messages: usize,
+    /// The output index of each call's `mcp_call`.
+    calls: HashMap<String, usize>,
+    /// Calls whose `mcp_call` waits for its record, in order.
+    awaiting: Vec<String>,
+    /// What the model was told about calls resolved without running, in case their
+    /// record never comes.
+    told: HashMap<String, String>,
+    /// Calls the client answers (in this request or an earlier one): true for approval
+    /// items.
+    answered: HashMap<String, bool>,
+}
+
+impl Translator {
+    /// A translator for `response` (its output empty); `answered` holds the calls the
+    /// client answers (true: approval items), which get no item of their own when
+    /// resolved, and whose `mcp_call`, when they run, names their approval request.
+    pub fn new(response: ResponseObject, answered: HashMap<String, bool>) -> Self {
+        Self {
+            response,
+            seq: 0,
+            open: None,
+            held: String::new(),
+            messages: 0,
+            calls: HashMap::new(),
+            awaiting: Vec::new(),
+            told: HashMap::new(),
+            answered,
+        }
+    }
+
+    /// The response as built so far.
+    pub fn response(&self) -> &ResponseObject {
+        &self.response
+    }
+
+    pub fn response_mut(&mut self) -> &mut ResponseObject {
+        &mut self.response
+    }
+
+    /// Calls whose `mcp_call` waits for its record.
+    pub fn awaiting(&self) -> &[String] {
+        &self.awaiting
+    }
+
+    fn emit(&mut self, out: &mut Vec<StreamEvent>, kind: &str, body: Value) {
+        let mut event = json!({"type": kind, "sequence_number": self.seq});
+        if let (Some(e), Value::Object(fields)) = (event.as_object_mut(), body) {
+            e.extend(fields);
+        }
+        self.seq += 1;
+        out.push(event);
+    }
+
+    fn item_json(&self, index: usize) -> Value {
+        serde_json::to_value(&self.response.output[index]).unwrap_or(Value::Null)
+    }
+
+    fn push_item(&mut self, out: &mut Vec<StreamEvent>, item: OutputItem) -> usize {
+        let index = self.response.output.len();
+        self.response.output.push(item);
+        let item = self.item_json(index);
+        self.emit(
+            out,
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        );
+        index
+    }
+
+    fn item_done(&mut self, out: &mut Vec<StreamEvent>, index: usize) {
+        let item = self.item_json(index);
+        self.emit(
+            out,
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        );
+    }
+
+    /// `response.created` and `response.in_progress`.
+    pub fn start(&mut self) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        let response = serde_json::to_value(&self.response).unwrap_or(Value::Null);
+        self.emit(&mut out, "response.created", json!({"response": response}));
+        self.emit(
+            &mut out,
+            "response.in_progress",
+            json!({"response": response}),
+        );
+        out
+    }
+
+    /// One run event.
+    pub fn event(&mut self, event: &RunEvent) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        match event {
+            RunEvent::TextDelta { text, .. } => self.text(&mut out, text),
+            RunEvent::ModelRetry { .. } => {
+                // The model starts its answer again: what was shown of it stays, cut short.
+                self.close_message(&mut out, ItemStatus::Incomplete);
+            }
+            RunEvent::ApprovalRequested { item, .. } => {
+                self.close_message(&mut out, ItemStatus::Completed);
+                self.waiting_item(&mut out, item);
+            }
+            RunEvent::Tool {
+                event: Event::ToolStarted { call_id, tool, .. },
+                ..
+            } => {
+                self.close_message(&mut out, ItemStatus::Completed);
+                self.mcp_call(&mut out, call_id, tool);
+            }
+            RunEvent::Tool {
+                event: Event::ToolFinished { call_id, tool, .. },
+                ..
+            } => {
+                // Calls that could not start (unknown tool, invalid arguments) have no
+                // tool.started.
+                self.close_message(&mut out, ItemStatus::Completed);
+                self.mcp_call(&mut out, call_id, tool);
+                if !self.awaiting.contains(call_id) {
+                    self.awaiting.push(call_id.clone());
+                }
+            }
+            RunEvent::ToolResolved {
+                call_id,
+                tool,
+                output,
+                ..
+            } => {
+                self.close_message(&mut out, ItemStatus::Completed);
+                // A call the client answered is its own doing: no item.
+                if !self.answered.contains_key(call_id) {
+                    self.mcp_call(&mut out, call_id, tool);
+                    self.told.insert(call_id.clone(), output.clone());
+                    if !self.awaiting.contains(call_id) {
+                        self.awaiting.push(call_id.clone());
+                    }
+                }
+            }
+            RunEvent::ToolCallParsed { .. }
+            | RunEvent::RunRequiresAction { .. }
+            | RunEvent::RunCompleted { .. }
+            | RunEvent::RunIncomplete { .. }
+            | RunEvent::RunFailed { .. }
+            | RunEvent::RunCancelled { .. } => {
+                self.close_message(&mut out, ItemStatus::Completed);
+            }
+            RunEvent::RunStarted { .. }
+            | RunEvent::ParseProblem { .. }
+            | RunEvent::Tool {
+                event: Event::ToolOutput { .. },
+                ..
+            } => {}
+        }
+        out
+    }
+
+    fn text(&mut self, out: &mut Vec<StreamEvent>, delta: &str) {
+        let index = match self.open {
+            Some(index) => index,
+            None => {
+                if delta.trim().is_empty() {
+                    // Whitespace between calls is no message.
+                    return;
+                }
+                let suffix = self.response.id.trim_start_matches("resp_").to_string();
+                let id = format!("msg_{suffix}_{}", self.messages);
+                self.messages += 1;
+                let index = self.push_item(
+                    out,
+                    OutputItem::Message {
+                        id: id.clone(),
+                        role: "assistant".into(),
+                        status: ItemStatus::InProgress,
+                        content: Vec::new(),
+                    },
+                );
+                let part = OutputContent::text("");
+                if let OutputItem::Message { content, .. } = &mut self.response.output[index] {
+                    content.push(part.clone());
+                }
+                self.emit(
+                    out,
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                );
+                self.open = Some(index);
+                index
+            }
+        };
+        let mut text = std::mem::take(&mut self.held);
+        text.push_str(if self.message_text(index).is_empty() {
+            delta.trim_start()
+        } else {
+            delta
+        });
+        let kept = text.trim_end().len();
+        self.held = text[kept..].to_string();
+        text.truncate(kept);
+        if text.is_empty() {
+            return;
+        }
+        if let OutputItem::Message { content, .. } = &mut self.response.output[index]
+            && let Some(OutputContent::OutputText { text: all, .. }) = content.first_mut()
+        {
+            all.push_str(&text);
+        }
+        let id = self.response.output[index].id().to_string();
+        self.emit(
+            out,
+            "response.output_text.delta",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": text, "logprobs": []}),
+        );
+    }
+
+    fn message_text(&self, index: usize) -> &str {
+        match &self.response.output[index] {
+            OutputItem::Message { content, .. } => match content.first() {
+                Some(OutputContent::OutputText { text, .. }) => text,
+                None => "",
+            },
+            _ => "",
+        }
+    }
+
+    fn close_message(&mut self, out: &mut Vec<StreamEvent>, status: ItemStatus) {
+        let Some(index) = self.open.take() else {
+            return;
+        };
+        self.held.clear();
+        let text = self.message_text(index).to_string();
+        let id = self.response.output[index].id().to_string();
+        self.emit(
+            out,
+            "response.output_text.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
+        );
+        self.emit(
+            out,
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "part": OutputContent::text(text)}),
+        );
+        if let OutputItem::Message { status: s, .. } = &mut self.response.output[index] {
+            *s = status;
+        }
+        self.item_done(out, index);
+    }
+
+    /// An item a paused run waits for: `mcp_approval_request` or `function_call`.
+    fn waiting_item(&mut self, out: &mut Vec<StreamEvent>, item: &RequiredItem) {
+        let arguments = item.arguments.to_string();
+        match item.kind {
+            ItemKind::Approval => {
+                let index = self.push_item(
+                    out,
+                    OutputItem::McpApprovalRequest {
+                        id: format!("{APPROVAL_PREFIX}{}", item.call_id),
+                        server_label: SERVER_LABEL.into(),
+                        name: item.tool.clone(),
+                        arguments,
+                    },
+                );
+                self.item_done(out, index);
+            }
+            ItemKind::SubmitToolOutput => {
+                let id = format!("{FUNCTION_CALL_PREFIX}{}", item.call_id);
+                let index = self.push_item(
+                    out,
+                    OutputItem::FunctionCall {
+                        id: id.clone(),
+                        call_id: item.call_id.clone(),
+                        name: item.tool.clone(),
+                        arguments: String::new(),
+                        status: ItemStatus::InProgress,
+                    },
+                );
+                self.emit(
+                    out,
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": id, "output_index": index, "delta": arguments}),
+                );
+                self.emit(
+                    out,
+                    "response.function_call_arguments.done",
+                    json!({"item_id": id, "output_index": index, "name": item.tool, "arguments": arguments}),
+                );
+                if let OutputItem::FunctionCall {
+                    arguments: a,
+                    status,
+                    ..
+                } = &mut self.response.output[index]
+                {
+                    *a = arguments;
+                    *status = ItemStatus::Completed;
+                }
+                self.item_done(out, index);
+            }
+        }
+    }
+
+    /// The `mcp_call` of a call, added (in progress) unless it is there already.
+    fn mcp_call(&mut self, out: &mut Vec<StreamEvent>, call_id: &str, tool: &str) {
+        if self.calls.contains_key(call_id) {
+            return;
+        }
+        let id = format!("{MCP_CALL_PREFIX}{call_id}");
+        let approval = (self.answered.get(call_id) == Some(&true))
+            .then(|| format!("{APPROVAL_PREFIX}{call_id}"));
+        let index = self.push_item(
+            out,
+            OutputItem::McpCall {
+                id: id.clone(),
+                server_label: SERVER_LABEL.into(),
+                name: tool.to_string(),
+                arguments: String::new(),
+                output: None,
+                error: None,
+                status: McpCallStatus::InProgress,
+                approval_request_id: approval,
+            },
+        );
+        self.calls.insert(call_id.to_string(), index);
+        self.emit(
+            out,
+            "response.mcp_call.in_progress",
+            json!({"item_id": id, "output_index": index}),
+        );
+    }
+
+    /// A call's committed record: its `mcp_call` gets arguments, output or error, and
+    /// is done. Records of calls that are not awaited are ignored.
+    pub fn record(&mut self, record: &CallRecord) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        let Some(pos) = self.awaiting.iter().position(|c| c == &record.call_id) else {
+            return out;
+        };
+        self.awaiting.remove(pos);
+        let ok = record.status == CallStatus::Succeeded;
+        let message = record
+            .error_message
+            .clone()
+            .or_else(|| (!ok).then(|| record.result.clone()).flatten())
+            .unwrap_or_else(|| format!("the call ended as {}", record.status.as_str()));
+        self.finish_call(
+            &mut out,
+            &record.call_id,
+            record.arguments.to_string(),
+            record.result.clone(),
+            (!ok).then_some(message),
+        );
+        out
+    }
+
+    /// A call whose record never came (the run stopped before saving it).
+    fn unrecorded(&mut self, out: &mut Vec<StreamEvent>, call_id: &str) {
+        let message = self.told.get(call_id).cloned().unwrap_or_else(|| {
+            "the run stopped before this call's result was saved; its outcome is unknown"
+                .to_string()
+        });
+        self.finish_call(out, call_id, "{}".into(), None, Some(message));
+    }
+
+    fn finish_call(
+        &mut self,
+        out: &mut Vec<StreamEvent>,
+        call_id: &str,
+        args: String,
+        result: Option<String>,
+        failure: Option<String>,
+    ) {
+        let Some(&index) = self.calls.get(call_id) else {
+            return;
+        };
+        let id = self.response.output[index].id().to_string();
+        self.emit(
+            out,
+            "response.mcp_call_arguments.delta",
+            json!({"item_id": id, "output_index": index, "delta": args}),
+        );
+        self.emit(
+            out,
+            "response.mcp_call_arguments.done",
+            json!({"item_id": id, "output_index": index, "arguments": args}),
+        );
+        let failed = failure.is_some();
+        if let OutputItem::McpCall {
+            arguments,
+            output,
+            error,
+            status,
+            ..
+        } = &mut self.response.output[index]
+        {
+            *arguments = args;
+            *output = result;
+            *error = failure.as_deref().map(McpCallError::text);
+            *status = if failed {
+                McpCallStatus::Failed
+            } else {
+                McpCallStatus::Completed
+            };
+        }
+        let kind = if failed {
+            "response.mcp_call.failed"
+        } else {
+            "response.mcp_call.completed"
+        };
+        self.emit(out, kind, json!({"item_id": id, "output_index": index}));
+        self.item_done(out, index);
+    }
+
+    /// Ends the response: open items closed, the items a paused run waits for listed,
+    /// the status, usage and error set, and the last event (`response.completed`,
+    /// `response.incomplete`, or `response.failed` for a failed or cancelled run).
+    pub fn finish(&mut self, ending: Ending) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        self.close_message(&mut out, ItemStatus::Completed);
+        for call_id in std::mem::take(&mut self.awaiting) {
+            self.unrecorded(&mut out, &call_id);
+        }
+        for item in &ending.waiting {
+            let shown = self.response.output.iter().any(|o| match o {
+                OutputItem::McpApprovalRequest { id, .. } => {
+                    id.strip_prefix(APPROVAL_PREFIX) == Some(item.call_id.as_str())
+                }
+                OutputItem::FunctionCall { call_id, .. } => call_id == &item.call_id,
+                _ => false,
+            });
+            if !shown {
+                self.waiting_item(&mut out, item);
+            }
+        }
+        let r = &mut self.response;
+        r.status = ending.status;
+        r.error = ending.error;
+        r.incomplete_details = ending.incomplete;
+        r.usage = Some(ending.usage);
+        r.completed_at = (ending.status == ResponseStatus::Completed).then_some(ending.at);
+        let kind = match ending.status {
+            ResponseStatus::Completed => "response.completed",
+            ResponseStatus::Incomplete => "response.incomplete",
+            ResponseStatus::Failed | ResponseStatus::Cancelled | ResponseStatus::InProgress => {
+                "response.failed"
+            }
+        };
+        let response = serde_json::to_value(&self.response).unwrap_or(Value::Null);
+        self.emit(&mut out, kind, json!({"response": response}));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+//! The Responses-compatible endpoint against the official `openai` Python package,
+//! unmodified: tests/py/setup.sh makes its venv (this test fails, never skips, when it
+//! cannot), `toolgate serve` runs on a free port with an API key, a fresh database and
+//! the agents of tests/fixtures/responses/, and tests/py/test_responses.py drives it.
+//! Then the server is killed and started again on the same database, and every response
+//! the SDK saw is read back with `GET /v1/responses/{id}`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const KEY: &str = "sdk-test-key";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The venv's python, made by the project's own script.
+fn python() -> PathBuf {
+    let out = Command::new("bash")
+        .arg(root().join("tests/py/setup.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("bash must be there to run tests/py/setup.sh");
+    assert!(
+        out.status.success(),
+        "tests/py/setup.sh failed ({}): the openai SDK test needs Python 3 with venv and PyPI access",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let python = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
+    assert!(
+        python.is_file(),
+        "tests/py/setup.sh did not name a python: {stdout:?}"
+    );
+    python
+}
+
+/// A running `toolgate serve`, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path) -> Server {
+    let fixtures = root().join("tests/fixtures/responses");
+    serve_from(dir, &fixtures.join("agents"), &fixtures.join("tools"))
+}
+
+fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0"])
+        .arg("--agents")
+        .arg(agents)
+        .arg("--tools")
+        .arg(tools)
+        .arg("--db")
+        .arg(dir.join("toolgate.db"))
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .env("TOOLGATE_API_KEY", KEY)
+        .env_remove("TOOLGATE_DB")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("toolgate serve starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("toolgate serve says where it listens within 30 s");
+    let url = line
+        .trim()
+        .rsplit_once("listening on ")
+        .map(|(_, u)| u.to_string())
+        .unwrap_or_else(|| panic!("unexpected first line from toolgate serve: {line:?}"));
+    Server { child, url }
+}
+
+fn get(rt: &tokio::runtime::Runtime, url: &str, key: Option<&str>) -> (u16, Value) {
+    rt.block_on(async {
+        let client = reqwest::Client::new();
+        let mut req = client.get(url);
+        if let Some(key) = key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    })
+}
+
+/// What a response is, whoever serialised it: status, chain, items by type and id.
+fn gist(r: &Value) -> Value {
+    let items: Vec<Value> = r["output"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "type": o["type"], "id": o["id"], "status": o.get("status").cloned().unwrap_or(Value::Null),
+                "output": o.get("output").cloned().unwrap_or(Value::Null),
+                "text": o["content"][0]["text"],
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "id": r["id"], "status": r["status"], "model": r["model"],
+        "previous_response_id": r["previous_response_id"], "usage": r["usage"]["total_tokens"],
+        "error": r["error"]["message"], "output": items,
+    })
+}
+
+#[test]
+fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let seen_file = dir.path().join("seen.json");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    {
+        let server = serve(dir.path());
+        // The key is required, as for every /v1 route.
+        let (status, body) = get(&rt, &format!("{}/v1/responses/resp_x", server.url), None);
+        assert_eq!(status, 401, "{body}");
+        let out = Command::new(&python)
+            .arg(root().join("tests/py/test_responses.py"))
+            .env("TOOLGATE_BASE_URL", format!("{}/v1", server.url))
+            .env("TOOLGATE_API_KEY", KEY)
+            .env("TOOLGATE_WORKSPACE", dir.path().join("ws"))
+            .env("TOOLGATE_RESPONSES_OUT", &seen_file)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .expect("the venv's python runs");
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success(),
+            "tests/py/test_responses.py failed:\n{report}"
+        );
+        assert!(report.contains("OK"), "{report}");
+        // `server` is killed here, mid-nothing: what was answered must be stored.
+    }
+    let seen: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&seen_file).unwrap()).unwrap();
+    assert!(
+        seen.len() >= 10,
+        "the SDK test saw {} responses",
+        seen.len()
+    );
+    let server = serve(dir.path());
+    for (id, from_sdk) in &seen {
+        let (status, stored) = get(&rt, &format!("{}/v1/responses/{id}", server.url), Some(KEY));
+        assert_eq!(status, 200, "{id}: {stored}");
+        assert_eq!(gist(&stored), gist(from_sdk), "{id} after a restart");
+    }
+    let (status, body) = get(
+        &rt,
+        &format!("{}/v1/responses/resp_missing", server.url),
+        Some(KEY),
+    );
+    assert_eq!(
+        (status, body["error"]["type"].as_str()),
+        (404, Some("not_found"))
+    );
+}
+
+/// The README's Python example (examples/serve/approve.py) against the README's agents.
+#[test]
+fn the_readme_python_example_approves_and_answers() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let server = serve_from(
+        dir.path(),
+        &root().join("examples/serve/agents"),
+        &root().join("tools"),
+    );
+    let out = Command::new(&python)
+        .arg(root().join("examples/serve/approve.py"))
+        .env("TOOLGATE_URL", format!("{}/v1", server.url))
+        .env("TOOLGATE_API_KEY", KEY)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("the venv's python runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("ran calculator"), "{report}");
+    assert!(report.contains("approving write_file"), "{report}");
+    assert!(report.contains("answering ask_user"), "{report}");
+    assert!(
+        report.trim_end().ends_with(
+            "completed Done. 2+3*4 is 14, saved in result.txt, and I noted your colour."
+        ),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/result.txt")).unwrap(),
+        "2+3*4 = 14\n"
+    );
+}

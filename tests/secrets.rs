@@ -1,0 +1,308 @@
+//! Secrets as an attacker would look for them: a full run with secret values in seven
+//! placements (AUTO, nested in an object, CONFIRM, an invalid call, a client tool,
+//! arguments edited on approval, xml mode), then every byte of the database files, the
+//! event stream and every command's output searched for them. The tools still get
+//! the real values; a wrong or missing key is a clear error that changes nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// Echoes its arguments (so the result holds the secret too) and keeps them in seen.log.
+fn vault(name: &str, permission: &str) -> String {
+    format!(
+        r#"name: {name}
+description: Opens the vault.
+permission: {permission}
+parameters:
+  type: object
+  properties:
+    token: {{type: string, secret: true}}
+    auth:
+      type: object
+      properties:
+        user: {{type: string}}
+        password: {{type: string, secret: true}}
+    note: {{type: string}}
+  required: [token]
+  additionalProperties: false
+entry:
+  type: command
+  command: sh
+  args: ["-c", "tee -a seen.log; echo"]
+"#
+    )
+}
+
+const CLIENT: &str = "name: vault_client\ndescription: The client opens it.\nparameters:\n  type: object\n  properties:\n    pin: {type: string, secret: true}\n  required: [pin]\nentry: {type: client}\n";
+
+const SECRETS: [&str; 7] = [
+    "S1-auto-token-7f3a",
+    "S2-nested-pw-91bc",
+    "S3-invalid-call-4d2e",
+    "S4-confirm-token-b8c1",
+    "S5-client-pin-0e77",
+    "S6-edited-token-5a9d",
+    "S7-xml-token-c3f0",
+];
+
+const REPLIES: &str = r#"replies:
+  - content: Opening.
+    tool_calls:
+      - {id: c_auto, name: vault_auto, arguments: {token: S1-auto-token-7f3a, auth: {user: ann, password: S2-nested-pw-91bc}}}
+      - {id: c_bad, name: vault_auto, arguments: {token: S3-invalid-call-4d2e, colour: red}}
+      - {id: c_confirm, name: vault_confirm, arguments: {token: S4-confirm-token-b8c1, note: keep}}
+      - {id: c_client, name: vault_client, arguments: {pin: S5-client-pin-0e77}}
+  - content: Done with the vault.
+"#;
+
+const XML_REPLIES: &str = r#"replies:
+  - content: "<tool_call><name>vault_auto</name><params><token><![CDATA[S7-xml-token-c3f0]]></token></params></tool_call>"
+  - content: Opened in xml.
+"#;
+
+fn site() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir(p.join("tools")).unwrap();
+    std::fs::write(p.join("tools/vault_auto.yaml"), vault("vault_auto", "auto")).unwrap();
+    std::fs::write(
+        p.join("tools/vault_confirm.yaml"),
+        vault("vault_confirm", "confirm"),
+    )
+    .unwrap();
+    std::fs::write(p.join("tools/vault_client.yaml"), CLIENT).unwrap();
+    std::fs::write(
+        p.join("agent.yaml"),
+        "name: keeper\nmodel: scripted:replies.yaml\ntools: [vault_auto, vault_confirm, vault_client]\nworkspace: .\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("xml_agent.yaml"),
+        "name: xml_keeper\nmode: xml\nmodel: scripted:xml_replies.yaml\ntools: [vault_auto]\nworkspace: .\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("replies.yaml"), REPLIES).unwrap();
+    std::fs::write(p.join("xml_replies.yaml"), XML_REPLIES).unwrap();
+    dir
+}
+
+fn toolgate(args: &[&str], dir: &Path, key: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    match key {
+        Some(k) => cmd.env("TOOLGATE_SECRET_KEY", k),
+        None => cmd.env_remove("TOOLGATE_SECRET_KEY"),
+    };
+    cmd.output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn assert_clean(what: &str, haystack: &[u8]) {
+    for s in SECRETS {
+        assert!(
+            !haystack.windows(s.len()).any(|w| w == s.as_bytes()),
+            "{s} found in clear in {what}"
+        );
+    }
+}
+
+fn last_json(out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn no_secret_is_ever_written_or_shown_in_clear() {
+    let site = site();
+    let dir = site.path();
+    let run = toolgate(
+        &["run", "--agent", "agent.yaml", "--json", "open it"],
+        dir,
+        None,
+    );
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run));
+    assert_clean("the run --json event stream", &run.stdout);
+    assert_clean("run's stderr", &run.stderr);
+    let paused = last_json(&run);
+    let id = paused["id"].as_str().unwrap().to_string();
+    let items = paused["required_action"]["items"].as_array().unwrap();
+    assert_eq!(items[0]["arguments"]["token"], "[secret]");
+    assert_eq!(items[1]["arguments"]["pin"], "[secret]");
+    // The key was made beside the database, readable by its owner only.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("toolgate.db.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // Edited on approval: a new secret for the token; the note stays as it was.
+    let edited = toolgate(
+        &[
+            "approve",
+            &id,
+            "--call",
+            "c_confirm",
+            "--args",
+            r#"{"token": "S6-edited-token-5a9d", "note": "keep"}"#,
+            "--json",
+        ],
+        dir,
+        None,
+    );
+    assert_eq!(edited.status.code(), Some(3), "{}", text(&edited));
+    assert_clean("approve's output", &text(&edited).into_bytes());
+    let done = toolgate(
+        &[
+            "submit", &id, "--call", "c_client", "--output", "opened", "--json",
+        ],
+        dir,
+        None,
+    );
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    assert_clean("submit's output", &text(&done).into_bytes());
+    assert_eq!(last_json(&done)["status"], "completed");
+
+    // xml mode: the secret sits in the model's own text.
+    let xml = toolgate(
+        &[
+            "run",
+            "--agent",
+            "xml_agent.yaml",
+            "--json",
+            "open it in xml",
+        ],
+        dir,
+        None,
+    );
+    assert_eq!(xml.status.code(), Some(0), "{}", text(&xml));
+    assert_clean("the xml run's events", &xml.stdout);
+
+    // Everything a person or script reads.
+    for args in [
+        vec!["show", id.as_str(), "--json"],
+        vec!["show", id.as_str()],
+        vec!["runs", "--json"],
+        vec!["calls", "--json"],
+        vec!["calls"],
+        vec!["stats", "--json"],
+    ] {
+        let out = toolgate(&args, dir, None);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        assert_clean(&format!("{args:?}"), &text(&out).into_bytes());
+    }
+    // The tools got the real values (the invalid call never ran).
+    let seen = std::fs::read_to_string(dir.join("seen.log")).unwrap();
+    for s in [
+        "S1-auto-token-7f3a",
+        "S2-nested-pw-91bc",
+        "S6-edited-token-5a9d",
+        "S7-xml-token-c3f0",
+    ] {
+        assert!(seen.contains(s), "the tool did not get {s}: {seen}");
+    }
+    assert!(
+        !seen.contains("S4-confirm-token-b8c1"),
+        "the edit was not applied"
+    );
+    std::fs::remove_file(dir.join("seen.log")).unwrap();
+
+    // The raw files, as an attacker with the disk would read them.
+    let mut found_db = false;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("toolgate.db") && !name.ends_with(".key") {
+            found_db = true;
+            assert_clean(&name, &std::fs::read(&path).unwrap());
+        }
+    }
+    assert!(found_db);
+    // And after a checkpoint moved the WAL into the main file.
+    let conn = rusqlite::Connection::open(dir.join("toolgate.db")).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(conn);
+    assert_clean(
+        "toolgate.db",
+        &std::fs::read(dir.join("toolgate.db")).unwrap(),
+    );
+}
+
+#[test]
+fn a_wrong_or_missing_key_is_a_clear_error_and_changes_nothing() {
+    let site = site();
+    let dir = site.path();
+    let run = toolgate(
+        &["run", "--agent", "agent.yaml", "--json", "open it"],
+        dir,
+        None,
+    );
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run));
+    let id = last_json(&run)["id"].as_str().unwrap().to_string();
+    let ok = toolgate(
+        &["approve", &id, "--call", "c_confirm", "--no-resume"],
+        dir,
+        None,
+    );
+    assert_eq!(ok.status.code(), Some(3), "{}", text(&ok));
+    let ok = toolgate(
+        &[
+            "submit",
+            &id,
+            "--call",
+            "c_client",
+            "--output",
+            "x",
+            "--no-resume",
+        ],
+        dir,
+        None,
+    );
+    assert_eq!(ok.status.code(), Some(3), "{}", text(&ok));
+
+    // Another key: the sealed values cannot be opened; one line says so.
+    let wrong = toolgate(&["resume", &id], dir, Some(&"ab".repeat(32)));
+    assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(err.contains("cannot be opened with this key"), "{err}");
+    // No key at all.
+    std::fs::rename(dir.join("toolgate.db.key"), dir.join("kept.key")).unwrap();
+    let missing = toolgate(&["resume", &id], dir, None);
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("toolgate.db.key does not exist"),
+        "{}",
+        text(&missing)
+    );
+    // A key given in a malformed form.
+    let bad = toolgate(&["resume", &id], dir, Some("not-a-key"));
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("TOOLGATE_SECRET_KEY"));
+    // The right key back: the run goes on as if nothing happened.
+    std::fs::rename(dir.join("kept.key"), dir.join("toolgate.db.key")).unwrap();
+    let resumed = toolgate(&["resume", &id, "--json"], dir, None);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(last_json(&resumed)["status"], "completed");
+    let seen = std::fs::read_to_string(dir.join("seen.log")).unwrap();
+    assert!(seen.contains("S4-confirm-token-b8c1"), "{seen}");
+}
