@@ -514,3 +514,37 @@ entry: {type: command, command: cat}
     let shown = serde_json::to_value(&t.spec).unwrap();
     assert_eq!(shown["output"]["properties"]["count"]["maximum"], 2);
 }
+
+/// A message about an output that breaks its schema never quotes a secret argument.
+#[tokio::test]
+async fn an_output_error_never_quotes_a_secret() {
+    let dir = folder(&[(
+        "echoer.yaml",
+        r#"name: echoer
+parameters:
+  type: object
+  properties:
+    token: {type: string, secret: true}
+output:
+  type: object
+  properties:
+    token: {type: integer}
+entry: {type: command, command: cat}
+"#,
+    )]);
+    let lib = ToolLibrary::load(dir.path()).unwrap();
+    assert!(lib.errors().is_empty(), "{:?}", lib.errors());
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = toolgate::tool::ToolContext::new(ws.path().to_path_buf());
+    let token = "tok-0123456789abcdefghijklmnopqrstuvwxyz-0123456789";
+    let err = lib
+        .get("echoer")
+        .unwrap()
+        .invoke(&ctx, json!({"token": token}).as_object().unwrap().clone())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("'token': must be integer"), "{err}");
+    assert!(err.contains("[secret]"), "{err}");
+    assert!(!err.contains("tok-0123"), "{err}");
+}

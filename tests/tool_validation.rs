@@ -136,6 +136,18 @@ fn nested_objects_and_item_paths() {
             "'slots[1].n': is required (integer) but was not given",
         ]
     );
+    // A wrong part inside is named at its own path, not as the whole object or list.
+    assert_eq!(
+        check(
+            schema.clone(),
+            json!({"when": {"hour": "noon"}, "slots": [{"n": 1}, {"n": "two"}]})
+        )
+        .unwrap_err(),
+        vec![
+            "'when.hour': must be integer, got text \"noon\"",
+            "'slots[1].n': must be integer, got text \"two\"",
+        ]
+    );
     let ok = check(
         schema,
         json!({"when": {"hour": "7"}, "slots": [{"n": "3"}]}),

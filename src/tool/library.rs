@@ -101,8 +101,14 @@ impl LoadedTool {
 
     /// Checks an output against the declared output schema, if any. An output the tool
     /// marked as an error is passed on as it is. The value checked is the output's JSON
-    /// part when it has exactly one, else its text.
-    pub fn check_output(&self, out: ToolOutput) -> Result<ToolOutput, ToolError> {
+    /// part when it has exactly one, else its text, with each of `hidden` (the call's
+    /// secret and credential values) shown as `[secret]`, so that a message about it
+    /// never quotes one.
+    pub fn check_output(
+        &self,
+        out: ToolOutput,
+        hidden: &[String],
+    ) -> Result<ToolOutput, ToolError> {
         let Some(schema) = &self.output else {
             return Ok(out);
         };
@@ -113,10 +119,11 @@ impl LoadedTool {
             Part::Json { json } => Some(json),
             _ => None,
         });
-        let value = match (json.next(), json.next()) {
+        let mut value = match (json.next(), json.next()) {
             (Some(v), None) => v.clone(),
             _ => Value::String(out.to_text()),
         };
+        mask_strings(&mut value, hidden);
         match schema.check_value_of(value) {
             Ok(_) => Ok(out),
             Err(errors) => Err(ToolError::Execution(format!(
@@ -150,6 +157,15 @@ impl LoadedTool {
         let Some(runner) = self.runner.clone() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
+        let mut hidden = Vec::new();
+        if self.output.is_some() {
+            crate::secrets::secret_values(&self.spec.parameters, &args, &mut hidden);
+            hidden.extend(
+                ctx.injected
+                    .values()
+                    .filter_map(|v| v.as_str().map(String::from)),
+            );
+        }
         let ctx = ctx.clone();
         let timeout = self
             .spec
@@ -158,7 +174,7 @@ impl LoadedTool {
         // Aborted when this call is dropped (cancelled), not left running.
         let mut task = AbortOnDrop(tokio::spawn(async move { runner.call(&ctx, args).await }));
         match tokio::time::timeout(timeout, &mut task.0).await {
-            Ok(Ok(result)) => result.and_then(|out| self.check_output(out)),
+            Ok(Ok(result)) => result.and_then(|out| self.check_output(out, &hidden)),
             Ok(Err(join)) if join.is_panic() => {
                 let payload = join.into_panic();
                 let message = payload
@@ -176,6 +192,20 @@ impl LoadedTool {
                 Err(ToolError::Timeout(timeout))
             }
         }
+    }
+}
+
+/// `v` with each of `hidden` in its strings shown as `[secret]`.
+fn mask_strings(v: &mut Value, hidden: &[String]) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(m) = crate::secrets::mask_values(s, hidden) {
+                *s = m;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| mask_strings(x, hidden)),
+        Value::Object(o) => o.values_mut().for_each(|x| mask_strings(x, hidden)),
+        _ => {}
     }
 }
 

@@ -496,6 +496,9 @@ impl Schema {
         };
         let value = match coerce_json(value, Some(&self.raw)) {
             Ok(v) => v,
+            // A list or an object of the right kind with a wrong part inside: the parts
+            // are checked below, each error at its own path.
+            Err(m) if self.holds(&m.kept) => m.kept,
             Err(m) => {
                 push(format!("must be {}, got {}", m.expected, describe(&m.kept)));
                 return m.kept;
@@ -579,6 +582,20 @@ impl Schema {
             }
             Value::Object(map) => Value::Object(self.check_object(map, path, errors)),
             other => other,
+        }
+    }
+}
+
+impl Schema {
+    /// `value` is a list or an object and this schema's type allows it.
+    fn holds(&self, value: &Value) -> bool {
+        let Some(types) = self.types else {
+            return false;
+        };
+        match value {
+            Value::Array(_) => types.has(Types::ARRAY),
+            Value::Object(_) => types.has(Types::OBJECT),
+            _ => false,
         }
     }
 }
