@@ -2,12 +2,14 @@
 //! and the list form of parameters. A broken file is reported with its path, line and
 //! what is wrong, and does not stop the others from loading.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::credentials::{self, Credential};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
 use super::{builtin, http};
@@ -79,6 +81,8 @@ struct RawTool {
     version: Option<Value>,
     #[serde(default)]
     read_only: bool,
+    #[serde(default)]
+    credentials: BTreeMap<String, Value>,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -157,7 +161,7 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             format!("name '{name}' must be letters, digits, '_', '-' or '.'"),
         ));
     }
-    let parameters = match raw.parameters {
+    let mut parameters = match raw.parameters {
         None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
         Some(Value::Array(list)) => list_form(&list)
             .map_err(|m| fail_at(&["parameters", quoted_name(&m)], format!("parameters: {m}")))?,
@@ -181,6 +185,32 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             ));
         }
     };
+    // Credentials: the file's, and the parameters a person fills (`form: form`), which
+    // leave the schema the model sees.
+    let mut credentials = BTreeMap::new();
+    for (arg, source) in &raw.credentials {
+        let source = Credential::parse(source)
+            .map_err(|m| fail_at(&["credentials", arg], format!("credentials: '{arg}': {m}")))?;
+        credentials.insert(arg.clone(), source);
+    }
+    for arg in credentials::take_form_params(&mut parameters) {
+        credentials
+            .entry(arg.clone())
+            .or_insert_with(|| Credential::Secret(format!("{name}.{arg}")));
+    }
+    if let Some(arg) = credentials.keys().find(|a| {
+        parameters
+            .get("properties")
+            .and_then(|p| p.get(a.as_str()))
+            .is_some()
+    }) {
+        return Err(fail_at(
+            &["credentials", arg],
+            format!(
+                "credentials: '{arg}' is also a parameter the model fills; take it out of parameters"
+            ),
+        ));
+    }
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
         return Err(fail(
             None,
@@ -214,6 +244,7 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             other => other.to_string(),
         }),
         read_only: raw.read_only,
+        credentials,
     };
     Ok(ToolDef {
         spec,
@@ -285,7 +316,7 @@ pub(crate) fn first_line(s: &str) -> String {
 }
 
 /// Keys a parameter of the list form may have besides `name`, `required`, `validation`.
-const LIST_FORM_KEYS: [&str; 20] = [
+const LIST_FORM_KEYS: [&str; 21] = [
     "type",
     "description",
     "default",
@@ -306,6 +337,7 @@ const LIST_FORM_KEYS: [&str; 20] = [
     "nullable",
     "title",
     "const",
+    "form",
 ];
 
 /// `[{name, type, required, description, default, validation: {...}}]` to a schema.

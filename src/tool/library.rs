@@ -98,7 +98,11 @@ impl LoadedTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let args = self.check(args)?;
+        let mut args = self.check(args)?;
+        // Credentials join after the check: the model's schema does not list them.
+        for (k, v) in &ctx.injected {
+            args.insert(k.clone(), v.clone());
+        }
         let Some(runner) = self.runner.clone() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
@@ -121,7 +125,12 @@ impl LoadedTool {
                 Err(ToolError::Panicked(message))
             }
             Ok(Err(_)) => Err(ToolError::Cancelled),
-            Err(_) => Err(ToolError::Timeout(timeout)),
+            Err(_) => {
+                // Reported only once the tool is stopped (its programs killed).
+                task.0.abort();
+                let _ = (&mut task.0).await;
+                Err(ToolError::Timeout(timeout))
+            }
         }
     }
 }

@@ -4,9 +4,11 @@
 
 pub mod builtin;
 mod command;
+pub mod credentials;
 pub(crate) mod file;
 pub mod http;
 mod library;
+pub mod net;
 mod output;
 pub mod process;
 mod runnable;
@@ -14,6 +16,7 @@ mod schema;
 mod spec;
 pub mod workspace;
 
+pub use credentials::{Credential, Resolver};
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
 pub use library::{LoadedTool, Source, ToolLibrary, Toolkit, ToolkitError};
 pub use output::{ArgError, Part, ToolError, ToolOutput};

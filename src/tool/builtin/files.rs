@@ -9,6 +9,7 @@ use crate::tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec
 
 pub fn read_spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "read_file",
@@ -24,6 +25,7 @@ pub fn read_spec() -> ToolSpec {
 
 pub fn list_spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "list_dir",
