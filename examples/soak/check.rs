@@ -267,7 +267,9 @@ pub fn check_run(
             _ => launched == 0,
         };
         tally.check(I_TRUTHFUL, ok, id, || {
-            format!("call {call} ({tool}) is recorded {status}/{kind} but was launched {launched} times")
+            format!(
+                "call {call} ({tool}) is recorded {status}/{kind} but was launched {launched} times"
+            )
         });
     }
     tally.read_reruns += log_counts(&workspace.join(READ_LOG))

@@ -30,7 +30,9 @@ use procs::{Http, Serve, Toolgate};
 use world::World;
 
 #[derive(Parser, Debug)]
-#[command(about = "kill -9 toolgate run/serve at random points; check that nothing is lost or done twice")]
+#[command(
+    about = "kill -9 toolgate run/serve at random points; check that nothing is lost or done twice"
+)]
 struct Args {
     /// Runs per mode.
     #[arg(long, default_value_t = 200)]
@@ -155,6 +157,8 @@ struct Soak {
     tally: Tally,
     /// Every run checked, for the final sweep: run id and workspace.
     finished: Vec<(String, PathBuf)>,
+    /// Milliseconds taken by processes (or requests) left alone, and how many, by kind.
+    lifetimes: BTreeMap<(Mode, String), (u64, u64)>,
 }
 
 fn os(args: &[&str]) -> Vec<OsString> {
@@ -173,25 +177,38 @@ impl Soak {
         self.stats.entry(mode).or_default()
     }
 
-    /// When to kill the next process, if at all.
-    fn plan(&mut self, job: &mut Job, first: bool) -> Option<Duration> {
+    /// When to kill the next process (or request) `what`, if at all: 0 to
+    /// `--max-kill-ms` after it starts, and within about how long such a process lives
+    /// when left alone, so that kills land all along its life rather than after it.
+    fn plan(&mut self, job: &mut Job, what: &str, first: bool) -> Option<Duration> {
         let p = if first { KILL_FIRST } else { KILL_RECOVERY };
         if job.kills_left == 0 || !self.rng.chance(p) {
             return None;
         }
-        let max = if first {
-            self.args.max_kill_ms
-        } else {
-            self.args.max_kill_ms * 2 / 3
-        };
+        let mut max = self.args.max_kill_ms;
+        if let Some(&(total, n)) = self.lifetimes.get(&(job.mode, what.to_string()))
+            && n >= 3
+        {
+            max = max.min(total * 5 / (4 * n)).max(5);
+        }
         Some(Duration::from_millis(self.rng.below(max + 1)))
+    }
+
+    /// Notes how long a process (or request) left alone took.
+    fn lived(&mut self, mode: Mode, what: &str, took: Duration) {
+        let e = self.lifetimes.entry((mode, what.to_string())).or_default();
+        e.0 += took.as_millis() as u64;
+        e.1 += 1;
     }
 
     fn anomaly(&mut self, job: &Job, what: String) {
         self.anomaly_count += 1;
         if self.anomalies.len() < 20 {
-            self.anomalies
-                .push(format!("[{}] {}: {what}", job.mode.name(), job.conversation));
+            self.anomalies.push(format!(
+                "[{}] {}: {what}",
+                job.mode.name(),
+                job.conversation
+            ));
         }
     }
 
@@ -216,13 +233,23 @@ impl Soak {
         if !tg.db.exists() {
             return None;
         }
-        let args = os(&["runs", "--json", "--limit", "1", "--conversation", &job.conversation]);
+        let args = os(&[
+            "runs",
+            "--json",
+            "--limit",
+            "1",
+            "--conversation",
+            &job.conversation,
+        ]);
         match tg.cli(&args, None).await {
             Ok(e) if e.code == Some(0) => serde_json::from_str::<Value>(&e.stdout)
                 .ok()
                 .and_then(|v| v.as_array().and_then(|a| a.first().cloned())),
             Ok(e) => {
-                self.anomaly(job, format!("runs --json exited {:?}: {}", e.code, e.stderr.trim()));
+                self.anomaly(
+                    job,
+                    format!("runs --json exited {:?}: {}", e.code, e.stderr.trim()),
+                );
                 None
             }
             Err(e) => {
@@ -239,7 +266,10 @@ impl Soak {
         match run["status"].as_str().unwrap_or("") {
             "completed" => Next::Done,
             "requires_action" => {
-                let items = run["required_action"]["items"].as_array().cloned().unwrap_or_default();
+                let items = run["required_action"]["items"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
                 let Some(item) = items.first() else {
                     // Every item decided, the run not continued yet.
                     return Next::Resume;
@@ -261,7 +291,13 @@ impl Soak {
     }
 
     fn start_args(&self, job: &Job) -> Vec<OsString> {
-        let mut args = os(&["run", "--json", "--conversation", &job.conversation, "--agent"]);
+        let mut args = os(&[
+            "run",
+            "--json",
+            "--conversation",
+            &job.conversation,
+            "--agent",
+        ]);
         args.push(self.world.agent_file(job.agent).into());
         args.push("--tools".into());
         args.push(self.world.tools.clone().into());
@@ -272,11 +308,18 @@ impl Soak {
     }
 
     /// One step from the command line: the command, and its arguments.
-    fn cli_step(&self, job: &Job, run: Option<&Value>, next: &Next) -> (&'static str, Vec<OsString>) {
+    fn cli_step(
+        &self,
+        job: &Job,
+        run: Option<&Value>,
+        next: &Next,
+    ) -> (&'static str, Vec<OsString>) {
         let id = run.and_then(|r| r["id"].as_str()).unwrap_or_default();
         match next {
             Next::Start => ("run", self.start_args(job)),
-            Next::Approve(Some(call)) => ("approve", os(&["approve", id, "--call", call, "--json"])),
+            Next::Approve(Some(call)) => {
+                ("approve", os(&["approve", id, "--call", call, "--json"]))
+            }
             Next::Approve(None) => ("approve", os(&["approve", id, "--json"])),
             Next::Deny(call) => (
                 "deny",
@@ -293,14 +336,18 @@ impl Soak {
 
     /// Runs one CLI process for the job, maybe killing it.
     async fn cli(&mut self, job: &mut Job, process: &str, args: Vec<OsString>, first: bool) {
-        let kill = self.plan(job, first);
+        let label = match job.mode {
+            Mode::Run => process.to_string(),
+            Mode::Serve => format!("{process} (cli)"),
+        };
+        let kill = self.plan(job, &label, first);
         let tg = self.tg(job.mode).clone();
+        let began = Instant::now();
         match tg.cli(&args, kill).await {
             Ok(ended) => {
-                let label = match job.mode {
-                    Mode::Run => process.to_string(),
-                    Mode::Serve => format!("{process} (cli)"),
-                };
+                if !ended.killed {
+                    self.lived(job.mode, &label, began.elapsed());
+                }
                 self.killed(job, &label, kill.is_some(), ended.killed);
                 // 0 completed, 3 paused; anything else from a process left alone is odd.
                 if !ended.killed && !matches!(ended.code, Some(0 | 3)) {
@@ -338,7 +385,10 @@ impl Soak {
 
     async fn start_serve(&mut self, job: &Job) -> Option<Serve> {
         let tg = self.serve_tg.clone();
-        match tg.serve(&self.world.agents, &self.world.tools, &job.workspace).await {
+        match tg
+            .serve(&self.world.agents, &self.world.tools, &job.workspace)
+            .await
+        {
             Ok(s) => Some(s),
             Err(e) => {
                 self.anomaly(job, format!("{e}"));
@@ -359,10 +409,15 @@ impl Soak {
         first: bool,
     ) {
         let Some(s) = serve.as_mut() else { return };
-        let kill = self.plan(job, first);
+        let label = format!("serve: {what}");
+        let kill = self.plan(job, &label, first);
+        let began = Instant::now();
         let answer = s.request(&self.http, Some(body), &path, kill).await;
         let killed = matches!(answer, Http::Killed);
-        self.killed(job, &format!("serve: {what}"), kill.is_some(), killed);
+        if !killed {
+            self.lived(job.mode, &label, began.elapsed());
+        }
+        self.killed(job, &label, kill.is_some(), killed);
         match answer {
             Http::Answer(200, _) => {}
             Http::Answer(status, body) => {
@@ -385,8 +440,14 @@ impl Soak {
     }
 
     /// The run object over HTTP.
-    async fn read_http(&mut self, job: &Job, serve: &mut Option<Serve>) -> Result<Option<Value>, ()> {
-        let Some(s) = serve.as_mut() else { return Err(()) };
+    async fn read_http(
+        &mut self,
+        job: &Job,
+        serve: &mut Option<Serve>,
+    ) -> Result<Option<Value>, ()> {
+        let Some(s) = serve.as_mut() else {
+            return Err(());
+        };
         let path = format!("/v1/runs?limit=1&conversation_id={}", job.conversation);
         match s.request(&self.http, None, &path, None).await {
             Http::Answer(200, Value::Array(runs)) => Ok(runs.into_iter().next()),
@@ -402,8 +463,15 @@ impl Soak {
         let mut serve = self.start_serve(job).await;
         let body = json!({"agent": job.agent, "input": format!("soak {}", job.conversation),
                           "conversation_id": job.conversation});
-        self.http(job, &mut serve, "POST /v1/runs", "/v1/runs".into(), body, true)
-            .await;
+        self.http(
+            job,
+            &mut serve,
+            "POST /v1/runs",
+            "/v1/runs".into(),
+            body,
+            true,
+        )
+        .await;
         let mut steps = 0;
         while steps < MAX_STEPS {
             if serve.is_none() {
@@ -510,7 +578,13 @@ impl Soak {
         let native = self.world.native(agent);
         let result = check::open(&db).and_then(|conn| {
             let run = check::run_of(&conn, &job.conversation)?;
-            check::check_run(&mut self.tally, &conn, &job.conversation, &job.workspace, native)?;
+            check::check_run(
+                &mut self.tally,
+                &conn,
+                &job.conversation,
+                &job.workspace,
+                native,
+            )?;
             Ok(run)
         });
         let stats = self.stats(mode);
@@ -555,14 +629,22 @@ impl Soak {
             );
         }
         println!();
-        println!("{:<6} {:<26} {:<40} {:>6}", "mode", "killed", "where it landed", "kills");
+        println!(
+            "{:<6} {:<26} {:<40} {:>6}",
+            "mode", "killed", "where it landed", "kills"
+        );
         for ((mode, process, point), n) in &self.kills {
             println!("{:<6} {:<26} {:<40} {:>6}", mode.name(), process, point, n);
         }
         println!();
         println!("{:<50} {:>8} {:>11}", "invariant", "checks", "violations");
         for (name, n) in &self.tally.checks {
-            let broke = self.tally.violations.iter().filter(|(v, _)| v == name).count();
+            let broke = self
+                .tally
+                .violations
+                .iter()
+                .filter(|(v, _)| v == name)
+                .count();
             println!("{name:<50} {n:>8} {broke:>11}");
         }
         println!(
@@ -691,7 +773,11 @@ async fn main() -> ExitCode {
     eprintln!(
         "soak: {} runs per mode ({}), seed {seed}, binary {}, in {}",
         args.runs,
-        modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(" + "),
+        modes
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(" + "),
         bin.display(),
         root.display()
     );
@@ -713,12 +799,17 @@ async fn main() -> ExitCode {
         anomaly_count: 0,
         tally: Tally::default(),
         finished: Vec::new(),
+        lifetimes: BTreeMap::new(),
         args,
     };
     let began = Instant::now();
     'runs: for n in 0..soak.args.runs {
         for &mode in &modes {
-            if soak.args.max_secs.is_some_and(|s| began.elapsed().as_secs() >= s) {
+            if soak
+                .args
+                .max_secs
+                .is_some_and(|s| began.elapsed().as_secs() >= s)
+            {
                 eprintln!("soak: --max-secs reached after {n} runs per mode");
                 break 'runs;
             }

@@ -94,7 +94,12 @@ impl Toolgate {
     }
 
     /// Starts `toolgate serve` on a free loopback port and waits for its address.
-    pub async fn serve(&self, agents: &Path, tools: &Path, workspace: &Path) -> std::io::Result<Serve> {
+    pub async fn serve(
+        &self,
+        agents: &Path,
+        tools: &Path,
+        workspace: &Path,
+    ) -> std::io::Result<Serve> {
         let mut child = self
             .command()
             .arg("serve")

@@ -129,7 +129,11 @@ fn replies(agent: &AgentDef) -> String {
         if agent.xml {
             let mut text = format!("Turn {}.", n + 1);
             for (_, tool, arg) in calls.iter() {
-                let key = if *tool == "ask_user" { "question" } else { "what" };
+                let key = if *tool == "ask_user" {
+                    "question"
+                } else {
+                    "what"
+                };
                 text.push_str(&format!(
                     "\n<tool_call><name>{tool}</name><params><{key}><![CDATA[{arg}]]></{key}></params></tool_call>"
                 ));
@@ -137,10 +141,21 @@ fn replies(agent: &AgentDef) -> String {
             out.push_str(&format!("  - content: {}\n", quote(&text)));
             continue;
         }
-        out.push_str(&format!("  - content: {}\n    tool_calls:\n", quote(&format!("Turn {}.", n + 1))));
+        out.push_str(&format!(
+            "  - content: {}\n    tool_calls:\n",
+            quote(&format!("Turn {}.", n + 1))
+        ));
         for (id, tool, arg) in calls.iter() {
-            let key = if *tool == "ask_user" { "question" } else { "what" };
-            let id = if id.is_empty() { String::new() } else { format!("id: {id}, ") };
+            let key = if *tool == "ask_user" {
+                "question"
+            } else {
+                "what"
+            };
+            let id = if id.is_empty() {
+                String::new()
+            } else {
+                format!("id: {id}, ")
+            };
             out.push_str(&format!(
                 "      - {{{id}name: {tool}, arguments: {{{key}: {}}}}}\n",
                 quote(arg)
