@@ -128,18 +128,25 @@ impl Resolver {
 }
 
 /// Takes the parameters a person fills (Dify's `form: form`) out of `schema`, so the
-/// model never sees them, and drops `form: llm` marks; returns the names taken.
-pub fn take_form_params(schema: &mut Value) -> Vec<String> {
+/// model never sees them, and drops `form: llm` marks; returns the names taken. Any
+/// other `form` value is refused.
+pub fn take_form_params(schema: &mut Value) -> Result<Vec<String>, String> {
     let mut taken = Vec::new();
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
-        return taken;
+        return Ok(taken);
     };
     for (name, prop) in props.iter_mut() {
-        if let Some(p) = prop.as_object_mut()
-            && let Some(form) = p.remove("form")
-            && form == "form"
-        {
-            taken.push(name.clone());
+        let Some(form) = prop.as_object_mut().and_then(|p| p.remove("form")) else {
+            continue;
+        };
+        match form.as_str() {
+            Some("form") => taken.push(name.clone()),
+            Some("llm") => {}
+            _ => {
+                return Err(format!(
+                    "parameter '{name}': form must be llm (the model fills it) or form (a person sets it once), not {form}"
+                ));
+            }
         }
     }
     for name in &taken {
@@ -148,7 +155,7 @@ pub fn take_form_params(schema: &mut Value) -> Vec<String> {
     if let Some(Value::Array(required)) = schema.get_mut("required") {
         required.retain(|r| !r.as_str().is_some_and(|r| taken.iter().any(|t| t == r)));
     }
-    taken
+    Ok(taken)
 }
 
 #[cfg(test)]
@@ -184,10 +191,16 @@ mod tests {
             "query": {"type": "string", "form": "llm"},
             "api_key": {"type": "string", "form": "form"}
         }, "required": ["query", "api_key"]});
-        assert_eq!(take_form_params(&mut schema), ["api_key"]);
+        assert_eq!(take_form_params(&mut schema).unwrap(), ["api_key"]);
         assert_eq!(
             schema,
             json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]})
+        );
+        let mut typo = json!({"properties": {"q": {"type": "string", "form": "lm"}}});
+        assert!(
+            take_form_params(&mut typo)
+                .unwrap_err()
+                .contains("not \"lm\"")
         );
     }
 }

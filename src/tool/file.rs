@@ -211,7 +211,9 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             .map_err(|m| fail_at(&["credentials", arg], format!("credentials: '{arg}': {m}")))?;
         credentials.insert(arg.clone(), source);
     }
-    for arg in credentials::take_form_params(&mut parameters) {
+    let form_params = credentials::take_form_params(&mut parameters)
+        .map_err(|m| fail_at(&["parameters", "form"], format!("parameters: {m}")))?;
+    for arg in form_params {
         credentials
             .entry(arg.clone())
             .or_insert_with(|| Credential::Secret(format!("{name}.{arg}")));
