@@ -94,6 +94,7 @@ impl Tool for Probe {
 
 fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         name: name.into(),
         description: "probe".into(),
         parameters: json!({"type": "object", "properties": {
@@ -108,6 +109,7 @@ fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolS
         timeout,
         tags: vec![],
         version: None,
+        output: None,
         read_only: false,
     }
 }

@@ -196,3 +196,59 @@ fn a_failed_commit_is_a_warning() {
         "{logs}"
     );
 }
+
+/// A run's logs nest as the design says: `run{run_id}` > `turn{n}` > `call{call_id, tool}`.
+#[test]
+fn run_logs_carry_the_run_turn_and_call_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("agent.yaml"),
+        "name: counter\nmodel: scripted:replies.yaml\ntools: [calculator]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("replies.yaml"),
+        "replies:\n  - content: Counting.\n    tool_calls: [{id: call_c, name: calculator, arguments: {expression: \"1+2\"}}]\n  - content: Three.\n",
+    )
+    .unwrap();
+    let out = toolgate(
+        &[
+            "-vv",
+            "--log-format",
+            "json",
+            "run",
+            "--agent",
+            "agent.yaml",
+            "--json",
+            "count",
+        ],
+        d,
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logs: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let call = logs
+        .iter()
+        .find(|l| l["fields"]["message"] == "call finished")
+        .expect("a call log");
+    let spans = call["spans"].as_array().unwrap();
+    let names: Vec<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["run", "turn", "call"]);
+    assert!(spans[0]["run_id"].as_str().unwrap().starts_with("run_"));
+    assert_eq!(spans[1]["n"], 1);
+    assert_eq!(spans[2]["call_id"], "call_c");
+    assert_eq!(spans[2]["tool"], "calculator");
+    assert!(
+        logs.iter()
+            .any(|l| l["fields"]["message"] == "run stopped"
+                && l["fields"]["outcome"] == "completed")
+    );
+}

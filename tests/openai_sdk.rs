@@ -55,13 +55,17 @@ impl Drop for Server {
 
 fn serve(dir: &Path) -> Server {
     let fixtures = root().join("tests/fixtures/responses");
+    serve_from(dir, &fixtures.join("agents"), &fixtures.join("tools"))
+}
+
+fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .arg("serve")
         .args(["--addr", "127.0.0.1:0"])
         .arg("--agents")
-        .arg(fixtures.join("agents"))
+        .arg(agents)
         .arg("--tools")
-        .arg(fixtures.join("tools"))
+        .arg(tools)
         .arg("--db")
         .arg(dir.join("toolgate.db"))
         .arg("--workspace")
@@ -183,5 +187,45 @@ fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
     assert_eq!(
         (status, body["error"]["type"].as_str()),
         (404, Some("not_found"))
+    );
+}
+
+/// The README's Python example (examples/serve/approve.py) against the README's agents.
+#[test]
+fn the_readme_python_example_approves_and_answers() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let server = serve_from(
+        dir.path(),
+        &root().join("examples/serve/agents"),
+        &root().join("tools"),
+    );
+    let out = Command::new(&python)
+        .arg(root().join("examples/serve/approve.py"))
+        .env("TOOLGATE_URL", format!("{}/v1", server.url))
+        .env("TOOLGATE_API_KEY", KEY)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("the venv's python runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("ran calculator"), "{report}");
+    assert!(report.contains("approving write_file"), "{report}");
+    assert!(report.contains("answering ask_user"), "{report}");
+    assert!(
+        report.trim_end().ends_with(
+            "completed Done. 2+3*4 is 14, saved in result.txt, and I noted your colour."
+        ),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/result.txt")).unwrap(),
+        "2+3*4 = 14\n"
     );
 }

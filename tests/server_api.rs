@@ -15,6 +15,30 @@ fn names(events: &[(String, Value)]) -> Vec<&str> {
     events.iter().map(|(e, _)| e.as_str()).collect()
 }
 
+/// Starts a run of the `slow` agent on its own task (its answer comes when the run
+/// ends) and returns that task and the run's id once it is in progress.
+async fn slow_run(server: &Server) -> (tokio::task::JoinHandle<Value>, String) {
+    let client = server.client.clone();
+    let url = server.url("/v1/runs");
+    let starter = tokio::spawn(async move {
+        let r = client
+            .post(url)
+            .json(&json!({"agent": "slow", "input": "nap"}))
+            .send()
+            .await
+            .unwrap();
+        r.json::<Value>().await.unwrap_or(Value::Null)
+    });
+    for _ in 0..200 {
+        let (_, runs) = server.get("/v1/runs?status=in_progress").await;
+        if let Some(r) = runs.as_array().and_then(|a| a.first()) {
+            return (starter, r["id"].as_str().unwrap().to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the run never showed up as in_progress");
+}
+
 async fn paused_run(server: &Server) -> Value {
     let (status, run) = server
         .post(
@@ -254,32 +278,8 @@ async fn streams_come_in_order_with_the_run_object_last() {
 async fn a_watcher_sees_a_run_another_request_drives() {
     let site = Site::new();
     let server = site.serve(None);
-    let starter = {
-        let client = server.client.clone();
-        let url = server.url("/v1/runs");
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .json(&json!({"agent": "slow", "input": "nap"}))
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        })
-    };
-    // Find the run while its tool sleeps.
-    let mut id = None;
-    for _ in 0..100 {
-        let (_, runs) = server.get("/v1/runs?status=in_progress").await;
-        if let Some(r) = runs.as_array().and_then(|a| a.first()) {
-            id = Some(r["id"].as_str().unwrap().to_string());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let id = id.expect("the run never showed up as in_progress");
+    // Found while its tool sleeps.
+    let (starter, id) = slow_run(&server).await;
     let events = server.get_sse(&format!("/v1/runs/{id}/events")).await;
     let seen = names(&events);
     assert_eq!(seen.first(), Some(&"run"), "{seen:?}");
@@ -608,25 +608,7 @@ async fn two_servers_on_one_database_share_runs() {
 async fn sigterm_saves_a_running_run_as_resumable() {
     let site = Site::new();
     let mut server = site.serve(None);
-    let client = server.client.clone();
-    let url = server.url("/v1/runs");
-    let starter = tokio::spawn(async move {
-        client
-            .post(url)
-            .json(&json!({"agent": "slow", "input": "nap"}))
-            .send()
-            .await
-    });
-    let mut id = None;
-    for _ in 0..100 {
-        let (_, runs) = server.get("/v1/runs?status=in_progress").await;
-        if let Some(r) = runs.as_array().and_then(|a| a.first()) {
-            id = Some(r["id"].as_str().unwrap().to_string());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let id = id.expect("the run never started");
+    let (starter, id) = slow_run(&server).await;
     let status = server.terminate(Duration::from_secs(10));
     assert!(status.success(), "{status:?}");
     let _ = starter.await;
@@ -659,29 +641,7 @@ async fn sigterm_saves_a_running_run_as_resumable() {
 async fn a_cancel_over_http_stops_the_run_this_server_drives_at_once() {
     let site = Site::new();
     let server = site.serve(None);
-    let client = server.client.clone();
-    let url = server.url("/v1/runs");
-    let starter = tokio::spawn(async move {
-        client
-            .post(url)
-            .json(&json!({"agent": "slow", "input": "nap"}))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    });
-    let mut id = None;
-    for _ in 0..100 {
-        let (_, runs) = server.get("/v1/runs?status=in_progress").await;
-        if let Some(r) = runs.as_array().and_then(|a| a.first()) {
-            id = Some(r["id"].as_str().unwrap().to_string());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let id = id.expect("the run never started");
+    let (starter, id) = slow_run(&server).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let asked = std::time::Instant::now();
     let (s, cancelled) = server

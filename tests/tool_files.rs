@@ -257,3 +257,294 @@ fn openai_tools_array() {
         json!(["text"])
     );
 }
+
+#[test]
+fn list_form_validation_rules_are_enforced() {
+    // Seed-style rules: snake_case names under `validation:`.
+    let dir = folder(&[(
+        "pick.yaml",
+        r#"name: pick
+description: Pick a few.
+parameters:
+  - name: choices
+    type: array
+    required: true
+    items: {type: string}
+    validation: {min_items: 2, max_items: 3, unique_items: true}
+  - {name: label, type: string, validation: {min_length: 2, max_length: 5}}
+  - {name: weight, type: number, validation: {exclusive_min: 0, max: 1}}
+"#,
+    )]);
+    let lib = ToolLibrary::load(dir.path()).unwrap();
+    assert!(lib.errors().is_empty(), "{:?}", lib.errors());
+    let t = lib.get("pick").unwrap();
+    let check = |v: Value| {
+        t.check(v.as_object().unwrap().clone())
+            .map_err(|e| e.to_string())
+    };
+    assert!(check(json!({"choices": ["a", "b"]})).is_ok());
+    assert!(check(json!({"choices": ["a", "b", "c"], "label": "ab", "weight": 1})).is_ok());
+    for (args, needle) in [
+        (
+            json!({"choices": ["a"]}),
+            "'choices': must have at least 2 items, got 1",
+        ),
+        (
+            json!({"choices": ["a", "b", "c", "d"]}),
+            "'choices': must have at most 3 items, got 4",
+        ),
+        (
+            json!({"choices": ["a", "a"]}),
+            "'choices': must not repeat an item, but item 1 repeats text \"a\"",
+        ),
+        (
+            json!({"choices": ["a", "b"], "label": "abcdef"}),
+            "'label': must be at most 5 characters long, got 6",
+        ),
+        (
+            json!({"choices": ["a", "b"], "weight": 0}),
+            "'weight': must be more than 0, got 0",
+        ),
+    ] {
+        let err = check(args.clone()).unwrap_err();
+        assert!(err.contains(needle), "{args}: {err}");
+    }
+}
+
+#[test]
+fn every_key_is_enforced_or_refused_with_its_line() {
+    let cases: [(&str, &str, &str); 16] = [
+        (
+            "typo_map.yaml",
+            "name: t\nparameters:\n  type: object\n  properties:\n    n: {type: integer, minimun: 1}\n",
+            "typo_map.yaml:5: parameters: n: minimun: unknown keyword (did you mean minimum?)",
+        ),
+        (
+            "typo_rule.yaml",
+            "name: t\nparameters:\n  - name: tags\n    type: array\n    validation:\n      min_itmes: 2\n",
+            "typo_rule.yaml:6: parameters: validation of 'tags': unknown rule 'min_itmes' (did you mean min_items?)",
+        ),
+        (
+            "typo_top.yaml",
+            "name: t\ndescription: d\npermision: confirm\n",
+            "typo_top.yaml:3:",
+        ),
+        (
+            "any_of.yaml",
+            "name: t\nparameters:\n  type: object\n  properties:\n    v:\n      anyOf: [{type: string}, {type: integer}]\n",
+            "any_of.yaml:6: parameters: v: anyOf: toolgate's validator does not check this keyword",
+        ),
+        (
+            "ref.json",
+            "{\"name\": \"t\",\n \"parameters\": {\"type\": \"object\",\n   \"properties\": {\"v\": {\"$ref\": \"#/$defs/v\"}}}}\n",
+            "ref.json:3: parameters: v: $ref: toolgate's validator does not check",
+        ),
+        (
+            "nullable_map.yaml",
+            "name: t\nparameters:\n  type: object\n  properties:\n    v: {type: string, nullable: true}\n",
+            "nullable_map.yaml:5: parameters: v: nullable: not a JSON Schema keyword; write type: [T, \"null\"]",
+        ),
+        (
+            "required_text.yaml",
+            "name: t\nparameters:\n  - {name: a, required: \"yes\"}\n",
+            "required_text.yaml:3: parameters: required of 'a' must be true or false",
+        ),
+        (
+            "bad_type.yaml",
+            "name: t\nparameters:\n  type: object\n  properties:\n    a: {type: [string, text]}\n",
+            "bad_type.yaml:5: parameters: a: unknown type",
+        ),
+        (
+            "bad_default.yaml",
+            "name: t\nparameters:\n  type: object\n  properties:\n    n:\n      type: integer\n      maximum: 50\n      default: 80\n",
+            "bad_default.yaml:8: parameters: n: the default 80 does not pass its own schema: must be at most 50, got 80",
+        ),
+        (
+            "crossed.yaml",
+            "name: t\nparameters:\n  - {name: size, type: integer, validation: {min: 5, max: 1}}\n",
+            "crossed.yaml:3: parameters: size: minimum 5 is above maximum 1: no value can pass",
+        ),
+        (
+            "format_rule.yaml",
+            "name: t\nparameters:\n  - {name: mail, validation: {format: email}}\n",
+            "format_rule.yaml:3: parameters: validation of 'mail': format is an annotation toolgate does not check",
+        ),
+        (
+            "twice.yaml",
+            "name: t\nparameters:\n  - {name: size, type: integer, minimum: 1, validation: {min: 2}}\n",
+            "twice.yaml:3: parameters: parameter 'size': minimum is given twice",
+        ),
+        (
+            "output_typo.yaml",
+            "name: t\noutput:\n  type: object\n  properties:\n    total: {type: integer, maximun: 3}\n",
+            "output_typo.yaml:5: output: total: maximun: unknown keyword (did you mean maximum?)",
+        ),
+        (
+            "output_text.yaml",
+            "name: t\noutput: a number\n",
+            "output_text.yaml:2: output must be a JSON Schema",
+        ),
+        (
+            "timeout.yaml",
+            "name: t\ndescription: d\ntimeout: -1\n",
+            "timeout.yaml:3: timeout must be a positive number",
+        ),
+        (
+            "entry_key.yaml",
+            "name: t\nentry: {type: command, command: cat, shell: true}\n",
+            "entry_key.yaml:2:",
+        ),
+    ];
+    let dir = folder(&cases.map(|(name, text, _)| (name, text)));
+    let loaded = load_dir(dir.path()).unwrap();
+    assert!(loaded.tools.is_empty(), "{:?}", loaded.tools);
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    for (file, _, needle) in cases {
+        let err = errors
+            .iter()
+            .find(|e| e.contains(&format!("/{file}")))
+            .unwrap_or_else(|| panic!("{file} was accepted: {errors:#?}"));
+        assert!(err.contains(needle), "{file}: {err}");
+    }
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("unknown field `permision`"))
+    );
+}
+
+#[test]
+fn annotations_are_accepted() {
+    let dir = folder(&[(
+        "notes.yaml",
+        r#"name: notes
+parameters:
+  $schema: "https://json-schema.org/draft/2020-12/schema"
+  $comment: annotations only
+  title: Notes
+  type: object
+  properties:
+    when: {type: string, format: date-time, description: When., examples: ["2026-01-01T00:00:00Z"]}
+    old: {type: string, deprecated: true, readOnly: true, x-order: 2}
+    token: {type: string, writeOnly: true, secret: true}
+"#,
+    )]);
+    let lib = ToolLibrary::load(dir.path()).unwrap();
+    assert!(lib.errors().is_empty(), "{:?}", lib.errors());
+    // `format` is shown, not checked.
+    let t = lib.get("notes").unwrap();
+    assert!(
+        t.check(json!({"when": "not a date"}).as_object().unwrap().clone())
+            .is_ok()
+    );
+}
+
+/// A complete tool file in the seed's shape: list-form parameters with rules and an
+/// `output:` block, which is kept as the declared output schema and checked.
+#[tokio::test]
+async fn an_output_block_is_the_declared_output_and_is_checked() {
+    let dir = folder(&[
+        (
+            "tally.yaml",
+            r#"name: tally
+description: Count the items (the program echoes its input).
+permission: auto
+parameters:
+  - name: items
+    type: array
+    required: true
+    items: {type: string}
+    validation: {min_items: 2, max_items: 3}
+  - {name: count, type: integer, required: true, validation: {min: 0}}
+output:
+  type: object
+  description: What came back.
+  properties:
+    items: {type: array, items: {type: string}}
+    count: {type: integer, maximum: 2}
+  required: [items, count]
+entry: {type: command, command: cat}
+"#,
+        ),
+        (
+            "fields.yaml",
+            "name: fields\noutput:\n  - {name: ok, type: boolean, required: true}\n",
+        ),
+    ]);
+    let lib = ToolLibrary::load(dir.path()).unwrap();
+    assert!(lib.errors().is_empty(), "{:?}", lib.errors());
+    let t = lib.get("tally").unwrap();
+    assert_eq!(
+        t.spec.output.as_ref().unwrap()["required"],
+        json!(["items", "count"])
+    );
+    let fields = lib.get("fields").unwrap();
+    assert_eq!(
+        fields.spec.output.as_ref().unwrap()["properties"]["ok"]["type"],
+        "boolean"
+    );
+
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = toolgate::tool::ToolContext::new(ws.path().to_path_buf());
+    let args = |v: Value| v.as_object().unwrap().clone();
+    let ok = t
+        .invoke(&ctx, args(json!({"items": ["a", "b"], "count": 2})))
+        .await
+        .unwrap();
+    assert_eq!(ok.to_text(), r#"{"items":["a","b"],"count":2}"#);
+    let err = t
+        .invoke(&ctx, args(json!({"items": ["a", "b"], "count": 3})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "'tally' returned an output that does not match its declared output schema: 'count': must be at most 2, got 3"
+    );
+    assert_eq!(err.kind(), "execution_error");
+    // The parameters' rules hold before anything runs.
+    let err = t
+        .invoke(&ctx, args(json!({"items": ["a"], "count": 1})))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("must have at least 2 items"),
+        "{err}"
+    );
+    // The output schema is part of the spec a client reads (`tools show --json`).
+    let shown = serde_json::to_value(&t.spec).unwrap();
+    assert_eq!(shown["output"]["properties"]["count"]["maximum"], 2);
+}
+
+/// A message about an output that breaks its schema never quotes a secret argument.
+#[tokio::test]
+async fn an_output_error_never_quotes_a_secret() {
+    let dir = folder(&[(
+        "echoer.yaml",
+        r#"name: echoer
+parameters:
+  type: object
+  properties:
+    token: {type: string, secret: true}
+output:
+  type: object
+  properties:
+    token: {type: integer}
+entry: {type: command, command: cat}
+"#,
+    )]);
+    let lib = ToolLibrary::load(dir.path()).unwrap();
+    assert!(lib.errors().is_empty(), "{:?}", lib.errors());
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = toolgate::tool::ToolContext::new(ws.path().to_path_buf());
+    let token = "tok-0123456789abcdefghijklmnopqrstuvwxyz-0123456789";
+    let err = lib
+        .get("echoer")
+        .unwrap()
+        .invoke(&ctx, json!({"token": token}).as_object().unwrap().clone())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("'token': must be integer"), "{err}");
+    assert!(err.contains("[secret]"), "{err}");
+    assert!(!err.contains("tok-0123"), "{err}");
+}

@@ -40,6 +40,7 @@ fn fixtures() -> PathBuf {
 
 fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         name: name.into(),
         description: format!("test tool {name}"),
         parameters,
@@ -50,6 +51,7 @@ fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> To
         tags: vec![],
         version: None,
         read_only: false,
+        output: None,
     }
 }
 
@@ -398,6 +400,7 @@ entry:
   type: http
   method: GET
   url: "{}/users/{{user}}/repos"
+  allow_hosts: ["127.0.0.1"]
   query: {{per_page: "{{limit}}", sort: "{{sort}}"}}
   headers: {{X-Search-Path: "${{PATH}}"}}
 "#,
@@ -417,7 +420,7 @@ entry:
     );
 
     let yaml = format!(
-        "name: add_note\ndescription: Add a note.\nparameters:\n  type: object\n  properties:\n    title: {{type: string}}\n    pinned: {{type: boolean}}\nentry:\n  type: http\n  method: POST\n  url: \"{}/notes\"\n  body: json\n",
+        "name: add_note\ndescription: Add a note.\nparameters:\n  type: object\n  properties:\n    title: {{type: string}}\n    pinned: {{type: boolean}}\nentry:\n  type: http\n  method: POST\n  url: \"{}/notes\"\n  allow_hosts: [127.0.0.1]\n  body: json\n",
         server.uri()
     );
     let (_tools, lib) = library_with(&yaml);
@@ -438,7 +441,7 @@ entry:
 
     // A status of 400 or more is an error result with the body.
     let (_tools, lib) = library_with(&format!(
-        "name: missing\ndescription: x\nentry: {{type: http, url: \"{}/nothing\"}}\n",
+        "name: missing\ndescription: x\nentry: {{type: http, url: \"{}/nothing\", allow_hosts: [127.0.0.1]}}\n",
         server.uri()
     ));
     let out = run(&lib, "missing", dir.path(), json!({})).await.unwrap();
@@ -447,7 +450,7 @@ entry:
 
     // The response size cap.
     let (_tools, lib) = library_with(&format!(
-        "name: big\ndescription: x\nentry: {{type: http, url: \"{}/big\", max_response: 1000}}\n",
+        "name: big\ndescription: x\nentry: {{type: http, url: \"{}/big\", allow_hosts: [127.0.0.1], max_response: 1000}}\n",
         server.uri()
     ));
     let out = run(&lib, "big", dir.path(), json!({})).await.unwrap();
@@ -455,7 +458,7 @@ entry:
 
     // The tool's timeout.
     let (_tools, lib) = library_with(&format!(
-        "name: slow\ndescription: x\ntimeout: 0.5\nentry: {{type: http, url: \"{}/slow\"}}\n",
+        "name: slow\ndescription: x\ntimeout: 0.5\nentry: {{type: http, url: \"{}/slow\", allow_hosts: [127.0.0.1]}}\n",
         server.uri()
     ));
     let err = run(&lib, "slow", dir.path(), json!({})).await.unwrap_err();
@@ -463,7 +466,7 @@ entry:
 
     // A credential that is not set is a clear error, not an empty header.
     let (_tools, lib) = library_with(&format!(
-        "name: nokey\ndescription: x\nentry: {{type: http, url: \"{}/x\", headers: {{X-Key: \"${{TOOLGATE_NOT_SET_ANYWHERE}}\"}}}}\n",
+        "name: nokey\ndescription: x\nentry: {{type: http, url: \"{}/x\", allow_hosts: [127.0.0.1], headers: {{X-Key: \"${{TOOLGATE_NOT_SET_ANYWHERE}}\"}}}}\n",
         server.uri()
     ));
     let err = run(&lib, "nokey", dir.path(), json!({})).await.unwrap_err();
@@ -490,7 +493,9 @@ async fn http_request_builtin() {
         Permission::Confirm
     );
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
+    // The server is on loopback, which the network rule refuses by default (opened by
+    // TOOLGATE_HTTP_ALLOW only: tests/network.rs runs that through the binary).
+    let err = run(
         &lib,
         "http_request",
         dir.path(),
@@ -500,8 +505,9 @@ async fn http_request_builtin() {
         }),
     )
     .await
-    .unwrap();
-    assert_eq!(text(&out), "updated");
+    .unwrap_err();
+    assert_eq!(err.kind(), "blocked_address");
+    assert_eq!(server.received_requests().await.unwrap().len(), 0);
     let err = run(
         &lib,
         "http_request",

@@ -136,6 +136,18 @@ fn nested_objects_and_item_paths() {
             "'slots[1].n': is required (integer) but was not given",
         ]
     );
+    // A wrong part inside is named at its own path, not as the whole object or list.
+    assert_eq!(
+        check(
+            schema.clone(),
+            json!({"when": {"hour": "noon"}, "slots": [{"n": 1}, {"n": "two"}]})
+        )
+        .unwrap_err(),
+        vec![
+            "'when.hour': must be integer, got text \"noon\"",
+            "'slots[1].n': must be integer, got text \"two\"",
+        ]
+    );
     let ok = check(
         schema,
         json!({"when": {"hour": "7"}, "slots": [{"n": "3"}]}),
@@ -184,6 +196,51 @@ fn bad_schemas_are_refused_at_compile_time() {
             json!({"type": "object", "properties": {"e": {"enum": []}}}),
             "e: enum must be a non-empty list",
         ),
+        // Every keyword is checked, an annotation, or refused: never silently ignored.
+        (
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimun": 1}}}),
+            "n: minimun: unknown keyword (did you mean minimum?)",
+        ),
+        (
+            json!({"type": "object", "properties": {"t": {"type": "array", "min_items": 2}}}),
+            "t: min_items: unknown keyword (did you mean minItems?)",
+        ),
+        (
+            json!({"type": "object", "maxProperties": 2, "propertys": {}}),
+            "propertys: unknown keyword (did you mean properties?)",
+        ),
+        (
+            json!({"type": "object", "properties": {"v": {"oneOf": [{"type": "string"}]}}}),
+            "v: oneOf: toolgate's validator does not check this keyword",
+        ),
+        (
+            json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string", "colour": "red"}}}}),
+            "l[]: colour: unknown keyword",
+        ),
+        (
+            json!({"type": "object", "properties": {"v": {"type": "string", "nullable": true}}}),
+            "v: nullable: not a JSON Schema keyword",
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"type": ["string", "text"]}}}),
+            "x: unknown type",
+        ),
+        (
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}}}),
+            "n: minimum 5 is above maximum 1",
+        ),
+        (
+            json!({"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0}}}),
+            "n: multipleOf must be more than 0",
+        ),
+        (
+            json!({"type": "object", "properties": {"c": {"type": "string", "enum": ["a", "b"], "default": "c"}}}),
+            "c: the default \"c\" does not pass its own schema: must be one of \"a\", \"b\", got text \"c\"",
+        ),
+        (
+            json!({"type": "object", "properties": {"s": {"type": "string", "secret": "yes"}}}),
+            "s: secret must be true or false",
+        ),
     ] {
         let err = Schema::compile(&schema).unwrap_err();
         assert!(err.contains(needle), "{err}");
@@ -201,5 +258,49 @@ fn secrets_are_redacted() {
     assert_eq!(
         Value::Object(shown),
         json!({"user": "ann", "password": "[secret]"})
+    );
+}
+
+#[test]
+fn the_rest_of_the_checked_keywords() {
+    let schema = json!({"type": "object", "properties": {
+        "version": {"const": 2},
+        "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "step": {"type": "number", "multipleOf": 0.1},
+        "ids": {"type": "array", "uniqueItems": true},
+        "meta": {"type": "object", "minProperties": 1, "maxProperties": 2}
+    }, "maxProperties": 4});
+    let ok = json!({"version": 2, "ratio": 0.5, "step": 0.3, "ids": [1, 2]});
+    assert_eq!(check(schema.clone(), ok.clone()).unwrap(), ok);
+    assert_eq!(
+        check(
+            schema.clone(),
+            json!({"version": 3, "ratio": 1, "step": 0.25, "ids": [1, 1], "meta": {}})
+        )
+        .unwrap_err(),
+        vec![
+            "'version': must be 2, got number 3",
+            "'ratio': must be less than 1, got 1",
+            "'step': must be a multiple of 0.1, got 0.25",
+            "'ids': must not repeat an item, but item 1 repeats number 1",
+            "'meta': must have at least 1 fields, got 0",
+            "must have at most 4 fields, got 5",
+        ]
+    );
+    assert_eq!(
+        check(schema, json!({"ratio": 0})).unwrap_err(),
+        vec!["'ratio': must be more than 0, got 0"]
+    );
+}
+
+#[test]
+fn annotations_check_nothing() {
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$comment": "c", "title": "T", "description": "D", "type": "object", "properties": {
+        "mail": {"type": "string", "format": "email", "examples": ["a@b.c"], "deprecated": true,
+                 "readOnly": false, "writeOnly": false, "x-ui": {"widget": "email"}}}});
+    assert_eq!(
+        check(schema, json!({"mail": "not an address"})).unwrap(),
+        json!({"mail": "not an address"})
     );
 }

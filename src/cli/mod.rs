@@ -10,6 +10,7 @@ mod prompt;
 mod render;
 mod run;
 mod runs;
+mod secrets;
 mod serve;
 mod stats;
 mod table;
@@ -74,6 +75,8 @@ enum Command {
     Cancel(runs::ResumeArgs),
     /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
     Serve(serve::ServeArgs),
+    /// Store, list and remove the named credentials tool files ask for (sealed at rest).
+    Secrets(secrets::SecretsArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -123,6 +126,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Resume(args) => runs::resume(args, &cli.db),
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(args, &cli.db),
+        Command::Secrets(args) => secrets::run(args, &cli.db),
     }
 }
 
@@ -161,6 +165,19 @@ pub fn find_tool<'a>(lib: &'a ToolLibrary, name: &str) -> Result<&'a Arc<LoadedT
 
 /// The default tools folder, relative to the current directory.
 pub const DEFAULT_TOOLS: &str = "tools";
+
+/// The tools folder a command runs with: the one named (which must exist), else
+/// `./tools` when there is one, else none (built-ins only).
+pub fn tools_dir(named: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
+    match named {
+        Some(dir) if !dir.is_dir() => Err(Failure::bad_input(format!(
+            "tools folder {} does not exist",
+            dir.display()
+        ))),
+        Some(dir) => Ok(Some(dir)),
+        None => Ok(Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir())),
+    }
+}
 
 /// Loads the tool library: the built-ins and the files in `dir` (default `./tools`).
 /// A missing default folder means built-ins only; a missing folder the user named is

@@ -15,7 +15,7 @@ use toolgate::store::Store;
 use toolgate::tool::ToolLibrary;
 
 use super::out::say;
-use super::{DEFAULT_TOOLS, Failure, render};
+use super::{Failure, render};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -111,6 +111,8 @@ pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunEr
             say!("\ntoolgate: interrupted; stopping the run (Ctrl-C again to quit now)");
             interrupt.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
+                // No drop runs past exit: end the tools' programs here.
+                toolgate::tool::process::kill_all();
                 std::process::exit(130);
             }
         }
@@ -195,16 +197,7 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
     if message.trim().is_empty() {
         return Err(Failure::bad_input("the message is empty"));
     }
-    let tools_dir = match args.tools {
-        Some(dir) if !dir.is_dir() => {
-            return Err(Failure::bad_input(format!(
-                "tools folder {} does not exist",
-                dir.display()
-            )));
-        }
-        Some(dir) => Some(dir),
-        None => Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir()),
-    };
+    let tools_dir = super::tools_dir(args.tools)?;
     let store = super::open_store(db)?;
     let start = StartRun {
         agent,

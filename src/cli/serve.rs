@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use toolgate::server::{ServeConfig, ServeError};
 
-use super::{DEFAULT_TOOLS, Failure};
+use super::Failure;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -54,16 +54,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         super::out::print_json(&mut super::out::stdout(), &doc, true)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let tools_dir = match args.tools {
-        Some(dir) if !dir.is_dir() => {
-            return Err(Failure::bad_input(format!(
-                "tools folder {} does not exist",
-                dir.display()
-            )));
-        }
-        Some(dir) => Some(dir),
-        None => Some(PathBuf::from(DEFAULT_TOOLS)).filter(|d| d.is_dir()),
-    };
+    let tools_dir = super::tools_dir(args.tools)?;
     let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
     let config = ServeConfig {
         addr: args.addr,

@@ -243,6 +243,7 @@ fn call(
     let engine = Engine::new(
         EngineConfig {
             workspace: root,
+            credentials: Some(toolgate::run::Runner::new(store.clone()).credentials()),
             ..EngineConfig::default()
         },
         Some(store),

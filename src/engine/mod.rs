@@ -30,6 +30,8 @@ pub struct EngineConfig {
     pub default_timeout: Duration,
     /// The root for file tools.
     pub workspace: PathBuf,
+    /// Where the tools' credentials come from (`None`: environment variables only).
+    pub credentials: Option<crate::tool::Resolver>,
 }
 
 impl Default for EngineConfig {
@@ -38,6 +40,7 @@ impl Default for EngineConfig {
             limits: LimitConfig::default(),
             default_timeout: DEFAULT_TIMEOUT,
             workspace: PathBuf::from("."),
+            credentials: None,
         }
     }
 }
@@ -156,6 +159,25 @@ impl Engine {
         }
     }
 
+    /// The tool's credentials, looked up off the async workers (a stored secret is a
+    /// database read).
+    async fn credentials(&self, tool: &LoadedTool) -> Result<Map<String, Value>, ToolError> {
+        if tool.spec.credentials.is_empty() {
+            return Ok(Map::new());
+        }
+        let resolver = self
+            .inner
+            .config
+            .credentials
+            .clone()
+            .unwrap_or_else(crate::tool::Resolver::env_only);
+        let (name, wanted) = (tool.spec.name.clone(), tool.spec.credentials.clone());
+        tokio::task::spawn_blocking(move || resolver.resolve(&name, &wanted))
+            .await
+            .map_err(|e| ToolError::Execution(format!("the credential lookup stopped: {e}")))?
+            .map_err(ToolError::MissingCredential)
+    }
+
     async fn run_one(&self, prepared: PreparedCall, cancel: &Cancel) -> CallOutcome {
         let PreparedCall {
             call,
@@ -180,20 +202,31 @@ impl Engine {
         let category = tool.as_ref().ok().and_then(|t| t.spec.category.clone());
         // What the record must not hold in clear, even when the tool echoes it.
         let mut secrets = Vec::new();
+        // Credential values: not even the model sees them, should the tool echo one.
+        let mut credential_values = Vec::new();
         let result = match tool {
             Err(e) => Err(e),
             Ok(tool) => {
                 arguments = Value::Object(tool.redact(&call.arguments));
                 crate::secrets::secret_values(&tool.spec.parameters, &call.arguments, &mut secrets);
+                let injected = self.credentials(&tool).await;
+                if let Ok(values) = &injected {
+                    credential_values
+                        .extend(values.values().filter_map(|v| v.as_str().map(String::from)));
+                }
                 let limiter = &self.inner.limiter;
-                let slot = tokio::select! {
-                    p = limiter.acquire(category.as_deref(), priority, admission) => Some(p),
-                    _ = cancel.cancelled() => None,
+                let slot = match &injected {
+                    Err(_) => None,
+                    Ok(_) => tokio::select! {
+                        p = limiter.acquire(category.as_deref(), priority, admission) => Some(p),
+                        _ = cancel.cancelled() => None,
+                    },
                 };
-                match slot {
-                    None => Err(ToolError::Cancelled),
-                    Some(Err(LimitError::Rejected(why))) => Err(ToolError::Execution(why)),
-                    Some(Ok(permit)) => {
+                match (slot, injected) {
+                    (_, Err(e)) => Err(e),
+                    (None, _) => Err(ToolError::Cancelled),
+                    (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Execution(why)),
+                    (Some(Ok(permit)), Ok(injected)) => {
                         self.emit(Event::ToolStarted {
                             call_id: call.id.clone(),
                             tool: call.name.clone(),
@@ -201,6 +234,7 @@ impl Engine {
                         });
                         let mut ctx = ToolContext::new(self.inner.config.workspace.clone());
                         ctx.call_id = call.id.clone();
+                        ctx.injected = injected;
                         ctx.default_timeout = self.inner.config.default_timeout;
                         if let Some(tx) = &self.inner.events {
                             ctx = ctx.with_output(tx.clone());
@@ -221,6 +255,10 @@ impl Engine {
                     }
                 }
             }
+        };
+        let result = match result {
+            Ok(out) if !credential_values.is_empty() => Ok(mask_output(out, &credential_values)),
+            other => other,
         };
         let status = match &result {
             Ok(out) if out.is_error => CallStatus::Failed,
@@ -254,6 +292,12 @@ impl Engine {
                     Some(crate::secrets::mask_values(&e.to_string(), &secrets).into_owned());
             }
         }
+        tracing::debug!(
+            status = status.as_str(),
+            duration_ms = record.duration_ms,
+            error_kind = record.error_kind.as_deref().unwrap_or(""),
+            "call finished"
+        );
         self.emit(Event::ToolFinished {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -297,5 +341,27 @@ pub fn call(id: &str, name: &str, arguments: Map<String, Value>) -> ToolCall {
         id: id.to_string(),
         name: name.to_string(),
         arguments,
+    }
+}
+
+/// `out` with every occurrence of `values` in its text shown as `[secret]`.
+fn mask_output(out: ToolOutput, values: &[String]) -> ToolOutput {
+    let Ok(mut json) = serde_json::to_value(&out) else {
+        return out;
+    };
+    mask_strings(&mut json, values);
+    serde_json::from_value(json).unwrap_or(out)
+}
+
+fn mask_strings(v: &mut Value, values: &[String]) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(m) = crate::secrets::mask_values(s, values) {
+                *s = m;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| mask_strings(x, values)),
+        Value::Object(o) => o.values_mut().for_each(|x| mask_strings(x, values)),
+        _ => {}
     }
 }

@@ -86,6 +86,7 @@ impl Runner {
                     .unwrap_or_else(|| self.limits.clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
+                credentials: Some(self.credentials()),
             },
             // The loop commits the records itself, in the transaction that saves the
             // step, so that the record and the run's state always agree.
@@ -180,6 +181,16 @@ impl Runner {
                 return Err(other);
             }
         };
+        tracing::info!(
+            outcome = match &end {
+                End::Completed => "completed",
+                End::Paused(_) => "requires_action",
+                End::Incomplete(_) => "incomplete",
+                End::Failed(_) => "failed",
+            },
+            iteration = live.state.iteration,
+            "run stopped"
+        );
         self.emit(match end {
             End::Completed => RunEvent::RunCompleted {
                 run_id: run_id.clone(),

@@ -7,8 +7,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::{Live, RunError, Runner};
+use std::sync::Arc;
+
 use crate::parse::Schemas;
 use crate::secrets::{self, Keyring, SecretError};
+use crate::tool::Credential;
 
 impl From<SecretError> for RunError {
     fn from(e: SecretError) -> Self {
@@ -52,6 +55,22 @@ pub(crate) fn secrets_of(live: &mut Live) -> Vec<String> {
 }
 
 impl Runner {
+    /// Where the tools' credentials come from: environment variables, and secrets
+    /// stored sealed in this runner's database, opened with its key.
+    pub fn credentials(&self) -> crate::tool::Resolver {
+        let (store, keyring) = (self.store.clone(), Arc::clone(&self.keyring));
+        crate::tool::Resolver(Arc::new(move |source: &Credential| match source {
+            Credential::Env(var) => Ok(std::env::var(var).ok()),
+            Credential::Secret(name) => match store.secret(name).map_err(|e| e.to_string())? {
+                Some(sealed) => keyring
+                    .open_token(&sealed)
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
+                None => Ok(None),
+            },
+        }))
+    }
+
     /// `value` as stored: JSON with `secrets` sealed.
     pub(crate) fn sealed<T: Serialize>(
         &self,

@@ -124,6 +124,17 @@ impl Keyring {
         Ok(format!("{TOKEN_START}{}{TOKEN_END}", B64.encode(bytes)))
     }
 
+    /// A whole sealed token opened (a stored secret's value).
+    pub fn open_token(&self, token: &str) -> Result<String, SecretError> {
+        let body = token
+            .strip_prefix(TOKEN_START)
+            .and_then(|t| t.strip_suffix(TOKEN_END))
+            .ok_or_else(|| SecretError::WrongKey {
+                source_name: self.source_name(),
+            })?;
+        self.open(body)
+    }
+
     /// The plain text of one token's body (what sits between the markers).
     pub(crate) fn open(&self, body: &str) -> Result<String, SecretError> {
         let cipher = self.cipher(false)?;

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_messages.sql"),
     include_str!("migrations/0003_responses.sql"),
+    include_str!("migrations/0004_secrets.sql"),
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,7 @@ mod record;
 mod responses;
 mod run_list;
 mod runs;
+mod secrets;
 mod summary;
 mod writer;
 
@@ -28,6 +29,7 @@ pub use runs::{
     PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
     this_host,
 };
+pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use migrations::Found;

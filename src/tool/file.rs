@@ -1,14 +1,19 @@
 //! Tool files (`tools/*.yaml`, `*.yml`, `*.json`, one tool each): reading, checking,
-//! and the list form of parameters. A broken file is reported with its path, line and
-//! what is wrong, and does not stop the others from loading.
+//! and the list form of parameters. Every key in a file is either used or refused: an
+//! unknown key, a schema keyword the validator does not check, or a misspelt rule is an
+//! error. A broken file is reported with its path, line and what is wrong, and does not
+//! stop the others from loading.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::schema::Schema;
+use super::credentials::{self, Credential};
+use super::keywords;
+use super::schema::{Schema, SchemaError};
 use super::spec::{Entry, Permission, ToolSpec};
 use super::{builtin, http};
 use crate::parse::Schemas;
@@ -32,11 +37,13 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// One tool read from a file: its spec, its compiled schema, where it came from.
+/// One tool read from a file: its spec, its compiled schemas, where it came from.
 #[derive(Debug, Clone)]
 pub struct ToolDef {
     pub spec: ToolSpec,
     pub schema: Schema,
+    /// The compiled `output:` schema, when the file declares one.
+    pub output: Option<Schema>,
     pub path: PathBuf,
 }
 
@@ -68,7 +75,7 @@ struct RawTool {
     #[serde(default)]
     parameters: Option<Value>,
     #[serde(default)]
-    entry: Option<Entry>,
+    entry: Option<Value>,
     #[serde(default)]
     category: Option<String>,
     #[serde(default)]
@@ -79,6 +86,11 @@ struct RawTool {
     version: Option<Value>,
     #[serde(default)]
     read_only: bool,
+    /// The declared output: a JSON Schema, or a list of fields like `parameters`.
+    #[serde(default)]
+    output: Option<Value>,
+    #[serde(default)]
+    credentials: BTreeMap<String, Value>,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -157,17 +169,27 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             format!("name '{name}' must be letters, digits, '_', '-' or '.'"),
         ));
     }
-    let parameters = match raw.parameters {
+    // A fault in a schema: the line of the deepest of its keys found in the file.
+    let schema_fail = |block: &str, e: SchemaError| {
+        let mut keys = vec![block];
+        keys.extend(e.keys.iter().map(String::as_str));
+        fail_at(&keys, format!("{block}: {}", e.message))
+    };
+    let list_fail = |block: &str, e: ListError| {
+        let mut keys = vec![block];
+        keys.extend(e.keys.iter().map(String::as_str));
+        fail_at(&keys, format!("{block}: {}", e.message))
+    };
+    let mut parameters = match raw.parameters {
         None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(Value::Array(list)) => list_form(&list)
-            .map_err(|m| fail_at(&["parameters", quoted_name(&m)], format!("parameters: {m}")))?,
+        Some(Value::Array(list)) => list_form(&list).map_err(|e| list_fail("parameters", e))?,
         Some(Value::Object(schema)) => {
             match schema.get("type") {
                 None => {}
                 Some(Value::String(t)) if t == "object" => {}
                 Some(other) => {
-                    return Err(fail(
-                        None,
+                    return Err(fail_at(
+                        &["parameters", "type"],
                         format!("parameters: type must be \"object\", not {other}"),
                     ));
                 }
@@ -181,24 +203,61 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             ));
         }
     };
+    // Credentials: the file's, and the parameters a person fills (`form: form`), which
+    // leave the schema the model sees.
+    let mut credentials = BTreeMap::new();
+    for (arg, source) in &raw.credentials {
+        let source = Credential::parse(source)
+            .map_err(|m| fail_at(&["credentials", arg], format!("credentials: '{arg}': {m}")))?;
+        credentials.insert(arg.clone(), source);
+    }
+    let form_params = credentials::take_form_params(&mut parameters)
+        .map_err(|m| fail_at(&["parameters", "form"], format!("parameters: {m}")))?;
+    for arg in form_params {
+        credentials
+            .entry(arg.clone())
+            .or_insert_with(|| Credential::Secret(format!("{name}.{arg}")));
+    }
+    if let Some(arg) = credentials.keys().find(|a| {
+        parameters
+            .get("properties")
+            .and_then(|p| p.get(a.as_str()))
+            .is_some()
+    }) {
+        return Err(fail_at(
+            &["credentials", arg],
+            format!(
+                "credentials: '{arg}' is also a parameter the model fills; take it out of parameters"
+            ),
+        ));
+    }
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
-        return Err(fail(
-            None,
+        return Err(fail_at(
+            &["timeout"],
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    let schema = Schema::compile(&parameters).map_err(|m| {
-        // "u.v: pattern does not compile" -> the keys parameters, u, v, pattern.
-        let (path, rest) = m.split_once(": ").unwrap_or(("", &m));
-        let mut keys = vec!["parameters"];
-        keys.extend(
-            path.split('.')
-                .filter(|k| !k.is_empty() && !k.contains(' ')),
-        );
-        keys.extend(rest.split_whitespace().next());
-        fail_at(&keys, format!("parameters: {m}"))
-    })?;
-    let entry = raw.entry.unwrap_or(Entry::Client);
+    let schema = Schema::compile_located(&parameters).map_err(|e| schema_fail("parameters", e))?;
+    let output = match raw.output {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(list)) => Some(list_form(&list).map_err(|e| list_fail("output", e))?),
+        Some(v @ Value::Object(_)) => Some(v),
+        Some(_) => {
+            return Err(fail_at(
+                &["output"],
+                "output must be a JSON Schema (type: object, properties: ...) or a list of fields"
+                    .to_string(),
+            ));
+        }
+    };
+    let output_schema = match &output {
+        None => None,
+        Some(v) => Some(Schema::compile_located(v).map_err(|e| schema_fail("output", e))?),
+    };
+    let entry = match raw.entry {
+        None | Some(Value::Null) => Entry::Client,
+        Some(v) => read_entry(v).map_err(|(key, m)| fail_at(&["entry", &key], m))?,
+    };
     check_entry(&entry).map_err(|m| fail_at(&["entry"], m))?;
     let spec = ToolSpec {
         name,
@@ -214,11 +273,34 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
             other => other.to_string(),
         }),
         read_only: raw.read_only,
+        output,
+        credentials,
     };
     Ok(ToolDef {
         spec,
         schema,
+        output: output_schema,
         path: path.to_path_buf(),
+    })
+}
+
+/// `entry:` as written: its settings (an unknown one refused, for every type), or the
+/// key at fault and why.
+fn read_entry(v: Value) -> Result<Entry, (String, String)> {
+    if let Some(map) = v.as_object()
+        && map.get("type").and_then(Value::as_str) == Some("client")
+        && let Some(extra) = map.keys().find(|k| *k != "type")
+    {
+        return Err((
+            extra.clone(),
+            format!("entry: unknown field `{extra}`: a client tool takes no settings besides type"),
+        ));
+    }
+    serde_json::from_value(v).map_err(|e| {
+        let message = e.to_string();
+        // serde names the field at fault in backticks: `shell`.
+        let key = message.split('`').nth(1).unwrap_or_default().to_string();
+        (key, format!("entry: {message}"))
     })
 }
 
@@ -263,15 +345,6 @@ pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
     found
 }
 
-/// The parameter a list-form message is about (`parameter 'x' ...`, `item 2 ...`).
-fn quoted_name(message: &str) -> &str {
-    message
-        .split('\'')
-        .nth(1)
-        .filter(|n| !n.contains(' '))
-        .unwrap_or("")
-}
-
 pub(crate) fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or_default();
     let line = line.strip_prefix("error: ").unwrap_or(line);
@@ -284,17 +357,22 @@ pub(crate) fn first_line(s: &str) -> String {
     }
 }
 
-/// Keys a parameter of the list form may have besides `name`, `required`, `validation`.
+/// Keys a parameter of the list form may have besides `name`, `required`,
+/// `validation` and `nullable`: JSON Schema keywords, which the compiled schema then
+/// checks or refuses like any other, and `form` (see `credentials`).
 const LIST_FORM_KEYS: [&str; 20] = [
     "type",
     "description",
     "default",
     "enum",
+    "const",
     "items",
     "properties",
+    "additionalProperties",
     "secret",
     "format",
     "examples",
+    "title",
     "pattern",
     "minimum",
     "maximum",
@@ -302,75 +380,187 @@ const LIST_FORM_KEYS: [&str; 20] = [
     "maxLength",
     "minItems",
     "maxItems",
-    "additionalProperties",
-    "nullable",
-    "title",
-    "const",
+    "form",
 ];
 
+/// The rules `validation:` may hold, as written (snake_case or JSON Schema's own
+/// names), and the keyword each becomes.
+const RULES: [(&str, &str); 27] = [
+    ("min", "minimum"),
+    ("max", "maximum"),
+    ("minimum", "minimum"),
+    ("maximum", "maximum"),
+    ("exclusive_min", "exclusiveMinimum"),
+    ("exclusive_max", "exclusiveMaximum"),
+    ("exclusive_minimum", "exclusiveMinimum"),
+    ("exclusive_maximum", "exclusiveMaximum"),
+    ("exclusiveMinimum", "exclusiveMinimum"),
+    ("exclusiveMaximum", "exclusiveMaximum"),
+    ("multiple_of", "multipleOf"),
+    ("multipleOf", "multipleOf"),
+    ("min_length", "minLength"),
+    ("max_length", "maxLength"),
+    ("minLength", "minLength"),
+    ("maxLength", "maxLength"),
+    ("pattern", "pattern"),
+    ("enum", "enum"),
+    ("min_items", "minItems"),
+    ("max_items", "maxItems"),
+    ("minItems", "minItems"),
+    ("maxItems", "maxItems"),
+    ("unique_items", "uniqueItems"),
+    ("uniqueItems", "uniqueItems"),
+    ("min_properties", "minProperties"),
+    ("max_properties", "maxProperties"),
+    ("const", "const"),
+];
+
+/// A list-form fault: the message and the keys leading to it (the parameter's name,
+/// then the key at fault).
+#[derive(Debug)]
+struct ListError {
+    keys: Vec<String>,
+    message: String,
+}
+
 /// `[{name, type, required, description, default, validation: {...}}]` to a schema.
-fn list_form(list: &[Value]) -> Result<Value, String> {
+fn list_form(list: &[Value]) -> Result<Value, ListError> {
+    let fail = |keys: &[&str], message: String| ListError {
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        message,
+    };
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (i, item) in list.iter().enumerate() {
         let Some(obj) = item.as_object() else {
-            return Err(format!("item {} is not a map", i + 1));
+            return Err(fail(&[], format!("item {} is not a map", i + 1)));
         };
         let name = match obj.get("name") {
             Some(Value::String(n)) if !n.trim().is_empty() => n.as_str(),
-            None => return Err(format!("item {} has no name", i + 1)),
+            None => return Err(fail(&[], format!("item {} has no name", i + 1))),
             Some(other) => {
-                return Err(format!(
-                    "item {}: name must be text, not {other} (quote it: name: \"{other}\")",
-                    i + 1
+                return Err(fail(
+                    &[],
+                    format!(
+                        "item {}: name must be text, not {other} (quote it: name: \"{other}\")",
+                        i + 1
+                    ),
                 ));
             }
         };
+        if properties.contains_key(name) {
+            return Err(fail(&[name], format!("parameter '{name}' is listed twice")));
+        }
         let mut prop = Map::new();
+        let mut nullable = false;
         for (k, v) in obj {
             match k.as_str() {
                 "name" => {}
-                "required" => {
-                    if v.as_bool() == Some(true) {
-                        required.push(Value::String(name.to_string()));
+                "required" => match v {
+                    Value::Bool(true) => required.push(Value::String(name.to_string())),
+                    Value::Bool(false) => {}
+                    other => {
+                        return Err(fail(
+                            &[name, "required"],
+                            format!("required of '{name}' must be true or false, not {other}"),
+                        ));
                     }
-                }
+                },
+                "nullable" => match v {
+                    Value::Bool(b) => nullable = *b,
+                    other => {
+                        return Err(fail(
+                            &[name, "nullable"],
+                            format!("nullable of '{name}' must be true or false, not {other}"),
+                        ));
+                    }
+                },
                 "validation" => {
                     let Some(rules) = v.as_object() else {
-                        return Err(format!("validation of '{name}' is not a map"));
+                        return Err(fail(
+                            &[name, "validation"],
+                            format!("validation of '{name}' is not a map"),
+                        ));
                     };
                     for (rk, rv) in rules {
-                        let key = match rk.as_str() {
-                            "min" => "minimum",
-                            "max" => "maximum",
-                            "min_length" => "minLength",
-                            "max_length" => "maxLength",
-                            other => other,
+                        let Some((_, key)) = RULES.iter().find(|(alias, _)| alias == rk) else {
+                            return Err(fail(&[name, rk], unknown_rule(name, rk)));
                         };
-                        prop.insert(key.to_string(), rv.clone());
+                        if prop.insert(key.to_string(), rv.clone()).is_some() {
+                            return Err(fail(
+                                &[name, rk],
+                                format!(
+                                    "parameter '{name}': {key} is given twice (as {rk} under \
+                                     validation, and beside it or under another name)"
+                                ),
+                            ));
+                        }
                     }
                 }
                 key if LIST_FORM_KEYS.contains(&key) => {
-                    prop.insert(k.clone(), v.clone());
+                    if prop.insert(k.clone(), v.clone()).is_some() {
+                        return Err(fail(
+                            &[name, k],
+                            format!(
+                                "parameter '{name}': {k} is given twice (beside type and \
+                                 under validation)"
+                            ),
+                        ));
+                    }
                 }
                 other => {
-                    return Err(format!(
-                        "parameter '{name}' has an unknown key '{other}' (in a {{...}} map, a comma \
-                         inside a value splits it: quote the value)"
+                    return Err(fail(
+                        &[name, other],
+                        format!(
+                            "parameter '{name}' has an unknown key '{other}' (keys: name, \
+                             required, nullable, validation, {}; in a {{...}} map, a comma \
+                             inside a value splits it: quote the value)",
+                            LIST_FORM_KEYS.join(", ")
+                        ),
                     ));
                 }
             }
         }
         prop.entry("type").or_insert_with(|| json!("string"));
         // `nullable: true` is the list form's way to write `type: [T, "null"]`.
-        if prop.remove("nullable") == Some(Value::Bool(true))
-            && let Some(Value::String(t)) = prop.get("type").cloned()
-        {
+        if nullable && let Some(Value::String(t)) = prop.get("type").cloned() {
             prop.insert("type".into(), json!([t, "null"]));
         }
         properties.insert(name.to_string(), Value::Object(prop));
     }
     Ok(json!({"type": "object", "properties": properties, "required": required}))
+}
+
+/// Why `rule` is not a validation rule, with the nearest one when it looks misspelt.
+fn unknown_rule(name: &str, rule: &str) -> String {
+    if keywords::ANNOTATIONS.contains(&rule) {
+        return format!(
+            "validation of '{name}': {rule} is an annotation toolgate does not check; write \
+             it beside type, not under validation"
+        );
+    }
+    let folded = |s: &str| s.replace('_', "").to_lowercase();
+    let hint = RULES
+        .iter()
+        .find(|(alias, _)| folded(alias) == folded(rule))
+        .map(|(alias, _)| alias.to_string())
+        .or_else(|| {
+            keywords::nearest(rule)
+                .and_then(|k| RULES.iter().find(|(_, kw)| *kw == k))
+                .map(|(alias, _)| alias.to_string())
+        })
+        .map(|a| format!(" (did you mean {a}?)"))
+        .unwrap_or_default();
+    let all: Vec<&str> = RULES
+        .iter()
+        .map(|(a, _)| *a)
+        .filter(|a| !a.chars().any(|c| c.is_ascii_uppercase()))
+        .collect();
+    format!(
+        "validation of '{name}': unknown rule '{rule}'{hint}; rules: {} (or JSON Schema's \
+         camelCase names)",
+        all.join(", ")
+    )
 }
 
 #[cfg(test)]

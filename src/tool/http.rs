@@ -1,15 +1,18 @@
 //! HTTP for tools: the declarative `http` entry type (URL, query and body templates
 //! filled from the arguments, `${ENV}` credentials in headers) and the request sender
-//! it shares with the `http_request` built-in (timeout, response size cap).
+//! it shares with the `http_request` built-in: the network rule checked on every hop
+//! (redirects are followed here), retries with backoff, a timeout for the whole call,
+//! a response size cap.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
+use super::net::{self, AllowList, Resolve, SystemResolver};
 use super::output::{Part, ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::spec::{Entry, ToolSpec};
@@ -17,13 +20,14 @@ use super::spec::{Entry, ToolSpec};
 /// Response bytes kept when a tool does not say.
 pub const DEFAULT_MAX_RESPONSE: usize = 1024 * 1024;
 
-/// One client for every HTTP tool (connection reuse); `None` if TLS cannot start.
-static CLIENT: LazyLock<Option<reqwest::Client>> = LazyLock::new(|| {
-    reqwest::Client::builder()
-        .user_agent("toolgate")
-        .build()
-        .ok()
-});
+/// Redirects followed before a request gives up.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Seconds before the first retry when a tool does not say.
+pub const DEFAULT_BACKOFF: f64 = 0.5;
+
+/// The longest wait between two tries (a larger `Retry-After` is cut to this).
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// A request to send.
 pub struct Request {
@@ -31,42 +35,253 @@ pub struct Request {
     pub url: reqwest::Url,
     pub headers: Vec<(String, String)>,
     pub body: Option<Body>,
+    /// For the whole call: every redirect and retry included.
     pub timeout: Duration,
     pub max_response: usize,
+    /// What may be reached although the network rule refuses it.
+    pub allow: AllowList,
+    pub retry: Retry,
 }
 
+#[derive(Clone)]
 pub enum Body {
     Json(Value),
     Text(String),
 }
 
+/// When a failed request is tried again: after a 429, a 5xx or a failed connection,
+/// up to `retries` more times, waiting `backoff`, then twice that, and so on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    pub retries: u32,
+    pub backoff: Duration,
+    /// POST and PATCH too (by default only idempotent methods are retried).
+    pub non_idempotent: bool,
+}
+
+impl Default for Retry {
+    /// No retries.
+    fn default() -> Self {
+        Self {
+            retries: 0,
+            backoff: Duration::from_secs_f64(DEFAULT_BACKOFF),
+            non_idempotent: false,
+        }
+    }
+}
+
+impl Retry {
+    fn applies_to(&self, method: &Method) -> bool {
+        let idempotent = matches!(
+            *method,
+            Method::GET
+                | Method::HEAD
+                | Method::OPTIONS
+                | Method::TRACE
+                | Method::PUT
+                | Method::DELETE
+        );
+        self.retries > 0 && (idempotent || self.non_idempotent)
+    }
+
+    /// The wait before try `attempt + 1` (`attempt` counts from 0).
+    fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        retry_after
+            .unwrap_or_else(|| self.backoff.saturating_mul(1u32 << attempt.min(16)))
+            .min(MAX_BACKOFF)
+    }
+}
+
 /// Sends `req` and turns the response into an output: JSON as a JSON part, other
 /// bodies as text; a status of 400 or more is an error result that still carries the
 /// body (the model can read the API's complaint).
+///
+/// Every hop is checked by the network rule ([`net::check`]) before it connects, and
+/// connects only to the addresses that passed; redirects are followed here, each one
+/// checked the same way.
 pub async fn send(req: Request) -> Result<ToolOutput, ToolError> {
-    let client = CLIENT
-        .as_ref()
-        .ok_or_else(|| ToolError::Execution("the HTTP client could not start (TLS)".into()))?;
-    let url = req.url.to_string();
-    let mut builder = client
-        .request(req.method.clone(), req.url)
-        .timeout(req.timeout);
-    for (k, v) in &req.headers {
-        builder = builder.header(k, v);
-    }
-    builder = match req.body {
-        Some(Body::Json(v)) => builder.json(&v),
-        Some(Body::Text(t)) => builder.body(t),
-        None => builder,
-    };
-    let fail = |e: reqwest::Error| {
-        if e.is_timeout() {
-            ToolError::Timeout(req.timeout)
-        } else {
-            ToolError::Execution(format!("{} {url} failed: {e}", req.method))
+    send_with(req, &SystemResolver).await
+}
+
+/// [`send`], with host names looked up by `resolver`.
+pub async fn send_with(req: Request, resolver: &dyn Resolve) -> Result<ToolOutput, ToolError> {
+    let timeout = req.timeout;
+    tokio::time::timeout(timeout, exchange(&req, resolver))
+        .await
+        .unwrap_or(Err(ToolError::Timeout(timeout)))
+}
+
+/// Tries, and tries again while the tool's retry rule says so.
+async fn exchange(req: &Request, resolver: &dyn Resolve) -> Result<ToolOutput, ToolError> {
+    let retry = req.retry.applies_to(&req.method);
+    let mut attempt = 0;
+    loop {
+        let outcome = follow(req, resolver).await;
+        let again = retry && attempt < req.retry.retries;
+        match outcome {
+            Ok((resp, _)) if again && retryable(resp.status()) => {
+                let wait = req.retry.delay(attempt, retry_after(&resp));
+                drop(resp);
+                tokio::time::sleep(wait).await;
+            }
+            Err(Failure::Connect(_)) if again => {
+                tokio::time::sleep(req.retry.delay(attempt, None)).await;
+            }
+            Ok((resp, url)) => return read(req, resp, &url).await,
+            Err(Failure::Connect(e)) => return Err(e),
+            Err(Failure::Other(e)) => return Err(e),
         }
+        attempt += 1;
+    }
+}
+
+fn retryable(status: reqwest::StatusCode) -> bool {
+    status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
+/// A `Retry-After` in seconds.
+fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    let v = resp.headers().get(reqwest::header::RETRY_AFTER)?;
+    let secs: f64 = v.to_str().ok()?.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+/// Why one try failed: a connection that could not be made may be tried again.
+enum Failure {
+    Connect(ToolError),
+    Other(ToolError),
+}
+
+/// One try: the request and its redirects, each hop checked before it connects. The
+/// final response, and the URL it came from.
+async fn follow(
+    req: &Request,
+    resolver: &dyn Resolve,
+) -> Result<(reqwest::Response, reqwest::Url), Failure> {
+    let mut url = req.url.clone();
+    let mut method = req.method.clone();
+    let mut body = req.body.clone();
+    let mut headers = req.headers.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let addrs = net::check(&url, &req.allow, resolver)
+            .await
+            .map_err(Failure::Other)?;
+        let client = client_for(&url, addrs).map_err(Failure::Other)?;
+        let mut builder = client.request(method.clone(), url.clone());
+        for (k, v) in &headers {
+            builder = builder.header(k, v);
+        }
+        builder = match &body {
+            Some(Body::Json(v)) => builder.json(v),
+            Some(Body::Text(t)) => builder.body(t.clone()),
+            None => builder,
+        };
+        let resp = builder.send().await.map_err(|e| {
+            let err = ToolError::Execution(format!("{method} {url} failed: {e}"));
+            if e.is_connect() {
+                Failure::Connect(err)
+            } else {
+                Failure::Other(err)
+            }
+        })?;
+        let status = resp.status().as_u16();
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok());
+        let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location)
+        else {
+            return Ok((resp, url));
+        };
+        let next = url
+            .join(location)
+            .map_err(|e| {
+                ToolError::Execution(format!(
+                    "{url} redirected to '{location}', which is not a URL: {e}"
+                ))
+            })
+            .and_then(|u| parse_url(u.as_str()))
+            .map_err(Failure::Other)?;
+        // 303, and 301/302 after a POST, continue as GET without the body (as browsers do).
+        if status == 303 && method != Method::HEAD
+            || matches!(status, 301 | 302) && method == Method::POST
+        {
+            method = Method::GET;
+            body = None;
+        }
+        // Credentials meant for one origin are not handed to another.
+        if next.origin() != url.origin() {
+            headers.retain(|(k, _)| {
+                matches!(
+                    k.to_ascii_lowercase().as_str(),
+                    "accept" | "accept-language" | "content-type" | "user-agent"
+                )
+            });
+        }
+        url = next;
+    }
+    Err(Failure::Other(ToolError::Execution(format!(
+        "{} {} was redirected more than {MAX_REDIRECTS} times",
+        req.method, req.url
+    ))))
+}
+
+/// How many pinned clients are kept for reuse.
+const CACHED_CLIENTS: usize = 32;
+
+/// A client for one hop: it connects only to `addrs` (what the network rule passed
+/// for `url`'s host), follows no redirect by itself and uses no proxy (a proxy would
+/// connect where it likes).
+///
+/// A host name gets a client pinned to it and to exactly these addresses; when the
+/// host resolves the same way again, that client (and its open connections) is used
+/// again. URLs with an address for a host need no resolver and share one client.
+fn client_for(
+    url: &reqwest::Url,
+    mut addrs: Vec<std::net::SocketAddr>,
+) -> Result<reqwest::Client, ToolError> {
+    type Pins = Vec<((String, Vec<std::net::SocketAddr>), reqwest::Client)>;
+    static CLIENTS: Mutex<Pins> = Mutex::new(Vec::new());
+    let name = match url.host() {
+        Some(url::Host::Domain(name)) => name.to_string(),
+        _ => String::new(),
     };
-    let mut resp = builder.send().await.map_err(fail)?;
+    if name.is_empty() {
+        addrs.clear();
+    }
+    addrs.sort();
+    let key = (name, addrs);
+    // A panic while holding the lock leaves a list that is still usable.
+    let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(i) = clients.iter().position(|(k, _)| *k == key) {
+        let entry = clients.remove(i);
+        let client = entry.1.clone();
+        clients.push(entry);
+        return Ok(client);
+    }
+    let mut builder = reqwest::Client::builder()
+        .user_agent("toolgate")
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy();
+    if !key.0.is_empty() {
+        builder = builder.dns_resolver(Arc::new(net::Pinned::new(&key.0, key.1.clone())));
+    }
+    let client = builder
+        .build()
+        .map_err(|e| ToolError::Execution(format!("the HTTP client could not start: {e}")))?;
+    if clients.len() >= CACHED_CLIENTS {
+        clients.remove(0);
+    }
+    clients.push((key, client.clone()));
+    Ok(client)
+}
+
+/// The response as a tool output, its body kept up to the tool's cap.
+async fn read(
+    req: &Request,
+    mut resp: reqwest::Response,
+    url: &reqwest::Url,
+) -> Result<ToolOutput, ToolError> {
     let status = resp.status();
     let json_type = resp
         .headers()
@@ -75,6 +290,8 @@ pub async fn send(req: Request) -> Result<ToolOutput, ToolError> {
         .is_some_and(|t| t.contains("json"));
     let mut body = Vec::new();
     let mut total = 0usize;
+    let fail =
+        |e: reqwest::Error| ToolError::Execution(format!("{} {url} failed: {e}", req.method));
     while let Some(chunk) = resp.chunk().await.map_err(fail)? {
         total += chunk.len();
         let room = req.max_response.saturating_sub(body.len());
@@ -198,15 +415,31 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
+/// The most retries a tool file may ask for.
+pub const MAX_RETRIES: u32 = 10;
+
 /// Checks an `http` entry when its tool file is loaded.
 pub fn check_entry(entry: &Entry) -> Result<(), String> {
     let Entry::Http {
-        url, method, body, ..
+        url,
+        method,
+        body,
+        allow_hosts,
+        retries,
+        backoff,
+        ..
     } = entry
     else {
         return Ok(());
     };
     parse_method(method)?;
+    AllowList::parse(allow_hosts).map_err(|e| format!("entry allow_hosts: {e}"))?;
+    if *retries > MAX_RETRIES {
+        return Err(format!("entry retries must be at most {MAX_RETRIES}"));
+    }
+    if backoff.is_some_and(|b| !(b.is_finite() && b >= 0.0)) {
+        return Err("entry backoff must be a number of seconds, 0 or more".into());
+    }
     if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("${")) {
         return Err(format!(
             "entry url '{url}' must start with http:// or https://"
@@ -238,6 +471,10 @@ impl HttpTool {
             headers,
             body,
             max_response,
+            allow_hosts,
+            retries,
+            backoff,
+            retry_non_idempotent,
         } = &self.spec.entry
         else {
             return Err(ToolError::Execution("not an http tool".into()));
@@ -306,6 +543,14 @@ impl HttpTool {
             body,
             timeout: self.spec.timeout_or_default(),
             max_response: max_response.unwrap_or(DEFAULT_MAX_RESPONSE),
+            allow: AllowList::parse(allow_hosts)
+                .map_err(ToolError::Execution)?
+                .and(AllowList::from_env().map_err(ToolError::Execution)?),
+            retry: Retry {
+                retries: *retries,
+                backoff: Duration::from_secs_f64(backoff.unwrap_or(DEFAULT_BACKOFF)),
+                non_idempotent: *retry_non_idempotent,
+            },
         })
     }
 }

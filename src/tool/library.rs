@@ -12,7 +12,7 @@ use super::builtin;
 use super::command::CommandTool;
 use super::file::{LoadError, ToolDef, load_dir};
 use super::http::HttpTool;
-use super::output::{ToolError, ToolOutput};
+use super::output::{Part, ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
@@ -40,6 +40,8 @@ pub enum Source {
 pub struct LoadedTool {
     pub spec: ToolSpec,
     pub schema: Schema,
+    /// The compiled [`ToolSpec::output`], checked against every output the tool returns.
+    pub output: Option<Schema>,
     pub source: Source,
     runner: Option<Arc<dyn Tool>>,
 }
@@ -54,7 +56,12 @@ impl std::fmt::Debug for LoadedTool {
 }
 
 impl LoadedTool {
-    fn new(spec: ToolSpec, schema: Schema, source: Source) -> Result<Self, String> {
+    fn new(
+        spec: ToolSpec,
+        schema: Schema,
+        output: Option<Schema>,
+        source: Source,
+    ) -> Result<Self, String> {
         let runner: Option<Arc<dyn Tool>> = match &spec.entry {
             Entry::Client => None,
             Entry::Builtin { handler } => Some(
@@ -67,6 +74,7 @@ impl LoadedTool {
         Ok(Self {
             spec,
             schema,
+            output,
             source,
             runner,
         })
@@ -91,6 +99,49 @@ impl LoadedTool {
         crate::secrets::mask_args(&self.spec.parameters, args)
     }
 
+    /// Checks an output against the declared output schema, if any. An output the tool
+    /// marked as an error is passed on as it is. The value checked is the output's JSON
+    /// part when it has exactly one, else its text, with each of `hidden` (the call's
+    /// secret and credential values) shown as `[secret]`, so that a message about it
+    /// never quotes one.
+    pub fn check_output(
+        &self,
+        out: ToolOutput,
+        hidden: &[String],
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(schema) = &self.output else {
+            return Ok(out);
+        };
+        if out.is_error {
+            return Ok(out);
+        }
+        let mut json = out.parts.iter().filter_map(|p| match p {
+            Part::Json { json } => Some(json),
+            _ => None,
+        });
+        let mut value = match (json.next(), json.next()) {
+            (Some(v), None) => v.clone(),
+            _ => Value::String(out.to_text()),
+        };
+        mask_strings(&mut value, hidden);
+        match schema.check_value_of(value) {
+            Ok(_) => Ok(out),
+            Err(errors) => Err(ToolError::Execution(format!(
+                "'{}' returned an output that does not match its declared output schema: {}",
+                self.spec.name,
+                errors
+                    .iter()
+                    .map(|e| if e.param.is_empty() {
+                        e.message.clone()
+                    } else {
+                        e.to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))),
+        }
+    }
+
     /// Validates and runs one call: on its own task (a panic becomes an error), within
     /// the tool's timeout.
     pub async fn invoke(
@@ -98,10 +149,23 @@ impl LoadedTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let args = self.check(args)?;
+        let mut args = self.check(args)?;
+        // Credentials join after the check: the model's schema does not list them.
+        for (k, v) in &ctx.injected {
+            args.insert(k.clone(), v.clone());
+        }
         let Some(runner) = self.runner.clone() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
+        let mut hidden = Vec::new();
+        if self.output.is_some() {
+            crate::secrets::secret_values(&self.spec.parameters, &args, &mut hidden);
+            hidden.extend(
+                ctx.injected
+                    .values()
+                    .filter_map(|v| v.as_str().map(String::from)),
+            );
+        }
         let ctx = ctx.clone();
         let timeout = self
             .spec
@@ -110,7 +174,7 @@ impl LoadedTool {
         // Aborted when this call is dropped (cancelled), not left running.
         let mut task = AbortOnDrop(tokio::spawn(async move { runner.call(&ctx, args).await }));
         match tokio::time::timeout(timeout, &mut task.0).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(result)) => result.and_then(|out| self.check_output(out, &hidden)),
             Ok(Err(join)) if join.is_panic() => {
                 let payload = join.into_panic();
                 let message = payload
@@ -121,8 +185,27 @@ impl LoadedTool {
                 Err(ToolError::Panicked(message))
             }
             Ok(Err(_)) => Err(ToolError::Cancelled),
-            Err(_) => Err(ToolError::Timeout(timeout)),
+            Err(_) => {
+                // Reported only once the tool is stopped (its programs killed).
+                task.0.abort();
+                let _ = (&mut task.0).await;
+                Err(ToolError::Timeout(timeout))
+            }
         }
+    }
+}
+
+/// `v` with each of `hidden` in its strings shown as `[secret]`.
+fn mask_strings(v: &mut Value, hidden: &[String]) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(m) = crate::secrets::mask_values(s, hidden) {
+                *s = m;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| mask_strings(x, hidden)),
+        Value::Object(o) => o.values_mut().for_each(|x| mask_strings(x, hidden)),
+        _ => {}
     }
 }
 
@@ -140,7 +223,7 @@ impl ToolLibrary {
         for spec in builtin::specs() {
             // Built-in schemas are written in this crate and compile.
             if let Ok(schema) = Schema::compile(&spec.parameters)
-                && let Ok(tool) = LoadedTool::new(spec, schema, Source::Builtin)
+                && let Ok(tool) = LoadedTool::new(spec, schema, None, Source::Builtin)
             {
                 lib.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
@@ -162,8 +245,13 @@ impl ToolLibrary {
     }
 
     fn add_def(&mut self, def: ToolDef) {
-        let ToolDef { spec, schema, path } = def;
-        match LoadedTool::new(spec, schema, Source::File(path.clone())) {
+        let ToolDef {
+            spec,
+            schema,
+            output,
+            path,
+        } = def;
+        match LoadedTool::new(spec, schema, output, Source::File(path.clone())) {
             Ok(tool) => {
                 self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
@@ -180,9 +268,14 @@ impl ToolLibrary {
         let spec = tool.spec().clone();
         let schema = Schema::compile(&spec.parameters)
             .map_err(|e| format!("{}: parameters: {e}", spec.name))?;
+        let output = match &spec.output {
+            None => None,
+            Some(v) => Some(Schema::compile(v).map_err(|e| format!("{}: output: {e}", spec.name))?),
+        };
         let loaded = LoadedTool {
             spec,
             schema,
+            output,
             source: Source::Program,
             runner: Some(tool),
         };

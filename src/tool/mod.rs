@@ -4,9 +4,12 @@
 
 pub mod builtin;
 mod command;
+pub mod credentials;
 pub(crate) mod file;
 pub mod http;
+mod keywords;
 mod library;
+pub mod net;
 mod output;
 pub mod process;
 mod runnable;
@@ -14,9 +17,10 @@ mod schema;
 mod spec;
 pub mod workspace;
 
+pub use credentials::{Credential, Resolver};
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
 pub use library::{LoadedTool, Source, ToolLibrary, Toolkit, ToolkitError};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
 pub use runnable::{Tool, ToolContext};
-pub use schema::{Schema, redact};
+pub use schema::{Schema, SchemaError, redact};
 pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, ToolSpec};

@@ -136,6 +136,21 @@ pub enum ToolError {
     Panicked(String),
     #[error("'{0}' is run by the client, not by toolgate")]
     ClientSide(String),
+    /// A credential the tool file names has no value (or cannot be read).
+    #[error("{0}")]
+    MissingCredential(String),
+    /// An HTTP tool was about to connect where the network rule forbids it.
+    #[error(
+        "refused to connect to {host}: it resolves to {address}, a {range} address, which HTTP tools may not reach by default. To allow it for local development, add \"{host}\" to allow_hosts in the tool's http entry, or to the TOOLGATE_HTTP_ALLOW environment variable (comma-separated)"
+    )]
+    BlockedAddress {
+        /// The URL's host (and port, when the URL gives one).
+        host: String,
+        /// The address that was refused.
+        address: String,
+        /// Its range: loopback, private, link-local, ...
+        range: String,
+    },
 }
 
 impl ToolError {
@@ -148,6 +163,8 @@ impl ToolError {
             ToolError::Timeout(_) => "timeout",
             ToolError::Cancelled => "cancelled",
             ToolError::ClientSide(_) => "client",
+            ToolError::BlockedAddress { .. } => "blocked_address",
+            ToolError::MissingCredential(_) => "missing_credential",
         }
     }
 }

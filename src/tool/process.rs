@@ -1,11 +1,14 @@
 //! Running an external program for a tool: arguments on stdin, stdout and stderr read
-//! with a size cap, a timeout that kills the program and everything it started.
+//! with a size cap, in a process group of its own that is killed whole on a timeout,
+//! a cancel, or any other drop of the call before the program is done.
 
+use std::collections::BTreeSet;
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use super::output::ToolError;
 
@@ -59,8 +62,15 @@ async fn read_capped(mut from: impl AsyncRead + Unpin, cap: usize) -> std::io::R
     }
 }
 
-/// Runs `cmd` with `stdin` written to it; kills it (and its process group) after
-/// `timeout`. Each output stream keeps at most `cap` bytes.
+/// Runs `cmd` with `stdin` written to it, in a process group of its own. Each output
+/// stream keeps at most `cap` bytes.
+///
+/// The program and everything it started are killed (SIGKILL to the whole group) when
+/// `timeout` passes, and also when this future is dropped before the program is done:
+/// a cancelled call, a tool timeout, a lost lease or a shutdown all drop it. A program
+/// that finishes normally is not touched, and neither is what it started in the
+/// background with its output redirected (a deliberate daemon); a child that leaves
+/// the group itself (`setsid`) is out of reach.
 pub async fn run(
     mut cmd: Command,
     stdin: &[u8],
@@ -74,13 +84,13 @@ pub async fn run(
     #[cfg(unix)]
     cmd.process_group(0);
     let program = format!("{:?}", cmd.as_std().get_program());
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .map_err(|e| ToolError::Execution(format!("cannot start {program}: {e}")))?;
-    let pid = child.id();
-    let mut input = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
+    let mut running = Running::new(child);
+    let mut input = running.child.stdin.take();
+    let stdout = running.child.stdout.take();
+    let stderr = running.child.stderr.take();
     let work = async {
         let write = async {
             if let Some(mut w) = input.take() {
@@ -102,33 +112,86 @@ pub async fn run(
                 None => Ok(Captured::default()),
             }
         };
-        let (_, out, err, status) = tokio::join!(write, out, err, child.wait());
+        let (_, out, err, status) = tokio::join!(write, out, err, running.child.wait());
         Ok::<_, std::io::Error>((out?, err?, status?))
     };
-    match tokio::time::timeout(timeout, work).await {
-        Ok(Ok((stdout, stderr, status))) => Ok(Finished {
-            code: status.code(),
-            stdout,
-            stderr,
-        }),
+    let result = tokio::time::timeout(timeout, work).await;
+    match result {
+        Ok(Ok((stdout, stderr, status))) => {
+            running.finished();
+            Ok(Finished {
+                code: status.code(),
+                stdout,
+                stderr,
+            })
+        }
+        // `running` drops here, still armed: the group is killed.
         Ok(Err(e)) => Err(ToolError::Execution(format!("{program} failed: {e}"))),
-        Err(_) => {
-            kill_group(pid);
-            Err(ToolError::Timeout(timeout))
+        Err(_) => Err(ToolError::Timeout(timeout)),
+    }
+}
+
+/// A started program and its process group (the group's id is the program's pid).
+/// Dropped while armed, it kills the whole group before the child handle goes (so the
+/// group id cannot have been reused yet: the leader is not reaped before the kill).
+struct Running {
+    child: Child,
+    group: Option<u32>,
+}
+
+impl Running {
+    fn new(child: Child) -> Self {
+        let group = child.id();
+        if let Some(id) = group {
+            live_groups().insert(id);
+        }
+        Self { child, group }
+    }
+
+    /// The program ended on its own: nothing to kill.
+    fn finished(&mut self) {
+        if let Some(id) = self.group.take() {
+            live_groups().remove(&id);
         }
     }
 }
 
-/// Ends a timed-out program and whatever it started (they share its process group).
-fn kill_group(pid: Option<u32>) {
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(id) = self.group.take() {
+            kill_group(id);
+            live_groups().remove(&id);
+        }
+        // Then `child` drops: tokio kills the leader (already dead) and reaps it.
+    }
+}
+
+/// Process groups of programs still running, for [`kill_all`].
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    static LIVE: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+    // A panic while holding this lock leaves a set that is still right.
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Kills every tool program still running, with everything it started: for a process
+/// about to exit without unwinding (`std::process::exit` on a second Ctrl-C), where no
+/// drop runs.
+pub fn kill_all() {
+    let groups: Vec<u32> = std::mem::take(&mut *live_groups()).into_iter().collect();
+    for id in groups {
+        kill_group(id);
+    }
+}
+
+/// SIGKILL to process group `id`. A group that is already gone is fine.
+fn kill_group(id: u32) {
     #[cfg(unix)]
-    if let Some(pid) = pid {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+    if let Some(pid) = i32::try_from(id)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
     #[cfg(not(unix))]
-    let _ = pid;
+    let _ = id;
 }

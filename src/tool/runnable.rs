@@ -20,6 +20,8 @@ pub struct ToolContext {
     pub call_id: String,
     /// The timeout of a call whose tool does not set one.
     pub default_timeout: Duration,
+    /// The tool's credentials, added to the arguments once they are checked.
+    pub injected: serde_json::Map<String, serde_json::Value>,
     output: Option<UnboundedSender<Event>>,
 }
 
@@ -29,6 +31,7 @@ impl ToolContext {
             workspace,
             call_id: String::new(),
             default_timeout: DEFAULT_TIMEOUT,
+            injected: serde_json::Map::new(),
             output: None,
         }
     }

@@ -1,13 +1,18 @@
 //! Parameter validation against the JSON Schema subset tool files use: `type` (with
-//! `[T, "null"]` for nullable), `enum`, `pattern`, `minimum`/`maximum`,
-//! `minLength`/`maxLength`, `items`, `minItems`/`maxItems`, `required`, `properties`,
-//! `additionalProperties`, `default`, and toolgate's `secret`. A schema is compiled
-//! once when its tool is loaded (regexes included); checking a call coerces values the
-//! parser's way, fills defaults and reports every error at once, worded for a model.
+//! `[T, "null"]` for nullable), `enum`, `const`, `pattern`, `minimum`/`maximum`,
+//! `exclusiveMinimum`/`exclusiveMaximum`, `multipleOf`, `minLength`/`maxLength`,
+//! `items`, `minItems`/`maxItems`, `uniqueItems`, `required`, `properties`,
+//! `additionalProperties`, `minProperties`/`maxProperties`, `default`, and toolgate's
+//! `secret`. Any other keyword is refused when the schema is compiled, except the
+//! annotations listed in `tool/keywords.rs` (`description`, `format`, ...), which
+//! check nothing. A schema is compiled once when its tool is loaded (regexes
+//! included); checking a call coerces values the parser's way, fills defaults and
+//! reports every error at once, worded for a model.
 
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::keywords;
 use super::output::ArgError;
 use crate::parse::coerce::{Types, coerce_json};
 
@@ -18,17 +23,24 @@ pub struct Schema {
     raw: Value,
     types: Option<Types>,
     enum_values: Option<Vec<Value>>,
+    constant: Option<Value>,
     pattern: Option<Regex>,
     minimum: Option<f64>,
     maximum: Option<f64>,
+    exclusive_minimum: Option<f64>,
+    exclusive_maximum: Option<f64>,
+    multiple_of: Option<f64>,
     min_length: Option<usize>,
     max_length: Option<usize>,
     items: Option<Box<Schema>>,
     min_items: Option<usize>,
     max_items: Option<usize>,
+    unique_items: bool,
     properties: Vec<(String, Schema)>,
     required: Vec<String>,
     additional: Additional,
+    min_properties: Option<usize>,
+    max_properties: Option<usize>,
     default: Option<Value>,
     secret: bool,
 }
@@ -40,49 +52,111 @@ enum Additional {
     Schema(Box<Schema>),
 }
 
+/// Why a schema does not compile: the message, and the keys leading to the fault (the
+/// property names, `items`, `additionalProperties`, then the keyword), so a tool file
+/// can point at the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    pub keys: Vec<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Max depth of nested schemas, so a hostile file cannot overflow the stack.
 const MAX_DEPTH: usize = 32;
 
-impl Schema {
-    /// Compiles a schema; the error names the keyword at fault.
-    pub fn compile(raw: &Value) -> Result<Schema, String> {
-        Self::compile_at(raw, "", 0)
+/// The place a node is compiled at: its path for messages (`a.b`, `a[]`, `a.*`) and
+/// the keys leading to it in the file.
+#[derive(Clone, Default)]
+struct At {
+    path: String,
+    keys: Vec<String>,
+}
+
+impl At {
+    fn child(&self, path: String, key: &str) -> At {
+        let mut keys = self.keys.clone();
+        keys.push(key.to_string());
+        At { path, keys }
     }
 
-    fn compile_at(raw: &Value, path: &str, depth: usize) -> Result<Schema, String> {
-        let at = |msg: String| {
-            if path.is_empty() {
-                msg
-            } else {
-                format!("{path}: {msg}")
-            }
+    fn err(&self, keyword: Option<&str>, msg: String) -> SchemaError {
+        let mut keys = self.keys.clone();
+        keys.extend(keyword.map(str::to_string));
+        let message = if self.path.is_empty() {
+            msg
+        } else {
+            format!("{}: {msg}", self.path)
         };
+        SchemaError { keys, message }
+    }
+}
+
+impl Schema {
+    /// Compiles a schema; the error names the keyword at fault. Every keyword is either
+    /// checked on each call or an annotation; any other is refused here.
+    pub fn compile(raw: &Value) -> Result<Schema, String> {
+        Self::compile_located(raw).map_err(|e| e.message)
+    }
+
+    /// [`Schema::compile`], with the keys leading to a fault.
+    pub fn compile_located(raw: &Value) -> Result<Schema, SchemaError> {
+        Self::compile_at(raw, &At::default(), 0)
+    }
+
+    fn compile_at(raw: &Value, at: &At, depth: usize) -> Result<Schema, SchemaError> {
         if depth > MAX_DEPTH {
-            return Err(at("schemas nest too deep".into()));
+            return Err(at.err(None, "schemas nest too deep".into()));
         }
         let Some(obj) = raw.as_object() else {
-            return Err(at("a schema must be a map".into()));
+            return Err(at.err(None, "a schema must be a map".into()));
         };
+        if let Some((key, why)) = obj
+            .keys()
+            .find_map(|k| keywords::refusal(k).map(|why| (k, why)))
+        {
+            return Err(at.err(Some(key), why));
+        }
         let types = match obj.get("type") {
             None => None,
-            Some(t) => Some(Types::of(raw).ok_or_else(|| at(format!("unknown type {t}")))?),
+            Some(t) => Some(types_of(raw, t).ok_or_else(|| {
+                at.err(
+                    Some("type"),
+                    format!(
+                        "unknown type {t} (types: string, integer, number, boolean, array, \
+                         object, null)"
+                    ),
+                )
+            })?),
         };
-        let number = |key: &str| -> Result<Option<f64>, String> {
+        let number = |key: &str| -> Result<Option<f64>, SchemaError> {
             match obj.get(key) {
                 None => Ok(None),
                 Some(v) => v
                     .as_f64()
                     .map(Some)
-                    .ok_or_else(|| at(format!("{key} must be a number"))),
+                    .ok_or_else(|| at.err(Some(key), format!("{key} must be a number"))),
             }
         };
-        let count = |key: &str| -> Result<Option<usize>, String> {
+        let count = |key: &str| -> Result<Option<usize>, SchemaError> {
             match obj.get(key) {
                 None => Ok(None),
                 Some(v) => v
                     .as_u64()
                     .map(|n| Some(n as usize))
-                    .ok_or_else(|| at(format!("{key} must be a whole number"))),
+                    .ok_or_else(|| at.err(Some(key), format!("{key} must be a whole number"))),
+            }
+        };
+        let flag = |key: &str| -> Result<bool, SchemaError> {
+            match obj.get(key) {
+                None => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => Err(at.err(Some(key), format!("{key} must be true or false"))),
             }
         };
         let pattern = match obj.get("pattern") {
@@ -97,36 +171,42 @@ impl Schema {
                         .unwrap_or_default()
                         .trim_start_matches("error: ")
                         .to_string();
-                    at(format!("pattern {p:?} does not compile: {why}"))
+                    at.err(
+                        Some("pattern"),
+                        format!("pattern {p:?} does not compile: {why}"),
+                    )
                 })?)
             }
-            Some(_) => return Err(at("pattern must be text".into())),
+            Some(_) => return Err(at.err(Some("pattern"), "pattern must be text".into())),
         };
         let enum_values = match obj.get("enum") {
             None => None,
             Some(Value::Array(list)) if !list.is_empty() => Some(list.clone()),
-            Some(_) => return Err(at("enum must be a non-empty list".into())),
+            Some(_) => return Err(at.err(Some("enum"), "enum must be a non-empty list".into())),
         };
         let items = match obj.get("items") {
             None => None,
             Some(v) => Some(Box::new(Self::compile_at(
                 v,
-                &format!("{path}[]"),
+                &at.child(format!("{}[]", at.path), "items"),
                 depth + 1,
             )?)),
         };
         let mut properties = Vec::new();
         if let Some(props) = obj.get("properties") {
             let Some(props) = props.as_object() else {
-                return Err(at("properties must be a map".into()));
+                return Err(at.err(Some("properties"), "properties must be a map".into()));
             };
             for (k, v) in props {
-                let sub = if path.is_empty() {
+                let sub = if at.path.is_empty() {
                     k.clone()
                 } else {
-                    format!("{path}.{k}")
+                    format!("{}.{k}", at.path)
                 };
-                properties.push((k.clone(), Self::compile_at(v, &sub, depth + 1)?));
+                properties.push((
+                    k.clone(),
+                    Self::compile_at(v, &at.child(sub, k), depth + 1)?,
+                ));
             }
         }
         let required = match obj.get("required") {
@@ -136,16 +216,24 @@ impl Schema {
                 .map(|v| {
                     v.as_str()
                         .map(str::to_string)
-                        .ok_or_else(|| at("required must list names".into()))
+                        .ok_or_else(|| at.err(Some("required"), "required must list names".into()))
                 })
                 .collect::<Result<_, _>>()?,
-            Some(_) => return Err(at("required must be a list".into())),
+            Some(_) => {
+                return Err(at.err(
+                    Some("required"),
+                    "required must be a list of parameter names (the list form of parameters \
+                     takes required: true)"
+                        .into(),
+                ));
+            }
         };
         for name in &required {
             if !properties.is_empty() && !properties.iter().any(|(k, _)| k == name) {
-                return Err(at(format!(
-                    "'{name}' is required but not among the properties"
-                )));
+                return Err(at.err(
+                    Some("required"),
+                    format!("'{name}' is required but not among the properties"),
+                ));
             }
         }
         let additional = match obj.get("additionalProperties") {
@@ -153,33 +241,98 @@ impl Schema {
             Some(Value::Bool(false)) => Additional::Denied,
             Some(v) => Additional::Schema(Box::new(Self::compile_at(
                 v,
-                &format!("{path}.*"),
+                &at.child(format!("{}.*", at.path), "additionalProperties"),
                 depth + 1,
             )?)),
         };
-        let secret = match obj.get("secret") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(at("secret must be true or false".into())),
-        };
-        Ok(Schema {
+        let multiple_of = number("multipleOf")?;
+        if multiple_of.is_some_and(|m| m <= 0.0) {
+            return Err(at.err(Some("multipleOf"), "multipleOf must be more than 0".into()));
+        }
+        let schema = Schema {
             raw: raw.clone(),
             types,
             enum_values,
+            constant: obj.get("const").cloned(),
             pattern,
             minimum: number("minimum")?,
             maximum: number("maximum")?,
+            exclusive_minimum: number("exclusiveMinimum")?,
+            exclusive_maximum: number("exclusiveMaximum")?,
+            multiple_of,
             min_length: count("minLength")?,
             max_length: count("maxLength")?,
             items,
             min_items: count("minItems")?,
             max_items: count("maxItems")?,
+            unique_items: flag("uniqueItems")?,
             properties,
             required,
             additional,
+            min_properties: count("minProperties")?,
+            max_properties: count("maxProperties")?,
             default: obj.get("default").cloned(),
-            secret,
-        })
+            secret: flag("secret")?,
+        };
+        schema.check_bounds(at)?;
+        schema.check_default(at)?;
+        Ok(schema)
+    }
+
+    /// A lower bound above its upper bound can never be met: the file is wrong.
+    fn check_bounds(&self, at: &At) -> Result<(), SchemaError> {
+        let pairs: [(&str, Option<f64>, &str, Option<f64>); 4] = [
+            ("minimum", self.minimum, "maximum", self.maximum),
+            (
+                "minLength",
+                self.min_length.map(|n| n as f64),
+                "maxLength",
+                self.max_length.map(|n| n as f64),
+            ),
+            (
+                "minItems",
+                self.min_items.map(|n| n as f64),
+                "maxItems",
+                self.max_items.map(|n| n as f64),
+            ),
+            (
+                "minProperties",
+                self.min_properties.map(|n| n as f64),
+                "maxProperties",
+                self.max_properties.map(|n| n as f64),
+            ),
+        ];
+        for (low_key, low, high_key, high) in pairs {
+            if let (Some(low), Some(high)) = (low, high)
+                && low > high
+            {
+                return Err(at.err(
+                    Some(low_key),
+                    format!(
+                        "{low_key} {} is above {high_key} {}: no value can pass",
+                        fmt_num(low),
+                        fmt_num(high)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A default is filled in for the model, so it must pass its own schema.
+    fn check_default(&self, at: &At) -> Result<(), SchemaError> {
+        let Some(default) = &self.default else {
+            return Ok(());
+        };
+        let mut errors = Vec::new();
+        self.check_value(default.clone(), "", &mut errors);
+        match errors.first() {
+            None => Ok(()),
+            Some(first) => Err(at.err(
+                Some("default"),
+                format!("the default {default} does not pass its own schema: {first}"),
+            )),
+        }
     }
 
     /// The schema as written.
@@ -225,6 +378,18 @@ impl Schema {
             .filter(|(_, s)| s.secret)
             .map(|(k, _)| k.as_str())
             .collect()
+    }
+
+    /// Validates one value (a tool's output, say): the value as coerced, or every error,
+    /// each with its path inside the value (empty for the value itself).
+    pub fn check_value_of(&self, value: Value) -> Result<Value, Vec<ArgError>> {
+        let mut errors = Vec::new();
+        let out = self.check_value(value, "", &mut errors);
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        }
     }
 
     /// Validates a call's arguments: coerces, fills defaults, and returns every error.
@@ -306,6 +471,19 @@ impl Schema {
             };
             out.insert(key, value);
         }
+        let len = out.len();
+        let mut push = |message: String| {
+            errors.push(ArgError {
+                param: path.to_string(),
+                message,
+            })
+        };
+        if let Some(min) = self.min_properties.filter(|&m| len < m) {
+            push(format!("must have at least {min} fields, got {len}"));
+        }
+        if let Some(max) = self.max_properties.filter(|&m| len > m) {
+            push(format!("must have at most {max} fields, got {len}"));
+        }
         out
     }
 
@@ -318,11 +496,17 @@ impl Schema {
         };
         let value = match coerce_json(value, Some(&self.raw)) {
             Ok(v) => v,
+            // A list or an object of the right kind with a wrong part inside: the parts
+            // are checked below, each error at its own path.
+            Err(m) if self.holds(&m.kept) => m.kept,
             Err(m) => {
                 push(format!("must be {}, got {}", m.expected, describe(&m.kept)));
                 return m.kept;
             }
         };
+        if let Some(constant) = self.constant.as_ref().filter(|c| **c != value) {
+            push(format!("must be {constant}, got {}", describe(&value)));
+        }
         if let Some(allowed) = &self.enum_values
             && !allowed.contains(&value)
         {
@@ -359,6 +543,15 @@ impl Schema {
                 if let Some(max) = self.maximum.filter(|&m| f > m) {
                     push(format!("must be at most {}, got {n}", fmt_num(max)));
                 }
+                if let Some(min) = self.exclusive_minimum.filter(|&m| f <= m) {
+                    push(format!("must be more than {}, got {n}", fmt_num(min)));
+                }
+                if let Some(max) = self.exclusive_maximum.filter(|&m| f >= m) {
+                    push(format!("must be less than {}, got {n}", fmt_num(max)));
+                }
+                if let Some(step) = self.multiple_of.filter(|&m| !is_multiple(f, m)) {
+                    push(format!("must be a multiple of {}, got {n}", fmt_num(step)));
+                }
                 value
             }
             Value::Array(list) => {
@@ -368,6 +561,14 @@ impl Schema {
                 }
                 if let Some(max) = self.max_items.filter(|&m| len > m) {
                     push(format!("must have at most {max} items, got {len}"));
+                }
+                if self.unique_items
+                    && let Some(i) = (1..len).find(|&i| list[..i].contains(&list[i]))
+                {
+                    push(format!(
+                        "must not repeat an item, but item {i} repeats {}",
+                        describe(&list[i])
+                    ));
                 }
                 match &self.items {
                     Some(item) => Value::Array(
@@ -385,6 +586,34 @@ impl Schema {
     }
 }
 
+impl Schema {
+    /// `value` is a list or an object and this schema's type allows it.
+    fn holds(&self, value: &Value) -> bool {
+        let Some(types) = self.types else {
+            return false;
+        };
+        match value {
+            Value::Array(_) => types.has(Types::ARRAY),
+            Value::Object(_) => types.has(Types::OBJECT),
+            _ => false,
+        }
+    }
+}
+
+/// The types `type` names, when every name is one of JSON Schema's seven.
+fn types_of(raw: &Value, t: &Value) -> Option<Types> {
+    const NAMES: [&str; 7] = [
+        "string", "integer", "number", "boolean", "array", "object", "null",
+    ];
+    let known = |v: &Value| v.as_str().is_some_and(|s| NAMES.contains(&s));
+    let ok = match t {
+        Value::String(_) => known(t),
+        Value::Array(list) => !list.is_empty() && list.iter().all(known),
+        _ => false,
+    };
+    if ok { Types::of(raw) } else { None }
+}
+
 /// A value as a model reads it in a message: short, typed.
 fn describe(v: &Value) -> String {
     let text = v.to_string();
@@ -399,6 +628,12 @@ fn describe(v: &Value) -> String {
     let shown: String = text.chars().take(40).collect();
     let cut = if shown.len() < text.len() { "…" } else { "" };
     format!("{kind} {shown}{cut}")
+}
+
+/// `f` is a whole multiple of `step`, allowing for binary fractions (`0.3` of `0.1`).
+fn is_multiple(f: f64, step: f64) -> bool {
+    let q = f / step;
+    (q - q.round()).abs() < 1e-9
 }
 
 fn fmt_num(f: f64) -> String {

@@ -55,11 +55,31 @@ pub enum Entry {
         /// Bytes of the response body kept (default 1 MiB).
         #[serde(default)]
         max_response: Option<usize>,
+        /// Hosts, addresses or networks this tool may reach although the network rule
+        /// refuses them (loopback, private, link-local, ...): for local development.
+        /// `localhost`, `127.0.0.1:8080`, `[::1]`, `10.0.0.0/8`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        allow_hosts: Vec<String>,
+        /// Times a call is tried again after a 429, a 5xx or a failed connection.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        retries: u32,
+        /// Seconds before the first retry, doubled for each next one (default 0.5); a
+        /// `Retry-After` from the server wins.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backoff: Option<f64>,
+        /// Retry POST and PATCH too (by default only idempotent methods are retried:
+        /// a failed POST may still have taken effect).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retry_non_idempotent: bool,
     },
 }
 
 fn default_method() -> String {
     "GET".to_string()
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One tool's definition.
@@ -80,6 +100,14 @@ pub struct ToolSpec {
     /// simply run again, so the loop does not fence it with a durable "executing" mark.
     #[serde(default)]
     pub read_only: bool,
+    /// The declared shape of the tool's output (a JSON Schema), from a tool file's
+    /// `output:`. A call whose output does not match it fails with an execution error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Arguments the model never sees nor fills, injected when the call runs: by name,
+    /// where each value comes from.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub credentials: std::collections::BTreeMap<String, super::Credential>,
 }
 
 /// The time a call may take when its tool does not say.

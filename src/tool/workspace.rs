@@ -1,13 +1,27 @@
-//! Confining file tools to a workspace root: a path that escapes it, through `..`, an
-//! absolute path or a symlink, is refused.
+//! Confining file tools to a workspace root. The root is opened once per call as a
+//! directory handle (`cap_std::fs::Dir`) and every path is opened beneath it by the
+//! kernel (`openat2` with `RESOLVE_BENEATH` on Linux; cap-std's component-by-component
+//! walk elsewhere): `..` out of the root, an absolute symlink, or a symlink to anywhere
+//! outside fails at the moment of opening, so a link flipped between a check and an
+//! open cannot make a call escape. Files with more than one hard link are refused, since
+//! the same file may also be reachable from outside.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
 use super::output::ToolError;
 
-/// The canonical form of a workspace root, which must exist and be a folder.
+/// The longest path (bytes) and file name a file tool accepts, as Linux does.
+const MAX_PATH: usize = 4096;
+const MAX_NAME: usize = 255;
+
+/// The canonical form of a workspace root, which must exist, be a folder and not be a
+/// symbolic link itself.
 pub fn canonical_root(root: &Path) -> io::Result<PathBuf> {
+    refuse_symlink_root(root)?;
     let canonical = root.canonicalize()?;
     if !canonical.is_dir() {
         return Err(io::Error::new(
@@ -18,57 +32,156 @@ pub fn canonical_root(root: &Path) -> io::Result<PathBuf> {
     Ok(canonical)
 }
 
-/// Resolves `requested` (relative to `root`, or absolute inside it) to a path inside the
-/// canonical `root`. Symlinks are followed for the part of the path that exists; the
-/// rest may not climb out with `..`. The final component may not exist yet (a file to
-/// write), but if it exists as a symlink its target must be inside too.
-pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, ToolError> {
-    let refuse = |why: &str| {
-        ToolError::Execution(format!(
-            "the path '{requested}' {why}; file tools only reach inside the workspace"
-        ))
-    };
-    if requested.contains('\0') {
-        return Err(refuse("holds a NUL byte"));
+fn refuse_symlink_root(root: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(root)?.file_type().is_symlink() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the workspace {} is a symbolic link; give the folder it points to",
+                root.display()
+            ),
+        ));
     }
-    let joined = if Path::new(requested).is_absolute() {
-        PathBuf::from(requested)
-    } else {
-        root.join(requested)
-    };
-    // Split into the longest existing prefix (canonicalized: symlinks resolved) and the rest.
-    let mut existing = joined.clone();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    let canonical = loop {
-        match existing.canonicalize() {
-            Ok(c) => break c,
-            Err(_) => {
-                // A link whose target does not exist could be written through to anywhere.
-                if existing.symlink_metadata().is_ok() {
-                    return Err(refuse("goes through a link that points nowhere"));
-                }
-                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
-                    return Err(refuse("cannot be resolved"));
-                };
-                rest.push(name);
-                if !existing.pop() {
-                    return Err(refuse("cannot be resolved"));
-                }
+    Ok(())
+}
+
+/// The workspace root, open: every path a file tool uses is opened through it.
+pub struct Workspace {
+    dir: Dir,
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Opens the root `root` (refused when it is a symbolic link or not a folder).
+    pub fn open(root: &Path) -> Result<Self, ToolError> {
+        let fail = |e: io::Error| {
+            ToolError::Execution(format!("cannot open the workspace {}: {e}", root.display()))
+        };
+        refuse_symlink_root(root).map_err(fail)?;
+        let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(fail)?;
+        Ok(Self {
+            dir,
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// The directory handle every path is opened beneath.
+    pub fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
+    /// `requested` as a path relative to the root, checked without touching the file
+    /// system: no NUL, not too long, and an absolute path only when it names a place
+    /// under the root (it is then made relative). `..` and symlinks are left to the
+    /// opening, which refuses any that lead out.
+    pub fn relative(&self, requested: &str) -> Result<PathBuf, ToolError> {
+        if requested.contains('\0') {
+            return Err(refuse(requested, "holds a NUL byte"));
+        }
+        if requested.len() > MAX_PATH {
+            return Err(refuse(
+                requested,
+                &format!(
+                    "is too long ({} bytes; at most {MAX_PATH})",
+                    requested.len()
+                ),
+            ));
+        }
+        let path = Path::new(requested);
+        if let Some(long) = path.components().find_map(|c| match c {
+            Component::Normal(name) if name.len() > MAX_NAME => Some(name.len()),
+            _ => None,
+        }) {
+            return Err(refuse(
+                requested,
+                &format!("has a name that is too long ({long} bytes; at most {MAX_NAME})"),
+            ));
+        }
+        let relative = if path.is_absolute() {
+            let canonical = self.root.canonicalize().ok();
+            let inside = std::iter::once(self.root.as_path())
+                .chain(canonical.as_deref())
+                .find_map(|root| path.strip_prefix(root).ok());
+            match inside {
+                Some(rest) => rest.to_path_buf(),
+                None => return Err(refuse(requested, "is outside the workspace")),
             }
+        } else {
+            path.to_path_buf()
+        };
+        if relative.as_os_str().is_empty() {
+            return Ok(PathBuf::from("."));
         }
+        Ok(relative)
+    }
+
+    /// An error from opening `requested` beneath the root, worded for the model: an
+    /// attempt to leave the root says so.
+    pub fn io_error(what: &str, requested: &str, e: io::Error) -> ToolError {
+        // cap-std reports an escape (`..` out, a symlink out, an absolute symlink) as
+        // a permission error that did not come from the system.
+        if e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none() {
+            return refuse(requested, "leads outside the workspace");
+        }
+        ToolError::Execution(format!("cannot {what} '{}': {e}", shown(requested)))
+    }
+}
+
+/// The refusal of a path, naming why.
+fn refuse(requested: &str, why: &str) -> ToolError {
+    ToolError::Execution(format!(
+        "the path '{}' {why}; file tools only reach inside the workspace",
+        shown(requested)
+    ))
+}
+
+/// `requested` for a message: at most 80 characters, NUL and control characters escaped.
+pub fn shown(requested: &str) -> String {
+    let mut out: String = requested
+        .chars()
+        .take(80)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if requested.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
+/// Refuses a file that has more than one hard link: the same file has another name,
+/// possibly outside the workspace, whose content would be read, or changed by a write,
+/// through this one. `tool` is `read_file` or `write_file`.
+pub fn single_link(meta: &std::fs::Metadata, requested: &str, tool: &str) -> Result<(), ToolError> {
+    let links = link_count(meta);
+    if links <= 1 {
+        return Ok(());
+    }
+    let what = if tool == "write_file" {
+        "write_file does not write through it (the write would change that file too)"
+    } else {
+        "read_file does not read it"
     };
-    let mut full = canonical;
-    for name in rest.iter().rev() {
-        match Path::new(name).components().next() {
-            Some(Component::Normal(_)) => full.push(name),
-            // `..` or `.` after a part that does not exist.
-            _ => return Err(refuse("climbs out through a folder that does not exist")),
-        }
-    }
-    if !full.starts_with(root) {
-        return Err(refuse("is outside the workspace"));
-    }
-    Ok(full)
+    Err(ToolError::Execution(format!(
+        "'{}' has {links} hard links: the same file has another name, possibly outside the \
+         workspace, so {what}",
+        shown(requested)
+    )))
+}
+
+#[cfg(unix)]
+fn link_count(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+fn link_count(_meta: &std::fs::Metadata) -> u64 {
+    1
 }
 
 #[cfg(test)]
@@ -77,38 +190,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn inside_and_outside() {
+    fn relative_paths_are_checked_before_any_open() {
         let dir = tempfile::tempdir().unwrap();
         let root = canonical_root(dir.path()).unwrap();
-        std::fs::create_dir(root.join("sub")).unwrap();
+        let ws = Workspace::open(&root).unwrap();
+        assert_eq!(ws.relative("a/b.txt").unwrap(), Path::new("a/b.txt"));
+        assert_eq!(ws.relative("").unwrap(), Path::new("."));
+        let inside = root.join("sub/x.txt");
         assert_eq!(
-            resolve(&root, "sub/new.txt").unwrap(),
-            root.join("sub/new.txt")
+            ws.relative(inside.to_str().unwrap()).unwrap(),
+            Path::new("sub/x.txt")
         );
-        assert_eq!(resolve(&root, "sub/../a.txt").unwrap(), root.join("a.txt"));
-        assert!(resolve(&root, "../x").is_err());
-        assert!(resolve(&root, "sub/../../x").is_err());
-        assert!(resolve(&root, "/etc/passwd").is_err());
-        assert!(resolve(&root, "missing/../../x").is_err());
-        assert_eq!(
-            resolve(&root, root.join("sub").to_str().unwrap()).unwrap(),
-            root.join("sub")
-        );
+        assert_eq!(ws.relative(root.to_str().unwrap()).unwrap(), Path::new("."));
+        for (path, why) in [
+            ("/etc/passwd".to_string(), "outside the workspace"),
+            ("a\0b".to_string(), "NUL"),
+            ("x".repeat(256), "too long"),
+            ("d/".repeat(2100), "too long"),
+        ] {
+            let err = ws.relative(&path).unwrap_err().to_string();
+            assert!(err.contains(why), "{err}");
+            assert!(err.len() < 300, "{err}");
+        }
     }
 
     #[cfg(unix)]
     #[test]
-    fn symlinks_out_are_refused() {
+    fn a_symlink_root_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let root = canonical_root(dir.path()).unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
-        std::fs::write(outside.path().join("secret"), "s").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("file_link")).unwrap();
-        assert!(resolve(&root, "link/secret").is_err());
-        assert!(resolve(&root, "link/new.txt").is_err());
-        assert!(resolve(&root, "file_link").is_err());
-        std::os::unix::fs::symlink(outside.path().join("not_yet"), root.join("dangling")).unwrap();
-        assert!(resolve(&root, "dangling").is_err());
+        let link = dir.path().join("ws");
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        assert!(canonical_root(&link).is_err());
+        assert!(Workspace::open(&link).is_err());
+        assert!(Workspace::open(dir.path()).is_ok());
     }
 }

@@ -9,6 +9,7 @@ use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "calculator",

@@ -7,6 +7,7 @@ use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "echo",

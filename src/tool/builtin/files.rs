@@ -1,14 +1,21 @@
 //! `read_file`, `list_dir` (auto) and `write_file` (confirm), confined to the
-//! workspace: a path that escapes it through `..` or a symlink is refused.
+//! workspace: every path is opened beneath the root (see [`crate::tool::workspace`]),
+//! so `..`, absolute paths and symlinks out are refused even while the workspace
+//! changes under a call; files with more than one hard link are neither read nor written.
 
+use std::io::{Read, Write};
+use std::path::Path;
+
+use cap_std::fs::OpenOptions;
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use crate::tool::workspace::resolve;
+use crate::tool::workspace::{Workspace, shown, single_link};
 use crate::tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn read_spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "read_file",
@@ -24,6 +31,7 @@ pub fn read_spec() -> ToolSpec {
 
 pub fn list_spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "list_dir",
@@ -49,37 +57,96 @@ pub fn write_spec() -> ToolSpec {
     )
 }
 
-fn io_error(what: &str, path: &str, e: std::io::Error) -> ToolError {
-    ToolError::Execution(format!("cannot {what} '{path}': {e}"))
+/// Runs blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::Execution(format!("the file operation stopped: {e}")))?
+}
+
+/// Refuses a folder or a special file (a pipe, a socket, a device) for `tool`.
+fn regular_file(is_dir: bool, is_file: bool, requested: &str, tool: &str) -> Result<(), ToolError> {
+    if is_dir {
+        let hint = if tool == "read_file" {
+            "; list_dir lists it"
+        } else {
+            ""
+        };
+        return Err(ToolError::Execution(format!(
+            "'{}' is a folder{hint}",
+            shown(requested)
+        )));
+    }
+    if !is_file {
+        return Err(ToolError::Execution(format!(
+            "'{}' is not a regular file (a pipe, socket or device); {tool} only works on files",
+            shown(requested)
+        )));
+    }
+    Ok(())
+}
+
+/// Looks before opening, so that a pipe is refused instead of blocking the open. The
+/// open file is checked again: the name may change in between.
+fn look_before_open(
+    ws: &Workspace,
+    rel: &Path,
+    requested: &str,
+    tool: &str,
+) -> Result<(), ToolError> {
+    match ws.dir().metadata(rel) {
+        Ok(meta) => regular_file(meta.is_dir(), meta.is_file(), requested, tool),
+        // Absent (to be created), or an escape the open will name.
+        Err(_) => Ok(()),
+    }
 }
 
 /// The handler of the tool.
 pub fn read_file<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
     Box::pin(async move {
-        let requested = text_arg(&args, "path");
-        let path = resolve(&ctx.workspace, requested)?;
+        let requested = text_arg(&args, "path").to_string();
         let max = args
             .get("max_bytes")
             .and_then(Value::as_u64)
-            .unwrap_or(1 << 20) as usize;
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|e| io_error("read", requested, e))?;
-        if bytes.iter().take(8192).any(|&b| b == 0) {
-            return Err(ToolError::Execution(format!(
-                "'{requested}' is a binary file ({} bytes); read_file reads text",
-                bytes.len()
-            )));
-        }
-        let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned();
-        if bytes.len() > max {
-            text.push_str(&format!(
-                "\n[file truncated: {max} of {} bytes shown]",
-                bytes.len()
-            ));
-        }
+            .unwrap_or(1 << 20);
+        let root = ctx.workspace.clone();
+        let text = blocking(move || read_beneath(&root, &requested, max)).await?;
         Ok(ToolOutput::text(text))
     })
+}
+
+fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<String, ToolError> {
+    let ws = Workspace::open(root)?;
+    let rel = ws.relative(requested)?;
+    look_before_open(&ws, &rel, requested, "read_file")?;
+    let file = ws
+        .dir()
+        .open(&rel)
+        .map_err(|e| Workspace::io_error("read", requested, e))?
+        .into_std();
+    let meta = file
+        .metadata()
+        .map_err(|e| Workspace::io_error("read", requested, e))?;
+    regular_file(meta.is_dir(), meta.is_file(), requested, "read_file")?;
+    single_link(&meta, requested, "read_file")?;
+    let mut bytes = Vec::new();
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Workspace::io_error("read", requested, e))?;
+    let total = meta.len().max(bytes.len() as u64);
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return Err(ToolError::Execution(format!(
+            "'{}' is a binary file ({total} bytes); read_file reads text",
+            shown(requested)
+        )));
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if total > max {
+        text.push_str(&format!("\n[file truncated: {max} of {total} bytes shown]"));
+    }
+    Ok(text)
 }
 
 /// The handler of the tool.
@@ -88,72 +155,97 @@ pub fn list_dir<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'
         let requested = match text_arg(&args, "path") {
             "" => ".",
             p => p,
-        };
-        let path = resolve(&ctx.workspace, requested)?;
-        let mut dir = tokio::fs::read_dir(&path)
-            .await
-            .map_err(|e| io_error("list", requested, e))?;
-        let mut entries = Vec::new();
-        while let Some(entry) = dir
-            .next_entry()
-            .await
-            .map_err(|e| io_error("list", requested, e))?
-        {
-            let meta = entry.metadata().await.ok();
-            let kind = match entry.file_type().await {
-                Ok(t) if t.is_symlink() => "link",
-                Ok(t) if t.is_dir() => "dir",
-                _ => "file",
-            };
-            entries.push(json!({
-                "name": entry.file_name().to_string_lossy(),
-                "type": kind,
-                "size": meta.map(|m| m.len()).unwrap_or(0),
-            }));
         }
-        entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        .to_string();
+        let root = ctx.workspace.clone();
+        let entries = blocking(move || list_beneath(&root, &requested)).await?;
         Ok(ToolOutput::json(Value::Array(entries)))
     })
+}
+
+fn list_beneath(root: &Path, requested: &str) -> Result<Vec<Value>, ToolError> {
+    let ws = Workspace::open(root)?;
+    let rel = ws.relative(requested)?;
+    let fail = |e| Workspace::io_error("list", requested, e);
+    let dir = ws.dir().open_dir(&rel).map_err(fail)?;
+    let mut entries = Vec::new();
+    for entry in dir.entries().map_err(fail)? {
+        let entry = entry.map_err(fail)?;
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_symlink() => "link",
+            Ok(t) if t.is_dir() => "dir",
+            _ => "file",
+        };
+        let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+        entries.push(json!({
+            "name": entry.file_name().to_string_lossy(),
+            "type": kind,
+            "size": size,
+        }));
+    }
+    entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Ok(entries)
 }
 
 /// The handler of the tool.
 pub fn write_file<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
     Box::pin(async move {
-        use tokio::io::AsyncWriteExt;
-        let requested = text_arg(&args, "path");
-        let content = text_arg(&args, "content");
+        let requested = text_arg(&args, "path").to_string();
+        let content = text_arg(&args, "content").to_string();
         let append = args.get("append").and_then(Value::as_bool).unwrap_or(false);
-        let path = resolve(&ctx.workspace, requested)?;
-        if path == ctx.workspace || path.is_dir() {
-            return Err(ToolError::Execution(format!("'{requested}' is a folder")));
-        }
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| io_error("create the folder for", requested, e))?;
-        }
-        let mut file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(&path)
-            .await
-            .map_err(|e| io_error("open", requested, e))?;
-        file.write_all(content.as_bytes())
-            .await
-            .map_err(|e| io_error("write", requested, e))?;
-        file.flush()
-            .await
-            .map_err(|e| io_error("write", requested, e))?;
+        let root = ctx.workspace.clone();
+        let (path, len) = (requested.clone(), content.len());
+        blocking(move || write_beneath(&root, &path, &content, append)).await?;
         let verb = if append { "appended" } else { "wrote" };
         Ok(
-            ToolOutput::text(format!("{verb} {} bytes to {requested}", content.len())).with(
-                Part::File {
-                    path: requested.to_string(),
-                    mime: None,
-                },
-            ),
+            ToolOutput::text(format!("{verb} {len} bytes to {requested}")).with(Part::File {
+                path: requested,
+                mime: None,
+            }),
         )
     })
+}
+
+fn write_beneath(
+    root: &Path,
+    requested: &str,
+    content: &str,
+    append: bool,
+) -> Result<(), ToolError> {
+    let ws = Workspace::open(root)?;
+    let rel = ws.relative(requested)?;
+    if rel == Path::new(".") {
+        return Err(ToolError::Execution(format!(
+            "'{}' is a folder",
+            shown(requested)
+        )));
+    }
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Err(e) = ws.dir().create_dir_all(parent)
+    {
+        // A link out in the way reads as "exists"; opening it names the escape.
+        let e = ws.dir().open_dir(parent).err().unwrap_or(e);
+        return Err(Workspace::io_error("create the folder for", requested, e));
+    }
+    look_before_open(&ws, &rel, requested, "write_file")?;
+    // Opened without truncating: nothing changes before the open file is checked.
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).append(append);
+    let mut file = ws
+        .dir()
+        .open_with(&rel, &options)
+        .map_err(|e| Workspace::io_error("open", requested, e))?
+        .into_std();
+    let meta = file
+        .metadata()
+        .map_err(|e| Workspace::io_error("open", requested, e))?;
+    regular_file(meta.is_dir(), meta.is_file(), requested, "write_file")?;
+    single_link(&meta, requested, "write_file")?;
+    if !append {
+        file.set_len(0)
+            .map_err(|e| Workspace::io_error("write", requested, e))?;
+    }
+    file.write_all(content.as_bytes())
+        .and_then(|()| file.flush())
+        .map_err(|e| Workspace::io_error("write", requested, e))
 }

@@ -1,4 +1,5 @@
-//! `http_request`: one HTTP request chosen by the model (confirm by default).
+//! `http_request`: one HTTP request chosen by the model (confirm by default), under
+//! the network rule: public addresses only, unless `TOOLGATE_HTTP_ALLOW` opens more.
 
 use std::time::Duration;
 
@@ -6,8 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool::http::{
-    Body, DEFAULT_MAX_RESPONSE, Request, headers_from, parse_method, parse_url, send,
+    Body, DEFAULT_MAX_RESPONSE, Request, Retry, headers_from, parse_method, parse_url, send,
 };
+use crate::tool::net::AllowList;
 use crate::tool::{Permission, ToolContext, ToolError, ToolSpec};
 
 pub fn spec() -> ToolSpec {
@@ -41,6 +43,9 @@ pub fn http_request<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Hand
             body,
             timeout: Duration::from_secs_f64(timeout),
             max_response: DEFAULT_MAX_RESPONSE,
+            // Only what the operator opened: the model cannot widen its own reach.
+            allow: AllowList::from_env().map_err(ToolError::Execution)?,
+            retry: Retry::default(),
         })
         .await
     })

@@ -89,6 +89,7 @@ pub const HANDLERS: [&str; 8] = [
 /// A built-in spec: its entry names its own handler.
 fn spec(name: &str, description: &str, permission: Permission, parameters: Value) -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         name: name.to_string(),
         description: description.to_string(),
         parameters,
@@ -101,6 +102,7 @@ fn spec(name: &str, description: &str, permission: Permission, parameters: Value
         tags: vec!["builtin".to_string()],
         version: None,
         read_only: false,
+        output: None,
     }
 }
 

@@ -10,6 +10,7 @@ use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
+        credentials: Default::default(),
         read_only: true,
         ..builtin_spec(
             "current_time",

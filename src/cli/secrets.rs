@@ -1,0 +1,112 @@
+//! `toolgate secrets`: the named credentials tool files ask for, stored sealed in the
+//! database (`set` reads the value from stdin or an environment variable, never from
+//! the command line), listed by name only, removed.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use toolgate::secrets::Keyring;
+
+use super::out::{self, print, print_json, say};
+use super::run::runtime;
+use super::{Failure, open_existing_store, open_store, table};
+
+#[derive(Args, Debug)]
+pub struct SecretsArgs {
+    #[command(subcommand)]
+    command: SecretsCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum SecretsCommand {
+    /// Store a secret: its value from stdin (one line), or from --from-env VAR.
+    Set {
+        /// The name tool files use (`credentials: {token: {secret: NAME}}`).
+        name: String,
+        /// Read the value from this environment variable instead of stdin.
+        #[arg(long)]
+        from_env: Option<String>,
+    },
+    /// List the stored secrets' names (never their values).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a stored secret.
+    Rm { name: String },
+}
+
+/// A secret's name: letters, digits, `_`, `-`, `.`.
+fn check_name(name: &str) -> Result<(), Failure> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(Failure::bad_input(format!(
+            "'{name}' is not a secret name: use letters, digits, '_', '-' and '.'"
+        )));
+    }
+    Ok(())
+}
+
+pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
+    match args.command {
+        SecretsCommand::Set { name, from_env } => {
+            check_name(&name)?;
+            let value = match from_env {
+                Some(var) => std::env::var(&var).map_err(|_| {
+                    Failure::bad_input(format!("the environment variable {var} is not set"))
+                })?,
+                None => {
+                    let mut text = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .map_err(|e| Failure::bad_input(format!("cannot read the value: {e}")))?;
+                    text.trim_end_matches(['\r', '\n']).to_string()
+                }
+            };
+            if value.is_empty() {
+                return Err(Failure::bad_input("the value is empty"));
+            }
+            let store = open_store(db)?;
+            let sealed = Keyring::for_database(store.path())
+                .seal(&value)
+                .map_err(|e| Failure::bad_input(e.to_string()))?;
+            runtime()?
+                .block_on(store.set_secret(&name, sealed))
+                .map_err(|e| Failure::other(e.to_string()))?;
+            say!("toolgate: secret {name} stored (sealed)");
+            Ok(ExitCode::SUCCESS)
+        }
+        SecretsCommand::List { json } => {
+            let store = open_existing_store(db)?;
+            let list = store.secrets().map_err(|e| Failure::other(e.to_string()))?;
+            if json {
+                print_json(&mut out::stdout(), &list, false)?;
+            } else {
+                let rows: Vec<Vec<String>> = list
+                    .iter()
+                    .map(|s| vec![s.name.clone(), super::calls::show_time(s.updated_at)])
+                    .collect();
+                print(&table::render(&["NAME", "UPDATED"], &rows))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SecretsCommand::Rm { name } => {
+            let store = open_existing_store(db)?;
+            let removed = runtime()?
+                .block_on(store.remove_secret(&name))
+                .map_err(|e| Failure::other(e.to_string()))?;
+            if !removed {
+                return Err(Failure::bad_input(format!(
+                    "there is no secret named '{name}'"
+                )));
+            }
+            say!("toolgate: secret {name} removed");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

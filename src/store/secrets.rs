@@ -1,0 +1,70 @@
+//! Named secrets (credentials tool files ask for): stored sealed, listed by name only.
+//! Sealing and opening are the caller's (`secrets::Keyring`): this file never sees a
+//! value in clear.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::Store;
+use super::runs::RunsError;
+use crate::engine::now_ms;
+
+/// A stored secret's name and times (never its value).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SecretInfo {
+    pub name: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Store {
+    /// Sets (or replaces) secret `name` to `sealed`, an already sealed value.
+    pub async fn set_secret(&self, name: &str, sealed: String) -> Result<(), RunsError> {
+        let name = name.to_string();
+        self.transact(move |tx| {
+            let now = now_ms();
+            tx.execute(
+                "INSERT INTO secrets (name, sealed, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+                 ON CONFLICT (name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
+                params![name, sealed, now],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Removes secret `name`; whether it was there.
+    pub async fn remove_secret(&self, name: &str) -> Result<bool, RunsError> {
+        let name = name.to_string();
+        self.transact(move |tx| Ok(tx.execute("DELETE FROM secrets WHERE name = ?1", [name])? > 0))
+            .await
+    }
+
+    /// The sealed value of secret `name`.
+    pub fn secret(&self, name: &str) -> Result<Option<String>, RunsError> {
+        self.read_runs(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT sealed FROM secrets WHERE name = ?1")?
+                .query_row([name], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Every secret's name, in order.
+    pub fn secrets(&self) -> Result<Vec<SecretInfo>, RunsError> {
+        self.read_runs(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT name, created_at, updated_at FROM secrets ORDER BY name")?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(SecretInfo {
+                        name: r.get(0)?,
+                        created_at: r.get(1)?,
+                        updated_at: r.get(2)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+}
