@@ -302,7 +302,8 @@ fn main_inner(clients: usize, runs: usize) -> Res<bool> {
         );
     }
     println!();
-    let mib = |kb: Option<u64>| kb.map_or("?".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+    let mib =
+        |kb: Option<u64>| kb.map_or("?".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
     println!(
         "server RSS: {} idle, {} peak (VmHWM); stopped by SIGTERM in {:.2} s; database checked in {:.2} s",
         mib(idle_kb),
@@ -491,9 +492,17 @@ async fn one_run(
         )
         .await?;
         expect_status("submit", &run, "completed")?;
-        let run = request(&mut timings, "get", http.get(format!("{base}/v1/runs/{id}"))).await?;
+        let run = request(
+            &mut timings,
+            "get",
+            http.get(format!("{base}/v1/runs/{id}")),
+        )
+        .await?;
         expect_status("get", &run, "completed")?;
-        if run["output"].as_str().is_none_or(|o| !o.starts_with("Done.")) {
+        if run["output"]
+            .as_str()
+            .is_none_or(|o| !o.starts_with("Done."))
+        {
             return Err(format!("get: run {id} has output {}", run["output"]));
         }
         let page = request(
@@ -564,8 +573,11 @@ fn read_db(path: &Path) -> rusqlite::Result<(BTreeMap<String, String>, i64, Reco
         let (id, status) = row?;
         statuses.insert(id, status);
     }
-    let waiting: i64 =
-        conn.query_row("SELECT COUNT(*) FROM pending WHERE state != 'done'", [], |r| r.get(0))?;
+    let waiting: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM pending WHERE state != 'done'",
+        [],
+        |r| r.get(0),
+    )?;
     let mut calls: Recorded = BTreeMap::new();
     let mut stmt = conn.prepare("SELECT run_id, call_id, tool, status FROM tool_calls")?;
     for row in stmt.query_map([], |r| {
@@ -588,7 +600,10 @@ fn judge_db(
 ) -> Vec<String> {
     let mut failures = Vec::new();
     if statuses.len() != runs {
-        failures.push(format!("database: {} runs, expected {runs}", statuses.len()));
+        failures.push(format!(
+            "database: {} runs, expected {runs}",
+            statuses.len()
+        ));
     }
     let want: BTreeMap<(String, String, String), usize> = EXPECTED_CALLS
         .iter()

@@ -185,11 +185,20 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
             async move { axum::Json(doc.as_ref().clone()) }
         }),
     )
+    .fallback(unknown_route)
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
         auth::require_key,
     ))
     .with_state(state)
+}
+
+/// A path no route has: the API's 404, in its error shape (not an empty body).
+async fn unknown_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "there is no route {} (GET /openapi.json lists them)",
+        uri.path()
+    ))
 }
 
 /// Runs the server until SIGTERM or Ctrl-C; then stops accepting, stops the runs it

@@ -107,7 +107,10 @@ fn event_streams(doc: &mut utoipa::openapi::OpenApi) {
     let run_stream = event(
         "One event of a run stream: a run event by its name (`run.started`, `text.delta`, ..., as `run --json` prints them), `run` (the run object) or `error`",
         json_data(Some(json!({"type": "object"}))),
-        Some(json!([when("run", "RunObject"), when("error", "ErrorBody")])),
+        Some(json!([
+            when("run", "RunObject"),
+            when("error", "ErrorBody")
+        ])),
     );
     let response_stream = event(
         "One event of a Responses stream (`response.created` ... `response.completed`): its `data` carries the same `type`",
@@ -132,9 +135,8 @@ fn event_streams(doc: &mut utoipa::openapi::OpenApi) {
                 if let RefOr::T(response) = response
                     && let Some(RefOr::T(content)) = response.content.get_mut("text/event-stream")
                 {
-                    content.schema = Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
-                        target,
-                    )));
+                    content.schema =
+                        Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(target)));
                 }
             }
         }
