@@ -111,6 +111,8 @@ if [[ -n "${ST_SEED:-}" ]]; then
     seed_args=(--seed "$ST_SEED")
 fi
 status=0
+# Its caches and reports go to the temporary folder, not the work tree.
+cd "$work"
 env -u OPENAI_API_KEY -u OPENAI_BASE_URL SCHEMATHESIS_HOOKS= \
     "$venv/bin/schemathesis" --config-file "$here/schemathesis.toml" run "$url/openapi.json" \
     --header "Authorization: Bearer $key" \
