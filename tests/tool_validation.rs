@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Map, Value, json};
-use toolgate::tool::{Schema, redact};
+use toolgate::tool::Schema;
 
 fn obj(v: Value) -> Map<String, Value> {
     v.as_object().unwrap().clone()
@@ -254,7 +254,7 @@ fn secrets_are_redacted() {
     .unwrap();
     assert_eq!(schema.secret_params(), vec!["password"]);
     let args = obj(json!({"user": "ann", "password": "hunter2"}));
-    let shown = redact(&args, &schema.secret_params());
+    let shown = toolgate::secrets::mask_args(schema.raw(), &args);
     assert_eq!(
         Value::Object(shown),
         json!({"user": "ann", "password": "[secret]"})
