@@ -4,6 +4,7 @@
 mod calls;
 mod interactive;
 mod logging;
+mod mcp;
 pub mod out;
 mod parse;
 mod prompt;
@@ -75,6 +76,8 @@ enum Command {
     Cancel(runs::ResumeArgs),
     /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
     Serve(serve::ServeArgs),
+    /// Serve an agent's tools to an MCP client over stdio, every call gated and recorded.
+    Mcp(mcp::McpArgs),
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
     Secrets(secrets::SecretsArgs),
 }
@@ -127,6 +130,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
+        Command::Mcp(args) => mcp::run(args, &cli.db),
     }
 }
 

@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// `Authorization: Bearer KEY`.
     #[arg(long)]
     api_key_file: Option<PathBuf>,
+    /// How long a held CONFIRM call from an MCP client (`/mcp/{agent}`) waits for a
+    /// decision before it is denied (e.g. 300s, 5m).
+    #[arg(long, default_value = "300s", value_parser = super::mcp::parse_duration)]
+    mcp_approval_timeout: std::time::Duration,
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     openapi: bool,
@@ -62,6 +66,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         tools_dir,
         workspace: args.workspace,
         api_key: api_key(args.api_key_file.as_deref())?,
+        mcp_approval_timeout: args.mcp_approval_timeout,
     };
     let store = super::open_store(db)?;
     let runner = super::run::runner(store);

@@ -244,6 +244,12 @@ impl Runner {
                         .await?;
                     return Ok(End::Paused(waiting));
                 }
+                if live.state.single_call {
+                    super::single_call::settled(live);
+                    self.save(live, Save::end(RunStatus::Completed, None))
+                        .await?;
+                    return Ok(End::Completed);
+                }
                 feed_back(live);
                 continue;
             }

@@ -7,6 +7,7 @@ mod cache;
 mod conversation;
 mod error;
 mod sealing;
+mod single_call;
 mod sink;
 mod state;
 mod turn;
@@ -20,6 +21,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub use cache::Loaded;
 pub use conversation::{system_prompt, tools as request_tools};
 pub use error::RunError;
+pub use single_call::{NO_MODEL, NoModel, StartCall};
 pub use state::{Phase, RunState, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
@@ -186,6 +188,9 @@ impl Runner {
     }
 
     fn model_for(&self, name: &str) -> Result<Arc<dyn Model>, RunError> {
+        if name == NO_MODEL {
+            return Ok(Arc::new(NoModel));
+        }
         match &self.model {
             Some(m) => Ok(Arc::clone(m)),
             None => Ok(model::from_name(name, self.model_config.clone())?),
@@ -246,6 +251,7 @@ impl Runner {
             turn: None,
             usage: Usage::default(),
             output: None,
+            single_call: false,
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;

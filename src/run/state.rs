@@ -36,6 +36,10 @@ pub struct RunState {
     pub usage: Usage,
     /// The final answer, once completed.
     pub output: Option<String>,
+    /// A single-call run (the MCP gateway's): its one turn is a call handed in from
+    /// outside, and it ends when that call has its result; no model is asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub single_call: bool,
 }
 
 /// One call of the current turn.

@@ -1,4 +1,4 @@
-//! The API key: with one set, every `/v1/*` request carries `Authorization: Bearer KEY`,
+//! The API key: with one set, every `/v1/*` and `/mcp/*` request carries `Authorization: Bearer KEY`,
 //! compared in constant time; `/healthz` and `/openapi.json` stay open.
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ pub async fn require_key(State(state): State<Arc<AppState>>, req: Request, next:
     let Some(key) = &state.api_key else {
         return next.run(req).await;
     };
-    if !req.uri().path().starts_with("/v1/") {
+    if !req.uri().path().starts_with("/v1/") && !req.uri().path().starts_with("/mcp/") {
         return next.run(req).await;
     }
     let given = req

@@ -44,6 +44,8 @@ pub struct ServeConfig {
     /// With a key, every `/v1/*` request needs `Authorization: Bearer KEY`; without
     /// one, only a loopback address may be bound.
     pub api_key: Option<String>,
+    /// How long a held CONFIRM call from an MCP client (`/mcp/{agent}`) waits.
+    pub mcp_approval_timeout: std::time::Duration,
 }
 
 /// Why a server could not start.
@@ -176,7 +178,23 @@ pub fn joined(
 
 /// The router: every route, with its OpenAPI document at `/openapi.json`.
 pub fn router(state: Arc<AppState>) -> axum::Router {
+    let mcp = crate::mcp_gateway::http::McpHttp::new(crate::mcp_gateway::DEFAULT_APPROVAL_TIMEOUT);
+    router_with(state, mcp)
+}
+
+/// [`router`], with the MCP gateway's services at `/mcp/{agent}`.
+pub fn router_with(
+    state: Arc<AppState>,
+    mcp: Arc<crate::mcp_gateway::http::McpHttp>,
+) -> axum::Router {
     let (api, doc) = openapi::routes().split_for_parts();
+    let mcp_route = axum::routing::any(
+        move |axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+              axum::extract::Path(agent): axum::extract::Path<String>,
+              request: axum::extract::Request| {
+            crate::mcp_gateway::http::handle(state, Arc::clone(&mcp), agent, request)
+        },
+    );
     let doc = Arc::new(doc);
     api.route(
         "/openapi.json",
@@ -185,6 +203,7 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
             async move { axum::Json(doc.as_ref().clone()) }
         }),
     )
+    .route("/mcp/{agent}", mcp_route)
     .fallback(unknown_route)
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
@@ -241,7 +260,8 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         let _ = out.flush();
     }
     tracing::info!(%addr, "listening");
-    let app = router(Arc::clone(&state));
+    let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
+    let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(async move {

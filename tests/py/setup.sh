@@ -31,7 +31,7 @@ stamp="$venv/.requirements.sha256"
 want="$(sha256sum "$requirements" | cut -d' ' -f1)"
 
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] &&
-    "$venv/bin/python" -c 'import openai' >/dev/null 2>&1; then
+    "$venv/bin/python" -c 'import openai, mcp' >/dev/null 2>&1; then
     echo "$venv/bin/python"
     exit 0
 fi
@@ -45,7 +45,7 @@ fi
 echo "tests/py/setup.sh: installing $requirements" >&2
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2 ||
     fail "pip could not install $requirements into $venv (is PyPI reachable?)"
-"$venv/bin/python" -c 'import openai' ||
-    fail "the venv at $venv has no usable 'openai' package after pip install"
+"$venv/bin/python" -c 'import openai, mcp' ||
+    fail "the venv at $venv has no usable 'openai' or 'mcp' package after pip install"
 echo "$want" >"$stamp"
 echo "$venv/bin/python"

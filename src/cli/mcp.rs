@@ -1,0 +1,94 @@
+//! `toolgate mcp --agent FILE`: the agent's toolkit served over stdio to an MCP client,
+//! every call gated and recorded as a run in the database. Stdout carries the protocol;
+//! everything else goes to stderr.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use toolgate::agent::Agent;
+use toolgate::mcp_gateway::{Gateway, GatewayError};
+
+use super::Failure;
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// The agent file (YAML) whose tools are served.
+    #[arg(long)]
+    agent: PathBuf,
+    /// The tools folder (default ./tools; built-in tools are always there).
+    #[arg(long, env = "TOOLGATE_TOOLS")]
+    tools: Option<PathBuf>,
+    /// The root for file tools (default: the agent's workspace, else the current folder).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// How long a held CONFIRM call waits for a decision (toolgate approve RUN, from
+    /// any process) before it is denied, when the client cannot ask its user
+    /// (e.g. 300s, 5m, 1500ms).
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    approval_timeout: Duration,
+}
+
+/// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 300s, 5m, 1500ms)"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        other => return Err(format!("unknown unit '{other}' in '{text}' (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{text}': {e}"))
+}
+
+pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let agent = Agent::load(&args.agent).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let tools_dir = super::tools_dir(args.tools)?;
+    let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
+    let store = super::open_store(db)?;
+    let runner = super::run::runner(store.clone());
+    // The toolkit is checked before the client connects: a broken agent is one line.
+    runner
+        .toolkit_of(&agent, tools_dir.as_deref())
+        .map_err(super::run::run_failure)?;
+    let gateway = Gateway {
+        runner,
+        tools_dir,
+        workspace: args.workspace,
+        approval_timeout: args.approval_timeout,
+    };
+    let rt = super::run::runtime()?;
+    let served = rt.block_on(gateway.serve_stdio(agent));
+    store.close();
+    match served {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // The client went away before the handshake: nothing to say on a closed pipe.
+        Err(GatewayError::Handshake(m)) if m.contains("closed") => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Failure::other(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_with_units() {
+        assert_eq!(parse_duration("300"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3d").is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! The gateway over streamable HTTP: `toolgate serve` answers MCP at `/mcp/{agent}`
+//! (behind the same bearer key as `/v1`), one rmcp service per agent, one session
+//! (and conversation) per MCP client connection.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::StreamableHttpService;
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tower::ServiceExt;
+
+use super::{Gateway, Session};
+use crate::server::{ApiError, AppState};
+
+type Service = StreamableHttpService<Session, LocalSessionManager>;
+
+/// The `/mcp` services of one server, by agent name.
+pub struct McpHttp {
+    approval_timeout: Duration,
+    services: Mutex<HashMap<String, Service>>,
+}
+
+impl McpHttp {
+    pub fn new(approval_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            approval_timeout,
+            services: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The service for `agent`, made on first use. Each new session reads the agent
+    /// file again, so an edited agent applies to the next connection.
+    fn service(&self, state: &Arc<AppState>, agent: &str) -> Result<Service, ApiError> {
+        let mut services = self
+            .services
+            .lock()
+            .map_err(|_| ApiError::internal("the MCP services lock is poisoned"))?;
+        if let Some(s) = services.get(agent) {
+            return Ok(s.clone());
+        }
+        let gateway = Gateway {
+            runner: state.runner.clone(),
+            tools_dir: state.tools_dir.clone(),
+            workspace: state.workspace.clone(),
+            approval_timeout: self.approval_timeout,
+        };
+        let (state, name) = (Arc::clone(state), agent.to_string());
+        let config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(state.shutdown.child_token());
+        // Without a key the server is loopback-only, and the Host check (against DNS
+        // rebinding) stays on; with one, access is the key's business.
+        let config = match state.api_key {
+            Some(_) => config.disable_allowed_hosts(),
+            None => config,
+        };
+        let service = StreamableHttpService::new(
+            move || {
+                let agent = state
+                    .agent(&name)
+                    .map_err(|e| std::io::Error::other(e.message))?;
+                Ok(gateway.session(agent))
+            },
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        services.insert(agent.to_string(), service.clone());
+        Ok(service)
+    }
+}
+
+/// `/mcp/{agent}`: any method; the rmcp service answers (POST messages, GET stream,
+/// DELETE session).
+pub async fn handle(
+    state: Arc<AppState>,
+    mcp: Arc<McpHttp>,
+    agent: String,
+    request: Request,
+) -> Response {
+    // An unknown agent is the API's 404, not an MCP error.
+    if let Err(e) = state.agent(&agent) {
+        return e.into_response();
+    }
+    let service = match mcp.service(&state, &agent) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    match service.oneshot(request).await {
+        Ok(response) => response.map(Body::new),
+        Err(never) => match never {},
+    }
+}

@@ -1,0 +1,71 @@
+//! toolgate as an MCP server: one agent's toolkit served to any MCP client, over stdio
+//! (`toolgate mcp --agent FILE`) or streamable HTTP (`toolgate serve`, at
+//! `/mcp/{agent}`). Every `tools/call` is a single-call run in the store (one
+//! conversation per MCP session), so it passes the same gate, engine and record as a
+//! model's call, and a CONFIRM call waits as the run's pending item: asked through MCP
+//! elicitation when the client supports it, otherwise held until `toolgate approve`,
+//! `deny` or the HTTP API decides it from any process, or until the approval timeout.
+
+mod hold;
+pub mod http;
+mod session;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+
+pub use session::Session;
+
+use crate::agent::Agent;
+use crate::run::Runner;
+
+/// How long a held CONFIRM call waits for a decision by default.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What every session of one gateway shares.
+#[derive(Clone)]
+pub struct Gateway {
+    pub runner: Runner,
+    /// The tools folder (`None`: built-ins only).
+    pub tools_dir: Option<PathBuf>,
+    /// Overrides the agent's workspace.
+    pub workspace: Option<PathBuf>,
+    /// How long a held CONFIRM call waits for a decision before it is denied.
+    pub approval_timeout: Duration,
+}
+
+/// Why the stdio gateway stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("the MCP client did not complete the handshake: {0}")]
+    Handshake(String),
+    #[error("the MCP session stopped: {0}")]
+    Stopped(String),
+}
+
+impl Gateway {
+    /// A new session (one MCP client connection) serving `agent`: its own conversation.
+    pub fn session(&self, agent: Agent) -> Session {
+        Session::new(Arc::new(self.clone()), agent)
+    }
+
+    /// Serves `agent` on stdin/stdout until the client closes the connection. Logs go
+    /// to stderr only: stdout carries the protocol.
+    pub async fn serve_stdio(&self, agent: Agent) -> Result<(), GatewayError> {
+        let session = self.session(agent);
+        let conversation = session.conversation().to_string();
+        tracing::info!(%conversation, "MCP session on stdio");
+        let running = session
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| GatewayError::Handshake(e.to_string()))?;
+        let reason = running
+            .waiting()
+            .await
+            .map_err(|e| GatewayError::Stopped(e.to_string()))?;
+        tracing::info!(?reason, %conversation, "MCP session ended");
+        Ok(())
+    }
+}

@@ -1,0 +1,222 @@
+//! One MCP session: the rmcp `ServerHandler` that lists the agent's toolkit and runs
+//! each `tools/call` as a single-call run in the session's conversation.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+
+use super::Gateway;
+use super::hold::{self, Held};
+use crate::agent::Agent;
+use crate::protocol::{CallStatus, RunObject, RunStatus};
+use crate::run::StartCall;
+use crate::store::CallQuery;
+use crate::tool::{LoadedTool, Permission};
+
+/// One client connection: the agent it is served, its conversation, and a lock that
+/// takes its calls one at a time (a conversation has one unfinished run at most).
+pub struct Session {
+    gateway: Arc<Gateway>,
+    agent: Agent,
+    conversation: String,
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Session {
+    pub(super) fn new(gateway: Arc<Gateway>, agent: Agent) -> Self {
+        Self {
+            gateway,
+            agent,
+            conversation: format!(
+                "conv_mcp_{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..16]
+            ),
+            turn: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The conversation this session's calls are recorded under.
+    pub fn conversation(&self) -> &str {
+        &self.conversation
+    }
+
+    /// The tools a client sees: the toolkit less the tools toolgate cannot run
+    /// (definition-only ones) and those the agent may never call.
+    fn listed(&self) -> Result<Vec<Tool>, String> {
+        let toolkit = self
+            .gateway
+            .runner
+            .toolkit_of(&self.agent, self.gateway.tools_dir.as_deref())
+            .map_err(|e| e.to_string())?;
+        Ok(toolkit
+            .tools()
+            .into_iter()
+            .filter(|t| !t.definition_only())
+            .filter_map(|t| {
+                let permission = toolkit.permission(&t.spec.name);
+                (permission != Permission::Never).then(|| mcp_tool(t, permission))
+            })
+            .collect())
+    }
+
+    /// Runs one `tools/call` through the gate, the engine and the record.
+    async fn call(&self, request: CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> CallToolResult {
+        let _one_at_a_time = self.turn.lock().await;
+        let name = request.name.to_string();
+        let gateway = &self.gateway;
+        match gateway
+            .runner
+            .toolkit_of(&self.agent, gateway.tools_dir.as_deref())
+        {
+            Err(e) => return error(format!("toolgate cannot load the agent's tools: {e}")),
+            Ok(toolkit) => {
+                if let Ok(tool) = toolkit.resolve(&name)
+                    && tool.definition_only()
+                {
+                    return error(format!(
+                        "'{name}' is a client tool (definition-only): toolgate does not run it, so it is not served over MCP"
+                    ));
+                }
+            }
+        }
+        let call = crate::engine::call(
+            &format!(
+                "call_mcp_{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..12]
+            ),
+            &name,
+            request.arguments.unwrap_or_default(),
+        );
+        let started = gateway
+            .runner
+            .start_call(StartCall {
+                agent: self.agent.clone(),
+                conversation: self.conversation.clone(),
+                call: call.clone(),
+                tools_dir: gateway.tools_dir.clone(),
+                workspace: gateway.workspace.clone(),
+            })
+            .await;
+        let run = match started {
+            Ok(run) => run,
+            Err(e) => return error(format!("toolgate could not run '{name}': {e}")),
+        };
+        let run = if run.status == RunStatus::RequiresAction {
+            match hold::settle(gateway, &run, ctx).await {
+                Held::Ended(run) => run,
+                Held::NotDecided(message) => return error(message),
+            }
+        } else {
+            run
+        };
+        self.result(&run).await
+    }
+
+    /// The MCP result of an ended single-call run: its output, an error when the call's
+    /// record says it did not succeed.
+    async fn result(&self, run: &RunObject) -> CallToolResult {
+        if run.status != RunStatus::Completed {
+            return error(format!(
+                "the call did not finish (run {} is {}): {}",
+                run.id,
+                run.status.as_str(),
+                run.last_error.as_deref().unwrap_or("no reason recorded")
+            ));
+        }
+        let id = run.id.clone();
+        let record = self
+            .gateway
+            .runner
+            .read(move |store| {
+                let q = CallQuery {
+                    run_id: Some(id),
+                    limit: Some(1),
+                    ..CallQuery::default()
+                };
+                Ok(store.calls(&q)?.calls.into_iter().next())
+            })
+            .await;
+        let output = run.output.clone().unwrap_or_default();
+        match record {
+            Ok(Some(r)) if r.record.status == CallStatus::Succeeded => {
+                CallToolResult::success(vec![ContentBlock::text(output)])
+            }
+            Ok(Some(_)) => error(output),
+            Ok(None) => error(format!("run {} ended without a call record", run.id)),
+            Err(e) => error(format!("cannot read the call's record: {e}")),
+        }
+    }
+}
+
+/// An error result: the client (and its model) reads the text.
+fn error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+/// A tool as MCP lists it: name, description, input schema, and hints from its spec;
+/// `_meta` says how toolgate gates it.
+fn mcp_tool(tool: &LoadedTool, permission: Permission) -> Tool {
+    let schema = match &tool.spec.parameters {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    let mut annotations = ToolAnnotations::new().read_only(tool.spec.read_only);
+    if tool.spec.read_only {
+        annotations = annotations.destructive(false);
+    }
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.insert(
+        "toolgate/permission".into(),
+        serde_json::to_value(permission).unwrap_or(Value::Null),
+    );
+    Tool::new(
+        Cow::Owned(tool.spec.name.clone()),
+        Cow::Owned(tool.spec.description.clone()),
+        Arc::new(schema),
+    )
+    .with_annotations(annotations)
+    .with_meta(meta)
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "The tools of the toolgate agent '{}'. Calls are gated (some wait for a person's approval) and recorded.",
+                self.agent.name
+            ))
+    }
+
+    /// Up to 2025-11-25: the versions in which a server may ask the client
+    /// (elicitation) while a call is in flight.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.listed()
+            .map(ListToolsResult::with_all_items)
+            .map_err(|e| ErrorData::internal_error(e, None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.call(request, &ctx).await.into())
+    }
+}
