@@ -135,6 +135,7 @@ fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
             pair("write_file", "succeeded"),
             pair("write_file", "denied"),
             pair("echo", "succeeded"),
+            pair("write_file", "succeeded"),
         ],
         "records: {records:#?}"
     );
@@ -149,12 +150,12 @@ fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
             "{r}"
         );
     }
-    // One conversation per MCP session: four sessions.
+    // One conversation per MCP session: five sessions.
     let conversations: std::collections::BTreeSet<&str> = records
         .iter()
         .map(|r| r["conversation_id"].as_str().unwrap())
         .collect();
-    assert_eq!(conversations.len(), 4, "{conversations:?}");
+    assert_eq!(conversations.len(), 5, "{conversations:?}");
     assert_eq!(records[7]["error_kind"], "denied", "{}", records[7]);
     assert!(
         records[9]["error_message"]
@@ -166,6 +167,8 @@ fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
     );
     // The held call ran in the run the other process approved.
     assert_eq!(records[8]["run_id"], out["held_run"]);
+    // Held when its gateway went away, approved afterwards: it ran then.
+    assert_eq!(records[11]["run_id"], out["restart_run"]);
 }
 
 /// A running `toolgate serve`, killed when dropped.

@@ -197,6 +197,40 @@ async def scenario_held_and_timed_out(gw, out):
     assert pending == [], pending
 
 
+async def scenario_held_then_gateway_gone(gw, out):
+    """The client (and with it the gateway process) goes away while a call is held:
+    the run and its waiting item stay in the store, and an approval from another
+    process later runs the call there."""
+    run_id = None
+    async with stdio_client(gw.params("120s")) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    session.call_tool,
+                    "write_file",
+                    {"path": "restart.txt", "content": "survived"},
+                )
+                for _ in range(300):
+                    runs = json.loads(
+                        gw.cli("runs", "--status", "requires_action", "--json").stdout
+                    )
+                    if runs:
+                        run_id = runs[0]["id"]
+                        break
+                    await anyio.sleep(0.1)
+                tg.cancel_scope.cancel()
+    assert run_id, "no run waited for approval"
+    assert not os.path.exists(os.path.join(gw.workspace, "restart.txt"))
+    shown = json.loads(gw.cli("show", run_id, "--json").stdout)
+    assert shown["status"] == "requires_action", shown
+    done = gw.cli("approve", run_id)
+    assert done.returncode == 0, done.stderr
+    with open(os.path.join(gw.workspace, "restart.txt")) as f:
+        assert f.read() == "survived"
+    out["restart_run"] = run_id
+
+
 async def stdio_main(toolgate, db, agent, tools, workspace):
     gw = Stdio(toolgate, db, agent, tools, workspace)
     out = {}
@@ -204,6 +238,7 @@ async def stdio_main(toolgate, db, agent, tools, workspace):
     await scenario_elicitation(gw, out)
     await scenario_held_and_approved(gw, out)
     await scenario_held_and_timed_out(gw, out)
+    await scenario_held_then_gateway_gone(gw, out)
     print(json.dumps(out))
 
 
