@@ -37,7 +37,10 @@ fn python() -> PathBuf {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let python = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
-    assert!(python.is_file(), "tests/py/setup.sh did not name a python: {stdout:?}");
+    assert!(
+        python.is_file(),
+        "tests/py/setup.sh did not name a python: {stdout:?}"
+    );
     python
 }
 
@@ -224,7 +227,10 @@ fn the_mcp_python_sdk_reaches_an_agent_at_mcp_of_toolgate_serve_with_the_key() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let server = serve(dir.path());
-    let out = sdk(&python, &["http", &format!("{}/mcp/gateway", server.url), KEY]);
+    let out = sdk(
+        &python,
+        &["http", &format!("{}/mcp/gateway", server.url), KEY],
+    );
     assert_eq!(out["without_key"], 401);
     assert_eq!(
         out["listed"],

@@ -45,7 +45,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => n / 1000.0,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        other => return Err(format!("unknown unit '{other}' in '{text}' (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "unknown unit '{other}' in '{text}' (use ms, s, m or h)"
+            ));
+        }
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{text}': {e}"))
 }

@@ -18,7 +18,7 @@ const POLL: Duration = Duration::from_millis(200);
 /// How a held call ended.
 pub(super) enum Held {
     /// The run ended (the call ran, or was denied): its result is the run's.
-    Ended(RunObject),
+    Ended(Box<RunObject>),
     /// Nobody decided in time, or the wait stopped: what the client is told.
     NotDecided(String),
 }
@@ -38,24 +38,24 @@ pub(super) async fn settle(
     else {
         return wait(gateway, run, None, started, ctx).await;
     };
-    if ctx
+    let elicits = ctx
         .peer
         .supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
-    {
-        if let Some(decision) = ask(gateway, run, &item, ctx).await {
-            match gateway
-                .runner
-                .decide(&run.id, Some(&item.call_id), decision)
-                .await
-            {
-                Ok(_) => {
-                    if let Ok(ended) = gateway.runner.resume(&run.id).await {
-                        return Held::Ended(ended);
-                    }
+        .contains(&ElicitationMode::Form);
+    if elicits && let Some(decision) = ask(gateway, run, &item, ctx).await {
+        match gateway
+            .runner
+            .decide(&run.id, Some(&item.call_id), decision)
+            .await
+        {
+            Ok(_) => {
+                if let Ok(ended) = gateway.runner.resume(&run.id).await {
+                    return Held::Ended(Box::new(ended));
                 }
-                // Decided elsewhere meanwhile: that decision stands.
-                Err(e) => tracing::info!(run_id = %run.id, error = %e, "the client's answer came second"),
+            }
+            // Decided elsewhere meanwhile: that decision stands.
+            Err(e) => {
+                tracing::info!(run_id = %run.id, error = %e, "the client's answer came second")
             }
         }
     }
@@ -125,14 +125,17 @@ async fn wait(
         };
         match current.status {
             RunStatus::RequiresAction => {
-                let waiting = current.required_action.as_ref().is_some_and(|a| !a.items.is_empty());
+                let waiting = current
+                    .required_action
+                    .as_ref()
+                    .is_some_and(|a| !a.items.is_empty());
                 decided_seen = if waiting { 0 } else { decided_seen + 1 };
                 // Decided but nobody continues it (give the decider a moment first).
                 if decided_seen >= 3
                     && let Ok(ended) = gateway.runner.resume(&run.id).await
                     && ended.status != RunStatus::RequiresAction
                 {
-                    return Held::Ended(ended);
+                    return Held::Ended(Box::new(ended));
                 }
             }
             RunStatus::InProgress => {}
@@ -144,7 +147,7 @@ async fn wait(
                         timeout.as_secs(),
                         run.id
                     )),
-                    false => Held::Ended(current),
+                    false => Held::Ended(Box::new(current)),
                 };
             }
         }
@@ -156,14 +159,22 @@ async fn wait(
                     let reason = format!("not approved within {}s", timeout.as_secs());
                     match gateway
                         .runner
-                        .decide(&run.id, Some(&item.call_id), Decision::Deny { reason: Some(reason) })
+                        .decide(
+                            &run.id,
+                            Some(&item.call_id),
+                            Decision::Deny {
+                                reason: Some(reason),
+                            },
+                        )
                         .await
                     {
                         Ok(_) => {
                             denied_here = true;
                             let _ = gateway.runner.resume(&run.id).await;
                         }
-                        Err(e) => tracing::info!(run_id = %run.id, error = %e, "decided at the timeout by someone else"),
+                        Err(e) => {
+                            tracing::info!(run_id = %run.id, error = %e, "decided at the timeout by someone else")
+                        }
                     }
                 }
                 continue;

@@ -89,8 +89,15 @@ pub async fn handle(
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    match service.oneshot(request).await {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = match service.oneshot(request).await {
         Ok(response) => response.map(Body::new),
         Err(never) => match never {},
+    };
+    // ("202 Accepted" for a closed session, which the Python SDK reports as a failure.)
+    if delete && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+        *response.body_mut() = Body::empty();
     }
+    response
 }

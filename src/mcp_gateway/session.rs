@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, Tool, ToolAnnotations,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -68,7 +68,11 @@ impl Session {
     }
 
     /// Runs one `tools/call` through the gate, the engine and the record.
-    async fn call(&self, request: CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> CallToolResult {
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let _one_at_a_time = self.turn.lock().await;
         let name = request.name.to_string();
         let gateway = &self.gateway;
@@ -111,7 +115,7 @@ impl Session {
         };
         let run = if run.status == RunStatus::RequiresAction {
             match hold::settle(gateway, &run, ctx).await {
-                Held::Ended(run) => run,
+                Held::Ended(run) => *run,
                 Held::NotDecided(message) => return error(message),
             }
         } else {

@@ -38,7 +38,8 @@ impl Runner {
         agent: &Agent,
         tools_dir: Option<&std::path::Path>,
     ) -> Result<Toolkit, RunError> {
-        let tools_dir = tools_dir.map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+        let tools_dir =
+            tools_dir.map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
         self.toolkit(agent, tools_dir.as_deref())
     }
 
