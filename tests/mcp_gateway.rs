@@ -253,3 +253,55 @@ fn the_mcp_python_sdk_reaches_an_agent_at_mcp_of_toolgate_serve_with_the_key() {
         vec![pair("calculator", "succeeded"), pair("shell", "denied")]
     );
 }
+
+#[test]
+fn toolgate_mcp_ends_quietly_when_its_client_stops_reading() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("mcp")
+        .arg("--agent")
+        .arg(fixtures().join("agents/gateway.yaml"))
+        .arg("--tools")
+        .arg(fixtures().join("tools"))
+        .arg("--db")
+        .arg(dir.path().join("toolgate.db"))
+        .env_remove("TOOLGATE_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["result"]["serverInfo"]["name"], "toolgate", "{line}");
+    // The client stops reading but keeps stdin open and goes on asking.
+    drop(reader);
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    let mut ended = None;
+    for _ in 0..600 {
+        let _ = writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#);
+        if let Some(status) = child.try_wait().unwrap() {
+            ended = Some(status);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let Some(status) = ended else {
+        let _ = child.kill();
+        panic!("toolgate mcp went on after its stdout closed");
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert_eq!(stderr, "", "a closed stdout is not an error");
+}

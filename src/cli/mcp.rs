@@ -73,10 +73,12 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
     let rt = super::run::runtime()?;
     let served = rt.block_on(gateway.serve_stdio(agent));
     store.close();
+    // A read of stdin may still block a thread (when stdout closed first): not waited for.
+    rt.shutdown_background();
     match served {
         Ok(()) => Ok(ExitCode::SUCCESS),
         // The client went away before the handshake: nothing to say on a closed pipe.
-        Err(GatewayError::Handshake(m)) if m.contains("closed") => Ok(ExitCode::SUCCESS),
+        Err(GatewayError::Closed) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(Failure::other(e.to_string())),
     }
 }

@@ -9,6 +9,7 @@
 mod hold;
 pub mod http;
 mod session;
+mod stdout;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +40,9 @@ pub struct Gateway {
 /// Why the stdio gateway stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// The client went away before the handshake ended (nothing to report).
+    #[error("the MCP client closed the connection before the handshake ended")]
+    Closed,
     #[error("the MCP client did not complete the handshake: {0}")]
     Handshake(String),
     #[error("the MCP session stopped: {0}")]
@@ -51,20 +55,33 @@ impl Gateway {
         Session::new(Arc::new(self.clone()), agent)
     }
 
-    /// Serves `agent` on stdin/stdout until the client closes the connection. Logs go
-    /// to stderr only: stdout carries the protocol.
+    /// Serves `agent` on stdin/stdout until the client closes either. Logs go to stderr
+    /// only: stdout carries the protocol.
     pub async fn serve_stdio(&self, agent: Agent) -> Result<(), GatewayError> {
         let session = self.session(agent);
         let conversation = session.conversation().to_string();
         tracing::info!(%conversation, "MCP session on stdio");
+        let closed = tokio_util::sync::CancellationToken::new();
+        let output = stdout::Output::new(closed.clone());
         let running = session
-            .serve(rmcp::transport::stdio())
+            .serve((tokio::io::stdin(), output))
             .await
-            .map_err(|e| GatewayError::Handshake(e.to_string()))?;
-        let reason = running
-            .waiting()
-            .await
-            .map_err(|e| GatewayError::Stopped(e.to_string()))?;
+            .map_err(|e| match e {
+                rmcp::service::ServerInitializeError::ConnectionClosed(_) => GatewayError::Closed,
+                other => GatewayError::Handshake(other.to_string()),
+            })?;
+        let stop = running.cancellation_token();
+        let ended = running.waiting();
+        tokio::pin!(ended);
+        let reason = tokio::select! {
+            r = &mut ended => r,
+            _ = closed.cancelled() => {
+                // Nobody reads the answers any more: end the session.
+                stop.cancel();
+                ended.await
+            }
+        }
+        .map_err(|e| GatewayError::Stopped(e.to_string()))?;
         tracing::info!(?reason, %conversation, "MCP session ended");
         Ok(())
     }
