@@ -2,8 +2,10 @@
 //! tests/py/setup.sh makes its venv (these tests fail, never skip, when it cannot), and
 //! tests/py/test_mcp_gateway.py drives `toolgate mcp` over stdio (list, AUTO calls,
 //! errors, `never`, CONFIRM by elicitation, CONFIRM held and approved from another
-//! process, a held call that times out) and `toolgate serve`'s `/mcp/{agent}` (with and
-//! without the bearer key). Then every call is looked up in `toolgate calls --json`.
+//! process, a held call that times out, a held call outliving its gateway) and `toolgate
+//! serve`'s `/mcp/{agent}` (401 without the bearer key; AUTO, `never`, CONFIRM by
+//! elicitation over SSE, CONFIRM held and denied through the HTTP run API). Then every
+//! call is looked up in `toolgate calls --json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -250,8 +252,19 @@ fn the_mcp_python_sdk_reaches_an_agent_at_mcp_of_toolgate_serve_with_the_key() {
     let seen = outcomes(&calls(&dir.path().join("toolgate.db")));
     assert_eq!(
         seen,
-        vec![pair("calculator", "succeeded"), pair("shell", "denied")]
+        vec![
+            pair("calculator", "succeeded"),
+            pair("shell", "denied"),
+            pair("write_file", "succeeded"),
+            pair("write_file", "denied"),
+        ]
     );
+    let ws = dir.path().join("ws");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("over_http.txt")).unwrap(),
+        "elicited"
+    );
+    assert!(!ws.join("never_written.txt").exists());
 }
 
 #[test]

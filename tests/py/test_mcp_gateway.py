@@ -272,6 +272,54 @@ async def http_main(url, key):
                 assert not result.is_error and "42" in text_of(result), text_of(result)
                 result = await session.call_tool("shell", {"command": "ls"})
                 assert result.is_error and "never" in text_of(result), text_of(result)
+
+        # CONFIRM asked through elicitation, over the session's SSE stream.
+        asked = []
+
+        async def accept(context, params):
+            asked.append(params.message)
+            return types.ElicitResult(action="accept", content={})
+
+        async with streamable_http_client(url, http_client=client) as (r, w):
+            async with ClientSession(r, w, elicitation_callback=accept) as session:
+                await session.initialize()
+                result = await session.call_tool(
+                    "write_file", {"path": "over_http.txt", "content": "elicited"}
+                )
+                assert not result.is_error, text_of(result)
+        assert len(asked) == 1 and "over_http.txt" in asked[0], asked
+
+        # CONFIRM held, then denied through the HTTP run API while the call waits.
+        base = url.split("/mcp/")[0]
+        denied = {}
+
+        async def deny_through_the_api():
+            for _ in range(300):
+                runs = (
+                    await client.get(f"{base}/v1/runs", params={"status": "requires_action"})
+                ).json()
+                if runs:
+                    item = runs[0]["required_action"]["items"][0]
+                    response = await client.post(
+                        f"{base}/v1/runs/{runs[0]['id']}/deny",
+                        json={"call_id": item["call_id"], "reason": "not through the API"},
+                    )
+                    denied["status"] = response.status_code
+                    return
+                await anyio.sleep(0.1)
+            raise AssertionError("no run waited for approval")
+
+        async with streamable_http_client(url, http_client=client) as (r, w):
+            async with ClientSession(r, w) as session:
+                await session.initialize()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(deny_through_the_api)
+                    result = await session.call_tool(
+                        "write_file", {"path": "never_written.txt", "content": "no"}
+                    )
+                assert result.is_error, text_of(result)
+                assert "not through the API" in text_of(result), text_of(result)
+        assert denied.get("status") == 200, denied
     print(json.dumps(out))
 
 
