@@ -1,5 +1,6 @@
-//! The API key: with one set, every `/v1/*` and `/mcp/*` request carries `Authorization: Bearer KEY`,
-//! compared in constant time; `/healthz` and `/openapi.json` stay open.
+//! The API key: with one set, every `/v1/*` and `/mcp/*` request carries
+//! `Authorization: Bearer KEY`, compared in constant time; `/healthz` and
+//! `/openapi.json` stay open.
 
 use std::sync::Arc;
 
