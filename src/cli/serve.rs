@@ -28,6 +28,14 @@ pub struct ServeArgs {
     /// `Authorization: Bearer KEY`.
     #[arg(long)]
     api_key_file: Option<PathBuf>,
+    /// POST a signed JSON notification to URL when a run pauses for a person or fails
+    /// (repeatable); signed with HMAC-SHA256 under TOOLGATE_NOTIFY_SECRET.
+    #[arg(long = "notify-url", value_name = "URL")]
+    notify_url: Vec<url::Url>,
+    /// The address people open the inbox at, for the links in notifications (default:
+    /// http:// and the bound address).
+    #[arg(long, env = "TOOLGATE_PUBLIC_URL", value_name = "URL")]
+    public_url: Option<url::Url>,
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     openapi: bool,
@@ -62,6 +70,9 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         tools_dir,
         workspace: args.workspace,
         api_key: api_key(args.api_key_file.as_deref())?,
+        notify_urls: args.notify_url,
+        notify_secret: std::env::var(toolgate::server::notify::SECRET_ENV).ok(),
+        public_url: args.public_url,
     };
     let store = super::open_store(db)?;
     let runner = super::run::runner(store);
