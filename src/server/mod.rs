@@ -289,6 +289,15 @@ fn notify_config(
     if config.notify_urls.is_empty() {
         return Ok(None);
     }
+    if let Some(u) = config
+        .notify_urls
+        .iter()
+        .find(|u| !matches!(u.scheme(), "http" | "https"))
+    {
+        return Err(ServeError::Config(format!(
+            "--notify-url {u} is not an http:// or https:// address"
+        )));
+    }
     let Some(secret) = config.notify_secret.clone().filter(|s| !s.trim().is_empty()) else {
         return Err(ServeError::Config(format!(
             "--notify-url needs a signing key: set {} (receivers check X-Toolgate-Signature with it)",
