@@ -28,15 +28,27 @@ async fn the_page_and_its_assets_come_from_the_server_alone() {
         let r = client.get(server.url(path)).send().await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
         let h = r.headers().clone();
-        assert!(h["content-type"].to_str().unwrap().starts_with(kind), "{path}");
+        assert!(
+            h["content-type"].to_str().unwrap().starts_with(kind),
+            "{path}"
+        );
         let csp = h["content-security-policy"].to_str().unwrap();
-        assert!(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"), "{csp}");
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"),
+            "{csp}"
+        );
         let text = r.text().await.unwrap();
         // Nothing is fetched from another host: no absolute URL in a src, href, url()
         // or fetch (the SVG namespace is a name, not a request).
         let without_ns = text.replace("http://www.w3.org/2000/svg", "");
-        assert!(!without_ns.contains("://"), "{path} names an outside address");
-        assert!(!text.contains("@import") && !text.contains("url("), "{path}");
+        assert!(
+            !without_ns.contains("://"),
+            "{path} names an outside address"
+        );
+        assert!(
+            !text.contains("@import") && !text.contains("url("),
+            "{path}"
+        );
     }
     // The data does need the key.
     let r = client.get(server.url("/v1/runs")).send().await.unwrap();
@@ -100,7 +112,10 @@ async fn the_feed_carries_every_run_and_each_pause() {
     let (_, last) = seen.last().unwrap();
     // The run object comes once saved: paused, with its items.
     assert_eq!(last["status"], "requires_action");
-    assert_eq!(last["required_action"]["items"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        last["required_action"]["items"].as_array().unwrap().len(),
+        2
+    );
     for (name, data) in &seen {
         if name != "run" {
             assert_eq!(data["run_id"], id.as_str(), "{name}");
@@ -139,7 +154,9 @@ async fn a_runs_timeline_has_messages_pauses_decisions_and_calls() {
         .await;
     assert_eq!(s, 200);
     // A prefix of the id answers too, as for every run route.
-    let (_, t) = server.get(&format!("/v1/runs/{}/timeline", &id[..12])).await;
+    let (_, t) = server
+        .get(&format!("/v1/runs/{}/timeline", &id[..12]))
+        .await;
     assert_eq!(t["run"]["id"], id);
     assert_eq!(t["run"]["status"], "completed");
     let roles: Vec<&str> = t["messages"]
@@ -151,18 +168,30 @@ async fn a_runs_timeline_has_messages_pauses_decisions_and_calls() {
     assert_eq!(roles.first(), Some(&"user"));
     assert_eq!(roles.last(), Some(&"assistant"));
     let pauses = t["pauses"].as_array().unwrap();
-    assert_eq!(pauses[0]["decision"], json!({"type": "deny", "reason": "no"}));
+    assert_eq!(
+        pauses[0]["decision"],
+        json!({"type": "deny", "reason": "no"})
+    );
     assert_eq!(pauses[1]["decision"]["type"], "submit");
     assert!(pauses.iter().all(|p| p["decided_at"].as_i64().unwrap() > 0));
     let calls: Vec<(&str, &str)> = t["calls"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["call_id"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .map(|c| {
+            (
+                c["call_id"].as_str().unwrap(),
+                c["status"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         calls,
-        [("call_calc", "succeeded"), ("call_write", "denied"), ("call_ask", "client")]
+        [
+            ("call_calc", "succeeded"),
+            ("call_write", "denied"),
+            ("call_ask", "client")
+        ]
     );
     let (s, e) = server.get("/v1/runs/run_nope/timeline").await;
     assert_eq!(s, 404, "{e}");

@@ -49,7 +49,9 @@ fn scenario(server: &Server, name: &str) -> Value {
         Some(k) => cmd.env("TOOLGATE_KEY", k),
         None => cmd.env_remove("TOOLGATE_KEY"),
     };
-    let out = cmd.output().expect("node must be on PATH for the browser tests");
+    let out = cmd
+        .output()
+        .expect("node must be on PATH for the browser tests");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -65,7 +67,10 @@ fn scenario(server: &Server, name: &str) -> Value {
 }
 
 fn run_id(v: &Value) -> String {
-    v["run_id"].as_str().expect("the scenario names its run").to_string()
+    v["run_id"]
+        .as_str()
+        .expect("the scenario names its run")
+        .to_string()
 }
 
 /// A run pauses with the page open; its items appear without a reload; Approve and

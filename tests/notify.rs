@@ -89,7 +89,12 @@ fn serve(site: &Site, url: &str) -> Server {
     Server::start_env(
         site,
         None,
-        &["--notify-url", url, "--public-url", "https://inbox.example.test/tg/"],
+        &[
+            "--notify-url",
+            url,
+            "--public-url",
+            "https://inbox.example.test/tg/",
+        ],
         &[("TOOLGATE_NOTIFY_SECRET", SECRET)],
     )
 }
@@ -100,7 +105,10 @@ async fn a_paused_run_is_posted_signed_and_retried_until_taken() {
     let site = Site::new();
     let server = serve(&site, &url);
     let (status, run) = server
-        .post("/v1/runs", serde_json::json!({"agent": "assistant", "input": "Work it out."}))
+        .post(
+            "/v1/runs",
+            serde_json::json!({"agent": "assistant", "input": "Work it out."}),
+        )
         .await;
     // The run answered while the receiver was still failing: it was not held up.
     assert_eq!(status, 200);
@@ -115,7 +123,10 @@ async fn a_paused_run_is_posted_signed_and_retried_until_taken() {
         assert_eq!(h["x-toolgate-delivery"], headers["x-toolgate-delivery"]);
         assert!(verified(h, b), "the signature checks out");
     }
-    assert!(!verified(headers, b"{}"), "a signature of another body does not");
+    assert!(
+        !verified(headers, b"{}"),
+        "a signature of another body does not"
+    );
     assert_eq!(headers["content-type"], "application/json");
     assert_eq!(headers["x-toolgate-event"], "run.requires_action");
     let n: Value = serde_json::from_slice(body).unwrap();
@@ -124,7 +135,10 @@ async fn a_paused_run_is_posted_signed_and_retried_until_taken() {
     assert_eq!(n["agent"], "assistant");
     assert_eq!(n["conversation_id"], run["conversation_id"]);
     assert_eq!(n["status"], "requires_action");
-    assert_eq!(n["link"], format!("https://inbox.example.test/tg/runs/{id}"));
+    assert_eq!(
+        n["link"],
+        format!("https://inbox.example.test/tg/runs/{id}")
+    );
     let waiting: Vec<&str> = n["waiting"]
         .as_array()
         .unwrap()
@@ -154,7 +168,10 @@ async fn a_failed_run_is_posted() {
     .unwrap();
     let server = serve(&site, &url);
     let (_, run) = server
-        .post("/v1/runs", serde_json::json!({"agent": "short", "input": "Add."}))
+        .post(
+            "/v1/runs",
+            serde_json::json!({"agent": "short", "input": "Add."}),
+        )
         .await;
     assert_eq!(run["status"], "failed", "{run}");
     let a = attempts(&got, 1).await;
@@ -165,7 +182,10 @@ async fn a_failed_run_is_posted() {
     assert_eq!(n["event"], "run.failed");
     assert_eq!(n["run_id"], run["id"]);
     assert_eq!(n["waiting"], serde_json::json!([]));
-    assert!(n["error"].as_str().unwrap().contains("scripted model"), "{n}");
+    assert!(
+        n["error"].as_str().unwrap().contains("scripted model"),
+        "{n}"
+    );
 }
 
 #[test]
@@ -175,7 +195,13 @@ fn notify_urls_need_the_signing_key() {
         .current_dir(site.path())
         .arg("--db")
         .arg(site.db())
-        .args(["serve", "--addr", "127.0.0.1:0", "--notify-url", "http://127.0.0.1:9/hook"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--notify-url",
+            "http://127.0.0.1:9/hook",
+        ])
         .env_remove("TOOLGATE_NOTIFY_SECRET")
         .env_remove("TOOLGATE_API_KEY")
         .output()

@@ -261,7 +261,10 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
     }
     tracing::info!(%addr, "listening");
     if let Some(n) = notify {
-        tracing::info!(urls = n.urls.len(), "notifications on: runs that pause or fail are posted");
+        tracing::info!(
+            urls = n.urls.len(),
+            "notifications on: runs that pause or fail are posted"
+        );
         notify::spawn(&state.hub, n, state.shutdown.clone());
     }
     let app = router(Arc::clone(&state));
@@ -298,7 +301,11 @@ fn notify_config(
             "--notify-url {u} is not an http:// or https:// address"
         )));
     }
-    let Some(secret) = config.notify_secret.clone().filter(|s| !s.trim().is_empty()) else {
+    let Some(secret) = config
+        .notify_secret
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+    else {
         return Err(ServeError::Config(format!(
             "--notify-url needs a signing key: set {} (receivers check X-Toolgate-Signature with it)",
             notify::SECRET_ENV

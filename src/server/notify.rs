@@ -140,7 +140,10 @@ pub fn spawn(hub: &Hub, config: NotifyConfig, shutdown: CancellationToken) {
                     }
                 }
                 Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "notifications fell behind; {n} run changes were not notified");
+                    tracing::warn!(
+                        missed = n,
+                        "notifications fell behind; {n} run changes were not notified"
+                    );
                 }
                 Err(RecvError::Closed) => return,
             }

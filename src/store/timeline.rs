@@ -3,7 +3,7 @@
 
 use super::record::{COLUMNS, from_row};
 use super::runs::find_run;
-use super::{RunRow, RunsError, StoredCall, Store};
+use super::{RunRow, RunsError, Store, StoredCall};
 use crate::protocol::{Decision, RequiredItem};
 
 /// One item a run paused for, decided or not.
