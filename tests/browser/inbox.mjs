@@ -127,10 +127,19 @@ const scenarios = {
     await shot(page, 'deny-reason');
     await button(write, 'Deny').click();
     await write.waitFor({ state: 'detached', timeout: WAIT });
+    // The rest on the run's page: decided there, its live events shown as they come.
     const ask = item(page, run, 'ask_user', 'call_ask');
-    await ask.getByLabel(/Output of ask_user/).fill('Green');
-    await button(ask, 'Submit').click();
-    await page.locator(`#recent tr[data-run="${run.id}"]`).filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    await ask.getByRole('link', { name: run.id }).click();
+    await page.getByRole('heading', { name: 'Timeline' }).waitFor({ timeout: WAIT });
+    await page.locator('.timeline li.call').filter({ hasText: 'call_write' }).filter({ hasText: 'denied' }).waitFor({ timeout: WAIT });
+    await page.locator('#live.on').waitFor({ timeout: WAIT });
+    const there = item(page, run, 'ask_user', 'call_ask');
+    await there.getByLabel(/Output of ask_user/).fill('Green');
+    await button(there, 'Submit').click();
+    await page.locator('ol.events').filter({ hasText: 'run.completed' }).waitFor({ timeout: WAIT });
+    await page.locator('.facts').filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    await page.locator('.timeline').filter({ hasText: 'Done. 2+3*4 is 14' }).waitFor({ timeout: WAIT });
+    await shot(page, 'run-live');
     console.log(JSON.stringify({ run_id: run.id }));
   },
 

@@ -650,7 +650,7 @@ async function runPage(id, signal) {
   const waiting = h('ol', { class: 'queue', 'aria-label': 'Waiting items' });
   const waitingSection = h('section', { 'aria-labelledby': 'waiting-title', hidden: true }, h('h2', { id: 'waiting-title' }, 'Waiting for you'), waiting);
   const timeline = h('div', {});
-  const events = h('ol', { class: 'events', 'aria-live': 'polite', 'aria-relevant': 'additions' });
+  const events = h('ol', { class: 'events', reversed: true, 'aria-live': 'polite', 'aria-relevant': 'additions' });
   main.replaceChildren(
     h('h1', {}, 'Run ', h('code', {}, id)),
     head, waitingSection,
