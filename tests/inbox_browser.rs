@@ -185,3 +185,31 @@ async fn phone_sized_screen() {
     let server = site.serve(None);
     scenario(&server, "phone");
 }
+
+/// A secret argument reads `[secret]` in the inbox and on the run page; a long value
+/// is folded until opened.
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_are_masked_and_long_values_folded() {
+    let site = Site::new();
+    let write = |p: &str, text: &str| std::fs::write(site.path().join(p), text).unwrap();
+    write(
+        "tools/send_note.yaml",
+        "name: send_note\ndescription: Send a note, signed with a token.\npermission: confirm\nparameters:\n  type: object\n  properties:\n    token: {type: string, secret: true}\n    text: {type: string}\n  required: [token, text]\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo sent\"]\n",
+    );
+    let text: String = (1..=20)
+        .map(|i| format!("This is line {i} of the note, long enough to be worth folding.\n"))
+        .collect();
+    let replies = serde_json::json!({"replies": [
+        {"content": "Sending.", "tool_calls": [{"id": "call_note", "name": "send_note",
+            "arguments": {"token": "tok-very-secret-123", "text": text}}]},
+        {"content": "Sent."}
+    ]});
+    // JSON is YAML.
+    write("agents/vault.replies.yaml", &replies.to_string());
+    write(
+        "agents/vault.yaml",
+        "name: vault\nmodel: scripted:vault.replies.yaml\ninstructions: Send notes.\ntools: [send_note]\n",
+    );
+    let server = site.serve(None);
+    scenario(&server, "secrets");
+}

@@ -30,8 +30,8 @@ async function api(path, body) {
   return { status: r.status, body: text ? JSON.parse(text) : null };
 }
 
-async function startRun(input) {
-  const r = await api('/v1/runs', { agent: 'assistant', input });
+async function startRun(input, agent = 'assistant') {
+  const r = await api('/v1/runs', { agent, input });
   check(r.status === 200, `POST /v1/runs answered ${r.status}: ${JSON.stringify(r.body)}`);
   check(r.body.status === 'requires_action', `the run paused (${r.body.status})`);
   return r.body;
@@ -204,6 +204,32 @@ const scenarios = {
     await item(page, run, 'write_file', 'call_write').waitFor({ timeout: WAIT });
     check(await form.count() === 0, 'the key is kept for the session');
     check(nav.count === 2, `one load and one reload (${nav.count})`);
+  },
+
+  // A secret argument reads [secret] everywhere on the page; a long one is folded.
+  async secrets(page) {
+    await openInbox(page);
+    const run = await startRun('Send the note.', 'vault');
+    const note = item(page, run, 'send_note', 'call_note');
+    await note.waitFor({ timeout: WAIT });
+    check(await note.locator('.secret').filter({ hasText: '[secret]' }).count() === 1, 'the token reads [secret]');
+    const fold = note.locator('details.fold');
+    check(await fold.count() === 1, 'the long text is folded');
+    check(!(await fold.evaluate((d) => d.open)), 'folded until asked');
+    check((await fold.locator('summary').textContent()).includes('characters'), 'the fold says how long it is');
+    check(!(await page.content()).includes('tok-very-secret-123'), 'the token never shows in the inbox');
+    await shot(page, 'secrets-folded');
+    await fold.locator('summary').click();
+    await fold.locator('pre').filter({ hasText: 'line 12 of the note' }).waitFor({ timeout: WAIT });
+    await button(note, 'Approve').click();
+    await page.locator(`#recent tr[data-run="${run.id}"]`).filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    await page.goto(`${BASE}/runs/${run.id}`);
+    const call = page.locator('.timeline li.call').filter({ hasText: 'call_note' });
+    await call.waitFor({ timeout: WAIT });
+    await call.locator('summary').first().click();
+    await call.locator('.secret').first().waitFor({ timeout: WAIT });
+    check(!(await page.content()).includes('tok-very-secret-123'), 'the token never shows on the run page');
+    await shot(page, 'secrets-run-page');
   },
 
   // A phone-sized screen: everything fits the width; the controls are there.
