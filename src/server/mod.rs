@@ -113,10 +113,12 @@ impl AppState {
                 let _ = out_tx.send(event);
             }
             // The drive has saved and let go of its events: its run as it now stands.
-            if let Some(p) = publisher
-                && let Ok(run) = reader.get(p.run_id()).await
-            {
-                hub.settle(run);
+            if let Some(p) = publisher {
+                let id = p.run_id().to_string();
+                drop(p);
+                if let Ok(run) = reader.get(&id).await {
+                    hub.settle(run);
+                }
             }
         });
         let done = self.drives.spawn(async move {
