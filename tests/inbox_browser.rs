@@ -170,20 +170,42 @@ async fn invalid_edit_changes_nothing_and_a_lost_race_is_said() {
 }
 
 /// With an API key set, the page asks for it, loads nothing without it, refuses a
-/// wrong one and keeps the right one for the session.
+/// wrong one and keeps the right one for the session; `a` on a focused item approves.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_asks_for_the_key() {
     let site = Site::new();
     let server = site.serve(Some("inbox-test-key"));
-    scenario(&server, "key");
+    let id = run_id(&scenario(&server, "key"));
+    assert_eq!(
+        decision(&server, &id, "call_write").await["type"],
+        "approve"
+    );
 }
 
-/// On a phone-sized screen nothing scrolls sideways and every control is there.
+/// The decision recorded for one call of a run.
+async fn decision(server: &Server, run: &str, call: &str) -> Value {
+    let (status, t) = server.get(&format!("/v1/runs/{run}/timeline")).await;
+    assert_eq!(status, 200, "{t}");
+    t["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["call_id"] == call)
+        .unwrap_or_else(|| panic!("no pause for {call}: {t}"))["decision"]
+        .clone()
+}
+
+/// On a phone-sized screen nothing scrolls sideways, every control is there, and a tap
+/// on Approve always records a standing approval.
 #[tokio::test(flavor = "multi_thread")]
 async fn phone_sized_screen() {
     let site = Site::new();
     let server = site.serve(None);
-    scenario(&server, "phone");
+    let id = run_id(&scenario(&server, "phone"));
+    assert_eq!(
+        decision(&server, &id, "call_write").await["type"],
+        "approve_always"
+    );
 }
 
 /// A secret argument reads `[secret]` in the inbox and on the run page; a long value

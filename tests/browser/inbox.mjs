@@ -204,6 +204,12 @@ const scenarios = {
     await item(page, run, 'write_file', 'call_write').waitFor({ timeout: WAIT });
     check(await form.count() === 0, 'the key is kept for the session');
     check(nav.count === 2, `one load and one reload (${nav.count})`);
+    // The keyboard: `a` on the focused item approves it.
+    const write = item(page, run, 'write_file', 'call_write');
+    await write.focus();
+    await page.keyboard.press('a');
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    console.log(JSON.stringify({ run_id: run.id }));
   },
 
   // A secret argument reads [secret] everywhere on the page; a long one is folded.
@@ -244,6 +250,9 @@ const scenarios = {
       check(await button(write, name).isVisible(), `${name} is on screen`);
     }
     await shot(page, 'phone-inbox');
+    await button(write, 'Approve always').tap();
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    console.log(JSON.stringify({ run_id: run.id }));
   },
 };
 
