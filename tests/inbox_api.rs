@@ -21,6 +21,11 @@ async fn the_page_and_its_assets_come_from_the_server_alone() {
         ("/runs/run_x", "text/html"),
         ("/conversations/conv_x", "text/html"),
         ("/inbox/app.js", "text/javascript"),
+        ("/inbox/api.js", "text/javascript"),
+        ("/inbox/dom.js", "text/javascript"),
+        ("/inbox/items.js", "text/javascript"),
+        ("/inbox/pages.js", "text/javascript"),
+        ("/inbox/chart.js", "text/javascript"),
         ("/inbox/app.css", "text/css"),
         ("/inbox/icon.svg", "image/svg+xml"),
     ] {
@@ -50,6 +55,12 @@ async fn the_page_and_its_assets_come_from_the_server_alone() {
             "{path}"
         );
     }
+    let r = client
+        .get(server.url("/inbox/nope.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
     // The data does need the key.
     let r = client.get(server.url("/v1/runs")).send().await.unwrap();
     assert_eq!(r.status(), 401);

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -13,9 +14,23 @@ use axum::routing::get;
 use super::AppState;
 
 const INDEX: &str = include_str!("assets/index.html");
-const SCRIPT: &str = include_str!("assets/app.js");
-const STYLE: &str = include_str!("assets/app.css");
-const ICON: &str = include_str!("assets/icon.svg");
+
+/// The assets under `/inbox/`: name, content type, text.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("app.js", JS, include_str!("assets/app.js")),
+    ("api.js", JS, include_str!("assets/api.js")),
+    ("dom.js", JS, include_str!("assets/dom.js")),
+    ("items.js", JS, include_str!("assets/items.js")),
+    ("pages.js", JS, include_str!("assets/pages.js")),
+    ("chart.js", JS, include_str!("assets/chart.js")),
+    (
+        "app.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/app.css"),
+    ),
+    ("icon.svg", "image/svg+xml", include_str!("assets/icon.svg")),
+];
+const JS: &str = "text/javascript; charset=utf-8";
 
 /// Only this server, for everything: no outside host can be reached from the page.
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
@@ -27,9 +42,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/", get(page))
         .route("/runs/{id}", get(page))
         .route("/conversations/{id}", get(page))
-        .route("/inbox/app.js", get(script))
-        .route("/inbox/app.css", get(style))
-        .route("/inbox/icon.svg", get(icon))
+        .route("/inbox/{name}", get(asset_named))
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -50,14 +63,11 @@ async fn page() -> Response {
     asset("text/html; charset=utf-8", INDEX)
 }
 
-async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", SCRIPT)
-}
-
-async fn style() -> Response {
-    asset("text/css; charset=utf-8", STYLE)
-}
-
-async fn icon() -> Response {
-    asset("image/svg+xml", ICON)
+async fn asset_named(Path(name): Path<String>) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, content_type, body)) => asset(content_type, body),
+        None => {
+            super::ApiError::not_found(format!("the inbox has no asset '{name}'")).into_response()
+        }
+    }
 }
