@@ -32,6 +32,14 @@ pub struct ServeArgs {
     /// decision before it is denied (e.g. 300s, 5m).
     #[arg(long, default_value = "300s", value_parser = super::mcp::parse_duration)]
     mcp_approval_timeout: std::time::Duration,
+    /// POST a signed JSON notification to URL when a run pauses for a person or fails
+    /// (repeatable); signed with HMAC-SHA256 under TOOLGATE_NOTIFY_SECRET.
+    #[arg(long = "notify-url", value_name = "URL")]
+    notify_url: Vec<url::Url>,
+    /// The address people open the inbox at, for the links in notifications (default:
+    /// http:// and the bound address).
+    #[arg(long, env = "TOOLGATE_PUBLIC_URL", value_name = "URL")]
+    public_url: Option<url::Url>,
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     openapi: bool,
@@ -67,6 +75,9 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         workspace: args.workspace,
         api_key: api_key(args.api_key_file.as_deref())?,
         mcp_approval_timeout: args.mcp_approval_timeout,
+        notify_urls: args.notify_url,
+        notify_secret: std::env::var(toolgate::server::notify::SECRET_ENV).ok(),
+        public_url: args.public_url,
     };
     let store = super::open_store(db)?;
     let runner = super::run::runner(store);

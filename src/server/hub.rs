@@ -1,12 +1,14 @@
 //! Live events by run, within this process: the drive of a run publishes, any number
 //! of watchers subscribe; when the drive ends, its channel closes and watchers finish.
+//! Every event also goes to one feed of all runs, and each drive's end (the run object
+//! as saved) to another: what the inbox and the notifications follow.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use crate::protocol::RunEvent;
+use crate::protocol::{RunEvent, RunObject};
 
 /// Events a slow watcher may fall behind by before it misses some (it is told, and
 /// reads the run object again).
@@ -14,10 +16,22 @@ const BACKLOG: usize = 1024;
 
 type Channels = HashMap<String, broadcast::Sender<RunEvent>>;
 
-/// The runs being driven here, by id.
-#[derive(Clone, Default)]
+/// The runs being driven here, by id, and the feeds of all of them.
+#[derive(Clone)]
 pub struct Hub {
     channels: Arc<Mutex<Channels>>,
+    all: broadcast::Sender<RunEvent>,
+    settled: broadcast::Sender<RunObject>,
+}
+
+impl Default for Hub {
+    fn default() -> Hub {
+        Hub {
+            channels: Arc::default(),
+            all: broadcast::channel(BACKLOG).0,
+            settled: broadcast::channel(BACKLOG).0,
+        }
+    }
 }
 
 /// A drive's side of its run's channel; dropping it closes the channel.
@@ -48,11 +62,31 @@ impl Hub {
             .ok()
             .and_then(|m| m.get(run_id).map(broadcast::Sender::subscribe))
     }
+
+    /// Every run's events from now on.
+    pub fn subscribe_all(&self) -> broadcast::Receiver<RunEvent> {
+        self.all.subscribe()
+    }
+
+    /// Each drive's end from now on: the run object once saved (paused, ended, failed).
+    pub fn subscribe_settled(&self) -> broadcast::Receiver<RunObject> {
+        self.settled.subscribe()
+    }
+
+    /// A drive ended with its run saved as `run`.
+    pub fn settle(&self, run: RunObject) {
+        let _ = self.settled.send(run);
+    }
 }
 
 impl Publisher {
     pub fn send(&self, event: &RunEvent) {
         let _ = self.tx.send(event.clone());
+        let _ = self.hub.all.send(event.clone());
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 }
 

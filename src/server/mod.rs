@@ -6,12 +6,16 @@
 mod agents;
 mod auth;
 mod error;
+mod feed;
 mod hub;
+mod inbox;
+pub mod notify;
 mod openapi;
 mod records;
 pub mod responses;
 mod runs;
 mod sse;
+mod timeline;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +29,7 @@ use tokio_util::task::TaskTracker;
 pub use agents::{AgentInfo, Agents};
 pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 pub use hub::Hub;
+pub use notify::NotifyConfig;
 pub use openapi::openapi;
 
 use crate::agent::Agent;
@@ -46,6 +51,11 @@ pub struct ServeConfig {
     pub api_key: Option<String>,
     /// How long a held CONFIRM call from an MCP client (`/mcp/{agent}`) waits.
     pub mcp_approval_timeout: std::time::Duration,
+    /// Where to POST a signed notification when a run pauses or fails; the run's link
+    /// uses `public_url` (default: `http://` and the bound address).
+    pub notify_urls: Vec<url::Url>,
+    pub notify_secret: Option<String>,
+    pub public_url: Option<url::Url>,
 }
 
 /// Why a server could not start.
@@ -96,12 +106,21 @@ impl AppState {
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let runner = self.runner.with_events(tx);
         let hub = self.hub.clone();
+        let reader = self.runner.clone();
         self.drives.spawn(async move {
             let mut publisher = None;
             while let Some(event) = rx.recv().await {
                 let publisher = publisher.get_or_insert_with(|| hub.publisher(event.run_id()));
                 publisher.send(&event);
                 let _ = out_tx.send(event);
+            }
+            // The drive has saved and let go of its events: its run as it now stands.
+            if let Some(p) = publisher {
+                let id = p.run_id().to_string();
+                drop(p);
+                if let Ok(run) = reader.get(&id).await {
+                    hub.settle(run);
+                }
             }
         });
         let done = self.drives.spawn(async move {
@@ -204,6 +223,7 @@ pub fn router_with(
         }),
     )
     .route("/mcp/{agent}", mcp_route)
+    .merge(inbox::routes())
     .fallback(unknown_route)
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
@@ -242,6 +262,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
             error,
         })?;
     let addr = listener.local_addr().map_err(ServeError::Io)?;
+    let notify = notify_config(&config, addr)?;
     let state = Arc::new(AppState {
         runner,
         agents: Agents::new(config.agents_dir),
@@ -260,6 +281,13 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         let _ = out.flush();
     }
     tracing::info!(%addr, "listening");
+    if let Some(n) = notify {
+        tracing::info!(
+            urls = n.urls.len(),
+            "notifications on: runs that pause or fail are posted"
+        );
+        notify::spawn(&state.hub, n, state.shutdown.clone());
+    }
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
     let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);
@@ -276,6 +304,45 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
     state.drives.wait().await;
     state.runner.store.close();
     result
+}
+
+/// The notifications' settings, when URLs are given: they need the signing key.
+fn notify_config(
+    config: &ServeConfig,
+    addr: SocketAddr,
+) -> Result<Option<NotifyConfig>, ServeError> {
+    if config.notify_urls.is_empty() {
+        return Ok(None);
+    }
+    if let Some(u) = config
+        .notify_urls
+        .iter()
+        .find(|u| !matches!(u.scheme(), "http" | "https"))
+    {
+        return Err(ServeError::Config(format!(
+            "--notify-url {u} is not an http:// or https:// address"
+        )));
+    }
+    let Some(secret) = config
+        .notify_secret
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+    else {
+        return Err(ServeError::Config(format!(
+            "--notify-url needs a signing key: set {} (receivers check X-Toolgate-Signature with it)",
+            notify::SECRET_ENV
+        )));
+    };
+    let public_url = match &config.public_url {
+        Some(u) => u.clone(),
+        None => url::Url::parse(&format!("http://{addr}"))
+            .map_err(|e| ServeError::Config(format!("no public URL for http://{addr}: {e}")))?,
+    };
+    Ok(Some(NotifyConfig {
+        urls: config.notify_urls.clone(),
+        secret,
+        public_url,
+    }))
 }
 
 /// SIGTERM or Ctrl-C.

@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, records, responses, runs};
+use super::{AppState, feed, records, responses, runs, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -36,6 +36,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(runs::create_run, runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(runs::watch_run))
+        .routes(routes!(timeline::timeline))
+        .routes(routes!(feed::all_events))
         .routes(routes!(runs::approve))
         .routes(routes!(runs::deny))
         .routes(routes!(runs::submit))

@@ -125,6 +125,7 @@ fn reply(run: RunObject) -> Response {
             links(
                 ("GetRun" = (operation_id = "get_run", parameters(("id" = "$response.body#/id")))),
                 ("WatchRun" = (operation_id = "watch_run", parameters(("id" = "$response.body#/id")))),
+                ("Timeline" = (operation_id = "timeline", parameters(("id" = "$response.body#/id")))),
                 ("Approve" = (operation_id = "approve", parameters(("id" = "$response.body#/id")))),
                 ("Deny" = (operation_id = "deny", parameters(("id" = "$response.body#/id")))),
                 ("Submit" = (operation_id = "submit", parameters(("id" = "$response.body#/id")))),

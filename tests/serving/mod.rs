@@ -99,6 +99,16 @@ pub fn bin() -> &'static str {
 
 impl Server {
     pub fn start(site: &Site, key: Option<&str>, extra: &[&str]) -> Server {
+        Server::start_env(site, key, extra, &[])
+    }
+
+    /// As [`Server::start`], with more environment variables for the process.
+    pub fn start_env(
+        site: &Site,
+        key: Option<&str>,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Server {
         let root = site.path();
         let mut cmd = Command::new(bin());
         cmd.current_dir(root)
@@ -120,6 +130,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        cmd.envs(envs.iter().copied());
         match key {
             Some(k) => cmd.env("TOOLGATE_API_KEY", k),
             None => cmd.env_remove("TOOLGATE_API_KEY"),

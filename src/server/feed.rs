@@ -1,0 +1,55 @@
+//! `GET /v1/events`: every run this server drives, live, on one stream: each run's
+//! events by their names, and `event: run` with the run object each time a drive
+//! stops (paused, ended or failed, as saved). What the inbox follows to update
+//! without a reload.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::response::sse::Event;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::AppState;
+use super::error::ErrorBody;
+use super::sse;
+
+/// All runs' events, live: `event: run` (a run object, each time a drive pauses or
+/// ends), the runs' own events (`run.started`, `tool.finished`, ...), and `event: lagged`
+/// when this client fell behind and missed some (read the runs again).
+#[utoipa::path(get, path = "/v1/events", tag = "runs",
+    responses((status = 200, description = "SSE: every run's events as they happen; `event: run` with the run object each time a drive pauses or ends; `event: lagged` when events were missed", content_type = "text/event-stream", body = String),
+        (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn all_events(State(state): State<Arc<AppState>>) -> Response {
+    let mut events = state.hub.subscribe_all();
+    let mut settled = state.hub.subscribe_settled();
+    sse::from_task(&state, move |tx| async move {
+        // A comment first, so that the client knows the stream is open.
+        if tx.send(Event::default().comment("open")).await.is_err() {
+            return;
+        }
+        loop {
+            let event = tokio::select! {
+                e = events.recv() => match e {
+                    Ok(e) => sse::run_event(&e),
+                    Err(RecvError::Lagged(n)) => lagged(n),
+                    Err(RecvError::Closed) => return,
+                },
+                r = settled.recv() => match r {
+                    Ok(run) => sse::run_object(&run),
+                    Err(RecvError::Lagged(n)) => lagged(n),
+                    Err(RecvError::Closed) => return,
+                },
+            };
+            if tx.send(event).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+fn lagged(missed: u64) -> Event {
+    Event::default()
+        .event("lagged")
+        .data(serde_json::json!({ "missed": missed }).to_string())
+}

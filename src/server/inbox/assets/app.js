@@ -1,0 +1,27 @@
+// The approval inbox: what waits for a person, decided in place; a run's timeline; a
+// conversation's stats and runs. It talks only to this server's /v1 API (see api.js).
+
+import { setLive } from './dom.js';
+import { KEY, newSession, onKey } from './api.js';
+import { inboxPage, runPage, conversationPage } from './pages.js';
+
+const forget = document.getElementById('forget-key');
+
+function start() {
+  const signal = newSession();
+  forget.hidden = !sessionStorage.getItem(KEY);
+  setLive(false, 'Connecting…');
+  const path = location.pathname;
+  let m;
+  if ((m = path.match(/^\/runs\/([^/]+)$/))) runPage(decodeURIComponent(m[1]), signal);
+  else if ((m = path.match(/^\/conversations\/([^/]+)$/))) conversationPage(decodeURIComponent(m[1]), signal);
+  else inboxPage(signal);
+}
+
+forget.addEventListener('click', () => {
+  sessionStorage.removeItem(KEY);
+  location.reload();
+});
+
+onKey(start);
+start();

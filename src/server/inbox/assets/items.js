@@ -1,0 +1,229 @@
+// Waiting items: one element per item, holding the tool's name and call id, with its
+// controls (Approve, Approve always, Deny, Edit, Submit), keyboard shortcuts on the
+// focused item, and a list kept in step with the server without disturbing open forms.
+
+import { h, enc, since, notice, jsonView } from './dom.js';
+import { api, decideCall } from './api.js';
+
+export const tools = new Map();
+
+export async function loadTools() {
+  if (tools.size) return;
+  try {
+    for (const t of await api('/v1/tools')) tools.set(t.name, t);
+  } catch (e) {
+    if (e.status === 401) throw e;
+  }
+}
+
+export function itemKey(runId, callId) {
+  return `${runId}/${callId}`;
+}
+
+// One waiting item: one element holding the tool's name and call id, with its controls.
+export function waitingItem(run, item, onDecided) {
+  const key = itemKey(run.id, item.call_id);
+  const id = `item-${key.replace(/[^a-zA-Z0-9_-]/g, '_')}`;
+  const tool = tools.get(item.tool);
+  const approval = item.kind === 'approval';
+  const outcome = h('p', { class: 'outcome', role: 'status' });
+  const actions = h('div', { class: 'actions' });
+  const el = h('article', {
+    class: `item ${approval ? 'approval' : 'client'}`, tabindex: 0, id, 'data-key': key,
+    'data-run': run.id, 'data-call': item.call_id, 'aria-labelledby': `${id}-title`,
+    'aria-describedby': `${id}-kind`,
+  });
+
+  const setBusy = (busy) => {
+    for (const b of el.querySelectorAll('button, textarea, input')) b.disabled = busy;
+    el.classList.toggle('busy', busy);
+  };
+  const done = (text) => {
+    el.classList.add('decided');
+    outcome.textContent = text;
+    for (const f of el.querySelectorAll('form')) f.hidden = true;
+    actions.hidden = true;
+    notice(`${item.tool} (${item.call_id}): ${text}`, 'ok');
+    onDecided();
+  };
+  const send = async (action, body, text, fieldError) => {
+    setBusy(true);
+    outcome.textContent = 'Sending…';
+    try {
+      await decideCall(run.id, action, { call_id: item.call_id, ...body });
+      done(text);
+    } catch (e) {
+      setBusy(false);
+      if (e.status === 409) {
+        const msg = `Too late for ${item.tool} (${item.call_id}): someone else already decided it, or the run moved on. Nothing was changed by you. The server said: ${e.message}`;
+        outcome.textContent = msg;
+        el.classList.add('lost');
+        notice(msg);
+        onDecided();
+      } else if (fieldError && (e.status === 422 || e.status === 400)) {
+        outcome.textContent = '';
+        fieldError(e.message);
+      } else if (e.status !== 401) {
+        outcome.textContent = `Not sent: ${e.message}`;
+      }
+    }
+  };
+
+  const openForm = (form, focus) => {
+    actions.hidden = true;
+    form.hidden = false;
+    focus.focus();
+  };
+  const closeForm = (form) => {
+    form.hidden = true;
+    actions.hidden = false;
+    el.focus();
+  };
+
+  const parts = [
+    h('header', {},
+      h('h3', { id: `${id}-title`, class: 'tool' }, item.tool, ' ', h('code', { class: 'callid' }, item.call_id)),
+      h('span', { id: `${id}-kind`, class: `badge kind-${item.kind}` }, approval ? 'needs approval' : 'client output')),
+    tool && tool.description ? h('p', { class: 'desc' }, tool.description) : null,
+    h('p', { class: 'meta' },
+      'agent ', h('b', {}, run.agent),
+      ' · run ', h('a', { href: `/runs/${enc(run.id)}` }, run.id),
+      ' · conversation ', h('a', { href: `/conversations/${enc(run.conversation_id)}` }, run.conversation_id),
+      ' · waiting ', h('time', { 'data-since': run.updated_at, datetime: new Date(run.updated_at).toISOString() }, since(run.updated_at))),
+    h('div', { class: 'args', 'aria-label': 'Arguments' }, jsonView(item.arguments)),
+  ];
+
+  if (approval) {
+    // Deny, with a reason the model reads.
+    const reasonId = `${id}-reason`;
+    const reason = h('textarea', { id: reasonId, rows: 2, placeholder: 'Not now: …' });
+    const denyForm = h('form', {
+      class: 'inline', hidden: true,
+      onsubmit: (e) => {
+        e.preventDefault();
+        const r = reason.value.trim();
+        send('deny', r ? { reason: r } : {}, r ? `Denied: “${r}”. The model reads the reason.` : 'Denied.');
+      },
+      onkeydown: (e) => { if (e.key === 'Escape') closeForm(denyForm); },
+    },
+    h('label', { for: reasonId }, 'Reason (the model reads it)'),
+    reason,
+    h('div', { class: 'row' },
+      h('button', { type: 'submit', class: 'danger' }, 'Deny'),
+      h('button', { type: 'button', onclick: () => closeForm(denyForm) }, 'Cancel')));
+
+    // Edit the arguments, then approve them; checked here, then by the server.
+    const editId = `${id}-args`;
+    const errId = `${id}-args-error`;
+    const editor = h('textarea', { id: editId, rows: 8, spellcheck: 'false', class: 'code', 'aria-describedby': errId });
+    const editError = h('p', { id: errId, class: 'field-error', role: 'alert' });
+    const showError = (msg) => {
+      editError.textContent = msg;
+      editor.setAttribute('aria-invalid', 'true');
+      editor.focus();
+    };
+    const editForm = h('form', {
+      class: 'inline', hidden: true,
+      onsubmit: (e) => {
+        e.preventDefault();
+        let args;
+        try {
+          args = JSON.parse(editor.value);
+        } catch (err) {
+          showError(`Not valid JSON: ${err.message}`);
+          return;
+        }
+        if (!args || typeof args !== 'object' || Array.isArray(args)) {
+          showError('The arguments must be a JSON object ({ … }).');
+          return;
+        }
+        editError.textContent = '';
+        editor.removeAttribute('aria-invalid');
+        send('approve', { arguments: args }, 'Approved with your edited arguments.', showError);
+      },
+      onkeydown: (e) => { if (e.key === 'Escape') closeForm(editForm); },
+    },
+    h('label', { for: editId }, 'Arguments (JSON)'),
+    editor,
+    editError,
+    h('div', { class: 'row' },
+      h('button', { type: 'submit', class: 'primary' }, 'Approve'),
+      h('button', { type: 'button', onclick: () => closeForm(editForm) }, 'Cancel')));
+
+    actions.append(
+      h('button', { type: 'button', class: 'primary', 'aria-keyshortcuts': 'a', onclick: () => send('approve', {}, 'Approved.') }, 'Approve'),
+      h('button', { type: 'button', 'aria-keyshortcuts': 'Shift+A', title: `Approve this call and every later ${item.tool} call in this conversation`, onclick: () => send('approve', { always: true }, `Approved, and ${item.tool} is approved from now on in this conversation.`) }, 'Approve always'),
+      h('button', { type: 'button', class: 'danger', 'aria-keyshortcuts': 'd', onclick: () => openForm(denyForm, reason) }, 'Deny'),
+      h('button', { type: 'button', 'aria-keyshortcuts': 'e', onclick: () => { editor.value = JSON.stringify(item.arguments, null, 2); editError.textContent = ''; openForm(editForm, editor); } }, 'Edit'));
+    parts.push(actions, denyForm, editForm);
+    el.shortcuts = {
+      a: () => actions.querySelector('button').click(),
+      A: () => actions.querySelectorAll('button')[1].click(),
+      d: () => openForm(denyForm, reason),
+      e: () => actions.querySelectorAll('button')[3].click(),
+    };
+  } else {
+    const outId = `${id}-output`;
+    const output = h('textarea', { id: outId, rows: 3 });
+    const isError = h('input', { type: 'checkbox', id: `${id}-is-error` });
+    const outError = h('p', { class: 'field-error', role: 'alert' });
+    const form = h('form', {
+      class: 'inline',
+      onsubmit: (e) => {
+        e.preventDefault();
+        if (!output.value.trim()) { outError.textContent = 'Write the output first.'; output.focus(); return; }
+        outError.textContent = '';
+        send('submit', { output: output.value, is_error: isError.checked }, 'Output submitted.', (m) => { outError.textContent = m; });
+      },
+    },
+    h('label', { for: outId }, `Output of ${item.tool} for the model`),
+    output,
+    outError,
+    h('div', { class: 'row' },
+      h('label', { class: 'check' }, isError, ' It is an error'),
+      h('button', { type: 'submit', class: 'primary' }, 'Submit')));
+    parts.push(form);
+    el.shortcuts = { s: () => output.focus() };
+  }
+  parts.push(outcome);
+  el.append(...parts);
+  return el;
+}
+
+// Keys on a focused item: a approve, A approve always, d deny, e edit, s output,
+// j/k (or arrows) the next/previous item.
+document.addEventListener('keydown', (e) => {
+  const el = e.target;
+  if (!(el instanceof HTMLElement) || !el.classList.contains('item') || e.ctrlKey || e.metaKey || e.altKey) return;
+  const items = [...document.querySelectorAll('article.item')];
+  const i = items.indexOf(el);
+  if (e.key === 'j' || e.key === 'ArrowDown') { items[Math.min(i + 1, items.length - 1)].focus(); e.preventDefault(); return; }
+  if (e.key === 'k' || e.key === 'ArrowUp') { items[Math.max(i - 1, 0)].focus(); e.preventDefault(); return; }
+  if (el.classList.contains('decided') || el.classList.contains('busy')) return;
+  const act = el.shortcuts && el.shortcuts[e.key];
+  if (act) { e.preventDefault(); act(); }
+});
+
+// Keeps a list of items in step with `wanted` (key -> [run, item]), leaving the ones
+// still there untouched (an open form, a focused item stay as they are).
+export function reconcile(list, wanted, onDecided) {
+  const have = new Map([...list.children].map((li) => [li.dataset.key, li]));
+  let prev = null;
+  for (const [key, [run, item]] of wanted) {
+    let li = have.get(key);
+    if (!li) li = h('li', { 'data-key': key }, waitingItem(run, item, onDecided));
+    have.delete(key);
+    if (prev ? prev.nextSibling !== li : list.firstChild !== li) {
+      if (prev) prev.after(li); else list.prepend(li);
+    }
+    prev = li;
+  }
+  for (const li of have.values()) {
+    // A decided item stays until the run has moved on: its outcome is read first.
+    li.remove();
+  }
+}
+
+setInterval(() => {
+  for (const t of document.querySelectorAll('time[data-since]')) t.textContent = since(Number(t.dataset.since));
+}, 15000);

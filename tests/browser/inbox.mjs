@@ -1,0 +1,300 @@
+// Browser scenarios for the approval inbox, in Debian's headless Chromium driven by
+// playwright-core. Run by tests/inbox_browser.rs: `node inbox.mjs SCENARIO` with
+// TOOLGATE_URL (a running `toolgate serve`), TOOLGATE_KEY (when the server has one),
+// PLAYWRIGHT_MODULES (the node_modules of tests/browser/setup.sh) and ARTIFACTS (the
+// folder for screenshots). Exits non-zero with the reason on stderr when a check fails.
+
+import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const require = createRequire(join(process.env.PLAYWRIGHT_MODULES, 'x.js'));
+const { chromium } = require('playwright-core');
+
+const BASE = process.env.TOOLGATE_URL;
+const KEY = process.env.TOOLGATE_KEY || '';
+const ARTIFACTS = process.env.ARTIFACTS;
+const scenario = process.argv[2];
+const WAIT = 30000;
+
+function check(ok, what) {
+  if (!ok) throw new Error(`check failed: ${what}`);
+}
+
+// The API, as another program (or person) uses it beside the page.
+async function api(path, body) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (KEY) headers.Authorization = `Bearer ${KEY}`;
+  const r = await fetch(BASE + path, body === undefined ? { headers } : { method: 'POST', headers, body: JSON.stringify(body) });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null };
+}
+
+async function startRun(input, agent = 'assistant') {
+  const r = await api('/v1/runs', { agent, input });
+  check(r.status === 200, `POST /v1/runs answered ${r.status}: ${JSON.stringify(r.body)}`);
+  check(r.body.status === 'requires_action', `the run paused (${r.body.status})`);
+  return r.body;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+// The waiting item for a call: one element with the tool's name and call id in it.
+function item(page, run, tool, callId) {
+  return page.locator(`article.item[data-run="${run.id}"]`).filter({ hasText: tool }).filter({ hasText: callId });
+}
+
+function button(scope, name) {
+  return scope.getByRole('button', { name, exact: true });
+}
+
+async function openInbox(page) {
+  await page.goto(BASE + '/');
+  await page.getByRole('heading', { name: /Waiting for you/ }).waitFor({ timeout: WAIT });
+  await page.locator('#live.on').waitFor({ timeout: WAIT });
+}
+
+const scenarios = {
+  // A run pauses while the page is open: its items appear without a reload; Approve
+  // and Submit resolve them; the run completes and the page says so; the run's page
+  // shows the timeline, the conversation's page the stats.
+  async approve(page, nav) {
+    await openInbox(page);
+    await shot(page, 'inbox-empty');
+    const run = await startRun('Work out 2+3*4 and save it.');
+    const write = item(page, run, 'write_file', 'call_write');
+    const ask = item(page, run, 'ask_user', 'call_ask');
+    await write.waitFor({ timeout: WAIT });
+    await ask.waitFor({ timeout: WAIT });
+    check(nav.count === 1, `the items appeared without a reload (${nav.count} navigations)`);
+    check((await write.textContent()).includes('result.txt'), 'the arguments are shown');
+    check(await button(write, 'Approve always').isVisible(), 'Approve always is there');
+    check(await button(write, 'Edit').isVisible(), 'Edit is there');
+    await shot(page, 'inbox-waiting');
+    await button(write, 'Approve').click();
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    await ask.getByLabel(/Output of ask_user/).fill('Blue');
+    await button(ask, 'Submit').click();
+    await ask.waitFor({ state: 'detached', timeout: WAIT });
+    const row = page.locator(`#recent tr[data-run="${run.id}"]`);
+    await row.filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    check(nav.count === 1, 'the run completed on the page without a reload');
+    await shot(page, 'inbox-done');
+
+    await row.getByRole('link', { name: run.id }).click();
+    await page.getByRole('heading', { name: 'Timeline' }).waitFor({ timeout: WAIT });
+    await page.locator('.facts').filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    const timeline = page.locator('.timeline');
+    await timeline.filter({ hasText: 'Done. 2+3*4 is 14' }).waitFor({ timeout: WAIT });
+    const callWrite = timeline.locator('li.call').filter({ hasText: 'call_write' });
+    await callWrite.locator('summary').click();
+    await callWrite.filter({ hasText: /approved at/ }).waitFor({ timeout: WAIT });
+    const callAsk = timeline.locator('li.call').filter({ hasText: 'call_ask' });
+    await callAsk.locator('summary').click();
+    await callAsk.filter({ hasText: 'Blue' }).waitFor({ timeout: WAIT });
+    await shot(page, 'run-page');
+
+    await page.locator('.facts').getByRole('link', { name: run.conversation_id }).click();
+    await page.locator('svg.chart').waitFor({ timeout: WAIT });
+    const numbers = await page.locator('dl.numbers').textContent();
+    check(numbers.includes('Calls3'), `the stats count 3 calls: ${numbers}`);
+    const label = await page.locator('svg.chart').getAttribute('aria-label');
+    check(label.includes('calculator 1') && label.includes('write_file 1'), `the chart has the calls per tool: ${label}`);
+    await page.locator('table.runs').filter({ hasText: run.id }).waitFor({ timeout: WAIT });
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByText('No runs.').waitFor({ timeout: WAIT });
+    await page.getByLabel('Status').selectOption('completed');
+    await page.getByLabel('Agent').selectOption('assistant');
+    await page.locator('table.runs').filter({ hasText: run.id }).waitFor({ timeout: WAIT });
+    await shot(page, 'conversation-page');
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
+  // Deny with a reason, by the keyboard on the focused item; then the client output.
+  async deny(page) {
+    await openInbox(page);
+    const run = await startRun('Save 14 somewhere.');
+    const write = item(page, run, 'write_file', 'call_write');
+    await write.waitFor({ timeout: WAIT });
+    await write.focus();
+    await page.keyboard.press('d');
+    const reason = write.getByLabel('Reason (the model reads it)');
+    await reason.waitFor({ timeout: WAIT });
+    check(await reason.evaluate((el) => el === document.activeElement), 'the reason field has the focus');
+    await page.keyboard.type('Not in this folder, please.');
+    await shot(page, 'deny-reason');
+    await button(write, 'Deny').click();
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    // The rest on the run's page: decided there, its live events shown as they come.
+    const ask = item(page, run, 'ask_user', 'call_ask');
+    await ask.getByRole('link', { name: run.id }).click();
+    await page.getByRole('heading', { name: 'Timeline' }).waitFor({ timeout: WAIT });
+    await page.locator('.timeline li.call').filter({ hasText: 'call_write' }).filter({ hasText: 'denied' }).waitFor({ timeout: WAIT });
+    await page.locator('#live.on').waitFor({ timeout: WAIT });
+    const there = item(page, run, 'ask_user', 'call_ask');
+    await there.getByLabel(/Output of ask_user/).fill('Green');
+    await button(there, 'Submit').click();
+    await page.locator('ol.events').filter({ hasText: 'run.completed' }).waitFor({ timeout: WAIT });
+    await page.locator('.facts').filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    await page.locator('.timeline').filter({ hasText: 'Done. 2+3*4 is 14' }).waitFor({ timeout: WAIT });
+    await shot(page, 'run-live');
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
+  // Edited arguments: not JSON (nothing sent), then refused by the server (its error
+  // next to the field, nothing changed); then a decision that lost a race.
+  async edit(page) {
+    const posts = [];
+    page.on('request', (r) => { if (r.method() === 'POST') posts.push(r.url()); });
+    await openInbox(page);
+    const run = await startRun('Save 14.');
+    const write = item(page, run, 'write_file', 'call_write');
+    await write.waitFor({ timeout: WAIT });
+    await button(write, 'Edit').click();
+    const field = write.getByLabel('Arguments (JSON)');
+    await field.fill('{"path": "x.txt",');
+    await button(write, 'Approve').click();
+    await write.locator('.field-error').filter({ hasText: 'Not valid JSON' }).waitFor({ timeout: WAIT });
+    check(posts.length === 0, `nothing was sent for text that is not JSON (${posts})`);
+    await field.fill('{"path": "x.txt"}');
+    await button(write, 'Approve').click();
+    const error = write.locator('.field-error');
+    await error.filter({ hasText: "'content': is required" }).waitFor({ timeout: WAIT });
+    check(posts.length === 1, `one request, refused by the server (${posts})`);
+    check(await field.getAttribute('aria-invalid') === 'true', 'the field is marked invalid');
+    const described = await field.getAttribute('aria-describedby');
+    check(described === await error.getAttribute('id'), 'the error is tied to the field');
+    await shot(page, 'edit-invalid');
+    const after = await api(`/v1/runs/${run.id}`);
+    check(after.body.status === 'requires_action', 'the run still waits');
+    const items = after.body.required_action.items;
+    check(items.length === 2 && JSON.stringify(items[0].arguments) === JSON.stringify(run.required_action.items[0].arguments),
+      `nothing changed: ${JSON.stringify(items)}`);
+
+    // Someone else denies it through the API; this page's Approve then loses.
+    await button(write, 'Cancel').click();
+    const other = await api(`/v1/runs/${run.id}/deny`, { call_id: 'call_write', reason: 'decided elsewhere' });
+    check(other.status === 200, `the other decision went through (${other.status})`);
+    await button(write, 'Approve').click();
+    await page.locator('#notices').filter({ hasText: 'someone else already decided it' }).waitFor({ timeout: WAIT });
+    await shot(page, 'race-lost');
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
+  // With a key set: the page asks for it, shows nothing without it, refuses a wrong
+  // one, and works with the right one (kept for the session: a reload does not ask).
+  async key(page, nav) {
+    await page.goto(BASE + '/');
+    const form = page.locator('#key-form');
+    await form.waitFor({ timeout: WAIT });
+    check(await page.locator('article.item, table.runs').count() === 0, 'nothing loads without the key');
+    await page.getByLabel('API key').fill('wrong-key');
+    await button(page, 'Use key').click();
+    await form.getByText('That key was refused').waitFor({ timeout: WAIT });
+    await shot(page, 'key-asked');
+    await page.getByLabel('API key').fill(KEY);
+    await button(page, 'Use key').click();
+    await page.getByRole('heading', { name: /Waiting for you/ }).waitFor({ timeout: WAIT });
+    await page.locator('#live.on').waitFor({ timeout: WAIT });
+    const run = await startRun('Save 14.');
+    await item(page, run, 'write_file', 'call_write').waitFor({ timeout: WAIT });
+    await page.reload();
+    await item(page, run, 'write_file', 'call_write').waitFor({ timeout: WAIT });
+    check(await form.count() === 0, 'the key is kept for the session');
+    check(nav.count === 2, `one load and one reload (${nav.count})`);
+    // The keyboard: `a` on the focused item approves it.
+    const write = item(page, run, 'write_file', 'call_write');
+    await write.focus();
+    await page.keyboard.press('a');
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
+  // A secret argument reads [secret] everywhere on the page; a long one is folded.
+  async secrets(page) {
+    await openInbox(page);
+    const run = await startRun('Send the note.', 'vault');
+    const note = item(page, run, 'send_note', 'call_note');
+    await note.waitFor({ timeout: WAIT });
+    check(await note.locator('.secret').filter({ hasText: '[secret]' }).count() === 1, 'the token reads [secret]');
+    const fold = note.locator('details.fold');
+    check(await fold.count() === 1, 'the long text is folded');
+    check(!(await fold.evaluate((d) => d.open)), 'folded until asked');
+    check((await fold.locator('summary').textContent()).includes('characters'), 'the fold says how long it is');
+    check(!(await page.content()).includes('tok-very-secret-123'), 'the token never shows in the inbox');
+    await shot(page, 'secrets-folded');
+    await fold.locator('summary').click();
+    await fold.locator('pre').filter({ hasText: 'line 12 of the note' }).waitFor({ timeout: WAIT });
+    await button(note, 'Approve').click();
+    await page.locator(`#recent tr[data-run="${run.id}"]`).filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    await page.goto(`${BASE}/runs/${run.id}`);
+    const call = page.locator('.timeline li.call').filter({ hasText: 'call_note' });
+    await call.waitFor({ timeout: WAIT });
+    await call.locator('summary').first().click();
+    await call.locator('.secret').first().waitFor({ timeout: WAIT });
+    check(!(await page.content()).includes('tok-very-secret-123'), 'the token never shows on the run page');
+    await shot(page, 'secrets-run-page');
+  },
+
+  // A phone-sized screen: everything fits the width; the controls are there.
+  async phone(page) {
+    await openInbox(page);
+    const run = await startRun('Save 14.');
+    const write = item(page, run, 'write_file', 'call_write');
+    await write.waitFor({ timeout: WAIT });
+    const fits = await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+    check(fits, 'no sideways scrolling on a phone');
+    for (const name of ['Approve', 'Approve always', 'Deny', 'Edit']) {
+      check(await button(write, name).isVisible(), `${name} is on screen`);
+    }
+    await shot(page, 'phone-inbox');
+    await button(write, 'Approve always').tap();
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+};
+
+async function main() {
+  const run = scenarios[scenario];
+  if (!run) throw new Error(`no scenario '${scenario}'; one of: ${Object.keys(scenarios).join(', ')}`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  // launch() gives the browser a fresh, empty profile of its own each time.
+  const browser = await chromium.launch({
+    executablePath: process.env.TOOLGATE_CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  const phone = scenario === 'phone';
+  const context = await browser.newContext(phone
+    ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }
+    : { viewport: { width: 1200, height: 900 } });
+  const page = await context.newPage();
+  const origin = new URL(BASE).origin;
+  const outside = [];
+  const problems = [];
+  const nav = { count: 0 };
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith('data:')) outside.push(u);
+  });
+  page.on('framenavigated', (f) => { if (f === page.mainFrame()) nav.count += 1; });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' && !/status of 4(01|09|22)/.test(m.text())) problems.push(`console: ${m.text()}`); });
+  try {
+    await run(page, nav);
+    check(outside.length === 0, `no request left the server: ${outside.join(', ')}`);
+    check(problems.length === 0, problems.join('; '));
+  } catch (e) {
+    await shot(page, `${scenario}-failure`).catch(() => {});
+    throw e;
+  } finally {
+    await browser.close();
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(`inbox.mjs ${scenario}: ${e.stack || e}`);
+  process.exit(1);
+});

@@ -1,0 +1,237 @@
+//! The approval inbox in a real browser: Debian's headless Chromium, driven by
+//! playwright-core (both installed by tests/browser/setup.sh, which fails loudly when
+//! it cannot), against a real `toolgate serve`. Each test runs one scenario of
+//! tests/browser/inbox.mjs and then checks what the server recorded. Screenshots land
+//! in target/browser-artifacts/.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod serving;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use serving::{Server, Site};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The node_modules with playwright-core (Chromium installed on the way).
+fn modules() -> &'static Path {
+    static MODULES: OnceLock<PathBuf> = OnceLock::new();
+    MODULES.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(root().join("tests/browser/setup.sh"))
+            .output()
+            .expect("bash must be there to run tests/browser/setup.sh");
+        assert!(
+            out.status.success(),
+            "tests/browser/setup.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(stdout.lines().last().unwrap().trim())
+    })
+}
+
+/// Runs one scenario against `server`; returns what it printed last (JSON), if anything.
+fn scenario(server: &Server, name: &str) -> Value {
+    let artifacts = root().join("target/browser-artifacts");
+    let mut cmd = Command::new("node");
+    cmd.arg(root().join("tests/browser/inbox.mjs"))
+        .arg(name)
+        .env("TOOLGATE_URL", &server.base)
+        .env("PLAYWRIGHT_MODULES", modules())
+        .env("ARTIFACTS", &artifacts);
+    match &server.key {
+        Some(k) => cmd.env("TOOLGATE_KEY", k),
+        None => cmd.env_remove("TOOLGATE_KEY"),
+    };
+    let out = cmd
+        .output()
+        .expect("node must be on PATH for the browser tests");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scenario {name} failed (screenshots in {}):\n{stdout}\n{}",
+        artifacts.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn run_id(v: &Value) -> String {
+    v["run_id"]
+        .as_str()
+        .expect("the scenario names its run")
+        .to_string()
+}
+
+/// A run pauses with the page open; its items appear without a reload; Approve and
+/// Submit resolve them; the run completes on the page; the run and conversation pages
+/// show its timeline and stats.
+#[tokio::test(flavor = "multi_thread")]
+async fn approve_and_submit_in_the_page() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "approve"));
+    let (status, run) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(run["status"], "completed", "{run}");
+    let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
+    let by_call = |c: &str| {
+        calls["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["call_id"] == c)
+            .cloned()
+            .unwrap_or_else(|| panic!("no record of {c}: {calls}"))
+    };
+    assert_eq!(by_call("call_write")["status"], "succeeded");
+    assert_eq!(by_call("call_ask")["status"], "client");
+    assert_eq!(by_call("call_ask")["result"], "Blue");
+    assert_eq!(
+        std::fs::read_to_string(site.path().join("ws/result.txt")).unwrap(),
+        "14\n"
+    );
+}
+
+/// Deny with a reason (by the keyboard on the focused item): the reason is the call's
+/// result in what the model is sent next.
+#[tokio::test(flavor = "multi_thread")]
+async fn deny_with_a_reason_reaches_the_model() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "deny"));
+    let (status, t) = server.get(&format!("/v1/runs/{id}/timeline")).await;
+    assert_eq!(status, 200);
+    assert_eq!(t["run"]["status"], "completed", "{t}");
+    let answer = t["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_write")
+        .unwrap_or_else(|| panic!("no tool message for call_write: {t}"));
+    assert!(
+        answer["content"]
+            .as_str()
+            .unwrap()
+            .contains("Not in this folder, please."),
+        "{answer}"
+    );
+    // A later message exists: the model was asked again with that answer.
+    let seq = answer["seq"].as_i64().unwrap();
+    assert!(
+        t["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "assistant" && m["seq"].as_i64().unwrap() > seq)
+    );
+    let pause = t["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["call_id"] == "call_write")
+        .unwrap();
+    assert_eq!(pause["decision"]["type"], "deny");
+    assert_eq!(pause["decision"]["reason"], "Not in this folder, please.");
+    assert!(pause["decided_at"].as_i64().unwrap() > 0);
+    assert!(!site.path().join("ws/result.txt").exists());
+}
+
+/// Edited arguments that are not JSON send nothing; ones the server refuses show its
+/// error next to the field and change nothing; a decision another person made first
+/// is said plainly and leaves theirs in place.
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_edit_changes_nothing_and_a_lost_race_is_said() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "edit"));
+    let (_, t) = server.get(&format!("/v1/runs/{id}/timeline")).await;
+    let pause = t["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["call_id"] == "call_write")
+        .unwrap()
+        .clone();
+    assert_eq!(pause["decision"]["type"], "deny", "{pause}");
+    assert_eq!(pause["decision"]["reason"], "decided elsewhere");
+    assert_eq!(pause["arguments"]["path"], "result.txt");
+    assert_eq!(t["run"]["status"], "requires_action");
+}
+
+/// With an API key set, the page asks for it, loads nothing without it, refuses a
+/// wrong one and keeps the right one for the session; `a` on a focused item approves.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_asks_for_the_key() {
+    let site = Site::new();
+    let server = site.serve(Some("inbox-test-key"));
+    let id = run_id(&scenario(&server, "key"));
+    assert_eq!(
+        decision(&server, &id, "call_write").await["type"],
+        "approve"
+    );
+}
+
+/// The decision recorded for one call of a run.
+async fn decision(server: &Server, run: &str, call: &str) -> Value {
+    let (status, t) = server.get(&format!("/v1/runs/{run}/timeline")).await;
+    assert_eq!(status, 200, "{t}");
+    t["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["call_id"] == call)
+        .unwrap_or_else(|| panic!("no pause for {call}: {t}"))["decision"]
+        .clone()
+}
+
+/// On a phone-sized screen nothing scrolls sideways, every control is there, and a tap
+/// on Approve always records a standing approval.
+#[tokio::test(flavor = "multi_thread")]
+async fn phone_sized_screen() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "phone"));
+    assert_eq!(
+        decision(&server, &id, "call_write").await["type"],
+        "approve_always"
+    );
+}
+
+/// A secret argument reads `[secret]` in the inbox and on the run page; a long value
+/// is folded until opened.
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_are_masked_and_long_values_folded() {
+    let site = Site::new();
+    let write = |p: &str, text: &str| std::fs::write(site.path().join(p), text).unwrap();
+    write(
+        "tools/send_note.yaml",
+        "name: send_note\ndescription: Send a note, signed with a token.\npermission: confirm\nparameters:\n  type: object\n  properties:\n    token: {type: string, secret: true}\n    text: {type: string}\n  required: [token, text]\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo sent\"]\n",
+    );
+    let text: String = (1..=20)
+        .map(|i| format!("This is line {i} of the note, long enough to be worth folding.\n"))
+        .collect();
+    let replies = serde_json::json!({"replies": [
+        {"content": "Sending.", "tool_calls": [{"id": "call_note", "name": "send_note",
+            "arguments": {"token": "tok-very-secret-123", "text": text}}]},
+        {"content": "Sent."}
+    ]});
+    // JSON is YAML.
+    write("agents/vault.replies.yaml", &replies.to_string());
+    write(
+        "agents/vault.yaml",
+        "name: vault\nmodel: scripted:vault.replies.yaml\ninstructions: Send notes.\ntools: [send_note]\n",
+    );
+    let server = site.serve(None);
+    scenario(&server, "secrets");
+}

@@ -1,0 +1,212 @@
+//! Notifications (`serve --notify-url`) against a small local receiver: the body, the
+//! HMAC-SHA256 signature checked as a receiver would, retries with backoff (a
+//! receiver that fails twice gets a third attempt), a failed run's notification, and
+//! the key they need.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod serving;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::Value;
+use serving::{Server, Site};
+use sha2::Sha256;
+
+const SECRET: &str = "notify-test-secret";
+
+#[derive(Clone, Default)]
+struct Received {
+    /// Every attempt: its headers and body.
+    attempts: Arc<Mutex<Vec<(HeaderMap, Bytes)>>>,
+}
+
+/// A receiver on a free port that answers 500 to the first `failures` attempts, then
+/// 200; returns its URL.
+async fn receiver(failures: usize) -> (String, Received) {
+    let got = Received::default();
+    let seen = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+            let seen = seen.clone();
+            async move {
+                let mut a = seen.attempts.lock().unwrap();
+                a.push((headers, body));
+                if a.len() <= failures {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::OK
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, got)
+}
+
+/// Waits until the receiver has `n` attempts (or gives up after a generous deadline).
+async fn attempts(got: &Received, n: usize) -> Vec<(HeaderMap, Bytes)> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let a = got.attempts.lock().unwrap().clone();
+        if a.len() >= n || Instant::now() > deadline {
+            return a;
+        }
+        drop(a);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What a receiver does: the HMAC-SHA256 of the raw body under the shared secret,
+/// compared in constant time with the header's hex.
+fn verified(headers: &HeaderMap, body: &[u8]) -> bool {
+    let Some(given) = headers
+        .get("x-toolgate-signature")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("sha256="))
+    else {
+        return false;
+    };
+    let Ok(given) = (0..given.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(given.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<Result<Vec<u8>, _>>()
+    else {
+        return false;
+    };
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body);
+    mac.verify_slice(&given).is_ok()
+}
+
+fn serve(site: &Site, url: &str) -> Server {
+    Server::start_env(
+        site,
+        None,
+        &[
+            "--notify-url",
+            url,
+            "--public-url",
+            "https://inbox.example.test/tg/",
+        ],
+        &[("TOOLGATE_NOTIFY_SECRET", SECRET)],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_run_is_posted_signed_and_retried_until_taken() {
+    let (url, got) = receiver(2).await;
+    let site = Site::new();
+    let server = serve(&site, &url);
+    let (status, run) = server
+        .post(
+            "/v1/runs",
+            serde_json::json!({"agent": "assistant", "input": "Work it out."}),
+        )
+        .await;
+    // The run answered while the receiver was still failing: it was not held up.
+    assert_eq!(status, 200);
+    assert_eq!(run["status"], "requires_action");
+    let id = run["id"].as_str().unwrap();
+
+    let a = attempts(&got, 3).await;
+    assert_eq!(a.len(), 3, "two failures, then the third attempt is taken");
+    let (headers, body) = &a[2];
+    for (h, b) in &a {
+        assert_eq!(b, body, "every attempt carries the same body");
+        assert_eq!(h["x-toolgate-delivery"], headers["x-toolgate-delivery"]);
+        assert!(verified(h, b), "the signature checks out");
+    }
+    assert!(
+        !verified(headers, b"{}"),
+        "a signature of another body does not"
+    );
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(headers["x-toolgate-event"], "run.requires_action");
+    let n: Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(n["event"], "run.requires_action");
+    assert_eq!(n["run_id"], id);
+    assert_eq!(n["agent"], "assistant");
+    assert_eq!(n["conversation_id"], run["conversation_id"]);
+    assert_eq!(n["status"], "requires_action");
+    assert_eq!(
+        n["link"],
+        format!("https://inbox.example.test/tg/runs/{id}")
+    );
+    let waiting: Vec<&str> = n["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, ["call_write", "call_ask"]);
+    assert_eq!(n["waiting"][0]["kind"], "approval");
+    assert_eq!(n["waiting"][0]["tool"], "write_file");
+    assert_eq!(n["waiting"][0]["arguments"]["path"], "result.txt");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_run_is_posted() {
+    let (url, got) = receiver(0).await;
+    let site = Site::new();
+    // One reply, then nothing: the second model call fails the run.
+    std::fs::write(
+        site.path().join("agents/short.yaml"),
+        "name: short\nmodel: scripted:short.replies.yaml\ninstructions: Go.\ntools: [calculator]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        site.path().join("agents/short.replies.yaml"),
+        "replies:\n  - content: Adding.\n    tool_calls: [{id: call_add, name: calculator, arguments: {expression: \"1+1\"}}]\n",
+    )
+    .unwrap();
+    let server = serve(&site, &url);
+    let (_, run) = server
+        .post(
+            "/v1/runs",
+            serde_json::json!({"agent": "short", "input": "Add."}),
+        )
+        .await;
+    assert_eq!(run["status"], "failed", "{run}");
+    let a = attempts(&got, 1).await;
+    assert_eq!(a.len(), 1);
+    let (headers, body) = &a[0];
+    assert!(verified(headers, body));
+    let n: Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(n["event"], "run.failed");
+    assert_eq!(n["run_id"], run["id"]);
+    assert_eq!(n["waiting"], serde_json::json!([]));
+    assert!(
+        n["error"].as_str().unwrap().contains("scripted model"),
+        "{n}"
+    );
+}
+
+#[test]
+fn notify_urls_need_the_signing_key() {
+    let site = Site::new();
+    let out = std::process::Command::new(serving::bin())
+        .current_dir(site.path())
+        .arg("--db")
+        .arg(site.db())
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--notify-url",
+            "http://127.0.0.1:9/hook",
+        ])
+        .env_remove("TOOLGATE_NOTIFY_SECRET")
+        .env_remove("TOOLGATE_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TOOLGATE_NOTIFY_SECRET"), "{err}");
+}
