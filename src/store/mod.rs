@@ -11,6 +11,7 @@ mod run_list;
 mod runs;
 mod secrets;
 mod summary;
+mod tree;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,7 @@ pub use runs::{
 };
 pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
+pub use tree::{NewRun, RunLink};
 
 use migrations::Found;
 
