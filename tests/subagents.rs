@@ -645,3 +645,49 @@ async fn child_events_reach_the_parent_stream_tagged_with_the_child_run() {
     );
     assert_eq!(of_top.last(), Some(&"run.completed"));
 }
+
+#[tokio::test]
+async fn edited_arguments_for_a_childs_call_are_checked_by_the_childs_tools() {
+    let w = World::new(
+        &[
+            ("leaf", "tools: [write_file]\n"),
+            ("top", "tools: [echo]\nsubagents:\n  leaf: leaf.yaml\n"),
+        ],
+        vec![
+            (
+                "leaf",
+                vec![
+                    call("l1", "write_file", json!({"path": "a.txt", "content": "A"})),
+                    answer("leaf done"),
+                ],
+            ),
+            (
+                "top",
+                vec![call("t1", "leaf", json!({"task": "x"})), answer("top done")],
+            ),
+        ],
+    );
+    let run = w.start("top").await;
+    assert_eq!(run.status, RunStatus::RequiresAction);
+    let bad = json!({"path": "b.txt"}).as_object().unwrap().clone();
+    let refused = w
+        .runner
+        .decide(&run.id, Some("l1"), Decision::Edit { arguments: bad })
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("content"), "{refused}");
+    let good = json!({"path": "b.txt", "content": "BB"})
+        .as_object()
+        .unwrap()
+        .clone();
+    w.runner
+        .decide(&run.id, Some("l1"), Decision::Edit { arguments: good })
+        .await
+        .unwrap();
+    let run = w.runner.resume(&run.id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("ws/b.txt")).unwrap(),
+        "BB"
+    );
+}

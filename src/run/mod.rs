@@ -425,13 +425,26 @@ impl Runner {
         let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         let item = pending
             .iter()
-            .find(|p| p.item.call_id == call_id && p.item.kind == ItemKind::Approval)
+            .find(|p| {
+                let qualified = p
+                    .item
+                    .run_id
+                    .as_ref()
+                    .map(|r| format!("{r}/{}", p.item.call_id));
+                (p.item.call_id == call_id || qualified.as_deref() == Some(call_id))
+                    && p.item.kind == ItemKind::Approval
+            })
             .ok_or_else(|| {
                 RunError::refused(
                     Refusal::DecisionConflict,
                     format!("run {} has no approval item '{call_id}'", row.id),
                 )
             })?;
+        if let Some(holder) = item.item.run_id.clone() {
+            // A sub-agent's item: its own run's tools check the arguments.
+            let plain = item.item.call_id.clone();
+            return Box::pin(self.validate_edit(&holder, &plain, arguments)).await;
+        }
         let state: RunState =
             self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
         let (_, toolkit) = self.agent_of(&state)?;
