@@ -48,6 +48,12 @@ pub struct Agent {
     /// Concurrency limits for its calls (`global`, `per_category`, `queue`,
     /// `strategy`); the runner's when absent.
     pub limits: Option<LimitConfig>,
+    /// What the agent does, for a parent that has it as a sub-agent.
+    pub description: String,
+    /// Other agents it may hand tasks to, each a tool (or behind `call_subagent`).
+    pub subagents: crate::subagents::Subagents,
+    /// How deep the tree of runs under a run of this agent may go (default 3).
+    pub max_depth: u32,
 }
 
 #[derive(Deserialize)]
@@ -72,6 +78,12 @@ struct RawAgent {
     workspace: Option<PathBuf>,
     #[serde(default)]
     limits: Option<LimitConfig>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    subagents: Option<serde_json::Value>,
+    #[serde(default)]
+    max_depth: Option<u32>,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -162,12 +174,40 @@ impl Agent {
                 format!("field 'tools': '{dup}' is listed twice"),
             ));
         }
-        if let Some(bad) = raw.permissions.keys().find(|k| !raw.tools.contains(k)) {
+        let subagents = match &raw.subagents {
+            Some(v) => crate::subagents::parse(v, &folder).map_err(|m| at(&["subagents"], m))?,
+            None => Default::default(),
+        };
+        let sub_tools = subagents.tool_names();
+        if let Some(clash) = sub_tools.iter().find(|t| raw.tools.contains(t)) {
+            return Err(at(
+                &["subagents"],
+                format!(
+                    "field 'subagents': '{clash}' is also in 'tools'; a sub-agent's name must be its own"
+                ),
+            ));
+        }
+        if raw.max_depth == Some(0) {
+            return Err(at(
+                &["max_depth"],
+                "field 'max_depth' must be at least 1".into(),
+            ));
+        }
+        if let Some(bad) = raw
+            .permissions
+            .keys()
+            .find(|k| !raw.tools.contains(k) && !sub_tools.contains(k))
+        {
             return Err(at(
                 &["permissions"],
                 format!(
                     "field 'permissions': '{bad}' is not in the agent's 'tools' ({})",
-                    raw.tools.join(", ")
+                    raw.tools
+                        .iter()
+                        .chain(&sub_tools)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
@@ -189,14 +229,31 @@ impl Agent {
             workspace: raw.workspace.map(|w| folder.join(w)),
             path,
             limits: raw.limits,
+            description: raw.description.unwrap_or_default(),
+            subagents,
+            max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
         })
     }
 
     /// The agent's view of `library`; an unknown tool name is an error on the `tools`
     /// field.
     pub fn toolkit(&self, library: &Arc<ToolLibrary>) -> Result<Toolkit, AgentError> {
+        let sub_tools = self.subagents.tools();
+        let (library, names) = if sub_tools.is_empty() {
+            (Arc::clone(library), self.tools.clone())
+        } else {
+            let extended = library.extended(sub_tools).map_err(|message| AgentError {
+                path: self.path.clone(),
+                line: None,
+                message,
+                kind: AgentErrorKind::Invalid,
+            })?;
+            let mut names = self.tools.clone();
+            names.extend(self.subagents.tool_names());
+            (Arc::new(extended), names)
+        };
         library
-            .toolkit(&self.tools, self.permissions.clone())
+            .toolkit(&names, self.permissions.clone())
             .map_err(|e| AgentError {
                 line: std::fs::read_to_string(&self.path)
                     .ok()

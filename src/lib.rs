@@ -25,6 +25,7 @@ pub mod run;
 pub mod secrets;
 pub mod server;
 pub mod store;
+pub mod subagents;
 pub mod tool;
 
 /// The README's Rust examples, compiled and run as doctests.

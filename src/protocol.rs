@@ -185,6 +185,12 @@ pub struct RequiredItem {
     pub tool: String,
     /// Exactly the arguments a decision applies to (secret parameters redacted).
     pub arguments: serde_json::Value,
+    /// The sub-agent run holding the item, when it is not this run's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// For a sub-agent's item: the run ids from this run down to the one holding it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<String>,
 }
 
 /// What a paused run waits for.
@@ -261,6 +267,82 @@ pub struct RunObject {
     /// Unix milliseconds.
     pub created_at: i64,
     pub updated_at: i64,
+    /// For a sub-agent's run: the run whose call started it, and that call.
+    #[serde(default)]
+    pub parent_run_id: Option<String>,
+    #[serde(default)]
+    pub parent_call_id: Option<String>,
+}
+
+/// How a run and the sub-agent runs below it went: per run its calls, success rate,
+/// tokens and time, per tool its tally (the execution summary a parent can ask of a
+/// child), and totals that include every run below.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunTree {
+    pub run_id: String,
+    pub agent: String,
+    pub status: RunStatus,
+    /// The parent's call this run carries out (absent for the top run).
+    pub parent_call_id: Option<String>,
+    /// 0 for the top run, 1 for its sub-agents, ...
+    pub depth: u32,
+    /// This run's own calls.
+    pub summary: TreeTally,
+    /// This run's own calls by tool.
+    pub tools: std::collections::BTreeMap<String, ToolTally>,
+    /// This run and every run below it.
+    pub totals: TreeTally,
+    #[schema(no_recursion)]
+    pub children: Vec<RunTree>,
+}
+
+/// Calls, outcomes, tokens and time of one run, or of a run with everything below it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TreeTally {
+    pub calls: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub denied: u64,
+    /// Percent of the calls that succeeded (or were answered by the client); 0 with none.
+    pub success_rate: f64,
+    pub usage: Usage,
+    /// The sum of the calls' durations, in milliseconds.
+    pub call_ms: f64,
+    /// From the run's start to its last change, in milliseconds (for totals: the sum
+    /// over the runs).
+    pub run_ms: i64,
+}
+
+impl TreeTally {
+    /// Adds `other` and recomputes the success rate.
+    pub fn add(&mut self, other: &TreeTally) {
+        self.calls += other.calls;
+        self.succeeded += other.succeeded;
+        self.failed += other.failed;
+        self.denied += other.denied;
+        self.usage.add(other.usage);
+        self.call_ms += other.call_ms;
+        self.run_ms += other.run_ms;
+        self.rate();
+    }
+
+    /// Sets `success_rate` from the counts.
+    pub fn rate(&mut self) {
+        self.success_rate = if self.calls == 0 {
+            0.0
+        } else {
+            (self.succeeded as f64) * 100.0 / self.calls as f64
+        };
+    }
+}
+
+/// One tool's calls within a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ToolTally {
+    pub calls: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub total_ms: f64,
 }
 
 /// What happens in a run, as it happens; `--json` prints one per line.

@@ -87,6 +87,8 @@ mod tests {
             kind,
             tool: "write_file".into(),
             arguments: serde_json::json!({"path": "a.txt"}),
+            run_id: None,
+            path: Vec::new(),
         }
     }
 

@@ -16,6 +16,7 @@ mod serve;
 mod stats;
 mod table;
 mod tools;
+mod tree;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -159,11 +159,28 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
 
 pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
-    let run = runner(store).show(&args.run).map_err(run_failure)?;
+    let run = runner(store.clone()).show(&args.run).map_err(run_failure)?;
     if args.json {
         out::print_json(&mut out::stdout(), &run, false)?;
     } else {
-        out::print(&describe(&run))?;
+        let mut text = describe(&run);
+        // A run with sub-agents (or one itself): the tree it is in, from its top.
+        let top = store.root_run(&run.id).map_err(|e| run_failure(e.into()))?;
+        let tree = store.run_tree(&top.id).map_err(|e| run_failure(e.into()))?;
+        if !tree.children.is_empty() {
+            text.push_str(
+                "tree
+",
+            );
+            for l in super::tree::render(&tree).lines() {
+                text.push_str(&format!("  {l}\n"));
+            }
+            text.push_str(&format!(
+                "with sub-agents  {}\n",
+                super::tree::tally(&tree.totals)
+            ));
+        }
+        out::print(&text)?;
     }
     Ok(exit_if_paused(run.status))
 }
@@ -191,6 +208,9 @@ fn describe(run: &RunObject) -> String {
         text.push_str(&format!("output        {output}\n"));
     }
     for item in run.required_action.iter().flat_map(|r| &r.items) {
+        if item.path.len() > 1 {
+            text.push_str(&format!("waiting in    {}\n", item.path.join(" > ")));
+        }
         text.push_str(&format!(
             "waiting       {}  {}  {}  {}\n",
             item.call_id,

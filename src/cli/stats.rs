@@ -97,11 +97,21 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         for r in &runs {
             usage.add(run_object(r, &[]).usage);
         }
+        // Each top run with its sub-agent runs below it, and the totals with them.
+        let trees = store
+            .conversation_trees(conv)
+            .map_err(|e| super::run::run_failure(e.into()))?;
+        let mut totals = toolgate::protocol::TreeTally::default();
+        for t in &trees {
+            totals.add(&t.totals);
+        }
         if args.json {
             let mut value = serde_json::to_value(&s)
                 .map_err(|e| Failure::other(format!("cannot encode the summary: {e}")))?;
             value["runs"] = runs.len().into();
             value["model_usage"] = serde_json::to_value(usage).unwrap_or_default();
+            value["run_trees"] = serde_json::to_value(&trees).unwrap_or_default();
+            value["totals_with_subagents"] = serde_json::to_value(totals).unwrap_or_default();
             return print_json(&mut out, &value, false).map(|()| ExitCode::SUCCESS);
         }
         if s.calls.total_calls == 0 && runs.is_empty() {
@@ -138,6 +148,20 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
             .map(|(k, v)| vec![k.clone(), v.to_string()])
             .collect();
         text.push_str(&table::render(&["TOOL", "CALLS"], &rows));
+        if trees.iter().any(|t| !t.children.is_empty()) {
+            text.push_str(
+                "\nsub-agents (agent, run, status, its own calls, success, tokens, time)\n",
+            );
+            for t in &trees {
+                for l in super::tree::render(t).lines() {
+                    text.push_str(&format!("  {l}\n"));
+                }
+            }
+            text.push_str(&format!(
+                "  with sub-agents: {}\n",
+                super::tree::tally(&totals)
+            ));
+        }
         text
     } else if let Some(tool) = &args.tool {
         let t = store.tool_stats(tool).map_err(super::store_failure)?;

@@ -113,6 +113,11 @@ impl Engine {
         self.inner.limiter.metrics()
     }
 
+    /// The limits its calls pass, for work the loop runs beside the engine (sub-agents).
+    pub fn limiter(&self) -> &Arc<Limiter> {
+        &self.inner.limiter
+    }
+
     pub fn store(&self) -> Option<&Store> {
         self.inner.store.as_ref()
     }

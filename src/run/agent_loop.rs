@@ -32,7 +32,7 @@ enum End {
 }
 
 /// One state save.
-struct Save {
+pub(super) struct Save {
     status: RunStatus,
     last_error: Option<String>,
     set_pending: Vec<(String, &'static str)>,
@@ -57,6 +57,11 @@ impl Save {
             ..Self::step()
         }
     }
+}
+
+/// A save of one step that neither pauses nor ends the run.
+pub(super) fn step_save() -> Save {
+    Save::step()
 }
 
 impl Runner {
@@ -243,6 +248,10 @@ impl Runner {
                     self.save(live, Save::end(RunStatus::RequiresAction, None))
                         .await?;
                     return Ok(End::Paused(waiting));
+                }
+                if !all_done(live) {
+                    // A sub-agent was stopped with this run: the loop's top saves it.
+                    continue;
                 }
                 if live.state.single_call {
                     super::single_call::settled(live);
@@ -437,12 +446,19 @@ impl Runner {
                         c.phase = Phase::Ready;
                     }
                 }
-                Phase::Ready | Phase::Done { .. } => {}
+                Phase::Ready | Phase::Delegated | Phase::Done { .. } => {}
             }
         }
-        let ready: Vec<usize> = (0..turn.len())
+        let (delegated, ready): (Vec<usize>, Vec<usize>) = (0..turn.len())
             .filter(|&i| turn[i].phase == Phase::Ready)
-            .collect();
+            .partition(|&i| self.is_subagent_call(live, &turn[i]));
+        for &i in &delegated {
+            turn[i].phase = Phase::Delegated;
+            if turn[i].gate != Gate::Run {
+                live.pending_updates
+                    .push((turn[i].call.id.clone(), "executing"));
+            }
+        }
         if !ready.is_empty() {
             let mut save = Save::step();
             let mut fenced = false;
@@ -494,16 +510,21 @@ impl Runner {
             self.save(live, Save::step()).await?;
             turn = live.state.turn.take().unwrap_or_default();
         }
-        let waiting: Vec<RequiredItem> = turn
+        // Sub-agents, each a child run, after the turn's own calls.
+        let below = self
+            .settle_children(live, &mut turn, engine, cancel)
+            .await?;
+        let mut waiting: Vec<RequiredItem> = turn
             .iter()
             .filter(|c| c.phase == Phase::Waiting)
             .map(|c| self.required_item(live, &c.call, c.gate))
             .collect();
+        waiting.extend(below);
         live.state.turn = Some(turn);
         Ok(waiting)
     }
 
-    async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
+    pub(super) async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);
         let first_seq = live.persisted;
         let secrets = super::sealing::secrets_of(live);
@@ -556,6 +577,15 @@ async fn run_batch(
             }
         }
     }
+}
+
+/// Every call of the current turn has its result.
+fn all_done(live: &Live) -> bool {
+    live.state
+        .turn
+        .iter()
+        .flatten()
+        .all(|c| matches!(c.phase, Phase::Done { .. }))
 }
 
 /// Ends a turn whose calls all have results: the results join the conversation, in

@@ -10,6 +10,7 @@ mod sealing;
 mod single_call;
 mod sink;
 mod state;
+mod subagent;
 mod turn;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ pub use cache::Loaded;
 pub use conversation::{system_prompt, tools as request_tools};
 pub use error::RunError;
 pub use single_call::{NO_MODEL, NoModel, StartCall};
-pub use state::{Phase, RunState, TurnCall};
+pub use state::{Phase, RunState, TreePlace, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::LimitConfig;
@@ -208,6 +209,15 @@ impl Runner {
     /// Starts a run and drives it until it completes, pauses, fails or runs out of
     /// iterations.
     pub async fn start(&self, req: StartRun) -> Result<RunObject, RunError> {
+        self.start_in_tree(req, None).await
+    }
+
+    /// [`Runner::start`], for a top run (`tree` `None`) or a sub-agent's child run.
+    pub(crate) async fn start_in_tree(
+        &self,
+        req: StartRun,
+        tree: Option<(crate::store::RunLink, TreePlace)>,
+    ) -> Result<RunObject, RunError> {
         let model_name = absolute_model_name(
             req.model
                 .as_deref()
@@ -252,21 +262,23 @@ impl Runner {
             usage: Usage::default(),
             output: None,
             single_call: false,
+            tree: tree.as_ref().map(|(_, place)| place.clone()),
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;
         let stored = state.messages.len();
         self.store
-            .create_run(
-                &run_id,
-                &conversation_id,
-                &req.agent.name,
-                text,
-                &owner,
-                LEASE_MS,
-                added,
-                persisted,
-            )
+            .create_linked_run(crate::store::NewRun {
+                id: run_id.clone(),
+                conversation_id: conversation_id.clone(),
+                agent: req.agent.name.clone(),
+                state: text,
+                owner: owner.clone(),
+                lease_ms: LEASE_MS,
+                messages: added,
+                first_seq: persisted,
+                link: tree.map(|(link, _)| link),
+            })
             .await?;
         let conv = conversation_id.clone();
         let standing = self
@@ -295,7 +307,16 @@ impl Runner {
 
     /// Continues a run: one paused with every item now resolved, one that failed on a
     /// model error, or one whose process died. Refused while another process holds it.
+    /// A sub-agent's run continues through the top run of its tree, which continues it
+    /// and then the runs above it.
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
+        let id = run_id.to_string();
+        let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
+        self.resume_here(&root.id).await
+    }
+
+    /// Continues this very run (a child: without the runs above it).
+    pub(crate) async fn resume_here(&self, run_id: &str) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         if row.status == RunStatus::RequiresAction
@@ -410,13 +431,26 @@ impl Runner {
         let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         let item = pending
             .iter()
-            .find(|p| p.item.call_id == call_id && p.item.kind == ItemKind::Approval)
+            .find(|p| {
+                let qualified = p
+                    .item
+                    .run_id
+                    .as_ref()
+                    .map(|r| format!("{r}/{}", p.item.call_id));
+                (p.item.call_id == call_id || qualified.as_deref() == Some(call_id))
+                    && p.item.kind == ItemKind::Approval
+            })
             .ok_or_else(|| {
                 RunError::refused(
                     Refusal::DecisionConflict,
                     format!("run {} has no approval item '{call_id}'", row.id),
                 )
             })?;
+        if let Some(holder) = item.item.run_id.clone() {
+            // A sub-agent's item: its own run's tools check the arguments.
+            let plain = item.item.call_id.clone();
+            return Box::pin(self.validate_edit(&holder, &plain, arguments)).await;
+        }
         let state: RunState =
             self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
         let (_, toolkit) = self.agent_of(&state)?;
@@ -452,9 +486,21 @@ impl Runner {
     /// Cancels a run that has not ended.
     pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
         let (id, _) = self.store.cancel_run(run_id).await?;
-        self.active.stop(&id);
-        self.emit(RunEvent::RunCancelled { run_id: id.clone() });
+        let top = id.clone();
+        let below = self.read(move |store| Ok(store.runs_below(&top)?)).await?;
+        for run in below.iter().rev().chain(std::iter::once(&id)) {
+            self.active.stop(run);
+            self.emit(RunEvent::RunCancelled {
+                run_id: run.clone(),
+            });
+        }
         self.get(&id).await
+    }
+
+    /// The execution summary of `run_id` and every sub-agent run below it.
+    pub async fn tree(&self, run_id: &str) -> Result<crate::protocol::RunTree, RunError> {
+        let id = run_id.to_string();
+        self.read(move |store| Ok(store.run_tree(&id)?)).await
     }
 
     /// The run object for `run_id` (an id or a unique prefix).
@@ -573,5 +619,7 @@ pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
         usage: state.as_ref().map(|s| s.usage).unwrap_or_default(),
         created_at: row.created_at,
         updated_at: row.updated_at,
+        parent_run_id: row.parent_run_id.clone(),
+        parent_call_id: row.parent_call_id.clone(),
     }
 }

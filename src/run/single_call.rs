@@ -73,6 +73,7 @@ impl Runner {
             usage: Usage::default(),
             output: None,
             single_call: true,
+            tree: None,
         };
         let owner = crate::store::lease_owner_name();
         let text = super::state_json(&state)?;

@@ -40,6 +40,20 @@ pub struct RunState {
     /// outside, and it ends when that call has its result; no model is asked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub single_call: bool,
+    /// Where the run sits in a tree of sub-agent runs (absent: a top run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<TreePlace>,
+}
+
+/// A sub-agent run's place in its tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreePlace {
+    /// 1 for a top run's sub-agent, 2 below that, ...
+    pub depth: u32,
+    /// The deepest a run below the top may be along this path.
+    pub max_depth: u32,
+    /// The agents from the top run down to this one.
+    pub lineage: Vec<String>,
 }
 
 /// One call of the current turn.
@@ -63,6 +77,9 @@ pub enum Phase {
     Ready,
     /// Running (saved before it starts: found here after a crash, it is not run again).
     Executing,
+    /// Carried out by a sub-agent's child run (found by this run and call id), which
+    /// keeps its own state: continuing it again is safe.
+    Delegated,
     /// Finished: how, and what the model is told.
     Done { status: CallStatus, output: String },
 }

@@ -62,6 +62,7 @@ impl Runner {
         let mut turn = Vec::with_capacity(calls.len());
         for call in calls {
             let gate = Gate::decide(&live.toolkit, &call, &live.standing);
+            let gate = self.subagent_gate(live, &call, gate);
             let phase = match gate {
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
@@ -132,6 +133,8 @@ impl Runner {
             },
             tool: call.name.clone(),
             arguments: Value::Object(arguments),
+            run_id: None,
+            path: Vec::new(),
         }
     }
 

@@ -35,6 +35,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     let mut router = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(runs::create_run, runs::list_runs))
         .routes(routes!(runs::get_run))
+        .routes(routes!(runs::run_tree))
         .routes(routes!(runs::watch_run))
         .routes(routes!(timeline::timeline))
         .routes(routes!(feed::all_events))

@@ -87,23 +87,37 @@ pub(super) fn in_range(
     }
 }
 
+/// One conversation's summary, with its runs' trees of sub-agent runs.
+#[derive(Debug, Clone, serde::Serialize, ToSchema)]
+pub struct ConversationStats {
+    #[serde(flatten)]
+    pub summary: ConversationSummary,
+    /// Each top run of the conversation, oldest first, with the sub-agent runs below it:
+    /// per run its calls, success rate, tokens and time.
+    pub run_trees: Vec<crate::protocol::RunTree>,
+    /// The conversation's runs and every sub-agent run below them, together.
+    pub totals_with_subagents: crate::protocol::TreeTally,
+}
+
 /// One conversation's summary: calls by outcome, success rate, per-tool counts,
-/// duration percentiles.
+/// duration percentiles; and the tree of sub-agent runs under each of its runs, with
+/// totals that include them.
 #[utoipa::path(get, path = "/v1/conversations/{id}/stats", tag = "records",
     params(("id" = String, Path, description = "A conversation id")),
-    responses((status = 200, body = ConversationSummary), (status = 401, body = ErrorBody),
+    responses((status = 200, body = ConversationStats), (status = 401, body = ErrorBody),
         (status = 404, description = "Nothing recorded for this conversation", body = ErrorBody),
         (status = 500, body = ErrorBody)))]
 pub async fn conversation_stats(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> Result<Json<ConversationSummary>, ApiError> {
+) -> Result<Json<ConversationStats>, ApiError> {
     let conv = id.clone();
-    let (summary, runs) = state
+    let (summary, runs, run_trees) = state
         .runner
         .read(move |store| {
             let runs = store.runs(None, Some(&conv), 1)?.len();
-            Ok((store.conversation_summary(&conv)?, runs))
+            let trees = store.conversation_trees(&conv)?;
+            Ok((store.conversation_summary(&conv)?, runs, trees))
         })
         .await?;
     if summary.calls.total_calls == 0 && runs == 0 {
@@ -111,7 +125,15 @@ pub async fn conversation_stats(
             "there is no conversation '{id}' (no runs and no calls recorded)"
         )));
     }
-    Ok(Json(summary))
+    let mut totals_with_subagents = crate::protocol::TreeTally::default();
+    for t in &run_trees {
+        totals_with_subagents.add(&t.totals);
+    }
+    Ok(Json(ConversationStats {
+        summary,
+        run_trees,
+        totals_with_subagents,
+    }))
 }
 
 /// Every call recorded, summed up, with each tool's figures.

@@ -195,6 +195,20 @@ pub async fn get_run(
     Ok(Json(state.runner.get(&id).await?))
 }
 
+/// A run's execution summary with the sub-agent runs below it: per run its calls,
+/// success rate, tokens and time, per tool its tally, and totals including children.
+#[utoipa::path(get, path = "/v1/runs/{id}/tree", tag = "runs",
+    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    responses((status = 200, body = crate::protocol::RunTree), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, description = "The prefix names more than one run", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn run_tree(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<crate::protocol::RunTree>, ApiError> {
+    Ok(Json(state.runner.tree(&id).await?))
+}
+
 /// Watches a run: its current run object, then its events live until it pauses or
 /// ends, then the run object again. A run driven by another process is followed by
 /// reading it again (`event: run` each time it changes).
@@ -227,7 +241,8 @@ pub async fn watch_run(
                         if tx.send(sse::run_event(&e)).await.is_err() {
                             return;
                         }
-                        if e.is_last() {
+                        // A sub-agent's run ending is not this run's end.
+                        if e.is_last() && e.run_id() == id {
                             break;
                         }
                     }

@@ -5,7 +5,7 @@
 use rusqlite::params;
 
 use super::Store;
-use super::runs::{PendingRow, Refusal, RunsError, find_run, pending_rows};
+use super::runs::{PendingRow, Refusal, RunsError, find_run, pending_with_below};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RunStatus};
 
@@ -38,7 +38,11 @@ impl Store {
                     run.status.as_str()
                 )));
             }
-            let pending = pending_rows(tx, &run.id)?;
+            // Its own items and, for a run paused on its sub-agents, theirs: an item is
+            // named by its call id, or `RUN/CALL` when a call id is not unique.
+            let pending = pending_with_below(tx, &run)?;
+            let holder = |p: &PendingRow| p.item.run_id.clone().unwrap_or_else(|| run.id.clone());
+            let qualified = |p: &PendingRow| format!("{}/{}", holder(p), p.item.call_id);
             let waiting: Vec<&PendingRow> =
                 pending.iter().filter(|p| p.state == "waiting").collect();
             let wants = match decision {
@@ -47,9 +51,22 @@ impl Store {
             };
             let mut chosen: Vec<&PendingRow> = match &call_id {
                 Some(c) => {
-                    let Some(p) = pending.iter().find(|p| &p.item.call_id == c) else {
-                        let ids: Vec<&str> =
-                            waiting.iter().map(|p| p.item.call_id.as_str()).collect();
+                    let named: Vec<&PendingRow> = pending
+                        .iter()
+                        .filter(|p| &p.item.call_id == c || &qualified(p) == c)
+                        .collect();
+                    if named.len() > 1 {
+                        let forms: Vec<String> = named.iter().map(|p| qualified(p)).collect();
+                        return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
+                            "call id '{c}' is waiting in more than one run of this tree; name one: {}",
+                            forms.join(", ")
+                        )));
+                    }
+                    let Some(p) = named.first().copied() else {
+                        let ids: Vec<String> = waiting
+                            .iter()
+                            .map(|p| if p.item.run_id.is_some() { qualified(p) } else { p.item.call_id.clone() })
+                            .collect();
                         return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                             "run {} has no pending call '{c}'; waiting: {}",
                             run.id,
@@ -85,19 +102,26 @@ impl Store {
                 )));
             }
             if decision == Decision::ApproveAlways {
-                let tools: Vec<String> = chosen.iter().map(|p| p.item.tool.clone()).collect();
+                let tools: Vec<(String, String)> =
+                    chosen.iter().map(|p| (holder(p), p.item.tool.clone())).collect();
                 for p in &waiting {
                     if p.item.kind == ItemKind::Approval
-                        && tools.contains(&p.item.tool)
-                        && !chosen.iter().any(|c| c.item.call_id == p.item.call_id)
+                        && tools.contains(&(holder(p), p.item.tool.clone()))
+                        && !chosen.iter().any(|c| qualified(c) == qualified(p))
                     {
                         chosen.push(p);
                     }
                 }
-                for tool in tools {
+                for (holder_id, tool) in tools {
+                    // Standing in the conversation of the run that asked.
+                    let conversation: String = tx.query_row(
+                        "SELECT conversation_id FROM runs WHERE id = ?1",
+                        [&holder_id],
+                        |r| r.get(0),
+                    )?;
                     tx.execute(
                         "INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)",
-                        params![run.conversation_id, tool, now_ms()],
+                        params![conversation, tool, now_ms()],
                     )?;
                 }
             }
@@ -108,8 +132,9 @@ impl Store {
             for p in &chosen {
                 tx.execute(
                     "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
-                    params![run.id, p.item.call_id, text, now],
+                    params![holder(p), p.item.call_id, text, now],
                 )?;
+                tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![holder(p), now])?;
                 calls.push(p.item.call_id.clone());
             }
             tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![run.id, now])?;

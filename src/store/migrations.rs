@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_messages.sql"),
     include_str!("migrations/0003_responses.sql"),
     include_str!("migrations/0004_secrets.sql"),
+    include_str!("migrations/0005_subagents.sql"),
 ];
 
 /// The schema version this build writes.

@@ -12,6 +12,7 @@ mod runs;
 mod secrets;
 mod summary;
 mod timeline;
+mod tree;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ pub use runs::{
 pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use timeline::{PauseRow, TimelineRows};
+pub use tree::{NewRun, RunLink};
 
 use migrations::Found;
 

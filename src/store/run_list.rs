@@ -1,7 +1,7 @@
 //! Runs listed with what they wait for: each paused run's pending items, read together
 //! with its row, so a run object in a list is the one `show` gives for that run.
 
-use super::runs::{find_run, pending_rows};
+use super::runs::{find_run, pending_with_below};
 use super::{PendingRow, RunRow, RunsError, Store};
 use crate::protocol::RunStatus;
 
@@ -29,7 +29,7 @@ impl Store {
                     continue;
                 }
                 let row = find_run(&snapshot, &row.id)?;
-                let pending = pending_rows(&snapshot, &row.id)?;
+                let pending = pending_with_below(&snapshot, &row)?;
                 listed.push((row, pending));
             }
             snapshot.finish()?;

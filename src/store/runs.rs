@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::record::{self, CallRecord, INSERT};
+use super::tree::NewRun;
 use super::{Store, StoreError, describe, writer};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
@@ -46,6 +47,8 @@ pub enum Refusal {
     ConversationBusy,
     /// A run id prefix names more than one run.
     AmbiguousId,
+    /// The parent's call already has its sub-agent run.
+    ChildExists,
 }
 
 impl Refusal {
@@ -58,6 +61,7 @@ impl Refusal {
             Refusal::DecisionConflict => "decision_conflict",
             Refusal::ConversationBusy => "conversation_busy",
             Refusal::AmbiguousId => "ambiguous_id",
+            Refusal::ChildExists => "child_exists",
         }
     }
 }
@@ -77,6 +81,10 @@ pub struct RunRow {
     pub lease_until: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// For a sub-agent's run: the run and call that started it, and its depth (0 top).
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
+    pub depth: u32,
 }
 
 /// One item of a paused turn, as stored.
@@ -109,9 +117,9 @@ pub struct RunSave {
     pub first_seq: usize,
 }
 
-const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at";
+pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth";
 
-fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
+pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let status: String = row.get(3)?;
     Ok(RunRow {
         id: row.get(0)?,
@@ -125,10 +133,13 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         lease_until: row.get(8)?,
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
+        parent_run_id: row.get(11)?,
+        parent_call_id: row.get(12)?,
+        depth: row.get(13)?,
     })
 }
 
-fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
+pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
     let kind: String = row.get(1)?;
     let arguments: String = row.get(3)?;
     let decision: Option<String> = row.get(4)?;
@@ -138,6 +149,8 @@ fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
             tool: row.get(2)?,
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
+            run_id: None,
+            path: Vec::new(),
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
         state: row.get(5)?,
@@ -182,6 +195,18 @@ pub(super) fn pending_rows(conn: &Connection, run_id: &str) -> Result<Vec<Pendin
         .query_map([run_id], pending_from_row)?
         .collect::<rusqlite::Result<_>>()?;
     Ok(rows)
+}
+
+/// A run's own pending items, then (while it is paused) those waiting below it.
+pub(super) fn pending_with_below(
+    conn: &Connection,
+    run: &RunRow,
+) -> Result<Vec<PendingRow>, RunsError> {
+    let mut pending = pending_rows(conn, &run.id)?;
+    if run.status == RunStatus::RequiresAction {
+        pending.extend(super::tree::waiting_below(conn, &run.id)?);
+    }
+    Ok(pending)
 }
 
 /// Whether the process named in a lease may still be running. A lease names
@@ -290,13 +315,25 @@ impl Store {
         messages: Vec<String>,
         first_seq: usize,
     ) -> Result<(), RunsError> {
-        let (id, conversation_id, agent, owner) = (
-            id.to_string(),
-            conversation_id.to_string(),
-            agent.to_string(),
-            owner.to_string(),
-        );
+        let new = NewRun {
+            id: id.to_string(),
+            conversation_id: conversation_id.to_string(),
+            agent: agent.to_string(),
+            state,
+            owner: owner.to_string(),
+            lease_ms,
+            messages,
+            first_seq,
+            link: None,
+        };
+        self.create_linked_run(new).await
+    }
+
+    /// [`Store::create_run`], for a run that may be a sub-agent's (`link`). A child is
+    /// refused when its parent's call already has one ([`Refusal::ChildExists`]).
+    pub async fn create_linked_run(&self, new: NewRun) -> Result<(), RunsError> {
         self.transact(move |tx| {
+            let NewRun { id, conversation_id, agent, state, owner, lease_ms, messages, first_seq, link } = new;
             if let Some(other) = tx
                 .query_row(
                     "SELECT id, status FROM runs WHERE conversation_id = ?1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
@@ -310,10 +347,27 @@ impl Store {
                     other.0, other.1
                 )));
             }
+            let (parent, call, depth) = match &link {
+                Some(l) => (Some(l.parent_run_id.clone()), Some(l.parent_call_id.clone()), l.depth),
+                None => (None, None, 0),
+            };
+            if let (Some(p), Some(c)) = (&parent, &call)
+                && let Some(existing) = tx
+                    .query_row(
+                        "SELECT id FROM runs WHERE parent_run_id = ?1 AND parent_call_id = ?2",
+                        params![p, c],
+                        |r| r.get::<_, String>(0),
+                    )
+                    .optional()?
+            {
+                return Err(RunsError::Refused(Refusal::ChildExists, format!(
+                    "call {c} of run {p} already has its sub-agent run {existing}"
+                )));
+            }
             let now = now_ms();
             tx.execute(
-                "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7)",
-                params![id, conversation_id, agent, state, owner, now + lease_ms, now],
+                "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7, ?8, ?9, ?10)",
+                params![id, conversation_id, agent, state, owner, now + lease_ms, now, parent, call, depth],
             )?;
             append_messages(tx, &id, first_seq, &messages)?;
             Ok(())
@@ -499,16 +553,26 @@ impl Store {
                 "UPDATE runs SET status = 'cancelled', last_error = 'cancelled by the user', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1",
                 params![run.id, now_ms()],
             )?;
+            // Every sub-agent run below it that has not ended stops with it.
+            for below in super::tree::ids_below(tx, &run.id)? {
+                tx.execute(
+                    "UPDATE runs SET status = 'cancelled', last_error = 'cancelled with the run above it', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1 AND status IN ('in_progress', 'requires_action', 'failed')",
+                    params![below, now_ms()],
+                )?;
+            }
             Ok((run.id, run.status))
         })
         .await
     }
 
-    /// One run, by id or unique id prefix, with its pending items.
+    /// One run, by id or unique id prefix, with its pending items; a paused run's
+    /// items include those waiting in its sub-agents' runs below it.
     pub fn run(&self, id: &str) -> Result<(RunRow, Vec<PendingRow>), RunsError> {
         self.read_runs(|conn| {
-            let run = find_run(conn, id)?;
-            let pending = pending_rows(conn, &run.id)?;
+            let snapshot = conn.unchecked_transaction()?;
+            let run = find_run(&snapshot, id)?;
+            let pending = pending_with_below(&snapshot, &run)?;
+            snapshot.finish()?;
             Ok((run, pending))
         })
     }
@@ -551,7 +615,7 @@ impl Store {
 
 /// Appends messages to the conversation of run `run_id`, the first at `first_seq`. A
 /// position already taken means two runs wrote the same conversation: refused.
-fn append_messages(
+pub(super) fn append_messages(
     tx: &Transaction<'_>,
     run_id: &str,
     first_seq: usize,

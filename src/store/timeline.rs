@@ -56,6 +56,8 @@ impl Store {
                             tool: r.get(2)?,
                             arguments: serde_json::from_str(&arguments)
                                 .unwrap_or(serde_json::Value::Null),
+                            run_id: None,
+                            path: Vec::new(),
                         },
                         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
                         state: r.get(5)?,

@@ -284,6 +284,19 @@ impl ToolLibrary {
         Ok(())
     }
 
+    /// This library plus `tools` (a tool of the same name is replaced), for one agent's
+    /// own additions such as its sub-agents.
+    pub fn extended(&self, tools: Vec<Arc<dyn Tool>>) -> Result<ToolLibrary, String> {
+        let mut lib = ToolLibrary {
+            tools: self.tools.clone(),
+            errors: self.errors.clone(),
+        };
+        for tool in tools {
+            lib.add(tool)?;
+        }
+        Ok(lib)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.tools.get(name)
     }

@@ -309,12 +309,16 @@ mod tests {
                 kind: ItemKind::Approval,
                 tool: "write_file".into(),
                 arguments: json!({"path": "a"}),
+                run_id: None,
+                path: Vec::new(),
             },
             RequiredItem {
                 call_id: "call_ask".into(),
                 kind: ItemKind::SubmitToolOutput,
                 tool: "ask_user".into(),
                 arguments: json!({"question": "?"}),
+                run_id: None,
+                path: Vec::new(),
             },
         ]
     }

@@ -61,6 +61,8 @@ fn item(call: &str, tool: &str, kind: ItemKind) -> RequiredItem {
         kind,
         tool: tool.into(),
         arguments: json!({"a": 1}),
+        run_id: None,
+        path: Vec::new(),
     }
 }
 
@@ -454,6 +456,8 @@ fn run_object(status: RunStatus, usage: Usage) -> RunObject {
         usage,
         created_at: 0,
         updated_at: 0,
+        parent_run_id: None,
+        parent_call_id: None,
     }
 }
 

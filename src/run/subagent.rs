@@ -1,0 +1,425 @@
+//! Sub-agent calls: each is a child run (its own conversation, toolkit, permissions,
+//! model and limits) linked to the parent's call. The loop hands its `Delegated` calls
+//! here; their children run concurrently, within the parent's limits (category
+//! `subagent`). A finished child's answer is the call's result (its failure or
+//! `incomplete` an error result); a paused child leaves the call delegated and its
+//! items surface in the parent's pause, with the path of run ids to each. Starting a
+//! child is safe to repeat: the store keeps one child per (parent run, call), and a
+//! child continues from its own saved state, so nothing approved below runs twice.
+
+use serde_json::Value;
+
+use super::state::{Phase, TreePlace, TurnCall};
+use super::{Live, RunError, Runner, StartRun};
+use crate::engine::{Admission, Cancel, Engine, now_ms};
+use crate::parse::ToolCall;
+use crate::permission::Gate;
+use crate::protocol::{
+    CallStatus, CallerKind, Event, RequiredItem, RunEvent, RunObject, RunStatus,
+};
+use crate::store::{CallRecord, Refusal, RunLink};
+use crate::subagents::{CATEGORY, Subagent};
+use crate::tool::Permission;
+
+/// What a parent needs to start or continue one child.
+struct ChildJob {
+    index: usize,
+    call: ToolCall,
+    target: Result<Subagent, String>,
+    parent_run_id: String,
+    parent_conversation: String,
+    parent_model: String,
+    place: TreePlace,
+    tools_dir: Option<std::path::PathBuf>,
+    workspace: std::path::PathBuf,
+}
+
+/// How a child stands after this drive.
+enum ChildEnd {
+    /// Finished: the call's result and record.
+    Done {
+        status: CallStatus,
+        output: String,
+        error_kind: Option<&'static str>,
+        started_at: i64,
+        duration_ms: f64,
+    },
+    /// Paused: its items, seen from the parent.
+    Waiting(Vec<RequiredItem>),
+    /// The parent was interrupted while the child ran; the call stays delegated.
+    Interrupted,
+}
+
+impl Runner {
+    /// Whether a resolved call goes to a sub-agent (it must also have valid arguments:
+    /// an invalid one goes back to the model as the engine's validation error).
+    pub(super) fn is_subagent_call(&self, live: &Live, c: &TurnCall) -> bool {
+        live.agent
+            .subagents
+            .target(&c.call.name, &c.call.arguments)
+            .is_some()
+            && live
+                .toolkit
+                .resolve(&c.call.name)
+                .is_ok_and(|t| t.check(c.call.arguments.clone()).is_ok())
+    }
+
+    /// The gate of a routed sub-agent call: the permission of the sub-agent it names.
+    pub(super) fn subagent_gate(&self, live: &Live, call: &ToolCall, gate: Gate) -> Gate {
+        if gate != Gate::Run || !live.agent.subagents.routed {
+            return gate;
+        }
+        match live.agent.subagents.target(&call.name, &call.arguments) {
+            Some(Ok(s)) => match s.permission {
+                Permission::Never => Gate::Refuse,
+                Permission::Confirm if !live.standing.contains(&call.name) => Gate::Approval,
+                _ => gate,
+            },
+            _ => gate,
+        }
+    }
+
+    /// Starts or continues the child of every delegated call, concurrently; records the
+    /// finished ones (saved before the model sees them). Returns the children's items.
+    pub(super) async fn settle_children(
+        &self,
+        live: &mut Live,
+        turn: &mut [TurnCall],
+        engine: &Engine,
+        cancel: &Cancel,
+    ) -> Result<Vec<RequiredItem>, RunError> {
+        let jobs: Vec<ChildJob> = (0..turn.len())
+            .filter(|&i| turn[i].phase == Phase::Delegated)
+            .map(|i| self.child_job(live, i, &turn[i].call))
+            .collect();
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ends = futures_util::future::join_all(jobs.into_iter().map(|job| {
+            let (engine, cancel) = (engine.clone(), cancel.clone());
+            async move {
+                let index = job.index;
+                (index, self.child(job, &engine, &cancel).await)
+            }
+        }))
+        .await;
+        let mut waiting = Vec::new();
+        let mut finished = false;
+        for (i, end) in ends {
+            let c = &mut turn[i];
+            match end? {
+                ChildEnd::Waiting(items) => waiting.extend(items),
+                ChildEnd::Interrupted => {}
+                ChildEnd::Done {
+                    status,
+                    output,
+                    error_kind,
+                    started_at,
+                    duration_ms,
+                } => {
+                    finished = true;
+                    let mut record = CallRecord {
+                        call_id: c.call.id.clone(),
+                        run_id: Some(live.run_id.clone()),
+                        conversation_id: live.conversation_id.clone(),
+                        agent: Some(live.agent.name.clone()),
+                        caller: CallerKind::Agent,
+                        tool: c.call.name.clone(),
+                        arguments: Value::Object(c.call.arguments.clone()),
+                        result: None,
+                        result_size: 0,
+                        status,
+                        error_kind: error_kind.map(str::to_string),
+                        error_message: error_kind.map(|_| output.clone()),
+                        started_at,
+                        duration_ms,
+                    };
+                    if error_kind.is_none() {
+                        record.set_result(&output);
+                    }
+                    live.records.push(record);
+                    self.emit(RunEvent::Tool {
+                        run_id: live.run_id.clone(),
+                        event: Event::ToolFinished {
+                            call_id: c.call.id.clone(),
+                            tool: c.call.name.clone(),
+                            status,
+                            duration_ms,
+                            error_kind: error_kind.map(str::to_string),
+                        },
+                    });
+                    if c.gate != Gate::Run {
+                        live.pending_updates.push((c.call.id.clone(), "done"));
+                    }
+                    c.phase = Phase::Done { status, output };
+                }
+            }
+        }
+        if finished {
+            live.state.turn = Some(turn.to_vec());
+            self.save(live, super::agent_loop::step_save()).await?;
+            live.state.turn = None;
+        }
+        Ok(waiting)
+    }
+
+    fn child_job(&self, live: &Live, index: usize, call: &ToolCall) -> ChildJob {
+        let (depth, max_depth, mut lineage) = match &live.state.tree {
+            Some(p) => (p.depth, p.max_depth, p.lineage.clone()),
+            None => (0, live.agent.max_depth, vec![live.agent.name.clone()]),
+        };
+        let target = match live.agent.subagents.target(&call.name, &call.arguments) {
+            Some(Ok(s)) => Ok(s.clone()),
+            Some(Err(e)) => Err(e),
+            None => Err(format!("'{}' is not a sub-agent of this agent", call.name)),
+        };
+        if let Ok(s) = &target {
+            lineage.push(s.name.clone());
+        }
+        let max_depth = match target.as_ref().ok().and_then(|s| s.max_depth) {
+            Some(m) => max_depth.min(depth + m),
+            None => max_depth,
+        };
+        ChildJob {
+            index,
+            call: call.clone(),
+            target,
+            parent_run_id: live.run_id.clone(),
+            parent_conversation: live.conversation_id.clone(),
+            parent_model: live.state.model.clone(),
+            place: TreePlace {
+                depth: depth + 1,
+                max_depth,
+                lineage,
+            },
+            tools_dir: live.state.tools_dir.clone(),
+            workspace: live.state.workspace.clone(),
+        }
+    }
+
+    /// Starts, continues or reads one child, then says where it stands.
+    async fn child(
+        &self,
+        job: ChildJob,
+        engine: &Engine,
+        cancel: &Cancel,
+    ) -> Result<ChildEnd, RunError> {
+        let refused = |kind: &'static str, output: String| ChildEnd::Done {
+            status: CallStatus::Failed,
+            output,
+            error_kind: Some(kind),
+            started_at: now_ms(),
+            duration_ms: 0.0,
+        };
+        let target = match job.target.clone() {
+            Ok(t) => t,
+            Err(e) => return Ok(refused("subagent_unknown", e)),
+        };
+        let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
+        let existing = self
+            .read(move |store| Ok(store.child_run(&parent, &call_id)?))
+            .await?;
+        // A child of its own: the parent's interrupt (or lost lease) stops it too.
+        let runner = Runner {
+            interrupt: cancel.clone(),
+            ..self.clone()
+        };
+        let object = match existing {
+            Some(row) if row.status.is_final() => runner.get(&row.id).await?,
+            Some(row) if row.status == RunStatus::RequiresAction => {
+                let object = runner.get(&row.id).await?;
+                let waiting = object
+                    .required_action
+                    .as_ref()
+                    .is_some_and(|r| !r.items.is_empty());
+                if waiting {
+                    object
+                } else {
+                    let _slot = self.subagent_slot(engine, cancel).await;
+                    self.announce(&job, &target);
+                    continue_child(&runner, &row.id).await?
+                }
+            }
+            Some(row) => {
+                let _slot = self.subagent_slot(engine, cancel).await;
+                self.announce(&job, &target);
+                continue_child(&runner, &row.id).await?
+            }
+            None => {
+                if job.place.depth > job.place.max_depth {
+                    let cycle = job.place.lineage[..job.place.lineage.len() - 1]
+                        .iter()
+                        .any(|a| a == &target.name);
+                    return Ok(refused(
+                        "max_depth",
+                        format!(
+                            "The sub-agent '{}' was not started: it would run {} levels below the top run, past max_depth {} ({}){}. Do the task without it.",
+                            target.name,
+                            job.place.depth,
+                            job.place.max_depth,
+                            job.place.lineage.join(" -> "),
+                            if cycle {
+                                "; the agents call each other in a cycle"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ));
+                }
+                let agent = match self.loaded.agent(&target.file) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        return Ok(refused(
+                            "subagent_unavailable",
+                            format!("The sub-agent '{}' could not start: {e}", target.name),
+                        ));
+                    }
+                };
+                let task = job
+                    .call
+                    .arguments
+                    .get("task")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let mut place = job.place.clone();
+                place.max_depth = place.max_depth.min(place.depth + agent.max_depth);
+                // The child's own model; else the parent's, unless that is a file of
+                // replies written for the parent.
+                let model = match &agent.model {
+                    Some(_) => None,
+                    None if job.parent_model.starts_with("scripted:") => None,
+                    None => Some(job.parent_model.clone()),
+                };
+                let start = StartRun {
+                    workspace: agent.workspace.clone().or(Some(job.workspace.clone())),
+                    agent,
+                    model,
+                    conversation: None,
+                    message: task,
+                    tools_dir: job.tools_dir.clone(),
+                };
+                let link = RunLink {
+                    parent_run_id: job.parent_run_id.clone(),
+                    parent_call_id: job.call.id.clone(),
+                    depth: place.depth,
+                };
+                let _slot = self.subagent_slot(engine, cancel).await;
+                self.announce(&job, &target);
+                match runner.start_in_tree(start, Some((link, place))).await {
+                    Ok(object) => object,
+                    Err(RunError::Refused {
+                        kind: Refusal::ChildExists,
+                        ..
+                    }) => {
+                        // Another process started it a moment ago: go on with that one.
+                        let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
+                        let row = self
+                            .read(move |store| Ok(store.child_run(&parent, &call_id)?))
+                            .await?
+                            .ok_or_else(|| RunError::Corrupt("a sub-agent run vanished".into()))?;
+                        continue_child(&runner, &row.id).await?
+                    }
+                    Err(e @ (RunError::Store(_) | RunError::Corrupt(_) | RunError::Secret(_))) => {
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        return Ok(refused(
+                            "subagent_unavailable",
+                            format!("The sub-agent '{}' could not start: {e}", target.name),
+                        ));
+                    }
+                }
+            }
+        };
+        Ok(end_of(&job, &target, object, cancel))
+    }
+
+    /// A slot among the parent's running calls (category `subagent`); none when the
+    /// parent is stopping.
+    async fn subagent_slot(
+        &self,
+        engine: &Engine,
+        cancel: &Cancel,
+    ) -> Option<crate::engine::limits::Permit> {
+        tokio::select! {
+            p = engine.limiter().acquire(Some(CATEGORY), 0, Admission::Approved) => p.ok(),
+            _ = cancel.cancelled() => None,
+        }
+    }
+
+    fn announce(&self, job: &ChildJob, target: &Subagent) {
+        tracing::info!(call_id = %job.call.id, subagent = %target.name, "sub-agent run driven");
+        self.emit(RunEvent::Tool {
+            run_id: job.parent_run_id.clone(),
+            event: Event::ToolStarted {
+                call_id: job.call.id.clone(),
+                tool: job.call.name.clone(),
+                conversation_id: job.parent_conversation.clone(),
+            },
+        });
+    }
+}
+
+/// Continues a child run; a lease held elsewhere is the caller's error.
+async fn continue_child(runner: &Runner, id: &str) -> Result<RunObject, RunError> {
+    Box::pin(runner.resume_here(id)).await
+}
+
+/// What the parent makes of a child's run object.
+fn end_of(job: &ChildJob, target: &Subagent, child: RunObject, cancel: &Cancel) -> ChildEnd {
+    let started_at = child.created_at;
+    let duration_ms = (child.updated_at - child.created_at).max(0) as f64;
+    let done = |status, output: String, error_kind| ChildEnd::Done {
+        status,
+        output,
+        error_kind,
+        started_at,
+        duration_ms,
+    };
+    let who = format!("The sub-agent '{}' (run {})", target.name, child.id);
+    let why = child.last_error.clone().unwrap_or_default();
+    match child.status {
+        RunStatus::Completed => done(
+            CallStatus::Succeeded,
+            child.output.unwrap_or_default(),
+            None,
+        ),
+        RunStatus::Incomplete => done(
+            CallStatus::Failed,
+            format!("{who} stopped without a final answer: {why}"),
+            Some("subagent_incomplete"),
+        ),
+        RunStatus::Cancelled => done(
+            CallStatus::Cancelled,
+            format!("{who} was cancelled."),
+            Some("cancelled"),
+        ),
+        RunStatus::RequiresAction => {
+            let items = child
+                .required_action
+                .map(|r| r.items)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|mut item| {
+                    let mut path = vec![job.parent_run_id.clone()];
+                    if item.path.is_empty() {
+                        path.push(child.id.clone());
+                    } else {
+                        path.extend(item.path);
+                    }
+                    item.run_id = Some(item.run_id.unwrap_or_else(|| child.id.clone()));
+                    item.path = path;
+                    item
+                })
+                .collect();
+            ChildEnd::Waiting(items)
+        }
+        RunStatus::Failed | RunStatus::InProgress if cancel.is_cancelled() => ChildEnd::Interrupted,
+        RunStatus::Failed | RunStatus::InProgress => done(
+            CallStatus::Failed,
+            format!("{who} failed: {why}"),
+            Some("subagent_failed"),
+        ),
+    }
+}

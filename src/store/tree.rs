@@ -1,0 +1,224 @@
+//! Trees of runs: a sub-agent's run linked to its parent's call, the items waiting
+//! anywhere below a paused run (with the path of run ids to each), a cancel that
+//! reaches every run below, and the tree's execution summary (calls, outcomes, tokens
+//! and time per run and per tool, with totals that include the children).
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use super::Store;
+use super::runs::{
+    PendingRow, RUN_COLUMNS, RunRow, RunsError, find_run, pending_from_row, run_from_row,
+};
+use crate::protocol::{RunTree, ToolTally, TreeTally, Usage};
+
+/// What links a sub-agent's run to its parent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLink {
+    pub parent_run_id: String,
+    pub parent_call_id: String,
+    /// The parent's depth plus one.
+    pub depth: u32,
+}
+
+/// A run to create (see [`Store::create_linked_run`]).
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: String,
+    pub conversation_id: String,
+    pub agent: String,
+    pub state: String,
+    pub owner: String,
+    pub lease_ms: i64,
+    /// Messages it adds to its conversation (JSON), the first at `first_seq`.
+    pub messages: Vec<String>,
+    pub first_seq: usize,
+    pub link: Option<RunLink>,
+}
+
+/// The runs below `run_id`, each with the path of run ids from `run_id`'s child down
+/// to it, parents before children.
+const BELOW: &str = "WITH RECURSIVE below(id, path) AS (
+    SELECT id, id FROM runs WHERE parent_run_id = ?1
+    UNION ALL
+    SELECT r.id, below.path || ' ' || r.id FROM runs r JOIN below ON r.parent_run_id = below.id
+)";
+
+/// The items waiting in paused runs below `run_id`, each with the run holding it and
+/// the path to that run from `run_id` (included).
+pub(super) fn waiting_below(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
+    let sql = format!(
+        "{BELOW} SELECT p.call_id, p.kind, p.tool, p.arguments, p.decision, p.state, below.id, below.path
+         FROM below JOIN runs r ON r.id = below.id JOIN pending p ON p.run_id = below.id
+         WHERE r.status = 'requires_action' AND p.state = 'waiting'
+         ORDER BY r.depth, r.created_at, p.rowid"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map([run_id], |row| {
+            let mut p = pending_from_row(row)?;
+            let holder: String = row.get(6)?;
+            let path: String = row.get(7)?;
+            p.item.run_id = Some(holder);
+            p.item.path = std::iter::once(run_id.to_string())
+                .chain(path.split(' ').map(str::to_string))
+                .collect();
+            Ok(p)
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The ids of every run below `run_id`.
+pub(super) fn ids_below(conn: &Connection, run_id: &str) -> Result<Vec<String>, RunsError> {
+    let mut stmt = conn.prepare_cached(&format!("{BELOW} SELECT id FROM below"))?;
+    let rows = stmt
+        .query_map([run_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The top of the tree `run` is in.
+pub(super) fn root_of(conn: &Connection, mut run: RunRow) -> Result<RunRow, RunsError> {
+    // Bounded: a tree is never deeper than its runs.
+    for _ in 0..=run.depth {
+        let Some(parent) = run.parent_run_id.clone() else {
+            return Ok(run);
+        };
+        run = find_run(conn, &parent)?;
+    }
+    Ok(run)
+}
+
+impl Store {
+    /// The sub-agent run started by `call_id` of `parent_run_id`, if there is one.
+    pub fn child_run(
+        &self,
+        parent_run_id: &str,
+        call_id: &str,
+    ) -> Result<Option<RunRow>, RunsError> {
+        self.read_runs(|conn| {
+            let sql = format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1 AND parent_call_id = ?2"
+            );
+            Ok(conn
+                .query_row(&sql, params![parent_run_id, call_id], run_from_row)
+                .optional()?)
+        })
+    }
+
+    /// The top run of the tree `run_id` is in (the run itself when it is a top run).
+    pub fn root_run(&self, run_id: &str) -> Result<RunRow, RunsError> {
+        self.read_runs(|conn| {
+            let run = find_run(conn, run_id)?;
+            root_of(conn, run)
+        })
+    }
+
+    /// The ids of every run below `run_id` (its sub-agents' runs, theirs, ...).
+    pub fn runs_below(&self, run_id: &str) -> Result<Vec<String>, RunsError> {
+        self.read_runs(|conn| ids_below(conn, run_id))
+    }
+
+    /// The execution summary of `run_id` and every run below it.
+    pub fn run_tree(&self, run_id: &str) -> Result<RunTree, RunsError> {
+        self.read_runs(|conn| {
+            let snapshot = conn.unchecked_transaction()?;
+            let top = find_run(&snapshot, run_id)?;
+            let mut rows = vec![top.clone()];
+            let below = ids_below(&snapshot, &top.id)?;
+            for id in &below {
+                rows.push(find_run(&snapshot, id)?);
+            }
+            let mut nodes: HashMap<String, RunTree> = HashMap::new();
+            for row in &rows {
+                nodes.insert(row.id.clone(), node(&snapshot, row)?);
+            }
+            snapshot.finish()?;
+            // Children join their parents deepest first, in the order they started.
+            let mut order: Vec<&RunRow> = rows.iter().skip(1).collect();
+            order.sort_by_key(|r| (std::cmp::Reverse(r.depth), r.created_at));
+            for row in order {
+                let Some(child) = nodes.remove(&row.id) else {
+                    continue;
+                };
+                if let Some(parent) = row.parent_run_id.as_ref().and_then(|p| nodes.get_mut(p)) {
+                    parent.totals.add(&child.totals);
+                    parent.children.push(child);
+                }
+            }
+            nodes
+                .remove(&top.id)
+                .ok_or_else(|| RunsError::NotFound(run_id.to_string()))
+        })
+    }
+
+    /// The trees of the top runs of a conversation, oldest first.
+    pub fn conversation_trees(&self, conversation: &str) -> Result<Vec<RunTree>, RunsError> {
+        let ids: Vec<String> = self.read_runs(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM runs WHERE conversation_id = ?1 AND parent_run_id IS NULL ORDER BY created_at, rowid",
+            )?;
+            let rows = stmt.query_map([conversation], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })?;
+        ids.iter().map(|id| self.run_tree(id)).collect()
+    }
+}
+
+/// One run's own summary, without its children.
+fn node(conn: &Connection, row: &RunRow) -> Result<RunTree, RunsError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT tool, status, count(*), coalesce(sum(duration_ms), 0) FROM tool_calls WHERE run_id = ?1 GROUP BY tool, status",
+    )?;
+    let mut summary = TreeTally::default();
+    let mut tools: std::collections::BTreeMap<String, ToolTally> = Default::default();
+    let rows = stmt.query_map([&row.id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, f64>(3)?,
+        ))
+    })?;
+    for r in rows {
+        let (tool, status, n, ms) = r?;
+        let n = n as u64;
+        let t = tools.entry(tool).or_default();
+        t.calls += n;
+        t.total_ms += ms;
+        summary.calls += n;
+        summary.call_ms += ms;
+        match status.as_str() {
+            "succeeded" | "client" => {
+                t.succeeded += n;
+                summary.succeeded += n;
+            }
+            "denied" => summary.denied += n,
+            _ => {
+                t.failed += n;
+                summary.failed += n;
+            }
+        }
+    }
+    summary.usage = serde_json::from_str::<Value>(&row.state)
+        .ok()
+        .and_then(|s| s.get("usage").cloned())
+        .and_then(|u| serde_json::from_value::<Usage>(u).ok())
+        .unwrap_or_default();
+    summary.run_ms = (row.updated_at - row.created_at).max(0);
+    summary.rate();
+    Ok(RunTree {
+        run_id: row.id.clone(),
+        agent: row.agent.clone(),
+        status: row.status,
+        parent_call_id: row.parent_call_id.clone(),
+        depth: row.depth,
+        summary,
+        tools,
+        totals: summary,
+        children: Vec::new(),
+    })
+}
