@@ -84,6 +84,7 @@ fn entry_kind(entry: &Entry) -> String {
         Entry::Client => "client".into(),
         Entry::Command { command, .. } => format!("command:{command}"),
         Entry::Http { method, .. } => format!("http:{method}"),
+        Entry::Mcp { server, .. } => format!("mcp:{server}"),
     }
 }
 
@@ -92,6 +93,7 @@ fn source(tool: &LoadedTool) -> String {
         Source::Builtin => "built-in".into(),
         Source::File(p) => p.display().to_string(),
         Source::Program => "program".into(),
+        Source::Mcp { file, .. } => file.display().to_string(),
     }
 }
 

@@ -10,6 +10,7 @@
 //! reports every error at once, worded for a model.
 
 mod check;
+mod full;
 
 use check::fmt_num;
 
@@ -46,6 +47,8 @@ pub struct Schema {
     max_properties: Option<usize>,
     default: Option<Value>,
     secret: bool,
+    /// The full validator, for a schema the fast path cannot check (see `full.rs`).
+    full: Option<full::Full>,
 }
 
 #[derive(Debug, Clone)]
@@ -276,6 +279,7 @@ impl Schema {
             max_properties: count("maxProperties")?,
             default: obj.get("default").cloned(),
             secret: flag("secret")?,
+            full: None,
         };
         schema.check_bounds(at)?;
         schema.check_default(at)?;
