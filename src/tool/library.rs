@@ -263,16 +263,18 @@ impl ToolLibrary {
         self.errors.extend(found.errors);
         for (tool, schema, decl) in found.tools {
             let spec = tool.spec().clone();
-            if let Some(Source::File(first)) = self.tools.get(&spec.name).map(|t| &t.source) {
+            let first = match self.tools.get(&spec.name).map(|t| &t.source) {
+                Some(Source::File(p) | Source::Mcp { file: p, .. }) => Some(p.display()),
+                _ => None,
+            };
+            if let Some(first) = first {
                 self.errors.push(LoadError {
+                    message: format!(
+                        "MCP server '{}': a tool named '{}' is already defined in {first}",
+                        decl.name, spec.name
+                    ),
                     path: decl.path.clone(),
                     line: None,
-                    message: format!(
-                        "MCP server '{}': a tool named '{}' is already defined in {}",
-                        decl.name,
-                        spec.name,
-                        first.display()
-                    ),
                 });
                 continue;
             }

@@ -98,11 +98,13 @@ impl Schema {
             };
             out.insert(key, value);
         }
-        for (name, s) in &self.properties {
-            if !out.contains_key(name)
-                && let Some(d) = &s.default
-            {
-                out.insert(name.clone(), d.clone());
+        if let Some(props) = self.raw.get("properties").and_then(Value::as_object) {
+            for (name, s) in props {
+                if !out.contains_key(name)
+                    && let Some(d) = s.get("default")
+                {
+                    out.insert(name.clone(), d.clone());
+                }
             }
         }
         let value = Value::Object(out);
