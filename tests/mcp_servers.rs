@@ -143,16 +143,30 @@ fn both_servers_list_show_and_call() {
     assert_eq!(get_time["permission"], "auto", "the file's permissions");
     assert_eq!(get_time["entry"], "mcp:time");
     assert!(get_time["source"].as_str().unwrap().ends_with("time.yaml"));
-    assert_eq!(find("time__convert_time")["permission"], "confirm", "the file's permission");
+    assert_eq!(
+        find("time__convert_time")["permission"],
+        "confirm",
+        "the file's permission"
+    );
     // Without a word from the file: readOnlyHint -> auto, none or destructive -> confirm.
     assert_eq!(find("everything__get-sum")["permission"], "auto");
-    assert_eq!(find("everything__toggle-simulated-logging")["permission"], "confirm");
+    assert_eq!(
+        find("everything__toggle-simulated-logging")["permission"],
+        "confirm"
+    );
 
-    let show = json_out(&toolgate(&["tools", "show", "time__get_current_time", "--json"], dir));
+    let show = json_out(&toolgate(
+        &["tools", "show", "time__get_current_time", "--json"],
+        dir,
+    ));
     assert_eq!(show["parameters"]["required"], json!(["timezone"]));
     assert_eq!(show["spec"]["timeout"], json!(30.0));
 
-    let r = call(dir, "time__get_current_time", json!({"timezone": "Europe/Paris"}));
+    let r = call(
+        dir,
+        "time__get_current_time",
+        json!({"timezone": "Europe/Paris"}),
+    );
     assert_eq!(r["status"], "succeeded", "{r}");
     assert!(r["output"].to_string().contains("Europe/Paris"), "{r}");
     let r = call(dir, "everything__echo", json!({"message": "hello"}));
@@ -160,16 +174,38 @@ fn both_servers_list_show_and_call() {
     let r = call(dir, "everything__get-tiny-image", json!({}));
     let parts = r["output"]["parts"].as_array().unwrap();
     assert!(
-        parts.iter().any(|p| p["type"] == "image" && p["mime"] == "image/png" && p["data"].is_string()),
+        parts
+            .iter()
+            .any(|p| p["type"] == "image" && p["mime"] == "image/png" && p["data"].is_string()),
         "{r}"
     );
-    let r = call(dir, "everything__get-structured-content", json!({"location": "New York"}));
+    let r = call(
+        dir,
+        "everything__get-structured-content",
+        json!({"location": "New York"}),
+    );
     assert_eq!(r["output"]["parts"][0]["type"], "json", "{r}");
-    assert!(r["output"]["parts"][0]["json"]["temperature"].is_number(), "{r}");
+    assert!(
+        r["output"]["parts"][0]["json"]["temperature"].is_number(),
+        "{r}"
+    );
     // Arguments are checked against the server's schema before the call.
-    let bad = toolgate(&["tools", "call", "everything__get-sum", "--args", "{\"a\": 1}"], dir);
+    let bad = toolgate(
+        &[
+            "tools",
+            "call",
+            "everything__get-sum",
+            "--args",
+            "{\"a\": 1}",
+        ],
+        dir,
+    );
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("'b': is required"), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("'b': is required"),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]
@@ -186,7 +222,10 @@ fn an_mcp_json_agent_runs_auto_and_confirm_tools_approved_elsewhere() {
         ("replies.yaml", replies),
     ]);
     let dir = w.path();
-    let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "What time is it?"], dir);
+    let out = toolgate(
+        &["run", "--agent", "agent.yaml", "--json", "What time is it?"],
+        dir,
+    );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let run = lines(&out).pop().unwrap();
     let id = run["id"].as_str().unwrap().to_string();
@@ -205,7 +244,10 @@ fn an_mcp_json_agent_runs_auto_and_confirm_tools_approved_elsewhere() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("All done."));
     let recs = records(dir, &id);
-    let echo = recs.iter().find(|r| r["tool"] == "everything__echo").unwrap();
+    let echo = recs
+        .iter()
+        .find(|r| r["tool"] == "everything__echo")
+        .unwrap();
     assert_eq!(echo["status"], "succeeded", "{echo}");
     assert!(echo["result"].to_string().contains("Echo: gated"), "{echo}");
     let done = json_out(&toolgate(&["show", &id, "--json"], dir));
@@ -244,18 +286,28 @@ fn streamable_http_servers_are_reached_by_url() {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "the HTTP server exited before listening");
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the HTTP server exited before listening"
+        );
         if line.contains("listening") {
             break;
         }
     }
     let decl = format!(
-        "mcp_server: web\nurl: http://127.0.0.1:${{EVERYTHING_PORT}}/mcp\nheaders: {{X-Test: yes}}\n"
+        "mcp_server: web\nurl: http://127.0.0.1:${{EVERYTHING_PORT}}/mcp\nheaders: {{X-Test: \"on\"}}\n"
     );
     let w = world(&[("tools/web.yaml", &decl)]);
     let dir = w.path();
     let out = command(
-        &["tools", "call", "web__echo", "--args", "{\"message\": \"over http\"}", "--json"],
+        &[
+            "tools",
+            "call",
+            "web__echo",
+            "--args",
+            "{\"message\": \"over http\"}",
+            "--json",
+        ],
         dir,
     )
     .env("EVERYTHING_PORT", port.to_string())
@@ -302,11 +354,16 @@ fn progress_reaches_tool_output_events() {
         .filter_map(|e| e["part"]["text"].as_str())
         .collect();
     assert_eq!(progress, ["progress 1/3", "progress 2/3", "progress 3/3"]);
-    let finished = events
-        .iter()
-        .find(|e| e["type"] == "tool.finished" && e["call_id"] == "call_long")
-        .unwrap();
-    assert!(finished.to_string().contains("Long running operation completed"), "{finished}");
+    let run = events.last().unwrap()["id"].as_str().unwrap().to_string();
+    let recs = records(dir, &run);
+    let long = recs.iter().find(|r| r["call_id"] == "call_long").unwrap();
+    assert_eq!(long["status"], "succeeded", "{long}");
+    assert!(
+        long["result"]
+            .to_string()
+            .contains("Long running operation completed"),
+        "{long}"
+    );
 }
 
 #[test]
@@ -326,14 +383,20 @@ fn a_server_killed_during_a_call_fails_it_clearly_and_the_next_call_restarts_it(
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(events.read_line(&mut line).unwrap() > 0, "the run ended before any progress");
+        assert!(
+            events.read_line(&mut line).unwrap() > 0,
+            "the run ended before any progress"
+        );
         let e: Value = serde_json::from_str(&line).unwrap();
         if e["type"] == "tool.output" && e["call_id"] == "call_long" {
             break;
         }
     }
     let pid = std::fs::read_to_string(dir.join("server.pid")).unwrap();
-    let killed = Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut events, &mut rest).unwrap();
@@ -347,11 +410,17 @@ fn a_server_killed_during_a_call_fails_it_clearly_and_the_next_call_restarts_it(
     assert_eq!(long["status"], "failed", "{long}");
     assert_eq!(long["error_kind"], "server_unavailable", "{long}");
     assert!(
-        long["error_message"].as_str().unwrap().contains("stopped during the call"),
+        long["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped during the call"),
         "{long}"
     );
     let echo = recs.iter().find(|r| r["call_id"] == "call_echo").unwrap();
-    assert_eq!(echo["status"], "succeeded", "the server was started again: {echo}");
+    assert_eq!(
+        echo["status"], "succeeded",
+        "the server was started again: {echo}"
+    );
     let new_pid = std::fs::read_to_string(dir.join("server.pid")).unwrap();
     assert_ne!(new_pid, pid, "a new server process");
 }
@@ -367,7 +436,10 @@ fn a_server_that_does_not_start_is_one_line_and_the_rest_loads() {
                 peers().python.display()
             ),
         ),
-        ("tools/missing.yaml", "mcp_server: missing\ncommand: /nonexistent/server\n"),
+        (
+            "tools/missing.yaml",
+            "mcp_server: missing\ncommand: /nonexistent/server\n",
+        ),
     ]);
     let dir = w.path();
     let out = toolgate(&["tools", "list", "--json"], dir);
@@ -379,7 +451,10 @@ fn a_server_that_does_not_start_is_one_line_and_the_rest_loads() {
         warnings[0].contains("broken.yaml") && warnings[0].contains("MCP server 'broken'"),
         "{warnings:?}"
     );
-    assert!(warnings[0].contains("no_such_mcp_module"), "its stderr says why: {warnings:?}");
+    assert!(
+        warnings[0].contains("no_such_mcp_module"),
+        "its stderr says why: {warnings:?}"
+    );
     assert!(warnings[1].contains("missing.yaml") && warnings[1].contains("/nonexistent/server"));
     let listed = json_out(&out).to_string();
     assert!(listed.contains("time__get_current_time"));
@@ -397,9 +472,16 @@ fn schemas_with_any_of_and_refs_are_checked_fully() {
     );
     let w = world(&[("tools/rooms.yaml", &decl)]);
     let dir = w.path();
-    let r = call(dir, "rooms__book", json!({"room": 12, "when": {"hour": 9, "zone": "UTC"}}));
+    let r = call(
+        dir,
+        "rooms__book",
+        json!({"room": 12, "when": {"hour": 9, "zone": "UTC"}}),
+    );
     assert_eq!(r["status"], "succeeded", "{r}");
-    assert!(r["output"].to_string().contains("booked 12 at 9:00 UTC"), "{r}");
+    assert!(
+        r["output"].to_string().contains("booked 12 at 9:00 UTC"),
+        "{r}"
+    );
     let r = call(dir, "rooms__book", json!({"room": "blue"}));
     assert!(r["output"].to_string().contains("booked blue"), "{r}");
     // anyOf refused, $ref followed, const checked, each with its path.

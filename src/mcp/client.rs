@@ -326,6 +326,11 @@ impl Server {
         };
         let result = handle.await_response().await;
         pending.id = None;
+        // rmcp hands each notification to a task of its own: let the ones that came
+        // before the reply (the last progress) run before the call stops listening.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
         match result {
             Ok(ServerResult::CallToolResult(r)) => Ok(r),
             Ok(_) => Err(ToolError::Execution(format!(

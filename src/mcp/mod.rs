@@ -82,6 +82,18 @@ pub(crate) fn load(files: &[PathBuf]) -> Loaded {
     out
 }
 
+/// For `tools check`: the tools of the servers declared in `files` (name and file) and
+/// the problems, each naming its file.
+pub fn check(files: &[PathBuf]) -> (Vec<(String, PathBuf)>, Vec<LoadError>) {
+    let found = load(files);
+    let tools = found
+        .tools
+        .iter()
+        .map(|(t, _, d)| (crate::tool::Tool::spec(t).name.clone(), d.path.clone()))
+        .collect();
+    (tools, found.errors)
+}
+
 fn fail(path: &Path, server: &str, why: &str) -> LoadError {
     LoadError {
         path: path.to_path_buf(),
