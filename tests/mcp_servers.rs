@@ -461,16 +461,51 @@ fn a_server_that_does_not_start_is_one_line_and_the_rest_loads() {
     assert!(!listed.contains("broken__"));
 }
 
-#[test]
-fn schemas_with_any_of_and_refs_are_checked_fully() {
-    let decl = format!(
-        "mcp_server: rooms\ncommand: {}\nargs: ['{}']\n",
+/// The rooms server (tests/mcp/rooms_server.py) declared with `extra` lines.
+fn rooms(extra: &str) -> String {
+    format!(
+        "mcp_server: rooms\ncommand: {}\nargs: ['{}']\n{extra}",
         peers().python.display(),
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/mcp/schema_server.py")
+            .join("tests/mcp/rooms_server.py")
             .display()
+    )
+}
+
+#[test]
+fn a_timed_out_call_is_cancelled_on_the_server_and_the_run_goes_on() {
+    let replies = "replies:\n  - content: Waiting.\n    tool_calls:\n      \
+        - {id: call_wait, name: rooms__wait, arguments: {seconds: 600}}\n  \
+        - content: Booking.\n    tool_calls:\n      \
+        - {id: call_book, name: rooms__book, arguments: {room: 7}}\n  \
+        - content: Booked.\n";
+    let agent = "name: booker\nmodel: scripted:replies.yaml\ntools: [rooms__wait, rooms__book]\n\
+                 permissions: {rooms__wait: auto, rooms__book: auto}\nworkspace: .\n";
+    let w = world(&[
+        ("tools/rooms.yaml", &rooms("timeout: 2s\n")),
+        ("agent.yaml", agent),
+        ("replies.yaml", replies),
+    ]);
+    let dir = w.path();
+    let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "book"], dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run = lines(&out).pop().unwrap();
+    let recs = records(dir, run["id"].as_str().unwrap());
+    let wait = recs.iter().find(|r| r["call_id"] == "call_wait").unwrap();
+    assert_eq!(wait["status"], "timeout", "{wait}");
+    let book = recs.iter().find(|r| r["call_id"] == "call_book").unwrap();
+    assert_eq!(book["status"], "succeeded", "{book}");
+    // The server was told (notifications/cancelled) and stopped the call.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cancelled.txt")).unwrap_or_default(),
+        "cancelled\n",
+        "the server did not see the call cancelled"
     );
-    let w = world(&[("tools/rooms.yaml", &decl)]);
+}
+
+#[test]
+fn schemas_with_any_of_and_refs_are_checked_fully() {
+    let w = world(&[("tools/rooms.yaml", &rooms(""))]);
     let dir = w.path();
     let r = call(
         dir,
