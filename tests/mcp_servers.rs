@@ -294,10 +294,8 @@ fn streamable_http_servers_are_reached_by_url() {
             break;
         }
     }
-    let decl = format!(
-        "mcp_server: web\nurl: http://127.0.0.1:${{EVERYTHING_PORT}}/mcp\nheaders: {{X-Test: \"on\"}}\n"
-    );
-    let w = world(&[("tools/web.yaml", &decl)]);
+    let decl = "mcp_server: web\nurl: http://127.0.0.1:${EVERYTHING_PORT}/mcp\nheaders: {X-Test: \"on\"}\n";
+    let w = world(&[("tools/web.yaml", decl)]);
     let dir = w.path();
     let out = command(
         &[

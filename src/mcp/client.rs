@@ -147,9 +147,11 @@ pub struct Server {
     tools: tokio::sync::Mutex<Option<Vec<Value>>>,
 }
 
-/// The servers of this process, by name and connection.
-static SERVERS: LazyLock<Mutex<HashMap<(String, Connect), Arc<Server>>>> =
-    LazyLock::new(Default::default);
+/// A server's name and how it is reached: equal keys share one server in a process.
+type ServerKey = (String, Connect);
+
+/// The servers of this process.
+static SERVERS: LazyLock<Mutex<HashMap<ServerKey, Arc<Server>>>> = LazyLock::new(Default::default);
 
 /// The process's server for `decl`, made (not started) when it is the first.
 pub fn server(decl: &Declaration) -> Arc<Server> {
