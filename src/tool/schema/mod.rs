@@ -8,6 +8,8 @@
 //! check nothing. A schema is compiled once when its tool is loaded (regexes
 //! included); checking a call coerces values the parser's way, fills defaults and
 //! reports every error at once, worded for a model.
+//! Schemas from other sources (MCP servers) that use keywords outside the subset are
+//! checked in full by `full.rs` (the `jsonschema` crate) instead: never unchecked.
 
 mod check;
 mod full;
