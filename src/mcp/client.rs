@@ -211,6 +211,9 @@ impl Server {
     }
 
     async fn start(&self) -> Result<Connection, String> {
+        if let Ok(mut k) = self.stderr.lock() {
+            k.clear();
+        }
         let handler = Handler::default();
         let listeners = Arc::clone(&handler.listeners);
         let started = match &self.connect {
@@ -353,10 +356,10 @@ impl Server {
             ServiceError::TransportClosed => "the connection closed".to_string(),
             other => other.to_string(),
         };
-        ToolError::ServerUnavailable(self.with_stderr(format!(
+        ToolError::ServerUnavailable(format!(
             "the MCP server '{}' ({}) stopped during the call ({why}); the next call starts it again",
             self.name, self.file
-        )))
+        ))
     }
 }
 
