@@ -15,6 +15,7 @@
 
 pub mod agent;
 pub mod engine;
+pub mod mcp;
 pub mod mcp_gateway;
 pub mod model;
 pub mod parse;

@@ -84,6 +84,7 @@ fn entry_kind(entry: &Entry) -> String {
         Entry::Client => "client".into(),
         Entry::Command { command, .. } => format!("command:{command}"),
         Entry::Http { method, .. } => format!("http:{method}"),
+        Entry::Mcp { server, .. } => format!("mcp:{server}"),
     }
 }
 
@@ -92,6 +93,7 @@ fn source(tool: &LoadedTool) -> String {
         Source::Builtin => "built-in".into(),
         Source::File(p) => p.display().to_string(),
         Source::Program => "program".into(),
+        Source::Mcp { file, .. } => file.display().to_string(),
     }
 }
 
@@ -188,7 +190,7 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
 }
 
 fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
-    let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let mut loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     let mut out = out::stdout();
     let mut text = String::new();
     for def in &loaded.tools {
@@ -198,12 +200,18 @@ fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
             def.path.display()
         ));
     }
+    // MCP servers are started to list their tools.
+    let (mcp_tools, mcp_errors) = toolgate::mcp::check(&loaded.mcp_files);
+    for (name, path) in &mcp_tools {
+        text.push_str(&format!("ok      {name} ({})\n", path.display()));
+    }
+    loaded.errors.extend(mcp_errors);
     for e in &loaded.errors {
         text.push_str(&format!("broken  {e}\n"));
     }
     text.push_str(&format!(
         "{} tool(s) loaded, {} problem(s) in {}\n",
-        loaded.tools.len(),
+        loaded.tools.len() + mcp_tools.len(),
         loaded.errors.len(),
         dir.display()
     ));

@@ -216,6 +216,7 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
                     Entry::Client => "client",
                     Entry::Command { .. } => "command",
                     Entry::Http { .. } => "http",
+                    Entry::Mcp { .. } => "mcp",
                 }
                 .into(),
                 definition_only: spec.definition_only(),

@@ -52,6 +52,8 @@ pub struct ToolDef {
 pub struct LoadedTools {
     pub tools: Vec<ToolDef>,
     pub errors: Vec<LoadError>,
+    /// Files that declare MCP servers rather than a tool (see `crate::mcp`).
+    pub mcp_files: Vec<PathBuf>,
 }
 
 impl LoadedTools {
@@ -112,6 +114,10 @@ pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
     paths.sort();
     let mut loaded = LoadedTools::default();
     for path in paths {
+        if crate::mcp::declares_servers(&path) {
+            loaded.mcp_files.push(path);
+            continue;
+        }
         match load_file(&path) {
             Ok(tool) => {
                 if let Some(first) = loaded.tools.iter().find(|t| t.spec.name == tool.spec.name) {
@@ -317,6 +323,11 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
             Err("entry: command must name a program".into())
         }
         Entry::Http { .. } => http::check_entry(entry),
+        Entry::Mcp { .. } => Err(
+            "entry: an MCP server's tools come from a file declaring the server (mcp_server: NAME, \
+             command: ... or url: ...), not from a tool file"
+                .into(),
+        ),
         _ => Ok(()),
     }
 }

@@ -33,6 +33,11 @@ pub enum Source {
     Builtin,
     File(PathBuf),
     Program,
+    /// A tool of the MCP server `server`, declared in `file`.
+    Mcp {
+        server: String,
+        file: PathBuf,
+    },
 }
 
 /// A tool ready to use: its spec, compiled schema and what runs it (`None` for
@@ -70,6 +75,9 @@ impl LoadedTool {
             ),
             Entry::Command { .. } => Some(Arc::new(CommandTool::new(spec.clone()))),
             Entry::Http { .. } => Some(Arc::new(HttpTool::new(spec.clone()))),
+            Entry::Mcp { .. } => {
+                return Err("an MCP tool comes from its server's declaration (mcp_server:)".into());
+            }
         };
         Ok(Self {
             spec,
@@ -241,7 +249,48 @@ impl ToolLibrary {
         for def in loaded.tools {
             lib.add_def(def);
         }
+        lib.add_mcp(&loaded.mcp_files);
         Ok(lib)
+    }
+
+    /// The tools of the MCP servers declared in `files` (started if need be); a server
+    /// that does not start is one error naming its file, and its tools are absent.
+    fn add_mcp(&mut self, files: &[PathBuf]) {
+        if files.is_empty() {
+            return;
+        }
+        let found = crate::mcp::load(files);
+        self.errors.extend(found.errors);
+        for (tool, schema, decl) in found.tools {
+            let spec = tool.spec().clone();
+            let first = match self.tools.get(&spec.name).map(|t| &t.source) {
+                Some(Source::File(p) | Source::Mcp { file: p, .. }) => Some(p.display()),
+                _ => None,
+            };
+            if let Some(first) = first {
+                self.errors.push(LoadError {
+                    message: format!(
+                        "MCP server '{}': a tool named '{}' is already defined in {first}",
+                        decl.name, spec.name
+                    ),
+                    path: decl.path.clone(),
+                    line: None,
+                });
+                continue;
+            }
+            let loaded = LoadedTool {
+                spec,
+                schema,
+                output: None,
+                source: Source::Mcp {
+                    server: decl.name.clone(),
+                    file: decl.path.clone(),
+                },
+                runner: Some(Arc::new(tool)),
+            };
+            self.tools
+                .insert(loaded.spec.name.clone(), Arc::new(loaded));
+        }
     }
 
     fn add_def(&mut self, def: ToolDef) {

@@ -134,6 +134,10 @@ pub enum ToolError {
     Cancelled,
     #[error("the tool failed unexpectedly: {0}")]
     Panicked(String),
+    /// An MCP server could not be reached, or stopped during the call (the next call
+    /// starts it again).
+    #[error("{0}")]
+    ServerUnavailable(String),
     #[error("'{0}' is run by the client, not by toolgate")]
     ClientSide(String),
     /// A credential the tool file names has no value (or cannot be read).
@@ -163,6 +167,7 @@ impl ToolError {
             ToolError::Timeout(_) => "timeout",
             ToolError::Cancelled => "cancelled",
             ToolError::ClientSide(_) => "client",
+            ToolError::ServerUnavailable(_) => "server_unavailable",
             ToolError::BlockedAddress { .. } => "blocked_address",
             ToolError::MissingCredential(_) => "missing_credential",
         }

@@ -72,6 +72,14 @@ pub enum Entry {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         retry_non_idempotent: bool,
     },
+    /// A tool of an MCP server declared in the tools folder (never written in a tool
+    /// file: the server's declaration brings its tools).
+    Mcp {
+        /// The server's name in its declaration.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+    },
 }
 
 fn default_method() -> String {

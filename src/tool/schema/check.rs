@@ -11,6 +11,9 @@ impl Schema {
     /// Validates one value (a tool's output, say): the value as coerced, or every error,
     /// each with its path inside the value (empty for the value itself).
     pub fn check_value_of(&self, value: Value) -> Result<Value, Vec<ArgError>> {
+        if let Some(full) = &self.full {
+            return Self::check_value_full(full, value);
+        }
         let mut errors = Vec::new();
         let out = self.check_value(value, "", &mut errors);
         if errors.is_empty() {
@@ -22,6 +25,9 @@ impl Schema {
 
     /// Validates a call's arguments: coerces, fills defaults, and returns every error.
     pub fn check(&self, args: Map<String, Value>) -> Result<Map<String, Value>, Vec<ArgError>> {
+        if let Some(full) = &self.full {
+            return self.check_full(full, args);
+        }
         let mut errors = Vec::new();
         let out = self.check_object(args, "", &mut errors);
         if errors.is_empty() {

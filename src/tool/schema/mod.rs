@@ -8,8 +8,11 @@
 //! check nothing. A schema is compiled once when its tool is loaded (regexes
 //! included); checking a call coerces values the parser's way, fills defaults and
 //! reports every error at once, worded for a model.
+//! Schemas from other sources (MCP servers) that use keywords outside the subset are
+//! checked in full by `full.rs` (the `jsonschema` crate) instead: never unchecked.
 
 mod check;
+mod full;
 
 use check::fmt_num;
 
@@ -46,6 +49,8 @@ pub struct Schema {
     max_properties: Option<usize>,
     default: Option<Value>,
     secret: bool,
+    /// The full validator, for a schema the fast path cannot check (see `full.rs`).
+    full: Option<full::Full>,
 }
 
 #[derive(Debug, Clone)]
@@ -276,6 +281,7 @@ impl Schema {
             max_properties: count("maxProperties")?,
             default: obj.get("default").cloned(),
             secret: flag("secret")?,
+            full: None,
         };
         schema.check_bounds(at)?;
         schema.check_default(at)?;

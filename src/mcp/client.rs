@@ -1,0 +1,393 @@
+//! Running MCP servers: one per declaration in a process, shared by every run, on a
+//! runtime of their own (so a server outlives the command or request that started it);
+//! started when the library is loaded, started again by the next call after it died.
+//! A call's progress notifications become `tool.output` events; a call dropped before
+//! its reply (cancelled, timed out) sends `notifications/cancelled`.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientRequest, ProgressNotificationParam, RequestId, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+
+use super::config::{Connect, Declaration};
+use crate::tool::{Part, ToolContext, ToolError};
+
+/// The time a server has to start and answer `initialize` and `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Lines of a stdio server's stderr kept, to say why it stopped.
+const STDERR_LINES: usize = 20;
+
+/// The runtime every server connection lives on.
+fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("toolgate-mcp")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the MCP runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Runs `fut` on the MCP runtime and waits for it, from code that is not async (the
+/// library is loaded synchronously). Never called from the MCP runtime itself.
+pub fn block_on<T: Send + 'static>(
+    fut: impl Future<Output = T> + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    runtime()?.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().map_err(|_| "the MCP runtime stopped".to_string())
+}
+
+/// Runs `fut` on the MCP runtime from async code; dropping the returned future aborts it.
+pub async fn on_runtime<T: Send + 'static>(
+    fut: impl Future<Output = T> + Send + 'static,
+) -> Result<T, ToolError> {
+    struct Abort<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for Abort<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let rt = runtime().map_err(ToolError::Execution)?;
+    let mut task = Abort(rt.spawn(fut));
+    match (&mut task.0).await {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_panic() => Err(ToolError::Panicked("the MCP client panicked".into())),
+        Err(_) => Err(ToolError::Cancelled),
+    }
+}
+
+/// Calls in flight by progress token, so that progress reaches the right call.
+type Listeners = Arc<Mutex<HashMap<String, ToolContext>>>;
+
+/// toolgate's side of a connection: routes progress notifications.
+#[derive(Clone, Default)]
+struct Handler {
+    listeners: Listeners,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let key = token_key(&params.progress_token);
+        let ctx = self
+            .listeners
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned());
+        if let Some(ctx) = ctx {
+            let of = params
+                .total
+                .map(|t| format!("/{}", num(t)))
+                .unwrap_or_default();
+            let message = params.message.map(|m| format!(": {m}")).unwrap_or_default();
+            ctx.emit(Part::Text {
+                text: format!("progress {}{of}{message}", num(params.progress)),
+            });
+        }
+    }
+}
+
+fn num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        f.to_string()
+    }
+}
+
+fn token_key(token: &impl serde::Serialize) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}
+
+/// One live connection.
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    listeners: Listeners,
+}
+
+impl Connection {
+    fn alive(&self) -> bool {
+        !self.service.peer().is_transport_closed()
+    }
+}
+
+/// One declared server, started on demand and again after it died.
+pub struct Server {
+    pub name: String,
+    connect: Connect,
+    /// Where it is declared (the first file, when several declare the same server).
+    file: String,
+    connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// The last lines a stdio server wrote to stderr.
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Its tools as listed when it first started (`tools/list`, as JSON).
+    tools: tokio::sync::Mutex<Option<Vec<Value>>>,
+}
+
+/// A server's name and how it is reached: equal keys share one server in a process.
+type ServerKey = (String, Connect);
+
+/// The servers of this process.
+static SERVERS: LazyLock<Mutex<HashMap<ServerKey, Arc<Server>>>> = LazyLock::new(Default::default);
+
+/// The process's server for `decl`, made (not started) when it is the first.
+pub fn server(decl: &Declaration) -> Arc<Server> {
+    let key = (decl.name.clone(), decl.connect.clone());
+    let make = || {
+        Arc::new(Server {
+            name: decl.name.clone(),
+            connect: decl.connect.clone(),
+            file: decl.path.display().to_string(),
+            connection: tokio::sync::Mutex::new(None),
+            stderr: Arc::default(),
+            tools: tokio::sync::Mutex::new(None),
+        })
+    };
+    match SERVERS.lock() {
+        Ok(mut all) => Arc::clone(all.entry(key).or_insert_with(make)),
+        Err(_) => make(),
+    }
+}
+
+impl Server {
+    /// Its tools (`tools/list`, every page), starting it if need be; listed once per
+    /// process.
+    pub async fn tools(&self) -> Result<Vec<Value>, String> {
+        let mut cached = self.tools.lock().await;
+        if let Some(tools) = cached.as_ref() {
+            return Ok(tools.clone());
+        }
+        let conn = self.connection().await?;
+        let listed = tokio::time::timeout(START_TIMEOUT, conn.service.peer().list_all_tools())
+            .await
+            .map_err(|_| {
+                format!(
+                    "did not list its tools within {} s",
+                    START_TIMEOUT.as_secs()
+                )
+            })?
+            .map_err(|e| format!("could not list its tools: {e}"))?;
+        let tools: Vec<Value> = listed
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        *cached = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// The live connection, started (again) when there is none or it died.
+    async fn connection(&self) -> Result<Arc<Connection>, String> {
+        let mut slot = self.connection.lock().await;
+        if let Some(conn) = slot.as_ref().filter(|c| c.alive()) {
+            return Ok(Arc::clone(conn));
+        }
+        *slot = None;
+        let conn = Arc::new(self.start().await?);
+        *slot = Some(Arc::clone(&conn));
+        Ok(conn)
+    }
+
+    async fn start(&self) -> Result<Connection, String> {
+        if let Ok(mut k) = self.stderr.lock() {
+            k.clear();
+        }
+        let handler = Handler::default();
+        let listeners = Arc::clone(&handler.listeners);
+        let started = match &self.connect {
+            Connect::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot run '{command}': {e}"))?;
+                if let Some(stderr) = stderr {
+                    let kept = Arc::clone(&self.stderr);
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            if let Ok(mut k) = kept.lock() {
+                                if k.len() == STDERR_LINES {
+                                    k.pop_front();
+                                }
+                                k.push_back(line);
+                            }
+                        }
+                    });
+                }
+                tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
+                    .await
+                    .map(|r| r.map_err(|e| e.to_string()))
+            }
+            Connect::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let name = axum::http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| format!("header '{k}': {e}"))?;
+                    let value = axum::http::HeaderValue::from_str(v)
+                        .map_err(|e| format!("header '{k}': {e}"))?;
+                    custom.insert(name, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
+                    .await
+                    .map(|r| r.map_err(|e| e.to_string()))
+            }
+        };
+        let service = match started {
+            Ok(Ok(service)) => service,
+            Ok(Err(why)) => {
+                // Give the stderr reader a moment to catch the program's last words.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Err(self.with_stderr(format!("did not start: {why}")));
+            }
+            Err(_) => {
+                return Err(self.with_stderr(format!(
+                    "did not answer initialize within {} s",
+                    START_TIMEOUT.as_secs()
+                )));
+            }
+        };
+        Ok(Connection { service, listeners })
+    }
+
+    /// `why`, with the last line the server wrote to stderr, if any.
+    fn with_stderr(&self, why: String) -> String {
+        let last = self
+            .stderr
+            .lock()
+            .ok()
+            .and_then(|k| k.iter().rev().find(|l| !l.trim().is_empty()).cloned());
+        match last {
+            Some(line) => format!("{why} (its last words: {})", line.trim()),
+            None => why,
+        }
+    }
+
+    /// Calls `tool` with `args`; progress goes to `ctx`'s events. Runs on the MCP
+    /// runtime (see [`on_runtime`]).
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        ctx: ToolContext,
+    ) -> Result<rmcp::model::CallToolResult, ToolError> {
+        let conn = self.connection().await.map_err(|why| {
+            ToolError::ServerUnavailable(format!(
+                "the MCP server '{}' ({}) {why}",
+                self.name, self.file
+            ))
+        })?;
+        let peer = conn.service.peer().clone();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(tool.to_string()).with_arguments(args),
+        ));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| self.lost(e))?;
+        let key = token_key(&handle.progress_token);
+        if let Ok(mut m) = conn.listeners.lock() {
+            m.insert(key.clone(), ctx);
+        }
+        let mut pending = InFlight {
+            peer,
+            id: Some(handle.id.clone()),
+            listeners: Arc::clone(&conn.listeners),
+            key,
+        };
+        let result = handle.await_response().await;
+        pending.id = None;
+        // rmcp hands each notification to a task of its own: let the ones that came
+        // before the reply (the last progress) run before the call stops listening.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        match result {
+            Ok(ServerResult::CallToolResult(r)) => Ok(r),
+            Ok(_) => Err(ToolError::Execution(format!(
+                "the MCP server '{}' answered tools/call with something else than a result",
+                self.name
+            ))),
+            Err(ServiceError::McpError(e)) => Err(ToolError::Execution(format!(
+                "the MCP server '{}' refused the call: {}",
+                self.name, e.message
+            ))),
+            Err(e) => Err(self.lost(e)),
+        }
+    }
+
+    /// The error of a call whose server went away.
+    fn lost(&self, e: ServiceError) -> ToolError {
+        let why = match e {
+            ServiceError::TransportClosed => "the connection closed".to_string(),
+            other => other.to_string(),
+        };
+        ToolError::ServerUnavailable(format!(
+            "the MCP server '{}' ({}) stopped during the call ({why}); the next call starts it again",
+            self.name, self.file
+        ))
+    }
+}
+
+/// A call waiting for its reply: dropped before it (cancelled, timed out), it tells the
+/// server with `notifications/cancelled`; either way it stops listening for progress.
+struct InFlight {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    listeners: Listeners,
+    key: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.listeners.lock() {
+            m.remove(&self.key);
+        }
+        if let Some(id) = self.id.take()
+            && let Ok(rt) = runtime()
+        {
+            let peer = self.peer.clone();
+            rt.spawn(async move {
+                let note = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the call was cancelled or timed out".into()),
+                ));
+                let _ = peer.send_notification(note.into()).await;
+            });
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! MCP server declarations in the tools folder: a YAML or JSON file holding
+//! `mcp_server:` (one server, toolgate's form), and the `{"mcpServers": {...}}` file
+//! desktop MCP clients write (`mcp.json`), read as it is. `${VAR}` in commands,
+//! arguments, environment values, URLs and headers is the environment variable.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::tool::{LoadError, Permission};
+
+/// How toolgate reaches a server. Two declarations with the same name and the same
+/// `Connect` share one running server in a process.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Connect {
+    /// A program speaking MCP on its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One server declared in the tools folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declaration {
+    /// The prefix of its tools' names (`NAME__TOOL`).
+    pub name: String,
+    pub connect: Connect,
+    /// The permission of its tools when `permissions` does not name them; `None`: from
+    /// each tool's annotations.
+    pub permission: Option<Permission>,
+    /// By the server's own tool name.
+    pub permissions: BTreeMap<String, Permission>,
+    /// Seconds a call may take.
+    pub timeout: Option<f64>,
+    /// The file it is declared in.
+    pub path: PathBuf,
+}
+
+/// A server as written, in either form (toolgate's keys; the desktop form's `type`
+/// and `disabled` too).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    #[serde(default)]
+    mcp_server: Option<String>,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    permission: Option<Permission>,
+    #[serde(default)]
+    permissions: BTreeMap<String, Permission>,
+    #[serde(default)]
+    timeout: Option<Value>,
+}
+
+/// A file in the tools folder that declares servers rather than a tool: `mcp.json`, or
+/// a file whose top level holds `mcp_server` or `mcpServers`.
+pub fn declares_servers(path: &Path) -> bool {
+    if path.file_name().and_then(|n| n.to_str()) == Some("mcp.json") {
+        return true;
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    // A cheap look before parsing: the key must be in the text.
+    if !text.contains("mcp_server") && !text.contains("mcpServers") {
+        return false;
+    }
+    parse_value(path, &text).is_ok_and(|v| {
+        v.as_object()
+            .is_some_and(|o| o.contains_key("mcp_server") || o.contains_key("mcpServers"))
+    })
+}
+
+fn parse_value(path: &Path, text: &str) -> Result<Value, LoadError> {
+    let fail = |line: Option<usize>, message: String| LoadError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    if path.extension().and_then(|e| e.to_str()) == Some("json") {
+        serde_json::from_str(text).map_err(|e| fail(Some(e.line()), e.to_string()))
+    } else {
+        serde_saphyr::from_str(text).map_err(|e| {
+            let line = e.location().map(|l| l.line() as usize);
+            fail(line, crate::tool::file::first_line(&e.to_string()))
+        })
+    }
+}
+
+/// The servers declared in one file; a wrong one is an error naming the file (and the
+/// line of the key at fault).
+pub fn read(path: &Path) -> Result<Vec<Declaration>, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+        path: path.to_path_buf(),
+        line: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    let value = parse_value(path, &text)?;
+    let fail = |keys: &[&str], message: String| LoadError {
+        path: path.to_path_buf(),
+        line: crate::tool::file::line_of(&text, keys),
+        message,
+    };
+    let Some(top) = value.as_object() else {
+        return Err(fail(&[], "an MCP server file must be a map".into()));
+    };
+    if let Some(servers) = top.get("mcpServers").or_else(|| top.get("servers")) {
+        let Some(servers) = servers.as_object() else {
+            return Err(fail(
+                &["mcpServers"],
+                "mcpServers must be a map of servers".into(),
+            ));
+        };
+        let mut out = Vec::new();
+        for (name, raw) in servers {
+            if let Some(d) = desktop(path, name, raw).map_err(|m| fail(&[name], m))? {
+                out.push(d);
+            }
+        }
+        return Ok(out);
+    }
+    let raw: RawServer = serde_json::from_value(value.clone()).map_err(|e| {
+        let message = e.to_string();
+        let key = message.split('`').nth(1).unwrap_or_default().to_string();
+        fail(&[&key], format!("MCP server: {message}"))
+    })?;
+    let name = raw.mcp_server.clone().unwrap_or_default();
+    declaration(path, &name, raw)
+        .map(|d| vec![d])
+        .map_err(|(key, m)| fail(&[key.as_str()], m))
+}
+
+/// One server of a desktop client's `mcpServers` map, or `None` when it is disabled.
+/// Keys toolgate does not use (a client's own settings) are let be, so the file works
+/// as it is.
+fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, String> {
+    let Some(obj) = raw.as_object() else {
+        return Err(format!("server '{name}' must be a map"));
+    };
+    if obj.get("disabled").and_then(Value::as_bool) == Some(true) {
+        return Ok(None);
+    }
+    if let Some(kind) = obj.get("type").and_then(Value::as_str)
+        && !matches!(
+            kind,
+            "stdio" | "http" | "streamable-http" | "streamableHttp"
+        )
+    {
+        return Err(format!(
+            "server '{name}': transport type '{kind}' is not supported (stdio, http)"
+        ));
+    }
+    const KEYS: [&str; 9] = [
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "permission",
+        "permissions",
+        "timeout",
+    ];
+    let used: serde_json::Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let raw: RawServer =
+        serde_json::from_value(Value::Object(used)).map_err(|e| format!("server '{name}': {e}"))?;
+    declaration(path, name, raw)
+        .map(Some)
+        .map_err(|(_, m)| format!("server '{name}': {m}"))
+}
+
+/// Checks a server as written; the error names the key at fault.
+fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (String, String)> {
+    let fail = |key: &str, m: String| (key.to_string(), m);
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        || name.contains("__")
+    {
+        return Err(fail(
+            "mcp_server",
+            format!(
+                "server name '{name}' must be letters, digits, '_' or '-' (no '__': it \
+                 separates the server from the tool in SERVER__TOOL)"
+            ),
+        ));
+    }
+    let expand = |key: &str, s: &str| {
+        crate::tool::http::expand_env(s).map_err(|e| fail(key, format!("{key}: {e}")))
+    };
+    let connect = match (raw.command, raw.url) {
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(fail("command", "command must name a program".into()));
+            }
+            if !raw.headers.is_empty() {
+                return Err(fail("headers", "headers are for url servers".into()));
+            }
+            Connect::Stdio {
+                command: expand("command", &command)?,
+                args: raw
+                    .args
+                    .iter()
+                    .map(|a| expand("args", a))
+                    .collect::<Result<_, _>>()?,
+                env: raw
+                    .env
+                    .iter()
+                    .map(|(k, v)| expand("env", v).map(|v| (k.clone(), v)))
+                    .collect::<Result<_, _>>()?,
+                cwd: raw
+                    .cwd
+                    .map(|c| path.parent().unwrap_or(Path::new(".")).join(c)),
+            }
+        }
+        (None, Some(url)) => {
+            if !raw.args.is_empty() || !raw.env.is_empty() {
+                return Err(fail("args", "args and env are for command servers".into()));
+            }
+            let url = expand("url", &url)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(fail(
+                    "url",
+                    format!("url '{url}' must start with http:// or https://"),
+                ));
+            }
+            Connect::Http {
+                url,
+                headers: raw
+                    .headers
+                    .iter()
+                    .map(|(k, v)| expand("headers", v).map(|v| (k.clone(), v)))
+                    .collect::<Result<_, _>>()?,
+            }
+        }
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                "url",
+                "give command (stdio) or url (HTTP), not both".into(),
+            ));
+        }
+        (None, None) => {
+            return Err(fail(
+                "mcp_server",
+                "an MCP server needs command (stdio) or url (streamable HTTP)".into(),
+            ));
+        }
+    };
+    let timeout = match raw.timeout {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(seconds(&v).ok_or_else(|| {
+            fail(
+                "timeout",
+                format!("timeout must be seconds (30) or a duration (30s, 2m, 500ms), not {v}"),
+            )
+        })?),
+    };
+    Ok(Declaration {
+        name: name.to_string(),
+        connect,
+        permission: raw.permission,
+        permissions: raw.permissions,
+        timeout,
+        path: path.to_path_buf(),
+    })
+}
+
+/// `30`, `"30"`, `"30s"`, `"2m"`, `"500ms"` as seconds (positive).
+fn seconds(v: &Value) -> Option<f64> {
+    let secs = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => {
+            let s = s.trim();
+            let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+                (n, 0.001)
+            } else if let Some(n) = s.strip_suffix('s') {
+                (n, 1.0)
+            } else if let Some(n) = s.strip_suffix('m') {
+                (n, 60.0)
+            } else if let Some(n) = s.strip_suffix('h') {
+                (n, 3600.0)
+            } else {
+                (s, 1.0)
+            };
+            num.trim().parse::<f64>().ok()? * scale
+        }
+        _ => return None,
+    };
+    (secs > 0.0 && secs.is_finite()).then_some(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn the_yaml_form_reads_with_expansion() {
+        let dir = tempfile::tempdir().unwrap();
+        // SAFETY of the test: a variable only this test reads.
+        let home = std::env::var("HOME").unwrap_or_default();
+        let p = write(
+            dir.path(),
+            "time.yaml",
+            "mcp_server: time\ncommand: python3\nargs: [-m, mcp_server_time]\nenv: {H: '${HOME}'}\n\
+             permission: confirm\npermissions: {get_current_time: auto}\ntimeout: 30s\n",
+        );
+        assert!(declares_servers(&p));
+        let d = read(&p).unwrap().remove(0);
+        assert_eq!(d.name, "time");
+        assert_eq!(d.timeout, Some(30.0));
+        assert_eq!(d.permission, Some(Permission::Confirm));
+        assert_eq!(d.permissions["get_current_time"], Permission::Auto);
+        let Connect::Stdio { env, args, .. } = d.connect else {
+            panic!("stdio")
+        };
+        assert_eq!(env["H"], home);
+        assert_eq!(args, ["-m", "mcp_server_time"]);
+    }
+
+    #[test]
+    fn the_desktop_form_reads_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "mcp.json",
+            r#"{"mcpServers": {
+                "everything": {"command": "npx", "args": ["-y", "x"], "autoApprove": []},
+                "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"A": "b"}},
+                "off": {"command": "x", "disabled": true}
+            }}"#,
+        );
+        let all = read(&p).unwrap();
+        let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["everything", "remote"]);
+        assert!(matches!(all[1].connect, Connect::Http { .. }));
+    }
+
+    #[test]
+    fn mistakes_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "bad.yaml", "mcp_server: t\ncomand: x\n");
+        let e = read(&p).unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("comand"), "{e}");
+        let p = write(
+            dir.path(),
+            "both.yaml",
+            "mcp_server: t\ncommand: x\nurl: http://h/\n",
+        );
+        assert!(read(&p).unwrap_err().message.contains("not both"));
+        let p = write(
+            dir.path(),
+            "t.yaml",
+            "mcp_server: t\ncommand: x\ntimeout: soon\n",
+        );
+        assert_eq!(read(&p).unwrap_err().line, Some(3));
+        let p = write(dir.path(), "tool.yaml", "name: mcp_server_thing\n");
+        assert!(!declares_servers(&p));
+    }
+}

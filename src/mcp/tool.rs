@@ -1,0 +1,252 @@
+//! An MCP server's tool as a toolgate tool: its spec (`SERVER__TOOL`, its input schema,
+//! the permission from the file or its annotations) and its results mapped to output
+//! parts (text, structured content, images, resources; `isError` to an error output).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::client::{Server, on_runtime};
+use super::config::Declaration;
+use crate::tool::{
+    Entry, Part, Permission, Schema, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+/// One tool of a running server.
+pub struct McpTool {
+    spec: ToolSpec,
+    server: Arc<Server>,
+    /// The tool's name on its server.
+    remote: String,
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let server = Arc::clone(&self.server);
+        let remote = self.remote.clone();
+        let ctx = ctx.clone();
+        let result = on_runtime(async move { server.call(&remote, args, ctx).await }).await??;
+        Ok(output_of(
+            &serde_json::to_value(&result).unwrap_or(Value::Null),
+        ))
+    }
+}
+
+/// `SERVER__TOOL`, with any character an OpenAI function name cannot hold as `_`.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{server}__{clean}")
+}
+
+/// The toolgate tool for one entry of the server's `tools/list`, with its compiled schema.
+pub fn mcp_tool(
+    decl: &Declaration,
+    server: &Arc<Server>,
+    listed: &Value,
+) -> Result<(McpTool, Schema), String> {
+    let remote = listed
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("a listed tool has no name")?
+        .to_string();
+    let mut parameters = listed
+        .get("inputSchema")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+    if let Some(obj) = parameters.as_object_mut() {
+        obj.entry("type").or_insert_with(|| "object".into());
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    let schema = Schema::compile_full(&parameters)
+        .map_err(|e| format!("tool '{remote}': its input schema does not compile: {e}"))?;
+    let hint = |key: &str| {
+        listed
+            .get("annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_bool)
+    };
+    let read_only = hint("readOnlyHint") == Some(true);
+    let from_hints = if read_only {
+        Permission::Auto
+    } else {
+        Permission::Confirm
+    };
+    let permission = decl
+        .permissions
+        .get(&remote)
+        .copied()
+        .or(decl.permission)
+        .unwrap_or(from_hints);
+    let description = listed
+        .get("description")
+        .and_then(Value::as_str)
+        .or_else(|| listed.get("title").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_string();
+    let spec = ToolSpec {
+        name: tool_name(&decl.name, &remote),
+        description,
+        parameters,
+        permission,
+        entry: Entry::Mcp {
+            server: decl.name.clone(),
+            tool: remote.clone(),
+        },
+        category: Some("mcp".into()),
+        timeout: decl.timeout,
+        tags: Vec::new(),
+        version: None,
+        read_only,
+        output: None,
+        credentials: Default::default(),
+    };
+    Ok((
+        McpTool {
+            spec,
+            server: Arc::clone(server),
+            remote,
+        },
+        schema,
+    ))
+}
+
+/// A `tools/call` result (as JSON) as toolgate output. Structured content is one JSON
+/// part; a text block that only repeats it (servers send both) is left out.
+pub fn output_of(result: &Value) -> ToolOutput {
+    let structured = result.get("structuredContent").filter(|v| !v.is_null());
+    let mut parts = Vec::new();
+    if let Some(json) = structured {
+        parts.push(Part::Json { json: json.clone() });
+    }
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let text = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_string);
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t = text("text").unwrap_or_default();
+                let repeats = structured.is_some_and(|s| {
+                    serde_json::from_str::<Value>(&t).is_ok_and(|parsed| &parsed == s)
+                });
+                if !repeats {
+                    parts.push(Part::Text { text: t });
+                }
+            }
+            Some("image") => parts.push(Part::Image {
+                mime: text("mimeType").unwrap_or_else(|| "image/png".into()),
+                url: None,
+                data: text("data"),
+            }),
+            Some("audio") => parts.push(Part::Text {
+                text: format!(
+                    "[audio {}, {} bytes of base64]",
+                    text("mimeType").unwrap_or_default(),
+                    text("data").map_or(0, |d| d.len())
+                ),
+            }),
+            Some("resource_link") => parts.push(Part::Link {
+                url: text("uri").unwrap_or_default(),
+                title: text("title").or_else(|| text("name")),
+            }),
+            Some("resource") => {
+                let res = block.get("resource").cloned().unwrap_or(Value::Null);
+                let field = |k: &str| res.get(k).and_then(Value::as_str).map(str::to_string);
+                let uri = field("uri").unwrap_or_default();
+                match field("text") {
+                    Some(body) => parts.push(Part::Text {
+                        text: format!("[resource {uri}]\n{body}"),
+                    }),
+                    None => parts.push(Part::Link {
+                        url: uri,
+                        title: field("mimeType"),
+                    }),
+                }
+            }
+            _ => parts.push(Part::Json {
+                json: block.clone(),
+            }),
+        }
+    }
+    ToolOutput {
+        parts,
+        is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_function_names() {
+        assert_eq!(
+            tool_name("time", "get_current_time"),
+            "time__get_current_time"
+        );
+        assert_eq!(tool_name("fs", "read.file/v2"), "fs__read_file_v2");
+    }
+
+    #[test]
+    fn results_become_parts() {
+        let out = output_of(&json!({
+            "content": [
+                {"type": "text", "text": "{\"a\":1}"},
+                {"type": "text", "text": "note"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///x", "name": "x"},
+                {"type": "resource", "resource": {"uri": "mem://r", "text": "body"}}
+            ],
+            "structuredContent": {"a": 1},
+            "isError": false
+        }));
+        assert!(!out.is_error);
+        assert_eq!(
+            out.parts[0],
+            Part::Json {
+                json: json!({"a": 1})
+            }
+        );
+        assert_eq!(
+            out.parts[1],
+            Part::Text {
+                text: "note".into()
+            }
+        );
+        assert!(matches!(&out.parts[2], Part::Image { mime, .. } if mime == "image/png"));
+        assert!(matches!(&out.parts[3], Part::Link { url, .. } if url == "file:///x"));
+        assert_eq!(
+            out.parts[4],
+            Part::Text {
+                text: "[resource mem://r]\nbody".into()
+            }
+        );
+        let failed =
+            output_of(&json!({"content": [{"type": "text", "text": "bad"}], "isError": true}));
+        assert!(failed.is_error);
+    }
+}
