@@ -4,25 +4,16 @@
 //! processes resuming the same run at once, of which exactly one wins.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod launching;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// A command tool that notes each call in launches.log, then takes LAUNCH_SLEEP seconds.
-const LAUNCH: &str = r#"name: launch
-description: Launch something (noted in launches.log).
-permission: confirm
-parameters:
-  - {name: target, type: string, required: true}
-entry:
-  type: command
-  command: sh
-  args: ["-c", "echo \"$TOOLGATE_CALL_ID\" >> launches.log; sleep ${LAUNCH_SLEEP:-0}; echo launched"]
-timeout: 120
-"#;
+use launching::{LAUNCH, command, launches, stderr, toolgate, wait_for};
 
 const CLIENT: &str = "name: ask_user\ndescription: Ask the person.\nparameters:\n  - {name: question, type: string, required: true}\nentry: {type: client}\n";
 
@@ -41,22 +32,6 @@ fn world(replies: &str) -> TempDir {
 
 const ONE_LAUNCH: &str = "replies:\n  - content: Launching.\n    tool_calls: [{id: call_l, name: launch, arguments: {target: moon}}]\n  - content: Launch handled.\n";
 
-fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .env("LAUNCH_SLEEP", sleep)
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn toolgate(args: &[&str], dir: &Path) -> Output {
-    command(args, dir, "0").output().unwrap()
-}
-
 fn spawn(args: &[&str], dir: &Path, sleep: &str) -> Child {
     command(args, dir, sleep)
         .stdout(Stdio::piped())
@@ -65,23 +40,11 @@ fn spawn(args: &[&str], dir: &Path, sleep: &str) -> Child {
         .unwrap()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// The JSON lines of stdout.
 fn lines(o: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn launches(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join("launches.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
         .collect()
 }
 
@@ -317,17 +280,6 @@ fn deny_and_submit_from_other_processes() {
     assert_eq!(stats["client_calls"], 1);
     // The client's call is left out of the rate: of the one call toolgate decided, none succeeded.
     assert_eq!(stats["success_rate"], 0.0);
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

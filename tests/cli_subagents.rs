@@ -5,26 +5,15 @@
 //! example script of the README runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod launching;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// A confirm command tool that notes each call in launches.log, then takes
-/// LAUNCH_SLEEP seconds.
-const LAUNCH: &str = r#"name: launch
-description: Launch something (noted in launches.log).
-permission: confirm
-parameters:
-  - {name: target, type: string, required: true}
-entry:
-  type: command
-  command: sh
-  args: ["-c", "echo \"$TOOLGATE_CALL_ID\" >> launches.log; sleep ${LAUNCH_SLEEP:-0}; echo launched"]
-timeout: 120
-"#;
+use launching::{LAUNCH, command, launches, stderr, toolgate, wait_for};
 
 /// top -> mid -> leaf; the leaf's launch waits for a person.
 fn world() -> TempDir {
@@ -59,37 +48,9 @@ fn world() -> TempDir {
     dir
 }
 
-fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .env("LAUNCH_SLEEP", sleep)
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn toolgate(args: &[&str], dir: &Path) -> Output {
-    command(args, dir, "0").output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn last_line(o: &Output) -> Value {
     let text = String::from_utf8_lossy(&o.stdout);
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
-
-fn launches(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join("launches.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 fn runs(dir: &Path) -> Vec<Value> {
@@ -159,17 +120,6 @@ fn a_grandchilds_confirm_approved_from_another_process_finishes_the_tree() {
         tree["children"][0]["children"][0]["tools"]["launch"]["succeeded"],
         1
     );
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //! call is looked up in `toolgate calls --json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod serving;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -190,8 +192,8 @@ impl Drop for Server {
 }
 
 fn serve(dir: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--agents"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--agents"])
         .arg(fixtures().join("agents"))
         .arg("--tools")
         .arg(fixtures().join("tools"))
@@ -202,24 +204,8 @@ fn serve(dir: &Path) -> Server {
         .env("TOOLGATE_API_KEY", KEY)
         .env_remove("TOOLGATE_DB")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("toolgate serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("toolgate serve says where it listens within 30 s");
-    let url = line
-        .trim()
-        .rsplit_once("listening on ")
-        .map(|(_, u)| u.to_string())
-        .unwrap_or_else(|| panic!("unexpected first line from toolgate serve: {line:?}"));
+        .stderr(Stdio::inherit());
+    let (child, url) = serving::listen(&mut cmd);
     Server { child, url }
 }
 

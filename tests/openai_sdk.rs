@@ -6,10 +6,10 @@
 //! the SDK saw is read back with `GET /v1/responses/{id}`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod serving;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -59,8 +59,8 @@ fn serve(dir: &Path) -> Server {
 }
 
 fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .arg("serve")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.arg("serve")
         .args(["--addr", "127.0.0.1:0"])
         .arg("--agents")
         .arg(agents)
@@ -73,24 +73,8 @@ fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
         .env("TOOLGATE_API_KEY", KEY)
         .env_remove("TOOLGATE_DB")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("toolgate serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("toolgate serve says where it listens within 30 s");
-    let url = line
-        .trim()
-        .rsplit_once("listening on ")
-        .map(|(_, u)| u.to_string())
-        .unwrap_or_else(|| panic!("unexpected first line from toolgate serve: {line:?}"));
+        .stderr(Stdio::inherit());
+    let (child, url) = serving::listen(&mut cmd);
     Server { child, url }
 }
 

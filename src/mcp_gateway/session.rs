@@ -35,10 +35,7 @@ impl Session {
         Self {
             gateway,
             agent,
-            conversation: format!(
-                "conv_mcp_{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..16]
-            ),
+            conversation: crate::run::new_id("conv_mcp"),
             turn: tokio::sync::Mutex::new(()),
         }
     }

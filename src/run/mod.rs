@@ -225,22 +225,12 @@ impl Runner {
                 .unwrap_or(DEFAULT_MODEL),
         );
         crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
-        let tools_dir = req
-            .tools_dir
-            .as_deref()
-            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+        let tools_dir = req.tools_dir.as_deref().map(absolute);
         let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
         let model = self.model_for(&model_name)?;
-        let workspace = req
-            .workspace
-            .clone()
-            .or_else(|| req.agent.workspace.clone())
-            .unwrap_or_else(|| PathBuf::from("."));
-        let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
-        let run_id = format!("run_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
-        let conversation_id = req.conversation.clone().unwrap_or_else(|| {
-            format!("conv_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
-        });
+        let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
+        let run_id = new_id("run");
+        let conversation_id = req.conversation.clone().unwrap_or_else(|| new_id("conv"));
         let (mut messages, persisted) = match &req.conversation {
             Some(c) => self.history(c).await?,
             None => (Vec::new(), 0),
@@ -622,4 +612,26 @@ pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
         parent_run_id: row.parent_run_id.clone(),
         parent_call_id: row.parent_call_id.clone(),
     }
+}
+
+/// `path` made absolute (as it is when that fails).
+pub(crate) fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The root for a run's file tools: the one asked for, else the agent's, else the
+/// current folder; absolute.
+pub(crate) fn workspace_of(asked: Option<&std::path::Path>, agent: &Agent) -> PathBuf {
+    let workspace = asked
+        .or(agent.workspace.as_deref())
+        .unwrap_or(std::path::Path::new("."));
+    absolute(workspace)
+}
+
+/// A new id: `prefix`, `_` and 16 hex digits.
+pub fn new_id(prefix: &str) -> String {
+    format!(
+        "{prefix}_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..16]
+    )
 }

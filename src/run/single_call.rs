@@ -38,8 +38,7 @@ impl Runner {
         agent: &Agent,
         tools_dir: Option<&std::path::Path>,
     ) -> Result<Toolkit, RunError> {
-        let tools_dir =
-            tools_dir.map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+        let tools_dir = tools_dir.map(super::absolute);
         self.toolkit(agent, tools_dir.as_deref())
     }
 
@@ -47,18 +46,10 @@ impl Runner {
     /// call's result as its output (the call's record says how it ended), or pauses
     /// with the call waiting for a decision.
     pub async fn start_call(&self, req: StartCall) -> Result<RunObject, RunError> {
-        let tools_dir = req
-            .tools_dir
-            .as_deref()
-            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+        let tools_dir = req.tools_dir.as_deref().map(super::absolute);
         let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
-        let workspace = req
-            .workspace
-            .clone()
-            .or_else(|| req.agent.workspace.clone())
-            .unwrap_or_else(|| PathBuf::from("."));
-        let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
-        let run_id = format!("run_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let workspace = super::workspace_of(req.workspace.as_deref(), &req.agent);
+        let run_id = super::new_id("run");
         let state = RunState {
             agent_file: req.agent.path.clone(),
             agent: req.agent.name.clone(),

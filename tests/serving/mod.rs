@@ -85,6 +85,33 @@ impl Site {
     }
 }
 
+/// Starts a prepared `toolgate serve` command with its stdout piped here, and returns
+/// the process and the address it says it listens on (waiting at most 30 s for it).
+pub fn listen(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("toolgate serve starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("toolgate serve says where it listens within 30 s");
+    let base = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://"))
+        .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
+        .to_string();
+    (child, base)
+}
+
 /// A running `toolgate serve`; killed when dropped.
 pub struct Server {
     pub child: Child,
@@ -135,17 +162,7 @@ impl Server {
             Some(k) => cmd.env("TOOLGATE_API_KEY", k),
             None => cmd.env_remove("TOOLGATE_API_KEY"),
         };
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        let base = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|u| u.starts_with("http://"))
-            .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
-            .to_string();
+        let (child, base) = listen(&mut cmd);
         Server {
             child,
             base,

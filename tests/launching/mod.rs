@@ -1,0 +1,66 @@
+//! The binary run the way a person runs it in a shell, for the cross-process tests: a
+//! confirm `launch` command tool that notes each call it runs, the command builder,
+//! and small readers of what a command left behind.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A confirm command tool that notes each call in launches.log, then takes
+/// LAUNCH_SLEEP seconds.
+pub const LAUNCH: &str = r#"name: launch
+description: Launch something (noted in launches.log).
+permission: confirm
+parameters:
+  - {name: target, type: string, required: true}
+entry:
+  type: command
+  command: sh
+  args: ["-c", "echo \"$TOOLGATE_CALL_ID\" >> launches.log; sleep ${LAUNCH_SLEEP:-0}; echo launched"]
+timeout: 120
+"#;
+
+/// `toolgate ARGS` in `dir`, with no inherited database, tools folder or API key, and
+/// `launch` taking `sleep` seconds.
+pub fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("OPENAI_API_KEY")
+        .env("LAUNCH_SLEEP", sleep)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `toolgate ARGS` in `dir` to its end.
+pub fn toolgate(args: &[&str], dir: &Path) -> Output {
+    command(args, dir, "0").output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The call ids `launch` ran with, in order.
+pub fn launches(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("launches.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Polls `f` until it holds; fails the test after 30 s naming `what`.
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
