@@ -153,17 +153,25 @@ async fn a_runs_timeline_has_messages_pauses_decisions_and_calls() {
     let (s, _) = server
         .post(
             &format!("/v1/runs/{id}/deny"),
-            json!({"call_id": "call_write", "reason": "no"}),
+            json!({"call_id": "call_write", "reason": "no", "by": "Ada"}),
         )
         .await;
     assert_eq!(s, 200);
-    let (s, _) = server
-        .post(
-            &format!("/v1/runs/{id}/submit"),
-            json!({"call_id": "call_ask", "output": "Red"}),
-        )
-        .await;
-    assert_eq!(s, 200);
+    // The other item is answered from the command line, in another process.
+    let out = std::process::Command::new(serving::bin())
+        .current_dir(site.path())
+        .arg("--db")
+        .arg(site.db())
+        .args(["submit", id, "--call", "call_ask", "--output", "Red"])
+        .args(["--by", "ops-bot"])
+        .env_remove("TOOLGATE_DB")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A prefix of the id answers too, as for every run route.
     let (_, t) = server
         .get(&format!("/v1/runs/{}/timeline", &id[..12]))
@@ -185,6 +193,8 @@ async fn a_runs_timeline_has_messages_pauses_decisions_and_calls() {
     );
     assert_eq!(pauses[1]["decision"]["type"], "submit");
     assert!(pauses.iter().all(|p| p["decided_at"].as_i64().unwrap() > 0));
+    assert_eq!(pauses[0]["decided_by"], "Ada");
+    assert_eq!(pauses[1]["decided_by"], "ops-bot");
     let calls: Vec<(&str, &str)> = t["calls"]
         .as_array()
         .unwrap()

@@ -144,6 +144,10 @@ async fn deny_with_a_reason_reaches_the_model() {
     assert_eq!(pause["decision"]["type"], "deny");
     assert_eq!(pause["decision"]["reason"], "Not in this folder, please.");
     assert!(pause["decided_at"].as_i64().unwrap() > 0);
+    assert_eq!(
+        pause["decided_by"], "inbox",
+        "the page names no one: it says inbox"
+    );
     assert!(!site.path().join("ws/result.txt").exists());
 }
 

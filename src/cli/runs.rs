@@ -51,6 +51,9 @@ pub struct DecisionArgs {
     /// Print events as JSON lines, the run object last.
     #[arg(long)]
     json: bool,
+    /// Who decides, recorded with the decision (default: cli:$USER).
+    #[arg(long, value_name = "NAME")]
+    by: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -292,7 +295,12 @@ fn decide(
     let rt = runtime()?;
     rt.block_on(async {
         let decided = runner(store.clone())
-            .decide(&common.run, call, decision)
+            .decide_by(
+                &common.run,
+                call,
+                decision,
+                Some(decider(common.by.as_deref())),
+            )
             .await
             .map_err(run_failure)?;
         if !common.json {
@@ -371,4 +379,16 @@ pub fn cancel(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
         out::print(&format!("run {} cancelled\n", run.id))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who a decision made here is recorded as: `--by`, else `cli:$USER` (`cli` when the
+/// environment names no user).
+fn decider(by: Option<&str>) -> String {
+    match by.map(str::trim).filter(|b| !b.is_empty()) {
+        Some(b) => b.to_string(),
+        None => match std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
+            Ok(user) if !user.is_empty() => format!("cli:{user}"),
+            _ => "cli".to_string(),
+        },
+    }
 }

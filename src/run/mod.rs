@@ -396,6 +396,17 @@ impl Runner {
         call_id: Option<&str>,
         decision: Decision,
     ) -> Result<Decided, RunError> {
+        self.decide_by(run_id, call_id, decision, None).await
+    }
+
+    /// [`Runner::decide`], recording who decided (`by`: a person's name, `cli:USER`).
+    pub async fn decide_by(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        by: Option<String>,
+    ) -> Result<Decided, RunError> {
         let decision = match decision {
             Decision::Edit { arguments } => {
                 let Some(call_id) = call_id else {
@@ -408,7 +419,7 @@ impl Runner {
             }
             other => other,
         };
-        Ok(self.store.decide(run_id, call_id, decision).await?)
+        Ok(self.store.decide_by(run_id, call_id, decision, by).await?)
     }
 
     async fn validate_edit(

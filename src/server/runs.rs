@@ -59,6 +59,11 @@ pub struct RunsQuery {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
+    /// Who decides (a person's name or an app's), recorded with the decision; `api`
+    /// when absent.
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    pub by: Option<String>,
     /// The call to approve; every waiting approval when absent.
     #[serde(default)]
     pub call_id: Option<String>,
@@ -80,6 +85,11 @@ pub struct ApproveBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyBody {
+    /// Who decides (a person's name or an app's), recorded with the decision; `api`
+    /// when absent.
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    pub by: Option<String>,
     pub call_id: String,
     /// What the model reads as the call's result.
     #[serde(default)]
@@ -94,6 +104,11 @@ pub struct DenyBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitBody {
+    /// Who decides (a person's name or an app's), recorded with the decision; `api`
+    /// when absent.
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    pub by: Option<String>,
     pub call_id: String,
     /// The client tool's output, as the model will read it.
     pub output: String,
@@ -303,10 +318,21 @@ async fn decided(
     run_id: &str,
     call_id: Option<&str>,
     decision: Decision,
+    by: Option<String>,
     resume: Option<bool>,
     stream: bool,
 ) -> Result<Response, ApiError> {
-    let d = state.runner.decide(run_id, call_id, decision).await?;
+    let by = match by.map(|b| b.trim().to_string()) {
+        Some(b) if b.chars().count() > 200 => {
+            return Err(ApiError::bad_request("'by' is longer than 200 characters"));
+        }
+        Some(b) if !b.is_empty() => b,
+        _ => "api".to_string(),
+    };
+    let d = state
+        .runner
+        .decide_by(run_id, call_id, decision, Some(by))
+        .await?;
     if d.waiting > 0 || resume == Some(false) {
         let run = state.runner.get(run_id).await?;
         return Ok(if stream {
@@ -365,6 +391,7 @@ pub async fn approve(
         &id,
         body.call_id.as_deref(),
         decision,
+        body.by,
         body.resume,
         body.stream,
     )
@@ -391,6 +418,7 @@ pub async fn deny(
         &id,
         Some(&body.call_id),
         decision,
+        body.by,
         body.resume,
         body.stream,
     )
@@ -418,6 +446,7 @@ pub async fn submit(
         &id,
         Some(&body.call_id),
         decision,
+        body.by,
         body.resume,
         body.stream,
     )

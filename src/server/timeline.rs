@@ -80,6 +80,9 @@ pub struct Pause {
     pub decision: Option<Decision>,
     /// Unix milliseconds, once decided.
     pub decided_at: Option<i64>,
+    /// Who decided: the `by` a decision request gave, `cli:USER` for the command line,
+    /// `api` for a request that named nobody.
+    pub decided_by: Option<String>,
 }
 
 /// A run's timeline: its messages, pauses and decisions, and call records.
@@ -161,5 +164,6 @@ fn pause(p: PauseRow) -> Pause {
         },
         decision,
         decided_at: p.decided_at,
+        decided_by: p.decided_by,
     }
 }

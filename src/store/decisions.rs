@@ -28,6 +28,17 @@ impl Store {
         call_id: Option<&str>,
         decision: Decision,
     ) -> Result<Decided, RunsError> {
+        self.decide_by(run_id, call_id, decision, None).await
+    }
+
+    /// [`Store::decide`], recording who decided (`by`) beside when.
+    pub async fn decide_by(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        by: Option<String>,
+    ) -> Result<Decided, RunsError> {
         let (run_id, call_id) = (run_id.to_string(), call_id.map(str::to_string));
         self.transact(move |tx| {
             let run = find_run(tx, &run_id)?;
@@ -131,8 +142,8 @@ impl Store {
             let mut calls = Vec::new();
             for p in &chosen {
                 tx.execute(
-                    "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
-                    params![holder(p), p.item.call_id, text, now],
+                    "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
+                    params![holder(p), p.item.call_id, text, now, by],
                 )?;
                 tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![holder(p), now])?;
                 calls.push(p.item.call_id.clone());

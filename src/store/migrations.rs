@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_responses.sql"),
     include_str!("migrations/0004_secrets.sql"),
     include_str!("migrations/0005_subagents.sql"),
+    include_str!("migrations/0006_decided_by.sql"),
 ];
 
 /// The schema version this build writes.

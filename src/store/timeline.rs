@@ -15,6 +15,8 @@ pub struct PauseRow {
     pub state: String,
     /// Unix milliseconds, once decided.
     pub decided_at: Option<i64>,
+    /// Who decided, when it was recorded.
+    pub decided_by: Option<String>,
 }
 
 /// What [`Store::run_timeline`] reads, in one snapshot.
@@ -42,7 +44,7 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             let pauses = snapshot
                 .prepare_cached(
-                    "SELECT call_id, kind, tool, arguments, decision, state, decided_at FROM pending WHERE run_id = ?1 ORDER BY rowid",
+                    "SELECT call_id, kind, tool, arguments, decision, state, decided_at, decided_by FROM pending WHERE run_id = ?1 ORDER BY rowid",
                 )?
                 .query_map([&run.id], |r| {
                     let kind: String = r.get(1)?;
@@ -62,6 +64,7 @@ impl Store {
                         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
                         state: r.get(5)?,
                         decided_at: r.get(6)?,
+                        decided_by: r.get(7)?,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

@@ -63,6 +63,8 @@ const scenarios = {
   async approve(page, nav) {
     await openInbox(page);
     await shot(page, 'inbox-empty');
+    await page.getByLabel('Your name').fill('Ada');
+    await page.getByLabel('Your name').press('Tab');
     const run = await startRun('Work out 2+3*4 and save it.');
     const write = item(page, run, 'write_file', 'call_write');
     const ask = item(page, run, 'ask_user', 'call_ask');
@@ -90,7 +92,7 @@ const scenarios = {
     await timeline.filter({ hasText: 'Done. 2+3*4 is 14' }).waitFor({ timeout: WAIT });
     const callWrite = timeline.locator('li.call').filter({ hasText: 'call_write' });
     await callWrite.locator('summary').click();
-    await callWrite.filter({ hasText: /approved at/ }).waitFor({ timeout: WAIT });
+    await callWrite.filter({ hasText: /approved by Ada at/ }).waitFor({ timeout: WAIT });
     const callAsk = timeline.locator('li.call').filter({ hasText: 'call_ask' });
     await callAsk.locator('summary').click();
     await callAsk.filter({ hasText: 'Blue' }).waitFor({ timeout: WAIT });

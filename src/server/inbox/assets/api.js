@@ -58,8 +58,12 @@ export async function api(path, options) {
 
 // A decision: recorded once the server answers 200 (its stream then carries the run's
 // continuation, which this page does not need: the run goes on on the server).
+// Who decides: the name given in the header (kept in localStorage), else `inbox`.
+export const DECIDER = 'toolgate.decider';
+
 export async function decideCall(runId, action, body) {
-  const r = await request(`/v1/runs/${enc(runId)}/${action}`, { method: 'POST', body: { ...body, stream: true } });
+  const by = (localStorage.getItem(DECIDER) || '').trim() || 'inbox';
+  const r = await request(`/v1/runs/${enc(runId)}/${action}`, { method: 'POST', body: { ...body, by, stream: true } });
   if (!r.ok) throw await failure(r);
   if (r.body) r.body.cancel().catch(() => {});
 }

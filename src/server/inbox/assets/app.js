@@ -2,7 +2,7 @@
 // conversation's stats and runs. It talks only to this server's /v1 API (see api.js).
 
 import { setLive } from './dom.js';
-import { KEY, newSession, onKey } from './api.js';
+import { DECIDER, KEY, newSession, onKey } from './api.js';
 import { inboxPage, runPage, conversationPage } from './pages.js';
 
 const forget = document.getElementById('forget-key');
@@ -17,6 +17,10 @@ function start() {
   else if ((m = path.match(/^\/conversations\/([^/]+)$/))) conversationPage(decodeURIComponent(m[1]), signal);
   else inboxPage(signal);
 }
+
+const decider = document.getElementById('decider');
+decider.value = localStorage.getItem(DECIDER) || '';
+decider.addEventListener('change', () => localStorage.setItem(DECIDER, decider.value.trim()));
 
 forget.addEventListener('click', () => {
   sessionStorage.removeItem(KEY);

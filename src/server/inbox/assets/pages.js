@@ -73,7 +73,7 @@ export async function inboxPage(signal) {
 export function decisionText(p) {
   const d = p.decision;
   if (!d) return p.state === 'waiting' ? 'waiting for a decision' : p.state;
-  const at = p.decided_at ? ` at ${when(p.decided_at)}` : '';
+  const at = (p.decided_by ? ` by ${p.decided_by}` : '') + (p.decided_at ? ` at ${when(p.decided_at)}` : '');
   switch (d.type) {
     case 'approve': return `approved${at}`;
     case 'approve_always': return `approved always (for this conversation)${at}`;
@@ -90,7 +90,7 @@ export function callEntry(call, record, pause, toolMessage) {
   if (pause) {
     body.push(h('p', { class: 'pause' },
       h('b', {}, pause.kind === 'approval' ? 'Paused for approval' : 'Paused for the client\'s output'),
-      ` — ${decisionText(pause)} (who decided is not recorded).`));
+      ` — ${decisionText(pause)}.`));
     if (pause.decision && pause.decision.type === 'edit') {
       body.push(h('h4', {}, 'Edited arguments'), h('div', { class: 'args' }, jsonView(pause.decision.arguments)));
     }
