@@ -7,7 +7,8 @@ use std::sync::LazyLock;
 use memchr::{memchr, memchr2, memmem};
 
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
-use super::options::Dialect;
+use super::options::{Dialect, ParseOptions};
+use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
 
 static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
 
@@ -48,12 +49,10 @@ pub(crate) enum BlockScan {
     },
     Hermes(HermesScan),
     Qwen {
-        pos: usize,
+        walk: Box<Walk>,
         wrapped: bool,
     },
-    Invoke {
-        pos: usize,
-    },
+    Invoke(Box<Walk>),
 }
 
 #[derive(Debug, Clone)]
@@ -72,12 +71,12 @@ impl BlockScan {
     }
     pub(crate) fn function() -> Self {
         BlockScan::Qwen {
-            pos: FUNCTION.len(),
+            walk: Box::new(Walk::new(&QWEN, false, FUNCTION.len())),
             wrapped: false,
         }
     }
     pub(crate) fn invoke() -> Self {
-        BlockScan::Invoke { pos: 1 }
+        BlockScan::Invoke(Box::new(Walk::new(&INVOKE, false, "<invoke".len())))
     }
 
     /// The block's dialect, once it is known.
@@ -87,12 +86,13 @@ impl BlockScan {
             BlockScan::Xml { .. } => Some(BlockKind::Xml),
             BlockScan::Hermes(_) => Some(BlockKind::Hermes),
             BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
-            BlockScan::Invoke { .. } => Some(BlockKind::Invoke),
+            BlockScan::Invoke(_) => Some(BlockKind::Invoke),
         }
     }
 
     /// Scans `block` (from the block's first byte to the end of the input so far).
-    pub(crate) fn advance(&mut self, block: &[u8], eof: bool, dialect: Dialect) -> ScanResult {
+    pub(crate) fn advance(&mut self, block: &[u8], eof: bool, opts: &ParseOptions) -> ScanResult {
+        let dialect = opts.dialect;
         loop {
             let result = match self {
                 BlockScan::Detect { pos } => match detect(block, pos, eof, dialect) {
@@ -105,8 +105,12 @@ impl BlockScan {
                 },
                 BlockScan::Xml { pos, in_cdata } => scan_xml(block, pos, in_cdata),
                 BlockScan::Hermes(h) => scan_hermes(block, h),
-                BlockScan::Qwen { pos, wrapped } => scan_qwen(block, pos, *wrapped),
-                BlockScan::Invoke { pos } => scan_invoke(block, pos),
+                BlockScan::Qwen { walk, .. } | BlockScan::Invoke(walk) => {
+                    match walk.advance(block, eof, opts) {
+                        Walked::NeedMore => ScanResult::NeedMore,
+                        Walked::End { len, closed } => ScanResult::End { len, closed },
+                    }
+                }
             };
             return match result {
                 ScanResult::NeedMore if eof => ScanResult::End {
@@ -157,7 +161,7 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
         })),
         b'<' => match prefix(&block[start..], FUNCTION) {
             Prefix::Full if dialect.allows_qwen() => Detected::Is(BlockScan::Qwen {
-                pos: start + FUNCTION.len(),
+                walk: Box::new(Walk::new(&QWEN, true, start + FUNCTION.len())),
                 wrapped: true,
             }),
             Prefix::Partial if !eof => Detected::NeedMore,
@@ -324,54 +328,3 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
     }
 }
 
-fn scan_qwen(block: &[u8], pos: &mut usize, wrapped: bool) -> ScanResult {
-    const TAGS: [&[u8]; 6] = [
-        b"</parameter>",
-        b"<parameter=",
-        b"</function>",
-        TOOL_CALL_END,
-        TOOL_CALL,
-        FUNCTION,
-    ];
-    loop {
-        let Some((q, tag)) = next_tag(block, pos, &TAGS) else {
-            return ScanResult::NeedMore;
-        };
-        match tag {
-            2 if !wrapped => {
-                return ScanResult::End {
-                    len: q + TAGS[2].len(),
-                    closed: true,
-                };
-            }
-            3 => {
-                return ScanResult::End {
-                    len: q + TOOL_CALL_END.len(),
-                    closed: true,
-                };
-            }
-            4 | 5 => {
-                return ScanResult::End {
-                    len: q,
-                    closed: false,
-                };
-            }
-            t => *pos = q + TAGS[t].len(),
-        }
-    }
-}
-
-fn scan_invoke(block: &[u8], pos: &mut usize) -> ScanResult {
-    const TAGS: [&[u8]; 3] = [b"</invoke>", b"<invoke ", b"</function_calls>"];
-    match next_tag(block, pos, &TAGS) {
-        None => ScanResult::NeedMore,
-        Some((q, 0)) => ScanResult::End {
-            len: q + TAGS[0].len(),
-            closed: true,
-        },
-        Some((q, _)) => ScanResult::End {
-            len: q,
-            closed: false,
-        },
-    }
-}

@@ -432,7 +432,7 @@ impl StreamParser {
 
     fn step_block(&mut self, mut scan: BlockScan, eof: bool) -> bool {
         let block = &self.buf.as_bytes()[self.start..];
-        match scan.advance(block, eof, self.opts.dialect) {
+        match scan.advance(block, eof, &self.opts) {
             ScanResult::NeedMore => self.hold(State::Block(scan)),
             ScanResult::NotACall => {
                 let end = self.start + TOOL_CALL.len();
