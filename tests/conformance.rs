@@ -23,6 +23,11 @@ struct Case {
     name: String,
     /// `project file::test` the case was transcribed from.
     source: String,
+    /// Where toolgate deliberately answers otherwise than the peer (README, "Where
+    /// the peers disagree"): the choice, and `expect` holds toolgate's answer.
+    #[serde(default)]
+    #[allow(dead_code)]
+    choice: Option<String>,
     #[serde(default)]
     dialect: Option<String>,
     /// Tool name -> parameters schema, as the peer's test declared them.

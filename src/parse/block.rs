@@ -24,6 +24,8 @@ pub(crate) struct RawCall {
 #[derive(Debug, Default)]
 pub(crate) struct BlockOutcome {
     pub call: Option<RawCall>,
+    /// Further calls written in the same block (a Hermes tag holding a list).
+    pub more: Vec<RawCall>,
     pub problems: Vec<Problem>,
 }
 
@@ -49,6 +51,7 @@ pub(crate) fn parse_block(
     };
     if opts.strict && out.call.is_some() && out.problems.iter().any(|p| p.kind.is_structural()) {
         out.call = None;
+        out.more.clear();
         for p in &mut out.problems {
             if p.kind.is_structural() {
                 p.message.push_str(" (strict: call dropped)");

@@ -153,7 +153,7 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
     };
     let start = *pos;
     match first {
-        b'{' if dialect.allows_hermes() => Detected::Is(BlockScan::Hermes(HermesScan {
+        b'{' | b'[' if dialect.allows_hermes() => Detected::Is(BlockScan::Hermes(HermesScan {
             pos: start,
             in_str: false,
             depth: 0,
@@ -260,6 +260,11 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
             if h.pos == block.len() {
                 return ScanResult::NeedMore;
             }
+            // Several objects separated by commas (xLAM style): scan on.
+            if matches!(block[h.pos], b',' | b'{') {
+                h.json_end = None;
+                continue;
+            }
             return match prefix(&block[h.pos..], TOOL_CALL_END) {
                 Prefix::Full => ScanResult::End {
                     len: h.pos + TOOL_CALL_END.len(),
@@ -299,8 +304,8 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
         };
         match b {
             b'"' => h.in_str = true,
-            b'{' => h.depth += 1,
-            b'}' => {
+            b'{' | b'[' => h.depth += 1,
+            b'}' | b']' => {
                 h.depth = h.depth.saturating_sub(1);
                 if h.depth == 0 {
                     h.json_end = Some(h.pos + 1);

@@ -311,6 +311,7 @@ impl Emitter {
             GroupKind::Fence { .. } => "code fence",
             GroupKind::Wrapper(Wrapper::FunctionCalls) => "<function_calls> wrapper",
             GroupKind::Wrapper(Wrapper::ToolCalls) => "<tool_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::Minimax) => "<minimax:tool_call> wrapper",
         };
         let keep_calls = g.calls > 0 && !(unclosed && self.strict);
         if unclosed && g.calls > 0 {

@@ -36,6 +36,8 @@ pub(crate) fn prefix(rest: &[u8], lit: &[u8]) -> Prefix {
 pub(crate) enum Wrapper {
     FunctionCalls,
     ToolCalls,
+    /// MiniMax-M2's `<minimax:tool_call>` around `<invoke>` calls.
+    Minimax,
 }
 
 impl Wrapper {
@@ -43,6 +45,7 @@ impl Wrapper {
         match self {
             Wrapper::FunctionCalls => "</function_calls>",
             Wrapper::ToolCalls => "</tool_calls>",
+            Wrapper::Minimax => "</minimax:tool_call>",
         }
     }
 }
@@ -73,6 +76,7 @@ impl Opener {
             Opener::WrapperOpen(w) => match w {
                 Wrapper::FunctionCalls => FUNCTION_CALLS.len(),
                 Wrapper::ToolCalls => TOOL_CALLS.len(),
+                Wrapper::Minimax => MINIMAX_CALL.len(),
             },
             Opener::WrapperClose(w) => w.close_tag().len(),
         }
@@ -87,6 +91,7 @@ pub(crate) const FUNCTION: &[u8] = b"<function=";
 pub(crate) const INVOKE: &[u8] = b"<invoke ";
 const FUNCTION_CALLS: &[u8] = b"<function_calls>";
 const TOOL_CALLS: &[u8] = b"<tool_calls>";
+const MINIMAX_CALL: &[u8] = b"<minimax:tool_call>";
 
 /// The outcome of looking at a `<`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,14 +103,14 @@ pub(crate) enum Match {
 
 /// What the input at a `<` opens, for the dialects `dialect` allows.
 pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
-    // Every opener starts `<t`, `<f`, `<i` or `</`: most `<` in prose fail here.
+    // Every opener starts `<t`, `<f`, `<i`, `<m` or `</`: most `<` in prose fail here.
     match rest.get(1) {
         None => return Match::NeedMore,
-        Some(b't' | b'f' | b'i' | b'/') => {}
+        Some(b't' | b'f' | b'i' | b'm' | b'/') => {}
         Some(_) => return Match::No,
     }
     let tool_call = dialect.allows_xml() || dialect.allows_hermes() || dialect.allows_qwen();
-    let table: [(bool, &[u8], Opener); 8] = [
+    let table: [(bool, &[u8], Opener); 10] = [
         (true, THINK, Opener::Think),
         (tool_call, TOOL_CALL, Opener::ToolCall),
         (dialect.allows_qwen(), FUNCTION, Opener::Function),
@@ -119,6 +124,16 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             dialect.allows_invoke(),
             b"</function_calls>",
             Opener::WrapperClose(Wrapper::FunctionCalls),
+        ),
+        (
+            dialect.allows_invoke(),
+            MINIMAX_CALL,
+            Opener::WrapperOpen(Wrapper::Minimax),
+        ),
+        (
+            dialect.allows_invoke(),
+            b"</minimax:tool_call>",
+            Opener::WrapperClose(Wrapper::Minimax),
         ),
         (
             tool_call,

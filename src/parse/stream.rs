@@ -463,6 +463,9 @@ impl StreamParser {
                 match outcome.call {
                     Some(call) => {
                         self.emitter.call(call, raw, problems);
+                        for more in outcome.more {
+                            self.emitter.call(more, "", Vec::new());
+                        }
                         self.consume(end);
                     }
                     None => {
