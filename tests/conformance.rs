@@ -51,13 +51,15 @@ struct Expect {
 
 #[derive(Debug, Deserialize)]
 struct Call {
+    #[serde(default)]
+    id: Option<String>,
     name: String,
     #[serde(default)]
     arguments: Map<String, Value>,
 }
 
-fn read_cases() -> Vec<(String, Case)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/conformance");
+fn read_cases(sub: &str) -> Vec<(String, Case)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(sub);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -103,6 +105,11 @@ fn check(case: &Case, got: &ParsedTurn) -> Result<(), String> {
         ));
     }
     for (i, (want, have)) in e.calls.iter().zip(&got.calls).enumerate() {
+        if let Some(id) = &want.id
+            && id != &have.id
+        {
+            errs.push(format!("call {i}: expected id {id}, got {}", have.id));
+        }
         if want.name != have.name || want.arguments != have.arguments {
             errs.push(format!(
                 "call {i}: expected {} {}, got {} {}",
@@ -149,7 +156,23 @@ fn stream_mismatch(input: &str, opts: &ParseOptions, whole: &ParsedTurn) -> Opti
 
 #[test]
 fn peers_cases_pass_whole_and_streamed() {
-    let cases = read_cases();
+    let passed = run("conformance");
+    assert!(passed >= FLOOR, "{passed} pass, below the floor of {FLOOR}");
+}
+
+/// The dialects' own corpora (tests/corpus/dialects, built from the models' chat
+/// templates and documentation): every case must pass.
+#[test]
+fn dialect_cases_pass_whole_and_streamed() {
+    let total = read_cases("dialects").len();
+    assert!(total >= 35, "only {total} dialect cases");
+    let passed = run("dialects");
+    assert_eq!(passed, total, "{} dialect case(s) failed", total - passed);
+}
+
+/// Runs the cases of one folder; prints failures and counts; returns how many passed.
+fn run(sub: &str) -> usize {
+    let cases = read_cases(sub);
     let mut names: Vec<&str> = cases.iter().map(|(_, c)| c.name.as_str()).collect();
     names.sort_unstable();
     let n = names.len();
@@ -165,7 +188,14 @@ fn peers_cases_pass_whole_and_streamed() {
         if result.is_ok()
             && let Some(cut) = stream_mismatch(&case.input, &opts, &got)
         {
-            result = Err(format!("streamed differs from whole (split at {cut})"));
+            let streamed = if cut == usize::MAX {
+                common::chunked(case.input.as_bytes(), 1, &opts)
+            } else {
+                common::split_at(case.input.as_bytes(), &[cut], &opts)
+            };
+            result = Err(format!(
+                "streamed differs from whole (split at {cut}):\n  whole  {got:?}\n  stream {streamed:?}"
+            ));
         }
         let entry = per_file.entry(file).or_default();
         entry.1 += 1;
@@ -182,12 +212,8 @@ fn peers_cases_pass_whole_and_streamed() {
         println!("{file}: {p} of {t}");
     }
     println!(
-        "conformance: {passed} of {} cases pass whole and streamed",
+        "{sub}: {passed} of {} cases pass whole and streamed",
         cases.len()
     );
-    assert!(
-        passed >= FLOOR,
-        "{passed} of {} pass, below the floor of {FLOOR}",
-        cases.len()
-    );
+    passed
 }

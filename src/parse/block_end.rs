@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use memchr::{memchr, memchr2, memmem};
 
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
+use super::framed::{Framed, FramedEnd, FramedScan};
 use super::options::{Dialect, ParseOptions};
 use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
 
@@ -22,6 +23,9 @@ pub(crate) enum BlockKind {
         wrapped: bool,
     },
     Invoke,
+    /// GLM-4.x `<tool_call>NAME<arg_key>..`.
+    Glm,
+    Framed(Framed),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +57,10 @@ pub(crate) enum BlockScan {
         wrapped: bool,
     },
     Invoke(Box<Walk>),
+    Glm {
+        pos: usize,
+    },
+    Framed(FramedScan),
 }
 
 #[derive(Debug, Clone)]
@@ -75,6 +83,16 @@ impl BlockScan {
             wrapped: false,
         }
     }
+    pub(crate) fn framed(kind: Framed) -> Self {
+        BlockScan::Framed(FramedScan::new(kind))
+    }
+    /// Bytes of the opening tag, turned into text when the block is no call.
+    pub(crate) fn opener_len(&self) -> usize {
+        match self {
+            BlockScan::Framed(f) => f.kind.tag().len().max(1),
+            _ => TOOL_CALL.len(),
+        }
+    }
     pub(crate) fn invoke() -> Self {
         BlockScan::Invoke(Box::new(Walk::new(&INVOKE, false, "<invoke".len())))
     }
@@ -87,6 +105,8 @@ impl BlockScan {
             BlockScan::Hermes(_) => Some(BlockKind::Hermes),
             BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
             BlockScan::Invoke(_) => Some(BlockKind::Invoke),
+            BlockScan::Glm { .. } => Some(BlockKind::Glm),
+            BlockScan::Framed(f) => Some(BlockKind::Framed(f.kind)),
         }
     }
 
@@ -105,6 +125,12 @@ impl BlockScan {
                 },
                 BlockScan::Xml { pos, in_cdata } => scan_xml(block, pos, in_cdata),
                 BlockScan::Hermes(h) => scan_hermes(block, h),
+                BlockScan::Glm { pos } => scan_glm(block, pos),
+                BlockScan::Framed(f) => match f.advance(block, eof) {
+                    FramedEnd::NeedMore => ScanResult::NeedMore,
+                    FramedEnd::NotACall => return ScanResult::NotACall,
+                    FramedEnd::End { len, closed } => ScanResult::End { len, closed },
+                },
                 BlockScan::Qwen { walk, .. } | BlockScan::Invoke(walk) => {
                     match walk.advance(block, eof, opts) {
                         Walked::NeedMore => ScanResult::NeedMore,
@@ -172,7 +198,25 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
             }),
             _ => Detected::NotACall,
         },
+        c if (c.is_ascii_alphanumeric() || c == b'_') && dialect.allows_special(Dialect::Glm) => {
+            Detected::Is(BlockScan::Glm { pos: start })
+        }
         _ => Detected::NotACall,
+    }
+}
+
+/// A GLM block ends at `</tool_call>`, or unclosed where the next `<tool_call>` opens.
+fn scan_glm(block: &[u8], pos: &mut usize) -> ScanResult {
+    match next_tag(block, pos, &[TOOL_CALL_END, TOOL_CALL]) {
+        None => ScanResult::NeedMore,
+        Some((q, 0)) => ScanResult::End {
+            len: q + TOOL_CALL_END.len(),
+            closed: true,
+        },
+        Some((q, _)) => ScanResult::End {
+            len: q,
+            closed: false,
+        },
     }
 }
 

@@ -17,6 +17,7 @@ mod block;
 mod block_end;
 pub mod coerce;
 mod entities;
+mod framed;
 mod group;
 mod hermes;
 mod input;
