@@ -48,6 +48,8 @@ pub struct Agent {
     /// Concurrency limits for its calls (`global`, `per_category`, `queue`,
     /// `strategy`); the runner's when absent.
     pub limits: Option<LimitConfig>,
+    /// How text calls are read in xml mode (`dialect:`; `auto` when absent).
+    pub dialect: crate::parse::Dialect,
 }
 
 #[derive(Deserialize)]
@@ -72,6 +74,8 @@ struct RawAgent {
     workspace: Option<PathBuf>,
     #[serde(default)]
     limits: Option<LimitConfig>,
+    #[serde(default)]
+    dialect: Option<String>,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -171,6 +175,12 @@ impl Agent {
                 ),
             ));
         }
+        let dialect = match &raw.dialect {
+            Some(d) => d
+                .parse()
+                .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
+            None => crate::parse::Dialect::Auto,
+        };
         // A scripted model's file is found next to the agent file.
         let model = raw.model.map(|m| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
@@ -189,6 +199,7 @@ impl Agent {
             workspace: raw.workspace.map(|w| folder.join(w)),
             path,
             limits: raw.limits,
+            dialect,
         })
     }
 

@@ -14,7 +14,9 @@ use super::{Failure, load_tools};
 
 #[derive(Args, Debug)]
 pub struct ParseArgs {
-    /// The dialect: auto, xml, hermes, qwen3-coder, invoke, openai.
+    /// The dialect: auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2,
+    /// deepseek, harmony, mistral, llama3, pythonic (bare JSON and pythonic lists only
+    /// by name).
     #[arg(long, default_value = "auto")]
     dialect: String,
     /// Folder of tool files whose schemas guide value coercion [default: ./tools].
