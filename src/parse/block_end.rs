@@ -192,6 +192,20 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
             }),
             Prefix::Partial if !eof => Detected::NeedMore,
             Prefix::Full => Detected::NotACall,
+            // `<tool_call>` then `<parameter=` with no `<function=` line: Qwen3-coder
+            // that lost its function line (the tool is inferred from the keys).
+            _ if dialect.allows_qwen() && prefix(&block[start..], b"<parameter=") != Prefix::No => {
+                if prefix(&block[start..], b"<parameter=") == Prefix::Partial {
+                    if eof {
+                        return Detected::NotACall;
+                    }
+                    return Detected::NeedMore;
+                }
+                Detected::Is(BlockScan::Qwen {
+                    walk: Box::new(Walk::headless(start)),
+                    wrapped: true,
+                })
+            }
             _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml {
                 pos: start,
                 in_cdata: false,

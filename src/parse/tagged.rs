@@ -25,6 +25,9 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
             pos += 1;
         }
     }
+    if wrapped && prefix(&b[pos..], b"<parameter=") == Prefix::Full {
+        return headless(block, pos, opts);
+    }
     // The scanner only hands over blocks that start this way.
     if prefix(&b[pos..], FUNCTION) != Prefix::Full {
         return out;
@@ -73,6 +76,36 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
             "<tool_call> was never closed",
         );
     }
+    out
+}
+
+/// A `<tool_call>` whose `<function=NAME>` line is missing: the call is kept only when
+/// exactly one known tool has every parameter it gives.
+fn headless(block: &str, pos: usize, opts: &ParseOptions) -> BlockOutcome {
+    let mut out = BlockOutcome::default();
+    let mut walk = Walk::headless(pos);
+    let Walked::End { closed, .. } = walk.advance(block.as_bytes(), true, opts) else {
+        return out;
+    };
+    let keys: Vec<&str> = walk.params.iter().map(|p| p.key.as_str()).collect();
+    let mut fits = opts.schemas.iter().filter(|(_, schema)| {
+        !keys.is_empty() && keys.iter().all(|k| property(Some(schema), k).is_some())
+    });
+    let (Some((name, _)), None) = (fits.next(), fits.next()) else {
+        out.problem(
+            ProblemKind::MissingName,
+            pos,
+            "a <tool_call> without <function=...> whose parameters fit no single known tool; kept as text",
+        );
+        return out;
+    };
+    let name = name.clone();
+    out.problem(
+        ProblemKind::MissingName,
+        pos,
+        format!("a <tool_call> without <function=...>: read as '{name}', the one tool with these parameters"),
+    );
+    build(block, &name, &walk, walk.function_closed || closed, &QWEN, opts, &mut out);
     out
 }
 

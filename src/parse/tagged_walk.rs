@@ -129,11 +129,23 @@ impl Walk {
     /// A walk from `pos`, the first byte of the tool name (after `<function=` or
     /// `<invoke`).
     pub(crate) fn new(syntax: &'static Syntax, wrapped: bool, pos: usize) -> Self {
+        Self::with_phase(syntax, wrapped, pos, Phase::Head)
+    }
+
+    /// A Qwen3-coder walk inside `<tool_call>` that starts at a `<parameter=` (at
+    /// `pos`) with no `<function=` line: the tool is inferred later from its keys.
+    pub(crate) fn headless(pos: usize) -> Self {
+        let mut w = Self::with_phase(&QWEN, true, pos, Phase::Between);
+        w.name = Some(None);
+        w
+    }
+
+    fn with_phase(syntax: &'static Syntax, wrapped: bool, pos: usize, phase: Phase) -> Self {
         Self {
             syntax,
             wrapped,
             pos,
-            phase: Phase::Head,
+            phase,
             name: None,
             known: None,
             params: Vec::new(),
