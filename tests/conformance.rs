@@ -59,7 +59,9 @@ struct Call {
 }
 
 fn read_cases(sub: &str) -> Vec<(String, Case)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(sub);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(sub);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -124,7 +126,13 @@ fn check(case: &Case, got: &ParsedTurn) -> Result<(), String> {
         let got_kinds: Vec<String> = got
             .problems
             .iter()
-            .map(|p| serde_json::to_value(p.kind).unwrap().as_str().unwrap().to_string())
+            .map(|p| {
+                serde_json::to_value(p.kind)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         let ok = if kinds.len() == 1 && kinds[0] == "any" {
             !got_kinds.is_empty()
@@ -148,7 +156,8 @@ fn check(case: &Case, got: &ParsedTurn) -> Result<(), String> {
 /// The first split at which the streamed result differs from the whole one.
 fn stream_mismatch(input: &str, opts: &ParseOptions, whole: &ParsedTurn) -> Option<usize> {
     let bytes = input.as_bytes();
-    (0..=bytes.len()).find(|&cut| &common::split_at(bytes, &[cut], opts) != whole)
+    (0..=bytes.len())
+        .find(|&cut| &common::split_at(bytes, &[cut], opts) != whole)
         .or_else(|| {
             (bytes.len() < 4096 && &common::chunked(bytes, 1, opts) != whole).then_some(usize::MAX)
         })

@@ -40,16 +40,52 @@ fn last_json(out: &Output) -> Value {
 
 /// One sample per dialect: (dialect, in auto too, output).
 const SAMPLES: &[(&str, bool, &str)] = &[
-    ("glm", true, "<tool_call>echo\n<arg_key>text</arg_key>\n<arg_value>hi</arg_value>\n</tool_call>"),
-    ("kimi-k2", true, "<|tool_calls_section_begin|><|tool_call_begin|>functions.echo:0<|tool_call_argument_begin|>{\"text\": \"hi\"}<|tool_call_end|><|tool_calls_section_end|>"),
-    ("deepseek", true, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>echo<｜tool▁sep｜>{\"text\": \"hi\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
-    ("deepseek", true, "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"echo\">\n<｜DSML｜parameter name=\"text\" string=\"true\">hi</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"),
-    ("harmony", true, "<|channel|>commentary to=functions.echo <|constrain|>json<|message|>{\"text\": \"hi\"}<|call|>"),
-    ("mistral", true, "[TOOL_CALLS][{\"name\": \"echo\", \"arguments\": {\"text\": \"hi\"}}]"),
+    (
+        "glm",
+        true,
+        "<tool_call>echo\n<arg_key>text</arg_key>\n<arg_value>hi</arg_value>\n</tool_call>",
+    ),
+    (
+        "kimi-k2",
+        true,
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.echo:0<|tool_call_argument_begin|>{\"text\": \"hi\"}<|tool_call_end|><|tool_calls_section_end|>",
+    ),
+    (
+        "deepseek",
+        true,
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>echo<｜tool▁sep｜>{\"text\": \"hi\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    ),
+    (
+        "deepseek",
+        true,
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"echo\">\n<｜DSML｜parameter name=\"text\" string=\"true\">hi</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+    ),
+    (
+        "harmony",
+        true,
+        "<|channel|>commentary to=functions.echo <|constrain|>json<|message|>{\"text\": \"hi\"}<|call|>",
+    ),
+    (
+        "mistral",
+        true,
+        "[TOOL_CALLS][{\"name\": \"echo\", \"arguments\": {\"text\": \"hi\"}}]",
+    ),
     ("mistral", true, "[TOOL_CALLS]echo[ARGS]{\"text\": \"hi\"}"),
-    ("llama3", true, "<|python_tag|>{\"name\": \"echo\", \"parameters\": {\"text\": \"hi\"}}"),
-    ("llama3", false, "{\"name\": \"echo\", \"parameters\": {\"text\": \"hi\"}}"),
-    ("pythonic", true, "<|python_start|>[echo(text='hi')]<|python_end|>"),
+    (
+        "llama3",
+        true,
+        "<|python_tag|>{\"name\": \"echo\", \"parameters\": {\"text\": \"hi\"}}",
+    ),
+    (
+        "llama3",
+        false,
+        "{\"name\": \"echo\", \"parameters\": {\"text\": \"hi\"}}",
+    ),
+    (
+        "pythonic",
+        true,
+        "<|python_start|>[echo(text='hi')]<|python_end|>",
+    ),
     ("pythonic", false, "[echo(text='hi')]"),
 ];
 
@@ -57,7 +93,11 @@ const SAMPLES: &[(&str, bool, &str)] = &[
 fn parse_reads_every_dialect_by_name_and_special_tokens_in_auto() {
     let dir = tempfile::tempdir().unwrap();
     for (dialect, in_auto, output) in SAMPLES {
-        let named = toolgate(&["parse", "--dialect", dialect], output.as_bytes(), dir.path());
+        let named = toolgate(
+            &["parse", "--dialect", dialect],
+            output.as_bytes(),
+            dir.path(),
+        );
         assert_eq!(named.status.code(), Some(0), "{dialect}: {named:?}");
         let v = last_json(&named);
         assert_eq!(v["calls"][0]["name"], "echo", "{dialect}: {v}");
@@ -88,9 +128,15 @@ fn unknown_dialect_is_a_one_line_error() {
 #[test]
 fn agent_runs_read_the_dialect_their_file_sets() {
     for (dialect, reply) in [
-        ("kimi-k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.echo:0<|tool_call_argument_begin|>{\"text\": \"from kimi\"}<|tool_call_end|><|tool_calls_section_end|>"),
+        (
+            "kimi-k2",
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.echo:0<|tool_call_argument_begin|>{\"text\": \"from kimi\"}<|tool_call_end|><|tool_calls_section_end|>",
+        ),
         ("pythonic", "[echo(text='from kimi')]"),
-        ("glm", "<tool_call>echo<arg_key>text</arg_key><arg_value>from kimi</arg_value></tool_call>"),
+        (
+            "glm",
+            "<tool_call>echo<arg_key>text</arg_key><arg_value>from kimi</arg_value></tool_call>",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
@@ -117,7 +163,11 @@ fn agent_runs_read_the_dialect_their_file_sets() {
             parsed.iter().any(|e| e["type"] == "tool.finished"),
             "{dialect}: {events}"
         );
-        assert_eq!(last_json(&out)["status"], "completed", "{dialect}: {events}");
+        assert_eq!(
+            last_json(&out)["status"],
+            "completed",
+            "{dialect}: {events}"
+        );
     }
     // A bad dialect in the agent file is named with its field.
     let dir = tempfile::tempdir().unwrap();
@@ -126,8 +176,16 @@ fn agent_runs_read_the_dialect_their_file_sets() {
         "name: a\nmode: xml\ndialect: klingon\nmodel: scripted:r.yaml\ntools: [echo]\n",
     )
     .unwrap();
-    let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "go"], b"", dir.path());
+    let out = toolgate(
+        &["run", "--agent", "agent.yaml", "--json", "go"],
+        b"",
+        dir.path(),
+    );
     assert_ne!(out.status.code(), Some(0));
-    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(all.contains("dialect"), "{all}");
 }

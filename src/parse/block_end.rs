@@ -6,8 +6,8 @@ use std::sync::LazyLock;
 
 use memchr::{memchr, memchr2, memmem};
 
-use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::framed::{Framed, FramedEnd, FramedScan};
+use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::{Dialect, ParseOptions};
 use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
 
@@ -390,4 +390,3 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
         h.pos += 1;
     }
 }
-

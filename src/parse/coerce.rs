@@ -179,7 +179,8 @@ pub fn coerce_text_noting(
             Ok(_) => {}
             Err(_) => {
                 if let Some(v) = super::pyliteral::to_json(t).filter(fits) {
-                    *recovered = Some("a Python literal (single quotes, True/False/None) read as JSON");
+                    *recovered =
+                        Some("a Python literal (single quotes, True/False/None) read as JSON");
                     return coerce_json_noting(v, schema, recovered);
                 }
             }
@@ -252,16 +253,17 @@ pub fn coerce_json_noting(
         }
         Value::Object(map) if types.has(Types::OBJECT) => {
             let mut failed = false;
-            let out: Map<String, Value> = map
-                .into_iter()
-                .map(|(k, v)| {
-                    let v = coerce_json_noting(v, property(schema, &k), recovered).unwrap_or_else(|m| {
-                        failed = true;
-                        m.kept
-                    });
-                    (k, v)
-                })
-                .collect();
+            let out: Map<String, Value> =
+                map.into_iter()
+                    .map(|(k, v)| {
+                        let v = coerce_json_noting(v, property(schema, &k), recovered)
+                            .unwrap_or_else(|m| {
+                                failed = true;
+                                m.kept
+                            });
+                        (k, v)
+                    })
+                    .collect();
             if failed {
                 Err(mismatch(Value::Object(out)))
             } else {

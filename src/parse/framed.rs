@@ -118,7 +118,10 @@ struct Extent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FramedEnd {
     NeedMore,
-    End { len: usize, closed: bool },
+    End {
+        len: usize,
+        closed: bool,
+    },
     /// Not this dialect after all: the opener is text.
     NotACall,
 }
@@ -165,7 +168,12 @@ impl FramedScan {
             }
             for s in stops {
                 match prefix(&b[q..], s) {
-                    Prefix::Full => return FramedEnd::End { len: q, closed: false },
+                    Prefix::Full => {
+                        return FramedEnd::End {
+                            len: q,
+                            closed: false,
+                        };
+                    }
                     Prefix::Partial => partial = true,
                     Prefix::No => {}
                 }
@@ -312,7 +320,10 @@ fn json_call(
         out.problem(
             ProblemKind::MissingName,
             at,
-            format!("'{}' does not name a tool; kept as text", super::block::short(name)),
+            format!(
+                "'{}' does not name a tool; kept as text",
+                super::block::short(name)
+            ),
         );
         return None;
     }
@@ -365,7 +376,14 @@ fn kimi(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     // `functions.NAME:IDX`: the name between the prefix and the index.
     let name = id.strip_prefix("functions.").unwrap_or(id);
     let name = name.rsplit_once(':').map_or(name, |(n, _)| n);
-    out.call = json_call(name, Some(id.to_string()).filter(|s| !s.is_empty()), args, at, opts, out);
+    out.call = json_call(
+        name,
+        Some(id.to_string()).filter(|s| !s.is_empty()),
+        args,
+        at,
+        opts,
+        out,
+    );
 }
 
 fn deepseek(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
@@ -395,7 +413,11 @@ fn deepseek(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) 
 
 fn dsml(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     let Some(gt) = body.find('>') else {
-        out.problem(ProblemKind::MissingName, at, "a DSML invoke without '>'; kept as text");
+        out.problem(
+            ProblemKind::MissingName,
+            at,
+            "a DSML invoke without '>'; kept as text",
+        );
         return;
     };
     let Some(name) = attribute(&body[..gt], "name").filter(|n| is_tool_name(n)) else {
@@ -456,7 +478,10 @@ fn harmony(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
         return;
     };
     // `commentary to=functions.NAME <|constrain|>json`: only a recipient makes a call.
-    let Some(to) = header.split_whitespace().find_map(|w| w.strip_prefix("to=")) else {
+    let Some(to) = header
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("to="))
+    else {
         return;
     };
     let to = to.split("<|").next().unwrap_or(to);
@@ -520,11 +545,19 @@ fn json_calls(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome
         other => vec![other],
     }) {
         let Value::Object(mut obj) = v else {
-            out.problem(ProblemKind::SeveralCalls, at, "a JSON value that is not a call object was dropped");
+            out.problem(
+                ProblemKind::SeveralCalls,
+                at,
+                "a JSON value that is not a call object was dropped",
+            );
             continue;
         };
         let Some(Value::String(name)) = obj.remove("name") else {
-            out.problem(ProblemKind::MissingName, at, "a JSON object without a \"name\" is not a call");
+            out.problem(
+                ProblemKind::MissingName,
+                at,
+                "a JSON object without a \"name\" is not a call",
+            );
             continue;
         };
         let args = ["arguments", "parameters", "args"]
@@ -642,24 +675,6 @@ fn split_top(s: &str, sep: u8) -> Vec<&str> {
     parts
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    #[test]
-    fn splits() {
-        assert_eq!(split_top("a=1, b='x,y', c=[1, 2]", b','), vec!["a=1", " b='x,y'", " c=[1, 2]"]);
-    }
-
-    #[test]
-    fn extent_ends_at_close() {
-        let mut s = FramedScan::new(Framed::Mistral);
-        let b = b"[TOOL_CALLS]get[ARGS]{\"a\": \"}\"} tail";
-        assert_eq!(s.advance(b, false), FramedEnd::End { len: b.len() - 5, closed: true });
-    }
-}
-
 /// GLM-4.5 / 4.6 / 4.7: `<tool_call>NAME\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>`
 /// (4.7 writes no line breaks). Under `auto` the name must be followed by a line break
 /// or an `<arg_key>`, so `<tool_call>example</tool_call>` in prose stays prose.
@@ -683,7 +698,11 @@ pub(crate) fn parse_glm(block: &str, closed: bool, opts: &ParseOptions) -> Block
     while let Some(k) = rest.find("<arg_key>") {
         let after = &rest[k + "<arg_key>".len()..];
         let Some(ke) = after.find("</arg_key>") else {
-            out.problem(ProblemKind::UnclosedTag, at, "an <arg_key> was never closed");
+            out.problem(
+                ProblemKind::UnclosedTag,
+                at,
+                "an <arg_key> was never closed",
+            );
             break;
         };
         let key = after[..ke].trim().to_string();
@@ -719,7 +738,11 @@ pub(crate) fn parse_glm(block: &str, closed: bool, opts: &ParseOptions) -> Block
         pairs.push((key, v));
     }
     if !closed {
-        out.problem(ProblemKind::UnclosedTag, block.len(), "<tool_call> was never closed");
+        out.problem(
+            ProblemKind::UnclosedTag,
+            block.len(),
+            "<tool_call> was never closed",
+        );
     }
     let arguments = group_args(pairs, schema, at, &mut out);
     out.call = Some(RawCall {
@@ -730,3 +753,29 @@ pub(crate) fn parse_glm(block: &str, closed: bool, opts: &ParseOptions) -> Block
     out
 }
 
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn splits() {
+        assert_eq!(
+            split_top("a=1, b='x,y', c=[1, 2]", b','),
+            vec!["a=1", " b='x,y'", " c=[1, 2]"]
+        );
+    }
+
+    #[test]
+    fn extent_ends_at_close() {
+        let mut s = FramedScan::new(Framed::Mistral);
+        let b = b"[TOOL_CALLS]get[ARGS]{\"a\": \"}\"} tail";
+        assert_eq!(
+            s.advance(b, false),
+            FramedEnd::End {
+                len: b.len() - 5,
+                closed: true
+            }
+        );
+    }
+}

@@ -81,7 +81,10 @@ pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutc
                 out.problem(
                     ProblemKind::SeveralCalls,
                     at,
-                    format!("item {} of the {total} in <tool_call> was dropped: {dropped}", i + 1),
+                    format!(
+                        "item {} of the {total} in <tool_call> was dropped: {dropped}",
+                        i + 1
+                    ),
                 );
             }
             if calls.is_empty() {

@@ -194,17 +194,49 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
     let table: [(Dialect, &[u8], Opener); 12] = [
         (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
-        (Dialect::KimiK2, KIMI_SECTION, Opener::WrapperOpen(Wrapper::KimiSection)),
-        (Dialect::KimiK2, KIMI_SECTION_END, Opener::WrapperClose(Wrapper::KimiSection)),
+        (
+            Dialect::KimiK2,
+            KIMI_SECTION,
+            Opener::WrapperOpen(Wrapper::KimiSection),
+        ),
+        (
+            Dialect::KimiK2,
+            KIMI_SECTION_END,
+            Opener::WrapperClose(Wrapper::KimiSection),
+        ),
         (Dialect::DeepSeek, DS_CALL, Opener::Framed(Framed::DeepSeek)),
-        (Dialect::DeepSeek, DS_CALLS, Opener::WrapperOpen(Wrapper::DeepSeekCalls)),
-        (Dialect::DeepSeek, DS_CALLS_END, Opener::WrapperClose(Wrapper::DeepSeekCalls)),
+        (
+            Dialect::DeepSeek,
+            DS_CALLS,
+            Opener::WrapperOpen(Wrapper::DeepSeekCalls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DS_CALLS_END,
+            Opener::WrapperClose(Wrapper::DeepSeekCalls),
+        ),
         (Dialect::DeepSeek, DSML_INVOKE, Opener::Framed(Framed::Dsml)),
-        (Dialect::DeepSeek, DSML_CALLS, Opener::WrapperOpen(Wrapper::DsmlCalls)),
-        (Dialect::DeepSeek, DSML_CALLS_END, Opener::WrapperClose(Wrapper::DsmlCalls)),
+        (
+            Dialect::DeepSeek,
+            DSML_CALLS,
+            Opener::WrapperOpen(Wrapper::DsmlCalls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DSML_CALLS_END,
+            Opener::WrapperClose(Wrapper::DsmlCalls),
+        ),
         (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
-        (Dialect::Llama3, PYTHON_TAG, Opener::Framed(Framed::PythonTag)),
-        (Dialect::Pythonic, PYTHON_START, Opener::Framed(Framed::PythonStart)),
+        (
+            Dialect::Llama3,
+            PYTHON_TAG,
+            Opener::Framed(Framed::PythonTag),
+        ),
+        (
+            Dialect::Pythonic,
+            PYTHON_START,
+            Opener::Framed(Framed::PythonStart),
+        ),
     ];
     let mut need_more = false;
     for (d, lit, opener) in table {
@@ -217,7 +249,11 @@ fn match_special(rest: &[u8], dialect: Dialect) -> Match {
             Prefix::No => {}
         }
     }
-    if need_more { Match::NeedMore } else { Match::No }
+    if need_more {
+        Match::NeedMore
+    } else {
+        Match::No
+    }
 }
 
 /// What starts at a `[` or `{` in prose: Mistral's `[TOOL_CALLS]` anywhere (with the

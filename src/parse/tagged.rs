@@ -105,7 +105,15 @@ fn headless(block: &str, pos: usize, opts: &ParseOptions) -> BlockOutcome {
         pos,
         format!("a <tool_call> without <function=...>: read as '{name}', the one tool with these parameters"),
     );
-    build(block, &name, &walk, walk.function_closed || closed, &QWEN, opts, &mut out);
+    build(
+        block,
+        &name,
+        &walk,
+        walk.function_closed || closed,
+        &QWEN,
+        opts,
+        &mut out,
+    );
     out
 }
 

@@ -105,7 +105,10 @@ enum Phase {
 pub(crate) enum Walked {
     NeedMore,
     /// The call is `block[..len]`; `closed` when its closing tag was seen.
-    End { len: usize, closed: bool },
+    End {
+        len: usize,
+        closed: bool,
+    },
 }
 
 /// The walk's state; it resumes where it stopped when more input arrives.
@@ -361,7 +364,11 @@ impl Walk {
                 Which::Tag(2) => d.tool_call += 1,
                 Which::Tag(3) if !s.qwen => {}
                 Which::Tag(t) => {
-                    let inner = if t == 1 { &mut d.call } else { &mut d.tool_call };
+                    let inner = if t == 1 {
+                        &mut d.call
+                    } else {
+                        &mut d.tool_call
+                    };
                     if *inner > 0 {
                         *inner -= 1;
                     } else if d.param == 0 {
@@ -445,9 +452,7 @@ impl Walk {
                 return match tag_key(b, i + s.param_open.len(), eof) {
                     KeyAt::NeedMore => None,
                     KeyAt::NotATag => Some(false),
-                    KeyAt::Key(raw) => {
-                        Some(self.key(raw).is_some_and(|k| self.acceptable(&k)))
-                    }
+                    KeyAt::Key(raw) => Some(self.key(raw).is_some_and(|k| self.acceptable(&k))),
                 };
             }
             Prefix::No => {}
@@ -529,11 +534,7 @@ fn tag_key(b: &[u8], from: usize, eof: bool) -> KeyAt<'_> {
             _ => {}
         }
     }
-    if eof {
-        KeyAt::NotATag
-    } else {
-        KeyAt::NeedMore
-    }
+    if eof { KeyAt::NotATag } else { KeyAt::NeedMore }
 }
 
 /// The length of a parameter close tag at `rest` (which starts `</parameter`):
