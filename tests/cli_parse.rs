@@ -285,12 +285,18 @@ fn jsonl_streams_many_batches_in_order_with_a_line_longer_than_a_batch() {
         let v = &got[k];
         match i % 3 {
             0 => assert_eq!(v["calls"][0]["name"], format!("n{i}"), "line {k}"),
-            1 => assert_eq!(v["text"], format!("plain {i} with \"quotes\" and \\ escapes")),
+            1 => assert_eq!(
+                v["text"],
+                format!("plain {i} with \"quotes\" and \\ escapes")
+            ),
             _ => assert_eq!(v["calls"][0]["name"], format!("h{i}"), "line {k}"),
         }
         k += 1;
         if i == 2500 {
-            assert_eq!(got[k]["calls"][0]["arguments"]["v"].as_str().unwrap().len(), 3 << 20);
+            assert_eq!(
+                got[k]["calls"][0]["arguments"]["v"].as_str().unwrap().len(),
+                3 << 20
+            );
             k += 1;
         }
         if i == 4000 {

@@ -65,7 +65,13 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
                 .map_err(|e| Failure::bad_input(format!("cannot read {}: {e}", path.display())))?;
             jsonl::run(file, &mut out, &opts, args.stream, pretty)?
         }
-        None => jsonl::run(std::io::stdin().lock(), &mut out, &opts, args.stream, pretty)?,
+        None => jsonl::run(
+            std::io::stdin().lock(),
+            &mut out,
+            &opts,
+            args.stream,
+            pretty,
+        )?,
     };
     flush(out)?;
     if let Some(first) = bad_lines.first() {

@@ -106,7 +106,10 @@ pub(super) fn run(
             }
             results.push(batch(parts[0], starts[0], opts, stream, pretty));
             for h in handles {
-                results.push(h.join().unwrap_or_else(|_| Err(Failure::bad_input("a parser thread failed"))));
+                results.push(
+                    h.join()
+                        .unwrap_or_else(|_| Err(Failure::bad_input("a parser thread failed"))),
+                );
             }
         });
         for r in results {
