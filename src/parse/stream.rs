@@ -271,7 +271,12 @@ impl StreamParser {
             let limit = fence.unwrap_or(bytes.len());
             let dialect = self.opts.dialect;
             if dialect.scans_brackets() {
-                for k in memchr::memchr3_iter(b'<', b'[', b'{', &bytes[i..limit]) {
+                let brace = if matches!(dialect, super::options::Dialect::Llama3) {
+                    b'{'
+                } else {
+                    b'<'
+                };
+                for k in memchr::memchr3_iter(b'<', b'[', brace, &bytes[i..limit]) {
                     let p = i + k;
                     let found = if bytes[p] == b'<' {
                         match_opener(&bytes[p..], dialect)

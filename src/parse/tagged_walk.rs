@@ -27,6 +27,12 @@ pub(crate) struct Syntax {
     /// What the call's opening tag is called, for messages.
     pub call_tag: &'static str,
     pub qwen: bool,
+    /// Between parameters: `param_open`, `call_close`, `</tool_call>`, then `call_stops`.
+    between_tags: &'static [&'static [u8]],
+    /// After a `</parameter>`: `call_close`, `</tool_call>`, then `call_stops`.
+    after_close_tags: &'static [&'static [u8]],
+    /// After the call's own closing tag inside a value: `call_stops` (+ `</tool_call>`).
+    after_call_close_tags: &'static [&'static [u8]],
 }
 
 const PARAM_CLOSE_STEM: &[u8] = b"</parameter";
@@ -38,6 +44,15 @@ pub(crate) static QWEN: Syntax = Syntax {
     call_stops: &[TOOL_CALL, FUNCTION],
     call_tag: "<function=...>",
     qwen: true,
+    between_tags: &[
+        b"<parameter=",
+        b"</function>",
+        TOOL_CALL_END,
+        TOOL_CALL,
+        FUNCTION,
+    ],
+    after_close_tags: &[b"</function>", TOOL_CALL_END, TOOL_CALL, FUNCTION],
+    after_call_close_tags: &[TOOL_CALL, FUNCTION, TOOL_CALL_END],
 };
 
 pub(crate) static INVOKE: Syntax = Syntax {
@@ -47,6 +62,22 @@ pub(crate) static INVOKE: Syntax = Syntax {
     call_stops: &[b"<invoke ", b"</function_calls>", b"</minimax:tool_call>"],
     call_tag: "<invoke>",
     qwen: false,
+    between_tags: &[
+        b"<parameter ",
+        b"</invoke>",
+        TOOL_CALL_END,
+        b"<invoke ",
+        b"</function_calls>",
+        b"</minimax:tool_call>",
+    ],
+    after_close_tags: &[
+        b"</invoke>",
+        TOOL_CALL_END,
+        b"<invoke ",
+        b"</function_calls>",
+        b"</minimax:tool_call>",
+    ],
+    after_call_close_tags: &[b"<invoke ", b"</function_calls>", b"</minimax:tool_call>"],
 };
 
 /// One parameter as the walk found it (byte positions in the block).
@@ -215,9 +246,7 @@ impl Walk {
             };
             let q = self.pos + k;
             let rest = &b[q..];
-            let mut tags: Vec<&[u8]> = vec![s.param_open, s.call_close, TOOL_CALL_END];
-            tags.extend_from_slice(s.call_stops);
-            match which(rest, &tags, eof) {
+            match which(rest, s.between_tags, eof) {
                 Which::NeedMore => return Step::Stop(Walked::NeedMore),
                 Which::None => {
                     self.pos = q + 1;
@@ -457,9 +486,7 @@ impl Walk {
             }
             Prefix::No => {}
         }
-        let mut tags: Vec<&[u8]> = vec![s.call_close, TOOL_CALL_END];
-        tags.extend_from_slice(s.call_stops);
-        match which(rest, &tags, eof) {
+        match which(rest, s.after_close_tags, eof) {
             Which::NeedMore => None,
             Which::Tag(_) => Some(true),
             Which::None => Some(false),
@@ -478,11 +505,14 @@ impl Walk {
             return if eof { Some(true) } else { None };
         }
         let rest = &b[i..];
-        let mut tags: Vec<&[u8]> = self.syntax.call_stops.to_vec();
-        if own && self.syntax.qwen {
-            tags.push(TOOL_CALL_END);
-        }
-        match which(rest, &tags, eof) {
+        let all = self.syntax.after_call_close_tags;
+        // `</tool_call>` ends a call only after the call's own closing tag.
+        let tags = if own && self.syntax.qwen {
+            all
+        } else {
+            &all[..self.syntax.call_stops.len()]
+        };
+        match which(rest, tags, eof) {
             Which::NeedMore => None,
             Which::Tag(_) => Some(true),
             Which::None => Some(false),
