@@ -54,6 +54,8 @@ pub struct Agent {
     pub subagents: crate::subagents::Subagents,
     /// How deep the tree of runs under a run of this agent may go (default 3).
     pub max_depth: u32,
+    /// How text calls are read in xml mode (`dialect:`; `auto` when absent).
+    pub dialect: crate::parse::Dialect,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +86,8 @@ struct RawAgent {
     subagents: Option<serde_json::Value>,
     #[serde(default)]
     max_depth: Option<u32>,
+    #[serde(default)]
+    dialect: Option<String>,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -211,6 +215,12 @@ impl Agent {
                 ),
             ));
         }
+        let dialect = match &raw.dialect {
+            Some(d) => d
+                .parse()
+                .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
+            None => crate::parse::Dialect::Auto,
+        };
         // A scripted model's file is found next to the agent file.
         let model = raw.model.map(|m| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
@@ -232,6 +242,7 @@ impl Agent {
             description: raw.description.unwrap_or_default(),
             subagents,
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
+            dialect,
         })
     }
 

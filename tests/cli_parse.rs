@@ -251,3 +251,57 @@ fn invalid_utf8_is_replaced_not_fatal() {
     assert_eq!(v["text"], "a\u{FFFD}b");
     assert_eq!(v["calls"][0]["name"], "e");
 }
+
+#[test]
+fn jsonl_streams_many_batches_in_order_with_a_line_longer_than_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for i in 0..6000 {
+        let text = match i % 3 {
+            0 => format!("line {i} <tool_call><name>n{i}</name></tool_call>"),
+            1 => format!("plain {i} with \"quotes\" and \\ escapes"),
+            _ => format!("<tool_call>{{\"name\": \"h{i}\", \"arguments\": {{}}}}</tool_call>"),
+        };
+        lines.push(json!({"text": text}).to_string());
+        if i == 2500 {
+            // Longer than a batch (1 MB): read on until it ends.
+            let big = "x".repeat(3 << 20);
+            lines.push(json!({"text": format!("<tool_call><name>big</name><params><v><![CDATA[{big}]]></v></params></tool_call>")}).to_string());
+        }
+        if i == 4000 {
+            lines.push("not json".to_string());
+        }
+    }
+    let input = lines.join("\n");
+    // From a file (a pipe written whole before reading would fill up: the command
+    // streams its output while it reads).
+    std::fs::write(dir.path().join("in.jsonl"), &input).unwrap();
+    let out = toolgate(&["parse", "--jsonl", "in.jsonl"], b"", dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let got = json_lines(&out);
+    assert_eq!(got.len(), lines.len());
+    let mut k = 0;
+    for i in 0..6000 {
+        let v = &got[k];
+        match i % 3 {
+            0 => assert_eq!(v["calls"][0]["name"], format!("n{i}"), "line {k}"),
+            1 => assert_eq!(
+                v["text"],
+                format!("plain {i} with \"quotes\" and \\ escapes")
+            ),
+            _ => assert_eq!(v["calls"][0]["name"], format!("h{i}"), "line {k}"),
+        }
+        k += 1;
+        if i == 2500 {
+            assert_eq!(
+                got[k]["calls"][0]["arguments"]["v"].as_str().unwrap().len(),
+                3 << 20
+            );
+            k += 1;
+        }
+        if i == 4000 {
+            assert_eq!(got[k]["line"], k + 1);
+            k += 1;
+        }
+    }
+}

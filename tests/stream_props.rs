@@ -76,6 +76,45 @@ const FRAGMENTS: &[&str] = &[
     "data: ",
     "[DONE]",
     ": c\n",
+    // The special-token dialects (framed.rs) and GLM.
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "functions.echo:0",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "function",
+    "<｜tool▁sep｜>",
+    "```json\n",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜DSML｜function_calls>",
+    "<｜DSML｜invoke name=\"echo\">",
+    "<｜DSML｜parameter name=\"text\" string=\"true\">",
+    "</｜DSML｜parameter>",
+    "</｜DSML｜invoke>",
+    "</｜DSML｜function_calls>",
+    "<|channel|>",
+    "commentary to=functions.echo ",
+    "<|constrain|>json",
+    "<|message|>",
+    "<|call|>",
+    "<|end|>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[",
+    "]",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "echo(text='a')",
+    ";",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
 ];
 
 fn fragment_input() -> impl Strategy<Value = String> {
@@ -97,6 +136,13 @@ fn dialect() -> impl Strategy<Value = Dialect> {
         Dialect::Qwen3Coder,
         Dialect::Invoke,
         Dialect::OpenAi,
+        Dialect::Glm,
+        Dialect::KimiK2,
+        Dialect::DeepSeek,
+        Dialect::Harmony,
+        Dialect::Mistral,
+        Dialect::Llama3,
+        Dialect::Pythonic,
     ])
 }
 
@@ -140,8 +186,8 @@ proptest! {
     /// Arbitrary bytes, split anywhere (inside characters too).
     #[test]
     fn arbitrary_bytes_split_anywhere(bytes in prop::collection::vec(any::<u8>(), 0..300),
-                                      cuts in cuts_for(300)) {
-        let opts = ParseOptions::default();
+                                      cuts in cuts_for(300), d in dialect()) {
+        let opts = ParseOptions::default().with_dialect(d);
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let expected = whole(&text, &opts);
         prop_assert_eq!(split_at(&bytes, &cuts, &opts), expected);

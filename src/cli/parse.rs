@@ -1,12 +1,13 @@
 //! `toolgate parse`: one model output (or many, with `--jsonl`) to JSON on stdout.
 
+mod jsonl;
+
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use serde_json::Value;
 use toolgate::parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
 
 use super::out::{self, print_json};
@@ -14,7 +15,9 @@ use super::{Failure, load_tools};
 
 #[derive(Args, Debug)]
 pub struct ParseArgs {
-    /// The dialect: auto, xml, hermes, qwen3-coder, invoke, openai.
+    /// The dialect: auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2,
+    /// deepseek, harmony, mistral, llama3, pythonic (bare JSON and pythonic lists only
+    /// by name).
     #[arg(long, default_value = "auto")]
     dialect: String,
     /// Folder of tool files whose schemas guide value coercion [default: ./tools].
@@ -48,37 +51,28 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
         .with_dialect(dialect)
         .with_strict(args.strict)
         .with_schemas(Arc::new(tools.schemas()));
-    let input = read_input(args.file.as_ref())?;
-    let mut out = std::io::BufWriter::new(out::stdout());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out::stdout());
     let pretty = args.pretty;
     if !args.jsonl {
+        let input = read_input(args.file.as_ref())?;
         let turn = parse_one(strip_bom(&input), &opts, args.stream);
         print_json(&mut out, &turn, pretty)?;
         return flush(out).map(|()| ExitCode::SUCCESS);
     }
-    let mut bad_lines = Vec::new();
-    for (i, line) in input.split(|&b| b == b'\n').enumerate() {
-        if out::stdout_closed() {
-            // Nobody reads the rest.
-            break;
+    let bad_lines = match args.file.as_ref() {
+        Some(path) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| Failure::bad_input(format!("cannot read {}: {e}", path.display())))?;
+            jsonl::run(file, &mut out, &opts, args.stream, pretty)?
         }
-        let line = strip_bom(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match jsonl_text(line) {
-            Ok(text) => {
-                let turn = parse_one(text.as_bytes(), &opts, args.stream);
-                print_json(&mut out, &turn, pretty)?;
-            }
-            Err(reason) => {
-                let line_no = i + 1;
-                let err = serde_json::json!({"line": line_no, "error": reason});
-                print_json(&mut out, &err, pretty)?;
-                bad_lines.push(line_no);
-            }
-        }
-    }
+        None => jsonl::run(
+            std::io::stdin().lock(),
+            &mut out,
+            &opts,
+            args.stream,
+            pretty,
+        )?,
+    };
     flush(out)?;
     if let Some(first) = bad_lines.first() {
         return Err(Failure::bad_input(format!(
@@ -110,17 +104,6 @@ fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, Failure> {
 
 fn strip_bom(b: &[u8]) -> &[u8] {
     b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b)
-}
-
-/// The `text` field of one `--jsonl` line.
-fn jsonl_text(line: &[u8]) -> Result<String, String> {
-    let value: Value =
-        serde_json::from_slice(line).map_err(|e| format!("not a JSON object: {e}"))?;
-    match value.get("text") {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err("the \"text\" field is not a string".to_string()),
-        None => Err("no \"text\" field".to_string()),
-    }
 }
 
 fn parse_one(input: &[u8], opts: &ParseOptions, stream: Option<usize>) -> ParsedTurn {

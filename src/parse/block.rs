@@ -4,10 +4,12 @@
 use serde_json::{Map, Value};
 
 use super::block_end::BlockKind;
-use super::coerce::{Mismatch, Types, coerce_json, coerce_string, coerce_text, items, property};
+use super::coerce::{
+    Mismatch, Types, coerce_json_noting, coerce_string_noting, coerce_text_noting, items, property,
+};
 use super::options::ParseOptions;
 use super::types::{Problem, ProblemKind};
-use super::{hermes, tagged, xml};
+use super::{framed, hermes, tagged, xml};
 
 /// A call as a dialect parser found it, before its id is settled.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +24,8 @@ pub(crate) struct RawCall {
 #[derive(Debug, Default)]
 pub(crate) struct BlockOutcome {
     pub call: Option<RawCall>,
+    /// Further calls written in the same block (a Hermes tag holding a list).
+    pub more: Vec<RawCall>,
     pub problems: Vec<Problem>,
 }
 
@@ -44,9 +48,12 @@ pub(crate) fn parse_block(
         BlockKind::Hermes => hermes::parse(block, closed, opts),
         BlockKind::Qwen { wrapped } => tagged::parse_qwen(block, wrapped, opts),
         BlockKind::Invoke => tagged::parse_invoke(block, opts),
+        BlockKind::Glm => framed::parse_glm(block, closed, opts),
+        BlockKind::Framed(f) => framed::parse(f, block, closed, opts),
     };
     if opts.strict && out.call.is_some() && out.problems.iter().any(|p| p.kind.is_structural()) {
         out.call = None;
+        out.more.clear();
         for p in &mut out.problems {
             if p.kind.is_structural() {
                 p.message.push_str(" (strict: call dropped)");
@@ -111,20 +118,43 @@ pub(crate) fn coerce_param(
     if wants_array && text.trim().is_empty() {
         return Value::Array(Vec::new());
     }
+    let mut recovered = None;
     if !wants_array {
-        return match coerce_string(text, schema) {
-            Ok(v) => v,
+        return match coerce_string_noting(text, schema, &mut recovered) {
+            Ok(v) => {
+                note_recovery(key, recovered, offset, &mut out.problems);
+                v
+            }
             Err(m) => mismatch(key, m, offset, out),
         };
     }
-    match coerce_text(&text, schema) {
-        Ok(v) => v,
+    match coerce_text_noting(&text, schema, &mut recovered) {
+        Ok(v) => {
+            note_recovery(key, recovered, offset, &mut out.problems);
+            v
+        }
         // One item written where a list is wanted: a list of that item.
         Err(_) if !text.trim_start().starts_with('[') => {
             let item = coerce_param(key, text, items(schema), offset, out);
             Value::Array(vec![item])
         }
         Err(m) => mismatch(key, m, offset, out),
+    }
+}
+
+/// Reports a value the schema made readable although it was written oddly.
+fn note_recovery(
+    key: &str,
+    recovered: Option<&'static str>,
+    offset: usize,
+    problems: &mut Vec<Problem>,
+) {
+    if let Some(how) = recovered {
+        problems.push(Problem::new(
+            ProblemKind::RecoveredValue,
+            offset,
+            format!("parameter '{key}': {how}"),
+        ));
     }
 }
 
@@ -157,8 +187,12 @@ pub(crate) fn coerce_json_args(
     }
     args.into_iter()
         .map(|(key, value)| {
-            let v = match coerce_json(value, property(schema, &key)) {
-                Ok(v) => v,
+            let mut recovered = None;
+            let v = match coerce_json_noting(value, property(schema, &key), &mut recovered) {
+                Ok(v) => {
+                    note_recovery(&key, recovered, offset, problems);
+                    v
+                }
                 Err(m) => {
                     let mut out = BlockOutcome::default();
                     let kept = mismatch(&key, m, offset, &mut out);

@@ -6,8 +6,10 @@ use std::sync::LazyLock;
 
 use memchr::{memchr, memchr2, memmem};
 
+use super::framed::{Framed, FramedEnd, FramedScan};
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
-use super::options::Dialect;
+use super::options::{Dialect, ParseOptions};
+use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
 
 static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
 
@@ -21,6 +23,9 @@ pub(crate) enum BlockKind {
         wrapped: bool,
     },
     Invoke,
+    /// GLM-4.x `<tool_call>NAME<arg_key>..`.
+    Glm,
+    Framed(Framed),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,12 +53,14 @@ pub(crate) enum BlockScan {
     },
     Hermes(HermesScan),
     Qwen {
-        pos: usize,
+        walk: Box<Walk>,
         wrapped: bool,
     },
-    Invoke {
+    Invoke(Box<Walk>),
+    Glm {
         pos: usize,
     },
+    Framed(FramedScan),
 }
 
 #[derive(Debug, Clone)]
@@ -72,12 +79,22 @@ impl BlockScan {
     }
     pub(crate) fn function() -> Self {
         BlockScan::Qwen {
-            pos: FUNCTION.len(),
+            walk: Box::new(Walk::new(&QWEN, false, FUNCTION.len())),
             wrapped: false,
         }
     }
+    pub(crate) fn framed(kind: Framed) -> Self {
+        BlockScan::Framed(FramedScan::new(kind))
+    }
+    /// Bytes of the opening tag, turned into text when the block is no call.
+    pub(crate) fn opener_len(&self) -> usize {
+        match self {
+            BlockScan::Framed(f) => f.kind.tag().len().max(1),
+            _ => TOOL_CALL.len(),
+        }
+    }
     pub(crate) fn invoke() -> Self {
-        BlockScan::Invoke { pos: 1 }
+        BlockScan::Invoke(Box::new(Walk::new(&INVOKE, false, "<invoke".len())))
     }
 
     /// The block's dialect, once it is known.
@@ -87,12 +104,15 @@ impl BlockScan {
             BlockScan::Xml { .. } => Some(BlockKind::Xml),
             BlockScan::Hermes(_) => Some(BlockKind::Hermes),
             BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
-            BlockScan::Invoke { .. } => Some(BlockKind::Invoke),
+            BlockScan::Invoke(_) => Some(BlockKind::Invoke),
+            BlockScan::Glm { .. } => Some(BlockKind::Glm),
+            BlockScan::Framed(f) => Some(BlockKind::Framed(f.kind)),
         }
     }
 
     /// Scans `block` (from the block's first byte to the end of the input so far).
-    pub(crate) fn advance(&mut self, block: &[u8], eof: bool, dialect: Dialect) -> ScanResult {
+    pub(crate) fn advance(&mut self, block: &[u8], eof: bool, opts: &ParseOptions) -> ScanResult {
+        let dialect = opts.dialect;
         loop {
             let result = match self {
                 BlockScan::Detect { pos } => match detect(block, pos, eof, dialect) {
@@ -105,8 +125,18 @@ impl BlockScan {
                 },
                 BlockScan::Xml { pos, in_cdata } => scan_xml(block, pos, in_cdata),
                 BlockScan::Hermes(h) => scan_hermes(block, h),
-                BlockScan::Qwen { pos, wrapped } => scan_qwen(block, pos, *wrapped),
-                BlockScan::Invoke { pos } => scan_invoke(block, pos),
+                BlockScan::Glm { pos } => scan_glm(block, pos),
+                BlockScan::Framed(f) => match f.advance(block, eof) {
+                    FramedEnd::NeedMore => ScanResult::NeedMore,
+                    FramedEnd::NotACall => return ScanResult::NotACall,
+                    FramedEnd::End { len, closed } => ScanResult::End { len, closed },
+                },
+                BlockScan::Qwen { walk, .. } | BlockScan::Invoke(walk) => {
+                    match walk.advance(block, eof, opts) {
+                        Walked::NeedMore => ScanResult::NeedMore,
+                        Walked::End { len, closed } => ScanResult::End { len, closed },
+                    }
+                }
             };
             return match result {
                 ScanResult::NeedMore if eof => ScanResult::End {
@@ -149,7 +179,7 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
     };
     let start = *pos;
     match first {
-        b'{' if dialect.allows_hermes() => Detected::Is(BlockScan::Hermes(HermesScan {
+        b'{' | b'[' if dialect.allows_hermes() => Detected::Is(BlockScan::Hermes(HermesScan {
             pos: start,
             in_str: false,
             depth: 0,
@@ -157,18 +187,50 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
         })),
         b'<' => match prefix(&block[start..], FUNCTION) {
             Prefix::Full if dialect.allows_qwen() => Detected::Is(BlockScan::Qwen {
-                pos: start + FUNCTION.len(),
+                walk: Box::new(Walk::new(&QWEN, true, start + FUNCTION.len())),
                 wrapped: true,
             }),
             Prefix::Partial if !eof => Detected::NeedMore,
             Prefix::Full => Detected::NotACall,
+            // `<tool_call>` then `<parameter=` with no `<function=` line: Qwen3-coder
+            // that lost its function line (the tool is inferred from the keys).
+            _ if dialect.allows_qwen() && prefix(&block[start..], b"<parameter=") != Prefix::No => {
+                if prefix(&block[start..], b"<parameter=") == Prefix::Partial {
+                    if eof {
+                        return Detected::NotACall;
+                    }
+                    return Detected::NeedMore;
+                }
+                Detected::Is(BlockScan::Qwen {
+                    walk: Box::new(Walk::headless(start)),
+                    wrapped: true,
+                })
+            }
             _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml {
                 pos: start,
                 in_cdata: false,
             }),
             _ => Detected::NotACall,
         },
+        c if (c.is_ascii_alphanumeric() || c == b'_') && dialect.allows_special(Dialect::Glm) => {
+            Detected::Is(BlockScan::Glm { pos: start })
+        }
         _ => Detected::NotACall,
+    }
+}
+
+/// A GLM block ends at `</tool_call>`, or unclosed where the next `<tool_call>` opens.
+fn scan_glm(block: &[u8], pos: &mut usize) -> ScanResult {
+    match next_tag(block, pos, &[TOOL_CALL_END, TOOL_CALL]) {
+        None => ScanResult::NeedMore,
+        Some((q, 0)) => ScanResult::End {
+            len: q + TOOL_CALL_END.len(),
+            closed: true,
+        },
+        Some((q, _)) => ScanResult::End {
+            len: q,
+            closed: false,
+        },
     }
 }
 
@@ -256,6 +318,11 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
             if h.pos == block.len() {
                 return ScanResult::NeedMore;
             }
+            // Several objects separated by commas (xLAM style): scan on.
+            if matches!(block[h.pos], b',' | b'{') {
+                h.json_end = None;
+                continue;
+            }
             return match prefix(&block[h.pos..], TOOL_CALL_END) {
                 Prefix::Full => ScanResult::End {
                     len: h.pos + TOOL_CALL_END.len(),
@@ -295,8 +362,8 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
         };
         match b {
             b'"' => h.in_str = true,
-            b'{' => h.depth += 1,
-            b'}' => {
+            b'{' | b'[' => h.depth += 1,
+            b'}' | b']' => {
                 h.depth = h.depth.saturating_sub(1);
                 if h.depth == 0 {
                     h.json_end = Some(h.pos + 1);
@@ -321,57 +388,5 @@ fn scan_hermes(block: &[u8], h: &mut HermesScan) -> ScanResult {
             _ => {}
         }
         h.pos += 1;
-    }
-}
-
-fn scan_qwen(block: &[u8], pos: &mut usize, wrapped: bool) -> ScanResult {
-    const TAGS: [&[u8]; 6] = [
-        b"</parameter>",
-        b"<parameter=",
-        b"</function>",
-        TOOL_CALL_END,
-        TOOL_CALL,
-        FUNCTION,
-    ];
-    loop {
-        let Some((q, tag)) = next_tag(block, pos, &TAGS) else {
-            return ScanResult::NeedMore;
-        };
-        match tag {
-            2 if !wrapped => {
-                return ScanResult::End {
-                    len: q + TAGS[2].len(),
-                    closed: true,
-                };
-            }
-            3 => {
-                return ScanResult::End {
-                    len: q + TOOL_CALL_END.len(),
-                    closed: true,
-                };
-            }
-            4 | 5 => {
-                return ScanResult::End {
-                    len: q,
-                    closed: false,
-                };
-            }
-            t => *pos = q + TAGS[t].len(),
-        }
-    }
-}
-
-fn scan_invoke(block: &[u8], pos: &mut usize) -> ScanResult {
-    const TAGS: [&[u8]; 3] = [b"</invoke>", b"<invoke ", b"</function_calls>"];
-    match next_tag(block, pos, &TAGS) {
-        None => ScanResult::NeedMore,
-        Some((q, 0)) => ScanResult::End {
-            len: q + TAGS[0].len(),
-            closed: true,
-        },
-        Some((q, _)) => ScanResult::End {
-            len: q,
-            closed: false,
-        },
     }
 }

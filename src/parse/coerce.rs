@@ -17,29 +17,37 @@ impl Types {
     pub const OBJECT: u8 = 32;
     pub const NULL: u8 = 64;
 
-    /// Reads `type` (a name or a list of names). `None` when the schema names no type.
+    /// Reads `type` (a name or a list of names), or the union of the members'
+    /// types of an `anyOf` / `oneOf` (Pydantic writes `Optional[T]` that way).
+    /// `None` when the schema names no type.
     pub fn of(schema: &Value) -> Option<Types> {
         let mut bits = 0;
-        match schema.get("type")? {
-            Value::String(s) => bits |= Self::bit(s),
-            Value::Array(list) => {
+        match schema.get("type") {
+            Some(Value::String(s)) => bits |= Self::bit(s),
+            Some(Value::Array(list)) => {
                 for t in list.iter().filter_map(Value::as_str) {
                     bits |= Self::bit(t);
                 }
             }
-            _ => return None,
+            Some(_) => return None,
+            None => {
+                for member in union_members(schema) {
+                    // A member without a type accepts anything: the union names no type.
+                    bits |= Types::of(member)?.0;
+                }
+            }
         }
         (bits != 0).then_some(Types(bits))
     }
 
     fn bit(name: &str) -> u8 {
         match name {
-            "string" => Self::STRING,
-            "integer" => Self::INTEGER,
-            "number" => Self::NUMBER,
-            "boolean" => Self::BOOLEAN,
-            "array" => Self::ARRAY,
-            "object" => Self::OBJECT,
+            "string" | "str" => Self::STRING,
+            "integer" | "int" => Self::INTEGER,
+            "number" | "float" => Self::NUMBER,
+            "boolean" | "bool" => Self::BOOLEAN,
+            "array" | "list" => Self::ARRAY,
+            "object" | "dict" => Self::OBJECT,
             "null" => Self::NULL,
             _ => 0,
         }
@@ -69,14 +77,31 @@ impl Types {
     }
 }
 
-/// The schema of property `name` inside an object schema.
-pub fn property<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
-    schema?.get("properties")?.get(name)
+/// The members of an `anyOf` / `oneOf` union (empty when the schema is none).
+fn union_members(schema: &Value) -> impl Iterator<Item = &Value> {
+    ["anyOf", "oneOf"]
+        .into_iter()
+        .filter_map(|k| schema.get(k)?.as_array())
+        .flatten()
 }
 
-/// The item schema of an array schema.
+/// The schema of property `name` inside an object schema (or inside the object
+/// member of a union).
+pub fn property<'a>(schema: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    let schema = schema?;
+    if let Some(p) = schema.get("properties").and_then(|p| p.get(name)) {
+        return Some(p);
+    }
+    union_members(schema).find_map(|m| property(Some(m), name))
+}
+
+/// The item schema of an array schema (or of the array member of a union).
 pub fn items(schema: Option<&Value>) -> Option<&Value> {
-    schema?.get("items")
+    let schema = schema?;
+    if let Some(i) = schema.get("items") {
+        return Some(i);
+    }
+    union_members(schema).find_map(|m| items(Some(m)))
 }
 
 /// Why a value was kept as written: it does not fit the types the schema wants.
@@ -94,14 +119,30 @@ pub struct Mismatch {
 /// parse from the text (JSON first). With no schema (or a schema without `type`) the
 /// [`heuristic`] applies. A value that fits no type is returned as text in the error.
 pub fn coerce_text(text: &str, schema: Option<&Value>) -> Result<Value, Mismatch> {
+    coerce_text_noting(text, schema, &mut None)
+}
+
+/// Like [`coerce_text`]; `recovered` says how, when the value was read from a form
+/// the schema did not ask for (a Python literal, JSON encoded twice).
+pub fn coerce_text_noting(
+    text: &str,
+    schema: Option<&Value>,
+    recovered: &mut Option<&'static str>,
+) -> Result<Value, Mismatch> {
     let Some(types) = schema.and_then(Types::of) else {
         return Ok(heuristic(text));
     };
+    let t = text.trim();
+    if types.has(Types::NULL) && (t == "null" || t == "None") {
+        if t == "None" {
+            *recovered = Some("the Python literal None read as null");
+        }
+        return Ok(Value::Null);
+    }
     if types.has(Types::STRING) {
         return Ok(Value::String(text.to_string()));
     }
-    let t = text.trim();
-    if types.has(Types::NULL) && (t == "null" || t.is_empty()) {
+    if types.has(Types::NULL) && t.is_empty() {
         return Ok(Value::Null);
     }
     if types.has(Types::BOOLEAN)
@@ -119,13 +160,30 @@ pub fn coerce_text(text: &str, schema: Option<&Value>) -> Result<Value, Mismatch
     {
         return Ok(n);
     }
-    if (types.has(Types::ARRAY) || types.has(Types::OBJECT))
-        && let Ok(v) = serde_json::from_str::<Value>(t)
-    {
-        let fits = (v.is_array() && types.has(Types::ARRAY))
-            || (v.is_object() && types.has(Types::OBJECT));
-        if fits {
-            return coerce_json(v, schema);
+    if types.has(Types::ARRAY) || types.has(Types::OBJECT) {
+        let fits = |v: &Value| {
+            (v.is_array() && types.has(Types::ARRAY)) || (v.is_object() && types.has(Types::OBJECT))
+        };
+        match serde_json::from_str::<Value>(t) {
+            Ok(v) if fits(&v) => return coerce_json_noting(v, schema, recovered),
+            // JSON encoded twice: a string holding the object.
+            Ok(Value::String(inner)) => {
+                let mut again = None;
+                if let Ok(v) = coerce_text_noting(&inner, schema, &mut again)
+                    && fits(&v)
+                {
+                    *recovered = Some("a value encoded as a JSON string twice was decoded");
+                    return Ok(v);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => {
+                if let Some(v) = super::pyliteral::to_json(t).filter(fits) {
+                    *recovered =
+                        Some("a Python literal (single quotes, True/False/None) read as JSON");
+                    return coerce_json_noting(v, schema, recovered);
+                }
+            }
         }
     }
     Err(Mismatch {
@@ -140,6 +198,15 @@ pub fn coerce_text(text: &str, schema: Option<&Value>) -> Result<Value, Mismatch
 /// objects are coerced item by item. A value that cannot fit comes back unchanged in
 /// the error.
 pub fn coerce_json(value: Value, schema: Option<&Value>) -> Result<Value, Mismatch> {
+    coerce_json_noting(value, schema, &mut None)
+}
+
+/// Like [`coerce_json`], noting a recovery as [`coerce_text_noting`] does.
+pub fn coerce_json_noting(
+    value: Value,
+    schema: Option<&Value>,
+    recovered: &mut Option<&'static str>,
+) -> Result<Value, Mismatch> {
     let Some(types) = schema.and_then(Types::of) else {
         return Ok(value);
     };
@@ -149,7 +216,7 @@ pub fn coerce_json(value: Value, schema: Option<&Value>) -> Result<Value, Mismat
     };
     match value {
         Value::String(s) if types.has(Types::STRING) => Ok(Value::String(s)),
-        Value::String(s) => coerce_text(&s, schema),
+        Value::String(s) => coerce_text_noting(&s, schema, recovered),
         Value::Null if types.has(Types::NULL) => Ok(Value::Null),
         Value::Bool(_) if types.has(Types::BOOLEAN) => Ok(value),
         Value::Number(ref n) if types.has(Types::NUMBER) => Ok(Value::Number(n.clone())),
@@ -172,7 +239,7 @@ pub fn coerce_json(value: Value, schema: Option<&Value>) -> Result<Value, Mismat
             let out: Vec<Value> = list
                 .into_iter()
                 .map(|v| {
-                    coerce_json(v, item_schema).unwrap_or_else(|m| {
+                    coerce_json_noting(v, item_schema, recovered).unwrap_or_else(|m| {
                         failed = true;
                         m.kept
                     })
@@ -186,16 +253,17 @@ pub fn coerce_json(value: Value, schema: Option<&Value>) -> Result<Value, Mismat
         }
         Value::Object(map) if types.has(Types::OBJECT) => {
             let mut failed = false;
-            let out: Map<String, Value> = map
-                .into_iter()
-                .map(|(k, v)| {
-                    let v = coerce_json(v, property(schema, &k)).unwrap_or_else(|m| {
-                        failed = true;
-                        m.kept
-                    });
-                    (k, v)
-                })
-                .collect();
+            let out: Map<String, Value> =
+                map.into_iter()
+                    .map(|(k, v)| {
+                        let v = coerce_json_noting(v, property(schema, &k), recovered)
+                            .unwrap_or_else(|m| {
+                                failed = true;
+                                m.kept
+                            });
+                        (k, v)
+                    })
+                    .collect();
             if failed {
                 Err(mismatch(Value::Object(out)))
             } else {
@@ -215,14 +283,26 @@ pub fn heuristic(text: &str) -> Value {
 /// Like [`coerce_text`], for a value the caller owns: text that stays text is moved,
 /// not copied (values can be megabytes).
 pub fn coerce_string(text: String, schema: Option<&Value>) -> Result<Value, Mismatch> {
+    coerce_string_noting(text, schema, &mut None)
+}
+
+/// Like [`coerce_string`], noting a recovery as [`coerce_text_noting`] does.
+pub fn coerce_string_noting(
+    text: String,
+    schema: Option<&Value>,
+    recovered: &mut Option<&'static str>,
+) -> Result<Value, Mismatch> {
     let stays_text = match schema.and_then(Types::of) {
-        Some(types) => types.has(Types::STRING),
+        Some(types) => {
+            types.has(Types::STRING)
+                && !(types.has(Types::NULL) && matches!(text.trim(), "null" | "None"))
+        }
         None => guess(&text).is_none(),
     };
     if stays_text {
         Ok(Value::String(text))
     } else {
-        coerce_text(&text, schema)
+        coerce_text_noting(&text, schema, recovered)
     }
 }
 
@@ -353,7 +433,8 @@ mod tests {
         assert_eq!(coerce_text("42", Some(&s)), Ok(json!("42")));
         assert_eq!(coerce_text("null", Some(&s)), Ok(json!("null")));
         let sn = json!({"type": ["string", "null"]});
-        assert_eq!(coerce_text("null", Some(&sn)), Ok(json!("null")));
+        assert_eq!(coerce_text("null", Some(&sn)), Ok(json!(null)));
+        assert_eq!(coerce_text("42", Some(&sn)), Ok(json!("42")));
     }
 
     #[test]

@@ -311,6 +311,10 @@ impl Emitter {
             GroupKind::Fence { .. } => "code fence",
             GroupKind::Wrapper(Wrapper::FunctionCalls) => "<function_calls> wrapper",
             GroupKind::Wrapper(Wrapper::ToolCalls) => "<tool_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::Minimax) => "<minimax:tool_call> wrapper",
+            GroupKind::Wrapper(Wrapper::KimiSection) => "<|tool_calls_section_begin|> section",
+            GroupKind::Wrapper(Wrapper::DeepSeekCalls) => "<｜tool▁calls▁begin｜> section",
+            GroupKind::Wrapper(Wrapper::DsmlCalls) => "<｜DSML｜function_calls> wrapper",
         };
         let keep_calls = g.calls > 0 && !(unclosed && self.strict);
         if unclosed && g.calls > 0 {

@@ -1,6 +1,10 @@
 //! Recognising, at a `<` or a line start in prose, what could open a call, a `<think>`
 //! block, a call wrapper or a code fence, including "not sure yet: need more input".
 
+use super::framed::{
+    DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, Framed, HARMONY,
+    KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
+};
 use super::options::Dialect;
 
 /// How a literal compares with the start of the remaining input.
@@ -36,6 +40,14 @@ pub(crate) fn prefix(rest: &[u8], lit: &[u8]) -> Prefix {
 pub(crate) enum Wrapper {
     FunctionCalls,
     ToolCalls,
+    /// MiniMax-M2's `<minimax:tool_call>` around `<invoke>` calls.
+    Minimax,
+    /// Kimi K2's `<|tool_calls_section_begin|>`.
+    KimiSection,
+    /// DeepSeek V3's `<｜tool▁calls▁begin｜>`.
+    DeepSeekCalls,
+    /// DeepSeek V3.2's `<｜DSML｜function_calls>`.
+    DsmlCalls,
 }
 
 impl Wrapper {
@@ -43,6 +55,10 @@ impl Wrapper {
         match self {
             Wrapper::FunctionCalls => "</function_calls>",
             Wrapper::ToolCalls => "</tool_calls>",
+            Wrapper::Minimax => "</minimax:tool_call>",
+            Wrapper::KimiSection => "<|tool_calls_section_end|>",
+            Wrapper::DeepSeekCalls => "<｜tool▁calls▁end｜>",
+            Wrapper::DsmlCalls => "</｜DSML｜function_calls>",
         }
     }
 }
@@ -60,6 +76,8 @@ pub(crate) enum Opener {
     Invoke,
     WrapperOpen(Wrapper),
     WrapperClose(Wrapper),
+    /// A call framed by special tokens (framed.rs).
+    Framed(Framed),
 }
 
 impl Opener {
@@ -73,7 +91,12 @@ impl Opener {
             Opener::WrapperOpen(w) => match w {
                 Wrapper::FunctionCalls => FUNCTION_CALLS.len(),
                 Wrapper::ToolCalls => TOOL_CALLS.len(),
+                Wrapper::Minimax => MINIMAX_CALL.len(),
+                Wrapper::KimiSection => KIMI_SECTION.len(),
+                Wrapper::DeepSeekCalls => DS_CALLS.len(),
+                Wrapper::DsmlCalls => DSML_CALLS.len(),
             },
+            Opener::Framed(f) => f.tag().len(),
             Opener::WrapperClose(w) => w.close_tag().len(),
         }
     }
@@ -87,6 +110,7 @@ pub(crate) const FUNCTION: &[u8] = b"<function=";
 pub(crate) const INVOKE: &[u8] = b"<invoke ";
 const FUNCTION_CALLS: &[u8] = b"<function_calls>";
 const TOOL_CALLS: &[u8] = b"<tool_calls>";
+const MINIMAX_CALL: &[u8] = b"<minimax:tool_call>";
 
 /// The outcome of looking at a `<`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,14 +122,21 @@ pub(crate) enum Match {
 
 /// What the input at a `<` opens, for the dialects `dialect` allows.
 pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
-    // Every opener starts `<t`, `<f`, `<i` or `</`: most `<` in prose fail here.
+    // Every opener starts `<t`, `<f`, `<i`, `<m`, `</`, `<|` or `<｜`: most `<` in prose
+    // fail here.
     match rest.get(1) {
         None => return Match::NeedMore,
-        Some(b't' | b'f' | b'i' | b'/') => {}
+        Some(b'/') if rest.len() == 2 => return Match::NeedMore,
+        Some(b'/') if rest[2] == 0xEF => return match_special(rest, dialect),
+        Some(b't' | b'f' | b'i' | b'm' | b'/') => {}
+        Some(b'|' | 0xEF) => return match_special(rest, dialect),
         Some(_) => return Match::No,
     }
-    let tool_call = dialect.allows_xml() || dialect.allows_hermes() || dialect.allows_qwen();
-    let table: [(bool, &[u8], Opener); 8] = [
+    let tool_call = dialect.allows_xml()
+        || dialect.allows_hermes()
+        || dialect.allows_qwen()
+        || dialect.allows_special(Dialect::Glm);
+    let table: [(bool, &[u8], Opener); 10] = [
         (true, THINK, Opener::Think),
         (tool_call, TOOL_CALL, Opener::ToolCall),
         (dialect.allows_qwen(), FUNCTION, Opener::Function),
@@ -119,6 +150,16 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             dialect.allows_invoke(),
             b"</function_calls>",
             Opener::WrapperClose(Wrapper::FunctionCalls),
+        ),
+        (
+            dialect.allows_invoke(),
+            MINIMAX_CALL,
+            Opener::WrapperOpen(Wrapper::Minimax),
+        ),
+        (
+            dialect.allows_invoke(),
+            b"</minimax:tool_call>",
+            Opener::WrapperClose(Wrapper::Minimax),
         ),
         (
             tool_call,
@@ -146,6 +187,94 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
         Match::NeedMore
     } else {
         Match::No
+    }
+}
+
+/// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
+fn match_special(rest: &[u8], dialect: Dialect) -> Match {
+    let table: [(Dialect, &[u8], Opener); 12] = [
+        (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
+        (
+            Dialect::KimiK2,
+            KIMI_SECTION,
+            Opener::WrapperOpen(Wrapper::KimiSection),
+        ),
+        (
+            Dialect::KimiK2,
+            KIMI_SECTION_END,
+            Opener::WrapperClose(Wrapper::KimiSection),
+        ),
+        (Dialect::DeepSeek, DS_CALL, Opener::Framed(Framed::DeepSeek)),
+        (
+            Dialect::DeepSeek,
+            DS_CALLS,
+            Opener::WrapperOpen(Wrapper::DeepSeekCalls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DS_CALLS_END,
+            Opener::WrapperClose(Wrapper::DeepSeekCalls),
+        ),
+        (Dialect::DeepSeek, DSML_INVOKE, Opener::Framed(Framed::Dsml)),
+        (
+            Dialect::DeepSeek,
+            DSML_CALLS,
+            Opener::WrapperOpen(Wrapper::DsmlCalls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DSML_CALLS_END,
+            Opener::WrapperClose(Wrapper::DsmlCalls),
+        ),
+        (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
+        (
+            Dialect::Llama3,
+            PYTHON_TAG,
+            Opener::Framed(Framed::PythonTag),
+        ),
+        (
+            Dialect::Pythonic,
+            PYTHON_START,
+            Opener::Framed(Framed::PythonStart),
+        ),
+    ];
+    let mut need_more = false;
+    for (d, lit, opener) in table {
+        if !dialect.allows_special(d) {
+            continue;
+        }
+        match prefix(rest, lit) {
+            Prefix::Full => return Match::Yes(opener),
+            Prefix::Partial => need_more = true,
+            Prefix::No => {}
+        }
+    }
+    if need_more {
+        Match::NeedMore
+    } else {
+        Match::No
+    }
+}
+
+/// What starts at a `[` or `{` in prose: Mistral's `[TOOL_CALLS]` anywhere (with the
+/// dialects that allow it); a bare JSON call or pythonic list only at a line start and
+/// only when that dialect was asked for by name.
+pub(crate) fn match_bracket(rest: &[u8], dialect: Dialect, line_start: bool) -> Match {
+    match rest.first() {
+        Some(b'[') if dialect.allows_special(Dialect::Mistral) => match prefix(rest, MISTRAL) {
+            Prefix::Full => return Match::Yes(Opener::Framed(Framed::Mistral)),
+            Prefix::Partial => return Match::NeedMore,
+            Prefix::No => {}
+        },
+        _ => {}
+    }
+    if !line_start {
+        return Match::No;
+    }
+    match (rest.first(), dialect) {
+        (Some(b'{'), Dialect::Llama3) => Match::Yes(Opener::Framed(Framed::BareJson)),
+        (Some(b'['), Dialect::Pythonic) => Match::Yes(Opener::Framed(Framed::BarePythonic)),
+        _ => Match::No,
     }
 }
 

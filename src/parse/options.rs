@@ -23,10 +23,26 @@ pub enum Dialect {
     Invoke,
     /// Native OpenAI `tool_calls`: a chat.completion JSON or a recorded SSE stream.
     OpenAi,
+    /// GLM-4.5 / 4.6 / 4.7: `<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`.
+    Glm,
+    /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{..}<|tool_call_end|>..`.
+    KimiK2,
+    /// DeepSeek V3 / V3.1 (`<｜tool▁call▁begin｜>` ...) and V3.2 DSML (`<｜DSML｜invoke name=..>`).
+    DeepSeek,
+    /// gpt-oss Harmony: `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>`.
+    Harmony,
+    /// Mistral: `[TOOL_CALLS][{"name": .., "arguments": {..}}]` and `[TOOL_CALLS]NAME[ARGS]{..}`.
+    Mistral,
+    /// Llama 3.x JSON: `<|python_tag|>{..}` and, by name only, a bare
+    /// `{"name": .., "parameters": {..}}` at a line start.
+    Llama3,
+    /// Llama 4 / pythonic: `<|python_start|>[f(a=1)]<|python_end|>` and, by name only, a
+    /// bare `[f(a=1, b="x")]` at a line start.
+    Pythonic,
 }
 
 impl Dialect {
-    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai";
+    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, deepseek, harmony, mistral, llama3, pythonic";
 
     pub(crate) fn allows_xml(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Xml | Dialect::OpenAi)
@@ -36,6 +52,15 @@ impl Dialect {
     }
     pub(crate) fn allows_qwen(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Qwen3Coder | Dialect::OpenAi)
+    }
+    /// Formats framed by special tokens join `auto`; `dialect` itself allows its own.
+    pub(crate) fn allows_special(self, dialect: Dialect) -> bool {
+        self == dialect || matches!(self, Dialect::Auto | Dialect::OpenAi)
+    }
+    /// Whether prose is scanned for `[` and `{` too (Mistral's `[TOOL_CALLS]`, bare
+    /// JSON and pythonic calls), not only `<`.
+    pub(crate) fn scans_brackets(self) -> bool {
+        self.allows_special(Dialect::Mistral) || matches!(self, Dialect::Llama3 | Dialect::Pythonic)
     }
     pub(crate) fn allows_invoke(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Invoke | Dialect::OpenAi)
@@ -50,7 +75,15 @@ impl FromStr for Dialect {
             "xml" | "cdata" => Dialect::Xml,
             "hermes" | "qwen2.5" | "json" => Dialect::Hermes,
             "qwen3-coder" | "qwen3coder" | "qwen3" | "qwen" => Dialect::Qwen3Coder,
-            "invoke" => Dialect::Invoke,
+            "invoke" | "minimax" | "minimax-m2" => Dialect::Invoke,
+            "glm" | "glm4" | "glm-4.5" | "glm-4.6" | "glm-4.7" | "glm45" | "glm47" => Dialect::Glm,
+            "kimi" | "kimi-k2" | "kimi_k2" | "kimik2" => Dialect::KimiK2,
+            "deepseek" | "deepseek-v3" | "deepseekv3" | "deepseek-v3.1" | "deepseekv31"
+            | "deepseek-v3.2" | "deepseekv32" | "dsml" => Dialect::DeepSeek,
+            "harmony" | "gpt-oss" | "gpt_oss" | "gptoss" => Dialect::Harmony,
+            "mistral" => Dialect::Mistral,
+            "llama3" | "llama3_json" | "llama3-json" | "llama" => Dialect::Llama3,
+            "pythonic" | "llama4" | "llama4_pythonic" | "llama4-pythonic" => Dialect::Pythonic,
             "openai" | "native" => Dialect::OpenAi,
             other => {
                 return Err(format!(

@@ -14,8 +14,8 @@ use super::block_end::{BlockScan, ScanResult};
 use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
 use super::opener::{
-    FenceStart, Match, Opener, Prefix, THINK_END, TOOL_CALL, fence_line, fence_start, match_opener,
-    prefix,
+    FenceStart, Match, Opener, Prefix, THINK_END, fence_line, fence_start, match_bracket,
+    match_opener, prefix,
 };
 use super::options::ParseOptions;
 use super::types::ParsedTurn;
@@ -269,12 +269,34 @@ impl StreamParser {
             let fence = self.next_fence_run(i);
             let bytes = self.buf.as_bytes();
             let limit = fence.unwrap_or(bytes.len());
-            for k in memchr::memchr_iter(b'<', &bytes[i..limit]) {
-                let p = i + k;
-                match match_opener(&bytes[p..], self.opts.dialect) {
-                    Match::NeedMore if !eof => return Stop::Hold(p),
-                    Match::Yes(opener) => return Stop::Opener(p, opener),
-                    _ => {}
+            let dialect = self.opts.dialect;
+            if dialect.scans_brackets() {
+                let brace = if matches!(dialect, super::options::Dialect::Llama3) {
+                    b'{'
+                } else {
+                    b'<'
+                };
+                for k in memchr::memchr3_iter(b'<', b'[', brace, &bytes[i..limit]) {
+                    let p = i + k;
+                    let found = if bytes[p] == b'<' {
+                        match_opener(&bytes[p..], dialect)
+                    } else {
+                        match_bracket(&bytes[p..], dialect, self.line_start_at(p))
+                    };
+                    match found {
+                        Match::NeedMore if !eof => return Stop::Hold(p),
+                        Match::Yes(opener) => return Stop::Opener(p, opener),
+                        _ => {}
+                    }
+                }
+            } else {
+                for k in memchr::memchr_iter(b'<', &bytes[i..limit]) {
+                    let p = i + k;
+                    match match_opener(&bytes[p..], dialect) {
+                        Match::NeedMore if !eof => return Stop::Hold(p),
+                        Match::Yes(opener) => return Stop::Opener(p, opener),
+                        _ => {}
+                    }
                 }
             }
             let Some(f) = fence else { return Stop::End };
@@ -351,6 +373,7 @@ impl StreamParser {
             Opener::ToolCall => State::Block(BlockScan::tool_call()),
             Opener::Function => State::Block(BlockScan::function()),
             Opener::Invoke => State::Block(BlockScan::invoke()),
+            Opener::Framed(f) => State::Block(BlockScan::framed(f)),
             Opener::WrapperOpen(w) => {
                 self.emitter
                     .wrapper_open(&self.buf[self.start..tag_end], w, at);
@@ -432,10 +455,10 @@ impl StreamParser {
 
     fn step_block(&mut self, mut scan: BlockScan, eof: bool) -> bool {
         let block = &self.buf.as_bytes()[self.start..];
-        match scan.advance(block, eof, self.opts.dialect) {
+        match scan.advance(block, eof, &self.opts) {
             ScanResult::NeedMore => self.hold(State::Block(scan)),
             ScanResult::NotACall => {
-                let end = self.start + TOOL_CALL.len();
+                let end = (self.start + scan.opener_len()).min(self.buf.len());
                 self.flush_text(end);
                 self.state = State::Text {
                     scan: end,
@@ -463,6 +486,9 @@ impl StreamParser {
                 match outcome.call {
                     Some(call) => {
                         self.emitter.call(call, raw, problems);
+                        for more in outcome.more {
+                            self.emitter.call(more, "", Vec::new());
+                        }
                         self.consume(end);
                     }
                     None => {

@@ -77,6 +77,11 @@ pub enum ProblemKind {
     InvalidJson,
     /// A value that does not fit its schema type, kept as it was written.
     UncoercedValue,
+    /// A value written in a form its schema did not ask for (a Python literal, JSON
+    /// encoded twice), read by the schema.
+    RecoveredValue,
+    /// A call's JSON held several calls, or something that is not a call, in one tag.
+    SeveralCalls,
     /// A parameter given twice where the schema wants one value.
     DuplicateParam,
     /// A code fence or wrapper holding calls that was never closed.
@@ -92,7 +97,10 @@ impl ProblemKind {
     pub fn is_structural(self) -> bool {
         !matches!(
             self,
-            ProblemKind::UncoercedValue | ProblemKind::DuplicateId | ProblemKind::DuplicateParam
+            ProblemKind::UncoercedValue
+                | ProblemKind::RecoveredValue
+                | ProblemKind::DuplicateId
+                | ProblemKind::DuplicateParam
         )
     }
 }

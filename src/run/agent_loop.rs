@@ -272,6 +272,7 @@ impl Runner {
                 return Ok(End::Incomplete(reason));
             }
             let opts = ParseOptions::default()
+                .with_dialect(live.agent.dialect)
                 .with_schemas(live.schemas.clone())
                 .with_id_prefix(format!(
                     "call_{}_{}_",
