@@ -9,7 +9,7 @@ use super::coerce::{
 };
 use super::options::ParseOptions;
 use super::types::{Problem, ProblemKind};
-use super::{framed, hermes, tagged, xml};
+use super::{framed, glm, hermes, tagged, xml};
 
 /// A call as a dialect parser found it, before its id is settled.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,7 @@ pub(crate) fn parse_block(
         BlockKind::Hermes => hermes::parse(block, closed, opts),
         BlockKind::Qwen { wrapped } => tagged::parse_qwen(block, wrapped, opts),
         BlockKind::Invoke => tagged::parse_invoke(block, opts),
-        BlockKind::Glm => framed::parse_glm(block, closed, opts),
+        BlockKind::Glm => glm::parse_glm(block, closed, opts),
         BlockKind::Framed(f) => framed::parse(f, block, closed, opts),
     };
     if opts.strict && out.call.is_some() && out.problems.iter().any(|p| p.kind.is_structural()) {

@@ -2,8 +2,8 @@
 //! Kimi K2, DeepSeek V3 / V3.1 / V3.2 (DSML), gpt-oss Harmony, Mistral (both forms),
 //! Llama 3.x (`<|python_tag|>`) and Llama 4 (`<|python_start|>`). Each has an opener,
 //! a scan for the end of its block, and a parser from the block to a call. Bare Llama
-//! JSON and bare pythonic lists (no special token) are here too, for when the dialect
-//! is asked for by name.
+//! JSON and bare pythonic lists (no special token) are framed here too, for when the
+//! dialect is asked for by name; pythonic lists are read in `pythonic.rs`.
 
 use memchr::memchr;
 use serde_json::{Map, Value};
@@ -12,8 +12,7 @@ use super::block::{BlockOutcome, RawCall, coerce_json_args, coerce_param, group_
 use super::coerce::property;
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
-use super::pyliteral;
-use super::tagged_walk::{attribute, is_tool_name};
+use super::tag_lex::{attribute, is_tool_name};
 use super::types::ProblemKind;
 
 /// A dialect whose block starts at a special token (or, for the bare forms, at `{` /
@@ -290,8 +289,12 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
         Framed::Dsml => dsml(body, tag, opts, &mut out),
         Framed::Harmony => harmony(body, tag, opts, &mut out),
         Framed::Mistral => mistral(body, tag, opts, &mut out),
-        Framed::PythonTag | Framed::BareJson => json_calls(body, tag, opts, &mut out),
-        Framed::PythonStart | Framed::BarePythonic => pythonic(body, tag, opts, &mut out),
+        Framed::PythonTag | Framed::BareJson => {
+            super::json_calls::json_calls(body, tag, opts, &mut out)
+        }
+        Framed::PythonStart | Framed::BarePythonic => {
+            super::pythonic::pythonic(body, tag, opts, &mut out)
+        }
     }
     if out.call.is_some() && !was_closed {
         out.problem(
@@ -307,7 +310,7 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
 }
 
 /// A call from a name and its JSON arguments text.
-fn json_call(
+pub(super) fn json_call(
     name: &str,
     id: Option<String>,
     args: &str,
@@ -357,7 +360,7 @@ fn invalid(name: &str, at: usize, out: &mut BlockOutcome) -> Option<RawCall> {
     None
 }
 
-fn set_calls(out: &mut BlockOutcome, calls: Vec<RawCall>) {
+pub(super) fn set_calls(out: &mut BlockOutcome, calls: Vec<RawCall>) {
     let mut it = calls.into_iter();
     out.call = it.next();
     out.more = it.collect();
@@ -492,7 +495,7 @@ fn harmony(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
 fn mistral(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     let t = body.trim_start();
     if t.starts_with('[') || t.starts_with('{') {
-        json_calls(body, at, opts, out);
+        super::json_calls::json_calls(body, at, opts, out);
         return;
     }
     let Some((head, args)) = t.split_once("[ARGS]") else {
@@ -506,253 +509,6 @@ fn mistral(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     out.call = json_call(name, id, args, at, opts, out);
 }
 
-/// `{"name", "arguments"|"parameters"}` objects: one, a list, or several joined by `;`.
-fn json_calls(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let mut values = Vec::new();
-    for piece in split_top(body, b';') {
-        let piece = piece.trim();
-        if piece.is_empty() {
-            continue;
-        }
-        let mut stream = serde_json::Deserializer::from_str(piece).into_iter::<Value>();
-        match stream.next() {
-            Some(Ok(v)) => {
-                if !piece[stream.byte_offset()..].trim().is_empty() {
-                    out.problem(
-                        ProblemKind::StrayText,
-                        at,
-                        "text after the tool call's JSON was ignored",
-                    );
-                }
-                values.push(v);
-            }
-            Some(Err(e)) => {
-                out.problem(
-                    ProblemKind::InvalidJson,
-                    at,
-                    format!("the tool call holds invalid JSON ({e}); kept as text"),
-                );
-                if values.is_empty() {
-                    return;
-                }
-            }
-            None => {}
-        }
-    }
-    let mut calls = Vec::new();
-    for v in values.into_iter().flat_map(|v| match v {
-        Value::Array(items) => items,
-        other => vec![other],
-    }) {
-        let Value::Object(mut obj) = v else {
-            out.problem(
-                ProblemKind::SeveralCalls,
-                at,
-                "a JSON value that is not a call object was dropped",
-            );
-            continue;
-        };
-        let Some(Value::String(name)) = obj.remove("name") else {
-            out.problem(
-                ProblemKind::MissingName,
-                at,
-                "a JSON object without a \"name\" is not a call",
-            );
-            continue;
-        };
-        let args = ["arguments", "parameters", "args"]
-            .iter()
-            .find_map(|k| obj.remove(*k))
-            .unwrap_or(Value::Object(Map::new()));
-        let id = match obj.remove("id") {
-            Some(Value::String(id)) if !id.is_empty() => Some(id),
-            _ => None,
-        };
-        let text = match &args {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        if let Some(call) = json_call(&name, id, &text, at, opts, out) {
-            calls.push(call);
-        }
-    }
-    set_calls(out, calls);
-}
-
-/// `[f(a=1, b="x"), g()]`: Python calls with keyword arguments, values as literals.
-fn pythonic(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let t = body.trim();
-    let Some(inner) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) else {
-        out.problem(
-            ProblemKind::InvalidJson,
-            at,
-            "a pythonic tool call list must be written [f(a=1), ...]; kept as text",
-        );
-        return;
-    };
-    let mut calls = Vec::new();
-    for item in split_top(inner, b',') {
-        let item = item.trim();
-        if item.is_empty() {
-            continue;
-        }
-        let Some(open) = item.find('(') else {
-            return not_pythonic(at, out);
-        };
-        let Some(args) = item[open + 1..].strip_suffix(')') else {
-            return not_pythonic(at, out);
-        };
-        let name = item[..open].trim();
-        if !is_tool_name(name) {
-            return not_pythonic(at, out);
-        }
-        let schema = opts.schema(name);
-        let mut map = Map::new();
-        for kw in split_top(args, b',') {
-            let kw = kw.trim();
-            if kw.is_empty() {
-                continue;
-            }
-            let Some((k, v)) = kw.split_once('=') else {
-                return not_pythonic(at, out);
-            };
-            let Some(value) = pyliteral::to_json(v.trim()) else {
-                return not_pythonic(at, out);
-            };
-            map.insert(k.trim().to_string(), value);
-        }
-        let arguments = coerce_json_args(map, schema, at, &mut out.problems);
-        calls.push(RawCall {
-            id: None,
-            name: name.to_string(),
-            arguments,
-        });
-    }
-    if calls.is_empty() {
-        return not_pythonic(at, out);
-    }
-    set_calls(out, calls);
-}
-
-fn not_pythonic(at: usize, out: &mut BlockOutcome) {
-    out.call = None;
-    out.problem(
-        ProblemKind::InvalidJson,
-        at,
-        "not a list of Python calls with literal keyword arguments; kept as text",
-    );
-}
-
-/// Splits `s` at `sep` outside brackets and string literals.
-fn split_top(s: &str, sep: u8) -> Vec<&str> {
-    let b = s.as_bytes();
-    let mut parts = Vec::new();
-    let (mut depth, mut quote, mut start, mut i) = (0i32, None::<u8>, 0, 0);
-    while i < b.len() {
-        let c = b[i];
-        match quote {
-            Some(q) => {
-                if c == b'\\' {
-                    i += 1;
-                } else if c == q {
-                    quote = None;
-                }
-            }
-            None => match c {
-                b'"' | b'\'' => quote = Some(c),
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth -= 1,
-                c if c == sep && depth == 0 => {
-                    parts.push(&s[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    parts.push(&s[start..]);
-    parts
-}
-
-/// GLM-4.5 / 4.6 / 4.7: `<tool_call>NAME\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call>`
-/// (4.7 writes no line breaks). Under `auto` the name must be followed by a line break
-/// or an `<arg_key>`, so `<tool_call>example</tool_call>` in prose stays prose.
-pub(crate) fn parse_glm(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutcome {
-    let mut out = BlockOutcome::default();
-    let at = super::opener::TOOL_CALL.len();
-    let mut body = &block[at..];
-    if closed {
-        body = body.strip_suffix("</tool_call>").unwrap_or(body);
-    }
-    let name_end = body.find(['\n', '<']).unwrap_or(body.len());
-    let name = body[..name_end].trim();
-    let rest = &body[name_end..];
-    let framed = rest.starts_with('\n') || rest.starts_with("<arg_key>");
-    if !is_tool_name(name) || (opts.dialect != super::options::Dialect::Glm && !framed) {
-        return out;
-    }
-    let schema = opts.schema(name);
-    let mut pairs = Vec::new();
-    let mut rest = rest;
-    while let Some(k) = rest.find("<arg_key>") {
-        let after = &rest[k + "<arg_key>".len()..];
-        let Some(ke) = after.find("</arg_key>") else {
-            out.problem(
-                ProblemKind::UnclosedTag,
-                at,
-                "an <arg_key> was never closed",
-            );
-            break;
-        };
-        let key = after[..ke].trim().to_string();
-        let after = after[ke + "</arg_key>".len()..].trim_start();
-        let Some(v) = after.strip_prefix("<arg_value>") else {
-            out.problem(
-                ProblemKind::StrayText,
-                at,
-                format!("<arg_key>{key}</arg_key> without an <arg_value>; ignored"),
-            );
-            rest = after;
-            continue;
-        };
-        let (value, next) = match v.find("</arg_value>") {
-            Some(e) => (&v[..e], &v[e + "</arg_value>".len()..]),
-            None => {
-                out.problem(
-                    ProblemKind::ImplicitClose,
-                    at,
-                    format!("parameter '{key}' was never closed"),
-                );
-                (v, "")
-            }
-        };
-        rest = next;
-        let prop = property(schema, &key);
-        let v = match prop {
-            Some(_) => coerce_param(&key, value.to_string(), prop, at, &mut out),
-            // GLM's template writes non-string values as JSON.
-            None => serde_json::from_str::<Value>(value.trim())
-                .unwrap_or_else(|_| Value::String(value.to_string())),
-        };
-        pairs.push((key, v));
-    }
-    if !closed {
-        out.problem(
-            ProblemKind::UnclosedTag,
-            block.len(),
-            "<tool_call> was never closed",
-        );
-    }
-    let arguments = group_args(pairs, schema, at, &mut out);
-    out.call = Some(RawCall {
-        id: None,
-        name: name.to_string(),
-        arguments,
-    });
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -761,7 +517,7 @@ mod tests {
     #[test]
     fn splits() {
         assert_eq!(
-            split_top("a=1, b='x,y', c=[1, 2]", b','),
+            super::super::pythonic::split_top("a=1, b='x,y', c=[1, 2]", b','),
             vec!["a=1", " b='x,y'", " c=[1, 2]"]
         );
     }

@@ -9,9 +9,9 @@
 use memchr::memchr;
 use serde_json::Value;
 
-use super::entities::decode;
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::ParseOptions;
+use super::tag_lex::{KeyAt, Which, attribute, close_len, is_tool_name, tag_key, which};
 
 /// How one dialect writes its tags.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub(crate) struct Syntax {
     after_call_close_tags: &'static [&'static [u8]],
 }
 
-const PARAM_CLOSE_STEM: &[u8] = b"</parameter";
+pub(super) const PARAM_CLOSE_STEM: &[u8] = b"</parameter";
 
 pub(crate) static QWEN: Syntax = Syntax {
     param_open: b"<parameter=",
@@ -525,112 +525,10 @@ enum Step {
     Stop(Walked),
 }
 
-enum Which {
-    NeedMore,
-    None,
-    Tag(usize),
-}
-
-fn which(rest: &[u8], tags: &[&[u8]], eof: bool) -> Which {
-    let mut partial = false;
-    for (i, t) in tags.iter().enumerate() {
-        match prefix(rest, t) {
-            Prefix::Full => return Which::Tag(i),
-            Prefix::Partial => partial = true,
-            Prefix::No => {}
-        }
-    }
-    if partial && !eof {
-        Which::NeedMore
-    } else {
-        Which::None
-    }
-}
-
-enum KeyAt<'a> {
-    NeedMore,
-    /// No `>` before a line break or `<`: not a tag.
-    NotATag,
-    Key(&'a [u8]),
-}
-
-/// The key text of a parameter tag whose key starts at `from`, up to its `>`.
-fn tag_key(b: &[u8], from: usize, eof: bool) -> KeyAt<'_> {
-    for (i, &c) in b[from..].iter().enumerate() {
-        match c {
-            b'>' => return KeyAt::Key(&b[from..from + i]),
-            b'\n' | b'<' => return KeyAt::NotATag,
-            _ if i > 200 => return KeyAt::NotATag,
-            _ => {}
-        }
-    }
-    if eof { KeyAt::NotATag } else { KeyAt::NeedMore }
-}
-
-/// The length of a parameter close tag at `rest` (which starts `</parameter`):
-/// `</parameter>`, or a drifted `</parameterXYZ>` / `</parameter` without `>`.
-/// `Some((0, _))`: not a close tag. `None`: more input is needed.
-fn close_len(rest: &[u8], eof: bool) -> Option<(usize, bool)> {
-    let stem = PARAM_CLOSE_STEM.len();
-    let mut i = stem;
-    while i < rest.len() && (rest[i].is_ascii_alphanumeric() || rest[i] == b'_') {
-        i += 1;
-    }
-    if i == rest.len() {
-        return if eof { Some((i, true)) } else { None };
-    }
-    match rest[i] {
-        b'>' => Some((i + 1, i > stem)),
-        // `</parameter` cut short: the line or the next tag goes on.
-        c if c.is_ascii_whitespace() || c == b'<' => {
-            if i == stem {
-                Some((i, true))
-            } else {
-                Some((0, false))
-            }
-        }
-        _ => Some((0, false)),
-    }
-}
-
 /// The property names of an object schema, when it lists some.
 fn property_names(schema: &Value) -> Option<Vec<String>> {
     let props = schema.get("properties")?.as_object()?;
     (!props.is_empty()).then(|| props.keys().cloned().collect())
-}
-
-/// A tool name as models write it: no spaces, no markup.
-pub(crate) fn is_tool_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 128
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/'))
-}
-
-/// The value of attribute `name` in a tag's attribute text (quotes `"` or `'`).
-pub(crate) fn attribute(attrs: &str, name: &str) -> Option<String> {
-    let mut rest = attrs;
-    while let Some(at) = rest.find(name) {
-        let before_ok = at == 0 || rest.as_bytes()[at - 1].is_ascii_whitespace();
-        let after = rest[at + name.len()..].trim_start();
-        if before_ok && let Some(v) = after.strip_prefix('=') {
-            let v = v.trim_start();
-            let quote = v.chars().next()?;
-            if quote == '"' || quote == '\'' {
-                let body = &v[1..];
-                let end = body.find(quote)?;
-                let value = decode(&body[..end]).trim().to_string();
-                return Some(value).filter(|s| !s.is_empty());
-            }
-            let end = v
-                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
-                .unwrap_or(v.len());
-            return Some(v[..end].to_string()).filter(|s| !s.is_empty());
-        }
-        rest = &rest[at + name.len()..];
-    }
-    None
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 //! cancelling, all through the store, so a run paused by one process continues in
 //! another with nothing lost. The loop itself is in `agent_loop`.
 
+mod active;
 mod agent_loop;
 mod cache;
 mod conversation;
 mod error;
+mod object;
 mod sealing;
 mod single_call;
 mod sink;
@@ -19,16 +21,18 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub use active::Active;
 pub use cache::Loaded;
 pub use conversation::{system_prompt, tools as request_tools};
 pub use error::RunError;
+pub use object::run_object;
 pub use single_call::{NO_MODEL, NoModel, StartCall};
 pub use state::{Phase, RunState, TreePlace, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::LimitConfig;
 use crate::model::{self, Message, Model, OpenAiConfig};
-use crate::protocol::{Decision, ItemKind, RequiredAction, RunEvent, RunObject, RunStatus, Usage};
+use crate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, Usage};
 use crate::store::{Decided, PendingRow, Refusal, RunRow, Store};
 use crate::tool::{ToolLibrary, Toolkit};
 
@@ -75,42 +79,6 @@ pub struct Runner {
     pub keyring: Arc<crate::secrets::Keyring>,
     /// The runs this process drives now, so that a cancel here stops one at once.
     pub active: Active,
-}
-
-/// Runs being driven in this process, by id, with the signal that stops each.
-#[derive(Clone, Default)]
-pub struct Active(Arc<std::sync::Mutex<std::collections::HashMap<String, crate::engine::Cancel>>>);
-
-/// Removes a run from [`Active`] when its drive ends.
-pub(crate) struct ActiveGuard {
-    active: Active,
-    run_id: String,
-}
-
-impl Active {
-    pub(crate) fn register(&self, run_id: &str, cancel: &crate::engine::Cancel) -> ActiveGuard {
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(run_id.to_string(), cancel.clone());
-        }
-        ActiveGuard {
-            active: self.clone(),
-            run_id: run_id.to_string(),
-        }
-    }
-
-    /// Stops the drive of `run_id`, when this process has one.
-    pub fn stop(&self, run_id: &str) -> bool {
-        let cancel = self.0.lock().ok().and_then(|m| m.get(run_id).cloned());
-        cancel.map(|c| c.cancel()).is_some()
-    }
-}
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        if let Ok(mut m) = self.active.0.lock() {
-            m.remove(&self.run_id);
-        }
-    }
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -593,35 +561,6 @@ fn absolute_model_name(name: &str) -> String {
             format!("scripted:{}", abs.display())
         }
         _ => name.to_string(),
-    }
-}
-
-/// The run object of a stored run.
-pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
-    let state: Option<RunState> = serde_json::from_str(&row.state).ok();
-    let items: Vec<_> = pending
-        .iter()
-        .filter(|p| p.state == "waiting")
-        .map(|p| p.item.clone())
-        .collect();
-    RunObject {
-        id: row.id.clone(),
-        object: "run".into(),
-        conversation_id: row.conversation_id.clone(),
-        agent: row.agent.clone(),
-        model: state.as_ref().map(|s| s.model.clone()).unwrap_or_default(),
-        status: row.status,
-        iteration: row.iteration,
-        max_iterations: state.as_ref().map_or(0, |s| s.max_iterations),
-        required_action: (row.status == RunStatus::RequiresAction)
-            .then_some(RequiredAction { items }),
-        last_error: row.last_error.clone(),
-        output: state.as_ref().and_then(|s| s.output.clone()),
-        usage: state.as_ref().map(|s| s.usage).unwrap_or_default(),
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        parent_run_id: row.parent_run_id.clone(),
-        parent_call_id: row.parent_call_id.clone(),
     }
 }
 

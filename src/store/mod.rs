@@ -3,10 +3,12 @@
 //! and errors that name the file and say what is wrong with it.
 
 mod decisions;
+mod lease;
 mod migrations;
 mod queries;
 mod record;
 mod responses;
+mod run_errors;
 mod run_list;
 mod runs;
 mod secrets;
@@ -23,14 +25,12 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
 pub use decisions::Decided;
+pub use lease::{lease_holder_alive, lease_owner_name, this_host};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
 pub use responses::ResponseRow;
-pub use runs::{
-    PendingRow, Refusal, RunRow, RunSave, RunsError, lease_holder_alive, lease_owner_name,
-    this_host,
-};
+pub use runs::{PendingRow, Refusal, RunRow, RunSave, RunsError};
 pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use timeline::{PauseRow, TimelineRows};

@@ -3,7 +3,7 @@
 //! Every change is one IMMEDIATE transaction on the writer thread, so two processes
 //! racing for the same run are serialised by SQLite itself.
 
-use std::path::Path;
+use super::lease::lease_holder_alive;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use serde_json::Value;
@@ -15,56 +15,7 @@ use super::{Store, StoreError, describe, writer};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
 
-/// Why a run operation was refused, or what went wrong with the database.
-#[derive(Debug, thiserror::Error)]
-pub enum RunsError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("there is no run '{0}' (toolgate runs lists them)")]
-    NotFound(String),
-    /// The operation does not fit the run's state; the message says why and what to do.
-    #[error("{1}")]
-    Refused(Refusal, String),
-    #[error("{0}")]
-    Sql(#[from] rusqlite::Error),
-}
-
-/// Why an operation on a run was refused: the kind, for code (the server maps every
-/// one to 409, the CLI to exit code 1); the message beside it is for people.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Refusal {
-    /// Another live process holds the run's lease.
-    LeaseHeld,
-    /// This process held the lease and lost it (cancelled, or taken over).
-    LeaseLost,
-    /// The run has ended (completed, incomplete, cancelled) and cannot continue.
-    NotResumable,
-    /// The run still waits on items nobody has resolved.
-    StillWaiting,
-    /// The decision does not fit: no such item, already decided, or the wrong kind.
-    DecisionConflict,
-    /// The conversation has an unfinished run.
-    ConversationBusy,
-    /// A run id prefix names more than one run.
-    AmbiguousId,
-    /// The parent's call already has its sub-agent run.
-    ChildExists,
-}
-
-impl Refusal {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Refusal::LeaseHeld => "lease_held",
-            Refusal::LeaseLost => "lease_lost",
-            Refusal::NotResumable => "not_resumable",
-            Refusal::StillWaiting => "still_waiting",
-            Refusal::DecisionConflict => "decision_conflict",
-            Refusal::ConversationBusy => "conversation_busy",
-            Refusal::AmbiguousId => "ambiguous_id",
-            Refusal::ChildExists => "child_exists",
-        }
-    }
-}
+pub use super::run_errors::{Refusal, RunsError};
 
 /// A run as stored.
 #[derive(Debug, Clone)]
@@ -207,43 +158,6 @@ pub(super) fn pending_with_below(
         pending.extend(super::tree::waiting_below(conn, &run.id)?);
     }
     Ok(pending)
-}
-
-/// Whether the process named in a lease may still be running. A lease names
-/// `pid/host/nonce`; on the same host a dead (or zombie) pid frees the lease at once,
-/// elsewhere only its expiry does.
-pub fn lease_holder_alive(owner: &str) -> bool {
-    let mut parts = owner.splitn(3, '/');
-    let (Some(pid), Some(host)) = (parts.next(), parts.next()) else {
-        return true;
-    };
-    if host != this_host() || !Path::new("/proc/self").exists() {
-        return true;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses.
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
-        Err(_) => false,
-    }
-}
-
-/// This machine's name, for leases.
-pub fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string())
-}
-
-/// A lease owner name for this process.
-pub fn lease_owner_name() -> String {
-    format!(
-        "{}/{}/{}",
-        std::process::id(),
-        this_host(),
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    )
 }
 
 impl Store {
