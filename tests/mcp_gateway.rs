@@ -27,27 +27,6 @@ fn fixtures() -> PathBuf {
     root().join("tests/fixtures/mcp")
 }
 
-/// The venv's python, made by the project's own script.
-fn python() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(root().join("tests/py/setup.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("bash must be there to run tests/py/setup.sh");
-    assert!(
-        out.status.success(),
-        "tests/py/setup.sh failed ({}): the MCP gateway test needs Python 3 with venv and PyPI access",
-        out.status
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let python = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
-    assert!(
-        python.is_file(),
-        "tests/py/setup.sh did not name a python: {stdout:?}"
-    );
-    python
-}
-
 /// Runs the SDK script; returns the JSON object of its last line.
 fn sdk(python: &Path, args: &[&str]) -> Value {
     let out = Command::new(python)
@@ -103,7 +82,7 @@ fn pair(tool: &str, status: &str) -> (String, String) {
 
 #[test]
 fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
-    let python = python();
+    let python = serving::python("the MCP gateway test");
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
@@ -211,7 +190,7 @@ fn serve(dir: &Path) -> Server {
 
 #[test]
 fn the_mcp_python_sdk_reaches_an_agent_at_mcp_of_toolgate_serve_with_the_key() {
-    let python = python();
+    let python = serving::python("the MCP gateway test");
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let server = serve(dir.path());

@@ -19,27 +19,6 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The venv's python, made by the project's own script.
-fn python() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(root().join("tests/py/setup.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("bash must be there to run tests/py/setup.sh");
-    assert!(
-        out.status.success(),
-        "tests/py/setup.sh failed ({}): the openai SDK test needs Python 3 with venv and PyPI access",
-        out.status
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let python = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
-    assert!(
-        python.is_file(),
-        "tests/py/setup.sh did not name a python: {stdout:?}"
-    );
-    python
-}
-
 /// A running `toolgate serve`, killed when dropped.
 struct Server {
     child: Child,
@@ -115,7 +94,7 @@ fn gist(r: &Value) -> Value {
 
 #[test]
 fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
-    let python = python();
+    let python = serving::python("the openai SDK test");
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let seen_file = dir.path().join("seen.json");
@@ -177,7 +156,7 @@ fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
 /// The README's Python example (examples/serve/approve.py) against the README's agents.
 #[test]
 fn the_readme_python_example_approves_and_answers() {
-    let python = python();
+    let python = serving::python("the openai SDK test");
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let server = serve_from(

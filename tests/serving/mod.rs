@@ -272,3 +272,26 @@ pub fn parse_sse(text: &str) -> Vec<(String, Value)> {
     }
     out
 }
+
+/// The venv's python with the cross-language test clients, made by the project's own
+/// script (tests/py/setup.sh); `who` names the test in the failure.
+pub fn python(who: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash")
+        .arg(root.join("tests/py/setup.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("bash must be there to run tests/py/setup.sh");
+    assert!(
+        out.status.success(),
+        "tests/py/setup.sh failed ({}): {who} needs Python 3 with venv and PyPI access",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let python = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
+    assert!(
+        python.is_file(),
+        "tests/py/setup.sh did not name a python: {stdout:?}"
+    );
+    python
+}
