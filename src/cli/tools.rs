@@ -85,6 +85,8 @@ fn entry_kind(entry: &Entry) -> String {
         Entry::Command { command, .. } => format!("command:{command}"),
         Entry::Http { method, .. } => format!("http:{method}"),
         Entry::Mcp { server, .. } => format!("mcp:{server}"),
+        Entry::OpenApi(b) => format!("openapi:{} {}", b.method, b.operation),
+        Entry::Dify(b) => format!("dify:{}", b.provider),
     }
 }
 

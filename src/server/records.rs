@@ -217,6 +217,8 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
                     Entry::Command { .. } => "command",
                     Entry::Http { .. } => "http",
                     Entry::Mcp { .. } => "mcp",
+                    Entry::OpenApi(_) => "openapi",
+                    Entry::Dify(_) => "dify",
                 }
                 .into(),
                 definition_only: spec.definition_only(),

@@ -118,25 +118,16 @@ pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
             loaded.mcp_files.push(path);
             continue;
         }
+        // OpenAPI and Dify files: many tools from one file (see `super::sources`).
+        if loaded.take_source(&path) {
+            continue;
+        }
         match load_file(&path) {
-            Ok(tool) => {
-                if let Some(first) = loaded.tools.iter().find(|t| t.spec.name == tool.spec.name) {
-                    loaded.errors.push(LoadError {
-                        message: format!(
-                            "a tool named '{}' is already defined in {}",
-                            tool.spec.name,
-                            first.path.display()
-                        ),
-                        path,
-                        line: None,
-                    });
-                } else {
-                    loaded.tools.push(tool);
-                }
-            }
+            Ok(tool) => loaded.push(tool),
             Err(e) => loaded.errors.push(e),
         }
     }
+    loaded.take_provider_dirs(dir);
     Ok(loaded)
 }
 
@@ -327,6 +318,9 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
             "entry: an MCP server's tools come from a file declaring the server (mcp_server: NAME, \
              command: ... or url: ...), not from a tool file"
                 .into(),
+        ),
+        Entry::OpenApi(_) | Entry::Dify(_) => Err(
+            "entry: OpenAPI and Dify tools come from an `openapi:` file or a Dify provider".into(),
         ),
         _ => Ok(()),
     }

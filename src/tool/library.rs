@@ -75,6 +75,8 @@ impl LoadedTool {
             ),
             Entry::Command { .. } => Some(Arc::new(CommandTool::new(spec.clone()))),
             Entry::Http { .. } => Some(Arc::new(HttpTool::new(spec.clone()))),
+            Entry::OpenApi(_) => Some(Arc::new(super::openapi::OpenApiTool::new(spec.clone()))),
+            Entry::Dify(_) => Some(Arc::new(super::dify::DifyTool::new(spec.clone()))),
             Entry::Mcp { .. } => {
                 return Err("an MCP tool comes from its server's declaration (mcp_server:)".into());
             }

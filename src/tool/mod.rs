@@ -1,19 +1,23 @@
 //! Tools: their specs and files, argument validation, the library and per-agent
-//! toolkits, the ways a tool runs (built-in, external command, HTTP, client) and the
-//! built-in tools.
+//! toolkits, the ways a tool runs (built-in, external command, HTTP, client), the
+//! sources that bring many tools from one file (OpenAPI documents, Dify providers) and
+//! the built-in tools.
 
 pub mod builtin;
 mod command;
 pub mod credentials;
+pub mod dify;
 pub(crate) mod file;
 pub mod http;
 mod keywords;
 mod library;
 pub mod net;
+pub mod openapi;
 mod output;
 pub mod process;
 mod runnable;
 mod schema;
+mod sources;
 mod spec;
 pub mod workspace;
 

@@ -80,6 +80,13 @@ pub enum Entry {
         /// The tool's name on the server.
         tool: String,
     },
+    /// One operation of an OpenAPI document (never written in a tool file: an
+    /// `openapi:` file brings one tool per operation).
+    #[serde(rename = "openapi")]
+    OpenApi(Box<super::openapi::Binding>),
+    /// A tool of a Dify provider (never written in a tool file: the provider or tool
+    /// YAML brings it), run by python through toolgate's adapter.
+    Dify(Box<super::dify::Binding>),
 }
 
 fn default_method() -> String {

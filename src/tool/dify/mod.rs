@@ -1,0 +1,283 @@
+//! Dify tool providers and tool files as a tool source, read as Dify writes them: a
+//! provider folder (plugin layout) or a provider YAML dropped into the tools folder
+//! brings its tools as `PROVIDER__TOOL`; a lone tool YAML brings one tool. Each runs
+//! its Python class through toolgate's adapter, with no Dify installed.
+
+mod files;
+mod params;
+mod run;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+pub use params::env_name;
+pub use run::{ADAPTER, Binding, DifyTool};
+
+use super::file::{LoadError, ToolDef, line_of};
+use super::schema::Schema;
+use super::{Entry, Permission, ToolSpec};
+use files::{RawProvider, RawTool, english};
+
+/// What a YAML file is, as far as Dify goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Provider,
+    Tool,
+}
+
+fn read_value(path: &Path) -> Result<(String, Value), LoadError> {
+    let fail = |line, message| LoadError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    let value = serde_saphyr::from_str::<Value>(&text).map_err(|e| {
+        fail(
+            e.location().map(|l| l.line() as usize),
+            super::file::first_line(&e.to_string()),
+        )
+    })?;
+    Ok((text, value))
+}
+
+/// Whether `path` is a Dify provider or tool YAML (a top-level `identity:` map).
+pub fn kind(path: &Path) -> Option<Kind> {
+    if !matches!(path.extension()?.to_str()?, "yaml" | "yml") {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    if !text.contains("identity") {
+        return None;
+    }
+    let (_, v) = read_value(path).ok()?;
+    let obj = v.as_object()?;
+    if !obj.get("identity").is_some_and(Value::is_object) {
+        return None;
+    }
+    if obj.contains_key("credentials_for_provider") || obj.contains_key("tools") {
+        Some(Kind::Provider)
+    } else {
+        Some(Kind::Tool)
+    }
+}
+
+/// The provider YAML of a folder: the one `manifest.yaml` names, else one under
+/// `provider/`, else one beside the manifest.
+pub fn provider_in(dir: &Path) -> Option<PathBuf> {
+    if let Ok((_, manifest)) = read_value(&dir.join("manifest.yaml"))
+        && let Some(p) = manifest
+            .pointer("/plugins/tools/0")
+            .and_then(Value::as_str)
+    {
+        return Some(dir.join(p));
+    }
+    for d in [dir.join("provider"), dir.to_path_buf()] {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut yamls: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        yamls.sort();
+        if let Some(p) = yamls.into_iter().find(|p| kind(p) == Some(Kind::Provider)) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The plugin's folder of a provider YAML: the folder above `provider/`, else its own.
+fn plugin_root(provider: &Path) -> PathBuf {
+    let dir = provider.parent().unwrap_or(Path::new("."));
+    match (dir.file_name().and_then(|n| n.to_str()), dir.parent()) {
+        (Some("provider"), Some(up)) => up.to_path_buf(),
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// `rel` found from the plugin's folder, else beside `near`.
+fn locate(root: &Path, near: &Path, rel: &str) -> PathBuf {
+    let from_root = root.join(rel);
+    if from_root.exists() {
+        return from_root;
+    }
+    let beside = near.parent().unwrap_or(Path::new(".")).join(rel);
+    if beside.exists() {
+        return beside;
+    }
+    from_root
+}
+
+fn load_error(path: &Path, text: &str, e: serde_json::Error) -> LoadError {
+    let m = e.to_string();
+    let key = m.split('`').nth(1).unwrap_or_default().to_string();
+    LoadError {
+        path: path.to_path_buf(),
+        line: line_of(text, &[&key]),
+        message: m,
+    }
+}
+
+/// The tools of a provider YAML; one error per file that cannot be used.
+pub fn load_provider(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
+    let (text, value) = match read_value(path) {
+        Ok(v) => v,
+        Err(e) => return (Vec::new(), vec![e]),
+    };
+    let raw: RawProvider = match serde_json::from_value(value) {
+        Ok(r) => r,
+        Err(e) => return (Vec::new(), vec![load_error(path, &text, e)]),
+    };
+    let provider = raw.identity.name.trim().to_string();
+    let root = plugin_root(path);
+    let credentials = match params::provider_credentials(&provider, &raw.credentials_for_provider)
+    {
+        Ok(c) => c,
+        Err(m) => {
+            return (
+                Vec::new(),
+                vec![LoadError {
+                    path: path.to_path_buf(),
+                    line: line_of(&text, &["credentials_for_provider"]),
+                    message: m,
+                }],
+            );
+        }
+    };
+    let tool_files: Vec<PathBuf> = match &raw.tools {
+        Some(list) => list.iter().map(|t| locate(&root, path, t)).collect(),
+        // Dify's built-in layout lists no tools: they are the YAMLs in tools/.
+        None => {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(root.join("tools"))
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| kind(p) == Some(Kind::Tool))
+                .collect();
+            found.sort();
+            found
+        }
+    };
+    let mut defs = Vec::new();
+    let mut errors = Vec::new();
+    for file in tool_files {
+        match tool_def(&file, &provider, &root, &credentials) {
+            Ok(def) => defs.push(def),
+            Err(e) => errors.push(e),
+        }
+    }
+    (defs, errors)
+}
+
+/// A lone tool YAML: a provider of its own (named after the tool), no credentials.
+pub fn load_tool(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
+    let root = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let provider = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("dify")
+        .to_string();
+    match tool_def(path, &provider, &root, &Default::default()) {
+        Ok(def) => (vec![def], Vec::new()),
+        Err(e) => (Vec::new(), vec![e]),
+    }
+}
+
+fn tool_def(
+    path: &Path,
+    provider: &str,
+    root: &Path,
+    provider_credentials: &std::collections::BTreeMap<String, super::Credential>,
+) -> Result<ToolDef, LoadError> {
+    let (text, value) = read_value(path)?;
+    let fail = |keys: &[&str], message: String| LoadError {
+        path: path.to_path_buf(),
+        line: line_of(&text, keys),
+        message,
+    };
+    let raw: RawTool = serde_json::from_value(value).map_err(|e| load_error(path, &text, e))?;
+    let tool = raw.identity.name.trim().to_string();
+    let split = params::split(provider, &tool, &raw.parameters)
+        .map_err(|m| fail(&["parameters"], format!("parameters: {m}")))?;
+    let mut credentials = provider_credentials.clone();
+    for (k, c) in split.credentials {
+        if credentials.contains_key(&k) {
+            return Err(fail(
+                &["parameters", &k],
+                format!("parameters: '{k}' is also a credential of the provider"),
+            ));
+        }
+        credentials.insert(k, c);
+    }
+    let source = match raw.extra.python.as_ref() {
+        Some(p) => locate(root, path, &p.source),
+        None => path.with_extension("py"),
+    };
+    if !source.is_file() {
+        return Err(fail(
+            &["extra", "source"],
+            format!("the tool's Python file {} is not there", source.display()),
+        ));
+    }
+    let description = raw
+        .description
+        .as_ref()
+        .and_then(|d| d.llm.clone().or_else(|| english(&d.human)))
+        .unwrap_or_default();
+    let schema = Schema::compile_full(&split.schema)
+        .map_err(|e| fail(&["parameters"], format!("parameters: {e}")))?;
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect()
+    };
+    let binding = Binding {
+        provider: provider.to_string(),
+        tool: tool.clone(),
+        source: std::path::absolute(&source).unwrap_or(source),
+        root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
+        python: std::env::var("TOOLGATE_PYTHON").unwrap_or_else(|_| "python3".into()),
+        provider_credentials: provider_credentials.keys().cloned().collect(),
+        form_defaults: split.form_defaults,
+    };
+    let spec = ToolSpec {
+        name: format!("{}__{}", clean(provider), clean(&tool)),
+        description,
+        parameters: split.schema,
+        permission: Permission::Confirm,
+        entry: Entry::Dify(Box::new(binding)),
+        category: Some("dify".into()),
+        timeout: None,
+        tags: Vec::new(),
+        version: None,
+        read_only: false,
+        output: None,
+        credentials,
+    };
+    Ok(ToolDef {
+        spec,
+        schema,
+        output: None,
+        path: path.to_path_buf(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn provider_and_tool_files_are_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("t.yaml");
+        std::fs::write(&tool, "identity: {name: odd}\ndescription: {llm: Odd.}\nparameters: []\n").unwrap();
+        let r = read_value(&tool);
+        assert!(r.is_ok(), "{:?}", r.err());
+        assert_eq!(kind(&tool), Some(Kind::Tool));
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dify/weather");
+        let provider = provider_in(&fixture).unwrap();
+        assert!(provider.ends_with("provider/weather.yaml"));
+        assert_eq!(kind(&provider), Some(Kind::Provider));
+    }
+}

@@ -1,0 +1,99 @@
+//! Running a Dify tool: its Python class through toolgate's adapter (`adapter.py`,
+//! built into the binary and given to python with `-c`), as a command tool. The
+//! adapter gets `{"tool_parameters", "credentials"}` on stdin and writes the messages
+//! the tool yields to stdout, one per line.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::tool::command::CommandTool;
+use crate::tool::{Entry, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// The adapter's source.
+pub const ADAPTER: &str = include_str!("adapter.py");
+
+/// How one Dify tool runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Binding {
+    /// The provider's `identity.name`.
+    pub provider: String,
+    /// The tool's `identity.name`.
+    pub tool: String,
+    /// The Python file holding the tool's class.
+    pub source: PathBuf,
+    /// The plugin's folder, put first on Python's path (for the tool's own imports).
+    pub root: PathBuf,
+    /// The program that runs it (`python3`, or `TOOLGATE_PYTHON` when set at load).
+    pub python: String,
+    /// Which credentials are the provider's (the others are form parameters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_credentials: Vec<String>,
+    /// Form parameters set by no configuration: their defaults.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub form_defaults: Map<String, Value>,
+}
+
+/// A Dify tool, run as a command tool by the adapter.
+pub struct DifyTool {
+    spec: ToolSpec,
+    command: Option<CommandTool>,
+}
+
+impl DifyTool {
+    pub fn new(spec: ToolSpec) -> Self {
+        let command = match &spec.entry {
+            Entry::Dify(b) => {
+                let mut inner = spec.clone();
+                inner.entry = Entry::Command {
+                    command: b.python.clone(),
+                    args: vec![
+                        "-c".into(),
+                        ADAPTER.into(),
+                        b.source.display().to_string(),
+                        b.root.display().to_string(),
+                    ],
+                    env: Default::default(),
+                    max_output: None,
+                };
+                Some(CommandTool::new(inner))
+            }
+            _ => None,
+        };
+        Self { spec, command }
+    }
+}
+
+#[async_trait]
+impl Tool for DifyTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let (Entry::Dify(b), Some(command)) = (&self.spec.entry, &self.command) else {
+            return Err(ToolError::Execution("not a Dify tool".into()));
+        };
+        let mut parameters = b.form_defaults.clone();
+        let mut credentials = Map::new();
+        for (k, v) in args {
+            if b.provider_credentials.contains(&k) {
+                credentials.insert(k, v);
+            } else {
+                parameters.insert(k, v);
+            }
+        }
+        let request = json!({"tool_parameters": parameters, "credentials": credentials});
+        let Value::Object(request) = request else {
+            return Err(ToolError::Execution("the request is not an object".into()));
+        };
+        command.call(ctx, request).await
+    }
+}

@@ -1,0 +1,232 @@
+//! Calling one OpenAPI operation: the arguments placed where the binding says, the
+//! API's authentication added, and the request sent by the `http` entry's sender (the
+//! same network rule on every hop, the same size cap). A status of 400 or more is an
+//! error result carrying the status and an excerpt of the body.
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use super::binding::{
+    AUTH_PASSWORD, AUTH_TOKEN, AUTH_USERNAME, Auth, Binding, BodyShape, Location,
+};
+use crate::tool::http::{self, Body, DEFAULT_MAX_RESPONSE, Request, Retry};
+use crate::tool::net::AllowList;
+use crate::tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// Characters of a failed response's body kept in the error result.
+pub const ERROR_EXCERPT: usize = 2000;
+
+/// The tool of one operation.
+pub struct OpenApiTool {
+    spec: ToolSpec,
+}
+
+impl OpenApiTool {
+    pub fn new(spec: ToolSpec) -> Self {
+        Self { spec }
+    }
+
+    fn binding(&self) -> Result<&Binding, ToolError> {
+        match &self.spec.entry {
+            Entry::OpenApi(b) => Ok(b),
+            _ => Err(ToolError::Execution("not an OpenAPI tool".into())),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for OpenApiTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(
+        &self,
+        _ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let req = request(&self.spec, self.binding()?, args)?;
+        let out = http::send(req).await?;
+        Ok(excerpt_on_error(out))
+    }
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters (a path segment).
+fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The request one call makes. `args` are checked against the tool's schema, its
+/// credentials included.
+pub fn request(
+    spec: &ToolSpec,
+    b: &Binding,
+    mut args: Map<String, Value>,
+) -> Result<Request, ToolError> {
+    let token = args.remove(AUTH_TOKEN).map(|v| text_of(&v));
+    let user = args.remove(AUTH_USERNAME).map(|v| text_of(&v));
+    let password = args.remove(AUTH_PASSWORD).map(|v| text_of(&v));
+    let mut url = b.url.clone();
+    let mut query: Vec<(String, String)> = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut cookies: Vec<String> = Vec::new();
+    for p in &b.params {
+        let Some(v) = args.get(&p.arg) else { continue };
+        match p.location {
+            Location::Path => {
+                url = url.replace(&format!("{{{}}}", p.name), &encode_segment(&text_of(v)))
+            }
+            Location::Query => match v {
+                Value::Array(items) if p.explode => {
+                    query.extend(items.iter().map(|i| (p.name.clone(), text_of(i))))
+                }
+                Value::Array(items) => query.push((
+                    p.name.clone(),
+                    items.iter().map(text_of).collect::<Vec<_>>().join(","),
+                )),
+                other => query.push((p.name.clone(), text_of(other))),
+            },
+            Location::Header => headers.push((p.name.clone(), text_of(v))),
+            Location::Cookie => cookies.push(format!("{}={}", p.name, text_of(v))),
+        }
+    }
+    if let Some(missing) = b
+        .params
+        .iter()
+        .find(|p| p.location == Location::Path && url.contains(&format!("{{{}}}", p.name)))
+    {
+        return Err(ToolError::Execution(format!(
+            "'{}' needs the path parameter '{}'",
+            spec.name, missing.arg
+        )));
+    }
+    match &b.auth {
+        Auth::None => {}
+        Auth::ApiKey { location, name } => {
+            let key = token.ok_or_else(|| missing_credential(spec, "the API key"))?;
+            match location {
+                Location::Header => headers.push((name.clone(), key)),
+                Location::Cookie => cookies.push(format!("{name}={key}")),
+                Location::Query | Location::Path => query.push((name.clone(), key)),
+            }
+        }
+        Auth::Bearer => {
+            let token = token.ok_or_else(|| missing_credential(spec, "the bearer token"))?;
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        Auth::Basic { username } => {
+            let user = user
+                .or_else(|| username.clone())
+                .ok_or_else(|| missing_credential(spec, "the user name"))?;
+            let password = password.unwrap_or_default();
+            let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            headers.push(("Authorization".into(), format!("Basic {pair}")));
+        }
+    }
+    if !cookies.is_empty() {
+        headers.push(("Cookie".into(), cookies.join("; ")));
+    }
+    let mut url = http::parse_url(&url)?;
+    if !query.is_empty() {
+        let mut pairs = url.query_pairs_mut();
+        for (k, v) in &query {
+            pairs.append_pair(k, v);
+        }
+    }
+    let body = match &b.body {
+        None => None,
+        Some(body) => {
+            let value = match &body.shape {
+                BodyShape::Whole(arg) => args.get(arg).cloned(),
+                BodyShape::Fields(fields) => {
+                    let obj: Map<String, Value> = fields
+                        .iter()
+                        .filter_map(|f| args.get(&f.arg).map(|v| (f.name.clone(), v.clone())))
+                        .collect();
+                    (!obj.is_empty() || body.required).then_some(Value::Object(obj))
+                }
+            };
+            match value {
+                None => None,
+                Some(v) => {
+                    headers.push(("Content-Type".into(), body.content_type.clone()));
+                    Some(encode_body(&body.content_type, v))
+                }
+            }
+        }
+    };
+    headers.push(("Accept".into(), "application/json, */*;q=0.5".into()));
+    let allow = AllowList::parse(&b.allow_hosts)
+        .map_err(ToolError::Execution)?
+        .and(AllowList::from_env().map_err(ToolError::Execution)?);
+    Ok(Request {
+        method: http::parse_method(&b.method).map_err(ToolError::Execution)?,
+        url,
+        headers,
+        body,
+        timeout: spec.timeout_or_default(),
+        max_response: b.max_response.unwrap_or(DEFAULT_MAX_RESPONSE),
+        allow,
+        retry: Retry::default(),
+    })
+}
+
+fn missing_credential(spec: &ToolSpec, what: &str) -> ToolError {
+    ToolError::MissingCredential(format!(
+        "tool '{}' has no value for {what} of its API",
+        spec.name
+    ))
+}
+
+/// A body in its media type: JSON as JSON, a form as `a=1&b=2`, anything else as text.
+fn encode_body(content_type: &str, v: Value) -> Body {
+    if content_type.contains("json") {
+        return Body::Json(v);
+    }
+    if content_type == "application/x-www-form-urlencoded" {
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        if let Value::Object(fields) = &v {
+            for (k, v) in fields {
+                form.append_pair(k, &text_of(v));
+            }
+        }
+        return Body::Text(form.finish());
+    }
+    Body::Text(text_of(&v))
+}
+
+/// A failed call's output: the status line, then at most [`ERROR_EXCERPT`] characters
+/// of the body.
+fn excerpt_on_error(mut out: ToolOutput) -> ToolOutput {
+    if !out.is_error || out.parts.len() < 2 {
+        return out;
+    }
+    let rest: Vec<Part> = out.parts.split_off(1);
+    let body = ToolOutput {
+        parts: rest,
+        is_error: false,
+    }
+    .to_text();
+    let mut text: String = body.chars().take(ERROR_EXCERPT).collect();
+    if text.len() < body.len() {
+        text.push_str(&format!(" [... {} bytes in all]", body.len()));
+    }
+    out.parts.push(Part::Text { text });
+    out
+}

@@ -1,0 +1,167 @@
+//! The `openapi:` file in the tools folder: which document, the tools' prefix, the base
+//! URL, authentication (values from `${env:VAR}` or `${secret:NAME}`), permissions and
+//! the operations to keep. Every key is used or refused.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::binding::{AUTH_PASSWORD, AUTH_TOKEN, AUTH_USERNAME, Auth, Location};
+use crate::tool::{Credential, Permission};
+
+/// An `openapi:` file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    /// A path (relative to this file) or the document inline.
+    pub openapi: Value,
+    /// The tools' prefix: `NAME__operationId`. Default: the file's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Overrides the document's servers / host.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub auth: Option<RawAuth>,
+    /// Every operation's permission; default: GET and HEAD auto, the others confirm.
+    #[serde(default)]
+    pub permission: Option<Permission>,
+    /// By operationId, over `permission`.
+    #[serde(default)]
+    pub permissions: BTreeMap<String, Permission>,
+    /// Only these operations (by operationId); default: all.
+    #[serde(default)]
+    pub operations: Option<Vec<String>>,
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// Seconds a call may take.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Bytes of a response body kept.
+    #[serde(default)]
+    pub max_response: Option<usize>,
+}
+
+/// `auth:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAuth {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// api_key: header, query or cookie (default: the document's apiKey scheme, else header).
+    #[serde(default, rename = "in")]
+    pub location: Option<String>,
+    /// api_key: the header / parameter name (default: the document's, else X-API-Key).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// api_key: the key.
+    #[serde(default)]
+    pub key: Option<Value>,
+    /// bearer: the token.
+    #[serde(default)]
+    pub token: Option<Value>,
+    /// basic: a user name as written, or a source.
+    #[serde(default)]
+    pub username: Option<Value>,
+    #[serde(default)]
+    pub password: Option<Value>,
+}
+
+/// The binding's auth and the credentials it needs, or why `auth:` is wrong.
+/// `scheme` is the document's first apiKey scheme (`in`, `name`), for defaults.
+pub fn read_auth(
+    raw: Option<&RawAuth>,
+    scheme: Option<(String, String)>,
+) -> Result<(Auth, BTreeMap<String, Credential>), String> {
+    let mut creds = BTreeMap::new();
+    let Some(raw) = raw else {
+        return Ok((Auth::None, creds));
+    };
+    let source = |field: &str, v: &Option<Value>| -> Result<Credential, String> {
+        let v = v
+            .as_ref()
+            .ok_or_else(|| format!("auth: {} needs `{field}:`", raw.kind))?;
+        Credential::parse(v).map_err(|e| format!("auth: {field}: {e}"))
+    };
+    let unused = |fields: &[(&str, bool)]| -> Result<(), String> {
+        match fields.iter().find(|(_, set)| *set) {
+            Some((f, _)) => Err(format!("auth: {} takes no `{f}:`", raw.kind)),
+            None => Ok(()),
+        }
+    };
+    let auth = match raw.kind.as_str() {
+        "none" => {
+            unused(&[
+                ("in", raw.location.is_some()),
+                ("name", raw.name.is_some()),
+                ("key", raw.key.is_some()),
+                ("token", raw.token.is_some()),
+                ("username", raw.username.is_some()),
+                ("password", raw.password.is_some()),
+            ])?;
+            Auth::None
+        }
+        "api_key" => {
+            unused(&[
+                ("token", raw.token.is_some()),
+                ("username", raw.username.is_some()),
+                ("password", raw.password.is_some()),
+            ])?;
+            creds.insert(AUTH_TOKEN.to_string(), source("key", &raw.key)?);
+            let (doc_in, doc_name) = scheme.unzip();
+            let location = match raw.location.as_deref().or(doc_in.as_deref()) {
+                None | Some("header") => Location::Header,
+                Some("query") => Location::Query,
+                Some("cookie") => Location::Cookie,
+                Some(other) => {
+                    return Err(format!(
+                        "auth: in must be header, query or cookie, not '{other}'"
+                    ));
+                }
+            };
+            let name = raw
+                .name
+                .clone()
+                .or(doc_name)
+                .unwrap_or_else(|| "X-API-Key".to_string());
+            Auth::ApiKey { location, name }
+        }
+        "bearer" => {
+            unused(&[
+                ("in", raw.location.is_some()),
+                ("name", raw.name.is_some()),
+                ("key", raw.key.is_some()),
+                ("username", raw.username.is_some()),
+                ("password", raw.password.is_some()),
+            ])?;
+            creds.insert(AUTH_TOKEN.to_string(), source("token", &raw.token)?);
+            Auth::Bearer
+        }
+        "basic" => {
+            unused(&[
+                ("in", raw.location.is_some()),
+                ("name", raw.name.is_some()),
+                ("key", raw.key.is_some()),
+                ("token", raw.token.is_some()),
+            ])?;
+            creds.insert(AUTH_PASSWORD.to_string(), source("password", &raw.password)?);
+            let username = match &raw.username {
+                None => return Err("auth: basic needs `username:`".into()),
+                Some(Value::String(s)) if !s.trim_start().starts_with("${") => Some(s.clone()),
+                Some(v) => {
+                    let c = Credential::parse(v).map_err(|e| format!("auth: username: {e}"))?;
+                    creds.insert(AUTH_USERNAME.to_string(), c);
+                    None
+                }
+            };
+            Auth::Basic { username }
+        }
+        other => {
+            return Err(format!(
+                "auth: type must be none, api_key, bearer or basic, not '{other}'"
+            ));
+        }
+    };
+    Ok((auth, creds))
+}

@@ -1,0 +1,209 @@
+//! OpenAPI 3.x and Swagger 2.0 documents as a tool source: an `openapi:` file in the
+//! tools folder names a document (a path, or the document inline) and makes one tool
+//! per operation, `NAME__operationId`, called over HTTP with the `http` entry's network
+//! rule. A document itself in the tools folder is data for such a file, not a tool.
+
+mod binding;
+mod call;
+mod config;
+mod document;
+mod operations;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+pub use binding::{Auth, Binding, BodyBinding, BodyShape, Field, Location, Param};
+pub use call::{ERROR_EXCERPT, OpenApiTool, request};
+pub use document::{Document, Version};
+
+use super::file::{LoadError, ToolDef, line_of};
+use super::schema::Schema;
+
+/// What a YAML or JSON file in the tools folder is, as far as OpenAPI goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An `openapi:` file: a source of tools.
+    Source,
+    /// An OpenAPI or Swagger document (read through a source file).
+    Document,
+}
+
+/// Whether `path` is an `openapi:` file or a document; `None` for anything else.
+pub fn kind(path: &Path) -> Option<Kind> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if !text.contains("openapi") && !text.contains("swagger") {
+        return None;
+    }
+    let v = document::parse_text(&text).ok()?;
+    let obj = v.as_object()?;
+    if obj.contains_key("paths") && (obj.contains_key("openapi") || obj.contains_key("swagger"))
+    {
+        return Some(Kind::Document);
+    }
+    match obj.get("openapi") {
+        Some(Value::String(_) | Value::Object(_)) => Some(Kind::Source),
+        _ => None,
+    }
+}
+
+/// The tools of one `openapi:` file, and one error per problem: the file's own (then
+/// there are no tools), or an operation that cannot be a tool (the others load).
+pub fn load(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
+    let fail = |line: Option<usize>, message: String| LoadError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return (Vec::new(), vec![fail(None, format!("cannot read: {e}"))]),
+    };
+    let value = match document::parse_text(&text) {
+        Ok(v) => v,
+        Err(e) => return (Vec::new(), vec![fail(None, e)]),
+    };
+    let raw: config::RawSource = match serde_json::from_value(value) {
+        Ok(r) => r,
+        Err(e) => {
+            let m = e.to_string();
+            let key = m.split('`').nth(1).unwrap_or_default().to_string();
+            return (Vec::new(), vec![fail(line_of(&text, &[&key]), m)]);
+        }
+    };
+    match tools(path, &text, &raw) {
+        Ok(found) => found,
+        Err(e) => (Vec::new(), vec![e]),
+    }
+}
+
+fn tools(
+    path: &Path,
+    text: &str,
+    raw: &config::RawSource,
+) -> Result<(Vec<ToolDef>, Vec<LoadError>), LoadError> {
+    let fail = |key: &str, message: String| LoadError {
+        path: path.to_path_buf(),
+        line: line_of(text, &[key]),
+        message,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let doc = document::read(&raw.openapi, dir).map_err(|m| fail("openapi", m))?;
+    let api = match &raw.name {
+        Some(n) => n.trim().to_string(),
+        None => path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("api")
+            .to_string(),
+    };
+    if api.is_empty()
+        || !api
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+    {
+        return Err(fail(
+            "name",
+            format!("name '{api}' must be letters, digits, '_' or '-'"),
+        ));
+    }
+    let base_url = match raw.base_url.as_deref().map(|u| u.trim_end_matches('/')) {
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => u.to_string(),
+        Some(u) => {
+            return Err(fail(
+                "base_url",
+                format!("base_url '{u}' must start with http:// or https://"),
+            ));
+        }
+        None => doc.base_url().ok_or_else(|| {
+            fail(
+                "openapi",
+                "the document names no absolute server URL: set base_url".into(),
+            )
+        })?,
+    };
+    crate::tool::net::AllowList::parse(&raw.allow_hosts)
+        .map_err(|e| fail("allow_hosts", format!("allow_hosts: {e}")))?;
+    if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
+        return Err(fail(
+            "timeout",
+            "timeout must be a positive number of seconds".into(),
+        ));
+    }
+    let (auth, credentials) = config::read_auth(raw.auth.as_ref(), api_key_scheme(&doc))
+        .map_err(|m| fail("auth", m))?;
+    let common = operations::Common {
+        api: &api,
+        base_url: &base_url,
+        auth: &auth,
+        credentials: &credentials,
+        permission: raw.permission,
+        permissions: &raw.permissions,
+        allow_hosts: &raw.allow_hosts,
+        timeout: raw.timeout,
+        max_response: raw.max_response,
+    };
+    let found = operations::operations(&doc, &common);
+    let mut defs = Vec::new();
+    let mut errors = Vec::new();
+    let wanted = |op: &str| raw.operations.as_ref().is_none_or(|l| l.iter().any(|w| w == op));
+    for name in raw.operations.iter().flatten() {
+        if !found.iter().any(|f| &f.operation == name) {
+            errors.push(fail(
+                "operations",
+                format!("operations: the document has no operation '{name}'"),
+            ));
+        }
+    }
+    for name in raw.permissions.keys() {
+        if !found.iter().any(|f| &f.operation == name) {
+            errors.push(fail(
+                "permissions",
+                format!("permissions: the document has no operation '{name}'"),
+            ));
+        }
+    }
+    for f in found {
+        if !wanted(&f.operation) {
+            continue;
+        }
+        let compiled = f.tool.and_then(|spec| {
+            Schema::compile_full(&spec.parameters)
+                .map(|schema| (spec, schema))
+                .map_err(|e| format!("its input schema does not compile: {e}"))
+        });
+        match compiled {
+            Ok((spec, schema)) => defs.push(ToolDef {
+                spec,
+                schema,
+                output: None,
+                path: path.to_path_buf(),
+            }),
+            // Operations toolgate cannot call (file uploads, binary bodies) are left
+            // out, and named only when the file asks for them.
+            Err(why) if raw.operations.is_some() => errors.push(fail(
+                "operations",
+                format!("operation '{}': {why}", f.operation),
+            )),
+            Err(_) => {}
+        }
+    }
+    Ok((defs, errors))
+}
+
+/// The document's first apiKey security scheme: where the key goes and its name.
+fn api_key_scheme(doc: &Document) -> Option<(String, String)> {
+    let schemes = match doc.version {
+        Version::Swagger2 => doc.root.get("securityDefinitions"),
+        Version::OpenApi3 => doc.root.pointer("/components/securitySchemes"),
+    }?
+    .as_object()?;
+    schemes.values().find_map(|s| {
+        (s.get("type")?.as_str()? == "apiKey").then(|| {
+            Some((
+                s.get("in")?.as_str()?.to_string(),
+                s.get("name")?.as_str()?.to_string(),
+            ))
+        })?
+    })
+}

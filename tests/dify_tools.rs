@@ -1,0 +1,268 @@
+//! Dify providers read as they are: a plugin folder (tests/fixtures/dify/weather)
+//! dropped into the tools folder loads, its `llm` parameters are the model's, its
+//! `form` parameters and credentials come from `toolgate secrets set` or the
+//! environment, and its Python tool runs through toolgate's adapter with python3 and
+//! no Dify installed. The credential never reaches the model's schema, the record,
+//! the output or the database in clear.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const KEY: &str = "wx-key-3f9a61c2d0";
+const STATION: &str = "station-token-77b1";
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn toolgate(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("TOOLGATE_SECRET_KEY")
+        .env_remove("TOOLGATE_PYTHON")
+        .env_remove("DIFY_WEATHER_API_KEY")
+        .env_remove("DIFY_WEATHER_FORECAST_UNITS")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn all(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A folder with tools/weather (the fixture plugin).
+fn site() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dify/weather");
+    copy_dir(&fixture, &dir.path().join("tools/weather"));
+    dir
+}
+
+#[test]
+fn a_provider_folder_loads_and_its_schema_holds_only_llm_parameters() {
+    let dir = site();
+    let d = dir.path();
+    let out = toolgate(d, &["tools", "check"], None, &[]);
+    assert!(out.status.success(), "{}", all(&out));
+    assert!(all(&out).contains("ok      weather__forecast"), "{}", all(&out));
+
+    let out = toolgate(d, &["tools", "list", "--json"], None, &[]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "weather__forecast")
+        .unwrap();
+    assert_eq!(t["entry"], "dify:weather");
+    assert_eq!(t["permission"], "confirm");
+    assert_eq!(
+        t["description"],
+        "Gets the weather forecast for a city for the next few days."
+    );
+
+    let out = toolgate(d, &["prompt", "--openai", "weather__forecast"], None, &[]);
+    assert!(out.status.success(), "{}", all(&out));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let params = &tools[0]["function"]["parameters"];
+    let names: Vec<&String> = params["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["city", "days", "detail"], "{params}");
+    assert_eq!(params["required"], serde_json::json!(["city"]));
+    assert_eq!(params["properties"]["days"]["minimum"], 1.0);
+    assert_eq!(params["properties"]["days"]["maximum"], 7.0);
+    assert_eq!(params["properties"]["days"]["default"], 3);
+    assert_eq!(
+        params["properties"]["city"]["description"],
+        "The city to forecast, e.g. Oslo"
+    );
+}
+
+#[test]
+fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
+    let dir = site();
+    let d = dir.path();
+    // Without the credential the call says how to set it.
+    let out = toolgate(
+        d,
+        &["tools", "call", "weather__forecast", "--args", r#"{"city": "Oslo"}"#],
+        None,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", all(&out));
+    assert!(
+        all(&out).contains("toolgate secrets set weather.api_key"),
+        "{}",
+        all(&out)
+    );
+    let out = toolgate(d, &["secrets", "set", "weather.api_key"], Some(&format!("{KEY}\n")), &[]);
+    assert!(out.status.success(), "{}", all(&out));
+    let out = toolgate(
+        d,
+        &["secrets", "set", "weather.forecast.station"],
+        Some(&format!("{STATION}\n")),
+        &[],
+    );
+    assert!(out.status.success(), "{}", all(&out));
+
+    let out = toolgate(
+        d,
+        &[
+            "tools",
+            "call",
+            "weather__forecast",
+            "--args",
+            r#"{"city": "Oslo", "days": 2}"#,
+            "--json",
+        ],
+        None,
+        &[],
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    let text = all(&out);
+    assert!(!text.contains(KEY) && !text.contains(STATION), "{text}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = serde_json::to_string(&v["output"]).unwrap();
+    assert!(shown.contains("Forecast for Oslo (degrees Celsius), key [secret]"), "{shown}");
+    assert!(shown.contains(r#""key_length":18"#), "{shown}");
+    assert!(shown.contains(r#""station_given":true"#), "{shown}");
+    assert!(shown.contains(r#""units":"metric""#), "{shown}");
+    assert!(shown.contains(r#""days":2"#), "{shown}");
+
+    // A form parameter set in the environment wins over its default.
+    let out = toolgate(
+        d,
+        &["tools", "call", "weather__forecast", "--args", r#"{"city": "Oslo"}"#, "--json"],
+        None,
+        &[("DIFY_WEATHER_FORECAST_UNITS", "imperial")],
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    assert!(all(&out).contains("degrees Fahrenheit"), "{}", all(&out));
+
+    // An agent's run: the model asks, the tool runs, the record holds no credential.
+    std::fs::write(
+        d.join("agent.yaml"),
+        "name: forecaster\nmodel: scripted:replies.yaml\ntools: [weather__forecast]\npermissions: {weather__forecast: auto}\nworkspace: .\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("replies.yaml"),
+        "replies:\n  - content: Checking.\n    tool_calls: [{id: c1, name: weather__forecast, arguments: {city: Bergen, detail: true}}]\n  - content: Rain in Bergen.\n",
+    )
+    .unwrap();
+    let out = toolgate(d, &["run", "--agent", "agent.yaml", "--json", "weather?"], None, &[]);
+    assert!(out.status.success(), "{}", all(&out));
+    let text = all(&out);
+    assert!(text.contains("Forecast for Bergen"), "{text}");
+    assert!(!text.contains(KEY) && !text.contains(STATION), "{text}");
+    for args in [vec!["calls", "--json"], vec!["stats", "--json"]] {
+        let out = toolgate(d, &args, None, &[]);
+        assert!(out.status.success(), "{}", all(&out));
+        assert!(!all(&out).contains(KEY) && !all(&out).contains(STATION));
+    }
+    let out = toolgate(d, &["calls", "--json"], None, &[]);
+    assert!(all(&out).contains("Bergen"), "{}", all(&out));
+    for entry in std::fs::read_dir(d).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("toolgate.db") && !name.ends_with(".key") {
+            let bytes = std::fs::read(&path).unwrap();
+            for v in [KEY, STATION] {
+                assert!(!bytes.windows(v.len()).any(|w| w == v.as_bytes()), "{v} in {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tool_needing_more_of_dify_plugin_says_so_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("tools")).unwrap();
+    std::fs::write(
+        d.join("tools/upload.yaml"),
+        "identity: {name: upload, author: x, label: {en_US: Upload}}\ndescription: {human: {en_US: Up}, llm: Uploads a file.}\nparameters:\n  - {name: file, type: file, required: true, form: llm, llm_description: The file}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("tools/upload.py"),
+        "from dify_plugin import Tool\nfrom dify_plugin.file.file import File\n\nclass Upload(Tool):\n    def _invoke(self, p):\n        yield self.create_text_message('never')\n",
+    )
+    .unwrap();
+    // A lone tool YAML whose Python file is missing is one line naming it.
+    std::fs::write(
+        d.join("tools/lost.yaml"),
+        "identity: {name: lost}\ndescription: {llm: Lost.}\nparameters: []\n",
+    )
+    .unwrap();
+    let out = toolgate(d, &["tools", "check"], None, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", all(&out));
+    let text = all(&out);
+    assert!(text.contains("ok      upload__upload"), "{text}");
+    assert!(text.contains("lost.yaml") && text.contains("lost.py is not there"), "{text}");
+
+    let out = toolgate(
+        d,
+        &["tools", "call", "upload__upload", "--args", r#"{"file": "a.txt"}"#],
+        None,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", all(&out));
+    let text = all(&out);
+    assert!(
+        text.contains("needs the dify_plugin package") && text.contains("toolgate installs nothing"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dify_file_with_an_unknown_key_or_type_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("tools")).unwrap();
+    std::fs::write(d.join("tools/odd.py"), "").unwrap();
+    std::fs::write(
+        d.join("tools/odd.yaml"),
+        "identity: {name: odd}\ndescription: {llm: Odd.}\nparameters:\n  - name: when\n    type: datetime\n    form: llm\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("tools/typo.py"), "").unwrap();
+    std::fs::write(
+        d.join("tools/typo.yaml"),
+        "identity: {name: typo}\ndescription: {llm: Typo.}\nparamaters: []\n",
+    )
+    .unwrap();
+    let out = toolgate(d, &["tools", "check"], None, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", all(&out));
+    let text = all(&out);
+    assert!(text.contains("odd.yaml") && text.contains("type 'datetime' is not supported"), "{text}");
+    assert!(text.contains("typo.yaml:3") && text.contains("paramaters"), "{text}");
+}
