@@ -73,7 +73,11 @@ fn a_provider_folder_loads_and_its_schema_holds_only_llm_parameters() {
     let d = dir.path();
     let out = toolgate(d, &["tools", "check"], None, &[]);
     assert!(out.status.success(), "{}", all(&out));
-    assert!(all(&out).contains("ok      weather__forecast"), "{}", all(&out));
+    assert!(
+        all(&out).contains("ok      weather__forecast"),
+        "{}",
+        all(&out)
+    );
 
     let out = toolgate(d, &["tools", "list", "--json"], None, &[]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -113,7 +117,13 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     // Without the credential the call says how to set it.
     let out = toolgate(
         d,
-        &["tools", "call", "weather__forecast", "--args", r#"{"city": "Oslo"}"#],
+        &[
+            "tools",
+            "call",
+            "weather__forecast",
+            "--args",
+            r#"{"city": "Oslo"}"#,
+        ],
         None,
         &[],
     );
@@ -123,7 +133,12 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
         "{}",
         all(&out)
     );
-    let out = toolgate(d, &["secrets", "set", "weather.api_key"], Some(&format!("{KEY}\n")), &[]);
+    let out = toolgate(
+        d,
+        &["secrets", "set", "weather.api_key"],
+        Some(&format!("{KEY}\n")),
+        &[],
+    );
     assert!(out.status.success(), "{}", all(&out));
     let out = toolgate(
         d,
@@ -163,7 +178,14 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     // A form parameter set in the environment wins over its default.
     let out = toolgate(
         d,
-        &["tools", "call", "weather__forecast", "--args", r#"{"city": "Oslo"}"#, "--json"],
+        &[
+            "tools",
+            "call",
+            "weather__forecast",
+            "--args",
+            r#"{"city": "Oslo"}"#,
+            "--json",
+        ],
         None,
         &[("DIFY_WEATHER_FORECAST_UNITS", "imperial")],
     );
@@ -181,7 +203,12 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
         "replies:\n  - content: Checking.\n    tool_calls: [{id: c1, name: weather__forecast, arguments: {city: Bergen, detail: true}}]\n  - content: Rain in Bergen.\n",
     )
     .unwrap();
-    let out = toolgate(d, &["run", "--agent", "agent.yaml", "--json", "weather?"], None, &[]);
+    let out = toolgate(
+        d,
+        &["run", "--agent", "agent.yaml", "--json", "weather?"],
+        None,
+        &[],
+    );
     assert!(out.status.success(), "{}", all(&out));
     let text = all(&out);
     assert!(text.contains(r#""status":"succeeded""#), "{text}");
@@ -199,7 +226,10 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
         if name.starts_with("toolgate.db") && !name.ends_with(".key") {
             let bytes = std::fs::read(&path).unwrap();
             for v in [KEY, STATION] {
-                assert!(!bytes.windows(v.len()).any(|w| w == v.as_bytes()), "{v} in {name}");
+                assert!(
+                    !bytes.windows(v.len()).any(|w| w == v.as_bytes()),
+                    "{v} in {name}"
+                );
             }
         }
     }
@@ -230,18 +260,28 @@ fn a_tool_needing_more_of_dify_plugin_says_so_in_one_line() {
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);
     assert!(text.contains("ok      upload__upload"), "{text}");
-    assert!(text.contains("lost.yaml") && text.contains("lost.py is not there"), "{text}");
+    assert!(
+        text.contains("lost.yaml") && text.contains("lost.py is not there"),
+        "{text}"
+    );
 
     let out = toolgate(
         d,
-        &["tools", "call", "upload__upload", "--args", r#"{"file": "a.txt"}"#],
+        &[
+            "tools",
+            "call",
+            "upload__upload",
+            "--args",
+            r#"{"file": "a.txt"}"#,
+        ],
         None,
         &[],
     );
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     let text = all(&out);
     assert!(
-        text.contains("needs the dify_plugin package") && text.contains("toolgate installs nothing"),
+        text.contains("needs the dify_plugin package")
+            && text.contains("toolgate installs nothing"),
         "{text}"
     );
 }
@@ -266,6 +306,12 @@ fn a_dify_file_with_an_unknown_key_or_type_is_refused_with_its_line() {
     let out = toolgate(d, &["tools", "check"], None, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);
-    assert!(text.contains("odd.yaml") && text.contains("type 'datetime' is not supported"), "{text}");
-    assert!(text.contains("typo.yaml:3") && text.contains("paramaters"), "{text}");
+    assert!(
+        text.contains("odd.yaml") && text.contains("type 'datetime' is not supported"),
+        "{text}"
+    );
+    assert!(
+        text.contains("typo.yaml:3") && text.contains("paramaters"),
+        "{text}"
+    );
 }

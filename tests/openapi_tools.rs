@@ -60,7 +60,10 @@ fn the_swagger_2_petstore_parses_into_one_tool_per_operation() {
 
     let get = lib.get("petstore__getPetById").unwrap();
     assert_eq!(get.spec.permission, Permission::Auto);
-    assert_eq!(get.spec.description, "Find pet by ID\n\nReturns a single pet");
+    assert_eq!(
+        get.spec.description,
+        "Find pet by ID\n\nReturns a single pet"
+    );
     assert_eq!(get.spec.parameters["required"], json!(["petId"]));
     let b = binding(&lib, "petstore__getPetById");
     assert_eq!(b.url, "https://petstore.swagger.io/v2/pet/{petId}");
@@ -78,11 +81,23 @@ fn the_swagger_2_petstore_parses_into_one_tool_per_operation() {
     assert_eq!(add.spec.permission, Permission::Confirm);
     let p = &add.spec.parameters;
     assert_eq!(p["required"], json!(["name", "photoUrls"]));
-    assert_eq!(p["properties"]["category"]["properties"]["name"]["type"], "string");
-    assert_eq!(p["properties"]["tags"]["items"]["properties"]["id"]["type"], "integer");
-    assert!(!p.to_string().contains("$ref") && !p.to_string().contains("xml"), "{p}");
+    assert_eq!(
+        p["properties"]["category"]["properties"]["name"]["type"],
+        "string"
+    );
+    assert_eq!(
+        p["properties"]["tags"]["items"]["properties"]["id"]["type"],
+        "integer"
+    );
+    assert!(
+        !p.to_string().contains("$ref") && !p.to_string().contains("xml"),
+        "{p}"
+    );
     assert!(add.check(args(json!({"name": "Rex"}))).is_err());
-    assert!(add.check(args(json!({"name": "Rex", "photoUrls": []}))).is_ok());
+    assert!(
+        add.check(args(json!({"name": "Rex", "photoUrls": []})))
+            .is_ok()
+    );
 
     // The api_key header parameter is the API's key, set from the credential: not the model's.
     let del = lib.get("petstore__deletePet").unwrap();
@@ -130,28 +145,42 @@ fn the_openapi_3_petstore_parses_with_a_base_url_and_a_filter() {
         fixture("petstore-v3.json").display()
     ));
     assert_eq!(lib.errors().len(), 1);
-    assert!(lib.errors()[0].message.contains("set base_url"), "{:?}", lib.errors());
+    assert!(
+        lib.errors()[0].message.contains("set base_url"),
+        "{:?}",
+        lib.errors()
+    );
 
     let (_dir, lib) = library(&format!(
         "openapi: {}\nname: pets3\nbase_url: https://petstore3.swagger.io/api/v3/\nauth: {{type: bearer, token: \"${{secret:PETS3}}\"}}\n",
         fixture("petstore-v3.json").display()
     ));
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
-    let count = lib.names().iter().filter(|n| n.starts_with("pets3__")).count();
+    let count = lib
+        .names()
+        .iter()
+        .filter(|n| n.starts_with("pets3__"))
+        .count();
     // 19 operations; uploadFile's body is application/octet-stream.
     assert_eq!(count, 18);
     let b = binding(&lib, "pets3__getPetById");
     assert_eq!(b.url, "https://petstore3.swagger.io/api/v3/pet/{petId}");
     assert_eq!(b.auth, openapi::Auth::Bearer);
     let update = lib.get("pets3__updatePet").unwrap();
-    assert_eq!(update.spec.parameters["required"], json!(["name", "photoUrls"]));
+    assert_eq!(
+        update.spec.parameters["required"],
+        json!(["name", "photoUrls"])
+    );
     let req = openapi::request(
         &update.spec,
         &binding(&lib, "pets3__updatePet"),
         args(json!({"id": 3, "name": "Rex", "photoUrls": [], "_auth_token": "t"})),
     )
     .unwrap();
-    assert!(req.headers.contains(&("Authorization".into(), "Bearer t".into())));
+    assert!(
+        req.headers
+            .contains(&("Authorization".into(), "Bearer t".into()))
+    );
     match req.body {
         Some(toolgate::tool::http::Body::Json(v)) => {
             assert_eq!(v, json!({"id": 3, "name": "Rex", "photoUrls": []}))
@@ -172,7 +201,10 @@ fn the_openapi_3_petstore_parses_with_a_base_url_and_a_filter() {
     assert_eq!(names, ["pets3__addPet", "pets3__getPetById"]);
     assert_eq!(lib.errors().len(), 1);
     assert!(lib.errors()[0].message.contains("no operation 'nope'"));
-    assert_eq!(lib.get("pets3__addPet").unwrap().spec.permission, Permission::Never);
+    assert_eq!(
+        lib.get("pets3__addPet").unwrap().spec.permission,
+        Permission::Never
+    );
     assert_eq!(
         lib.get("pets3__getPetById").unwrap().spec.permission,
         Permission::Confirm
@@ -183,13 +215,22 @@ fn the_openapi_3_petstore_parses_with_a_base_url_and_a_filter() {
 fn a_bad_openapi_file_is_one_line_naming_it() {
     for (file, expect) in [
         ("openapi: missing.json\nname: x\n", "cannot read"),
-        ("openapi: {openapi: 3.0.0, paths: {}}\nname: x\nbase_url: ftp://a\n", "base_url"),
+        (
+            "openapi: {openapi: 3.0.0, paths: {}}\nname: x\nbase_url: ftp://a\n",
+            "base_url",
+        ),
         (
             "openapi: {openapi: 3.0.0, paths: {}}\nname: x\nbase_url: http://a\nauth: {type: bearer, token: plain}\n",
             "not a source",
         ),
-        ("openapi: {openapi: 3.0.0, paths: {}}\nname: x\nbase_url: http://a\nretries: 2\n", "unknown field `retries`"),
-        ("openapi: {swagger: \"1.2\", paths: {}}\nname: x\n", "not supported"),
+        (
+            "openapi: {openapi: 3.0.0, paths: {}}\nname: x\nbase_url: http://a\nretries: 2\n",
+            "unknown field `retries`",
+        ),
+        (
+            "openapi: {swagger: \"1.2\", paths: {}}\nname: x\n",
+            "not supported",
+        ),
     ] {
         let (_dir, lib) = library(file);
         assert_eq!(lib.errors().len(), 1, "{file}");
@@ -237,7 +278,10 @@ fn start_api() -> Api {
     let api = Api { child, port };
     let start = Instant::now();
     while get(port, "/openapi.json").is_none() {
-        assert!(start.elapsed() < Duration::from_secs(60), "the API did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the API did not start"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     api
@@ -272,7 +316,11 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     let d = dir.path();
     std::fs::create_dir(d.join("tools")).unwrap();
     // Its document as served, beside the file that points at it.
-    std::fs::write(d.join("tools/pets.json"), get(api.port, "/openapi.json").unwrap()).unwrap();
+    std::fs::write(
+        d.join("tools/pets.json"),
+        get(api.port, "/openapi.json").unwrap(),
+    )
+    .unwrap();
     std::fs::write(
         d.join("tools/pets.yaml"),
         format!(
@@ -288,7 +336,12 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     assert!(out.status.success(), "{}", all(&out));
     let out = toolgate(d, &["tools", "list"], &[]);
     let text = all(&out);
-    for line in ["pets__getPet", "pets__listPets", "pets__putPet", "openapi:GET getPet"] {
+    for line in [
+        "pets__getPet",
+        "pets__listPets",
+        "pets__putPet",
+        "openapi:GET getPet",
+    ] {
         assert!(text.contains(line), "{text}");
     }
 
@@ -299,18 +352,33 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     let props = shown["parameters"]["properties"].as_object().unwrap();
     let names: Vec<&String> = props.keys().collect();
-    assert_eq!(names, ["path_id", "name", "tag", "body_id", "owner"], "{shown}");
+    assert_eq!(
+        names,
+        ["path_id", "name", "tag", "body_id", "owner"],
+        "{shown}"
+    );
     assert_eq!(shown["permission"], "confirm");
     assert_eq!(shown["parameters"]["required"], json!(["path_id", "name"]));
 
     // Loopback is refused by the same rule as the `http` entry...
-    let out = toolgate(d, &["tools", "call", "pets__getPet", "--args", r#"{"id": 1}"#], &[token]);
+    let out = toolgate(
+        d,
+        &["tools", "call", "pets__getPet", "--args", r#"{"id": 1}"#],
+        &[token],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     assert!(all(&out).contains("loopback"), "{}", all(&out));
     // ...and reached when allowed: the JSON body stays JSON.
     let out = toolgate(
         d,
-        &["tools", "call", "pets__getPet", "--args", r#"{"id": 1}"#, "--json"],
+        &[
+            "tools",
+            "call",
+            "pets__getPet",
+            "--args",
+            r#"{"id": 1}"#,
+            "--json",
+        ],
         &[allow, token],
     );
     assert!(out.status.success(), "{}", all(&out));
@@ -322,7 +390,14 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     // An array in the query repeats its name.
     let out = toolgate(
         d,
-        &["tools", "call", "pets__listPets", "--args", r#"{"tags": ["cat"]}"#, "--json"],
+        &[
+            "tools",
+            "call",
+            "pets__listPets",
+            "--args",
+            r#"{"tags": ["cat"]}"#,
+            "--json",
+        ],
         &[allow, token],
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -330,15 +405,29 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     // A 404 is an error result with the status and the API's complaint.
     let out = toolgate(
         d,
-        &["tools", "call", "pets__getPet", "--args", r#"{"id": 99}"#, "--json"],
+        &[
+            "tools",
+            "call",
+            "pets__getPet",
+            "--args",
+            r#"{"id": 99}"#,
+            "--json",
+        ],
         &[allow, token],
     );
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     let text = all(&out);
-    assert!(text.contains("HTTP 404") && text.contains("no pet 99"), "{text}");
+    assert!(
+        text.contains("HTTP 404") && text.contains("no pet 99"),
+        "{text}"
+    );
     // Without its token the call does not start; with a wrong one the API says 401.
     let body = r#"{"path_id": 7, "body_id": 3, "name": "Fido", "owner": {"name": "Ann"}}"#;
-    let out = toolgate(d, &["tools", "call", "pets__putPet", "--args", body], &[allow]);
+    let out = toolgate(
+        d,
+        &["tools", "call", "pets__putPet", "--args", body],
+        &[allow],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     assert!(all(&out).contains("PETS_TOKEN"), "{}", all(&out));
     let out = toolgate(
@@ -347,7 +436,11 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
         &[allow, ("PETS_TOKEN", "wrong")],
     );
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
-    assert!(all(&out).contains("HTTP 401") && all(&out).contains("bad token"), "{}", all(&out));
+    assert!(
+        all(&out).contains("HTTP 401") && all(&out).contains("bad token"),
+        "{}",
+        all(&out)
+    );
 
     // An agent's run: the model reads a pet and stores one (approved by the agent file).
     std::fs::write(
@@ -362,15 +455,25 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
         ),
     )
     .unwrap();
-    let out = toolgate(d, &["run", "--agent", "agent.yaml", "--json", "store fido"], &[allow, token]);
+    let out = toolgate(
+        d,
+        &["run", "--agent", "agent.yaml", "--json", "store fido"],
+        &[allow, token],
+    );
     assert!(out.status.success(), "{}", all(&out));
     assert!(!all(&out).contains(TOKEN));
     let out = toolgate(d, &["calls", "--json"], &[]);
     let text = all(&out);
     assert!(text.contains("Tom"), "{text}");
-    assert!(text.contains("Fido") && text.contains(r#"\"body_id\":3"#), "{text}");
+    assert!(
+        text.contains("Fido") && text.contains(r#"\"body_id\":3"#),
+        "{text}"
+    );
     assert!(!text.contains(TOKEN), "{text}");
     // The API has it under the path's id.
     let stored = get(api.port, "/pets/7").unwrap();
-    assert!(stored.contains(r#""name":"Fido""#) && stored.contains(r#""id":7"#), "{stored}");
+    assert!(
+        stored.contains(r#""name":"Fido""#) && stored.contains(r#""id":7"#),
+        "{stored}"
+    );
 }

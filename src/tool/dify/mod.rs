@@ -32,7 +32,8 @@ fn read_value(path: &Path) -> Result<(String, Value), LoadError> {
         line,
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
     let value = serde_saphyr::from_str::<Value>(&text).map_err(|e| {
         fail(
             e.location().map(|l| l.line() as usize),
@@ -67,9 +68,7 @@ pub fn kind(path: &Path) -> Option<Kind> {
 /// `provider/`, else one beside the manifest.
 pub fn provider_in(dir: &Path) -> Option<PathBuf> {
     if let Ok((_, manifest)) = read_value(&dir.join("manifest.yaml"))
-        && let Some(p) = manifest
-            .pointer("/plugins/tools/0")
-            .and_then(Value::as_str)
+        && let Some(p) = manifest.pointer("/plugins/tools/0").and_then(Value::as_str)
     {
         return Some(dir.join(p));
     }
@@ -130,8 +129,7 @@ pub fn load_provider(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
     };
     let provider = raw.identity.name.trim().to_string();
     let root = plugin_root(path);
-    let credentials = match params::provider_credentials(&provider, &raw.credentials_for_provider)
-    {
+    let credentials = match params::provider_credentials(&provider, &raw.credentials_for_provider) {
         Ok(c) => c,
         Err(m) => {
             return (
@@ -228,7 +226,13 @@ fn tool_def(
         .map_err(|e| fail(&["parameters"], format!("parameters: {e}")))?;
     let clean = |s: &str| -> String {
         s.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect()
     };
     let binding = Binding {
@@ -271,7 +275,11 @@ mod tests {
     fn provider_and_tool_files_are_recognised() {
         let dir = tempfile::tempdir().unwrap();
         let tool = dir.path().join("t.yaml");
-        std::fs::write(&tool, "identity: {name: odd}\ndescription: {llm: Odd.}\nparameters: []\n").unwrap();
+        std::fs::write(
+            &tool,
+            "identity: {name: odd}\ndescription: {llm: Odd.}\nparameters: []\n",
+        )
+        .unwrap();
         let r = read_value(&tool);
         assert!(r.is_ok(), "{:?}", r.err());
         assert_eq!(kind(&tool), Some(Kind::Tool));

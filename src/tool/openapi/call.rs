@@ -135,7 +135,8 @@ pub fn request(
                 .or_else(|| username.clone())
                 .ok_or_else(|| missing_credential(spec, "the user name"))?;
             let password = password.unwrap_or_default();
-            let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            let pair =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
             headers.push(("Authorization".into(), format!("Basic {pair}")));
         }
     }

@@ -145,7 +145,10 @@ pub fn read_auth(
                 ("key", raw.key.is_some()),
                 ("token", raw.token.is_some()),
             ])?;
-            creds.insert(AUTH_PASSWORD.to_string(), source("password", &raw.password)?);
+            creds.insert(
+                AUTH_PASSWORD.to_string(),
+                source("password", &raw.password)?,
+            );
             let username = match &raw.username {
                 None => return Err("auth: basic needs `username:`".into()),
                 Some(Value::String(s)) if !s.trim_start().starts_with("${") => Some(s.clone()),

@@ -49,8 +49,7 @@ pub fn parse_text(text: &str) -> Result<Value, String> {
     if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| format!("line {}: {e}", e.line()))
     } else {
-        serde_saphyr::from_str(text)
-            .map_err(|e| crate::tool::file::first_line(&e.to_string()))
+        serde_saphyr::from_str(text).map_err(|e| crate::tool::file::first_line(&e.to_string()))
     }
 }
 
@@ -239,10 +238,20 @@ fn merge_all_of(out: &mut Map<String, Value>) {
     let mut props = Map::new();
     let mut required: Vec<Value> = Vec::new();
     for p in &parts {
-        for (k, v) in p.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        for (k, v) in p
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
             props.insert(k.clone(), v.clone());
         }
-        for r in p.get("required").and_then(Value::as_array).into_iter().flatten() {
+        for r in p
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if !required.contains(r) {
                 required.push(r.clone());
             }
@@ -285,7 +294,10 @@ mod tests {
         assert!(s.get("xml").is_none());
         assert_eq!(s["properties"]["next"]["type"], "object");
         assert!(s["properties"]["next"].get("properties").is_none());
-        assert_eq!(s["properties"]["n"], json!({"type": "integer", "exclusiveMinimum": 0}));
+        assert_eq!(
+            s["properties"]["n"],
+            json!({"type": "integer", "exclusiveMinimum": 0})
+        );
         assert!(doc.schema(&json!({"$ref": "other.json#/X"})).is_err());
     }
 

@@ -37,8 +37,7 @@ pub fn kind(path: &Path) -> Option<Kind> {
     }
     let v = document::parse_text(&text).ok()?;
     let obj = v.as_object()?;
-    if obj.contains_key("paths") && (obj.contains_key("openapi") || obj.contains_key("swagger"))
-    {
+    if obj.contains_key("paths") && (obj.contains_key("openapi") || obj.contains_key("swagger")) {
         return Some(Kind::Document);
     }
     match obj.get("openapi") {
@@ -130,8 +129,8 @@ fn tools(
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    let (auth, credentials) = config::read_auth(raw.auth.as_ref(), api_key_scheme(&doc))
-        .map_err(|m| fail("auth", m))?;
+    let (auth, credentials) =
+        config::read_auth(raw.auth.as_ref(), api_key_scheme(&doc)).map_err(|m| fail("auth", m))?;
     let common = operations::Common {
         api: &api,
         base_url: &base_url,
@@ -146,7 +145,11 @@ fn tools(
     let found = operations::operations(&doc, &common);
     let mut defs = Vec::new();
     let mut errors = Vec::new();
-    let wanted = |op: &str| raw.operations.as_ref().is_none_or(|l| l.iter().any(|w| w == op));
+    let wanted = |op: &str| {
+        raw.operations
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|w| w == op))
+    };
     for name in raw.operations.iter().flatten() {
         if !found.iter().any(|f| &f.operation == name) {
             errors.push(fail(

@@ -111,12 +111,12 @@ fn spec(
     let mut inputs: Vec<Input> = Vec::new();
     // Operation parameters override path-level ones of the same name and place.
     let mut params: Vec<&Value> = Vec::new();
-    for p in shared
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten())
-    {
+    for p in shared.as_array().into_iter().flatten().chain(
+        op.get("parameters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten(),
+    ) {
         let p = doc.deref(p)?;
         let key = |v: &Value| (v.get("name").cloned(), v.get("in").cloned());
         params.retain(|q| key(q) != key(p));
@@ -139,7 +139,12 @@ fn spec(
             o.entry("description").or_insert_with(|| json!(d));
         }
         // The API's own authentication header is set from its credential, not by the model.
-        if place == "header" && common.auth.header().is_some_and(|h| h.eq_ignore_ascii_case(&name)) {
+        if place == "header"
+            && common
+                .auth
+                .header()
+                .is_some_and(|h| h.eq_ignore_ascii_case(&name))
+        {
             continue;
         }
         let (place, to) = match place {
@@ -154,12 +159,18 @@ fn spec(
             }
             "formData" => {
                 if p.get("type").and_then(Value::as_str) == Some("file") {
-                    return Err(format!("parameter '{name}' is a file upload, which is not supported"));
+                    return Err(format!(
+                        "parameter '{name}' is a file upload, which is not supported"
+                    ));
                 }
                 form_fields = true;
                 ("body", To::Field)
             }
-            other => return Err(format!("parameter '{name}' is in '{other}', which is not a place")),
+            other => {
+                return Err(format!(
+                    "parameter '{name}' is in '{other}', which is not a place"
+                ));
+            }
         };
         inputs.push(Input {
             place,
@@ -179,7 +190,10 @@ fn spec(
         let chosen = content.and_then(|c| {
             c.iter()
                 .find(|(t, _)| t.contains("json"))
-                .or_else(|| c.iter().find(|(t, _)| *t == "application/x-www-form-urlencoded"))
+                .or_else(|| {
+                    c.iter()
+                        .find(|(t, _)| *t == "application/x-www-form-urlencoded")
+                })
                 .or_else(|| c.iter().find(|(t, _)| t.starts_with("text/")))
         });
         match chosen {
@@ -200,7 +214,11 @@ fn spec(
         }
     }
     // Settle argument names: a name used in two places gets its place as a prefix.
-    let mut taken: Vec<String> = vec![AUTH_TOKEN.into(), AUTH_USERNAME.into(), AUTH_PASSWORD.into()];
+    let mut taken: Vec<String> = vec![
+        AUTH_TOKEN.into(),
+        AUTH_USERNAME.into(),
+        AUTH_PASSWORD.into(),
+    ];
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for i in &inputs {
         *count.entry(clean(&i.name)).or_default() += 1;
@@ -264,7 +282,11 @@ fn spec(
         .get(operation)
         .copied()
         .or(common.permission)
-        .unwrap_or(if safe { Permission::Auto } else { Permission::Confirm });
+        .unwrap_or(if safe {
+            Permission::Auto
+        } else {
+            Permission::Confirm
+        });
     let binding = Binding {
         api: common.api.to_string(),
         operation: operation.to_string(),
@@ -287,7 +309,12 @@ fn spec(
         tags: op
             .get("tags")
             .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(Value::as_str).map(String::from).collect())
+            .map(|t| {
+                t.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default(),
         version: doc
             .root
@@ -383,7 +410,11 @@ fn json_type(doc: &Document, op: &Value) -> String {
         .or_else(|| doc.root.get("consumes"))
         .and_then(Value::as_array);
     consumes
-        .and_then(|c| c.iter().filter_map(Value::as_str).find(|t| t.contains("json")))
+        .and_then(|c| {
+            c.iter()
+                .filter_map(Value::as_str)
+                .find(|t| t.contains("json"))
+        })
         .unwrap_or("application/json")
         .to_string()
 }
