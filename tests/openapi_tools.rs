@@ -421,6 +421,34 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
         text.contains("HTTP 404") && text.contains("no pet 99"),
         "{text}"
     );
+    // A body over the file's cap is cut, and says so.
+    std::fs::create_dir(d.join("capped")).unwrap();
+    std::fs::copy(d.join("tools/pets.json"), d.join("capped/pets.json")).unwrap();
+    std::fs::write(
+        d.join("capped/pets.yaml"),
+        format!(
+            "openapi: pets.json\nname: pets\nbase_url: http://127.0.0.1:{}\nmax_response: 20\noperations: [listPets]\n",
+            api.port
+        ),
+    )
+    .unwrap();
+    let out = toolgate(
+        d,
+        &[
+            "tools",
+            "--tools",
+            "capped",
+            "call",
+            "pets__listPets",
+            "--json",
+        ],
+        &[allow],
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v["output"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with(r#"[{"name":"Rex","tag""#), "{text}");
+    assert!(text.contains("[response truncated: 20 of"), "{text}");
     // Without its token the call does not start; with a wrong one the API says 401.
     let body = r#"{"path_id": 7, "body_id": 3, "name": "Fido", "owner": {"name": "Ann"}}"#;
     let out = toolgate(
