@@ -1,0 +1,117 @@
+//! A parse result as one compact JSON line, byte for byte what serde_json writes, with
+//! the prose `text` (most of the bytes) escaped eight bytes at a time: runs with nothing
+//! to escape are copied whole.
+
+use toolgate::parse::ParsedTurn;
+
+use super::decode::special_in;
+
+/// `{"text":..,"calls":[..],"problems":[..]}` and a line break.
+pub(super) fn write_turn(out: &mut Vec<u8>, turn: &ParsedTurn) {
+    out.extend_from_slice(b"{\"text\":");
+    write_str(out, &turn.text);
+    out.extend_from_slice(b",\"calls\":");
+    // Writing to a Vec cannot fail, and these types always serialize.
+    let _ = serde_json::to_writer(&mut *out, &turn.calls);
+    out.extend_from_slice(b",\"problems\":");
+    let _ = serde_json::to_writer(&mut *out, &turn.problems);
+    out.extend_from_slice(b"}\n");
+}
+
+/// A JSON string, escaped as serde_json escapes it.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut from = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if let Some(chunk) = b.get(i..i + 8) {
+            let word = u64::from_ne_bytes([
+                chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+            ]);
+            if !special_in(word) {
+                i += 8;
+                continue;
+            }
+        }
+        let c = b[i];
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            c if c < 0x20 => &[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(c >> 4)],
+                HEX[usize::from(c & 0xf)],
+            ],
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&b[from..i]);
+        out.extend_from_slice(esc);
+        i += 1;
+        from = i;
+    }
+    out.extend_from_slice(&b[from..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate::parse::{ParseOptions, parse_input};
+
+    #[test]
+    fn strings_escape_as_serde_json_does() {
+        let mut every_byte = String::new();
+        for c in 0u8..0x80 {
+            every_byte.push(char::from(c));
+            every_byte.push_str("abcdefghi");
+        }
+        for s in [
+            "",
+            "a",
+            "12345678",
+            "no escapes at all, but longer than a word",
+            "\"",
+            "x\\y\"z\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f} é 中文 😀",
+            every_byte.as_str(),
+        ] {
+            let mut out = Vec::new();
+            write_str(&mut out, s);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(s).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_turn_is_written_as_serde_json_writes_it() {
+        let opts = ParseOptions::default();
+        for input in [
+            "",
+            "Sure.\n<tool_call><name>web_search</name><params><query><![CDATA[\"rust\"\n]]></query><n>5</n></params></tool_call>\nDone.",
+            "<tool_call><name>a</name><params><x>1</x>",
+            "<tool_call>{\"name\": \"b\", \"arguments\": {\"k\": [1, {\"z\": null}]}}</tool_call> tail\t\u{1}",
+        ] {
+            let turn = parse_input(input, &opts);
+            let mut out = Vec::new();
+            write_turn(&mut out, &turn);
+            let mut expected = serde_json::to_vec(&turn).unwrap();
+            expected.push(b'\n');
+            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(expected).unwrap());
+        }
+    }
+}
