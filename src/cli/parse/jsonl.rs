@@ -76,7 +76,8 @@ fn read_batches(
     pool: &Receiver<Slot>,
     work: &Sender<Slot>,
 ) -> Result<(), Failure> {
-    let read_failure = |e: std::io::Error| Failure::bad_input(format!("cannot read the input: {e}"));
+    let read_failure =
+        |e: std::io::Error| Failure::bad_input(format!("cannot read the input: {e}"));
     // The start of a line whose end is not read yet.
     let mut carry: Vec<u8> = Vec::new();
     let mut seq = 0u64;

@@ -88,7 +88,9 @@ impl<'a> Worker<'a> {
         } = self.settings;
         let reason = match self.decoder.text_of(line) {
             Decoded::Text(text) => {
-                match catch_unwind(AssertUnwindSafe(|| parse_one(text.as_bytes(), opts, stream))) {
+                match catch_unwind(AssertUnwindSafe(|| {
+                    parse_one(text.as_bytes(), opts, stream)
+                })) {
                     Ok(turn) => return write(out, &turn, pretty),
                     Err(_) => "the parser failed on this line".to_string(),
                 }

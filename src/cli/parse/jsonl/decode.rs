@@ -16,26 +16,34 @@ pub(super) enum Decoded<'a> {
     Bad(String),
 }
 
-/// Reused from line to line: the buffer escaped strings are decoded into.
+/// Reused from line to line: the buffers escaped strings are decoded into.
 #[derive(Default)]
 pub(super) struct Decoder {
-    buf: String,
+    buf: Vec<u8>,
+    owned: String,
 }
 
 impl Decoder {
     pub fn text_of<'a>(&'a mut self, line: &'a [u8]) -> Decoded<'a> {
         self.buf.clear();
         match fast(line, &mut self.buf) {
-            Some(Fast::Borrowed(text)) => Decoded::Text(text),
-            Some(Fast::Decoded) => Decoded::Text(&self.buf),
-            None => match slow(line) {
-                Ok(Cow::Borrowed(text)) => Decoded::Text(text),
-                Ok(Cow::Owned(text)) => {
-                    self.buf = text;
-                    Decoded::Text(&self.buf)
+            Some(Fast::Borrowed(text)) => return Decoded::Text(text),
+            // Escapes decode to whole characters: the text is valid UTF-8 exactly when
+            // the raw string is.
+            Some(Fast::Decoded) => {
+                if let Ok(text) = std::str::from_utf8(&self.buf) {
+                    return Decoded::Text(text);
                 }
-                Err(reason) => Decoded::Bad(reason),
-            },
+            }
+            None => {}
+        }
+        match slow(line) {
+            Ok(Cow::Borrowed(text)) => Decoded::Text(text),
+            Ok(Cow::Owned(text)) => {
+                self.owned = text;
+                Decoded::Text(&self.owned)
+            }
+            Err(reason) => Decoded::Bad(reason),
         }
     }
 }
@@ -63,7 +71,7 @@ fn slow(line: &[u8]) -> Result<Cow<'_, str>, String> {
 
 enum Fast<'a> {
     Borrowed(&'a str),
-    /// Unescaped into the buffer.
+    /// Unescaped into the buffer (not yet checked to be UTF-8).
     Decoded,
 }
 
@@ -75,7 +83,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// `{"text": STRING}` with only JSON whitespace around; `None` for anything else.
-fn fast<'a>(line: &'a [u8], buf: &mut String) -> Option<Fast<'a>> {
+fn fast<'a>(line: &'a [u8], buf: &mut Vec<u8>) -> Option<Fast<'a>> {
     let mut i = skip_ws(line, 0);
     if line.get(i) != Some(&b'{') {
         return None;
@@ -93,18 +101,17 @@ fn fast<'a>(line: &'a [u8], buf: &mut String) -> Option<Fast<'a>> {
         return None;
     }
     let start = i + 1;
-    let (end, escaped) = string_end(line, start)?;
+    let (end, escaped) = scan_string(line, start, buf)?;
     i = skip_ws(line, end + 1);
     if line.get(i) != Some(&b'}') || skip_ws(line, i + 1) != line.len() {
         return None;
     }
-    // Escapes are ASCII: the raw string is valid UTF-8 exactly when its text is.
-    let raw = std::str::from_utf8(&line[start..end]).ok()?;
-    if !escaped {
-        return Some(Fast::Borrowed(raw));
+    if escaped {
+        return Some(Fast::Decoded);
     }
-    unescape(raw, buf)?;
-    Some(Fast::Decoded)
+    std::str::from_utf8(&line[start..end])
+        .ok()
+        .map(Fast::Borrowed)
 }
 
 const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
@@ -115,15 +122,21 @@ const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
 pub(super) fn special_in(word: u64) -> bool {
     let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    (below_space | zero_in(word ^ (ONES * u64::from(b'"'))) | zero_in(word ^ (ONES * u64::from(b'\\'))))
+    (below_space
+        | zero_in(word ^ (ONES * u64::from(b'"')))
+        | zero_in(word ^ (ONES * u64::from(b'\\'))))
         != 0
 }
 
-/// The closing quote of the string whose content starts at `from`, and whether the
-/// string has escapes; `None` when it is not closed or holds a raw control character
-/// (serde_json then says so).
-fn string_end(b: &[u8], from: usize) -> Option<(usize, bool)> {
+/// Reads the string whose content starts at `from` in one pass: runs without escapes
+/// are skipped eight bytes at a time and, once an escape is met, copied to `buf` with
+/// the escapes decoded. Returns the closing quote's index and whether there were
+/// escapes; `None` when the string is not closed, holds a raw control character or a
+/// bad escape (serde_json then says so).
+fn scan_string(b: &[u8], from: usize, buf: &mut Vec<u8>) -> Option<(usize, bool)> {
     let mut i = from;
+    // Where the run not yet copied to `buf` starts.
+    let mut run = from;
     let mut escaped = false;
     loop {
         while let Some(chunk) = b.get(i..i + 8) {
@@ -134,11 +147,20 @@ fn string_end(b: &[u8], from: usize) -> Option<(usize, bool)> {
             i += 8;
         }
         match *b.get(i)? {
-            b'"' => return Some((i, escaped)),
+            b'"' => {
+                if escaped {
+                    buf.extend_from_slice(&b[run..i]);
+                }
+                return Some((i, escaped));
+            }
             b'\\' => {
-                escaped = true;
-                // The escaped byte is checked when unescaping; skipping it keeps `\"` in.
-                i += 2;
+                if !escaped {
+                    escaped = true;
+                    buf.reserve(b.len() - from);
+                }
+                buf.extend_from_slice(&b[run..i]);
+                i += unescape_one(b, i, buf)?;
+                run = i;
             }
             c if c < 0x20 => return None,
             _ => i += 1,
@@ -146,30 +168,26 @@ fn string_end(b: &[u8], from: usize) -> Option<(usize, bool)> {
     }
 }
 
-/// JSON string content (without its quotes) to its text; `None` on a bad escape.
-fn unescape(raw: &str, buf: &mut String) -> Option<()> {
-    buf.reserve(raw.len());
-    let b = raw.as_bytes();
-    let mut from = 0;
-    while let Some(at) = memchr::memchr(b'\\', &b[from..]).map(|i| from + i) {
-        buf.push_str(&raw[from..at]);
-        let (ch, len) = match *b.get(at + 1)? {
-            b'"' => ('"', 2),
-            b'\\' => ('\\', 2),
-            b'/' => ('/', 2),
-            b'b' => ('\u{8}', 2),
-            b'f' => ('\u{c}', 2),
-            b'n' => ('\n', 2),
-            b'r' => ('\r', 2),
-            b't' => ('\t', 2),
-            b'u' => unicode(b, at)?,
-            _ => return None,
-        };
-        buf.push(ch);
-        from = at + len;
-    }
-    buf.push_str(&raw[from..]);
-    Some(())
+/// The escape at `at` decoded onto `buf`; its length in the input.
+fn unescape_one(b: &[u8], at: usize, buf: &mut Vec<u8>) -> Option<usize> {
+    let byte = match *b.get(at + 1)? {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'u' => {
+            let (ch, len) = unicode(b, at)?;
+            buf.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+            return Some(len);
+        }
+        _ => return None,
+    };
+    buf.push(byte);
+    Some(2)
 }
 
 /// A `\uXXXX` escape at `at` (with its low surrogate when it is a high one).
@@ -199,12 +217,19 @@ mod tests {
     use super::*;
 
     fn both(line: &str) -> (Option<String>, Result<String, String>) {
-        let mut buf = String::new();
+        let mut buf = Vec::new();
         let fast = fast(line.as_bytes(), &mut buf).map(|f| match f {
             Fast::Borrowed(s) => s.to_string(),
-            Fast::Decoded => buf.clone(),
+            Fast::Decoded => String::from_utf8(buf.clone()).unwrap(),
         });
-        (fast, slow(line.as_bytes()).map(Cow::into_owned))
+        let mut decoder = Decoder::default();
+        let via_decoder = match decoder.text_of(line.as_bytes()) {
+            Decoded::Text(t) => Ok(t.to_string()),
+            Decoded::Bad(reason) => Err(reason),
+        };
+        let slow = slow(line.as_bytes()).map(Cow::into_owned);
+        assert_eq!(via_decoder, slow, "{line}");
+        (fast, slow)
     }
 
     #[test]
@@ -220,7 +245,10 @@ mod tests {
         for t in texts {
             for line in [
                 serde_json::json!({ "text": t }).to_string(),
-                format!(" {{ \"text\" :\t{} }} \r", serde_json::to_string(t).unwrap()),
+                format!(
+                    " {{ \"text\" :\t{} }} \r",
+                    serde_json::to_string(t).unwrap()
+                ),
             ] {
                 let (fast, slow) = both(&line);
                 assert_eq!(fast.as_deref(), Some(t), "{line}");
@@ -257,7 +285,15 @@ mod tests {
         ] {
             assert_eq!(both(line).0, None, "{line}");
         }
-        let mut buf = String::new();
+        let mut buf = Vec::new();
         assert!(fast(b"{\"text\": \"\xff\"}", &mut buf).is_none());
+        // Invalid UTF-8 in an escaped string is caught after decoding.
+        let line = b"{\"text\": \"\\n\xff\"}";
+        assert!(matches!(fast(line, &mut buf), Some(Fast::Decoded)));
+        assert!(std::str::from_utf8(&buf).is_err());
+        let mut decoder = Decoder::default();
+        assert!(
+            matches!(decoder.text_of(line), Decoded::Bad(r) if r.contains("not a JSON object"))
+        );
     }
 }

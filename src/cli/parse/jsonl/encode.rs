@@ -1,8 +1,9 @@
 //! A parse result as one compact JSON line, byte for byte what serde_json writes, with
-//! the prose `text` (most of the bytes) escaped eight bytes at a time: runs with nothing
-//! to escape are copied whole.
+//! its strings (the prose `text` and the argument values: most of the bytes) escaped
+//! eight bytes at a time: runs with nothing to escape are copied whole.
 
-use toolgate::parse::ParsedTurn;
+use serde_json::Value;
+use toolgate::parse::{ParsedTurn, ToolCall};
 
 use super::decode::special_in;
 
@@ -10,12 +11,64 @@ use super::decode::special_in;
 pub(super) fn write_turn(out: &mut Vec<u8>, turn: &ParsedTurn) {
     out.extend_from_slice(b"{\"text\":");
     write_str(out, &turn.text);
-    out.extend_from_slice(b",\"calls\":");
-    // Writing to a Vec cannot fail, and these types always serialize.
-    let _ = serde_json::to_writer(&mut *out, &turn.calls);
-    out.extend_from_slice(b",\"problems\":");
+    out.extend_from_slice(b",\"calls\":[");
+    for (i, call) in turn.calls.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_call(out, call);
+    }
+    out.extend_from_slice(b"],\"problems\":");
+    // Writing to a Vec cannot fail, and problems always serialize.
     let _ = serde_json::to_writer(&mut *out, &turn.problems);
     out.extend_from_slice(b"}\n");
+}
+
+fn write_call(out: &mut Vec<u8>, call: &ToolCall) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, &call.id);
+    out.extend_from_slice(b",\"name\":");
+    write_str(out, &call.name);
+    out.extend_from_slice(b",\"arguments\":");
+    write_object(out, &call.arguments);
+    out.push(b'}');
+}
+
+fn write_object(out: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
+    out.push(b'{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        write_value(out, v);
+    }
+    out.push(b'}');
+}
+
+fn write_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        // Writing to a Vec cannot fail; numbers are written by serde_json itself.
+        Value::Number(n) => {
+            let _ = serde_json::to_writer(&mut *out, n);
+        }
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_object(out, map),
+    }
 }
 
 /// A JSON string, escaped as serde_json escapes it.
@@ -100,18 +153,25 @@ mod tests {
     #[test]
     fn a_turn_is_written_as_serde_json_writes_it() {
         let opts = ParseOptions::default();
+        let mut calls = 0;
         for input in [
             "",
             "Sure.\n<tool_call><name>web_search</name><params><query><![CDATA[\"rust\"\n]]></query><n>5</n></params></tool_call>\nDone.",
             "<tool_call><name>a</name><params><x>1</x>",
-            "<tool_call>{\"name\": \"b\", \"arguments\": {\"k\": [1, {\"z\": null}]}}</tool_call> tail\t\u{1}",
+            "<tool_call>{\"name\": \"b\", \"arguments\": {\"k\": [1, -2.5e300, true, false, {\"z\": null, \"q\\\"\": \"\\u0001\"}], \"e\": [], \"o\": {}}}</tool_call> tail\t\u{1}",
+            "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"c\", \"arguments\": {\"n\": 18446744073709551615}}</tool_call>",
         ] {
             let turn = parse_input(input, &opts);
+            calls += turn.calls.len();
             let mut out = Vec::new();
             write_turn(&mut out, &turn);
             let mut expected = serde_json::to_vec(&turn).unwrap();
             expected.push(b'\n');
-            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(expected).unwrap());
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
         }
+        assert_eq!(calls, 5);
     }
 }
