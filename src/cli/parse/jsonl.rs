@@ -7,6 +7,7 @@
 mod batch;
 mod decode;
 mod encode;
+mod special;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

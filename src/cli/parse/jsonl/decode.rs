@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::special::next_special;
+
 /// What one line holds.
 pub(super) enum Decoded<'a> {
     Text(&'a str),
@@ -114,22 +116,8 @@ fn fast<'a>(line: &'a [u8], buf: &mut Vec<u8>) -> Option<Fast<'a>> {
         .map(Fast::Borrowed)
 }
 
-const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-
-/// Whether any of the eight bytes is a quote, a backslash or a control character: the
-/// bytes a JSON string escapes.
-pub(super) fn special_in(word: u64) -> bool {
-    let zero_in = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    (below_space
-        | zero_in(word ^ (ONES * u64::from(b'"')))
-        | zero_in(word ^ (ONES * u64::from(b'\\'))))
-        != 0
-}
-
 /// Reads the string whose content starts at `from` in one pass: runs without escapes
-/// are skipped eight bytes at a time and, once an escape is met, copied to `buf` with
+/// are skipped eight bytes at a time ([`next_special`]) and, once an escape is met, copied to `buf` with
 /// the escapes decoded. Returns the closing quote's index and whether there were
 /// escapes; `None` when the string is not closed, holds a raw control character or a
 /// bad escape (serde_json then says so).
@@ -139,13 +127,7 @@ fn scan_string(b: &[u8], from: usize, buf: &mut Vec<u8>) -> Option<(usize, bool)
     let mut run = from;
     let mut escaped = false;
     loop {
-        while let Some(chunk) = b.get(i..i + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().ok()?);
-            if special_in(word) {
-                break;
-            }
-            i += 8;
-        }
+        i = next_special(b, i);
         match *b.get(i)? {
             b'"' => {
                 if escaped {
@@ -162,8 +144,8 @@ fn scan_string(b: &[u8], from: usize, buf: &mut Vec<u8>) -> Option<(usize, bool)
                 i += unescape_one(b, i, buf)?;
                 run = i;
             }
-            c if c < 0x20 => return None,
-            _ => i += 1,
+            // A raw control character.
+            _ => return None,
         }
     }
 }

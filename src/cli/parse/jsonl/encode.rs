@@ -5,7 +5,7 @@
 use serde_json::Value;
 use toolgate::parse::{ParsedTurn, ToolCall};
 
-use super::decode::special_in;
+use super::special::next_special;
 
 /// `{"text":..,"calls":[..],"problems":[..]}` and a line break.
 pub(super) fn write_turn(out: &mut Vec<u8>, turn: &ParsedTurn) {
@@ -78,43 +78,28 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     out.reserve(b.len() + 2);
     out.push(b'"');
     let mut from = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if let Some(chunk) = b.get(i..i + 8) {
-            let word = u64::from_ne_bytes([
-                chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-            ]);
-            if !special_in(word) {
-                i += 8;
-                continue;
-            }
-        }
-        let c = b[i];
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            c if c < 0x20 => &[
+    loop {
+        let i = next_special(b, from);
+        let Some(&c) = b.get(i) else { break };
+        out.extend_from_slice(&b[from..i]);
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[usize::from(c >> 4)],
                 HEX[usize::from(c & 0xf)],
-            ],
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        out.extend_from_slice(&b[from..i]);
-        out.extend_from_slice(esc);
-        i += 1;
-        from = i;
+            ]),
+        }
+        from = i + 1;
     }
     out.extend_from_slice(&b[from..]);
     out.push(b'"');
