@@ -3,7 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use toolgate::parse::ParsedTurn;
+use toolgate::parse::{ParsedTurn, parse_input};
 
 use super::super::super::out::print_json;
 use super::super::{parse_one, strip_bom};
@@ -88,9 +88,12 @@ impl<'a> Worker<'a> {
         } = self.settings;
         let reason = match self.decoder.text_of(line) {
             Decoded::Text(text) => {
-                match catch_unwind(AssertUnwindSafe(|| {
-                    parse_one(text.as_bytes(), opts, stream)
-                })) {
+                let parse = || match stream {
+                    // Already text: no second UTF-8 check.
+                    None => parse_input(text, opts),
+                    Some(_) => parse_one(text.as_bytes(), opts, stream),
+                };
+                match catch_unwind(AssertUnwindSafe(parse)) {
                     Ok(turn) => return write(out, &turn, pretty),
                     Err(_) => "the parser failed on this line".to_string(),
                 }
