@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""`toolgate parse --jsonl` whole-process against Python ElementTree + regex parse-only,
-on the same generated XML/CDATA corpus, in the same run; and the command's peak memory.
+"""`toolgate parse --jsonl` whole-process against Python ElementTree + regex parse-only
+and against the in-process parser (the floor: `parse_input` over the same texts already
+in memory, one thread), on the same generated XML/CDATA corpus, in the same run; and the
+command's peak memory on the corpus and on a large input.
 
-    cargo build --release
-    python3 benches/cli_vs_python.py [--mb 64] [--bin target/release/toolgate]
+    cargo build --release --bin toolgate --example parse_file
+    python3 benches/cli_vs_python.py [--mb 64] [--big-mb 512] [--bin target/release/toolgate]
 
 The corpus is one JSON object per line, {"text": OUTPUT}, each output prose with one to
 three <tool_call> blocks (CDATA values, some multi-line code). toolgate is timed as a
 whole process (start, read, parse, write JSON to /dev/null); Python only for its parse
 loop over texts already in memory (regex to find the blocks, ElementTree for each).
-MB/s is the corpus file size over the time, for both. Best of three runs each.
-Peak memory is /usr/bin/time -v's maximum resident set size, for the corpus and for a
-corpus four times larger with the same longest line: it should not grow.
+The in-process floor is `examples/parse_file` (release) over the texts joined by 0x1E,
+timed inside the process. Every MB/s is the JSONL corpus size over the time, so the
+ratios compare the same work. Best of three runs each. The CLI and the floor both run
+with no tool schemas (`--tools` an empty folder, `ParseOptions::default()`).
+Peak memory is /usr/bin/time -v's maximum resident set size, for the corpus and for the
+corpus repeated up to --big-mb (same longest line): it should not grow.
 """
 
 import argparse
@@ -103,20 +108,48 @@ def peak_rss_kb(cmd) -> int:
     raise RuntimeError("no RSS in /usr/bin/time -v output")
 
 
+def in_process_seconds(example: str, texts, tmp: str) -> float:
+    """Best of three: parse_input over every text, timed by the example itself."""
+    joined = os.path.join(tmp, "texts.1e")
+    with open(joined, "w", encoding="utf-8") as f:
+        f.write("\x1e".join(texts))
+    best = float("inf")
+    try:
+        for _ in range(3):
+            best = min(best, one_in_process_run(example, joined))
+    finally:
+        os.remove(joined)
+    return best
+
+
+def one_in_process_run(example: str, joined: str) -> float:
+    out = subprocess.run([example, joined, "1"], stdout=subprocess.PIPE, check=True).stdout.decode()
+    m = re.search(r" in ([0-9.]+) s:", out)
+    if m is None:
+        raise RuntimeError(f"unexpected parse_file output: {out!r}")
+    return float(m.group(1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=64)
+    ap.add_argument("--big-mb", type=float, default=0, help="size of the large input for peak RSS [4x --mb]")
     ap.add_argument("--bin", default="target/release/toolgate")
+    ap.add_argument("--example", default=None, help="parse_file example [next to --bin: examples/parse_file]")
     a = ap.parse_args()
+    example = a.example or os.path.join(os.path.dirname(a.bin), "examples", "parse_file")
     with tempfile.TemporaryDirectory() as tmp:
         corpus = os.path.join(tmp, "corpus.jsonl")
         size = write_corpus(corpus, a.mb)
         texts = [json.loads(l)["text"] for l in open(corpus, encoding="utf-8")]
-        cmd = [a.bin, "parse", "--jsonl", corpus]
+        no_tools = os.path.join(tmp, "no-tools")
+        os.mkdir(no_tools)
+        cmd = [a.bin, "parse", "--tools", no_tools, "--jsonl", corpus]
         with open(os.devnull, "wb") as null:
             subprocess.run(cmd, stdout=null, check=True)  # warm the page cache
             t_tg = best_of(3, lambda: subprocess.run(cmd, stdout=null, check=True))
         t_py = best_of(3, lambda: [python_parse(t) for t in texts])
+        t_in = in_process_seconds(example, texts, tmp) if os.path.exists(example) else None
         # Same answers: call counts agree.
         out = subprocess.run(cmd, stdout=subprocess.PIPE, check=True).stdout.decode().splitlines()
         tg_calls = sum(len(json.loads(l)["calls"]) for l in out)
@@ -126,15 +159,25 @@ def main():
         print(f"corpus: {mb:.1f} MB, {len(texts)} outputs, {tg_calls} calls")
         print(f"toolgate parse --jsonl (whole process): {t_tg:.3f} s, {mb / t_tg:.0f} MB/s")
         print(f"python ElementTree+regex (parse only):  {t_py:.3f} s, {mb / t_py:.0f} MB/s")
-        print(f"ratio: {t_py / t_tg:.2f}x")
+        if t_in is not None:
+            print(f"in-process parse_input (one thread):    {t_in:.3f} s, {mb / t_in:.0f} MB/s")
+        print(f"ratio to python: {t_py / t_tg:.2f}x")
+        if t_in is not None:
+            print(f"ratio to the in-process parser: {t_in / t_tg:.2f}x")
         big = os.path.join(tmp, "big.jsonl")
-        with open(big, "w", encoding="utf-8") as f:
-            for _ in range(4):
-                f.write(open(corpus, encoding="utf-8").read())
+        whole = open(corpus, "rb").read()
+        big_size = 0
+        with open(big, "wb") as f:
+            while big_size < (a.big_mb or 4 * a.mb) * 1024 * 1024:
+                f.write(whole)
+                big_size += len(whole)
         rss1 = peak_rss_kb(cmd)
-        rss4 = peak_rss_kb([a.bin, "parse", "--jsonl", big])
+        rss_big = peak_rss_kb([a.bin, "parse", "--tools", no_tools, "--jsonl", big])
         longest = max(len(l) for l in open(corpus, "rb"))
-        print(f"peak RSS: {rss1 / 1024:.1f} MiB for {mb:.0f} MB, {rss4 / 1024:.1f} MiB for {4 * mb:.0f} MB (longest line {longest / 1024:.0f} KiB)")
+        print(
+            f"peak RSS: {rss1 / 1024:.1f} MiB for {mb:.0f} MB, {rss_big / 1024:.1f} MiB for "
+            f"{big_size / 1e6:.0f} MB (longest line {longest / 1024:.0f} KiB)"
+        )
 
 
 if __name__ == "__main__":

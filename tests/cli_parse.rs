@@ -305,3 +305,263 @@ fn jsonl_streams_many_batches_in_order_with_a_line_longer_than_a_batch() {
         }
     }
 }
+
+/// Runs with `stdin` written by another thread while stdout is read (large inputs
+/// would fill both pipes otherwise); a closed stdin (the command stopped reading) is
+/// fine.
+fn toolgate_streamed(args: &[&str], stdin: Vec<u8>, dir: &Path) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOOLGATE_TOOLS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let written = pipe.write_all(&stdin);
+        assert!(ok_or_broken_pipe(&written), "{written:?}");
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn ok_or_broken_pipe(written: &std::io::Result<()>) -> bool {
+    match written {
+        Ok(()) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::BrokenPipe,
+    }
+}
+
+/// `s` as a JSON string with every non-ASCII character as `\uXXXX` (surrogate pairs
+/// beyond the BMP), as Python's `json.dumps` writes it.
+fn ascii_json(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[test]
+fn jsonl_output_is_byte_identical_to_the_single_input_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = common::corpus_dir().join("tools");
+    let tools = tools.to_str().unwrap();
+    let cases: Vec<_> = common::cases()
+        .iter()
+        .filter(|c| c.dialect.is_none() && !c.strict && c.input.len() < 4000)
+        .step_by(5)
+        .collect();
+    assert!(cases.len() >= 20, "{}", cases.len());
+    // Each text three ways: as serde_json writes it (read in place or unescaped), with
+    // every non-ASCII character \u-escaped, and with a second field (serde_json's path).
+    let mut input = String::new();
+    for case in &cases {
+        input.push_str(&json!({"text": case.input}).to_string());
+        input.push('\n');
+        input.push_str(&format!("{{ \"text\" : {} }}\r\n", ascii_json(&case.input)));
+        input.push_str(&json!({"id": 1, "text": case.input}).to_string());
+        input.push('\n');
+    }
+    let jsonl = toolgate_streamed(
+        &["parse", "--tools", tools, "--jsonl"],
+        input.clone().into_bytes(),
+        dir.path(),
+    );
+    assert!(jsonl.status.success(), "{}", stderr(&jsonl));
+    let got: Vec<&[u8]> = jsonl.stdout.split_inclusive(|&b| b == b'\n').collect();
+    assert_eq!(got.len(), 3 * cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        let single = toolgate(
+            &["parse", "--tools", tools],
+            case.input.as_bytes(),
+            dir.path(),
+        );
+        assert!(single.status.success(), "{}", stderr(&single));
+        for k in 0..3 {
+            assert_eq!(
+                String::from_utf8_lossy(got[3 * i + k]),
+                String::from_utf8_lossy(&single.stdout),
+                "case {} form {k}",
+                case.name
+            );
+        }
+    }
+    // Fed to the parser in chunks, and pretty: the same results.
+    let streamed = toolgate_streamed(
+        &["parse", "--tools", tools, "--jsonl", "--stream", "7"],
+        input.clone().into_bytes(),
+        dir.path(),
+    );
+    assert_eq!(streamed.stdout, jsonl.stdout);
+    let pretty = toolgate_streamed(
+        &["parse", "--tools", tools, "--jsonl", "--pretty"],
+        input.into_bytes(),
+        dir.path(),
+    );
+    assert!(pretty.status.success());
+    let first = toolgate(
+        &["parse", "--tools", tools, "--pretty"],
+        cases[0].input.as_bytes(),
+        dir.path(),
+    );
+    assert!(pretty.stdout.starts_with(&first.stdout));
+}
+
+#[test]
+fn jsonl_keeps_input_order_over_many_lines_and_counts_blank_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = String::new();
+    let mut bad_line = 0;
+    let mut line_no = 0;
+    for i in 0..60_000 {
+        // Lines of very different sizes, so batches end at different places.
+        let pad = "p".repeat((i * 7919) % 3000);
+        input.push_str(
+            &json!({"text": format!("{pad}\n<tool_call><name>n{i}</name></tool_call>")})
+                .to_string(),
+        );
+        input.push('\n');
+        line_no += 1;
+        if i % 1000 == 999 {
+            input.push_str("\n  \t\r\n");
+            line_no += 2;
+        }
+        if i == 45_000 {
+            input.push_str("{\"text\": \"unterminated\n");
+            line_no += 1;
+            bad_line = line_no;
+        }
+    }
+    assert!(input.len() > 80 << 20, "{}", input.len());
+    let out = toolgate_streamed(&["parse", "--jsonl"], input.into_bytes(), dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "1 input line(s) could not be read, the first at line {bad_line}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let got = json_lines(&out);
+    assert_eq!(got.len(), 60_001);
+    for (i, v) in got[..=45_000].iter().chain(&got[45_002..]).enumerate() {
+        assert_eq!(v["calls"][0]["name"], format!("n{i}"), "result {i}");
+    }
+    assert_eq!(got[45_001]["line"], bad_line);
+    assert!(
+        got[45_001]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("not a JSON object: "),
+        "{}",
+        got[45_001]
+    );
+}
+
+#[test]
+fn jsonl_edge_lines_bom_crlf_no_final_newline_empty_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolgate_streamed(&["parse", "--jsonl"], Vec::new(), dir.path());
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let out = toolgate_streamed(&["parse", "--jsonl"], b"\n\n \r\n".to_vec(), dir.path());
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let input = "\u{feff}{\"text\": \"first\"}\r\n\r\n{\"text\": \"\\u00e9t\\u00e9 \\ud83d\\ude00\"}\n{\"text\": \"last\"}";
+    let out = toolgate_streamed(&["parse", "--jsonl"], input.as_bytes().to_vec(), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = json_lines(&out);
+    let texts: Vec<_> = got.iter().map(|v| v["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["first", "été 😀", "last"]);
+    // Bad lines of every kind keep their place; nothing after them is lost.
+    let input = "{\"text\": 1}\n{\"text\": \"\\ud800\"}\n{\"text\": \"a\u{1}b\"}\n[1]\n{\"text\": \"ok\"}\n";
+    let out = toolgate_streamed(&["parse", "--jsonl"], input.as_bytes().to_vec(), dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let got = json_lines(&out);
+    assert_eq!(got.len(), 5);
+    for (i, v) in got[..4].iter().enumerate() {
+        assert_eq!(v["line"], i + 1, "{v}");
+        assert!(!v["error"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(got[4]["text"], "ok");
+}
+
+#[test]
+fn jsonl_reads_a_line_far_longer_than_a_batch_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    // 24 MB of code with escapes every few bytes, in a call, between short lines.
+    let code = "fn main() {\n    println!(\"{}\", \"x\\\\y\");\n}\n".repeat(24 << 20 >> 6);
+    let text = format!(
+        "Writing.\n<tool_call><name>write_file</name><params><content><![CDATA[{code}]]></content></params></tool_call>"
+    );
+    let input = format!(
+        "{}\n{}\n{}\n",
+        json!({"text": "before"}),
+        json!({ "text": text }),
+        json!({"text": "after"})
+    );
+    let out = toolgate_streamed(&["parse", "--jsonl"], input.into_bytes(), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = json_lines(&out);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0]["text"], "before");
+    assert_eq!(got[1]["calls"][0]["arguments"]["content"], code.as_str());
+    assert_eq!(got[1]["text"], "Writing.\n");
+    assert_eq!(got[2]["text"], "after");
+}
+
+#[test]
+fn jsonl_stops_quietly_when_stdout_closes_mid_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..200_000)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"text": format!("line {i} <tool_call><name>echo</name></tool_call>")})
+            )
+        })
+        .collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["parse", "--jsonl"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let written = pipe.write_all(input.as_bytes());
+        assert!(ok_or_broken_pipe(&written), "{written:?}");
+    });
+    // Like `| head -1`: one line, then the reader goes away.
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&first).unwrap()["text"],
+        "line 0 "
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}

@@ -59,19 +59,18 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
         print_json(&mut out, &turn, pretty)?;
         return flush(out).map(|()| ExitCode::SUCCESS);
     }
+    let settings = jsonl::Settings {
+        opts: &opts,
+        stream: args.stream,
+        pretty,
+    };
     let bad_lines = match args.file.as_ref() {
         Some(path) => {
             let file = std::fs::File::open(path)
                 .map_err(|e| Failure::bad_input(format!("cannot read {}: {e}", path.display())))?;
-            jsonl::run(file, &mut out, &opts, args.stream, pretty)?
+            jsonl::run(file, &mut out, settings)?
         }
-        None => jsonl::run(
-            std::io::stdin().lock(),
-            &mut out,
-            &opts,
-            args.stream,
-            pretty,
-        )?,
+        None => jsonl::run(std::io::stdin(), &mut out, settings)?,
     };
     flush(out)?;
     if let Some(first) = bad_lines.first() {

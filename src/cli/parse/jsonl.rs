@@ -1,198 +1,178 @@
 //! `toolgate parse --jsonl`: one model output per input line, streamed with bounded
-//! memory (lines found with memchr in a reused buffer, the `text` field decoded
-//! borrowed when it has no escapes), lines parsed on two cores in batches, results
-//! written in input order.
+//! memory. A reader thread cuts the input at line ends (memchr) into batches held in a
+//! fixed pool of reused buffers, workers (one per core) parse whole batches with reused
+//! per-line state, and the calling thread writes the batches' results in input order.
+//! The pool is the bound: memory is a few batches, or the longest line, not the input.
 
-use std::borrow::Cow;
+mod batch;
+mod decode;
+mod encode;
+mod special;
+
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, channel};
 
-use serde::Deserialize;
-use serde_json::Value;
 use toolgate::parse::ParseOptions;
 
 use super::super::Failure;
-use super::super::out::{self, print_json};
-use super::{parse_one, strip_bom};
+use super::super::out;
+use batch::{Slot, Worker};
 
-/// Bytes of complete lines handed to the workers at once.
-const BATCH: usize = 1 << 20;
-/// Bytes read from the input at once.
-const READ: usize = 256 << 10;
+/// Bytes of complete lines parsed as one batch (more when one line is longer).
+const BATCH: usize = 256 << 10;
+/// Batches in flight per worker: one being parsed, one queued, one being written.
+const SLOTS_PER_WORKER: usize = 3;
 
-/// What one batch gave: its output and the numbers of its unreadable lines.
-#[derive(Default)]
-struct Done {
-    out: Vec<u8>,
-    bad: Vec<usize>,
+/// How the lines are parsed and printed.
+#[derive(Clone, Copy)]
+pub(super) struct Settings<'a> {
+    pub opts: &'a ParseOptions,
+    pub stream: Option<usize>,
+    pub pretty: bool,
 }
 
-/// Parses every line of `input`, writing one result per line to `out`; returns the
-/// numbers of the lines that could not be read.
+/// Parses every line of `input`, writing one result per line to `out` in input order;
+/// returns the numbers of the lines that could not be read.
 pub(super) fn run(
-    mut input: impl Read,
+    input: impl Read + Send,
     out: &mut impl Write,
-    opts: &ParseOptions,
-    stream: Option<usize>,
-    pretty: bool,
+    settings: Settings<'_>,
 ) -> Result<Vec<usize>, Failure> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
-    let mut buf: Vec<u8> = Vec::with_capacity(BATCH + READ);
-    let mut bad = Vec::new();
-    let mut line_no = 0usize;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let (pool_tx, pool_rx) = channel::<Slot>();
+    for _ in 0..workers * SLOTS_PER_WORKER {
+        // Cannot fail: the receiver is alive.
+        let _ = pool_tx.send(Slot::default());
+    }
+    let (work_tx, work_rx) = channel::<Slot>();
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = channel::<Slot>();
+    std::thread::scope(|s| {
+        let reader = s.spawn(move || read_batches(input, &pool_rx, &work_tx));
+        let mut handles = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            handles.push(s.spawn(move || work(work_rx, &done_tx, settings)));
+        }
+        drop(done_tx);
+        let written = write_in_order(done_rx, pool_tx, out);
+        let read = reader
+            .join()
+            .unwrap_or_else(|_| Err(Failure::other("the input reader failed")));
+        for h in handles {
+            // A worker catches a panic per line; nothing else in it can panic.
+            let _ = h.join();
+        }
+        let bad = written?;
+        read?;
+        Ok(bad)
+    })
+}
+
+/// The reader: fills free slots with complete lines and hands them to the workers.
+fn read_batches(
+    mut input: impl Read,
+    pool: &Receiver<Slot>,
+    work: &Sender<Slot>,
+) -> Result<(), Failure> {
+    let read_failure =
+        |e: std::io::Error| Failure::bad_input(format!("cannot read the input: {e}"));
+    // The start of a line whose end is not read yet.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut seq = 0u64;
+    let mut next_line = 1usize;
     let mut eof = false;
     while !eof {
-        // Fill up to a batch of complete lines (more when one line is longer).
-        while buf.len() < BATCH {
-            let at = buf.len();
-            buf.resize(at + READ, 0);
-            let n = match input.read(&mut buf[at..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                    buf.truncate(at);
-                    continue;
-                }
-                Err(e) => {
-                    return Err(Failure::bad_input(format!("cannot read the input: {e}")));
-                }
-            };
-            buf.truncate(at + n);
-            if n == 0 {
+        // No free slot: the writer stopped (stdout closed), so reading is over.
+        let Ok(mut slot) = pool.recv() else {
+            return Ok(());
+        };
+        let buf = &mut slot.input;
+        buf.clear();
+        buf.extend_from_slice(&carry);
+        carry.clear();
+        let mut scanned = 0;
+        let end = loop {
+            let want = BATCH.saturating_sub(buf.len()).max(BATCH / 4);
+            let got = input
+                .by_ref()
+                .take(want as u64)
+                .read_to_end(buf)
+                .map_err(read_failure)?;
+            if got < want {
                 eof = true;
-                break;
+                break buf.len();
             }
-        }
-        let end = if eof {
-            buf.len()
-        } else {
-            match memchr::memrchr(b'\n', &buf) {
-                Some(i) => i + 1,
-                // One line longer than a batch: read on until it ends.
-                None => {
-                    let at = buf.len();
-                    buf.resize(at * 2, 0);
-                    let n = input
-                        .read(&mut buf[at..])
-                        .map_err(|e| Failure::bad_input(format!("cannot read the input: {e}")))?;
-                    buf.truncate(at + n);
-                    eof = n == 0;
-                    continue;
+            if buf.len() >= BATCH {
+                // Only the bytes added since the last look can hold the last line end.
+                match memchr::memrchr(b'\n', &buf[scanned..]) {
+                    Some(i) => break scanned + i + 1,
+                    // One line longer than a batch: read on until it ends.
+                    None => scanned = buf.len(),
                 }
             }
         };
-        let mut lines: Vec<&[u8]> = Vec::new();
-        let mut from = 0;
-        for nl in memchr::memchr_iter(b'\n', &buf[..end]) {
-            lines.push(&buf[from..nl]);
-            from = nl + 1;
-        }
-        if from < end {
-            lines.push(&buf[from..end]);
-        }
-        let first = line_no + 1;
-        line_no += lines.len();
-        let parts = split_even(&lines, workers);
-        let mut next = first;
-        let mut results = Vec::with_capacity(parts.len());
-        std::thread::scope(|s| {
-            let mut handles = Vec::new();
-            let mut starts = Vec::new();
-            for part in &parts {
-                starts.push(next);
-                next += part.len();
-            }
-            for (part, start) in parts.iter().zip(&starts).skip(1) {
-                let (part, start) = (*part, *start);
-                handles.push(s.spawn(move || batch(part, start, opts, stream, pretty)));
-            }
-            results.push(batch(parts[0], starts[0], opts, stream, pretty));
-            for h in handles {
-                results.push(
-                    h.join()
-                        .unwrap_or_else(|_| Err(Failure::bad_input("a parser thread failed"))),
-                );
-            }
-        });
-        for r in results {
-            let d = r?;
-            out.write_all(&d.out).map_err(out::write_failure)?;
-            bad.extend(d.bad);
-        }
-        buf.drain(..end);
-        if out::stdout_closed() {
+        carry.extend_from_slice(&buf[end..]);
+        buf.truncate(end);
+        if buf.is_empty() {
+            // Nothing after the last line end; return nothing to the pool: reading is over.
             break;
+        }
+        let mut lines = memchr::memchr_iter(b'\n', buf).count();
+        if buf.last() != Some(&b'\n') {
+            lines += 1;
+        }
+        slot.seq = seq;
+        slot.first_line = next_line;
+        seq += 1;
+        next_line += lines;
+        if work.send(slot).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// A worker: parses the slots it takes until the reader is done.
+fn work(queue: &Mutex<Receiver<Slot>>, done: &Sender<Slot>, settings: Settings<'_>) {
+    let mut worker = Worker::new(settings);
+    loop {
+        let next = match queue.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(mut slot) = next else { return };
+        worker.batch(&mut slot);
+        if done.send(slot).is_err() {
+            return;
+        }
+    }
+}
+
+/// The writer: the parsed slots in input order to `out`, each then back to the pool.
+fn write_in_order(
+    done: Receiver<Slot>,
+    pool: Sender<Slot>,
+    out: &mut impl Write,
+) -> Result<Vec<usize>, Failure> {
+    let mut bad = Vec::new();
+    let mut waiting: BTreeMap<u64, Slot> = BTreeMap::new();
+    let mut next = 0u64;
+    for slot in done {
+        waiting.insert(slot.seq, slot);
+        while let Some(mut slot) = waiting.remove(&next) {
+            next += 1;
+            out.write_all(&slot.out).map_err(out::write_failure)?;
+            bad.append(&mut slot.bad);
+            if out::stdout_closed() {
+                return Ok(bad);
+            }
+            slot.recycle(BATCH);
+            // The reader may be done: then the slot is not needed.
+            let _ = pool.send(slot);
         }
     }
     Ok(bad)
-}
-
-/// `lines` in `n` runs of about equal bytes.
-fn split_even<'a>(lines: &'a [&'a [u8]], n: usize) -> Vec<&'a [&'a [u8]]> {
-    if n <= 1 || lines.len() < 2 {
-        return vec![lines];
-    }
-    let total: usize = lines.iter().map(|l| l.len() + 1).sum();
-    let mut acc = 0;
-    let cut = lines
-        .iter()
-        .position(|l| {
-            acc += l.len() + 1;
-            acc * 2 >= total
-        })
-        .map_or(lines.len(), |i| i + 1)
-        .min(lines.len());
-    vec![&lines[..cut], &lines[cut..]]
-}
-
-/// One run of lines, numbered from `first`.
-fn batch(
-    lines: &[&[u8]],
-    first: usize,
-    opts: &ParseOptions,
-    stream: Option<usize>,
-    pretty: bool,
-) -> Result<Done, Failure> {
-    let mut done = Done {
-        out: Vec::with_capacity(lines.iter().map(|l| l.len()).sum::<usize>() + 64),
-        bad: Vec::new(),
-    };
-    for (i, line) in lines.iter().enumerate() {
-        let line = strip_bom(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match text_of(line) {
-            Ok(text) => {
-                let turn = parse_one(text.as_bytes(), opts, stream);
-                print_json(&mut done.out, &turn, pretty)?;
-            }
-            Err(reason) => {
-                let line_no = first + i;
-                let err = serde_json::json!({"line": line_no, "error": reason});
-                print_json(&mut done.out, &err, pretty)?;
-                done.bad.push(line_no);
-            }
-        }
-    }
-    Ok(done)
-}
-
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(borrow)]
-    text: Cow<'a, str>,
-}
-
-/// The `text` field of one line: borrowed from the line when it has no escapes.
-fn text_of(line: &[u8]) -> Result<Cow<'_, str>, String> {
-    if let Ok(l) = serde_json::from_slice::<Line>(line) {
-        return Ok(l.text);
-    }
-    // The slow path says why.
-    let value: Value =
-        serde_json::from_slice(line).map_err(|e| format!("not a JSON object: {e}"))?;
-    match value.get("text") {
-        Some(Value::String(s)) => Ok(Cow::Owned(s.clone())),
-        Some(_) => Err("the \"text\" field is not a string".to_string()),
-        None => Err("no \"text\" field".to_string()),
-    }
 }
