@@ -7,6 +7,8 @@ mod agent_loop;
 mod cache;
 mod conversation;
 mod error;
+mod final_tool;
+mod hidden;
 mod object;
 mod sealing;
 mod single_call;
@@ -260,7 +262,7 @@ impl Runner {
             known_secrets: Vec::new(),
             schemas: Arc::new(toolkit_schemas),
         };
-        self.drive(live, false).await
+        self.drive_shown(live, false).await
     }
 
     /// Continues a run: one paused with every item now resolved, one that failed on a
@@ -303,7 +305,17 @@ impl Runner {
                 return Err(e);
             }
         };
-        self.drive(live, true).await
+        self.drive_shown(live, true).await
+    }
+
+    /// Drives `live` (see `agent_loop`), the calls of its hidden tools left out of the
+    /// events.
+    pub(crate) async fn drive_shown(
+        &self,
+        live: Live,
+        resumed: bool,
+    ) -> Result<RunObject, RunError> {
+        self.hiding(&live).drive(live, resumed).await
     }
 
     async fn live_from(
