@@ -16,6 +16,7 @@ mod sink;
 mod state;
 mod subagent;
 mod turn;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
-pub use cache::Loaded;
+pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
 pub use error::RunError;
 pub use object::run_object;

@@ -347,6 +347,11 @@ impl ToolLibrary {
         Ok(lib)
     }
 
+    /// Adds a tool already loaded (kept from an earlier load of the same folder).
+    pub(crate) fn insert(&mut self, tool: Arc<LoadedTool>) {
+        self.tools.insert(tool.spec.name.clone(), tool);
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
         self.tools.get(name)
     }

@@ -12,6 +12,7 @@ mod library;
 pub mod net;
 mod output;
 pub mod process;
+mod reload;
 mod runnable;
 mod schema;
 mod spec;
