@@ -278,3 +278,39 @@ async fn the_servers_sse_carries_the_lines_as_they_come() {
     let events: Vec<Value> = events.into_iter().map(|(_, d)| d).collect();
     check_parts(&events);
 }
+
+#[test]
+fn tools_call_shows_the_lines_on_stderr_and_the_result_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tools/progress.yaml");
+    std::fs::copy(example, root.join("tools/progress.yaml")).unwrap();
+    let out = Command::new(bin())
+        .current_dir(root)
+        .arg("--db")
+        .arg(root.join("t.db"))
+        .args([
+            "tools",
+            "call",
+            "progress",
+            "--tools",
+            "tools",
+            "--args",
+            r#"{"steps": 2}"#,
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    for line in ["step 1 of 2", "step 2 of 2", "done: 2 steps"] {
+        assert!(stderr.contains(&format!("  progress │ {line}")), "{stderr}");
+    }
+    assert!(
+        stdout.contains("step 1 of 2\nstep 2 of 2\ndone: 2 steps"),
+        "{stdout}"
+    );
+}

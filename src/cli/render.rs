@@ -14,7 +14,7 @@ use super::{Failure, out};
 pub struct Printer {
     json: bool,
     text_open: bool,
-    /// The tool of each call that started, for its streamed lines.
+    /// The tool of each call that started in the run, for its streamed lines.
     tools: std::collections::HashMap<String, String>,
 }
 
@@ -57,7 +57,7 @@ impl Printer {
             } => {
                 // A streamed line, as the tool wrote it, under its tool's name.
                 let tool = self.tools.get(call_id).map_or("tool", String::as_str);
-                // Two calls of one tool side by side: each line says whose it is.
+                // Several calls of one tool in this run: each line says whose it is.
                 let twins = self.tools.values().filter(|t| *t == tool).count() > 1;
                 let who = if twins {
                     format!("{tool} ({call_id})")
@@ -74,12 +74,6 @@ impl Printer {
                     let _ = writeln!(err, "  {who} │ {line}");
                 }
                 return Ok(());
-            }
-            RunEvent::Tool {
-                event: Event::ToolFinished { call_id, .. },
-                ..
-            } => {
-                self.tools.remove(call_id);
             }
             _ => {}
         }
