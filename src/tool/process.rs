@@ -265,3 +265,42 @@ fn kill_group(id: u32) {
     #[cfg(not(unix))]
     let _ = id;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]]) -> Vec<String> {
+        let seen = Mutex::new(Vec::new());
+        let push = |l: String| seen.lock().unwrap_or_else(|p| p.into_inner()).push(l);
+        let mut lines = Lines::default();
+        for c in chunks {
+            lines.feed(c, &push);
+        }
+        lines.finish(&push);
+        seen.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[test]
+    fn lines_come_whole_whatever_the_chunks() {
+        let whole = split(&[b"one\r\ntwo\n\nthree"]);
+        assert_eq!(whole, ["one", "two", "", "three"]);
+        let bytes = b"one\r\ntwo\n\nthree";
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                split(&[&bytes[..cut], &bytes[cut..]]),
+                whole,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_very_long_line_goes_out_in_whole_pieces() {
+        let long = vec![b'x'; LINE_MAX + 10];
+        let out = split(&[&long, b"\n"]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].len(), LINE_MAX);
+        assert_eq!(out[1].len(), 10);
+    }
+}
