@@ -153,6 +153,8 @@ fn spec(name: &str, description: String, parameters: Value, permission: Permissi
         read_only: false,
         output: None,
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
     }
 }
 

@@ -95,6 +95,8 @@ impl Tool for Probe {
 fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         name: name.into(),
         description: "probe".into(),
         parameters: json!({"type": "object", "properties": {

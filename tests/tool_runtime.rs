@@ -41,6 +41,8 @@ fn fixtures() -> PathBuf {
 fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         name: name.into(),
         description: format!("test tool {name}"),
         parameters,

@@ -28,6 +28,10 @@ pub struct McpArgs {
     /// (e.g. 300s, 5m, 1500ms).
     #[arg(long, default_value = "300s", value_parser = parse_duration)]
     approval_timeout: Duration,
+    /// How often the tools folder is looked at for added, changed and removed files;
+    /// the client is told its tool list changed (e.g. 1s, 500ms; 0 turns it off).
+    #[arg(long, env = "TOOLGATE_RELOAD_EVERY", default_value = "1s", value_parser = parse_duration)]
+    reload_every: Duration,
 }
 
 /// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
@@ -64,6 +68,7 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
     runner
         .toolkit_of(&agent, tools_dir.as_deref())
         .map_err(super::run::run_failure)?;
+    let watched = tools_dir.clone();
     let gateway = Gateway {
         runner,
         tools_dir,
@@ -71,7 +76,10 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
         approval_timeout: args.approval_timeout,
     };
     let rt = super::run::runtime()?;
-    let served = rt.block_on(gateway.serve_stdio(agent));
+    let served = rt.block_on(async {
+        let _watching = gateway.runner.watch_tools(watched, args.reload_every);
+        gateway.serve_stdio(agent).await
+    });
     store.close();
     // A read of stdin may still block a thread (when stdout closed first): not waited for.
     rt.shutdown_background();

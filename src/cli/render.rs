@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use toolgate::protocol::{Event, RunEvent, RunObject, RunStatus};
+use toolgate::tool::ToolOutput;
 
 use super::{Failure, out};
 
@@ -13,13 +14,15 @@ use super::{Failure, out};
 pub struct Printer {
     json: bool,
     text_open: bool,
+    /// The tool of each call that started in the run, for its streamed lines.
+    tools: std::collections::HashMap<String, String>,
 }
 
 impl Printer {
     pub fn new(json: bool) -> Self {
         Self {
             json,
-            text_open: false,
+            ..Self::default()
         }
     }
 
@@ -40,6 +43,39 @@ impl Printer {
         if self.text_open {
             self.text_open = false;
             out::print("\n")?;
+        }
+        match e {
+            RunEvent::Tool {
+                event: Event::ToolStarted { call_id, tool, .. },
+                ..
+            } => {
+                self.tools.insert(call_id.clone(), tool.clone());
+            }
+            RunEvent::Tool {
+                event: Event::ToolOutput { call_id, part },
+                ..
+            } => {
+                // A streamed line, as the tool wrote it, under its tool's name.
+                let tool = self.tools.get(call_id).map_or("tool", String::as_str);
+                // Several calls of one tool in this run: each line says whose it is.
+                let twins = self.tools.values().filter(|t| *t == tool).count() > 1;
+                let who = if twins {
+                    format!("{tool} ({call_id})")
+                } else {
+                    tool.to_string()
+                };
+                let text = ToolOutput {
+                    parts: vec![part.clone()],
+                    is_error: false,
+                }
+                .to_text();
+                let mut err = out::stderr();
+                for line in text.lines() {
+                    let _ = writeln!(err, "  {who} │ {line}");
+                }
+                return Ok(());
+            }
+            _ => {}
         }
         human(e);
         Ok(())

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 use toolgate::agent::Agent;
 use toolgate::protocol::{RunObject, RunStatus};
-use toolgate::run::{RunError, Runner, StartRun};
+use toolgate::run::{Loaded, RunError, Runner, StartRun};
 use toolgate::store::Store;
 use toolgate::tool::ToolLibrary;
 
@@ -56,19 +56,16 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 /// A runner whose tool library comes from the run's tools folder, broken tool files
-/// reported on stderr.
+/// reported on stderr (each once, when it breaks).
 pub fn runner(store: Store) -> Runner {
     let mut runner = Runner::new(store);
     runner.load_library = Arc::new(|dir: Option<&Path>| match dir {
         None => Ok(ToolLibrary::builtin()),
-        Some(dir) => {
-            let library = ToolLibrary::load(dir).map_err(|e| e.to_string())?;
-            for e in library.errors() {
-                say!("toolgate: warning: {e} (tool skipped)");
-            }
-            Ok(library)
-        }
+        Some(dir) => ToolLibrary::load(dir).map_err(|e| e.to_string()),
     });
+    runner.loaded = Arc::new(Loaded::reporting(Arc::new(|line: &str| {
+        say!("toolgate: warning: {line}")
+    })));
     runner
 }
 

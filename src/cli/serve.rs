@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// http:// and the bound address).
     #[arg(long, env = "TOOLGATE_PUBLIC_URL", value_name = "URL")]
     public_url: Option<url::Url>,
+    /// How often the tools folder is looked at for added, changed and removed files,
+    /// picked up without a restart (e.g. 1s, 500ms; 0 turns it off).
+    #[arg(long, env = "TOOLGATE_RELOAD_EVERY", default_value = "1s", value_parser = super::mcp::parse_duration)]
+    reload_every: std::time::Duration,
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     openapi: bool,
@@ -68,6 +72,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     }
     let tools_dir = super::tools_dir(args.tools)?;
     let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
+    let watched = tools_dir.clone();
     let config = ServeConfig {
         addr: args.addr,
         agents_dir: args.agents,
@@ -85,10 +90,13 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
-    rt.block_on(toolgate::server::serve(config, runner))
-        .map_err(|e| match e {
-            ServeError::Config(_) | ServeError::Bind { .. } => Failure::bad_input(e.to_string()),
-            ServeError::Io(_) => Failure::other(e.to_string()),
-        })?;
+    rt.block_on(async {
+        let _watching = runner.watch_tools(watched, args.reload_every);
+        toolgate::server::serve(config, runner).await
+    })
+    .map_err(|e| match e {
+        ServeError::Config(_) | ServeError::Bind { .. } => Failure::bad_input(e.to_string()),
+        ServeError::Io(_) => Failure::other(e.to_string()),
+    })?;
     Ok(ExitCode::SUCCESS)
 }

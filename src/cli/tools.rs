@@ -250,6 +250,27 @@ fn call(
     let conversation =
         conversation.unwrap_or_else(|| format!("conv_{}", uuid::Uuid::new_v4().simple()));
     let store = open_store(db)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
+    // Lines the tool streams while it runs go to stderr (not with --json: one object).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let shown = name.to_string();
+    let printer = runtime.spawn(async move {
+        while let Some(event) = rx.recv().await {
+            if let toolgate::protocol::Event::ToolOutput { part, .. } = event {
+                let one = toolgate::tool::ToolOutput {
+                    parts: vec![part],
+                    is_error: false,
+                };
+                for line in one.to_text().lines() {
+                    say!("  {shown} │ {line}");
+                }
+            }
+        }
+    });
     let engine = Engine::new(
         EngineConfig {
             workspace: root,
@@ -257,13 +278,8 @@ fn call(
             ..EngineConfig::default()
         },
         Some(store),
-        None,
+        (!json).then_some(tx),
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
     let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
     let prepared = prepare(
         engine::call(&call_id, name, args),
@@ -276,6 +292,8 @@ fn call(
         .map_err(super::store_failure)?
         .pop()
         .ok_or_else(|| Failure::other("the call produced no outcome"))?;
+    drop(engine);
+    let _ = runtime.block_on(printer);
     if new_conversation && !json {
         say!(
             "toolgate: recorded in conversation {conversation} ({})",

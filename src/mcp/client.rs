@@ -172,6 +172,42 @@ pub fn server(decl: &Declaration) -> Arc<Server> {
     }
 }
 
+/// Stops the servers that no loaded tool uses any more (their declaration was removed
+/// or changed, and the library that had them was loaded again), and forgets them: a
+/// declaration that comes back starts a new one. Returns their names.
+pub fn stop_unused() -> Vec<String> {
+    let unused: Vec<Arc<Server>> = match SERVERS.lock() {
+        Ok(mut all) => {
+            // Only this map holds it: no library's tool, no call in flight.
+            let keys: Vec<ServerKey> = all
+                .iter()
+                .filter(|(_, s)| Arc::strong_count(s) == 1)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter().filter_map(|k| all.remove(k)).collect()
+        }
+        Err(_) => Vec::new(),
+    };
+    let names = unused.iter().map(|s| s.name.clone()).collect();
+    if let Ok(rt) = runtime() {
+        for server in unused {
+            rt.spawn(async move {
+                let conn = server.connection.lock().await.take();
+                if let Some(conn) = conn {
+                    tracing::info!(server = %server.name, file = %server.file, "MCP server no longer declared; stopping it");
+                    match Arc::try_unwrap(conn) {
+                        Ok(c) => {
+                            let _ = c.service.cancel().await;
+                        }
+                        Err(shared) => drop(shared),
+                    }
+                }
+            });
+        }
+    }
+    names
+}
+
 impl Server {
     /// Its tools (`tools/list`, every page), starting it if need be; listed once per
     /// process.

@@ -8,6 +8,7 @@ mod tool;
 
 use std::path::{Path, PathBuf};
 
+pub use client::stop_unused;
 pub use config::{Connect, Declaration, declares_servers};
 pub use tool::{McpTool, output_of, tool_name};
 

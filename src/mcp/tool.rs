@@ -119,6 +119,8 @@ pub fn mcp_tool(
         read_only,
         output: None,
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
     };
     Ok((
         McpTool {

@@ -1,5 +1,6 @@
-//! One MCP session: the rmcp `ServerHandler` that lists the agent's toolkit and runs
-//! each `tools/call` as a single-call run in the session's conversation.
+//! One MCP session: the rmcp `ServerHandler` that lists the agent's toolkit, runs each
+//! `tools/call` as a single-call run in the session's conversation, and tells the client
+//! when the tools folder changed (`notifications/tools/list_changed`).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use rmcp::model::{
     InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
     Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
@@ -28,6 +29,8 @@ pub struct Session {
     agent: Agent,
     conversation: String,
     turn: tokio::sync::Mutex<()>,
+    /// Tells the client about changes of the tools folder, until the session drops.
+    watching: std::sync::Mutex<Option<tokio_util::task::AbortOnDropHandle<()>>>,
 }
 
 impl Session {
@@ -37,6 +40,7 @@ impl Session {
             agent,
             conversation: crate::run::new_id("conv_mcp"),
             turn: tokio::sync::Mutex::new(()),
+            watching: std::sync::Mutex::new(None),
         }
     }
 
@@ -189,7 +193,12 @@ fn mcp_tool(tool: &LoadedTool, permission: Permission) -> Tool {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
             .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "The tools of the toolgate agent '{}'. Calls are gated (some wait for a person's approval) and recorded.",
@@ -201,6 +210,23 @@ impl ServerHandler for Session {
     /// (elicitation) while a call is in flight.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    /// From now on, each reload of the tools folder is a `tools/list_changed` to the
+    /// client, which lists the tools again.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut changes = self.gateway.runner.loaded.changes();
+        let peer = context.peer.clone();
+        let task = tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        if let Ok(mut w) = self.watching.lock() {
+            *w = Some(tokio_util::task::AbortOnDropHandle::new(task));
+        }
     }
 
     async fn list_tools(

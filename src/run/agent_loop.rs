@@ -255,12 +255,13 @@ impl Runner {
                 }
                 if live.state.single_call {
                     super::single_call::settled(live);
-                    self.save(live, Save::end(RunStatus::Completed, None))
-                        .await?;
-                    return Ok(End::Completed);
+                } else if !self.final_answered(live) {
+                    feed_back(live);
+                    continue;
                 }
-                feed_back(live);
-                continue;
+                self.save(live, Save::end(RunStatus::Completed, None))
+                    .await?;
+                return Ok(End::Completed);
             }
             if live.state.iteration >= live.state.max_iterations {
                 let reason = format!(

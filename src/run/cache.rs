@@ -1,6 +1,8 @@
 //! Agents and tool libraries kept loaded between runs, and loaded again when their
 //! files change: a server resuming a thousand runs reads each agent file and tools
-//! folder once, not a thousand times, and still sees an edit at the next run.
+//! folder once, not a thousand times, and still sees an edit at the next run. A tools
+//! file whose edit breaks it keeps its last good version (see `tool::reload`); each new
+//! problem is reported once; watchers learn that a library changed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,36 +27,89 @@ impl Stamp {
         )])
     }
 
-    /// A folder's stamp: the folder itself and every entry in it (one level, which is
-    /// where tool files live).
+    /// A folder's stamp: the folder itself and every entry in it, and in its folders
+    /// (a provider's folder of tool files) down to [`DEPTH`] levels; hidden entries
+    /// (an editor's swap files) are left out.
     fn of_dir(dir: &Path) -> Stamp {
         let mut entries = Stamp::of_file(dir).0;
-        if let Ok(read) = std::fs::read_dir(dir) {
-            for entry in read.flatten() {
-                let meta = entry.metadata().ok();
-                entries.push((
-                    entry.path(),
-                    meta.as_ref().map_or(0, |m| m.len()),
-                    meta.and_then(|m| m.modified().ok()),
-                ));
-            }
-        }
+        walk(dir, DEPTH, &mut entries);
         entries.sort();
         Stamp(entries)
+    }
+}
+
+/// How deep below a tools folder a change is noticed.
+const DEPTH: usize = 3;
+
+/// Entries noticed at most, so that a huge folder cannot make every run slow.
+const MAX_ENTRIES: usize = 10_000;
+
+fn walk(dir: &Path, depth: usize, into: &mut Vec<(PathBuf, u64, Option<SystemTime>)>) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in read.flatten() {
+        if into.len() >= MAX_ENTRIES {
+            return;
+        }
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let meta = entry.metadata().ok();
+        let is_dir = meta.as_ref().is_some_and(std::fs::Metadata::is_dir);
+        into.push((
+            entry.path(),
+            meta.as_ref().map_or(0, |m| m.len()),
+            meta.and_then(|m| m.modified().ok()),
+        ));
+        if is_dir && depth > 1 {
+            walk(&entry.path(), depth - 1, into);
+        }
     }
 }
 
 /// Libraries by tools folder (`None`: built-ins only), with the stamp they were read at.
 type Libraries = HashMap<Option<PathBuf>, (Stamp, Arc<ToolLibrary>)>;
 
+/// Where the problems of a tools folder are said, one line each.
+pub type Report = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Loaded agents and libraries, shared by every clone of a runner.
-#[derive(Default)]
 pub struct Loaded {
     agents: Mutex<HashMap<PathBuf, (Stamp, Agent)>>,
     libraries: Mutex<Libraries>,
+    /// One load of a library at a time, so that each problem is said once.
+    loading: Mutex<()>,
+    report: Report,
+    /// Counts the libraries loaded again after a change.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Loaded {
+    /// Problems are logged as warnings.
+    fn default() -> Self {
+        Loaded::reporting(Arc::new(|line: &str| tracing::warn!("{line}")))
+    }
 }
 
 impl Loaded {
+    /// Nothing loaded yet; each new problem of a tools folder goes to `report`.
+    pub fn reporting(report: Report) -> Self {
+        Self {
+            agents: Mutex::default(),
+            libraries: Mutex::default(),
+            loading: Mutex::new(()),
+            report,
+            changes: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    /// Changes from now on: the value moves each time a library is loaded again
+    /// because its folder changed (what the MCP gateway tells its clients).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// The agent in `path`, read again only when the file changed.
     pub fn agent(&self, path: &Path) -> Result<Agent, AgentError> {
         let stamp = Stamp::of_file(path);
@@ -78,19 +133,40 @@ impl Loaded {
         load: impl FnOnce(Option<&Path>) -> Result<ToolLibrary, String>,
     ) -> Result<Arc<ToolLibrary>, String> {
         let key = dir.map(Path::to_path_buf);
+        let cached = |stamp: &Stamp| {
+            let found = self
+                .libraries
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&key).cloned());
+            match found {
+                Some((seen, lib)) if seen == *stamp => Ok(lib),
+                other => Err(other.map(|(_, lib)| lib)),
+            }
+        };
         let stamp = dir.map_or(Stamp(Vec::new()), Stamp::of_dir);
-        if let Some((seen, lib)) = self
-            .libraries
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&key).cloned())
-            && seen == stamp
-        {
+        if let Ok(lib) = cached(&stamp) {
             return Ok(lib);
         }
-        let lib = Arc::new(load(dir)?);
+        // Another caller may have loaded it while this one waited.
+        let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        let stamp = dir.map_or(Stamp(Vec::new()), Stamp::of_dir);
+        let previous = match cached(&stamp) {
+            Ok(lib) => return Ok(lib),
+            Err(previous) => previous,
+        };
+        let mut lib = load(dir)?;
+        let lines = lib.keep_last_good(previous.as_deref().unwrap_or(&ToolLibrary::default()));
+        for line in lines {
+            (self.report)(&line);
+        }
+        let lib = Arc::new(lib);
         if let Ok(mut m) = self.libraries.lock() {
             m.insert(key, (stamp, Arc::clone(&lib)));
+        }
+        if previous.is_some() {
+            tracing::info!(tools = lib.names().len(), "tools folder loaded again");
+            self.changes.send_modify(|n| *n += 1);
         }
         Ok(lib)
     }

@@ -7,6 +7,8 @@ mod agent_loop;
 mod cache;
 mod conversation;
 mod error;
+mod final_tool;
+mod hidden;
 mod object;
 mod sealing;
 mod single_call;
@@ -14,6 +16,7 @@ mod sink;
 mod state;
 mod subagent;
 mod turn;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +25,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
-pub use cache::Loaded;
+pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
 pub use error::RunError;
 pub use object::run_object;
@@ -260,7 +263,7 @@ impl Runner {
             known_secrets: Vec::new(),
             schemas: Arc::new(toolkit_schemas),
         };
-        self.drive(live, false).await
+        self.drive_shown(live, false).await
     }
 
     /// Continues a run: one paused with every item now resolved, one that failed on a
@@ -303,7 +306,17 @@ impl Runner {
                 return Err(e);
             }
         };
-        self.drive(live, true).await
+        self.drive_shown(live, true).await
+    }
+
+    /// Drives `live` (see `agent_loop`), the calls of its hidden tools left out of the
+    /// events.
+    pub(crate) async fn drive_shown(
+        &self,
+        live: Live,
+        resumed: bool,
+    ) -> Result<RunObject, RunError> {
+        self.hiding(&live).drive(live, resumed).await
     }
 
     async fn live_from(

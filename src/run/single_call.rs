@@ -105,7 +105,7 @@ impl Runner {
         };
         let turn = self.gate(&mut live, vec![req.call]);
         live.state.turn = Some(turn);
-        self.drive(live, false).await
+        self.drive_shown(live, false).await
     }
 }
 

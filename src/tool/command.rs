@@ -1,6 +1,7 @@
 //! The `command` entry type: an external program in any language. The arguments go
 //! to its stdin as one JSON object; its stdout (JSON or text) is the result; a non-zero
-//! exit is an error result carrying stderr. Timeout and output size are capped.
+//! exit is an error result carrying stderr. Timeout and output size are capped. Each
+//! line it writes to stdout while it runs is streamed as a `tool.output` part.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -41,6 +42,7 @@ impl Tool for CommandTool {
             args: argv,
             env,
             max_output,
+            stream,
         } = &self.spec.entry
         else {
             return Err(ToolError::Execution("not a command tool".into()));
@@ -53,11 +55,16 @@ impl Tool for CommandTool {
         cmd.env("TOOLGATE_CALL_ID", &ctx.call_id);
         let input = serde_json::to_vec(&Value::Object(args))
             .map_err(|e| ToolError::Execution(format!("cannot encode the arguments: {e}")))?;
-        let done = process::run(
+        // One line, one part: a part is never split, and the parts of calls running
+        // side by side never interleave inside one.
+        let on_line = |line: String| ctx.emit(Part::Text { text: line });
+        let streaming = *stream && ctx.streams();
+        let done = process::run_streaming(
             cmd,
             &input,
             self.spec.timeout_or_default(),
             max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
+            streaming.then_some(&on_line as process::OnLine<'_>),
         )
         .await?;
         Ok(output_of(&self.spec.name, done))

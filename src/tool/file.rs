@@ -93,6 +93,10 @@ struct RawTool {
     output: Option<Value>,
     #[serde(default)]
     credentials: BTreeMap<String, Value>,
+    #[serde(default, rename = "final")]
+    is_final: bool,
+    #[serde(default)]
+    hidden: bool,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -272,6 +276,8 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
         read_only: raw.read_only,
         output,
         credentials,
+        is_final: raw.is_final,
+        hidden: raw.hidden,
     };
     Ok(ToolDef {
         spec,

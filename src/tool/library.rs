@@ -167,8 +167,9 @@ impl LoadedTool {
         let Some(runner) = self.runner.clone() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
+        // The call's secret values: never quoted by an output check nor a streamed part.
         let mut hidden = Vec::new();
-        if self.output.is_some() {
+        if self.output.is_some() || ctx.streams() {
             crate::secrets::secret_values(&self.spec.parameters, &args, &mut hidden);
             hidden.extend(
                 ctx.injected
@@ -176,7 +177,7 @@ impl LoadedTool {
                     .filter_map(|v| v.as_str().map(String::from)),
             );
         }
-        let ctx = ctx.clone();
+        let ctx = ctx.clone().with_masks(hidden.clone());
         let timeout = self
             .spec
             .timeout
@@ -346,6 +347,11 @@ impl ToolLibrary {
             lib.add(tool)?;
         }
         Ok(lib)
+    }
+
+    /// Adds a tool already loaded (kept from an earlier load of the same folder).
+    pub(crate) fn insert(&mut self, tool: Arc<LoadedTool>) {
+        self.tools.insert(tool.spec.name.clone(), tool);
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {

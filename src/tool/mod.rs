@@ -15,6 +15,7 @@ pub mod net;
 pub mod openapi;
 mod output;
 pub mod process;
+mod reload;
 mod runnable;
 mod schema;
 mod sources;

@@ -1,6 +1,7 @@
 //! Running an external program for a tool: arguments on stdin, stdout and stderr read
-//! with a size cap, in a process group of its own that is killed whole on a timeout,
-//! a cancel, or any other drop of the call before the program is done.
+//! with a size cap (stdout's complete lines also handed out as they come), in a process
+//! group of its own that is killed whole on a timeout, a cancel, or any other drop of
+//! the call before the program is done.
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -48,17 +49,74 @@ impl Captured {
     }
 }
 
-async fn read_capped(mut from: impl AsyncRead + Unpin, cap: usize) -> std::io::Result<Captured> {
+/// The longest line handed to a line callback whole; a longer one goes out in pieces
+/// of this size (each a whole part).
+pub const LINE_MAX: usize = 64 * 1024;
+
+/// Called with each complete line of stdout (without its newline) while the program runs.
+pub type OnLine<'a> = &'a (dyn Fn(String) + Send + Sync);
+
+/// Splits a byte stream into lines: complete lines out, the unfinished rest kept.
+#[derive(Default)]
+struct Lines {
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    fn feed(&mut self, bytes: &[u8], on_line: OnLine<'_>) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.flush(on_line);
+            } else {
+                self.partial.push(b);
+                if self.partial.len() >= LINE_MAX {
+                    self.flush(on_line);
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, on_line: OnLine<'_>) {
+        let mut line = std::mem::take(&mut self.partial);
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        on_line(String::from_utf8_lossy(&line).into_owned());
+    }
+
+    /// The program closed its stdout: a last line without a newline still counts.
+    fn finish(mut self, on_line: OnLine<'_>) {
+        if !self.partial.is_empty() {
+            self.flush(on_line);
+        }
+    }
+}
+
+async fn read_capped(
+    mut from: impl AsyncRead + Unpin,
+    cap: usize,
+    on_line: Option<OnLine<'_>>,
+) -> std::io::Result<Captured> {
     let mut out = Captured::default();
+    let mut lines = Lines::default();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = from.read(&mut buf).await?;
         if n == 0 {
+            if let Some(f) = on_line {
+                lines.finish(f);
+            }
             return Ok(out);
         }
         out.total += n;
         let room = cap.saturating_sub(out.bytes.len());
         out.bytes.extend_from_slice(&buf[..n.min(room)]);
+        // Lines go out up to the cap, like what is kept.
+        if let Some(f) = on_line
+            && room > 0
+        {
+            lines.feed(&buf[..n.min(room)], f);
+        }
     }
 }
 
@@ -72,10 +130,22 @@ async fn read_capped(mut from: impl AsyncRead + Unpin, cap: usize) -> std::io::R
 /// background with its output redirected (a deliberate daemon); a child that leaves
 /// the group itself (`setsid`) is out of reach.
 pub async fn run(
+    cmd: Command,
+    stdin: &[u8],
+    timeout: Duration,
+    cap: usize,
+) -> Result<Finished, ToolError> {
+    run_streaming(cmd, stdin, timeout, cap, None).await
+}
+
+/// [`run`], handing each complete line of stdout to `on_line` as the program writes it
+/// (what is kept, and so the result, is the same).
+pub async fn run_streaming(
     mut cmd: Command,
     stdin: &[u8],
     timeout: Duration,
     cap: usize,
+    on_line: Option<OnLine<'_>>,
 ) -> Result<Finished, ToolError> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -102,13 +172,13 @@ pub async fn run(
         };
         let out = async {
             match stdout {
-                Some(s) => read_capped(s, cap).await,
+                Some(s) => read_capped(s, cap, on_line).await,
                 None => Ok(Captured::default()),
             }
         };
         let err = async {
             match stderr {
-                Some(s) => read_capped(s, cap).await,
+                Some(s) => read_capped(s, cap, None).await,
                 None => Ok(Captured::default()),
             }
         };
@@ -194,4 +264,43 @@ fn kill_group(id: u32) {
     }
     #[cfg(not(unix))]
     let _ = id;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]]) -> Vec<String> {
+        let seen = Mutex::new(Vec::new());
+        let push = |l: String| seen.lock().unwrap_or_else(|p| p.into_inner()).push(l);
+        let mut lines = Lines::default();
+        for c in chunks {
+            lines.feed(c, &push);
+        }
+        lines.finish(&push);
+        seen.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[test]
+    fn lines_come_whole_whatever_the_chunks() {
+        let whole = split(&[b"one\r\ntwo\n\nthree"]);
+        assert_eq!(whole, ["one", "two", "", "three"]);
+        let bytes = b"one\r\ntwo\n\nthree";
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                split(&[&bytes[..cut], &bytes[cut..]]),
+                whole,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_very_long_line_goes_out_in_whole_pieces() {
+        let long = vec![b'x'; LINE_MAX + 10];
+        let out = split(&[&long, b"\n"]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].len(), LINE_MAX);
+        assert_eq!(out[1].len(), 10);
+    }
 }

@@ -1,6 +1,7 @@
 //! The `Tool` trait every runnable tool implements, and the context a call runs in.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -23,6 +24,9 @@ pub struct ToolContext {
     /// The tool's credentials, added to the arguments once they are checked.
     pub injected: serde_json::Map<String, serde_json::Value>,
     output: Option<UnboundedSender<Event>>,
+    /// Values shown as `[secret]` in streamed parts: the call's secret arguments and
+    /// credentials.
+    masks: Arc<Vec<String>>,
 }
 
 impl ToolContext {
@@ -33,6 +37,7 @@ impl ToolContext {
             default_timeout: DEFAULT_TIMEOUT,
             injected: serde_json::Map::new(),
             output: None,
+            masks: Arc::default(),
         }
     }
 
@@ -42,16 +47,72 @@ impl ToolContext {
         self
     }
 
+    /// Shows each of `values` as `[secret]` in the parts this call streams.
+    pub fn with_masks(mut self, values: Vec<String>) -> Self {
+        let mut values = values;
+        values.retain(|v| !v.is_empty());
+        self.masks = Arc::new(values);
+        self
+    }
+
+    /// Whether anyone listens to streamed parts (a tool may skip the work otherwise).
+    pub fn streams(&self) -> bool {
+        self.output.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
     /// Streams one part of the output before the call ends. A part is one event, so
-    /// the parts of concurrent calls never interleave inside each other.
+    /// the parts of concurrent calls never interleave inside each other. Secret values
+    /// of the call are shown as `[secret]`.
     pub fn emit(&self, part: Part) {
         if let Some(tx) = &self.output {
+            let part = if self.masks.is_empty() {
+                part
+            } else {
+                masked(part, &self.masks)
+            };
             // Nobody listening is not an error for the tool.
             let _ = tx.send(Event::ToolOutput {
                 call_id: self.call_id.clone(),
                 part,
             });
         }
+    }
+}
+
+/// `part` with each of `values` in its strings shown as `[secret]`.
+fn masked(part: Part, values: &[String]) -> Part {
+    let text = |s: String| crate::secrets::mask_values(&s, values).into_owned();
+    fn walk(v: &mut Value, values: &[String]) {
+        match v {
+            Value::String(s) => {
+                if let std::borrow::Cow::Owned(m) = crate::secrets::mask_values(s, values) {
+                    *s = m;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, values)),
+            Value::Object(o) => o.values_mut().for_each(|x| walk(x, values)),
+            _ => {}
+        }
+    }
+    match part {
+        Part::Text { text: t } => Part::Text { text: text(t) },
+        Part::Json { mut json } => {
+            walk(&mut json, values);
+            Part::Json { json }
+        }
+        Part::Image { mime, url, data } => Part::Image {
+            mime,
+            url: url.map(text),
+            data,
+        },
+        Part::Link { url, title } => Part::Link {
+            url: text(url),
+            title: title.map(text),
+        },
+        Part::File { path, mime } => Part::File {
+            path: text(path),
+            mime,
+        },
     }
 }
 

@@ -36,6 +36,11 @@ pub enum Entry {
         /// Bytes of stdout and of stderr kept (default 1 MiB).
         #[serde(default)]
         max_output: Option<usize>,
+        /// Each line the program writes to stdout while it runs is streamed as a
+        /// `tool.output` event (default); `false` for a program whose stdout is only
+        /// its result (a long JSON document, say). The result is the same either way.
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        stream: bool,
     },
     /// A declarative HTTP call. `{param}` in `url`, `query` and `body` values is the
     /// argument; `${VAR}` in `headers` (and `url`) is an environment variable.
@@ -93,6 +98,14 @@ fn default_method() -> String {
     "GET".to_string()
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -123,6 +136,14 @@ pub struct ToolSpec {
     /// where each value comes from.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub credentials: std::collections::BTreeMap<String, super::Credential>,
+    /// `final: true` in a tool file: a successful output of this tool is the run's
+    /// answer, and the run ends without asking the model again.
+    #[serde(default, rename = "final", skip_serializing_if = "std::ops::Not::not")]
+    pub is_final: bool,
+    /// The call is recorded and its result goes to the model, but it is left out of
+    /// event streams (`--json`, SSE) and the command line's output.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// The time a call may take when its tool does not say.

@@ -8,6 +8,8 @@ use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
 pub fn spec() -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         read_only: true,
         ..builtin_spec(
             "echo",

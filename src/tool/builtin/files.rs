@@ -16,6 +16,8 @@ use crate::tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec
 pub fn read_spec() -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         read_only: true,
         ..builtin_spec(
             "read_file",
@@ -32,6 +34,8 @@ pub fn read_spec() -> ToolSpec {
 pub fn list_spec() -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         read_only: true,
         ..builtin_spec(
             "list_dir",

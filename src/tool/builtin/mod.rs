@@ -90,6 +90,8 @@ pub const HANDLERS: [&str; 8] = [
 fn spec(name: &str, description: &str, permission: Permission, parameters: Value) -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         name: name.to_string(),
         description: description.to_string(),
         parameters,

@@ -11,6 +11,8 @@ use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub fn spec() -> ToolSpec {
     ToolSpec {
         credentials: Default::default(),
+        is_final: false,
+        hidden: false,
         read_only: true,
         ..builtin_spec(
             "current_time",

@@ -257,6 +257,8 @@ fn tool_def(
         read_only: false,
         output: None,
         credentials,
+        is_final: false,
+        hidden: false,
     };
     Ok(ToolDef {
         spec,

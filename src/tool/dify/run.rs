@@ -58,6 +58,9 @@ impl DifyTool {
                     ],
                     env: Default::default(),
                     max_output: None,
+                    // The adapter's stdout is its protocol (the tool's messages as JSON),
+                    // not progress lines for a person.
+                    stream: false,
                 };
                 Some(CommandTool::new(inner))
             }

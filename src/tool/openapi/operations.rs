@@ -324,6 +324,8 @@ fn spec(
         read_only: safe,
         output: None,
         credentials: common.credentials.clone(),
+        is_final: false,
+        hidden: false,
     })
 }
 
