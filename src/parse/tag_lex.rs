@@ -83,6 +83,31 @@ pub(crate) fn is_tool_name(name: &str) -> bool {
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/'))
 }
 
+/// [`attribute`] on the raw bytes of a tag: the common `name="value"` (first, no
+/// entities) is read without building a string of the whole tag.
+pub(crate) fn attribute_bytes(attrs: &[u8], name: &str) -> Option<String> {
+    let start = attrs.iter().position(|c| !c.is_ascii_whitespace())?;
+    let rest = &attrs[start..];
+    if let Some(after) = rest.strip_prefix(name.as_bytes())
+        && let [b'=', quote @ (b'"' | b'\''), body @ ..] = after
+        && let Some(end) = memchr::memchr(*quote, body)
+        && !body[..end].contains(&b'&')
+        && let Ok(value) = std::str::from_utf8(&body[..end])
+    {
+        let value = value.trim();
+        return (!value.is_empty()).then(|| value.to_string());
+    }
+    attribute(&String::from_utf8_lossy(attrs), name)
+}
+
+/// The trimmed text of `raw` (lossy only when it is not UTF-8).
+pub(crate) fn trimmed_text(raw: &[u8]) -> String {
+    match std::str::from_utf8(raw) {
+        Ok(s) => s.trim().to_string(),
+        Err(_) => String::from_utf8_lossy(raw).trim().to_string(),
+    }
+}
+
 /// The value of attribute `name` in a tag's attribute text (quotes `"` or `'`).
 pub(crate) fn attribute(attrs: &str, name: &str) -> Option<String> {
     let mut rest = attrs;

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::ParseOptions;
-use super::tag_lex::{KeyAt, Which, attribute, close_len, is_tool_name, tag_key, which};
+use super::tag_lex::{
+    KeyAt, Which, attribute_bytes, close_len, is_tool_name, tag_key, trimmed_text, which,
+};
 
 /// How one dialect writes its tags.
 #[derive(Debug)]
@@ -157,6 +159,8 @@ pub(crate) struct Walk {
     pub notes: Vec<Note>,
     /// The call's closing tag was seen (`</function>` inside `<tool_call>`).
     pub function_closed: bool,
+    /// How the walk ended, once it has.
+    ended: Option<bool>,
 }
 
 impl Walk {
@@ -185,11 +189,30 @@ impl Walk {
             params: Vec::new(),
             notes: Vec::new(),
             function_closed: false,
+            ended: None,
         }
+    }
+
+    /// Whether the walk has found the call's end.
+    pub(crate) fn done(&self) -> bool {
+        self.ended.is_some()
+    }
+
+    /// Whether the call's closing tag ended it (once `done`).
+    pub(crate) fn closed(&self) -> bool {
+        self.ended == Some(true)
     }
 
     /// Walks `block` (the whole block so far) as far as it decides.
     pub(crate) fn advance(&mut self, b: &[u8], eof: bool, opts: &ParseOptions) -> Walked {
+        let walked = self.walk(b, eof, opts);
+        if let Walked::End { closed, .. } = walked {
+            self.ended = Some(closed);
+        }
+        walked
+    }
+
+    fn walk(&mut self, b: &[u8], eof: bool, opts: &ParseOptions) -> Walked {
         loop {
             let step = match self.phase {
                 Phase::Head => self.head(b, eof, opts),
@@ -215,11 +238,11 @@ impl Walk {
             }
             return Step::Stop(Walked::NeedMore);
         };
-        let raw = String::from_utf8_lossy(&b[self.pos..gt]);
+        let raw = &b[self.pos..gt];
         let name = if self.syntax.qwen {
-            Some(raw.trim().to_string())
+            Some(trimmed_text(raw))
         } else {
-            attribute(&raw, "name")
+            attribute_bytes(raw, "name")
         };
         let name = name.filter(|n| is_tool_name(n));
         if let Some(n) = &name {
@@ -253,18 +276,20 @@ impl Walk {
                     continue;
                 }
                 Which::Tag(0) => {
-                    self.stray(b, q);
+                    // Notes only once the step is decided: a resumed walk repeats it.
                     let key_start = q + s.param_open.len();
                     let Some(gt) = memchr(b'>', &b[key_start..]).map(|k| key_start + k) else {
                         if !eof {
                             return Step::Stop(Walked::NeedMore);
                         }
+                        self.stray(b, q);
                         self.notes.push(Note::TagWithoutGt(q));
                         return Step::Stop(Walked::End {
                             len: b.len(),
                             closed: false,
                         });
                     };
+                    self.stray(b, q);
                     let Some(key) = self.key(&b[key_start..gt]) else {
                         self.notes.push(Note::NoKey(q));
                         self.pos = gt + 1;
@@ -440,11 +465,10 @@ impl Walk {
     }
 
     fn key(&self, raw: &[u8]) -> Option<String> {
-        let raw = String::from_utf8_lossy(raw);
         if self.syntax.qwen {
-            Some(raw.trim().to_string()).filter(|k| !k.is_empty())
+            Some(trimmed_text(raw)).filter(|k| !k.is_empty())
         } else {
-            attribute(&raw, "name")
+            attribute_bytes(raw, "name")
         }
     }
 
@@ -534,7 +558,24 @@ fn property_names(schema: &Value) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::super::tag_lex::attribute;
     use super::*;
+
+    #[test]
+    fn attribute_fast_path_agrees() {
+        for raw in [
+            " name=\"web_search\"",
+            "name='q'",
+            " name=\" spaced \" x=1",
+            " name=\"a &amp; b\"",
+            " xname=\"x\" name=y",
+            " name=\"\"",
+            " name=\"unclosed",
+            "",
+        ] {
+            assert_eq!(attribute_bytes(raw.as_bytes(), "name"), attribute(raw, "name"), "{raw}");
+        }
+    }
 
     #[test]
     fn attributes() {
