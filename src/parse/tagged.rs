@@ -87,12 +87,7 @@ pub(crate) fn parse_qwen(
 
 /// A `<tool_call>` whose `<function=NAME>` line is missing: the call is kept only when
 /// exactly one known tool has every parameter it gives.
-fn headless(
-    block: &str,
-    pos: usize,
-    walk: Option<Box<Walk>>,
-    opts: &ParseOptions,
-) -> BlockOutcome {
+fn headless(block: &str, pos: usize, walk: Option<Box<Walk>>, opts: &ParseOptions) -> BlockOutcome {
     let mut out = BlockOutcome::default();
     let walk = walk.unwrap_or_else(|| Box::new(Walk::headless(pos)));
     let Some((walk, closed)) = finish(walk, block.as_bytes(), opts) else {

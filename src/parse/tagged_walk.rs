@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::{
-    KeyAt, Which, attribute_bytes, close_len, is_tool_name, tag_key, trimmed_text, which,
+    KeyAt, Which, attribute_borrowed, attribute_bytes, close_len, is_tool_name, tag_key,
+    trimmed_text, which,
 };
 
 /// How one dialect writes its tags.
@@ -396,8 +397,7 @@ impl Walk {
                         KeyAt::NeedMore => return self.hold(q, d),
                         KeyAt::NotATag => {}
                         KeyAt::Key(raw) => {
-                            let key = self.key(raw);
-                            if d.param == 0 && key.as_deref().is_some_and(|k| self.acceptable(k)) {
+                            if d.param == 0 && self.acceptable_raw(raw) {
                                 self.end_value(q, q, ValueEnd::Implicit);
                                 return Step::Continue;
                             }
@@ -472,6 +472,19 @@ impl Walk {
         }
     }
 
+    /// [`Self::acceptable`] for a tag's raw key text, without copying the usual key.
+    fn acceptable_raw(&self, raw: &[u8]) -> bool {
+        let borrowed = if self.syntax.qwen {
+            std::str::from_utf8(raw).ok().map(str::trim)
+        } else {
+            attribute_borrowed(raw, "name")
+        };
+        match borrowed {
+            Some(k) => !k.is_empty() && self.acceptable(k),
+            None => self.key(raw).is_some_and(|k| self.acceptable(&k)),
+        }
+    }
+
     /// A parameter that may start here: one the tool has (any, without a schema)
     /// and that the call has not given yet.
     fn acceptable(&self, key: &str) -> bool {
@@ -505,7 +518,7 @@ impl Walk {
                 return match tag_key(b, i + s.param_open.len(), eof) {
                     KeyAt::NeedMore => None,
                     KeyAt::NotATag => Some(false),
-                    KeyAt::Key(raw) => Some(self.key(raw).is_some_and(|k| self.acceptable(&k))),
+                    KeyAt::Key(raw) => Some(self.acceptable_raw(raw)),
                 };
             }
             Prefix::No => {}
@@ -553,50 +566,4 @@ enum Step {
 fn property_names(schema: &Value) -> Option<Vec<String>> {
     let props = schema.get("properties")?.as_object()?;
     (!props.is_empty()).then(|| props.keys().cloned().collect())
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::super::tag_lex::attribute;
-    use super::*;
-
-    #[test]
-    fn attribute_fast_path_agrees() {
-        for raw in [
-            " name=\"web_search\"",
-            "name='q'",
-            " name=\" spaced \" x=1",
-            " name=\"a &amp; b\"",
-            " xname=\"x\" name=y",
-            " name=\"\"",
-            " name=\"unclosed",
-            "",
-        ] {
-            assert_eq!(attribute_bytes(raw.as_bytes(), "name"), attribute(raw, "name"), "{raw}");
-        }
-    }
-
-    #[test]
-    fn attributes() {
-        assert_eq!(
-            attribute(" name=\"web_search\"", "name"),
-            Some("web_search".into())
-        );
-        assert_eq!(
-            attribute(" id='1' name='a &amp; b'", "name"),
-            Some("a & b".into())
-        );
-        assert_eq!(attribute(" xname=\"x\" name=y", "name"), Some("y".into()));
-        assert_eq!(attribute(" name=\"\"", "name"), None);
-    }
-
-    #[test]
-    fn close_tags() {
-        assert_eq!(close_len(b"</parameter>x", false), Some((12, false)));
-        assert_eq!(close_len(b"</parameter1>x", false), Some((13, true)));
-        assert_eq!(close_len(b"</parameter\n", false), Some((11, true)));
-        assert_eq!(close_len(b"</parameter", false), None);
-        assert_eq!(close_len(b"</parameters-x", false), Some((0, false)));
-    }
 }
