@@ -474,25 +474,27 @@ impl Walk {
 
     /// [`Self::acceptable`] for a tag's raw key text, without copying the usual key.
     fn acceptable_raw(&self, raw: &[u8]) -> bool {
-        let borrowed = if self.syntax.qwen {
-            std::str::from_utf8(raw).ok().map(str::trim)
-        } else {
-            attribute_borrowed(raw, "name")
-        };
-        match borrowed {
-            Some(k) => !k.is_empty() && self.acceptable(k),
-            None => self.key(raw).is_some_and(|k| self.acceptable(&k)),
+        if self.syntax.qwen {
+            // ASCII (and no vertical tab at an edge, which `str::trim` would also
+            // drop): the bytes are the key.
+            let t = raw.trim_ascii();
+            if t.is_ascii() && t.first() != Some(&0x0B) && t.last() != Some(&0x0B) {
+                return !t.is_empty() && self.acceptable(t);
+            }
+        } else if let Some(k) = attribute_borrowed(raw, "name") {
+            return !k.is_empty() && self.acceptable(k.as_bytes());
         }
+        self.key(raw).is_some_and(|k| self.acceptable(k.as_bytes()))
     }
 
     /// A parameter that may start here: one the tool has (any, without a schema)
     /// and that the call has not given yet.
-    fn acceptable(&self, key: &str) -> bool {
-        if self.params.iter().any(|p| p.key == key) {
+    fn acceptable(&self, key: &[u8]) -> bool {
+        if self.params.iter().any(|p| p.key.as_bytes() == key) {
             return false;
         }
         match &self.known {
-            Some(known) => known.iter().any(|k| k == key),
+            Some(known) => known.iter().any(|k| k.as_bytes() == key),
             None => true,
         }
     }
