@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args, coerce_param, group_args};
 use super::coerce::property;
+use super::json_calls::{Joined, joined_next};
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::{attribute, is_tool_name};
@@ -250,8 +251,20 @@ impl FramedScan {
                     b'}' | b']' | b')' => {
                         self.extent.depth = self.extent.depth.saturating_sub(1);
                         if self.extent.depth == 0 {
+                            let end = self.pos + 1;
+                            // Llama 3 joins parallel calls with `;` on one line.
+                            if self.kind == Framed::BareJson {
+                                match joined_next(b, end) {
+                                    Joined::Unknown if !eof => return FramedEnd::NeedMore,
+                                    Joined::At(next) => {
+                                        self.pos = next;
+                                        continue;
+                                    }
+                                    _ => {}
+                                }
+                            }
                             return FramedEnd::End {
-                                len: self.pos + 1,
+                                len: end,
                                 closed: true,
                             };
                         }
