@@ -8,6 +8,7 @@ use super::coerce::{
     Mismatch, Types, coerce_json_noting, coerce_string_noting, coerce_text_noting, items, property,
 };
 use super::options::ParseOptions;
+use super::tagged_walk::Walk;
 use super::types::{Problem, ProblemKind};
 use super::{framed, glm, hermes, tagged, xml};
 
@@ -41,13 +42,14 @@ pub(crate) fn parse_block(
     kind: BlockKind,
     block: &str,
     closed: bool,
+    walk: Option<Box<Walk>>,
     opts: &ParseOptions,
 ) -> BlockOutcome {
     let mut out = match kind {
         BlockKind::Xml => xml::parse(block, closed, opts),
         BlockKind::Hermes => hermes::parse(block, closed, opts),
-        BlockKind::Qwen { wrapped } => tagged::parse_qwen(block, wrapped, opts),
-        BlockKind::Invoke => tagged::parse_invoke(block, opts),
+        BlockKind::Qwen { wrapped } => tagged::parse_qwen(block, wrapped, walk, opts),
+        BlockKind::Invoke => tagged::parse_invoke(block, walk, opts),
         BlockKind::Glm => glm::parse_glm(block, closed, opts),
         BlockKind::Framed(f) => framed::parse(f, block, closed, opts),
     };

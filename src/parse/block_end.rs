@@ -97,6 +97,15 @@ impl BlockScan {
         BlockScan::Invoke(Box::new(Walk::new(&INVOKE, false, "<invoke".len())))
     }
 
+    /// The finished walk of a Qwen3-coder or invoke block: the parser reads its
+    /// parameters from it instead of walking the block a second time.
+    pub(crate) fn into_walk(self) -> Option<Box<Walk>> {
+        match self {
+            BlockScan::Qwen { walk, .. } | BlockScan::Invoke(walk) if walk.done() => Some(walk),
+            _ => None,
+        }
+    }
+
     /// The block's dialect, once it is known.
     pub(crate) fn kind(&self) -> Option<BlockKind> {
         match self {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args, coerce_param, group_args};
 use super::coerce::property;
+use super::json_calls::{Joined, joined_next};
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::{attribute, is_tool_name};
@@ -250,8 +251,20 @@ impl FramedScan {
                     b'}' | b']' | b')' => {
                         self.extent.depth = self.extent.depth.saturating_sub(1);
                         if self.extent.depth == 0 {
+                            let end = self.pos + 1;
+                            // Llama 3 joins parallel calls with `;` on one line.
+                            if self.kind == Framed::BareJson {
+                                match joined_next(b, end) {
+                                    Joined::Unknown if !eof => return FramedEnd::NeedMore,
+                                    Joined::At(next) => {
+                                        self.pos = next;
+                                        continue;
+                                    }
+                                    _ => {}
+                                }
+                            }
                             return FramedEnd::End {
-                                len: self.pos + 1,
+                                len: end,
                                 closed: true,
                             };
                         }
@@ -376,17 +389,61 @@ fn kimi(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
         return;
     };
     let id = head.trim();
-    // `functions.NAME:IDX`: the name between the prefix and the index.
-    let name = id.strip_prefix("functions.").unwrap_or(id);
-    let name = name.rsplit_once(':').map_or(name, |(n, _)| n);
+    // `functions.NAME:IDX`: the name between the prefix and the index; a bare `IDX`
+    // (a counter without a name) names the one tool its arguments fit.
+    let bare = id.strip_prefix("functions.").unwrap_or(id);
+    let name = match bare.rsplit_once(':') {
+        Some((n, idx)) if is_index(idx) => n.to_string(),
+        _ if is_index(bare) => match kimi_infer(args, opts) {
+            Some(n) => n,
+            None => {
+                out.problem(
+                    ProblemKind::MissingName,
+                    at,
+                    format!("a Kimi tool call id '{id}' names no tool and its arguments fit no single known tool; kept as text"),
+                );
+                return;
+            }
+        },
+        _ => {
+            out.problem(
+                ProblemKind::MissingName,
+                at,
+                format!(
+                    "a Kimi tool call id '{}' is not functions.NAME:INDEX; kept as text",
+                    super::block::short(id)
+                ),
+            );
+            return;
+        }
+    };
     out.call = json_call(
-        name,
+        &name,
         Some(id.to_string()).filter(|s| !s.is_empty()),
         args,
         at,
         opts,
         out,
     );
+}
+
+fn is_index(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// The one known tool whose schema has every key of `args` (a JSON object).
+fn kimi_infer(args: &str, opts: &ParseOptions) -> Option<String> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(args.trim()) else {
+        return None;
+    };
+    let mut fits = opts
+        .schemas
+        .iter()
+        .filter(|(_, schema)| map.keys().all(|k| property(Some(schema), k).is_some()));
+    match (fits.next(), fits.next()) {
+        (Some((name, _)), None) => Some(name.clone()),
+        _ => None,
+    }
 }
 
 fn deepseek(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
@@ -455,7 +512,12 @@ fn dsml(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
             continue;
         };
         let is_string = attribute(attrs, "string").as_deref() == Some("true");
-        let v = if is_string {
+        let prop = property(schema, &key);
+        // With a schema the schema decides the type, whatever `string=` says (as the
+        // peers do); without one, `string="true"` is text and the rest is JSON.
+        let v = if prop.is_some() {
+            coerce_param(&key, value.to_string(), prop, at, out)
+        } else if is_string {
             Value::String(value.to_string())
         } else {
             match serde_json::from_str::<Value>(value.trim()) {

@@ -81,3 +81,33 @@ pub(super) fn json_calls(body: &str, at: usize, opts: &ParseOptions, out: &mut B
     }
     set_calls(out, calls);
 }
+
+pub(super) enum Joined {
+    /// The next call starts here.
+    At(usize),
+    No,
+    /// The input ends before it tells.
+    Unknown,
+}
+
+/// After a bare JSON call ending at `end`: whether `;` joins another call to it.
+pub(super) fn joined_next(b: &[u8], end: usize) -> Joined {
+    let skip = |mut i: usize| {
+        while i < b.len() && matches!(b[i], b' ' | b'\t') {
+            i += 1;
+        }
+        i
+    };
+    let i = skip(end);
+    match b.get(i) {
+        None => return Joined::Unknown,
+        Some(b';') => {}
+        Some(_) => return Joined::No,
+    }
+    let j = skip(i + 1);
+    match b.get(j) {
+        None => Joined::Unknown,
+        Some(b'{') => Joined::At(j),
+        Some(_) => Joined::No,
+    }
+}

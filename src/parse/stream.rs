@@ -474,7 +474,7 @@ impl StreamParser {
                     self.flush_text(end);
                     return true;
                 };
-                let outcome = parse_block(kind, raw, closed, &self.opts);
+                let outcome = parse_block(kind, raw, closed, scan.into_walk(), &self.opts);
                 let problems = outcome
                     .problems
                     .into_iter()

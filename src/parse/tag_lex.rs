@@ -83,6 +83,38 @@ pub(crate) fn is_tool_name(name: &str) -> bool {
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/'))
 }
 
+/// [`attribute`] on the raw bytes of a tag: the common `name="value"` (first, no
+/// entities) is read without building a string of the whole tag.
+pub(crate) fn attribute_bytes(attrs: &[u8], name: &str) -> Option<String> {
+    match attribute_borrowed(attrs, name) {
+        Some(value) => (!value.is_empty()).then(|| value.to_string()),
+        None => attribute(&String::from_utf8_lossy(attrs), name),
+    }
+}
+
+/// The trimmed value of a leading `name="value"` (no entities) in a tag's raw bytes,
+/// borrowed; `None` when the tag is written otherwise (then see [`attribute`]).
+pub(crate) fn attribute_borrowed<'a>(attrs: &'a [u8], name: &str) -> Option<&'a str> {
+    let start = attrs.iter().position(|c| !c.is_ascii_whitespace())?;
+    let after = attrs[start..].strip_prefix(name.as_bytes())?;
+    let [b'=', quote @ (b'"' | b'\''), body @ ..] = after else {
+        return None;
+    };
+    let end = memchr::memchr(*quote, body)?;
+    if body[..end].contains(&b'&') {
+        return None;
+    }
+    std::str::from_utf8(&body[..end]).ok().map(str::trim)
+}
+
+/// The trimmed text of `raw` (lossy only when it is not UTF-8).
+pub(crate) fn trimmed_text(raw: &[u8]) -> String {
+    match std::str::from_utf8(raw) {
+        Ok(s) => s.trim().to_string(),
+        Err(_) => String::from_utf8_lossy(raw).trim().to_string(),
+    }
+}
+
 /// The value of attribute `name` in a tag's attribute text (quotes `"` or `'`).
 pub(crate) fn attribute(attrs: &str, name: &str) -> Option<String> {
     let mut rest = attrs;
@@ -106,4 +138,53 @@ pub(crate) fn attribute(attrs: &str, name: &str) -> Option<String> {
         rest = &rest[at + name.len()..];
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn attribute_fast_path_agrees() {
+        for raw in [
+            " name=\"web_search\"",
+            "name='q'",
+            " name=\" spaced \" x=1",
+            " name=\"a &amp; b\"",
+            " xname=\"x\" name=y",
+            " name=\"\"",
+            " name=\"unclosed",
+            "",
+        ] {
+            assert_eq!(
+                attribute_bytes(raw.as_bytes(), "name"),
+                attribute(raw, "name"),
+                "{raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn attributes() {
+        assert_eq!(
+            attribute(" name=\"web_search\"", "name"),
+            Some("web_search".into())
+        );
+        assert_eq!(
+            attribute(" id='1' name='a &amp; b'", "name"),
+            Some("a & b".into())
+        );
+        assert_eq!(attribute(" xname=\"x\" name=y", "name"), Some("y".into()));
+        assert_eq!(attribute(" name=\"\"", "name"), None);
+    }
+
+    #[test]
+    fn close_tags() {
+        assert_eq!(close_len(b"</parameter>x", false), Some((12, false)));
+        assert_eq!(close_len(b"</parameter1>x", false), Some((13, true)));
+        assert_eq!(close_len(b"</parameter\n", false), Some((11, true)));
+        assert_eq!(close_len(b"</parameter", false), None);
+        assert_eq!(close_len(b"</parameters-x", false), Some((0, false)));
+    }
 }

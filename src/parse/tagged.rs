@@ -15,7 +15,13 @@ use super::tagged_walk::{INVOKE, Note, QWEN, Syntax, ValueEnd, Walk, Walked};
 use super::types::ProblemKind;
 
 /// Parses a Qwen3-coder block (from `<tool_call>` when `wrapped`, else `<function=`).
-pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> BlockOutcome {
+/// `walk` is the block-end scanner's finished walk of the same block, when there is one.
+pub(crate) fn parse_qwen(
+    block: &str,
+    wrapped: bool,
+    walk: Option<Box<Walk>>,
+    opts: &ParseOptions,
+) -> BlockOutcome {
     let mut out = BlockOutcome::default();
     let b = block.as_bytes();
     let mut pos = 0;
@@ -26,14 +32,14 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
         }
     }
     if wrapped && prefix(&b[pos..], b"<parameter=") == Prefix::Full {
-        return headless(block, pos, opts);
+        return headless(block, pos, walk, opts);
     }
     // The scanner only hands over blocks that start this way.
     if prefix(&b[pos..], FUNCTION) != Prefix::Full {
         return out;
     }
-    let mut walk = Walk::new(&QWEN, wrapped, pos + FUNCTION.len());
-    let Walked::End { closed, .. } = walk.advance(b, true, opts) else {
+    let walk = walk.unwrap_or_else(|| Box::new(Walk::new(&QWEN, wrapped, pos + FUNCTION.len())));
+    let Some((walk, closed)) = finish(walk, b, opts) else {
         return out;
     };
     let name = match walk.name.clone().flatten() {
@@ -81,10 +87,10 @@ pub(crate) fn parse_qwen(block: &str, wrapped: bool, opts: &ParseOptions) -> Blo
 
 /// A `<tool_call>` whose `<function=NAME>` line is missing: the call is kept only when
 /// exactly one known tool has every parameter it gives.
-fn headless(block: &str, pos: usize, opts: &ParseOptions) -> BlockOutcome {
+fn headless(block: &str, pos: usize, walk: Option<Box<Walk>>, opts: &ParseOptions) -> BlockOutcome {
     let mut out = BlockOutcome::default();
-    let mut walk = Walk::headless(pos);
-    let Walked::End { closed, .. } = walk.advance(block.as_bytes(), true, opts) else {
+    let walk = walk.unwrap_or_else(|| Box::new(Walk::headless(pos)));
+    let Some((walk, closed)) = finish(walk, block.as_bytes(), opts) else {
         return out;
     };
     let keys: Vec<&str> = walk.params.iter().map(|p| p.key.as_str()).collect();
@@ -118,11 +124,15 @@ fn headless(block: &str, pos: usize, opts: &ParseOptions) -> BlockOutcome {
 }
 
 /// Parses an `<invoke name="...">` block.
-pub(crate) fn parse_invoke(block: &str, opts: &ParseOptions) -> BlockOutcome {
+pub(crate) fn parse_invoke(
+    block: &str,
+    walk: Option<Box<Walk>>,
+    opts: &ParseOptions,
+) -> BlockOutcome {
     let mut out = BlockOutcome::default();
     let b = block.as_bytes();
-    let mut walk = Walk::new(&INVOKE, false, "<invoke".len());
-    let Walked::End { closed, .. } = walk.advance(b, true, opts) else {
+    let walk = walk.unwrap_or_else(|| Box::new(Walk::new(&INVOKE, false, "<invoke".len())));
+    let Some((walk, closed)) = finish(walk, b, opts) else {
         return out;
     };
     match walk.name.clone() {
@@ -139,6 +149,19 @@ pub(crate) fn parse_invoke(block: &str, opts: &ParseOptions) -> BlockOutcome {
         ),
     }
     out
+}
+
+/// Runs `walk` to the block's end, unless the scanner already did: the walk and
+/// whether the call's closing tag ended it.
+fn finish(mut walk: Box<Walk>, b: &[u8], opts: &ParseOptions) -> Option<(Box<Walk>, bool)> {
+    if walk.done() {
+        let closed = walk.closed();
+        return Some((walk, closed));
+    }
+    match walk.advance(b, true, opts) {
+        Walked::End { closed, .. } => Some((walk, closed)),
+        Walked::NeedMore => None,
+    }
 }
 
 /// Turns the walk's parameters and notes into the call and its problems.

@@ -11,7 +11,10 @@ use serde_json::Value;
 
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::ParseOptions;
-use super::tag_lex::{KeyAt, Which, attribute, close_len, is_tool_name, tag_key, which};
+use super::tag_lex::{
+    KeyAt, Which, attribute_borrowed, attribute_bytes, close_len, is_tool_name, tag_key,
+    trimmed_text, which,
+};
 
 /// How one dialect writes its tags.
 #[derive(Debug)]
@@ -157,6 +160,8 @@ pub(crate) struct Walk {
     pub notes: Vec<Note>,
     /// The call's closing tag was seen (`</function>` inside `<tool_call>`).
     pub function_closed: bool,
+    /// How the walk ended, once it has.
+    ended: Option<bool>,
 }
 
 impl Walk {
@@ -185,11 +190,30 @@ impl Walk {
             params: Vec::new(),
             notes: Vec::new(),
             function_closed: false,
+            ended: None,
         }
+    }
+
+    /// Whether the walk has found the call's end.
+    pub(crate) fn done(&self) -> bool {
+        self.ended.is_some()
+    }
+
+    /// Whether the call's closing tag ended it (once `done`).
+    pub(crate) fn closed(&self) -> bool {
+        self.ended == Some(true)
     }
 
     /// Walks `block` (the whole block so far) as far as it decides.
     pub(crate) fn advance(&mut self, b: &[u8], eof: bool, opts: &ParseOptions) -> Walked {
+        let walked = self.walk(b, eof, opts);
+        if let Walked::End { closed, .. } = walked {
+            self.ended = Some(closed);
+        }
+        walked
+    }
+
+    fn walk(&mut self, b: &[u8], eof: bool, opts: &ParseOptions) -> Walked {
         loop {
             let step = match self.phase {
                 Phase::Head => self.head(b, eof, opts),
@@ -215,11 +239,11 @@ impl Walk {
             }
             return Step::Stop(Walked::NeedMore);
         };
-        let raw = String::from_utf8_lossy(&b[self.pos..gt]);
+        let raw = &b[self.pos..gt];
         let name = if self.syntax.qwen {
-            Some(raw.trim().to_string())
+            Some(trimmed_text(raw))
         } else {
-            attribute(&raw, "name")
+            attribute_bytes(raw, "name")
         };
         let name = name.filter(|n| is_tool_name(n));
         if let Some(n) = &name {
@@ -253,18 +277,20 @@ impl Walk {
                     continue;
                 }
                 Which::Tag(0) => {
-                    self.stray(b, q);
+                    // Notes only once the step is decided: a resumed walk repeats it.
                     let key_start = q + s.param_open.len();
                     let Some(gt) = memchr(b'>', &b[key_start..]).map(|k| key_start + k) else {
                         if !eof {
                             return Step::Stop(Walked::NeedMore);
                         }
+                        self.stray(b, q);
                         self.notes.push(Note::TagWithoutGt(q));
                         return Step::Stop(Walked::End {
                             len: b.len(),
                             closed: false,
                         });
                     };
+                    self.stray(b, q);
                     let Some(key) = self.key(&b[key_start..gt]) else {
                         self.notes.push(Note::NoKey(q));
                         self.pos = gt + 1;
@@ -371,8 +397,7 @@ impl Walk {
                         KeyAt::NeedMore => return self.hold(q, d),
                         KeyAt::NotATag => {}
                         KeyAt::Key(raw) => {
-                            let key = self.key(raw);
-                            if d.param == 0 && key.as_deref().is_some_and(|k| self.acceptable(k)) {
+                            if d.param == 0 && self.acceptable_raw(raw) {
                                 self.end_value(q, q, ValueEnd::Implicit);
                                 return Step::Continue;
                             }
@@ -440,22 +465,36 @@ impl Walk {
     }
 
     fn key(&self, raw: &[u8]) -> Option<String> {
-        let raw = String::from_utf8_lossy(raw);
         if self.syntax.qwen {
-            Some(raw.trim().to_string()).filter(|k| !k.is_empty())
+            Some(trimmed_text(raw)).filter(|k| !k.is_empty())
         } else {
-            attribute(&raw, "name")
+            attribute_bytes(raw, "name")
         }
+    }
+
+    /// [`Self::acceptable`] for a tag's raw key text, without copying the usual key.
+    fn acceptable_raw(&self, raw: &[u8]) -> bool {
+        if self.syntax.qwen {
+            // ASCII (and no vertical tab at an edge, which `str::trim` would also
+            // drop): the bytes are the key.
+            let t = raw.trim_ascii();
+            if t.is_ascii() && t.first() != Some(&0x0B) && t.last() != Some(&0x0B) {
+                return !t.is_empty() && self.acceptable(t);
+            }
+        } else if let Some(k) = attribute_borrowed(raw, "name") {
+            return !k.is_empty() && self.acceptable(k.as_bytes());
+        }
+        self.key(raw).is_some_and(|k| self.acceptable(k.as_bytes()))
     }
 
     /// A parameter that may start here: one the tool has (any, without a schema)
     /// and that the call has not given yet.
-    fn acceptable(&self, key: &str) -> bool {
-        if self.params.iter().any(|p| p.key == key) {
+    fn acceptable(&self, key: &[u8]) -> bool {
+        if self.params.iter().any(|p| p.key.as_bytes() == key) {
             return false;
         }
         match &self.known {
-            Some(known) => known.iter().any(|k| k == key),
+            Some(known) => known.iter().any(|k| k.as_bytes() == key),
             None => true,
         }
     }
@@ -481,7 +520,7 @@ impl Walk {
                 return match tag_key(b, i + s.param_open.len(), eof) {
                     KeyAt::NeedMore => None,
                     KeyAt::NotATag => Some(false),
-                    KeyAt::Key(raw) => Some(self.key(raw).is_some_and(|k| self.acceptable(&k))),
+                    KeyAt::Key(raw) => Some(self.acceptable_raw(raw)),
                 };
             }
             Prefix::No => {}
@@ -529,33 +568,4 @@ enum Step {
 fn property_names(schema: &Value) -> Option<Vec<String>> {
     let props = schema.get("properties")?.as_object()?;
     (!props.is_empty()).then(|| props.keys().cloned().collect())
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    #[test]
-    fn attributes() {
-        assert_eq!(
-            attribute(" name=\"web_search\"", "name"),
-            Some("web_search".into())
-        );
-        assert_eq!(
-            attribute(" id='1' name='a &amp; b'", "name"),
-            Some("a & b".into())
-        );
-        assert_eq!(attribute(" xname=\"x\" name=y", "name"), Some("y".into()));
-        assert_eq!(attribute(" name=\"\"", "name"), None);
-    }
-
-    #[test]
-    fn close_tags() {
-        assert_eq!(close_len(b"</parameter>x", false), Some((12, false)));
-        assert_eq!(close_len(b"</parameter1>x", false), Some((13, true)));
-        assert_eq!(close_len(b"</parameter\n", false), Some((11, true)));
-        assert_eq!(close_len(b"</parameter", false), None);
-        assert_eq!(close_len(b"</parameters-x", false), Some((0, false)));
-    }
 }
