@@ -14,6 +14,7 @@ mod runs;
 mod secrets;
 mod summary;
 mod timeline;
+mod totals;
 mod tree;
 mod writer;
 
