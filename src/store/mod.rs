@@ -105,6 +105,17 @@ fn describe(path: &Path, busy: std::time::Duration, e: rusqlite::Error) -> Store
     }
 }
 
+/// A connection closing (the process ending) leaves the WAL as it is, for the next
+/// process to go on with, rather than checkpointing it there and then: checkpoints
+/// belong to the upkeep thread, off every command's path.
+pub(crate) fn keep_wal_on_close(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .map(|_| ())
+}
+
 /// The record: one writer (group commit), a pool of read connections.
 #[derive(Clone)]
 pub struct Store {
@@ -137,6 +148,7 @@ impl Store {
         )
         .map_err(fail)?;
         conn.busy_timeout(busy).map_err(fail)?;
+        keep_wal_on_close(&conn).map_err(fail)?;
         match migrations::inspect(&conn).map_err(fail)? {
             Found::Newer(found) => {
                 return Err(StoreError::TooNew {
@@ -250,6 +262,7 @@ impl Store {
                 )
                 .map_err(fail)?;
                 c.busy_timeout(busy).map_err(fail)?;
+                keep_wal_on_close(&c).map_err(fail)?;
                 c.pragma_update(None, "query_only", "ON").map_err(fail)?;
                 c
             }

@@ -38,9 +38,12 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
     wal.push("-wal");
     let wal = PathBuf::from(wal);
     let mut conn: Option<Connection> = None;
-    let mut seen = 0u64;
+    // The first look comes at once: a WAL left long by short-lived processes (each
+    // closes without a checkpoint) is checkpointed by the next one.
+    let mut seen = u64::MAX;
+    let mut first = true;
     loop {
-        if let Err(RecvTimeoutError::Disconnected) = rx.recv_timeout(TICK) {
+        if !first && let Err(RecvTimeoutError::Disconnected) = rx.recv_timeout(TICK) {
             break;
         }
         let Some(w) = writer.upgrade() else { break };
@@ -48,12 +51,20 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
         if commits == seen {
             continue;
         }
+        if std::mem::take(&mut first) {
+            seen = commits;
+            let grown = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES);
+            if !grown {
+                continue;
+            }
+        }
         if conn.is_none() {
             conn = Connection::open_with_flags(
                 path,
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .and_then(|c| c.busy_timeout(busy).map(|()| c))
+            .and_then(|c| super::keep_wal_on_close(&c).map(|()| c))
             .map_err(|e| tracing::warn!(error = %e, "no upkeep connection"))
             .ok();
         }
