@@ -113,10 +113,7 @@ fn summaries_are_exact_before_and_after_the_fold() {
     let stats = store.global_stats().unwrap();
     check(&stats, 9_100);
     let shell = store.tool_stats("shell").unwrap();
-    assert_eq!(
-        stats.tools.iter().find(|t| t.tool == "shell"),
-        Some(&shell)
-    );
+    assert_eq!(stats.tools.iter().find(|t| t.tool == "shell"), Some(&shell));
     assert_eq!(store.tool_stats("nothing").unwrap().calls.total_calls, 0);
 }
 
@@ -162,8 +159,17 @@ fn a_run_tree_counts_folded_and_unfolded_records() {
     let path = dir.path().join("tree.db");
     let store = Store::open(&path).unwrap();
     let rt = rt();
-    rt.block_on(store.create_run("run_top", "conv_t", "a", "{}".into(), "me", 60_000, vec![], 0))
-        .unwrap();
+    rt.block_on(store.create_run(
+        "run_top",
+        "conv_t",
+        "a",
+        "{}".into(),
+        "me",
+        60_000,
+        vec![],
+        0,
+    ))
+    .unwrap();
     let mine = |range: std::ops::Range<usize>| -> Vec<CallRecord> {
         range
             .map(|n| CallRecord {

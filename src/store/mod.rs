@@ -76,7 +76,9 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
-    #[error("{path}: the writer has stopped (the store was closed); the last records may not be saved")]
+    #[error(
+        "{path}: the writer has stopped (the store was closed); the last records may not be saved"
+    )]
     WriterGone { path: PathBuf },
 }
 

@@ -213,7 +213,7 @@ impl Store {
             names.dedup();
             Ok(GlobalStats {
                 conversations,
-                calls: CallCounts::tally(statuses.into_iter()),
+                calls: CallCounts::tally(statuses),
                 duration_ms: histogram_percentiles(all.iter().map(|(b, n)| (*b, *n))),
                 tools: names
                     .into_iter()

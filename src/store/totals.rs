@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Records not yet folded that make an idle writer fold them.
-pub(super) const FOLD_AT: i64 = 4096;
+pub(super) const FOLD_AT: i64 = 1024;
 /// Records not yet folded that make even a busy writer fold them (bounds the tail a
 /// summary reads).
-pub(super) const FOLD_BUSY: i64 = 16 * FOLD_AT;
+pub(super) const FOLD_BUSY: i64 = 64 * FOLD_AT;
 /// Most records one fold (one transaction) takes.
 const FOLD_MAX: i64 = 65_536;
 
@@ -190,9 +190,8 @@ pub(super) fn conversations(conn: &Connection, tail: &Tally) -> rusqlite::Result
     let folded: i64 = conn
         .prepare_cached("SELECT count(*) FROM conversation_totals")?
         .query_row([], |r| r.get(0))?;
-    let mut known = conn.prepare_cached(
-        "SELECT 1 FROM conversation_totals WHERE conversation_id = ?1",
-    )?;
+    let mut known =
+        conn.prepare_cached("SELECT 1 FROM conversation_totals WHERE conversation_id = ?1")?;
     let mut new = 0u64;
     for c in tail.conversations.keys() {
         if known.query_row([c], |_| Ok(())).optional()?.is_none() {
@@ -218,9 +217,8 @@ pub(super) fn run_totals(
         e.1 += ms;
         Ok(())
     };
-    let mut s = conn.prepare_cached(
-        "SELECT tool, status, calls, total_ms FROM run_totals WHERE run_id = ?1",
-    )?;
+    let mut s = conn
+        .prepare_cached("SELECT tool, status, calls, total_ms FROM run_totals WHERE run_id = ?1")?;
     let mut rows = s.query([run_id])?;
     while let Some(r) = rows.next()? {
         add(r)?;
