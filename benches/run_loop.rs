@@ -4,8 +4,12 @@
 //! feeding the result back. Runs of 10 and 50 iterations show how the growing
 //! conversation (saved with every step) weighs.
 //!
+//! `ratios` prints the iteration beside the one-commit floor, both measured in the same
+//! run, interleaved.
+//!
 //! Run: `cargo bench --bench run_loop` (`BENCH_DIR=/dev/shm` puts the database on
-//! tmpfs; `BENCH_RUNTIME=current` uses a one-thread runtime).
+//! tmpfs; `BENCH_RUNTIME=current` uses a one-thread runtime; `-- ratios` for the
+//! ratios alone).
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
@@ -67,26 +71,64 @@ fn setup(iterations: usize) -> Setup {
     }
 }
 
+/// One whole run of `s`'s agent.
+fn run_once(s: &Setup) {
+    let start = StartRun {
+        agent: s.agent.clone(),
+        model: None,
+        conversation: None,
+        message: "go".into(),
+        tools_dir: None,
+        workspace: Some(s.workspace.clone()),
+    };
+    let run = s
+        .runtime
+        .block_on(s.runner.start(start))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run.status, RunStatus::Completed);
+}
+
 #[divan::bench(args = [10, 50], sample_count = 20)]
 fn iteration(bencher: Bencher, iterations: usize) {
     let s = setup(iterations);
     bencher
         .counter(ItemsCount::new(iterations))
-        .bench_local(|| {
-            let start = StartRun {
-                agent: s.agent.clone(),
-                model: None,
-                conversation: None,
-                message: "go".into(),
-                tools_dir: None,
-                workspace: Some(s.workspace.clone()),
-            };
-            let run = s
-                .runtime
-                .block_on(s.runner.start(start))
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(run.status, RunStatus::Completed);
-        });
+        .bench_local(|| run_once(&s));
+}
+
+/// The iteration beside the one-commit floor, interleaved, medians of 15 rounds:
+/// microseconds per iteration and per floor save, and their ratio.
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn ratios() {
+    const ROUNDS: usize = 15;
+    let (s10, s50, floor) = (setup(10), setup(50), setup(2));
+    let state = format!("{{\"pad\":\"{}\"}}", "x".repeat(4096));
+    let time = |n: usize, f: &dyn Fn()| {
+        let start = std::time::Instant::now();
+        f();
+        start.elapsed().as_secs_f64() * 1e6 / n as f64
+    };
+    let mut rows: [Vec<f64>; 3] = Default::default();
+    for _ in 0..ROUNDS {
+        rows[0].push(time(FLOOR_SAVES, &|| floor_once(&floor, &state, 1)));
+        rows[1].push(time(10, &|| run_once(&s10)));
+        rows[2].push(time(50, &|| run_once(&s50)));
+    }
+    let m: Vec<f64> = rows
+        .iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    for (i, n) in [(1, 10), (2, 50)] {
+        println!(
+            "loop iteration ({n}-iteration runs): {:.0} us, one-commit floor {:.0} us: {:.2}x (goal 1.2x)",
+            m[i],
+            m[0],
+            m[i] / m[0]
+        );
+    }
 }
 
 /// For comparison: the commits an iteration needs by design, and nothing else: a
@@ -95,16 +137,26 @@ fn iteration(bencher: Bencher, iterations: usize) {
 /// changes something, fenced so that a crash never runs it twice).
 #[divan::bench(args = [1, 2], sample_count = 20)]
 fn durable_floor(bencher: Bencher, commits: usize) {
+    let s = setup(2);
+    let state = format!("{{\"pad\":\"{}\"}}", "x".repeat(4096));
+    bencher
+        .counter(ItemsCount::new(FLOOR_SAVES))
+        .bench_local(|| floor_once(&s, &state, commits));
+}
+
+/// Saves per floor run.
+const FLOOR_SAVES: usize = 50;
+
+/// A run created, then [`FLOOR_SAVES`] saves of `state`, each with one call record,
+/// `commits` transactions each.
+fn floor_once(s: &Setup, state: &str, commits: usize) {
     use toolgate::protocol::{CallStatus, CallerKind};
     use toolgate::store::{CallRecord, RunSave};
-    const N: usize = 50;
-    let s = setup(2);
     let store = s.runner.store.clone();
-    let state = format!("{{\"pad\":\"{}\"}}", "x".repeat(4096));
     let owner = "bench-owner";
     let save = |i: usize, records: Vec<CallRecord>| RunSave {
         status: RunStatus::InProgress,
-        state: state.clone(),
+        state: state.to_string(),
         iteration: i as u32,
         last_error: None,
         add_pending: Vec::new(),
@@ -114,50 +166,48 @@ fn durable_floor(bencher: Bencher, commits: usize) {
         messages: Vec::new(),
         first_seq: 0,
     };
-    bencher.counter(ItemsCount::new(N)).bench_local(|| {
-        s.runtime.block_on(async {
-            let id = format!("run_{}", uuid::Uuid::new_v4().simple());
-            store
-                .create_run(
-                    &id,
-                    &format!("conv_{id}"),
-                    "bench",
-                    state.clone(),
-                    owner,
-                    60_000,
-                    Vec::new(),
-                    0,
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            for i in 0..N {
-                if commits == 2 {
-                    store
-                        .save_run(&id, owner, save(i, Vec::new()))
-                        .await
-                        .unwrap_or_else(|e| panic!("{e}"));
-                }
-                let record = CallRecord {
-                    call_id: format!("c{i}"),
-                    run_id: Some(id.clone()),
-                    conversation_id: format!("conv_{id}"),
-                    agent: None,
-                    caller: CallerKind::Agent,
-                    tool: "echo".into(),
-                    arguments: serde_json::json!({"text": "x"}),
-                    result: Some("x".into()),
-                    result_size: 1,
-                    status: CallStatus::Succeeded,
-                    error_kind: None,
-                    error_message: None,
-                    started_at: 0,
-                    duration_ms: 0.0,
-                };
+    s.runtime.block_on(async {
+        let id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        store
+            .create_run(
+                &id,
+                &format!("conv_{id}"),
+                "bench",
+                state.to_string(),
+                owner,
+                60_000,
+                Vec::new(),
+                0,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..FLOOR_SAVES {
+            if commits == 2 {
                 store
-                    .save_run(&id, owner, save(i, vec![record]))
+                    .save_run(&id, owner, save(i, Vec::new()))
                     .await
                     .unwrap_or_else(|e| panic!("{e}"));
             }
-        });
+            let record = CallRecord {
+                call_id: format!("c{i}"),
+                run_id: Some(id.clone()),
+                conversation_id: format!("conv_{id}"),
+                agent: None,
+                caller: CallerKind::Agent,
+                tool: "echo".into(),
+                arguments: serde_json::json!({"text": "x"}),
+                result: Some("x".into()),
+                result_size: 1,
+                status: CallStatus::Succeeded,
+                error_kind: None,
+                error_message: None,
+                started_at: 0,
+                duration_ms: 0.0,
+            };
+            store
+                .save_run(&id, owner, save(i, vec![record]))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
     });
 }

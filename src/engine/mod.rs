@@ -130,26 +130,16 @@ impl Engine {
         calls: Vec<PreparedCall>,
         cancel: &Cancel,
     ) -> Result<Vec<CallOutcome>, StoreError> {
-        let mut tasks = tokio::task::JoinSet::new();
-        let count = calls.len();
-        for (i, call) in calls.into_iter().enumerate() {
-            let engine = self.clone();
-            let cancel = cancel.clone();
-            // A child of the caller's span (a run's turn), though it runs on its own task.
+        // The calls run concurrently inside this task (each tool invocation runs on a
+        // task of its own, which catches its panics and stops it when dropped): no
+        // hand-off between threads just to start and collect them.
+        let outcomes: Vec<CallOutcome> = futures_util::future::join_all(calls.into_iter().map(|call| {
+            // A child of the caller's span (a run's turn).
             let span = tracing::info_span!(parent: tracing::Span::current(), "call", call_id = %call.call.id, tool = %call.call.name);
-            // Boxed: the call's future is large, and spawning moves it.
-            tasks.spawn(Box::pin(
-                async move { (i, engine.run_one(call, &cancel).await) }.instrument(span),
-            ));
-        }
-        let mut slots: Vec<Option<CallOutcome>> = (0..count).map(|_| None).collect();
-        while let Some(joined) = tasks.join_next().await {
-            // run_one catches the tool's panics itself; a join error here is a bug.
-            if let Ok((i, outcome)) = joined {
-                slots[i] = Some(outcome);
-            }
-        }
-        let outcomes: Vec<CallOutcome> = slots.into_iter().flatten().collect();
+            // Boxed: the call's future is large.
+            Box::pin(self.run_one(call, cancel).instrument(span))
+        }))
+        .await;
         if let Some(store) = &self.inner.store {
             store
                 .record_calls(outcomes.iter().map(|o| o.record.clone()).collect())

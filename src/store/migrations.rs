@@ -15,7 +15,12 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_secrets.sql"),
     include_str!("migrations/0005_subagents.sql"),
     include_str!("migrations/0006_decided_by.sql"),
+    include_str!("migrations/0007_totals.sql"),
 ];
+
+/// The migration that adds the running totals: the records already there are folded
+/// into them in the same transaction.
+const TOTALS: usize = 6;
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -62,6 +67,9 @@ pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch(sql)?;
+        if i == TOTALS {
+            super::totals::fold_all(&tx)?;
+        }
         tx.pragma_update(None, "user_version", i as i64 + 1)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)?;
         tx.commit()?;

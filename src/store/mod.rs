@@ -1,5 +1,6 @@
 //! The SQLite record: opening (WAL, migrations, refusing foreign or newer files), the
-//! writer thread that commits call records in groups, read connections for queries,
+//! writer that commits call records in groups, the upkeep thread (running totals, WAL
+//! checkpoints), read connections for queries,
 //! and errors that name the file and say what is wrong with it.
 
 mod decisions;
@@ -14,11 +15,12 @@ mod runs;
 mod secrets;
 mod summary;
 mod timeline;
+mod totals;
 mod tree;
+mod upkeep;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -74,7 +76,9 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
-    #[error("{path}: the writer thread has stopped; the last records may not be saved")]
+    #[error(
+        "{path}: the writer has stopped (the store was closed); the last records may not be saved"
+    )]
     WriterGone { path: PathBuf },
 }
 
@@ -103,7 +107,18 @@ fn describe(path: &Path, busy: std::time::Duration, e: rusqlite::Error) -> Store
     }
 }
 
-/// The record: one writer thread, a pool of read connections.
+/// A connection closing (the process ending) leaves the WAL as it is, for the next
+/// process to go on with, rather than checkpointing it there and then: checkpoints
+/// belong to the upkeep thread, off every command's path.
+pub(crate) fn keep_wal_on_close(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .map(|_| ())
+}
+
+/// The record: one writer (group commit), a pool of read connections.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
@@ -112,7 +127,7 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     options: StoreOptions,
-    writer: Mutex<Option<mpsc::Sender<writer::Msg>>>,
+    writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -135,6 +150,7 @@ impl Store {
         )
         .map_err(fail)?;
         conn.busy_timeout(busy).map_err(fail)?;
+        keep_wal_on_close(&conn).map_err(fail)?;
         match migrations::inspect(&conn).map_err(fail)? {
             Found::Newer(found) => {
                 return Err(StoreError::TooNew {
@@ -145,6 +161,14 @@ impl Store {
             }
             Found::Foreign(why) => return Err(StoreError::Foreign { path, why }),
             Found::Ours(version) => {
+                // A new, empty file holds nothing to lose: it is laid out (WAL switch,
+                // schema) without waiting for the disk; the first fsync comes with the
+                // first checkpoint. An existing file migrates with full syncs.
+                let fresh = version == 0;
+                if fresh {
+                    conn.pragma_update(None, "synchronous", "OFF")
+                        .map_err(fail)?;
+                }
                 let mode: String = conn
                     .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
                     .map_err(fail)?;
@@ -156,13 +180,22 @@ impl Store {
                         path,
                     });
                 }
-                conn.pragma_update(None, "synchronous", "NORMAL")
-                    .map_err(fail)?;
+                if !fresh {
+                    conn.pragma_update(None, "synchronous", "NORMAL")
+                        .map_err(fail)?;
+                }
                 conn.pragma_update(None, "foreign_keys", "ON")
                     .map_err(fail)?;
                 if version < migrations::LATEST {
                     migrations::migrate(&mut conn, version).map_err(fail)?;
                 }
+                if fresh {
+                    conn.pragma_update(None, "synchronous", "NORMAL")
+                        .map_err(fail)?;
+                }
+                // Checkpoints happen on the upkeep thread (upkeep.rs), not in a commit.
+                conn.pragma_update(None, "wal_autocheckpoint", 0)
+                    .map_err(fail)?;
                 if let Some(max) = options.max_bytes {
                     let page: i64 = conn
                         .pragma_query_value(None, "page_size", |r| r.get(0))
@@ -173,20 +206,20 @@ impl Store {
                 }
             }
         }
-        let (tx, rx) = mpsc::channel();
         let writer_path = path.clone();
-        std::thread::Builder::new()
-            .name("toolgate-store-writer".into())
-            .spawn(move || writer::run(conn, rx, move |e| describe(&writer_path, busy, e)))
-            .map_err(|e| StoreError::Sqlite {
-                path: path.clone(),
-                message: format!("cannot start the writer thread: {e}"),
-            })?;
+        let writer = Arc::new(writer::Writer::new(
+            conn,
+            Box::new(move |e| describe(&writer_path, busy, e)),
+        ));
+        upkeep::start(&writer, &path, busy).map_err(|e| StoreError::Sqlite {
+            path: path.clone(),
+            message: format!("cannot start the upkeep thread: {e}"),
+        })?;
         Ok(Store {
             inner: Arc::new(Inner {
                 path,
                 options,
-                writer: Mutex::new(Some(tx)),
+                writer,
                 readers: Mutex::new(Vec::new()),
             }),
         })
@@ -206,13 +239,11 @@ impl Store {
             path: self.inner.path.clone(),
         };
         let (ack, done) = oneshot::channel();
-        {
-            let guard = self.inner.writer.lock().map_err(|_| gone())?;
-            let sender = guard.as_ref().ok_or_else(gone)?;
-            sender
-                .send(writer::Msg::Calls(records, ack))
-                .map_err(|_| gone())?;
-        }
+        // Committed here unless another caller is writing (then it commits these too).
+        self.inner
+            .writer
+            .submit(writer::Msg::Calls(records, ack))
+            .map_err(|_| gone())?;
         done.await.map_err(|_| gone())?
     }
 
@@ -233,6 +264,7 @@ impl Store {
                 )
                 .map_err(fail)?;
                 c.busy_timeout(busy).map_err(fail)?;
+                keep_wal_on_close(&c).map_err(fail)?;
                 c.pragma_update(None, "query_only", "ON").map_err(fail)?;
                 c
             }
@@ -244,10 +276,9 @@ impl Store {
         result
     }
 
-    /// Stops the writer after everything sent so far is written.
+    /// Stops the writer after everything sent so far is written, and closes its
+    /// connection; later writes fail with [`StoreError::WriterGone`].
     pub fn close(&self) {
-        if let Ok(mut w) = self.inner.writer.lock() {
-            w.take();
-        }
+        self.inner.writer.close();
     }
 }

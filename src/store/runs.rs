@@ -1,6 +1,6 @@
 //! Runs in the store: each run's saved state and pending items, its conversation's
 //! messages, and the lease that lets exactly one process continue a run at a time.
-//! Every change is one IMMEDIATE transaction on the writer thread, so two processes
+//! Every change is one IMMEDIATE transaction on the writer, so two processes
 //! racing for the same run are serialised by SQLite itself.
 
 use super::lease::lease_holder_alive;
@@ -161,8 +161,8 @@ pub(super) fn pending_with_below(
 }
 
 impl Store {
-    /// Runs `f` in an IMMEDIATE transaction on the writer thread and commits it, unless
-    /// `f` fails.
+    /// Runs `f` in an IMMEDIATE transaction on the writer and commits it, unless `f`
+    /// fails.
     pub(crate) async fn transact<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, RunsError> + Send + 'static,
@@ -187,13 +187,11 @@ impl Store {
             });
             let _ = ack.send(result);
         };
-        {
-            let guard = self.inner.writer.lock().map_err(|_| gone())?;
-            let sender = guard.as_ref().ok_or_else(gone)?;
-            sender
-                .send(writer::Msg::Exec(Box::new(job)))
-                .map_err(|_| gone())?;
-        }
+        // Run here unless another caller is writing (then it runs this too).
+        self.inner
+            .writer
+            .submit(writer::Msg::Exec(Box::new(job)))
+            .map_err(|_| gone())?;
         done.await.map_err(|_| gone())?
     }
 

@@ -1,6 +1,6 @@
-//! Usage summaries in SQL over indexed columns: one conversation (the indexes cover
-//! every column it reads), one tool, and the whole database, each with the same
-//! counters ([`CallCounts`]), tallied in one place.
+//! Usage summaries: one conversation in SQL over a covering index (exact percentiles),
+//! one tool and the whole database from the running totals (`totals.rs`), each with the
+//! same counters ([`CallCounts`]), tallied in one place.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::totals::{self, ByStatus, Histogram};
 use super::{Store, StoreError};
 use crate::protocol::CallStatus;
 
@@ -138,19 +139,6 @@ fn durations(conn: &Connection, sql: &str, key: Option<&str>) -> rusqlite::Resul
     }
 }
 
-/// The counts of a `SELECT status, count(*) ... GROUP BY status` query.
-fn counts(conn: &Connection, sql: &str, key: Option<&str>) -> rusqlite::Result<CallCounts> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?));
-    let rows: Vec<(String, i64)> = match key {
-        Some(k) => stmt.query_map([k], row)?.collect::<rusqlite::Result<_>>()?,
-        None => stmt.query_map([], row)?.collect::<rusqlite::Result<_>>()?,
-    };
-    Ok(CallCounts::tally(
-        rows.iter().map(|(s, n)| (s.as_str(), (*n).max(0) as u64)),
-    ))
-}
-
 impl Store {
     /// The summary of one conversation.
     pub fn conversation_summary(
@@ -194,61 +182,85 @@ impl Store {
         })
     }
 
-    /// Statistics of one tool over every conversation.
+    /// Statistics of one tool over every conversation (from the running totals; its
+    /// percentiles to three significant digits from one millisecond up).
     pub fn tool_stats(&self, tool: &str) -> Result<ToolStats, StoreError> {
-        self.read(|conn| tool_stats(conn, tool))
+        self.read(|conn| {
+            let snapshot = conn.unchecked_transaction()?;
+            let (by_status, durations, _) = totals::tool_totals(&snapshot, Some(tool))?;
+            snapshot.finish()?;
+            Ok(tool_stats(tool, &by_status, &durations))
+        })
     }
 
-    /// Statistics of the whole database, with every tool's.
+    /// Statistics of the whole database, with every tool's (from the running totals;
+    /// percentiles to three significant digits from one millisecond up).
     pub fn global_stats(&self) -> Result<GlobalStats, StoreError> {
         self.read(|conn| {
-            let calls = counts(
-                conn,
-                "SELECT status, count(*) FROM tool_calls GROUP BY status",
-                None,
-            )?;
-            let conversations = conn
-                .query_row(
-                    "SELECT count(*) FROM (SELECT DISTINCT conversation_id FROM tool_calls)",
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )?
-                .max(0) as u64;
-            let duration_ms = percentiles(&mut durations(
-                conn,
-                "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool",
-                None,
-            )?);
-            let names: Vec<String> = conn
-                .prepare_cached("SELECT DISTINCT tool FROM tool_calls ORDER BY tool")?
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            let tools = names
-                .iter()
-                .map(|name| tool_stats(conn, name))
-                .collect::<rusqlite::Result<_>>()?;
+            let snapshot = conn.unchecked_transaction()?;
+            let (by_status, durations, tail) = totals::tool_totals(&snapshot, None)?;
+            let conversations = totals::conversations(&snapshot, &tail)?;
+            snapshot.finish()?;
+            let mut statuses: BTreeMap<&str, u64> = BTreeMap::new();
+            for ((_, status), n) in &by_status {
+                *statuses.entry(status.as_str()).or_default() += n;
+            }
+            let mut all: BTreeMap<i64, u64> = BTreeMap::new();
+            for ((_, b), n) in &durations {
+                *all.entry(*b).or_default() += n;
+            }
+            let mut names: Vec<&str> = by_status.keys().map(|(t, _)| t.as_str()).collect();
+            names.dedup();
             Ok(GlobalStats {
                 conversations,
-                calls,
-                duration_ms,
-                tools,
+                calls: CallCounts::tally(statuses),
+                duration_ms: histogram_percentiles(all.iter().map(|(b, n)| (*b, *n))),
+                tools: names
+                    .into_iter()
+                    .map(|name| tool_stats(name, &by_status, &durations))
+                    .collect(),
             })
         })
     }
 }
 
-fn tool_stats(conn: &Connection, tool: &str) -> rusqlite::Result<ToolStats> {
-    Ok(ToolStats {
+/// One tool's statistics out of the totals of every tool.
+fn tool_stats(tool: &str, by_status: &ByStatus, durations: &Histogram) -> ToolStats {
+    let key = |t: &str| (t.to_string(), String::new());
+    let statuses = by_status
+        .range(key(tool)..)
+        .take_while(|((t, _), _)| t == tool)
+        .map(|((_, s), n)| (s.as_str(), *n));
+    let buckets = durations
+        .range((tool.to_string(), i64::MIN)..)
+        .take_while(|((t, _), _)| t == tool)
+        .map(|((_, b), n)| (*b, *n));
+    ToolStats {
         tool: tool.to_string(),
-        calls: counts(
-            conn,
-            "SELECT status, count(*) FROM tool_calls WHERE tool = ?1 GROUP BY status",
-            Some(tool),
-        )?,
-        duration_ms: percentiles(&mut durations(
-            conn,
-            "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_tool WHERE tool = ?1",
-            Some(tool),
-        )?),
-    })
+        calls: CallCounts::tally(statuses),
+        duration_ms: histogram_percentiles(buckets),
+    }
+}
+
+/// Nearest-rank p50 and p95 of a histogram of microsecond buckets, in ascending order.
+fn histogram_percentiles(buckets: impl Iterator<Item = (i64, u64)> + Clone) -> Durations {
+    let n: u64 = buckets.clone().map(|(_, c)| c).sum();
+    if n == 0 {
+        return Durations::default();
+    }
+    let at = |p: f64| {
+        let rank = ((p * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for (b, c) in buckets.clone() {
+            seen += c;
+            if seen >= rank {
+                return b as f64 / 1000.0;
+            }
+        }
+        0.0
+    };
+    Durations {
+        p50: at(0.50),
+        p95: at(0.95),
+    }
 }

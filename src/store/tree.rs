@@ -1,7 +1,8 @@
 //! Trees of runs: a sub-agent's run linked to its parent's call, the items waiting
 //! anywhere below a paused run (with the path of run ids to each), a cancel that
 //! reaches every run below, and the tree's execution summary (calls, outcomes, tokens
-//! and time per run and per tool, with totals that include the children).
+//! and time per run and per tool, with totals that include the children), read from
+//! each run's running totals plus its records not folded into them yet.
 
 use std::collections::HashMap;
 
@@ -133,8 +134,9 @@ impl Store {
                 rows.push(find_run(&snapshot, id)?);
             }
             let mut nodes: HashMap<String, RunTree> = HashMap::new();
+            let mark = super::totals::folded_to(&snapshot)?;
             for row in &rows {
-                nodes.insert(row.id.clone(), node(&snapshot, row)?);
+                nodes.insert(row.id.clone(), node(&snapshot, row, mark)?);
             }
             snapshot.finish()?;
             // Children join their parents deepest first, in the order they started.
@@ -169,23 +171,10 @@ impl Store {
 }
 
 /// One run's own summary, without its children.
-fn node(conn: &Connection, row: &RunRow) -> Result<RunTree, RunsError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT tool, status, count(*), coalesce(sum(duration_ms), 0) FROM tool_calls WHERE run_id = ?1 GROUP BY tool, status",
-    )?;
+fn node(conn: &Connection, row: &RunRow, mark: i64) -> Result<RunTree, RunsError> {
     let mut summary = TreeTally::default();
     let mut tools: std::collections::BTreeMap<String, ToolTally> = Default::default();
-    let rows = stmt.query_map([&row.id], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, f64>(3)?,
-        ))
-    })?;
-    for r in rows {
-        let (tool, status, n, ms) = r?;
-        let n = n as u64;
+    for ((tool, status), (n, ms)) in super::totals::run_totals(conn, &row.id, mark)? {
         let t = tools.entry(tool).or_default();
         t.calls += n;
         t.total_ms += ms;

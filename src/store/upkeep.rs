@@ -1,0 +1,132 @@
+//! Upkeep off the hot path, on a thread of its own: it folds new records into the
+//! running totals (`totals.rs`) when no one waits to write (or, under constant load,
+//! once the tail grows long), and checkpoints the WAL with its own connection when the
+//! WAL has grown (PASSIVE: commits go on meanwhile; the writer's connection never
+//! checkpoints inside a commit). It wakes when the writer nudges it and every quarter
+//! second, and ends with the store.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::totals::{self, FOLD_AT, FOLD_BUSY};
+use super::writer::{Job, Writer};
+
+/// The WAL size that asks for a checkpoint (about SQLite's own default).
+const WAL_BYTES: u64 = 4 << 20;
+/// How often it looks without being nudged.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Starts the thread for `writer` on the database at `db`.
+pub(crate) fn start(writer: &Arc<Writer>, db: &Path, busy: Duration) -> std::io::Result<()> {
+    let (nudge, rx) = sync_channel(1);
+    writer.set_nudge(nudge);
+    let weak = Arc::downgrade(writer);
+    let path = db.to_path_buf();
+    std::thread::Builder::new()
+        .name("toolgate-store-upkeep".into())
+        .spawn(move || run(&weak, &path, busy, &rx))?;
+    Ok(())
+}
+
+fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = PathBuf::from(wal);
+    let mut conn: Option<Connection> = None;
+    // The first look comes at once: a WAL left long by short-lived processes (each
+    // closes without a checkpoint) is checkpointed by the next one.
+    let mut seen = u64::MAX;
+    let mut first = true;
+    loop {
+        if !first && let Err(RecvTimeoutError::Disconnected) = rx.recv_timeout(TICK) {
+            break;
+        }
+        let Some(w) = writer.upgrade() else { break };
+        let commits = w.commits.load(Ordering::Relaxed);
+        if commits == seen {
+            continue;
+        }
+        if std::mem::take(&mut first) {
+            seen = commits;
+            let grown = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES);
+            if !grown {
+                continue;
+            }
+        }
+        if conn.is_none() {
+            conn = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .and_then(|c| c.busy_timeout(busy).map(|()| c))
+            .and_then(|c| super::keep_wal_on_close(&c).map(|()| c))
+            .map_err(|e| tracing::warn!(error = %e, "no upkeep connection"))
+            .ok();
+        }
+        let Some(c) = &conn else { continue };
+        let mut caught_up = true;
+        match totals::unfolded(c) {
+            Ok(n) if n >= FOLD_AT => {
+                if !w.try_idle_job(fold_job()) {
+                    if n >= FOLD_BUSY {
+                        let _ = w.queue_job(fold_job());
+                    } else {
+                        // Busy: again at the next tick.
+                        caught_up = false;
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read the totals' mark"),
+        }
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES) {
+            checkpoint(c);
+        }
+        if caught_up {
+            seen = commits;
+        }
+    }
+}
+
+/// A transaction that folds one chunk of records into the totals.
+fn fold_job() -> Job {
+    Box::new(|conn: &mut Connection| {
+        let started = Instant::now();
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let n = totals::fold(&tx)?;
+            tx.commit()?;
+            Ok::<i64, rusqlite::Error>(n)
+        })();
+        match result {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(
+                records = n,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "totals folded"
+            ),
+            // The totals stay behind; summaries read the tail meanwhile.
+            Err(e) => tracing::warn!(error = %e, "totals not folded"),
+        }
+    })
+}
+
+fn checkpoint(conn: &Connection) {
+    let started = Instant::now();
+    match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+        Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    }) {
+        Ok((log, done)) => tracing::debug!(
+            wal_pages = log,
+            checkpointed = done,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "wal checkpoint"
+        ),
+        Err(e) => tracing::warn!(error = %e, "wal checkpoint failed"),
+    }
+}
