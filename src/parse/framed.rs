@@ -207,6 +207,13 @@ impl FramedScan {
                 b'{' | b'[' => self.extent.started = true,
                 // `NAME[ARGS]{..}` / `NAME[CALL_ID]id[ARGS]{..}`: on to the JSON.
                 _ if self.kind == Framed::Mistral => {
+                    // `NAME{..}`: the `[ARGS]` token dropped when special tokens are skipped.
+                    let name = super::mistral::name_len(&b[self.pos..]);
+                    if name > 0 && b.get(self.pos + name) == Some(&b'{') {
+                        self.pos += name;
+                        self.extent.started = true;
+                        continue;
+                    }
                     let line_end = memchr(b'\n', &b[self.pos..]).map_or(b.len(), |k| self.pos + k);
                     let Some(k) = find(&b[self.pos..line_end], b"[ARGS]") else {
                         return if line_end < b.len() || eof {
@@ -301,7 +308,7 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
         Framed::DeepSeek => deepseek(body, tag, opts, &mut out),
         Framed::Dsml => dsml(body, tag, opts, &mut out),
         Framed::Harmony => harmony(body, tag, opts, &mut out),
-        Framed::Mistral => mistral(body, tag, opts, &mut out),
+        Framed::Mistral => super::mistral::mistral(body, tag, opts, &mut out),
         Framed::PythonTag | Framed::BareJson => {
             super::json_calls::json_calls(body, tag, opts, &mut out)
         }
@@ -552,23 +559,6 @@ fn harmony(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     let to = to.split("<|").next().unwrap_or(to);
     let name = to.strip_prefix("functions.").unwrap_or(to);
     out.call = json_call(name, None, message, at, opts, out);
-}
-
-fn mistral(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let t = body.trim_start();
-    if t.starts_with('[') || t.starts_with('{') {
-        super::json_calls::json_calls(body, at, opts, out);
-        return;
-    }
-    let Some((head, args)) = t.split_once("[ARGS]") else {
-        return;
-    };
-    let name = head.split_once("[CALL_ID]").map_or(head, |(n, _)| n);
-    let id = head
-        .split_once("[CALL_ID]")
-        .map(|(_, id)| id.trim().to_string())
-        .filter(|s| !s.is_empty());
-    out.call = json_call(name, id, args, at, opts, out);
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod group;
 mod hermes;
 mod input;
 mod json_calls;
+mod mistral;
 mod native;
 mod opener;
 mod options;

@@ -22,7 +22,7 @@ pub(super) fn pythonic(body: &str, at: usize, opts: &ParseOptions, out: &mut Blo
         return;
     };
     let mut calls = Vec::new();
-    for item in split_top(inner, b',') {
+    'items: for item in split_top(inner, b',') {
         let item = item.trim();
         if item.is_empty() {
             continue;
@@ -47,8 +47,18 @@ pub(super) fn pythonic(body: &str, at: usize, opts: &ParseOptions, out: &mut Blo
             let Some((k, v)) = kw.split_once('=') else {
                 return not_pythonic(at, out);
             };
+            // One call whose value is no literal (`b'z'`, `1e999`) is dropped; its
+            // well-formed siblings stand.
             let Some(value) = pyliteral::to_json(v.trim()) else {
-                return not_pythonic(at, out);
+                out.problem(
+                    ProblemKind::SeveralCalls,
+                    at,
+                    format!(
+                        "dropped {name}(...): '{}' is not a literal",
+                        super::block::short(v.trim())
+                    ),
+                );
+                continue 'items;
             };
             map.insert(k.trim().to_string(), value);
         }

@@ -1,0 +1,33 @@
+//! Mistral tool calls after `[TOOL_CALLS]`: a JSON list, `NAME[ARGS]{..}` (with an
+//! optional `[CALL_ID]id`), or `NAME{..}` as detokenized with special tokens skipped.
+
+use super::block::BlockOutcome;
+use super::framed::json_call;
+use super::options::ParseOptions;
+
+/// Length of the tool name at the start of `b` (letters, digits, `_`, `-`, `.`).
+pub(super) fn name_len(b: &[u8]) -> usize {
+    b.iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+        .count()
+}
+
+pub(super) fn mistral(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
+    let t = body.trim_start();
+    if t.starts_with('[') || t.starts_with('{') {
+        super::json_calls::json_calls(body, at, opts, out);
+        return;
+    }
+    let Some((head, args)) = t.split_once("[ARGS]").or_else(|| {
+        let n = name_len(t.as_bytes());
+        (n > 0 && t[n..].starts_with('{')).then(|| t.split_at(n))
+    }) else {
+        return;
+    };
+    let name = head.split_once("[CALL_ID]").map_or(head, |(n, _)| n);
+    let id = head
+        .split_once("[CALL_ID]")
+        .map(|(_, id)| id.trim().to_string())
+        .filter(|s| !s.is_empty());
+    out.call = json_call(name, id, args, at, opts, out);
+}
