@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use toolgate::parse::{ParseOptions, ParsedTurn};
 
 /// Cases that must pass; raise it when more pass.
-const FLOOR: usize = 329;
+const FLOOR: usize = 330;
 
 #[derive(Debug, Deserialize)]
 struct Case {

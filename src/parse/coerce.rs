@@ -183,6 +183,16 @@ pub fn coerce_text_noting(
                         Some("a Python literal (single quotes, True/False/None) read as JSON");
                     return coerce_json_noting(v, schema, recovered);
                 }
+                // JSON whose quotes are backslash-escaped (`[{\"a\": 1}]`): the inside
+                // of a JSON string written without its outer quotes.
+                if t.contains("\\\"")
+                    && let Ok(inner) = serde_json::from_str::<String>(&format!("\"{t}\""))
+                    && let Ok(v) = serde_json::from_str::<Value>(&inner)
+                    && fits(&v)
+                {
+                    *recovered = Some("a value whose JSON quotes were backslash-escaped was read");
+                    return coerce_json_noting(v, schema, recovered);
+                }
             }
         }
     }
