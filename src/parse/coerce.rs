@@ -448,6 +448,21 @@ mod tests {
     }
 
     #[test]
+    fn backslash_quoted_json_is_read() {
+        let arr = json!({"type": "array"});
+        let mut how = None;
+        assert_eq!(
+            coerce_text_noting(r#"[{\"id\": \"1\"}]"#, Some(&arr), &mut how),
+            Ok(json!([{"id": "1"}]))
+        );
+        assert!(how.is_some());
+        // Not for a string parameter, and not when unescaping gives no JSON.
+        let s = json!({"type": "string"});
+        assert_eq!(coerce_text(r#"[\"a\"]"#, Some(&s)), Ok(json!(r#"[\"a\"]"#)));
+        assert!(coerce_text(r#"[\"a\""#, Some(&arr)).is_err());
+    }
+
+    #[test]
     fn typed_from_text() {
         assert_eq!(
             coerce_text(" 10 ", Some(&json!({"type": "integer"}))),

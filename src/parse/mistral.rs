@@ -31,3 +31,24 @@ pub(super) fn mistral(body: &str, at: usize, opts: &ParseOptions, out: &mut Bloc
         .filter(|s| !s.is_empty());
     out.call = json_call(name, id, args, at, opts, out);
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::super::framed::{Framed, FramedEnd, FramedScan};
+
+    #[test]
+    fn mistral_name_then_json_without_args_token() {
+        let mut s = FramedScan::new(Framed::Mistral);
+        let b = b"[TOOL_CALLS]add{\"a\": 1} tail";
+        assert_eq!(
+            s.advance(b, false),
+            FramedEnd::End {
+                len: b.len() - 5,
+                closed: true
+            }
+        );
+        let mut s = FramedScan::new(Framed::Mistral);
+        assert_eq!(s.advance(b"[TOOL_CALLS]add", false), FramedEnd::NeedMore);
+    }
+}
