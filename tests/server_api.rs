@@ -503,6 +503,8 @@ async fn the_api_key_guards_every_v1_route() {
         }
         let r = r.send().await.unwrap();
         assert_eq!(r.status().as_u16(), 401, "{auth:?}");
+        // The unread request ends its connection, and the client is told so.
+        assert_eq!(r.headers()["connection"], "close", "{auth:?}");
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["error"]["type"], "unauthorized");
     }

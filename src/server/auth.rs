@@ -38,6 +38,13 @@ fn unauthorized(message: &str) -> Response {
         axum::http::header::WWW_AUTHENTICATE,
         axum::http::HeaderValue::from_static("Bearer"),
     );
+    // The request's body is left unread (a client without the key doesn't get to make
+    // the server read it), so the connection can't carry another request: say so, or a
+    // client that reuses it finds it closed under its next request.
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
     response
 }
 
