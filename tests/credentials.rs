@@ -4,11 +4,13 @@
 //! values reach neither the records, the model, the output nor the database in clear.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod launching;
+use launching::all;
 
 const TOOL: &str = r#"name: gh
 description: Searches issues.
@@ -37,25 +39,8 @@ fn toolgate(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
         .env_remove("TOOLGATE_SECRET_KEY")
         .env_remove("OPENAI_API_KEY")
         .env("GH_ORG", "acme")
-        .env("KEY_FROM_ENV", API_KEY)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn all(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+        .env("KEY_FROM_ENV", API_KEY);
+    launching::feed(cmd, stdin)
 }
 
 #[test]

@@ -6,11 +6,13 @@
 //! the output or the database in clear.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod launching;
+use launching::all;
 
 const KEY: &str = "wx-key-3f9a61c2d0";
 const STATION: &str = "station-token-77b1";
@@ -38,25 +40,8 @@ fn toolgate(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]
         .env_remove("TOOLGATE_PYTHON")
         .env_remove("DIFY_WEATHER_API_KEY")
         .env_remove("DIFY_WEATHER_FORECAST_UNITS")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn all(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+        .envs(env.iter().copied());
+    launching::feed(cmd, stdin)
 }
 
 /// A folder with tools/weather (the fixture plugin).

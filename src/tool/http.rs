@@ -402,8 +402,9 @@ fn fill(template: &str, args: &Map<String, Value>, encode: bool) -> Option<Strin
     Some(out)
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-fn percent_encode(s: &str) -> String {
+/// Percent-encodes everything but RFC 3986 unreserved characters (a path segment or
+/// a value placed in a URL).
+pub(crate) fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

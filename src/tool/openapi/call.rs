@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::binding::{
     AUTH_PASSWORD, AUTH_TOKEN, AUTH_USERNAME, Auth, Binding, BodyShape, Location,
 };
-use crate::tool::http::{self, Body, DEFAULT_MAX_RESPONSE, Request, Retry};
+use crate::tool::http::{self, Body, DEFAULT_MAX_RESPONSE, Request, Retry, percent_encode};
 use crate::tool::net::AllowList;
 use crate::tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -59,19 +59,6 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters (a path segment).
-fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// The request one call makes. `args` are checked against the tool's schema, its
 /// credentials included.
 pub fn request(
@@ -90,7 +77,7 @@ pub fn request(
         let Some(v) = args.get(&p.arg) else { continue };
         match p.location {
             Location::Path => {
-                url = url.replace(&format!("{{{}}}", p.name), &encode_segment(&text_of(v)))
+                url = url.replace(&format!("{{{}}}", p.name), &percent_encode(&text_of(v)))
             }
             Location::Query => match v {
                 Value::Array(items) if p.explode => {
