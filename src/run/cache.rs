@@ -71,6 +71,9 @@ fn walk(dir: &Path, depth: usize, into: &mut Vec<(PathBuf, u64, Option<SystemTim
 /// Libraries by tools folder (`None`: built-ins only), with the stamp they were read at.
 type Libraries = HashMap<Option<PathBuf>, (Stamp, Arc<ToolLibrary>)>;
 
+/// Scripted models by replies file, with the stamp they were read at.
+type Scripted = HashMap<PathBuf, (Stamp, Arc<dyn crate::model::Model>)>;
+
 /// Where the problems of a tools folder are said, one line each.
 pub type Report = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -79,7 +82,7 @@ pub struct Loaded {
     agents: Mutex<HashMap<PathBuf, (Stamp, Agent)>>,
     libraries: Mutex<Libraries>,
     /// Scripted models by file: a replies file is parsed once, again when it changes.
-    scripted: Mutex<HashMap<PathBuf, (Stamp, Arc<dyn crate::model::Model>)>>,
+    scripted: Mutex<Scripted>,
     /// One load of a library at a time, so that each problem is said once.
     loading: Mutex<()>,
     report: Report,
