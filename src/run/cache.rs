@@ -71,6 +71,9 @@ fn walk(dir: &Path, depth: usize, into: &mut Vec<(PathBuf, u64, Option<SystemTim
 /// Libraries by tools folder (`None`: built-ins only), with the stamp they were read at.
 type Libraries = HashMap<Option<PathBuf>, (Stamp, Arc<ToolLibrary>)>;
 
+/// Scripted models by replies file, with the stamp they were read at.
+type Scripted = HashMap<PathBuf, (Stamp, Arc<dyn crate::model::Model>)>;
+
 /// Where the problems of a tools folder are said, one line each.
 pub type Report = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -78,6 +81,8 @@ pub type Report = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct Loaded {
     agents: Mutex<HashMap<PathBuf, (Stamp, Agent)>>,
     libraries: Mutex<Libraries>,
+    /// Scripted models by file: a replies file is parsed once, again when it changes.
+    scripted: Mutex<Scripted>,
     /// One load of a library at a time, so that each problem is said once.
     loading: Mutex<()>,
     report: Report,
@@ -98,6 +103,7 @@ impl Loaded {
         Self {
             agents: Mutex::default(),
             libraries: Mutex::default(),
+            scripted: Mutex::default(),
             loading: Mutex::new(()),
             report,
             changes: tokio::sync::watch::channel(0).0,
@@ -108,6 +114,31 @@ impl Loaded {
     /// because its folder changed (what the MCP gateway tells its clients).
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// The scripted model of the replies file `path`, parsed again only when the file
+    /// changed (a scripted model keeps no state between runs).
+    pub fn scripted(
+        &self,
+        path: &Path,
+    ) -> Result<Arc<dyn crate::model::Model>, crate::model::ModelError> {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let stamp = Stamp::of_file(&path);
+        if let Some((seen, model)) = self
+            .scripted
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&path).cloned())
+            && seen == stamp
+        {
+            return Ok(model);
+        }
+        let model: Arc<dyn crate::model::Model> =
+            Arc::new(crate::model::ScriptedModel::load(&path)?);
+        if let Ok(mut m) = self.scripted.lock() {
+            m.insert(path, (stamp, Arc::clone(&model)));
+        }
+        Ok(model)
     }
 
     /// The agent in `path`, read again only when the file changed.

@@ -10,6 +10,7 @@ mod error;
 mod final_tool;
 mod hidden;
 mod object;
+mod paths;
 mod sealing;
 mod single_call;
 mod sink;
@@ -29,6 +30,8 @@ pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
 pub use error::RunError;
 pub use object::run_object;
+use paths::absolute_model_name;
+pub(crate) use paths::{absolute, workspace_of};
 pub use single_call::{NO_MODEL, NoModel, StartCall};
 pub use state::{Phase, RunState, TreePlace, TurnCall};
 
@@ -163,9 +166,12 @@ impl Runner {
         if name == NO_MODEL {
             return Ok(Arc::new(NoModel));
         }
-        match &self.model {
-            Some(m) => Ok(Arc::clone(m)),
-            None => Ok(model::from_name(name, self.model_config.clone())?),
+        match (&self.model, name.split_once(':')) {
+            (Some(m), _) => Ok(Arc::clone(m)),
+            (None, Some(("scripted", path))) if !path.is_empty() => {
+                Ok(self.loaded.scripted(Path::new(path))?)
+            }
+            (None, _) => Ok(model::from_name(name, self.model_config.clone())?),
         }
     }
 
@@ -241,10 +247,15 @@ impl Runner {
                 link: tree.map(|(link, _)| link),
             })
             .await?;
-        let conv = conversation_id.clone();
-        let standing = self
-            .read(move |store| Ok(store.standing_approvals(&conv)?))
-            .await?;
+        // A new conversation has no standing approvals yet: no read for it.
+        let standing = match &req.conversation {
+            Some(conv) => {
+                let conv = conv.clone();
+                self.read(move |store| Ok(store.standing_approvals(&conv)?))
+                    .await?
+            }
+            None => Vec::new(),
+        };
         let live = Live {
             run_id,
             conversation_id,
@@ -563,32 +574,6 @@ pub(crate) fn messages_json(messages: &[Message]) -> Result<Vec<String>, RunErro
 fn state_json(state: &RunState) -> Result<String, RunError> {
     serde_json::to_string(state)
         .map_err(|e| RunError::Corrupt(format!("cannot save the run's state: {e}")))
-}
-
-/// `scripted:` paths made absolute, so that another folder's process finds the file.
-fn absolute_model_name(name: &str) -> String {
-    match name.split_once(':') {
-        Some(("scripted", path)) if !path.is_empty() => {
-            let path = Path::new(path);
-            let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-            format!("scripted:{}", abs.display())
-        }
-        _ => name.to_string(),
-    }
-}
-
-/// `path` made absolute (as it is when that fails).
-pub(crate) fn absolute(path: &std::path::Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// The root for a run's file tools: the one asked for, else the agent's, else the
-/// current folder; absolute.
-pub(crate) fn workspace_of(asked: Option<&std::path::Path>, agent: &Agent) -> PathBuf {
-    let workspace = asked
-        .or(agent.workspace.as_deref())
-        .unwrap_or(std::path::Path::new("."));
-    absolute(workspace)
 }
 
 /// A new id: `prefix`, `_` and 16 hex digits.
