@@ -11,25 +11,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 
 fn toolgate(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_TOOLS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that fails on its arguments may exit before reading stdin.
-    let written = child.stdin.take().unwrap().write_all(stdin);
-    assert!(
-        written.is_ok()
-            || written
-                .as_ref()
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),
-        "{written:?}"
-    );
-    child.wait_with_output().unwrap()
+    toolgate_streamed(args, stdin.to_vec(), dir)
 }
 
 fn json_lines(out: &Output) -> Vec<Value> {
