@@ -68,6 +68,26 @@ fn walk(dir: &Path, depth: usize, into: &mut Vec<(PathBuf, u64, Option<SystemTim
     }
 }
 
+/// What was read from `path`, from `cache` while the file is unchanged, else read again
+/// by `load` (and kept).
+fn file_cached<T: Clone, E>(
+    cache: &Mutex<HashMap<PathBuf, (Stamp, T)>>,
+    path: &Path,
+    load: impl FnOnce(&Path) -> Result<T, E>,
+) -> Result<T, E> {
+    let stamp = Stamp::of_file(path);
+    if let Some((seen, value)) = cache.lock().ok().and_then(|m| m.get(path).cloned())
+        && seen == stamp
+    {
+        return Ok(value);
+    }
+    let value = load(path)?;
+    if let Ok(mut m) = cache.lock() {
+        m.insert(path.to_path_buf(), (stamp, value.clone()));
+    }
+    Ok(value)
+}
+
 /// Libraries by tools folder (`None`: built-ins only), with the stamp they were read at.
 type Libraries = HashMap<Option<PathBuf>, (Stamp, Arc<ToolLibrary>)>;
 
@@ -123,37 +143,14 @@ impl Loaded {
         path: &Path,
     ) -> Result<Arc<dyn crate::model::Model>, crate::model::ModelError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let stamp = Stamp::of_file(&path);
-        if let Some((seen, model)) = self
-            .scripted
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&path).cloned())
-            && seen == stamp
-        {
-            return Ok(model);
-        }
-        let model: Arc<dyn crate::model::Model> =
-            Arc::new(crate::model::ScriptedModel::load(&path)?);
-        if let Ok(mut m) = self.scripted.lock() {
-            m.insert(path, (stamp, Arc::clone(&model)));
-        }
-        Ok(model)
+        file_cached(&self.scripted, &path, |p| {
+            Ok(Arc::new(crate::model::ScriptedModel::load(p)?) as Arc<dyn crate::model::Model>)
+        })
     }
 
     /// The agent in `path`, read again only when the file changed.
     pub fn agent(&self, path: &Path) -> Result<Agent, AgentError> {
-        let stamp = Stamp::of_file(path);
-        if let Some((seen, agent)) = self.agents.lock().ok().and_then(|m| m.get(path).cloned())
-            && seen == stamp
-        {
-            return Ok(agent);
-        }
-        let agent = Agent::load(path)?;
-        if let Ok(mut m) = self.agents.lock() {
-            m.insert(path.to_path_buf(), (stamp, agent.clone()));
-        }
-        Ok(agent)
+        file_cached(&self.agents, path, Agent::load)
     }
 
     /// The library for `dir` (`None`: built-ins only), loaded by `load` only when the
