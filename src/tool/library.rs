@@ -18,15 +18,6 @@ use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
 use crate::parse::Schemas;
 
-/// A task that is aborted when its handle is dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Where a tool was defined.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
@@ -152,19 +143,23 @@ impl LoadedTool {
         }
     }
 
-    /// Validates and runs one call: on its own task (a panic becomes an error), within
-    /// the tool's timeout.
+    /// Validates and runs one call within the tool's timeout; a panic becomes an error.
+    /// The tool runs inside the caller's task, not on one of its own: spawning it cost a
+    /// hand-off between threads per call (a wake of another worker and one back), more
+    /// than the whole call of a quick tool. Dropping the call (cancelled, timed out)
+    /// drops the tool's future at once, which stops its programs.
     pub async fn invoke(
         &self,
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
+        use futures_util::FutureExt;
         let mut args = self.check(args)?;
         // Credentials join after the check: the model's schema does not list them.
         for (k, v) in &ctx.injected {
             args.insert(k.clone(), v.clone());
         }
-        let Some(runner) = self.runner.clone() else {
+        let Some(runner) = self.runner.as_ref() else {
             return Err(ToolError::ClientSide(self.spec.name.clone()));
         };
         // The call's secret values: never quoted by an output check nor a streamed part.
@@ -177,17 +172,21 @@ impl LoadedTool {
                     .filter_map(|v| v.as_str().map(String::from)),
             );
         }
-        let ctx = ctx.clone().with_masks(hidden.clone());
+        let masked;
+        let ctx = if hidden.is_empty() {
+            ctx
+        } else {
+            masked = ctx.clone().with_masks(hidden.clone());
+            &masked
+        };
         let timeout = self
             .spec
             .timeout
             .map_or(ctx.default_timeout, std::time::Duration::from_secs_f64);
-        // Aborted when this call is dropped (cancelled), not left running.
-        let mut task = AbortOnDrop(tokio::spawn(async move { runner.call(&ctx, args).await }));
-        match tokio::time::timeout(timeout, &mut task.0).await {
+        let call = std::panic::AssertUnwindSafe(runner.call(ctx, args)).catch_unwind();
+        match tokio::time::timeout(timeout, call).await {
             Ok(Ok(result)) => result.and_then(|out| self.check_output(out, &hidden)),
-            Ok(Err(join)) if join.is_panic() => {
-                let payload = join.into_panic();
+            Ok(Err(payload)) => {
                 let message = payload
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
@@ -195,13 +194,8 @@ impl LoadedTool {
                     .unwrap_or_else(|| "panic".to_string());
                 Err(ToolError::Panicked(message))
             }
-            Ok(Err(_)) => Err(ToolError::Cancelled),
-            Err(_) => {
-                // Reported only once the tool is stopped (its programs killed).
-                task.0.abort();
-                let _ = (&mut task.0).await;
-                Err(ToolError::Timeout(timeout))
-            }
+            // The tool's future is dropped by now: its programs are stopped.
+            Err(_) => Err(ToolError::Timeout(timeout)),
         }
     }
 }
