@@ -140,12 +140,26 @@ impl Engine {
             Box::pin(self.run_one(call, cancel).instrument(span))
         }))
         .await;
-        if let Some(store) = &self.inner.store {
-            store
-                .record_calls(outcomes.iter().map(|o| o.record.clone()).collect())
-                .await?;
-        }
-        Ok(outcomes)
+        let Some(store) = &self.inner.store else {
+            return Ok(outcomes);
+        };
+        // The records go to the store and come back committed: not copied.
+        let (heads, records): (Vec<_>, Vec<_>) = outcomes
+            .into_iter()
+            .map(|o| ((o.call_id, o.tool, o.status, o.result), o.record))
+            .unzip();
+        let records = store.commit_records(records).await?;
+        Ok(heads
+            .into_iter()
+            .zip(records)
+            .map(|((call_id, tool, status, result), record)| CallOutcome {
+                call_id,
+                tool,
+                status,
+                result,
+                record,
+            })
+            .collect())
     }
 
     fn emit(&self, event: Event) {
@@ -193,17 +207,25 @@ impl Engine {
         };
         let started_at = now_ms();
         let mut execution = Duration::ZERO;
-        let mut arguments = Value::Object(call.arguments.clone());
+        let ToolCall {
+            id: call_id,
+            name,
+            arguments: call_arguments,
+        } = call;
+        let arguments;
         let category = tool.as_ref().ok().and_then(|t| t.spec.category.clone());
         // What the record must not hold in clear, even when the tool echoes it.
         let mut secrets = Vec::new();
         // Credential values: not even the model sees them, should the tool echo one.
         let mut credential_values = Vec::new();
         let result = match tool {
-            Err(e) => Err(e),
+            Err(e) => {
+                arguments = Value::Object(call_arguments);
+                Err(e)
+            }
             Ok(tool) => {
-                arguments = Value::Object(tool.redact(&call.arguments));
-                crate::secrets::secret_values(&tool.spec.parameters, &call.arguments, &mut secrets);
+                arguments = Value::Object(tool.redact(&call_arguments));
+                tool.secret_values(&call_arguments, &mut secrets);
                 let injected = self.credentials(&tool).await;
                 if let Ok(values) = &injected {
                     credential_values
@@ -223,12 +245,12 @@ impl Engine {
                     (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Execution(why)),
                     (Some(Ok(permit)), Ok(injected)) => {
                         self.emit(Event::ToolStarted {
-                            call_id: call.id.clone(),
-                            tool: call.name.clone(),
+                            call_id: call_id.clone(),
+                            tool: name.clone(),
                             conversation_id: conversation_id.clone(),
                         });
                         let mut ctx = ToolContext::new(self.inner.config.workspace.clone());
-                        ctx.call_id = call.id.clone();
+                        ctx.call_id = call_id.clone();
                         ctx.injected = injected;
                         ctx.default_timeout = self.inner.config.default_timeout;
                         if let Some(tx) = &self.inner.events {
@@ -236,7 +258,7 @@ impl Engine {
                         }
                         let start = Instant::now();
                         let r = tokio::select! {
-                            r = tool.invoke(&ctx, call.arguments.clone()) => r,
+                            r = tool.invoke(&ctx, call_arguments) => r,
                             _ = cancel.cancelled() => Err(ToolError::Cancelled),
                         };
                         execution = start.elapsed();
@@ -264,12 +286,12 @@ impl Engine {
             Err(_) => CallStatus::Failed,
         };
         let mut record = CallRecord {
-            call_id: call.id.clone(),
+            call_id: call_id.clone(),
             run_id,
             conversation_id,
             agent,
             caller,
-            tool: call.name.clone(),
+            tool: name.clone(),
             arguments,
             result: None,
             result_size: 0,
@@ -280,7 +302,13 @@ impl Engine {
             duration_ms: execution.as_secs_f64() * 1000.0,
         };
         match &result {
-            Ok(out) => record.set_result(&crate::secrets::mask_values(&out.to_text(), &secrets)),
+            Ok(out) => {
+                let text = out.to_text();
+                record.set_result_text(match crate::secrets::mask_values(&text, &secrets) {
+                    std::borrow::Cow::Owned(masked) => masked,
+                    std::borrow::Cow::Borrowed(_) => text,
+                })
+            }
             Err(e) => {
                 record.error_kind = Some(e.kind().to_string());
                 record.error_message =
@@ -294,15 +322,15 @@ impl Engine {
             "call finished"
         );
         self.emit(Event::ToolFinished {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
+            call_id: call_id.clone(),
+            tool: name.clone(),
             status,
             duration_ms: record.duration_ms,
             error_kind: record.error_kind.clone(),
         });
         CallOutcome {
-            call_id: call.id,
-            tool: call.name,
+            call_id,
+            tool: name,
             status,
             result,
             record,

@@ -232,8 +232,17 @@ impl Store {
     /// Writes `records` and returns once they are committed (with whatever other
     /// batches shared the transaction).
     pub async fn record_calls(&self, records: Vec<CallRecord>) -> Result<(), StoreError> {
+        self.commit_records(records).await.map(drop)
+    }
+
+    /// [`Store::record_calls`], giving the records back once committed (so that a
+    /// caller that still needs them does not copy them first).
+    pub async fn commit_records(
+        &self,
+        records: Vec<CallRecord>,
+    ) -> Result<Vec<CallRecord>, StoreError> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(records);
         }
         let gone = || StoreError::WriterGone {
             path: self.inner.path.clone(),

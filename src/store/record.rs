@@ -35,13 +35,30 @@ pub struct CallRecord {
 impl CallRecord {
     /// Sets the result, keeping at most [`RESULT_CAP`] bytes (on a character boundary).
     pub fn set_result(&mut self, text: &str) {
+        let cut = cap_at(text);
         self.result_size = text.len();
-        let mut cut = text.len().min(RESULT_CAP);
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
         self.result = Some(text[..cut].to_string());
     }
+
+    /// [`CallRecord::set_result`], keeping `text` (cut to the cap) rather than copying it.
+    pub fn set_result_text(&mut self, mut text: String) {
+        self.result_size = text.len();
+        let cut = cap_at(&text);
+        if cut < text.len() {
+            text.truncate(cut);
+            text.shrink_to_fit();
+        }
+        self.result = Some(text);
+    }
+}
+
+/// Where [`RESULT_CAP`] cuts `text` (on a character boundary).
+fn cap_at(text: &str) -> usize {
+    let mut cut = text.len().min(RESULT_CAP);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
 }
 
 /// A record read back, with its record id.

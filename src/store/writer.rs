@@ -24,14 +24,14 @@ const GROUP_MAX: usize = 512;
 pub(crate) type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 pub(crate) enum Msg {
-    /// Records to insert; the answer comes after the commit.
+    /// Records to insert; the answer (the records given back) comes after the commit.
     Calls(Vec<CallRecord>, Ack),
     /// Work that needs a transaction of its own (run state, decisions); it answers
     /// through its own channel.
     Exec(Job),
 }
 
-type Ack = oneshot::Sender<Result<(), StoreError>>;
+pub(crate) type Ack = oneshot::Sender<Result<Vec<CallRecord>, StoreError>>;
 
 type Describe = Box<dyn Fn(rusqlite::Error) -> StoreError + Send + Sync>;
 
@@ -214,9 +214,9 @@ impl Writer {
                 );
             }
         }
-        for (_, ack) in batches {
+        for (records, ack) in batches {
             // A caller that stopped waiting does not need the answer.
-            let _ = ack.send(result.clone());
+            let _ = ack.send(result.clone().map(|()| records));
         }
         let pending = self
             .unnudged

@@ -40,6 +40,9 @@ pub struct LoadedTool {
     pub output: Option<Schema>,
     pub source: Source,
     runner: Option<Arc<dyn Tool>>,
+    /// Whether its parameters mark anything secret (most tools: no, and then no call
+    /// of it needs a look for secret values).
+    secret: bool,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -73,6 +76,7 @@ impl LoadedTool {
             }
         };
         Ok(Self {
+            secret: crate::secrets::has_secrets(&spec.parameters),
             spec,
             schema,
             output,
@@ -97,7 +101,17 @@ impl LoadedTool {
 
     /// The arguments with secret parameters hidden, for logs and records.
     pub fn redact(&self, args: &Map<String, Value>) -> Map<String, Value> {
+        if !self.secret {
+            return args.clone();
+        }
         crate::secrets::mask_args(&self.spec.parameters, args)
+    }
+
+    /// Adds the secret values of `args` (those under a parameter marked secret) to `out`.
+    pub fn secret_values(&self, args: &Map<String, Value>, out: &mut Vec<String>) {
+        if self.secret {
+            crate::secrets::secret_values(&self.spec.parameters, args, out);
+        }
     }
 
     /// Checks an output against the declared output schema, if any. An output the tool
@@ -165,7 +179,7 @@ impl LoadedTool {
         // The call's secret values: never quoted by an output check nor a streamed part.
         let mut hidden = Vec::new();
         if self.output.is_some() || ctx.streams() {
-            crate::secrets::secret_values(&self.spec.parameters, &args, &mut hidden);
+            self.secret_values(&args, &mut hidden);
             hidden.extend(
                 ctx.injected
                     .values()
@@ -276,6 +290,7 @@ impl ToolLibrary {
                 continue;
             }
             let loaded = LoadedTool {
+                secret: crate::secrets::has_secrets(&spec.parameters),
                 spec,
                 schema,
                 output: None,
@@ -319,6 +334,7 @@ impl ToolLibrary {
             Some(v) => Some(Schema::compile(v).map_err(|e| format!("{}: output: {e}", spec.name))?),
         };
         let loaded = LoadedTool {
+            secret: crate::secrets::has_secrets(&spec.parameters),
             spec,
             schema,
             output,
