@@ -162,9 +162,10 @@ impl Engine {
             .collect())
     }
 
-    fn emit(&self, event: Event) {
+    /// Sends the event `make` builds, built only when someone listens.
+    fn emit(&self, make: impl FnOnce() -> Event) {
         if let Some(tx) = &self.inner.events {
-            let _ = tx.send(event);
+            let _ = tx.send(make());
         }
     }
 
@@ -244,7 +245,7 @@ impl Engine {
                     (None, _) => Err(ToolError::Cancelled),
                     (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Execution(why)),
                     (Some(Ok(permit)), Ok(injected)) => {
-                        self.emit(Event::ToolStarted {
+                        self.emit(|| Event::ToolStarted {
                             call_id: call_id.clone(),
                             tool: name.clone(),
                             conversation_id: conversation_id.clone(),
@@ -321,7 +322,7 @@ impl Engine {
             error_kind = record.error_kind.as_deref().unwrap_or(""),
             "call finished"
         );
-        self.emit(Event::ToolFinished {
+        self.emit(|| Event::ToolFinished {
             call_id: call_id.clone(),
             tool: name.clone(),
             status,

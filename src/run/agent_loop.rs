@@ -213,7 +213,9 @@ impl Runner {
                 error,
             },
         });
-        self.get(&run_id).await
+        // A read by key, on this thread: a hand-off to the blocking pool for it
+        // would cost more than the read.
+        self.show(&run_id)
     }
 
     /// The loop.
@@ -312,7 +314,7 @@ impl Runner {
             live.state.usage.add(reply.usage);
             let had_native = !reply.native.is_empty();
             let parsed = sink.finish(reply.native);
-            let calls = unique_ids(parsed.calls, &live.state.used_ids());
+            let calls = unique_ids(parsed.calls, &live.state);
             let unreadable: Vec<&str> = parsed
                 .problems
                 .iter()

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::state::{Phase, TurnCall};
+use super::state::{Phase, RunState, TurnCall};
 use super::{Live, Runner};
 use crate::engine::{CallOutcome, PreparedCall, now_ms};
 use crate::parse::ToolCall;
@@ -198,8 +198,23 @@ pub(super) fn outcome_text(outcome: &CallOutcome) -> String {
 }
 
 /// Call ids unique within the conversation: a repeated id gets a suffix.
-pub(super) fn unique_ids(calls: Vec<ToolCall>, used: &HashSet<&str>) -> Vec<ToolCall> {
-    let mut taken: HashSet<String> = used.iter().map(|s| s.to_string()).collect();
+/// `calls` with ids unused in the conversation so far (`state`) and among themselves:
+/// a repeated id gets `_2`, `_3`... The usual turn has no repeat, and then nothing
+/// is built but a set of its own few ids (not one of every id of the conversation).
+pub(super) fn unique_ids(calls: Vec<ToolCall>, state: &RunState) -> Vec<ToolCall> {
+    let repeats = {
+        let new: HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        new.len() < calls.len()
+            || state
+                .messages
+                .iter()
+                .flat_map(|m| &m.tool_calls)
+                .any(|c| new.contains(c.id.as_str()))
+    };
+    if !repeats {
+        return calls;
+    }
+    let mut taken: HashSet<String> = state.used_ids().into_iter().map(String::from).collect();
     calls
         .into_iter()
         .map(|mut call| {
