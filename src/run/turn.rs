@@ -200,16 +200,19 @@ pub(super) fn outcome_text(outcome: &CallOutcome) -> String {
 /// Call ids unique within the conversation: a repeated id gets a suffix.
 /// `calls` with ids unused in the conversation so far (`state`) and among themselves:
 /// a repeated id gets `_2`, `_3`... The usual turn has no repeat, and then nothing
-/// is built but a set of its own few ids (not one of every id of the conversation).
+/// is built: each earlier id is compared with the turn's few ids (a set of the
+/// turn's ids when it has many).
 pub(super) fn unique_ids(calls: Vec<ToolCall>, state: &RunState) -> Vec<ToolCall> {
-    let repeats = {
+    let earlier = || state.messages.iter().flat_map(|m| &m.tool_calls);
+    let repeats = if calls.len() <= 16 {
+        calls
+            .iter()
+            .enumerate()
+            .any(|(i, c)| calls[..i].iter().any(|d| d.id == c.id))
+            || earlier().any(|old| calls.iter().any(|c| c.id == old.id))
+    } else {
         let new: HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        new.len() < calls.len()
-            || state
-                .messages
-                .iter()
-                .flat_map(|m| &m.tool_calls)
-                .any(|c| new.contains(c.id.as_str()))
+        new.len() < calls.len() || earlier().any(|old| new.contains(old.id.as_str()))
     };
     if !repeats {
         return calls;
@@ -252,4 +255,47 @@ pub(super) fn xml_call(call: &ToolCall) -> String {
     }
     out.push_str("  </params>\n</tool_call>");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state(earlier: &[&str]) -> RunState {
+        let calls: Vec<Value> = earlier
+            .iter()
+            .map(|id| json!({"id": id, "name": "echo", "arguments": {}}))
+            .collect();
+        serde_json::from_value(json!({
+            "agent_file": "a.yaml", "agent": "a", "model": "scripted:r.yaml",
+            "mode": "native", "tools_dir": null, "workspace": ".",
+            "max_iterations": 5, "iteration": 1, "turn": null, "output": null,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "model_calls": 0},
+            "messages": [{"role": "assistant", "content": "", "tool_calls": calls}],
+        }))
+        .unwrap()
+    }
+
+    fn ids(n: usize, id: impl Fn(usize) -> String, earlier: &[&str]) -> Vec<String> {
+        let calls = (0..n)
+            .map(|i| crate::engine::call(&id(i), "echo", Map::new()))
+            .collect();
+        unique_ids(calls, &state(earlier))
+            .into_iter()
+            .map(|c| c.id)
+            .collect()
+    }
+
+    #[test]
+    fn ids_used_before_or_twice_in_a_turn_get_a_suffix_and_new_ones_stay() {
+        assert_eq!(ids(2, |i| format!("c{i}"), &["a", "b"]), ["c0", "c1"]);
+        assert_eq!(ids(2, |_| "a".into(), &["a", "a_2"]), ["a_3", "a_4"]);
+        assert_eq!(ids(2, |_| "c".into(), &[]), ["c", "c_2"]);
+        // A turn of many calls takes the set path: same answers.
+        let many = ids(20, |i| format!("c{}", i % 19), &["c3"]);
+        assert_eq!(many[3], "c3_2");
+        assert_eq!(many[19], "c0_2");
+        assert_eq!(many[4], "c4");
+    }
 }

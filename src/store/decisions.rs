@@ -125,14 +125,10 @@ impl Store {
                 }
                 for (holder_id, tool) in tools {
                     // Standing in the conversation of the run that asked.
-                    let conversation: String = tx.query_row(
-                        "SELECT conversation_id FROM runs WHERE id = ?1",
-                        [&holder_id],
+                    let conversation: String = tx.prepare_cached("SELECT conversation_id FROM runs WHERE id = ?1")?.query_row([&holder_id],
                         |r| r.get(0),
                     )?;
-                    tx.execute(
-                        "INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)",
-                        params![conversation, tool, now_ms()],
+                    tx.prepare_cached("INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)")?.execute(params![conversation, tool, now_ms()],
                     )?;
                 }
             }
@@ -141,14 +137,12 @@ impl Store {
             let now = now_ms();
             let mut calls = Vec::new();
             for p in &chosen {
-                tx.execute(
-                    "UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'",
-                    params![holder(p), p.item.call_id, text, now, by],
+                tx.prepare_cached("UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'")?.execute(params![holder(p), p.item.call_id, text, now, by],
                 )?;
-                tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![holder(p), now])?;
+                tx.prepare_cached("UPDATE runs SET updated_at = ?2 WHERE id = ?1")?.execute(params![holder(p), now])?;
                 calls.push(p.item.call_id.clone());
             }
-            tx.execute("UPDATE runs SET updated_at = ?2 WHERE id = ?1", params![run.id, now])?;
+            tx.prepare_cached("UPDATE runs SET updated_at = ?2 WHERE id = ?1")?.execute(params![run.id, now])?;
             Ok(Decided {
                 waiting: waiting.len() - calls.len(),
                 calls,

@@ -43,6 +43,9 @@ use migrations::Found;
 /// The default database file, relative to the current folder.
 pub const DEFAULT_DB: &str = "toolgate.db";
 
+/// Prepared statements kept per connection.
+const STATEMENT_CACHE: usize = 64;
+
 /// Settings for opening the store.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -150,6 +153,10 @@ impl Store {
         )
         .map_err(fail)?;
         conn.busy_timeout(busy).map_err(fail)?;
+        // Every statement the writer runs stays prepared (rusqlite keeps 16 by default,
+        // fewer than the writer uses, and a statement prepared again costs more than
+        // the row it writes).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         keep_wal_on_close(&conn).map_err(fail)?;
         match migrations::inspect(&conn).map_err(fail)? {
             Found::Newer(found) => {
@@ -273,6 +280,7 @@ impl Store {
                 )
                 .map_err(fail)?;
                 c.busy_timeout(busy).map_err(fail)?;
+                c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
                 keep_wal_on_close(&c).map_err(fail)?;
                 c.pragma_update(None, "query_only", "ON").map_err(fail)?;
                 c

@@ -111,7 +111,11 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
 /// Finds a run by its id or a unique prefix of it.
 pub(super) fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
-    if let Some(run) = conn.query_row(&sql, [id], run_from_row).optional()? {
+    if let Some(run) = conn
+        .prepare_cached(&sql)?
+        .query_row([id], run_from_row)
+        .optional()?
+    {
         return Ok(run);
     }
     let sql = format!(
@@ -121,7 +125,7 @@ pub(super) fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError>
         .replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_");
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let found: Vec<RunRow> = stmt
         .query_map([escaped], run_from_row)?
         .collect::<rusqlite::Result<_>>()?;
@@ -246,10 +250,7 @@ impl Store {
     pub async fn create_linked_run(&self, new: NewRun) -> Result<(), RunsError> {
         self.transact(move |tx| {
             let NewRun { id, conversation_id, agent, state, owner, lease_ms, messages, first_seq, link } = new;
-            if let Some(other) = tx
-                .query_row(
-                    "SELECT id, status FROM runs WHERE conversation_id = ?1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
-                    [&conversation_id],
+            if let Some(other) = tx.prepare_cached("SELECT id, status FROM runs WHERE conversation_id = ?1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1")?.query_row([&conversation_id],
                     |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
                 )
                 .optional()?
@@ -264,10 +265,7 @@ impl Store {
                 None => (None, None, 0),
             };
             if let (Some(p), Some(c)) = (&parent, &call)
-                && let Some(existing) = tx
-                    .query_row(
-                        "SELECT id FROM runs WHERE parent_run_id = ?1 AND parent_call_id = ?2",
-                        params![p, c],
+                && let Some(existing) = tx.prepare_cached("SELECT id FROM runs WHERE parent_run_id = ?1 AND parent_call_id = ?2")?.query_row(params![p, c],
                         |r| r.get::<_, String>(0),
                     )
                     .optional()?
@@ -277,9 +275,7 @@ impl Store {
                 )));
             }
             let now = now_ms();
-            tx.execute(
-                "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7, ?8, ?9, ?10)",
-                params![id, conversation_id, agent, state, owner, now + lease_ms, now, parent, call, depth],
+            tx.prepare_cached("INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7, ?8, ?9, ?10)")?.execute(params![id, conversation_id, agent, state, owner, now + lease_ms, now, parent, call, depth],
             )?;
             append_messages(tx, &id, first_seq, &messages)?;
             Ok(())
@@ -319,9 +315,7 @@ impl Store {
                 )));
             }
             let pending = pending_rows(tx, &run.id)?;
-            tx.execute(
-                "UPDATE runs SET lease_owner = ?2, lease_until = ?3, status = 'in_progress', updated_at = ?4 WHERE id = ?1",
-                params![run.id, owner, now + lease_ms, now],
+            tx.prepare_cached("UPDATE runs SET lease_owner = ?2, lease_until = ?3, status = 'in_progress', updated_at = ?4 WHERE id = ?1")?.execute(params![run.id, owner, now + lease_ms, now],
             )?;
             run.lease_owner = Some(owner);
             run.lease_until = Some(now + lease_ms);
@@ -335,9 +329,7 @@ impl Store {
     pub async fn renew_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<(), RunsError> {
         let (id, owner) = (id.to_string(), owner.to_string());
         self.transact(move |tx| {
-            let n = tx.execute(
-                "UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'",
-                params![id, owner, now_ms() + lease_ms],
+            let n = tx.prepare_cached("UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'")?.execute(params![id, owner, now_ms() + lease_ms],
             )?;
             if n == 0 {
                 return Err(lost_lease(&id));
@@ -356,9 +348,7 @@ impl Store {
     ) -> Result<(), RunsError> {
         let (id, owner) = (id.to_string(), owner.to_string());
         self.transact(move |tx| {
-            tx.execute(
-                "UPDATE runs SET status = ?3, lease_owner = NULL, lease_until = NULL WHERE id = ?1 AND lease_owner = ?2",
-                params![id, owner, status.as_str()],
+            tx.prepare_cached("UPDATE runs SET status = ?3, lease_owner = NULL, lease_until = NULL WHERE id = ?1 AND lease_owner = ?2")?.execute(params![id, owner, status.as_str()],
             )?;
             Ok(())
         })
@@ -461,15 +451,11 @@ impl Store {
                     run.status.as_str()
                 )));
             }
-            tx.execute(
-                "UPDATE runs SET status = 'cancelled', last_error = 'cancelled by the user', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1",
-                params![run.id, now_ms()],
+            tx.prepare_cached("UPDATE runs SET status = 'cancelled', last_error = 'cancelled by the user', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1")?.execute(params![run.id, now_ms()],
             )?;
             // Every sub-agent run below it that has not ended stops with it.
             for below in super::tree::ids_below(tx, &run.id)? {
-                tx.execute(
-                    "UPDATE runs SET status = 'cancelled', last_error = 'cancelled with the run above it', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1 AND status IN ('in_progress', 'requires_action', 'failed')",
-                    params![below, now_ms()],
+                tx.prepare_cached("UPDATE runs SET status = 'cancelled', last_error = 'cancelled with the run above it', lease_owner = NULL, lease_until = NULL, updated_at = ?2 WHERE id = ?1 AND status IN ('in_progress', 'requires_action', 'failed')")?.execute(params![below, now_ms()],
                 )?;
             }
             Ok((run.id, run.status))
@@ -500,7 +486,7 @@ impl Store {
             let sql = format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR conversation_id = ?2) ORDER BY created_at DESC, rowid DESC LIMIT ?3"
             );
-            let mut stmt = conn.prepare(&sql)?;
+            let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt
                 .query_map(
                     params![status.map(RunStatus::as_str), conversation, limit as i64],
