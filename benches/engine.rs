@@ -219,6 +219,7 @@ fn ratios() {
         CALLS as f64 / start.elapsed().as_secs_f64()
     };
     let mut rows: [Vec<f64>; 4] = Default::default();
+    let commits_before = hundred.store().map_or(0, Store::commits);
     for _ in 0..ROUNDS {
         rows[0].push(rate(&mut || floor(&floor_a, 1, STEP)));
         rows[1].push(rate(&mut || {
@@ -242,6 +243,9 @@ fn ratios() {
             })
         }));
     }
+    // How many records each of (b)'s group commits held, on average.
+    let commits = hundred.store().map_or(0, Store::commits) - commits_before;
+    let per_commit = (ROUNDS * CALLS) as f64 / commits.max(1) as f64;
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
@@ -254,7 +258,7 @@ fn ratios() {
         m[1] / m[0]
     );
     println!(
-        "(b) 100 conversations at once: toolgate {:.0} calls/s, floor (raw rusqlite, one transaction) {:.0}/s: {:.2}x (goal 0.6x)",
+        "(b) 100 conversations at once: toolgate {:.0} calls/s, floor (raw rusqlite, one transaction) {:.0}/s: {:.2}x (goal 0.6x); {per_commit:.0} records per group commit",
         m[3],
         m[2],
         m[3] / m[2]

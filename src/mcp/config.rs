@@ -76,17 +76,19 @@ struct RawServer {
 /// A file in the tools folder that declares servers rather than a tool: `mcp.json`, or
 /// a file whose top level holds `mcp_server` or `mcpServers`.
 pub fn declares_servers(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| declares_servers_in(path, &text))
+}
+
+/// [`declares_servers`] for a file already read: `text` is its content.
+pub fn declares_servers_in(path: &Path, text: &str) -> bool {
     if path.file_name().and_then(|n| n.to_str()) == Some("mcp.json") {
         return true;
     }
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
-    };
     // A cheap look before parsing: the key must be in the text.
     if !text.contains("mcp_server") && !text.contains("mcpServers") {
         return false;
     }
-    parse_value(path, &text).is_ok_and(|v| {
+    parse_value(path, text).is_ok_and(|v| {
         v.as_object()
             .is_some_and(|o| o.contains_key("mcp_server") || o.contains_key("mcpServers"))
     })

@@ -9,7 +9,7 @@ mod tool;
 use std::path::{Path, PathBuf};
 
 pub use client::stop_unused;
-pub use config::{Connect, Declaration, declares_servers};
+pub use config::{Connect, Declaration, declares_servers, declares_servers_in};
 pub use tool::{McpTool, output_of, tool_name};
 
 use crate::tool::{LoadError, Schema};

@@ -236,6 +236,15 @@ impl Store {
         &self.inner.path
     }
 
+    /// Transactions this store's writer has committed so far (group commits of records
+    /// and transactions of their own), for benchmarks and diagnostics.
+    pub fn commits(&self) -> u64 {
+        self.inner
+            .writer
+            .commits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Writes `records` and returns once they are committed (with whatever other
     /// batches shared the transaction).
     pub async fn record_calls(&self, records: Vec<CallRecord>) -> Result<(), StoreError> {

@@ -118,15 +118,27 @@ pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
     paths.sort();
     let mut loaded = LoadedTools::default();
     for path in paths {
-        if crate::mcp::declares_servers(&path) {
+        // Read once: what kind of file it is, then the tool it holds.
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) => {
+                loaded.errors.push(LoadError {
+                    message: format!("cannot read: {e}"),
+                    path,
+                    line: None,
+                });
+                continue;
+            }
+        };
+        if crate::mcp::declares_servers_in(&path, &text) {
             loaded.mcp_files.push(path);
             continue;
         }
         // OpenAPI and Dify files: many tools from one file (see `super::sources`).
-        if loaded.take_source(&path) {
+        if loaded.take_source(&path, &text) {
             continue;
         }
-        match load_file(&path) {
+        match load_text(&path, &text) {
             Ok(tool) => loaded.push(tool),
             Err(e) => loaded.errors.push(e),
         }
@@ -144,6 +156,16 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
     };
     let text =
         std::fs::read_to_string(path).map_err(|e| fail(None, format!("cannot read: {e}")))?;
+    load_text(path, &text)
+}
+
+/// [`load_file`] for a file already read: `text` is its content.
+fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
+    let fail = |line: Option<usize>, message: String| LoadError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
     let raw: RawTool = if is_json {
         serde_json::from_str(&text).map_err(|e| fail(Some(e.line()), e.to_string()))?

@@ -35,8 +35,8 @@ impl LoadedTools {
 
     /// Loads `path` when it is an OpenAPI or Dify file (true), or leaves it to the
     /// one-tool reader (false).
-    pub(crate) fn take_source(&mut self, path: &Path) -> bool {
-        match openapi::kind(path) {
+    pub(crate) fn take_source(&mut self, path: &Path, text: &str) -> bool {
+        match openapi::kind(text) {
             Some(openapi::Kind::Source) => {
                 self.extend_found(openapi::load(path));
                 return true;
@@ -44,7 +44,7 @@ impl LoadedTools {
             Some(openapi::Kind::Document) => return true,
             None => {}
         }
-        match dify::kind(path) {
+        match dify::kind_in(path, text) {
             Some(dify::Kind::Provider) => {
                 self.extend_found(dify::load_provider(path));
                 true

@@ -45,10 +45,14 @@ fn read_value(path: &Path) -> Result<(String, Value), LoadError> {
 
 /// Whether `path` is a Dify provider or tool YAML (a top-level `identity:` map).
 pub fn kind(path: &Path) -> Option<Kind> {
+    kind_in(path, &std::fs::read_to_string(path).ok()?)
+}
+
+/// [`kind`] for a file already read: `text` is its content.
+pub fn kind_in(path: &Path, text: &str) -> Option<Kind> {
     if !matches!(path.extension()?.to_str()?, "yaml" | "yml") {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
     if !text.contains("identity") {
         return None;
     }

@@ -30,12 +30,11 @@ pub enum Kind {
 }
 
 /// Whether `path` is an `openapi:` file or a document; `None` for anything else.
-pub fn kind(path: &Path) -> Option<Kind> {
-    let text = std::fs::read_to_string(path).ok()?;
+pub fn kind(text: &str) -> Option<Kind> {
     if !text.contains("openapi") && !text.contains("swagger") {
         return None;
     }
-    let v = document::parse_text(&text).ok()?;
+    let v = document::parse_text(text).ok()?;
     let obj = v.as_object()?;
     if obj.contains_key("paths") && (obj.contains_key("openapi") || obj.contains_key("swagger")) {
         return Some(Kind::Document);
