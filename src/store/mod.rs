@@ -200,9 +200,15 @@ impl Store {
                     conn.pragma_update(None, "synchronous", "NORMAL")
                         .map_err(fail)?;
                 }
-                // Checkpoints happen on the upkeep thread (upkeep.rs), not in a commit.
+                // Checkpoints happen on the upkeep thread (upkeep.rs), not in a commit,
+                // and at open when short-lived processes left a long WAL behind.
                 conn.pragma_update(None, "wal_autocheckpoint", 0)
                     .map_err(fail)?;
+                // A WAL reset after a checkpoint is cut back to this size (else the
+                // file keeps its largest size for good).
+                conn.pragma_update(None, "journal_size_limit", upkeep::WAL_BYTES as i64)
+                    .map_err(fail)?;
+                upkeep::empty_long_wal(&conn, &path, busy);
                 if let Some(max) = options.max_bytes {
                     let page: i64 = conn
                         .pragma_query_value(None, "page_size", |r| r.get(0))

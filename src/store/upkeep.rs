@@ -17,7 +17,12 @@ use super::totals::{self, FOLD_AT, FOLD_BUSY};
 use super::writer::{Job, Writer};
 
 /// The WAL size that asks for a checkpoint (about SQLite's own default).
-const WAL_BYTES: u64 = 4 << 20;
+pub(crate) const WAL_BYTES: u64 = 4 << 20;
+/// The WAL size that a store opening empties first. Each process that opens the
+/// database reads its whole WAL once (to rebuild the WAL index), and processes that
+/// live a few milliseconds (`toolgate run` to a pause) never stay for a checkpoint:
+/// without this, each of them reads a WAL that only grows.
+const WAL_OPEN_BYTES: u64 = 1 << 20;
 /// How often it looks without being nudged.
 const TICK: Duration = Duration::from_millis(250);
 
@@ -38,25 +43,16 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
     wal.push("-wal");
     let wal = PathBuf::from(wal);
     let mut conn: Option<Connection> = None;
-    // The first look comes at once: a WAL left long by short-lived processes (each
-    // closes without a checkpoint) is checkpointed by the next one.
-    let mut seen = u64::MAX;
-    let mut first = true;
+    // A WAL left long by short-lived processes was emptied at open (`empty_long_wal`).
+    let mut seen = 0;
     loop {
-        if !first && let Err(RecvTimeoutError::Disconnected) = rx.recv_timeout(TICK) {
+        if let Err(RecvTimeoutError::Disconnected) = rx.recv_timeout(TICK) {
             break;
         }
         let Some(w) = writer.upgrade() else { break };
         let commits = w.commits.load(Ordering::Relaxed);
         if commits == seen {
             continue;
-        }
-        if std::mem::take(&mut first) {
-            seen = commits;
-            let grown = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES);
-            if !grown {
-                continue;
-            }
         }
         if conn.is_none() {
             conn = Connection::open_with_flags(
@@ -114,6 +110,30 @@ fn fold_job() -> Job {
             Err(e) => tracing::warn!(error = %e, "totals not folded"),
         }
     })
+}
+
+/// At open: a WAL past [`WAL_OPEN_BYTES`] is checkpointed whole and emptied, unless
+/// another process is using it right now (then it is left for later: no wait).
+pub(crate) fn empty_long_wal(conn: &Connection, db: &Path, busy: Duration) {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    if !std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_OPEN_BYTES) {
+        return;
+    }
+    let started = Instant::now();
+    let _ = conn.busy_timeout(Duration::ZERO);
+    match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+    }) {
+        Ok((blocked, pages)) => tracing::debug!(
+            emptied = blocked == 0,
+            wal_pages = pages,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "long wal checkpointed at open"
+        ),
+        Err(e) => tracing::debug!(error = %e, "long wal left for later (in use)"),
+    }
+    let _ = conn.busy_timeout(busy);
 }
 
 fn checkpoint(conn: &Connection) {
