@@ -204,10 +204,10 @@ impl Store {
                 // and at open when short-lived processes left a long WAL behind.
                 conn.pragma_update(None, "wal_autocheckpoint", 0)
                     .map_err(fail)?;
-                // A WAL reset after a checkpoint is cut back to this size (else the
-                // file keeps its largest size for good).
-                conn.pragma_update(None, "journal_size_limit", upkeep::WAL_BYTES as i64)
-                    .map_err(fail)?;
+                // The WAL file keeps its size after a reset: rewriting blocks it already
+                // has is much cheaper than growing it again (`journal_size_limit`
+                // measured at 0.75x the throughput). Only a long WAL found at open is
+                // emptied.
                 upkeep::empty_long_wal(&conn, &path, busy);
                 if let Some(max) = options.max_bytes {
                     let page: i64 = conn
