@@ -197,8 +197,15 @@ impl LoadedTool {
             .spec
             .timeout
             .map_or(ctx.default_timeout, std::time::Duration::from_secs_f64);
-        let call = std::panic::AssertUnwindSafe(runner.call(ctx, args)).catch_unwind();
-        match tokio::time::timeout(timeout, call).await {
+        let mut call =
+            std::pin::pin!(std::panic::AssertUnwindSafe(runner.call(ctx, args)).catch_unwind());
+        // A tool done at its first poll (most built-ins) needs no timer: registering
+        // one and taking it down again costs more than such a call.
+        let ended = match futures_util::poll!(call.as_mut()) {
+            std::task::Poll::Ready(ended) => Ok(ended),
+            std::task::Poll::Pending => tokio::time::timeout(timeout, call).await,
+        };
+        match ended {
             Ok(Ok(result)) => result.and_then(|out| self.check_output(out, &hidden)),
             Ok(Err(payload)) => {
                 let message = payload
