@@ -259,6 +259,7 @@ pub(super) fn xml_call(call: &ToolCall) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 

@@ -168,9 +168,9 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     };
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
     let raw: RawTool = if is_json {
-        serde_json::from_str(&text).map_err(|e| fail(Some(e.line()), e.to_string()))?
+        serde_json::from_str(text).map_err(|e| fail(Some(e.line()), e.to_string()))?
     } else {
-        serde_saphyr::from_str(&text).map_err(|e| {
+        serde_saphyr::from_str(text).map_err(|e| {
             let message = e.to_string();
             let line = e.location().map(|l| l.line() as usize);
             fail(line, first_line(&message))
@@ -178,7 +178,7 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     };
     // Errors found after parsing: point at the line of the key at fault.
     let fail_at = |keys: &[&str], message: String| {
-        let line = line_of(&text, keys);
+        let line = line_of(text, keys);
         fail(line, message)
     };
     let name = raw.name.trim().to_string();
