@@ -130,9 +130,9 @@ impl Engine {
         calls: Vec<PreparedCall>,
         cancel: &Cancel,
     ) -> Result<Vec<CallOutcome>, StoreError> {
-        // The calls run concurrently inside this task (each tool invocation runs on a
-        // task of its own, which catches its panics and stops it when dropped): no
-        // hand-off between threads just to start and collect them.
+        // The calls run concurrently inside this task, tools included (see
+        // `LoadedTool::invoke`: panics caught, a dropped call stops its tool): no
+        // hand-off between threads to start and collect them.
         let outcomes: Vec<CallOutcome> = futures_util::future::join_all(calls.into_iter().map(|call| {
             // A child of the caller's span (a run's turn).
             let span = tracing::info_span!(parent: tracing::Span::current(), "call", call_id = %call.call.id, tool = %call.call.name);
