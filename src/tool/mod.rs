@@ -11,6 +11,7 @@ pub(crate) mod file;
 pub mod http;
 mod keywords;
 mod library;
+mod list_form;
 pub mod net;
 pub mod openapi;
 mod output;
