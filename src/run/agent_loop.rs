@@ -213,8 +213,7 @@ impl Runner {
                 error,
             },
         });
-        // A read by key, on this thread: a hand-off to the blocking pool for it
-        // would cost more than the read.
+        // A read by key, here: a hop to the blocking pool would cost more than it.
         self.show(&run_id)
     }
 
