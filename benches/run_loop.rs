@@ -97,22 +97,24 @@ fn iteration(bencher: Bencher, iterations: usize) {
 }
 
 /// The iteration beside the one-commit floor, interleaved, medians of 15 rounds:
-/// microseconds per iteration and per floor save, and their ratio.
+/// microseconds per iteration and per floor save, and their ratio; and a whole run of
+/// one turn, for what a run costs besides its iterations.
 #[divan::bench(sample_count = 1, sample_size = 1)]
 fn ratios() {
     const ROUNDS: usize = 15;
-    let (s10, s50, floor) = (setup(10), setup(50), setup(2));
+    let (s1, s10, s50, floor) = (setup(1), setup(10), setup(50), setup(2));
     let state = format!("{{\"pad\":\"{}\"}}", "x".repeat(4096));
     let time = |n: usize, f: &dyn Fn()| {
         let start = std::time::Instant::now();
         f();
         start.elapsed().as_secs_f64() * 1e6 / n as f64
     };
-    let mut rows: [Vec<f64>; 3] = Default::default();
+    let mut rows: [Vec<f64>; 4] = Default::default();
     for _ in 0..ROUNDS {
         rows[0].push(time(FLOOR_SAVES, &|| floor_once(&floor, &state, 1)));
         rows[1].push(time(10, &|| run_once(&s10)));
         rows[2].push(time(50, &|| run_once(&s50)));
+        rows[3].push(time(1, &|| run_once(&s1)));
     }
     let m: Vec<f64> = rows
         .iter_mut()
@@ -129,6 +131,13 @@ fn ratios() {
             m[i] / m[0]
         );
     }
+    // What a run costs on top of its iterations: a run that only answers (its creation,
+    // one model turn, its end; two commits by design).
+    println!(
+        "a whole run of one turn and no call: {:.0} us = {:.1}x the one-commit floor",
+        m[3],
+        m[3] / m[0]
+    );
 }
 
 /// For comparison: the commits an iteration needs by design, and nothing else: a
