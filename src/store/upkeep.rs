@@ -39,9 +39,7 @@ pub(crate) fn start(writer: &Arc<Writer>, db: &Path, busy: Duration) -> std::io:
 }
 
 fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let wal = PathBuf::from(wal);
+    let wal = wal_of(path);
     let mut conn: Option<Connection> = None;
     // A WAL left long by short-lived processes was emptied at open (`empty_long_wal`).
     let mut seen = 0;
@@ -115,9 +113,7 @@ fn fold_job() -> Job {
 /// At open: a WAL past [`WAL_OPEN_BYTES`] is checkpointed whole and emptied, unless
 /// another process is using it right now (then it is left for later: no wait).
 pub(crate) fn empty_long_wal(conn: &Connection, db: &Path, busy: Duration) {
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    if !std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_OPEN_BYTES) {
+    if !std::fs::metadata(wal_of(db)).is_ok_and(|m| m.len() > WAL_OPEN_BYTES) {
         return;
     }
     let started = Instant::now();
@@ -134,6 +130,13 @@ pub(crate) fn empty_long_wal(conn: &Connection, db: &Path, busy: Duration) {
         Err(e) => tracing::debug!(error = %e, "long wal left for later (in use)"),
     }
     let _ = conn.busy_timeout(busy);
+}
+
+/// The WAL file beside the database `db`.
+fn wal_of(db: &Path) -> PathBuf {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
 }
 
 fn checkpoint(conn: &Connection) {

@@ -56,7 +56,7 @@ pub fn kind_in(path: &Path, text: &str) -> Option<Kind> {
     if !text.contains("identity") {
         return None;
     }
-    let (_, v) = read_value(path).ok()?;
+    let v = serde_saphyr::from_str::<Value>(text).ok()?;
     let obj = v.as_object()?;
     if !obj.get("identity").is_some_and(Value::is_object) {
         return None;
