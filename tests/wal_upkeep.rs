@@ -35,19 +35,33 @@ fn wal_of(db: &Path) -> PathBuf {
     PathBuf::from(wal)
 }
 
-/// A database whose WAL holds 3,000 records (about 4 MB), as a process leaves it.
+/// A database whose WAL holds 3,000 records (about 4 MB), as a process leaves it. The
+/// records are written by a plain connection that, like the store's, closes without a
+/// checkpoint: a store would leave its upkeep thread behind for a moment, which may be
+/// checkpointing still when the next store opens (then the WAL is rightly left).
 fn long_wal(dir: &tempfile::TempDir) -> PathBuf {
     let db = dir.path().join("t.db");
-    let store = Store::open(&db).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    for chunk in (0..3_000).collect::<Vec<_>>().chunks(100) {
-        rt.block_on(store.record_calls(chunk.iter().map(|&n| record(n)).collect()))
+    // The schema: no records, so its upkeep thread never opens a connection.
+    Store::open(&db).unwrap().close();
+    let mut conn = Connection::open(&db).unwrap();
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .unwrap();
+    conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    for chunk in (0..3_000).collect::<Vec<i64>>().chunks(100) {
+        let tx = conn.transaction().unwrap();
+        for n in chunk {
+            tx.execute(
+                "INSERT INTO tool_calls (call_id, conversation_id, caller, tool, arguments, result, result_size, status, started_at, duration_ms) VALUES (?1, 'conv', 'agent', 'echo', '{}', ?2, 1000, 'succeeded', ?3, 1.0)",
+                rusqlite::params![format!("call_{n}"), "x".repeat(1_000), 1_000 + n],
+            )
             .unwrap();
+        }
+        tx.commit().unwrap();
     }
-    store.close();
-    drop(store);
+    drop(conn);
     let len = std::fs::metadata(wal_of(&db)).unwrap().len();
     assert!(len > 2 << 20, "the WAL should be long, it is {len} bytes");
     db
