@@ -292,6 +292,18 @@ fn jsonl_streams_many_batches_in_order_with_a_line_longer_than_a_batch() {
 /// would fill both pipes otherwise); a closed stdin (the command stopped reading) is
 /// fine.
 fn toolgate_streamed(args: &[&str], stdin: Vec<u8>, dir: &Path) -> Output {
+    let (child, writer) = spawn_fed(args, stdin, dir);
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// The command started, and the thread writing `stdin` to it.
+fn spawn_fed(
+    args: &[&str],
+    stdin: Vec<u8>,
+    dir: &Path,
+) -> (std::process::Child, std::thread::JoinHandle<()>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(args)
         .current_dir(dir)
@@ -306,9 +318,7 @@ fn toolgate_streamed(args: &[&str], stdin: Vec<u8>, dir: &Path) -> Output {
         let written = pipe.write_all(&stdin);
         assert!(ok_or_broken_pipe(&written), "{written:?}");
     });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+    (child, writer)
 }
 
 fn ok_or_broken_pipe(written: &std::io::Result<()>) -> bool {
@@ -520,19 +530,7 @@ fn jsonl_stops_quietly_when_stdout_closes_mid_stream() {
             )
         })
         .collect();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["parse", "--jsonl"])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        let written = pipe.write_all(input.as_bytes());
-        assert!(ok_or_broken_pipe(&written), "{written:?}");
-    });
+    let (mut child, writer) = spawn_fed(&["parse", "--jsonl"], input.into_bytes(), dir.path());
     // Like `| head -1`: one line, then the reader goes away.
     let mut first = String::new();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());

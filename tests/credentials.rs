@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod launching;
-use launching::all;
+use launching::{all, with_tools};
 
 const TOOL: &str = r#"name: gh
 description: Searches issues.
@@ -45,10 +45,8 @@ fn toolgate(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
 
 #[test]
 fn credentials_are_injected_and_never_shown() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_tools(&[("gh.yaml", TOOL)]);
     let d = dir.path();
-    std::fs::create_dir(d.join("tools")).unwrap();
-    std::fs::write(d.join("tools/gh.yaml"), TOOL).unwrap();
 
     // The model is told about `query` only.
     let out = toolgate(d, &["prompt", "--openai", "gh"], None);
@@ -166,19 +164,17 @@ fn credentials_are_injected_and_never_shown() {
 
 #[test]
 fn a_credential_that_is_also_a_parameter_or_a_bad_source_is_refused_at_load() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_tools(&[
+        (
+            "a.yaml",
+            "name: a\ndescription: x\nparameters:\n  - {name: token, type: string}\ncredentials:\n  token: \"${env:T}\"\n",
+        ),
+        (
+            "b.yaml",
+            "name: b\ndescription: x\ncredentials:\n  token: plain-text-key\n",
+        ),
+    ]);
     let d = dir.path();
-    std::fs::create_dir(d.join("tools")).unwrap();
-    std::fs::write(
-        d.join("tools/a.yaml"),
-        "name: a\ndescription: x\nparameters:\n  - {name: token, type: string}\ncredentials:\n  token: \"${env:T}\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("tools/b.yaml"),
-        "name: b\ndescription: x\ncredentials:\n  token: plain-text-key\n",
-    )
-    .unwrap();
     let out = toolgate(d, &["tools", "check"], None);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);

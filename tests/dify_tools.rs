@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod launching;
-use launching::all;
+use launching::{all, with_tools};
 
 const KEY: &str = "wx-key-3f9a61c2d0";
 const STATION: &str = "station-token-77b1";
@@ -222,19 +222,17 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
 
 #[test]
 fn a_tool_needing_more_of_dify_plugin_says_so_in_one_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_tools(&[
+        (
+            "upload.yaml",
+            "identity: {name: upload, author: x, label: {en_US: Upload}}\ndescription: {human: {en_US: Up}, llm: Uploads a file.}\nparameters:\n  - {name: file, type: file, required: true, form: llm, llm_description: The file}\n",
+        ),
+        (
+            "upload.py",
+            "from dify_plugin import Tool\nfrom dify_plugin.file.file import File\n\nclass Upload(Tool):\n    def _invoke(self, p):\n        yield self.create_text_message('never')\n",
+        ),
+    ]);
     let d = dir.path();
-    std::fs::create_dir(d.join("tools")).unwrap();
-    std::fs::write(
-        d.join("tools/upload.yaml"),
-        "identity: {name: upload, author: x, label: {en_US: Upload}}\ndescription: {human: {en_US: Up}, llm: Uploads a file.}\nparameters:\n  - {name: file, type: file, required: true, form: llm, llm_description: The file}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("tools/upload.py"),
-        "from dify_plugin import Tool\nfrom dify_plugin.file.file import File\n\nclass Upload(Tool):\n    def _invoke(self, p):\n        yield self.create_text_message('never')\n",
-    )
-    .unwrap();
     // A lone tool YAML whose Python file is missing is one line naming it.
     std::fs::write(
         d.join("tools/lost.yaml"),
@@ -273,21 +271,19 @@ fn a_tool_needing_more_of_dify_plugin_says_so_in_one_line() {
 
 #[test]
 fn a_dify_file_with_an_unknown_key_or_type_is_refused_with_its_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_tools(&[
+        ("odd.py", ""),
+        (
+            "odd.yaml",
+            "identity: {name: odd}\ndescription: {llm: Odd.}\nparameters:\n  - name: when\n    type: datetime\n    form: llm\n",
+        ),
+        ("typo.py", ""),
+        (
+            "typo.yaml",
+            "identity: {name: typo}\ndescription: {llm: Typo.}\nparamaters: []\n",
+        ),
+    ]);
     let d = dir.path();
-    std::fs::create_dir(d.join("tools")).unwrap();
-    std::fs::write(d.join("tools/odd.py"), "").unwrap();
-    std::fs::write(
-        d.join("tools/odd.yaml"),
-        "identity: {name: odd}\ndescription: {llm: Odd.}\nparameters:\n  - name: when\n    type: datetime\n    form: llm\n",
-    )
-    .unwrap();
-    std::fs::write(d.join("tools/typo.py"), "").unwrap();
-    std::fs::write(
-        d.join("tools/typo.yaml"),
-        "identity: {name: typo}\ndescription: {llm: Typo.}\nparamaters: []\n",
-    )
-    .unwrap();
     let out = toolgate(d, &["tools", "check"], None, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);

@@ -47,6 +47,25 @@ entry:
 
 const REPLIES: &str = "replies:\n  - content: Two at once.\n    tool_calls:\n      - {id: call_a, name: waiter, arguments: {label: a}}\n      - {id: call_b, name: waiter, arguments: {label: b}}\n  - content: Both done.\n";
 
+/// `toolgate run` of the waiters agent of `site_in(root)`, with `extra` options.
+fn waiters_run(root: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.current_dir(root)
+        .arg("--db")
+        .arg(root.join("t.db"))
+        .args([
+            "run",
+            "--agent",
+            "waiters.yaml",
+            "--tools",
+            "tools",
+            "--workspace",
+            "ws",
+        ]);
+    cmd.args(extra).arg("go");
+    cmd
+}
+
 fn site_in(dir: &Path) {
     for d in ["tools", "ws"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
@@ -104,22 +123,7 @@ fn run_json_streams_each_line_while_the_tool_runs_and_keeps_the_result() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     site_in(root);
-    let db = root.join("t.db");
-    let mut child = Command::new(bin())
-        .current_dir(root)
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "run",
-            "--agent",
-            "waiters.yaml",
-            "--tools",
-            "tools",
-            "--workspace",
-            "ws",
-            "--json",
-            "go",
-        ])
+    let mut child = waiters_run(root, &["--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -138,7 +142,7 @@ fn run_json_streams_each_line_while_the_tool_runs_and_keeps_the_result() {
     // The records hold the whole stdout, as they would without streaming.
     let out = Command::new(bin())
         .arg("--db")
-        .arg(&db)
+        .arg(root.join("t.db"))
         .args(["calls", "--json"])
         .output()
         .unwrap();
@@ -168,22 +172,7 @@ fn the_human_output_shows_each_line_under_its_call() {
     // Both go files up front: this test is about what is shown, not when.
     std::fs::write(ws.join("go-a"), "").unwrap();
     std::fs::write(ws.join("go-b"), "").unwrap();
-    let out = Command::new(bin())
-        .current_dir(root)
-        .arg("--db")
-        .arg(root.join("t.db"))
-        .args([
-            "run",
-            "--agent",
-            "waiters.yaml",
-            "--tools",
-            "tools",
-            "--workspace",
-            "ws",
-            "go",
-        ])
-        .output()
-        .unwrap();
+    let out = waiters_run(root, &[]).output().unwrap();
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     for label in ["a", "b"] {

@@ -21,6 +21,16 @@ entry:
 timeout: 120
 "#;
 
+/// A temporary folder with `tools/` holding `files` (name, content).
+pub fn with_tools(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join("tools").join(name), content).unwrap();
+    }
+    dir
+}
+
 /// `toolgate ARGS` in `dir`, with no inherited database, tools folder or API key, and
 /// `launch` taking `sleep` seconds.
 pub fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
