@@ -44,6 +44,28 @@ pub struct ServeArgs {
     /// picked up without a restart (e.g. 1s, 500ms; 0 turns it off).
     #[arg(long, env = "TOOLGATE_RELOAD_EVERY", default_value = "1s", value_parser = super::mcp::parse_duration)]
     reload_every: std::time::Duration,
+    /// A host name this server answers to besides loopback names and IP addresses
+    /// (repeatable; NAME or NAME:PORT; `*` for any, when a proxy in front checks Host).
+    /// Requests naming another Host are refused (421): a defence against DNS rebinding.
+    #[arg(long = "allowed-host", env = "TOOLGATE_ALLOWED_HOSTS", value_delimiter = ',', value_name = "HOST")]
+    allowed_host: Vec<String>,
+    /// A PEM certificate chain: serve HTTPS (with --tls-key).
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// How long a connection may take to send a request's headers, and how long a
+    /// kept-alive connection may sit idle (e.g. 10s).
+    #[arg(long, default_value = "10s", value_parser = super::mcp::parse_duration)]
+    header_timeout: std::time::Duration,
+    /// How long a request's body may take to arrive, once its headers have (e.g. 30s).
+    #[arg(long, default_value = "30s", value_parser = super::mcp::parse_duration)]
+    body_timeout: std::time::Duration,
+    /// Connections open at once; past it a new one gets 503 (default: what the
+    /// process's descriptor limit leaves, at most 16384).
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     openapi: bool,
@@ -83,6 +105,13 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         notify_urls: args.notify_url,
         notify_secret: std::env::var(toolgate::server::notify::SECRET_ENV).ok(),
         public_url: args.public_url,
+        allowed_hosts: args.allowed_host,
+        tls: args.tls_cert.zip(args.tls_key),
+        limits: toolgate::server::listen::ConnLimits {
+            header_timeout: args.header_timeout,
+            body_timeout: args.body_timeout,
+            max_connections: args.max_connections,
+        },
     };
     let store = super::open_store(db)?;
     let runner = super::run::runner(store);

@@ -50,14 +50,11 @@ impl McpHttp {
             approval_timeout: self.approval_timeout,
         };
         let (state, name) = (Arc::clone(state), agent.to_string());
+        // The server's own guard has checked Host and Origin on every route already
+        // (`--allowed-host` included), so rmcp's narrower check stays off.
         let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(state.shutdown.child_token());
-        // Without a key the server is loopback-only, and the Host check (against DNS
-        // rebinding) stays on; with one, access is the key's business.
-        let config = match state.api_key {
-            Some(_) => config.disable_allowed_hosts(),
-            None => config,
-        };
+            .with_cancellation_token(state.shutdown.child_token())
+            .disable_allowed_hosts();
         let service = StreamableHttpService::new(
             move || {
                 let agent = state

@@ -23,12 +23,19 @@ pub async fn require_key(State(state): State<Arc<AppState>>, req: Request, next:
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer);
     match given {
         Some(given) if same(given.trim().as_bytes(), key.as_bytes()) => next.run(req).await,
         Some(_) => unauthorized("the API key is wrong"),
         None => unauthorized("this server needs an API key: send Authorization: Bearer KEY"),
     }
+}
+
+/// The credentials of `Bearer CREDENTIALS`, the scheme in any case (RFC 9110: schemes
+/// are case-insensitive).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(rest)
 }
 
 fn unauthorized(message: &str) -> Response {
@@ -60,7 +67,16 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same;
+    use super::{bearer, same};
+
+    #[test]
+    fn the_scheme_is_case_insensitive() {
+        assert_eq!(bearer("Bearer k"), Some("k"));
+        assert_eq!(bearer("bearer k"), Some("k"));
+        assert_eq!(bearer("BEARER  k"), Some(" k"));
+        assert_eq!(bearer("Basic k"), None);
+        assert_eq!(bearer("Bearerk"), None);
+    }
 
     #[test]
     fn keys_compare_whole() {

@@ -115,6 +115,31 @@ impl From<QueryRejection> for ApiError {
 #[from_request(via(axum::Json), rejection(ApiError))]
 pub struct ApiJson<T>(pub T);
 
+/// One path parameter naming something (a run, a conversation, a tool, an agent): text
+/// of at most 256 characters and no control character, or the API's 400 (a path that
+/// is not UTF-8 included), never axum's plain-text rejection.
+pub struct PathId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(id) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        if id.is_empty() || id.chars().count() > 256 || id.chars().any(char::is_control) {
+            return Err(ApiError::bad_request(
+                "a path names an id, a name or a conversation: 1 to 256 characters, no control characters",
+            ));
+        }
+        Ok(PathId(id))
+    }
+}
+
 /// A query string whose rejection is an [`ApiError`].
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Query), rejection(ApiError))]

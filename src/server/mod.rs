@@ -7,8 +7,10 @@ mod agents;
 mod auth;
 mod error;
 mod feed;
+pub mod guard;
 mod hub;
 mod inbox;
+pub mod listen;
 pub mod notify;
 mod openapi;
 mod records;
@@ -27,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use agents::{AgentInfo, Agents};
-pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 pub use hub::Hub;
 pub use notify::NotifyConfig;
 pub use openapi::openapi;
@@ -56,6 +58,13 @@ pub struct ServeConfig {
     pub notify_urls: Vec<url::Url>,
     pub notify_secret: Option<String>,
     pub public_url: Option<url::Url>,
+    /// Host names the server answers to besides loopback names and IP literals
+    /// (`--allowed-host`; `*` for any).
+    pub allowed_hosts: Vec<String>,
+    /// A PEM certificate chain and key: serve HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Deadlines and the cap on connections.
+    pub limits: listen::ConnLimits,
 }
 
 /// Why a server could not start.
@@ -79,6 +88,10 @@ pub struct AppState {
     pub tools_dir: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub api_key: Option<String>,
+    /// The `Host` names requests may carry.
+    pub allowed_hosts: guard::AllowedHosts,
+    /// The origin of `--public-url`, which pages may call from besides this server's own.
+    pub public_origin: Option<String>,
     pub hub: Hub,
     /// Fires when the server shuts down: streams end, drives stop at their next step.
     pub shutdown: CancellationToken,
@@ -209,7 +222,7 @@ pub fn router_with(
     let (api, doc) = openapi::routes().split_for_parts();
     let mcp_route = axum::routing::any(
         move |axum::extract::State(state): axum::extract::State<Arc<AppState>>,
-              axum::extract::Path(agent): axum::extract::Path<String>,
+              PathId(agent): PathId,
               request: axum::extract::Request| {
             crate::mcp_gateway::http::handle(state, Arc::clone(&mcp), agent, request)
         },
@@ -228,6 +241,10 @@ pub fn router_with(
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
         auth::require_key,
+    ))
+    .layer(axum::middleware::from_fn_with_state(
+        Arc::clone(&state),
+        guard::check,
     ))
     .with_state(state)
 }
@@ -262,13 +279,30 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
             error,
         })?;
     let addr = listener.local_addr().map_err(ServeError::Io)?;
-    let notify = notify_config(&config, addr)?;
+    let mut allowed_hosts =
+        guard::AllowedHosts::new(&config.allowed_hosts).map_err(ServeError::Config)?;
+    if let Some(u) = &config.public_url {
+        allowed_hosts.add_url(u);
+    }
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(
+            listen::tls_acceptor(cert, key).map_err(|e| ServeError::Config(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let notify = notify_config(&config, addr, scheme)?;
     let state = Arc::new(AppState {
         runner,
         agents: Agents::new(config.agents_dir),
         tools_dir: config.tools_dir,
         workspace: config.workspace,
         api_key: config.api_key,
+        allowed_hosts,
+        public_origin: config
+            .public_url
+            .as_ref()
+            .map(|u| u.origin().ascii_serialization()),
         hub: Hub::default(),
         shutdown: CancellationToken::new(),
         drives: TaskTracker::new(),
@@ -277,7 +311,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "toolgate serve: listening on http://{addr}");
+        let _ = writeln!(out, "toolgate serve: listening on {scheme}://{addr}");
         let _ = out.flush();
     }
     tracing::info!(%addr, "listening");
@@ -291,13 +325,16 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
     let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop_signal().await;
-            tracing::info!("shutting down: no new requests; running runs are saved as resumable");
-            stopping.shutdown.cancel();
-            stopping.runner.interrupt.cancel();
-        })
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        stop_signal().await;
+        tracing::info!("shutting down: no new requests; running runs are saved as resumable");
+        stopping.shutdown.cancel();
+        stopping.runner.interrupt.cancel();
+        stopped.cancel();
+    });
+    let result = listen::serve(listener, app, config.limits, tls, stop)
         .await
         .map_err(ServeError::Io);
     state.drives.close();
@@ -310,6 +347,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
 fn notify_config(
     config: &ServeConfig,
     addr: SocketAddr,
+    scheme: &str,
 ) -> Result<Option<NotifyConfig>, ServeError> {
     if config.notify_urls.is_empty() {
         return Ok(None);
@@ -335,8 +373,9 @@ fn notify_config(
     };
     let public_url = match &config.public_url {
         Some(u) => u.clone(),
-        None => url::Url::parse(&format!("http://{addr}"))
-            .map_err(|e| ServeError::Config(format!("no public URL for http://{addr}: {e}")))?,
+        None => url::Url::parse(&format!("{scheme}://{addr}")).map_err(|e| {
+            ServeError::Config(format!("no public URL for {scheme}://{addr}: {e}"))
+        })?,
     };
     Ok(Some(NotifyConfig {
         urls: config.notify_urls.clone(),

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{ApiError, ApiQuery, ErrorBody};
+use super::error::{ApiError, ApiQuery, ErrorBody, PathId};
 use super::{AgentInfo, AppState};
 use crate::protocol::CallStatus;
 use crate::store::{CallQuery, ConversationSummary, GlobalStats, Page, ToolStats};
@@ -109,7 +109,7 @@ pub struct ConversationStats {
         (status = 500, body = ErrorBody)))]
 pub async fn conversation_stats(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<ConversationStats>, ApiError> {
     let conv = id.clone();
     let (summary, runs, run_trees) = state
@@ -155,7 +155,7 @@ pub async fn global_stats(
         (status = 500, body = ErrorBody)))]
 pub async fn tool_stats(
     State(state): State<Arc<AppState>>,
-    Path(name): Path<String>,
+    PathId(name): PathId,
 ) -> Result<Json<ToolStats>, ApiError> {
     Ok(Json(
         state

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 use super::{AppState, Drive, sse};
 use crate::protocol::{Decision, RunObject, RunStatus};
 use crate::run::run_object;
@@ -205,7 +205,7 @@ pub async fn list_runs(
         (status = 500, body = ErrorBody)))]
 pub async fn get_run(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<RunObject>, ApiError> {
     Ok(Json(state.runner.get(&id).await?))
 }
@@ -219,7 +219,7 @@ pub async fn get_run(
         (status = 500, body = ErrorBody)))]
 pub async fn run_tree(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<crate::protocol::RunTree>, ApiError> {
     Ok(Json(state.runner.tree(&id).await?))
 }
@@ -233,7 +233,7 @@ pub async fn run_tree(
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn watch_run(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     let id = state.runner.get(&id).await?.id;
     // Subscribed before the run is read, so that nothing falls between the two.
@@ -373,7 +373,7 @@ async fn continued(state: Arc<AppState>, run_id: &str, stream: bool) -> Result<R
         (status = 500, body = ErrorBody)))]
 pub async fn approve(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     ApiJson(body): ApiJson<ApproveBody>,
 ) -> Result<Response, ApiError> {
     let decision = match (body.arguments, body.always) {
@@ -407,7 +407,7 @@ pub async fn approve(
         (status = 409, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn deny(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     ApiJson(body): ApiJson<DenyBody>,
 ) -> Result<Response, ApiError> {
     let decision = Decision::Deny {
@@ -434,7 +434,7 @@ pub async fn deny(
         (status = 409, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn submit(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     ApiJson(body): ApiJson<SubmitBody>,
 ) -> Result<Response, ApiError> {
     let decision = Decision::Submit {
@@ -463,7 +463,7 @@ pub async fn submit(
         (status = 500, body = ErrorBody)))]
 pub async fn resume(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let body: ResumeBody = if body.iter().all(u8::is_ascii_whitespace) {
@@ -488,7 +488,7 @@ pub async fn resume(
         (status = 500, body = ErrorBody)))]
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<RunObject>, ApiError> {
     Ok(Json(state.runner.cancel(&id).await?))
 }

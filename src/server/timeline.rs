@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, PathId};
 use crate::protocol::{Decision, RequiredItem, RunObject};
 use crate::run::run_object;
 use crate::secrets::mask_tokens;
@@ -94,7 +94,7 @@ pub struct Pause {
         (status = 500, body = ErrorBody)))]
 pub async fn timeline(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<Timeline>, ApiError> {
     let rows = state
         .runner

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -63,7 +62,7 @@ async fn page() -> Response {
     asset("text/html; charset=utf-8", INDEX)
 }
 
-async fn asset_named(Path(name): Path<String>) -> Response {
+async fn asset_named(super::PathId(name): super::PathId) -> Response {
     match ASSETS.iter().find(|(n, _, _)| *n == name) {
         Some((_, content_type, body)) => asset(content_type, body),
         None => {

@@ -21,7 +21,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -37,7 +37,7 @@ use self::wire::{
     new_response_id,
 };
 use super::AppState;
-use super::error::{ApiError, ApiJson, ErrorBody};
+use super::error::{ApiError, ApiJson, ErrorBody, PathId};
 use crate::agent::Agent;
 use crate::protocol::{ItemKind, RunStatus};
 use crate::tool::Permission;
@@ -374,7 +374,7 @@ async fn stream(
         (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn get_response(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
     let key = id.clone();
     let row = state
