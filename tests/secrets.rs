@@ -306,3 +306,79 @@ fn a_wrong_or_missing_key_is_a_clear_error_and_changes_nothing() {
     let seen = std::fs::read_to_string(dir.join("seen.log")).unwrap();
     assert!(seen.contains("S4-confirm-token-b8c1"), "{seen}");
 }
+
+/// A secret that is a number, a boolean-free float, or integers inside an array: the
+/// stored conversation and state hold none of them in clear (they once did, as JSON
+/// numbers), and the tool still gets them as numbers.
+#[test]
+fn secret_numbers_are_sealed_like_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir(p.join("tools")).unwrap();
+    std::fs::write(
+        p.join("tools/pay.yaml"),
+        r#"name: pay
+description: Pays with a PIN.
+permission: confirm
+parameters:
+  type: object
+  properties:
+    pin: {type: integer, secret: true}
+    amount: {type: number, secret: true}
+    codes: {type: array, items: {type: integer, secret: true}}
+    to: {type: string}
+  required: [pin, amount]
+entry:
+  type: command
+  command: sh
+  args: ["-c", "tee -a seen.log; echo paid"]
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("agent.yaml"),
+        "name: payer\nmodel: scripted:replies.yaml\ntools: [pay]\nworkspace: .\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("replies.yaml"),
+        "replies:\n  - content: Paying.\n    tool_calls:\n      - {id: c_pay, name: pay, arguments: {pin: 739184, amount: 88123.75, codes: [551907, 662018], to: bob}}\n  - content: Paid.\n",
+    )
+    .unwrap();
+    let numbers = ["739184", "88123.75", "551907", "662018"];
+    let clean = |what: &str, bytes: &[u8]| {
+        for n in numbers {
+            assert!(
+                !bytes.windows(n.len()).any(|w| w == n.as_bytes()),
+                "{n} found in clear in {what}"
+            );
+        }
+    };
+    let run = toolgate(&["run", "--agent", "agent.yaml", "--json", "pay bob"], p, None);
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run));
+    clean("the run's events", &run.stdout);
+    let id = last_json(&run)["id"].as_str().unwrap().to_string();
+    for entry in std::fs::read_dir(p).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("toolgate.db") && !name.ends_with(".key") {
+            clean(&name, &std::fs::read(&path).unwrap());
+        }
+    }
+    let done = toolgate(&["approve", &id, "--call", "c_pay", "--json"], p, None);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done));
+    clean("approve's output", &text(&done).into_bytes());
+    let seen: Value = serde_json::from_str(
+        std::fs::read_to_string(p.join("seen.log")).unwrap().trim(),
+    )
+    .unwrap();
+    assert_eq!(seen["pin"], 739184, "the tool gets the number itself");
+    assert_eq!(seen["amount"], 88123.75);
+    assert_eq!(seen["codes"], serde_json::json!([551907, 662018]));
+    std::fs::remove_file(p.join("seen.log")).unwrap();
+    let conn = rusqlite::Connection::open(p.join("toolgate.db")).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(conn);
+    clean("toolgate.db", &std::fs::read(p.join("toolgate.db")).unwrap());
+}

@@ -206,6 +206,9 @@ impl Runner {
         let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
         let model = self.model_for(&model_name)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
+        if let Some(c) = &req.conversation {
+            check_conversation_id(c).map_err(RunError::BadInput)?;
+        }
         let run_id = new_id("run");
         let conversation_id = req.conversation.clone().unwrap_or_else(|| new_id("conv"));
         let (mut messages, persisted) = match &req.conversation {
@@ -471,9 +474,7 @@ impl Runner {
         // Stored with the decision: sealed like everything else.
         let mut secrets = Vec::new();
         crate::secrets::secret_values(schema, &checked, &mut secrets);
-        let stored = self.sealed(&checked, &secrets)?;
-        serde_json::from_str(&stored)
-            .map_err(|e| RunError::Corrupt(format!("cannot keep the edited arguments: {e}")))
+        sealing::sealed_arguments(&self.keyring, &checked, &secrets)
     }
 
     /// Cancels a run that has not ended.
@@ -577,6 +578,30 @@ fn state_json(state: &RunState) -> Result<String, RunError> {
 }
 
 /// A new id: `prefix`, `_` and 16 hex digits.
+/// The longest conversation id a caller may give.
+pub const MAX_CONVERSATION_ID: usize = 128;
+
+/// A conversation id a caller gives: 1 to 128 of `A-Z a-z 0-9 . _ : @ + = / -` (it goes
+/// into every event, record and log line of the conversation).
+pub fn check_conversation_id(id: &str) -> Result<(), String> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || "._:@+=/-".contains(c);
+    if id.is_empty() || id.len() > MAX_CONVERSATION_ID || !id.chars().all(fits) {
+        let shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
+        return Err(format!(
+            "conversation id '{shown}{}' is not one: 1 to {MAX_CONVERSATION_ID} characters of letters, digits and . _ : @ + = / -",
+            if id.chars().count() > 40 { "..." } else { "" }
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `id` has the whole shape of a run id from [`new_id`] (`run_` and 16 hex
+/// digits): what changes of state over HTTP require, where a prefix is not enough.
+pub fn is_run_id(id: &str) -> bool {
+    id.strip_prefix("run_")
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 pub fn new_id(prefix: &str) -> String {
     format!(
         "{prefix}_{}",

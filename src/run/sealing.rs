@@ -108,6 +108,20 @@ pub(crate) fn sealed<T: Serialize>(
     }
 }
 
+/// A call's arguments as stored: [`sealed`], numbers and booleans at the top level too.
+pub(crate) fn sealed_arguments(
+    keyring: &Keyring,
+    arguments: &Map<String, Value>,
+    secrets: &[String],
+) -> Result<Map<String, Value>, RunError> {
+    let mut json = Value::Object(arguments.clone());
+    secrets::seal_arguments(&mut json, secrets, keyring)?;
+    match json {
+        Value::Object(m) => Ok(m),
+        _ => Err(RunError::Corrupt("sealed arguments are not an object".into())),
+    }
+}
+
 /// A stored value read back, its secrets opened.
 pub(crate) fn opened<T: DeserializeOwned>(
     keyring: &Keyring,

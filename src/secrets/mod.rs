@@ -15,7 +15,9 @@ use chacha20poly1305::aead::{Aead, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
 pub use find::{has_secrets, mask_args, restore_masked, secret_values};
-pub use seal::{mask_tokens, mask_values, seal_json, unseal_json};
+pub use seal::{
+    SEALED_VALUE, mask_stored, mask_tokens, mask_values, seal_arguments, seal_json, unseal_json,
+};
 
 /// What a secret value is shown as.
 pub const MASK: &str = "[secret]";

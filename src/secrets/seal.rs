@@ -1,6 +1,8 @@
 //! Sealing the secrets inside stored JSON: every occurrence of a secret value in any
 //! string (a call's arguments, the text an xml-mode model wrote, a tool's echo of it)
-//! becomes a token in one pass; opening turns tokens back into the values.
+//! becomes a token in one pass; a secret that is a number or a boolean in a call's
+//! arguments becomes `{"$tgsecret": TOKEN}`; opening turns both back into the values,
+//! types kept.
 
 use std::borrow::Cow;
 
@@ -8,9 +10,101 @@ use serde_json::Value;
 
 use super::{Keyring, MASK, SecretError, TOKEN_END, TOKEN_START};
 
+/// The key of the object a sealed number or boolean becomes.
+pub const SEALED_VALUE: &str = "$tgsecret";
+
+/// The keys under which calls' arguments sit in stored runs and messages.
+const ARGUMENT_KEYS: [&str; 2] = ["arguments", "edited"];
+
 /// Replaces every occurrence of each of `secrets` in the strings of `value` with a
-/// sealed token.
+/// sealed token, and every number or boolean equal to one of them in a call's
+/// arguments (under `arguments` or `edited`) with `{"$tgsecret": TOKEN}`.
 pub fn seal_json(value: &mut Value, secrets: &[String], ring: &Keyring) -> Result<(), SecretError> {
+    seal_in(value, secrets, ring, false)
+}
+
+/// [`seal_json`] for a value that is a call's arguments itself.
+pub fn seal_arguments(
+    value: &mut Value,
+    secrets: &[String],
+    ring: &Keyring,
+) -> Result<(), SecretError> {
+    seal_in(value, secrets, ring, true)
+}
+
+fn seal_in(
+    value: &mut Value,
+    secrets: &[String],
+    ring: &Keyring,
+    arguments: bool,
+) -> Result<(), SecretError> {
+    // Strings first: the tokens the scalars become are not to be searched again.
+    seal_strings(value, secrets, ring)?;
+    let mut failure = None;
+    scalars_mut(value, arguments, &mut |v| {
+        let text = v.to_string();
+        if failure.is_some() || !secrets.iter().any(|s| *s == text) {
+            return;
+        }
+        match ring.seal(&text) {
+            Ok(token) => *v = serde_json::json!({ SEALED_VALUE: token }),
+            Err(e) => failure = Some(e),
+        }
+    });
+    failure.map_or(Ok(()), Err)
+}
+
+/// Calls `f` on every number and boolean inside calls' arguments.
+fn scalars_mut(value: &mut Value, arguments: bool, f: &mut dyn FnMut(&mut Value)) {
+    match value {
+        Value::Number(_) | Value::Bool(_) if arguments => f(value),
+        Value::Array(a) => a.iter_mut().for_each(|v| scalars_mut(v, arguments, f)),
+        Value::Object(o) => o.iter_mut().for_each(|(k, v)| {
+            scalars_mut(v, arguments || ARGUMENT_KEYS.contains(&k.as_str()), f)
+        }),
+        _ => {}
+    }
+}
+
+/// `{"$tgsecret": X}`: what [`seal_json`] made of a number or a boolean.
+fn sealed_value(value: &Value) -> Option<&str> {
+    match value {
+        Value::Object(o) if o.len() == 1 => o.get(SEALED_VALUE).and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// Replaces every object [`sealed_value`] recognises by what `f` makes of its text.
+fn sealed_values_mut(
+    value: &mut Value,
+    f: &mut dyn FnMut(&str) -> Result<Value, SecretError>,
+) -> Result<(), SecretError> {
+    if let Some(text) = sealed_value(value) {
+        *value = f(text)?;
+        return Ok(());
+    }
+    match value {
+        Value::Array(a) => a.iter_mut().try_for_each(|v| sealed_values_mut(v, f)),
+        Value::Object(o) => o.values_mut().try_for_each(|v| sealed_values_mut(v, f)),
+        _ => Ok(()),
+    }
+}
+
+/// Stored JSON text as people may see it: every token `[secret]`, every sealed number
+/// or boolean the string `"[secret]"`.
+pub fn mask_stored(text: &str) -> Cow<'_, str> {
+    let masked = mask_tokens(text);
+    if !masked.contains(SEALED_VALUE) {
+        return masked;
+    }
+    let Ok(mut json) = serde_json::from_str::<Value>(&masked) else {
+        return masked;
+    };
+    let _ = sealed_values_mut(&mut json, &mut |_| Ok(Value::String(MASK.into())));
+    Cow::Owned(json.to_string())
+}
+
+fn seal_strings(value: &mut Value, secrets: &[String], ring: &Keyring) -> Result<(), SecretError> {
     let mut secrets: Vec<&str> = secrets
         .iter()
         .map(String::as_str)
@@ -56,7 +150,7 @@ pub fn seal_json(value: &mut Value, secrets: &[String], ring: &Keyring) -> Resul
     failure.map_or(Ok(()), Err)
 }
 
-/// Opens every token in the strings of `value`.
+/// Opens every token in the strings of `value`, and every sealed number or boolean.
 pub fn unseal_json(value: &mut Value, ring: &Keyring) -> Result<(), SecretError> {
     let mut failure = None;
     strings_mut(value, &mut |s| {
@@ -68,7 +162,13 @@ pub fn unseal_json(value: &mut Value, ring: &Keyring) -> Result<(), SecretError>
             Err(e) => failure = Some(e),
         }
     });
-    failure.map_or(Ok(()), Err)
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    sealed_values_mut(value, &mut |text| {
+        serde_json::from_str(text)
+            .map_err(|e| SecretError::Key(format!("a sealed value is not JSON once opened: {e}")))
+    })
 }
 
 /// `text` with every occurrence of each of `secrets` shown as `[secret]`.
@@ -169,5 +269,36 @@ mod tests {
         );
         unseal_json(&mut v, &ring).unwrap();
         assert_eq!(v, original);
+    }
+
+    #[test]
+    fn numbers_and_booleans_in_arguments_are_sealed_and_keep_their_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = Keyring::for_database(&dir.path().join("t.db"));
+        let original = json!({
+            "messages": [{"tool_calls": [{"arguments": {"pin": 4921, "ok": true, "deep": {"codes": [4921, 7.5]}}}]}],
+            "turn": [{"edited": {"pin": 4921}}],
+            "usage": {"total_tokens": 4921},
+            "echo": "pin was 4921"
+        });
+        let mut v = original.clone();
+        let secrets = ["4921".to_string(), "7.5".to_string()];
+        seal_json(&mut v, &secrets, &ring).unwrap();
+        let text = v.to_string();
+        assert_eq!(v["usage"]["total_tokens"], 4921, "bookkeeping outside arguments is left alone");
+        assert_eq!(v["messages"][0]["tool_calls"][0]["arguments"]["ok"], true);
+        assert!(!v["turn"][0]["edited"]["pin"].is_number());
+        assert!(!v["messages"][0]["tool_calls"][0]["arguments"]["deep"]["codes"][1].is_number());
+        let masked: Value = serde_json::from_str(&mask_stored(&text)).unwrap();
+        assert_eq!(masked["turn"][0]["edited"]["pin"], MASK);
+        assert_eq!(masked["echo"], "pin was [secret]");
+        unseal_json(&mut v, &ring).unwrap();
+        assert_eq!(v, original);
+
+        let mut args = json!({"pin": 4921});
+        seal_arguments(&mut args, &secrets, &ring).unwrap();
+        assert!(!args.to_string().contains("4921"));
+        unseal_json(&mut args, &ring).unwrap();
+        assert_eq!(args, json!({"pin": 4921}));
     }
 }

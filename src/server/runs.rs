@@ -364,7 +364,7 @@ async fn continued(state: Arc<AppState>, run_id: &str, stream: bool) -> Result<R
 /// Approves a paused run's call (or every waiting approval), optionally for good or
 /// with edited arguments.
 #[utoipa::path(post, path = "/v1/runs/{id}/approve", tag = "decisions", request_body = ApproveBody,
-    params(("id" = String, Path, description = "A run id or a unique prefix")),
+    params(("id" = String, Path, description = "The run's full id")),
     responses((status = 200, description = "The run object (continued when this resolved its last item)", 
             content((RunObject = "application/json"), (String = "text/event-stream"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
@@ -386,6 +386,7 @@ pub async fn approve(
         (None, true) => Decision::ApproveAlways,
         (None, false) => Decision::Approve,
     };
+    let id = exact_run(&state, &id).await?;
     decided(
         state,
         &id,
@@ -413,6 +414,7 @@ pub async fn deny(
     let decision = Decision::Deny {
         reason: body.reason,
     };
+    let id = exact_run(&state, &id).await?;
     decided(
         state,
         &id,
@@ -441,6 +443,7 @@ pub async fn submit(
         output: body.output,
         is_error: body.is_error,
     };
+    let id = exact_run(&state, &id).await?;
     decided(
         state,
         &id,
@@ -473,7 +476,7 @@ pub async fn resume(
             .map_err(|e| ApiError::bad_request(format!("the body is not a resume request: {e}")))?
             .unwrap_or_default()
     };
-    let id = state.runner.get(&id).await?.id;
+    let id = exact_run(&state, &id).await?;
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(Drive::Resume(id))).into_response());
     }
@@ -490,5 +493,16 @@ pub async fn cancel(
     State(state): State<Arc<AppState>>,
     PathId(id): PathId,
 ) -> Result<Json<RunObject>, ApiError> {
+    let id = exact_run(&state, &id).await?;
     Ok(Json(state.runner.cancel(&id).await?))
+}
+
+/// The run `id` names whole: a change of state never takes a prefix (a short prefix
+/// can be guessed), only reads do. Anything but a full run id is not found, the same
+/// answer as for an unknown run (no hint of which prefixes exist).
+async fn exact_run(state: &AppState, id: &str) -> Result<String, ApiError> {
+    if !crate::run::is_run_id(id) {
+        return Err(crate::run::RunError::NotFound(id.to_string()).into());
+    }
+    Ok(state.runner.get(id).await?.id)
 }

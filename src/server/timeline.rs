@@ -14,7 +14,7 @@ use super::AppState;
 use super::error::{ApiError, ErrorBody, PathId};
 use crate::protocol::{Decision, RequiredItem, RunObject};
 use crate::run::run_object;
-use crate::secrets::mask_tokens;
+use crate::secrets::{mask_stored, mask_tokens};
 use crate::store::{PauseRow, PendingRow, StoredCall, TimelineRows};
 
 /// `GET /v1/runs/{id}/timeline`.
@@ -123,7 +123,7 @@ fn build(rows: TimelineRows) -> Timeline {
         messages: messages
             .into_iter()
             .filter_map(|(seq, text)| {
-                let mut m: TimelineMessage = serde_json::from_str(&mask_tokens(&text)).ok()?;
+                let mut m: TimelineMessage = serde_json::from_str(&mask_stored(&text)).ok()?;
                 m.seq = seq;
                 Some(m)
             })
@@ -144,7 +144,7 @@ fn build(rows: TimelineRows) -> Timeline {
 fn pause(p: PauseRow) -> Pause {
     let decision = p.decision.map(|d| match d {
         Decision::Edit { arguments } => {
-            let text = mask_tokens(&Value::Object(arguments).to_string()).into_owned();
+            let text = mask_stored(&Value::Object(arguments).to_string()).into_owned();
             Decision::Edit {
                 arguments: match serde_json::from_str(&text) {
                     Ok(Value::Object(arguments)) => arguments,
