@@ -63,9 +63,30 @@ async fn attempts(got: &Received, n: usize) -> Vec<(HeaderMap, Bytes)> {
     }
 }
 
-/// What a receiver does: the HMAC-SHA256 of the raw body under the shared secret,
-/// compared in constant time with the header's hex.
+/// What a receiver does: the timestamp within five minutes of its clock, then the
+/// HMAC-SHA256 of `TIMESTAMP.DELIVERY.BODY` under the shared secret, compared in
+/// constant time with the header's hex.
 fn verified(headers: &HeaderMap, body: &[u8]) -> bool {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let (Some(timestamp), Some(delivery)) =
+        (header("x-toolgate-timestamp"), header("x-toolgate-delivery"))
+    else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    match timestamp.parse::<u64>() {
+        Ok(t) if t.abs_diff(now) <= 300 => {}
+        _ => return false,
+    }
+    let mut signed = format!("{timestamp}.{delivery}.").into_bytes();
+    signed.extend_from_slice(body);
+    signed_by_secret(headers, &signed)
+}
+
+fn signed_by_secret(headers: &HeaderMap, body: &[u8]) -> bool {
     let Some(given) = headers
         .get("x-toolgate-signature")
         .and_then(|v| v.to_str().ok())
@@ -127,6 +148,13 @@ async fn a_paused_run_is_posted_signed_and_retried_until_taken() {
         !verified(headers, b"{}"),
         "a signature of another body does not"
     );
+    assert!(
+        !signed_by_secret(headers, body),
+        "the body alone is not what is signed: a replay with another delivery id fails"
+    );
+    let mut replayed = headers.clone();
+    replayed.insert("x-toolgate-delivery", "another-id".parse().unwrap());
+    assert!(!verified(&replayed, body), "the delivery id is signed");
     assert_eq!(headers["content-type"], "application/json");
     assert_eq!(headers["x-toolgate-event"], "run.requires_action");
     let n: Value = serde_json::from_slice(body).unwrap();
@@ -149,6 +177,50 @@ async fn a_paused_run_is_posted_signed_and_retried_until_taken() {
     assert_eq!(n["waiting"][0]["kind"], "approval");
     assert_eq!(n["waiting"][0]["tool"], "write_file");
     assert_eq!(n["waiting"][0]["arguments"]["path"], "result.txt");
+}
+
+/// A receiver that redirects (307 keeps the method and body, 302 turns it into a GET)
+/// to an internal address: the notifier follows neither; the internal address never
+/// sees a request, signed or not, and the attempts go on against the URL given.
+#[tokio::test(flavor = "multi_thread")]
+async fn redirects_are_never_followed() {
+    for status in [307u16, 302] {
+        let (internal, reached) = receiver(0).await;
+        let got = Received::default();
+        let seen = got.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+                let (seen, internal) = (seen.clone(), internal.clone());
+                async move {
+                    seen.attempts.lock().unwrap().push((headers, body));
+                    (
+                        StatusCode::from_u16(status).unwrap(),
+                        [(axum::http::header::LOCATION, internal)],
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let site = Site::new();
+        let server = serve(&site, &url);
+        let (_, run) = server
+            .post(
+                "/v1/runs",
+                serde_json::json!({"agent": "assistant", "input": "Work it out."}),
+            )
+            .await;
+        assert_eq!(run["status"], "requires_action");
+        let a = attempts(&got, 2).await;
+        assert!(a.len() >= 2, "a redirect is a failed attempt, tried again");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            reached.attempts.lock().unwrap().is_empty(),
+            "{status}: the notifier followed the redirect to the internal address"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,8 +1,10 @@
 //! Notifications (`serve --notify-url URL`): when a run pauses for a person or fails,
-//! a JSON POST to each URL, signed with HMAC-SHA256 of the body under
-//! `TOOLGATE_NOTIFY_SECRET` (`X-Toolgate-Signature: sha256=HEX`), retried with
-//! exponential backoff on its own task, so that a slow or failing receiver never holds
-//! a run up. Each attempt is logged.
+//! a JSON POST to each URL, signed with HMAC-SHA256 of `TIMESTAMP.DELIVERY.BODY` under
+//! `TOOLGATE_NOTIFY_SECRET` (`X-Toolgate-Signature: sha256=HEX`, with the timestamp and
+//! the delivery id in their own headers, so a receiver can refuse a replay), retried
+//! with exponential backoff on its own task, so that a slow or failing receiver never
+//! holds a run up. A redirect is never followed: the signed body goes to the URL given
+//! and nowhere else. Each attempt is logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +21,17 @@ use crate::protocol::{RequiredItem, RunObject, RunStatus};
 
 /// The environment variable holding the signing key.
 pub const SECRET_ENV: &str = "TOOLGATE_NOTIFY_SECRET";
-/// The header carrying `sha256=` and the hex HMAC-SHA256 of the body.
+/// The header carrying `sha256=` and the hex HMAC-SHA256 of `TIMESTAMP.DELIVERY.BODY`.
 pub const SIGNATURE_HEADER: &str = "X-Toolgate-Signature";
+/// The header with the attempt's time, in Unix seconds (signed).
+pub const TIMESTAMP_HEADER: &str = "X-Toolgate-Timestamp";
+/// How far a receiver should let a timestamp be from its own clock (documented; the
+/// receiver applies it).
+pub const TOLERANCE_SECS: u64 = 300;
 /// The header naming the notification (`run.requires_action`, `run.failed`).
 pub const EVENT_HEADER: &str = "X-Toolgate-Event";
-/// The header with one id per notification, the same on every attempt (receivers
-/// drop repeats by it).
+/// The header with one id per notification, the same on every attempt (signed;
+/// receivers drop repeats by it).
 pub const DELIVERY_HEADER: &str = "X-Toolgate-Delivery";
 
 /// Attempts per URL before giving up.
@@ -97,10 +104,14 @@ fn link(public_url: &Url, run_id: &str) -> String {
     url.to_string()
 }
 
-/// `sha256=` and the hex HMAC-SHA256 of `body` under `secret` (`None` only if the
-/// HMAC refused the key, which it does for no length).
-pub fn signature(secret: &str, body: &[u8]) -> Option<String> {
+/// `sha256=` and the hex HMAC-SHA256 of `TIMESTAMP.DELIVERY.BODY` under `secret`
+/// (`None` only if the HMAC refused the key, which it does for no length).
+pub fn signature(secret: &str, timestamp: u64, delivery: &str, body: &[u8]) -> Option<String> {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).ok()?;
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(delivery.as_bytes());
+    mac.update(b".");
     mac.update(body);
     let digest = mac.finalize().into_bytes();
     let mut out = String::with_capacity(7 + 64);
@@ -119,6 +130,9 @@ pub fn spawn(hub: &Hub, config: NotifyConfig, shutdown: CancellationToken) {
     let client = match reqwest::Client::builder()
         .timeout(ATTEMPT_TIMEOUT)
         .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
+        // The signed body goes where it was configured to, never where a receiver (or
+        // whoever took its address over) redirects it: an internal address, say.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
     {
         Ok(c) => c,
@@ -160,19 +174,38 @@ fn send_all(client: &reqwest::Client, config: &Arc<NotifyConfig>, n: Notificatio
             return;
         }
     };
-    let Some(signature) = signature(&config.secret, &body) else {
-        tracing::error!(run_id = %n.run_id, "a notification could not be signed");
-        return;
-    };
     let delivery = uuid::Uuid::new_v4().to_string();
     for url in &config.urls {
-        let (client, url, body) = (client.clone(), url.clone(), body.clone());
-        let (signature, delivery, run_id) = (signature.clone(), delivery.clone(), n.run_id.clone());
+        let (client, url, body, config) = (client.clone(), url.clone(), body.clone(), Arc::clone(config));
+        let (delivery, run_id) = (delivery.clone(), n.run_id.clone());
         let event = n.event;
         tokio::spawn(async move {
-            deliver(&client, &url, body, &signature, &delivery, event, &run_id).await;
+            let to = Delivery {
+                url: &url,
+                secret: &config.secret,
+                id: &delivery,
+                event,
+                run_id: &run_id,
+            };
+            deliver(&client, &to, body).await;
         });
     }
+}
+
+/// One notification's way to one URL.
+struct Delivery<'a> {
+    url: &'a Url,
+    secret: &'a str,
+    id: &'a str,
+    event: &'static str,
+    run_id: &'a str,
+}
+
+/// Now, in Unix seconds.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn bytes_of(v: Vec<u8>) -> Arc<[u8]> {
@@ -180,23 +213,29 @@ fn bytes_of(v: Vec<u8>) -> Arc<[u8]> {
 }
 
 /// Posts one notification to one URL until it is taken (2xx) or the attempts run out.
-async fn deliver(
-    client: &reqwest::Client,
-    url: &Url,
-    body: Arc<[u8]>,
-    signature: &str,
-    delivery: &str,
-    event: &'static str,
-    run_id: &str,
-) {
+/// Each attempt is signed with its own timestamp.
+async fn deliver(client: &reqwest::Client, d: &Delivery<'_>, body: Arc<[u8]>) {
+    let Delivery {
+        url,
+        id: delivery,
+        event,
+        run_id,
+        ..
+    } = *d;
     // The origin only: a webhook's path or query may be its secret.
     let to = url.origin().ascii_serialization();
     let mut wait = FIRST_WAIT;
     for attempt in 1..=ATTEMPTS {
+        let timestamp = unix_now();
+        let Some(signature) = signature(d.secret, timestamp, delivery, &body) else {
+            tracing::error!(run_id, "a notification could not be signed");
+            return;
+        };
         let sent = client
-            .post(url.clone())
+            .post((*url).clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(SIGNATURE_HEADER, signature)
+            .header(TIMESTAMP_HEADER, timestamp.to_string())
             .header(EVENT_HEADER, event)
             .header(DELIVERY_HEADER, delivery)
             .body(body.to_vec())
@@ -207,6 +246,15 @@ async fn deliver(
                 tracing::info!(%to, run_id, event, attempt, status = r.status().as_u16(), "notification delivered");
                 return;
             }
+            Ok(r) if r.status().is_redirection() => format!(
+                "the receiver answered {} (to {}); notifications do not follow redirects: give the final URL",
+                r.status(),
+                r.headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| url.join(l).ok())
+                    .map_or_else(|| "nowhere".to_string(), |l| l.origin().ascii_serialization())
+            ),
             Ok(r) => format!("the receiver answered {}", r.status()),
             Err(e) => format!("the request failed: {e}"),
         };
@@ -226,11 +274,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn signature_is_hmac_sha256_hex() {
-        // RFC 4231 test case 2.
+    fn signature_is_hmac_sha256_hex_of_timestamp_delivery_and_body() {
+        // HMAC-SHA256("Jefe", "1.what do ya want.for nothing?"), from Python's hmac.
         assert_eq!(
-            signature("Jefe", b"what do ya want for nothing?").as_deref(),
-            Some("sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+            signature("Jefe", 1, "what do ya want", b"for nothing?").as_deref(),
+            Some("sha256=345bd9a974ffaef0a875912cef29c3a0e24d569181ee62108f0ea2f66eb1a9f6")
+        );
+        assert_ne!(
+            signature("Jefe", 2, "what do ya want", b"for nothing?"),
+            signature("Jefe", 1, "what do ya want", b"for nothing?"),
+            "the timestamp is signed"
+        );
+        assert_ne!(
+            signature("Jefe", 1, "another delivery", b"for nothing?"),
+            signature("Jefe", 1, "what do ya want", b"for nothing?"),
+            "the delivery id is signed"
         );
     }
 
