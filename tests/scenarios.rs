@@ -309,8 +309,16 @@ async fn an_always_approval_stands_for_the_conversation() {
         RunStatus::Completed
     );
     assert_eq!(
-        w.runner.store.standing_approvals("conv_a").unwrap(),
+        w.runner.store.standing_approvals("conv_a", "t").unwrap(),
         ["write_file"]
+    );
+    assert!(
+        w.runner
+            .store
+            .standing_approvals("conv_a", "another_agent")
+            .unwrap()
+            .is_empty(),
+        "an always given to one agent is not another agent's"
     );
     // The next run of the conversation writes without asking.
     let second = w

@@ -253,8 +253,8 @@ impl Runner {
         // A new conversation has no standing approvals yet: no read for it.
         let standing = match &req.conversation {
             Some(conv) => {
-                let conv = conv.clone();
-                self.read(move |store| Ok(store.standing_approvals(&conv)?))
+                let (conv, agent) = (conv.clone(), req.agent.name.clone());
+                self.read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
                     .await?
             }
             None => Vec::new(),
@@ -346,9 +346,9 @@ impl Runner {
         let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
         let model = self.model_for(&state.model)?;
-        let conv = row.conversation_id.clone();
+        let (conv, agent_name) = (row.conversation_id.clone(), row.agent.clone());
         let standing = self
-            .read(move |store| Ok(store.standing_approvals(&conv)?))
+            .read(move |store| Ok(store.standing_approvals(&conv, &agent_name)?))
             .await?;
         let mut decisions = std::collections::HashMap::new();
         for p in pending.into_iter().filter(|p| p.state == "decided") {

@@ -80,9 +80,9 @@ impl Runner {
                 0,
             )
             .await?;
-        let conv = req.conversation.clone();
+        let (conv, agent) = (req.conversation.clone(), req.agent.name.clone());
         let standing = self
-            .read(move |store| Ok(store.standing_approvals(&conv)?))
+            .read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
             .await?;
         let schemas = toolkit.schemas();
         let mut live = Live {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::Response;
-use axum::response::sse::Event;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
@@ -25,19 +24,19 @@ pub async fn all_events(State(state): State<Arc<AppState>>) -> Response {
     let mut settled = state.hub.subscribe_settled();
     sse::from_task(&state, move |tx| async move {
         // A comment first, so that the client knows the stream is open.
-        if tx.send(Event::default().comment("open")).await.is_err() {
+        if tx.send(sse::Frame::comment("open")).await.is_err() {
             return;
         }
         loop {
             let event = tokio::select! {
                 e = events.recv() => match e {
                     Ok(e) => sse::run_event(&e),
-                    Err(RecvError::Lagged(n)) => lagged(n),
+                    Err(RecvError::Lagged(n)) => sse::lagged(n),
                     Err(RecvError::Closed) => return,
                 },
                 r = settled.recv() => match r {
                     Ok(run) => sse::run_object(&run),
-                    Err(RecvError::Lagged(n)) => lagged(n),
+                    Err(RecvError::Lagged(n)) => sse::lagged(n),
                     Err(RecvError::Closed) => return,
                 },
             };
@@ -46,10 +45,4 @@ pub async fn all_events(State(state): State<Arc<AppState>>) -> Response {
             }
         }
     })
-}
-
-fn lagged(missed: u64) -> Event {
-    Event::default()
-        .event("lagged")
-        .data(serde_json::json!({ "missed": missed }).to_string())
 }

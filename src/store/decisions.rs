@@ -124,11 +124,11 @@ impl Store {
                     }
                 }
                 for (holder_id, tool) in tools {
-                    // Standing in the conversation of the run that asked.
-                    let conversation: String = tx.prepare_cached("SELECT conversation_id FROM runs WHERE id = ?1")?.query_row([&holder_id],
-                        |r| r.get(0),
+                    // Standing for the agent of the run that asked, in its conversation.
+                    let (conversation, agent): (String, String) = tx.prepare_cached("SELECT conversation_id, agent FROM runs WHERE id = ?1")?.query_row([&holder_id],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
                     )?;
-                    tx.prepare_cached("INSERT OR REPLACE INTO standing_decisions (conversation_id, tool, decision, created_at) VALUES (?1, ?2, 'approve', ?3)")?.execute(params![conversation, tool, now_ms()],
+                    tx.prepare_cached("INSERT OR REPLACE INTO standing_decisions (conversation_id, agent, tool, decision, created_at) VALUES (?1, ?2, ?3, 'approve', ?4)")?.execute(params![conversation, agent, tool, now_ms()],
                     )?;
                 }
             }
@@ -151,14 +151,18 @@ impl Store {
         .await
     }
 
-    /// The tools with a standing approval in a conversation.
-    pub fn standing_approvals(&self, conversation: &str) -> Result<Vec<String>, RunsError> {
+    /// The tools with a standing approval for `agent` in a conversation.
+    pub fn standing_approvals(
+        &self,
+        conversation: &str,
+        agent: &str,
+    ) -> Result<Vec<String>, RunsError> {
         self.read_runs(|conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT tool FROM standing_decisions WHERE conversation_id = ?1 AND decision = 'approve' ORDER BY tool",
+                "SELECT tool FROM standing_decisions WHERE conversation_id = ?1 AND agent = ?2 AND decision = 'approve' ORDER BY tool",
             )?;
             let rows = stmt
-                .query_map([conversation], |r| r.get(0))?
+                .query_map([conversation, agent], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             Ok(rows)
         })

@@ -17,13 +17,11 @@ pub mod translate;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -306,14 +304,12 @@ async fn whole(mut reports: UnboundedReceiver<Report>) -> Result<Response, ApiEr
     ))
 }
 
-fn sse_event(event: &Value) -> SseEvent {
+fn sse_event(event: &Value) -> super::sse::Frame {
     let kind = event
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("message");
-    SseEvent::default()
-        .event(kind)
-        .data(serde_json::to_string(event).unwrap_or_default())
+    super::sse::Frame::new(kind, serde_json::to_string(event).unwrap_or_default())
 }
 
 /// Streams the response's events; a refusal before anything was driven is a plain
@@ -331,38 +327,24 @@ async fn stream(
             ));
         }
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(256);
-    let shutdown = state.shutdown.clone();
-    tokio::spawn(async move {
-        let forward = async {
-            for e in &first {
+    Ok(super::sse::from_task(state, move |tx| async move {
+        for e in &first {
+            if tx.send(sse_event(e)).await.is_err() {
+                // The client went away: the run goes on, and the response is stored.
+                return;
+            }
+        }
+        while let Some(report) = reports.recv().await {
+            let Report::Events(events) = report else {
+                break;
+            };
+            for e in &events {
                 if tx.send(sse_event(e)).await.is_err() {
-                    // The client went away: the run goes on, and the response is stored.
                     return;
                 }
             }
-            while let Some(report) = reports.recv().await {
-                let Report::Events(events) = report else {
-                    break;
-                };
-                for e in &events {
-                    if tx.send(sse_event(e)).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        };
-        tokio::select! {
-            _ = forward => {}
-            _ = shutdown.cancelled() => {}
         }
-    });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
-    });
-    Ok(Sse::new(events)
-        .keep_alive(KeepAlive::default())
-        .into_response())
+    }))
 }
 
 /// A response as last stored: after it ended, the whole response; while its run is
