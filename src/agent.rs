@@ -279,6 +279,20 @@ impl Agent {
     }
 }
 
+/// A model spec as shown outside the process (run objects, events, the API): a
+/// `scripted:` file by its name only, never the folders of the host it sits on.
+pub fn shown_model(spec: &str) -> String {
+    match spec.strip_prefix("scripted:") {
+        Some(path) => format!(
+            "scripted:{}",
+            std::path::Path::new(path)
+                .file_name()
+                .map_or_else(|| path.into(), |n| n.to_string_lossy())
+        ),
+        None => spec.to_string(),
+    }
+}
+
 /// Checks the form of a model name: `openai:NAME` or `scripted:FILE`.
 pub fn check_model_spec(spec: &str) -> Result<(), String> {
     match spec.split_once(':') {

@@ -78,7 +78,7 @@ impl Runner {
             run_id: live.run_id.clone(),
             conversation_id: live.conversation_id.clone(),
             agent: live.agent.name.clone(),
-            model: live.state.model.clone(),
+            model: crate::agent::shown_model(&live.state.model),
             resumed,
         });
         let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();

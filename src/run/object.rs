@@ -17,7 +17,10 @@ pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
         object: "run".into(),
         conversation_id: row.conversation_id.clone(),
         agent: row.agent.clone(),
-        model: state.as_ref().map(|s| s.model.clone()).unwrap_or_default(),
+        model: state
+            .as_ref()
+            .map(|s| crate::agent::shown_model(&s.model))
+            .unwrap_or_default(),
         status: row.status,
         iteration: row.iteration,
         max_iterations: state.as_ref().map_or(0, |s| s.max_iterations),

@@ -57,6 +57,11 @@ impl Agents {
         files
     }
 
+    /// The folder as it starts the paths of its files.
+    fn prefix(&self) -> String {
+        format!("{}{}", self.dir.display(), std::path::MAIN_SEPARATOR)
+    }
+
     /// Every agent that loads, and the problems of the files that do not.
     pub fn list(&self, loaded: &Loaded) -> (Vec<Agent>, Vec<String>) {
         let mut agents = Vec::new();
@@ -64,7 +69,8 @@ impl Agents {
         for file in self.files() {
             match loaded.agent(&file) {
                 Ok(a) => agents.push(a),
-                Err(e) => problems.push(e.to_string()),
+                // Named within the folder: where the folder sits is not a client's business.
+                Err(e) => problems.push(e.to_string().replace(&self.prefix(), "")),
             }
         }
         (agents, problems)
@@ -76,10 +82,8 @@ impl Agents {
         if let Some(agent) = agents.into_iter().find(|a| a.name == name) {
             return Ok(agent);
         }
-        let mut message = format!(
-            "there is no agent named '{name}' in {} (GET /v1/agents lists them)",
-            self.dir.display()
-        );
+        let mut message =
+            format!("there is no agent named '{name}' (GET /v1/agents lists them)");
         if !problems.is_empty() {
             message.push_str(&format!(
                 "; files that did not load: {}",
@@ -94,14 +98,18 @@ impl From<&Agent> for AgentInfo {
     fn from(a: &Agent) -> Self {
         AgentInfo {
             name: a.name.clone(),
-            model: a.model.clone(),
+            model: a.model.as_deref().map(crate::agent::shown_model),
             mode: match a.mode {
                 crate::agent::Mode::Native => "native".into(),
                 crate::agent::Mode::Xml => "xml".into(),
             },
             tools: a.tools.clone(),
             max_iterations: a.max_iterations,
-            file: a.path.display().to_string(),
+            // Its name in the agents folder, not where that folder sits on the host.
+            file: a
+                .path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         }
     }
 }
