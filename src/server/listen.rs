@@ -130,8 +130,13 @@ pub async fn serve(
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let cap = connection_cap(limits.max_connections);
-    tracing::info!(max_connections = cap, header_timeout_ms = limits.header_timeout.as_millis() as u64, "accepting connections");
+    tracing::info!(
+        max_connections = cap,
+        header_timeout_ms = limits.header_timeout.as_millis() as u64,
+        "accepting connections"
+    );
     let permits = Arc::new(Semaphore::new(cap));
+    let silent = Arc::new(Silent::default());
     let open = TaskTracker::new();
     let full_logged = Throttle::default();
     let error_logged = Throttle::default();
@@ -151,11 +156,22 @@ pub async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(p) => Some(p),
+            // Full: the connection that has been silent longest makes room.
+            Err(_) if silent.evict_oldest() => {
+                tokio::time::timeout(EVICTION_WAIT, Arc::clone(&permits).acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(_) => None,
+        };
+        let Some(permit) = permit else {
             if full_logged.due() {
                 tracing::warn!(
                     max_connections = cap,
-                    "connection cap reached: new connections get 503 until some close (--max-connections)"
+                    "connection cap reached with every connection busy: new connections get 503 until some close (--max-connections)"
                 );
             }
             open.spawn(refuse(stream));
@@ -163,17 +179,30 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let (app, tls, stop) = (app.clone(), tls.clone(), stop.clone());
+        let watch = silent.enter();
         open.spawn(async move {
-            match tls {
-                None => connection(TokioIo::new(stream), app, limits, stop).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => connection(TokioIo::new(tls), app, limits, stop).await,
-                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::debug!("TLS handshake timed out"),
+            let evicted = watch.evicted.clone();
+            let serving = async {
+                match tls {
+                    None => connection(TokioIo::new(stream), app, limits, &watch, stop).await,
+                    Some(acceptor) => {
+                        match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream))
+                            .await
+                        {
+                            Ok(Ok(tls)) => {
+                                connection(TokioIo::new(tls), app, limits, &watch, stop).await
+                            }
+                            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                            Err(_) => tracing::debug!("TLS handshake timed out"),
+                        }
                     }
                 }
+            };
+            tokio::select! {
+                _ = serving => {}
+                _ = evicted.cancelled() => tracing::debug!("a silent connection was closed to make room"),
             }
+            drop(watch);
             drop(permit);
         });
     }
@@ -184,13 +213,76 @@ pub async fn serve(
     Ok(())
 }
 
+/// How long a new connection waits for the room an eviction makes.
+const EVICTION_WAIT: Duration = Duration::from_secs(1);
+
+/// The connections that have not sent a whole request yet, oldest first: what is
+/// closed first when the cap is reached (idle and dribbling sockets, not the busy ones).
+#[derive(Default)]
+struct Silent {
+    next: AtomicU64,
+    waiting: std::sync::Mutex<std::collections::BTreeMap<u64, CancellationToken>>,
+}
+
+/// One connection's place in [`Silent`]; leaves it when dropped.
+struct Watch {
+    id: u64,
+    silent: Arc<Silent>,
+    evicted: CancellationToken,
+}
+
+impl Silent {
+    fn enter(self: &Arc<Self>) -> Watch {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let evicted = CancellationToken::new();
+        if let Ok(mut w) = self.waiting.lock() {
+            w.insert(id, evicted.clone());
+        }
+        Watch {
+            id,
+            silent: Arc::clone(self),
+            evicted,
+        }
+    }
+
+    /// Closes the oldest silent connection; false when there is none.
+    fn evict_oldest(&self) -> bool {
+        let oldest = self.waiting.lock().ok().and_then(|mut w| w.pop_first());
+        oldest.map(|(_, token)| token.cancel()).is_some()
+    }
+}
+
+impl Watch {
+    /// The connection sent a request: it is not silent any more.
+    fn spoke(&self) {
+        if let Ok(mut w) = self.silent.waiting.lock() {
+            w.remove(&self.id);
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.spoke();
+    }
+}
+
 /// One connection, HTTP/1.1, until it closes, fails, or the server stops.
-async fn connection<I>(io: TokioIo<I>, app: axum::Router, limits: ConnLimits, stop: CancellationToken)
-where
+async fn connection<I>(
+    io: TokioIo<I>,
+    app: axum::Router,
+    limits: ConnLimits,
+    watch: &Watch,
+    stop: CancellationToken,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let body_timeout = limits.body_timeout;
-    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+    let spoke = std::sync::atomic::AtomicBool::new(false);
+    let service = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| {
+        if !spoke.swap(true, Ordering::Relaxed) {
+            watch.spoke();
+        }
         let req = req.map(|b| axum::body::Body::new(Deadline::new(b, body_timeout)));
         let mut app = app.clone();
         async move { tower::Service::call(&mut app, req).await }
