@@ -212,6 +212,24 @@ async fn phone_sized_screen() {
     );
 }
 
+/// Twenty navigations in one tab, by links and back/forward, with the back/forward
+/// cache on: a cached page holds no event stream open (six would take every connection
+/// the browser gives the host, and the tab would hang); a restored page shows what
+/// changed meanwhile; an Approve at the end is recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn cached_pages_hold_no_stream_open() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "bfcache"));
+    let (status, run) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        decision(&server, &id, "call_write").await["type"],
+        "approve"
+    );
+}
+
 /// A secret argument reads `[secret]` in the inbox and on the run page; a long value
 /// is folded until opened.
 #[tokio::test(flavor = "multi_thread")]
