@@ -341,6 +341,52 @@ const scenarios = {
     console.log(JSON.stringify({ run_id: run.id }));
   },
 
+  // Hidden characters from the model (a right-to-left override in a path, a zero-width
+  // space in a call id) show escaped and marked, under a warning badge; an ordinary
+  // call has neither. Edit shows them as JSON escapes and sends them back unchanged.
+  async hidden(page) {
+    await openInbox(page);
+    const plain = await startRun('Save 14.');
+    const invoice = await startRun('Save the invoice.', 'courier');
+    const card = page.locator(`article.item[data-run="${invoice.id}"]`);
+    await card.waitFor({ timeout: WAIT });
+    const args = await card.locator('.args').innerText();
+    check(args.includes('invoice\\u202egnp.exe'), `the path reads with its override escaped: ${args}`);
+    const text = await card.innerText();
+    check(!/[\u202e\u200b]/.test(text), `no hidden character is left as it is on the card: ${JSON.stringify(text)}`);
+    const mark = card.locator('.args .hidden-char');
+    check(await mark.count() === 1 && await mark.textContent() === '\\u202e', 'the override is marked where it stands');
+    check((await mark.getAttribute('title')).includes('right-to-left override'), 'the mark names the character');
+    const callId = await card.locator('code.callid').innerText();
+    check(callId === 'call\\u200b_invoice', `the call id shows its zero-width space: ${callId}`);
+    const badge = card.locator('.badge.hidden-chars');
+    check(await badge.isVisible() && (await badge.textContent()).includes('hidden characters'), 'the card carries the warning badge');
+    check(await card.locator('.hidden-note').isVisible(), 'the card says what the badge means');
+    const write = item(page, plain, 'write_file', 'call_write');
+    await write.waitFor({ timeout: WAIT });
+    check(await write.locator('.badge.hidden-chars, .hidden-note, .hidden-char').count() === 0, 'an ordinary call has no badge');
+    await card.scrollIntoViewIfNeeded();
+    await shot(page, 'hidden-characters');
+
+    await button(card, 'Edit').click();
+    const field = card.getByLabel('Arguments (JSON)');
+    const json = await field.inputValue();
+    check(json.includes('"invoice\\u202egnp.exe"') && !json.includes('\u202e'), `the editor shows the escape: ${json}`);
+    await button(card, 'Approve').click();
+    await card.waitFor({ state: 'detached', timeout: WAIT });
+
+    await page.goto(`${SITE}/runs/${invoice.id}`);
+    const call = page.locator('.timeline li.call').filter({ hasText: 'call\\u200b_invoice' });
+    await call.waitFor({ timeout: WAIT });
+    check(await call.locator('summary .badge.hidden-chars').count() === 1, 'the timeline marks the call too');
+    await call.locator('summary').first().click();
+    await call.locator('.args').first().filter({ hasText: 'invoice\\u202egnp.exe' }).waitFor({ timeout: WAIT });
+    check(!(await page.locator('main').innerText()).includes('\u202e'), 'no override is left as it is on the run page');
+    check(!(await call.innerText()).includes('(cut;'), 'a whole result (with a 3-byte character) is not said to be cut');
+    await shot(page, 'hidden-characters-run-page');
+    console.log(JSON.stringify({ run_id: invoice.id, plain_id: plain.id }));
+  },
+
   // A phone-sized screen: everything fits the width; the controls are there.
   async phone(page) {
     await openInbox(page);
