@@ -139,9 +139,9 @@ export function badge(status) {
 }
 
 // The warning on a call whose tool name, call id or arguments hold hidden characters.
-export function hiddenBadge(id) {
+export function hiddenBadge() {
   return h('span', {
-    class: 'badge hidden-chars', id,
+    class: 'badge hidden-chars',
     title: 'Invisible or text-reordering characters, shown escaped (\\u202e …) where they stand',
   }, '⚠ hidden characters');
 }
