@@ -212,6 +212,24 @@ async fn phone_sized_screen() {
     );
 }
 
+/// Twenty navigations in one tab, by links and back/forward, with the back/forward
+/// cache on: a cached page holds no event stream open (six would take every connection
+/// the browser gives the host, and the tab would hang); a restored page shows what
+/// changed meanwhile; an Approve at the end is recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn cached_pages_hold_no_stream_open() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "bfcache"));
+    let (status, run) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        decision(&server, &id, "call_write").await["type"],
+        "approve"
+    );
+}
+
 /// A secret argument reads `[secret]` in the inbox and on the run page; a long value
 /// is folded until opened.
 #[tokio::test(flavor = "multi_thread")]
@@ -238,4 +256,36 @@ async fn secrets_are_masked_and_long_values_folded() {
     );
     let server = site.serve(None);
     scenario(&server, "secrets");
+}
+
+/// A right-to-left override in a path the model wrote (and a zero-width space in its
+/// call id) shows escaped, under a warning badge; an ordinary call has no badge; the
+/// arguments edited on the page reach the tool unchanged.
+#[tokio::test(flavor = "multi_thread")]
+async fn hidden_characters_show_escaped() {
+    let site = Site::new();
+    let path = "invoice\u{202e}gnp.exe";
+    let replies = serde_json::json!({"replies": [
+        {"content": "Saving the invoice.", "tool_calls": [{"id": "call\u{200b}_invoice",
+            "name": "write_file", "arguments": {"path": path, "content": "not a picture\n"}}]},
+        {"content": "Saved."}
+    ]});
+    let write = |p: &str, text: &str| std::fs::write(site.path().join(p), text).unwrap();
+    // JSON is YAML.
+    write("agents/courier.replies.yaml", &replies.to_string());
+    write(
+        "agents/courier.yaml",
+        "name: courier\nmodel: scripted:courier.replies.yaml\ninstructions: File invoices.\ntools: [write_file]\n",
+    );
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "hidden"));
+    let (_, run) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let d = decision(&server, &id, "call\u{200b}_invoice").await;
+    assert!(d["type"] == "edit" || d["type"] == "approve", "{d}");
+    assert_eq!(
+        std::fs::read_to_string(site.path().join("ws").join(path)).unwrap(),
+        "not a picture\n",
+        "the escaped text in the editor went back as the character itself"
+    );
 }

@@ -6,6 +6,7 @@
 
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
 
 const require = createRequire(join(process.env.PLAYWRIGHT_MODULES, 'x.js'));
@@ -13,6 +14,8 @@ const { chromium } = require('playwright-core');
 
 const BASE = process.env.TOOLGATE_URL;
 const KEY = process.env.TOOLGATE_KEY || '';
+// Where the browser loads the page from: the server, or the relay in front of it.
+let SITE = BASE;
 const ARTIFACTS = process.env.ARTIFACTS;
 const scenario = process.argv[2];
 const WAIT = 30000;
@@ -51,9 +54,43 @@ function button(scope, name) {
 }
 
 async function openInbox(page) {
-  await page.goto(BASE + '/');
+  await page.goto(SITE + '/');
   await page.getByRole('heading', { name: /Waiting for you/ }).waitFor({ timeout: WAIT });
   await page.locator('#live.on').waitFor({ timeout: WAIT });
+}
+
+// A relay in front of the server that counts the browser's open /v1/events streams:
+// each one holds a connection of the six the browser gives a host over HTTP/1.1.
+async function streamCounter() {
+  const to = new URL(BASE);
+  const agent = new http.Agent({ keepAlive: true });
+  const counter = { open: 0, opened: 0 };
+  const relay = http.createServer((req, res) => {
+    const up = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers, agent }, (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+    res.on('close', () => up.destroy());
+    if (req.url.startsWith('/v1/events')) {
+      counter.open += 1;
+      counter.opened += 1;
+      res.on('close', () => { counter.open -= 1; });
+    }
+  });
+  await new Promise((ok) => relay.listen(0, '127.0.0.1', ok));
+  counter.url = `http://127.0.0.1:${relay.address().port}`;
+  counter.close = () => { relay.closeAllConnections(); relay.close(); agent.destroy(); };
+  return counter;
+}
+
+async function until(test, what, ms = 10000) {
+  const end = Date.now() + ms;
+  while (!(await test())) {
+    if (Date.now() > end) throw new Error(`check failed: ${what}`);
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
 }
 
 const scenarios = {
@@ -240,6 +277,117 @@ const scenarios = {
     await shot(page, 'secrets-run-page');
   },
 
+  // Twenty navigations in one tab, by links and by back/forward with the back/forward
+  // cache on: after each, the page in front loads and is live, and the browser holds
+  // one event stream open (a cached page holds none; it starts again when restored,
+  // showing what changed meanwhile). Then an Approve and a Submit still go through.
+  async bfcache(page, nav, counter) {
+    // Whether the page in front was last shown from the back/forward cache.
+    await page.addInitScript(() => addEventListener('pageshow', (e) => { window.__fromCache = e.persisted; }));
+    const run = await startRun('Work out 2+3*4 and save it.');
+    await openInbox(page);
+    const runLink = `a[href="/runs/${run.id}"]`;
+    const convLink = `a[href="/conversations/${run.conversation_id}"]`;
+    const kinds = {
+      inbox: { path: '/', ready: () => item(page, run, 'write_file', 'call_write') },
+      run: { path: `/runs/${run.id}`, ready: () => page.locator('.facts').filter({ hasText: run.conversation_id }) },
+      conversation: { path: `/conversations/${run.conversation_id}`, ready: () => page.locator('table.runs').filter({ hasText: run.id }) },
+    };
+    const clicks = {
+      inbox: () => page.locator('header nav').getByRole('link', { name: 'Inbox' }).click(),
+      run: () => page.locator(runLink).first().click(),
+      conversation: () => page.locator(convLink).first().click(),
+    };
+    const steps = ['run', 'conversation', 'run', 'inbox', 'conversation', 'run', 'conversation', 'inbox',
+      'back', 'back', 'back', 'forward', 'forward', 'run', 'conversation', 'back', 'forward', 'inbox', 'back', 'forward'];
+    const history = ['inbox'];
+    let at = 0;
+    let restored = 0;
+    let later = null;
+    for (const [i, step] of steps.entries()) {
+      if (step === 'back' || step === 'forward') {
+        at += step === 'back' ? -1 : 1;
+        // The last step returns to the inbox: a run paused meanwhile must show there.
+        if (i === steps.length - 1) later = await startRun('Save 14 again.');
+        await (step === 'back' ? page.goBack({ waitUntil: 'commit' }) : page.goForward({ waitUntil: 'commit' }));
+      } else {
+        await clicks[step]();
+        history.splice(at + 1, history.length, step);
+        at += 1;
+      }
+      const kind = kinds[history[at]];
+      const what = `navigation ${i + 1} (${step}, to the ${history[at]} page)`;
+      await page.waitForURL((u) => u.pathname === kind.path, { timeout: WAIT, waitUntil: 'commit' });
+      await kind.ready().waitFor({ timeout: WAIT });
+      await page.locator('#live.on').waitFor({ timeout: WAIT });
+      await until(() => counter.open === 1, `after ${what} the browser holds one event stream open, not ${counter.open}`);
+      if (step === 'back' || step === 'forward') {
+        if (await page.evaluate(() => window.__fromCache)) restored += 1;
+        else console.error(`${what}: not restored from the back/forward cache: ${JSON.stringify(await page.evaluate(() => performance.getEntriesByType('navigation')[0].notRestoredReasons))}`);
+      }
+    }
+    const moves = steps.filter((s) => s === 'back' || s === 'forward').length;
+    check(restored >= moves / 2, `the back/forward cache was used (${restored} of ${moves} pages restored from it)`);
+    check(counter.opened > steps.length, `every page opened its stream (${counter.opened} in all)`);
+    await shot(page, 'bfcache-inbox');
+    await item(page, later, 'write_file', 'call_write').waitFor({ timeout: WAIT });
+    const write = item(page, run, 'write_file', 'call_write');
+    await button(write, 'Approve').click();
+    await write.waitFor({ state: 'detached', timeout: WAIT });
+    const ask = item(page, run, 'ask_user', 'call_ask');
+    await ask.getByLabel(/Output of ask_user/).fill('Blue');
+    await button(ask, 'Submit').click();
+    await ask.waitFor({ state: 'detached', timeout: WAIT });
+    check(counter.open === 1, `still one event stream open (${counter.open})`);
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
+  // Hidden characters from the model (a right-to-left override in a path, a zero-width
+  // space in a call id) show escaped and marked, under a warning badge; an ordinary
+  // call has neither. Edit shows them as JSON escapes and sends them back unchanged.
+  async hidden(page) {
+    await openInbox(page);
+    const plain = await startRun('Save 14.');
+    const invoice = await startRun('Save the invoice.', 'courier');
+    const card = page.locator(`article.item[data-run="${invoice.id}"]`);
+    await card.waitFor({ timeout: WAIT });
+    const args = await card.locator('.args').innerText();
+    check(args.includes('invoice\\u202egnp.exe'), `the path reads with its override escaped: ${args}`);
+    const text = await card.innerText();
+    check(!/[\u202e\u200b]/.test(text), `no hidden character is left as it is on the card: ${JSON.stringify(text)}`);
+    const mark = card.locator('.args .hidden-char');
+    check(await mark.count() === 1 && await mark.textContent() === '\\u202e', 'the override is marked where it stands');
+    check((await mark.getAttribute('title')).includes('right-to-left override'), 'the mark names the character');
+    const callId = await card.locator('code.callid').innerText();
+    check(callId === 'call\\u200b_invoice', `the call id shows its zero-width space: ${callId}`);
+    const badge = card.locator('.badge.hidden-chars');
+    check(await badge.isVisible() && (await badge.textContent()).includes('hidden characters'), 'the card carries the warning badge');
+    check(await card.locator('.hidden-note').isVisible(), 'the card says what the badge means');
+    const write = item(page, plain, 'write_file', 'call_write');
+    await write.waitFor({ timeout: WAIT });
+    check(await write.locator('.badge.hidden-chars, .hidden-note, .hidden-char').count() === 0, 'an ordinary call has no badge');
+    await card.scrollIntoViewIfNeeded();
+    await shot(page, 'hidden-characters');
+
+    await button(card, 'Edit').click();
+    const field = card.getByLabel('Arguments (JSON)');
+    const json = await field.inputValue();
+    check(json.includes('"invoice\\u202egnp.exe"') && !json.includes('\u202e'), `the editor shows the escape: ${json}`);
+    await button(card, 'Approve').click();
+    await card.waitFor({ state: 'detached', timeout: WAIT });
+
+    await page.goto(`${SITE}/runs/${invoice.id}`);
+    const call = page.locator('.timeline li.call').filter({ hasText: 'call\\u200b_invoice' });
+    await call.waitFor({ timeout: WAIT });
+    check(await call.locator('summary .badge.hidden-chars').count() === 1, 'the timeline marks the call too');
+    await call.locator('summary').first().click();
+    await call.locator('.args').first().filter({ hasText: 'invoice\\u202egnp.exe' }).waitFor({ timeout: WAIT });
+    check(!(await page.locator('main').innerText()).includes('\u202e'), 'no override is left as it is on the run page');
+    check(!(await call.innerText()).includes('(cut;'), 'a whole result (with a 3-byte character) is not said to be cut');
+    await shot(page, 'hidden-characters-run-page');
+    console.log(JSON.stringify({ run_id: invoice.id, plain_id: plain.id }));
+  },
+
   // A phone-sized screen: everything fits the width; the controls are there.
   async phone(page) {
     await openInbox(page);
@@ -262,18 +410,24 @@ async function main() {
   const run = scenarios[scenario];
   if (!run) throw new Error(`no scenario '${scenario}'; one of: ${Object.keys(scenarios).join(', ')}`);
   mkdirSync(ARTIFACTS, { recursive: true });
+  // The back/forward cache scenario loads the page through a relay that counts streams,
+  // with the cache on (playwright turns it off by default).
+  const bfcache = scenario === 'bfcache';
+  const counter = bfcache ? await streamCounter() : null;
+  if (counter) SITE = counter.url;
   // launch() gives the browser a fresh, empty profile of its own each time.
   const browser = await chromium.launch({
     executablePath: process.env.TOOLGATE_CHROMIUM || '/usr/bin/chromium',
     args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
       '--disable-component-update', '--disable-sync', '--no-first-run'],
+    ignoreDefaultArgs: bfcache ? ['--disable-back-forward-cache'] : [],
   });
   const phone = scenario === 'phone';
   const context = await browser.newContext(phone
     ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }
     : { viewport: { width: 1200, height: 900 } });
   const page = await context.newPage();
-  const origin = new URL(BASE).origin;
+  const origin = new URL(SITE).origin;
   const outside = [];
   const problems = [];
   const nav = { count: 0 };
@@ -285,7 +439,7 @@ async function main() {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 4(01|09|22)/.test(m.text())) problems.push(`console: ${m.text()}`); });
   try {
-    await run(page, nav);
+    await run(page, nav, counter);
     check(outside.length === 0, `no request left the server: ${outside.join(', ')}`);
     check(problems.length === 0, problems.join('; '));
   } catch (e) {
@@ -293,6 +447,7 @@ async function main() {
     throw e;
   } finally {
     await browser.close();
+    if (counter) counter.close();
   }
 }
 

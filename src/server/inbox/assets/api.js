@@ -123,14 +123,19 @@ export function onKey(fn) {
 
 // A new page session: the previous one's streams stop.
 export function newSession() {
-  if (session) session.abort();
+  endSession();
   session = new AbortController();
   return session.signal;
 }
 
-export function askForKey(message) {
+// The page's streams and polls stop (it is left, or kept in the back/forward cache).
+export function endSession() {
   if (session) session.abort();
   session = null;
+}
+
+export function askForKey(message) {
+  endSession();
   sessionStorage.removeItem(KEY);
   forget.hidden = true;
   setLive(false, 'Needs a key');

@@ -2,7 +2,7 @@
 // conversation's stats and runs. It talks only to this server's /v1 API (see api.js).
 
 import { setLive } from './dom.js';
-import { DECIDER, KEY, newSession, onKey } from './api.js';
+import { DECIDER, KEY, endSession, newSession, onKey } from './api.js';
 import { inboxPage, runPage, conversationPage } from './pages.js';
 
 const forget = document.getElementById('forget-key');
@@ -26,6 +26,13 @@ forget.addEventListener('click', () => {
   sessionStorage.removeItem(KEY);
   location.reload();
 });
+
+// A page kept in the back/forward cache holds no stream open: the browser gives this
+// host six HTTP/1.1 connections, and six cached pages, each with its live feed, would
+// leave none for the page in front (it would hang). The streams stop when the page is
+// hidden; a page restored from the cache starts again, reading what changed meanwhile.
+addEventListener('pagehide', endSession);
+addEventListener('pageshow', (e) => { if (e.persisted) start(); });
 
 onKey(start);
 start();

@@ -1,8 +1,9 @@
 // Waiting items: one element per item, holding the tool's name and call id, with its
 // controls (Approve, Approve always, Deny, Edit, Submit), keyboard shortcuts on the
 // focused item, and a list kept in step with the server without disturbing open forms.
+// Hidden characters in what the model wrote show escaped, under a warning.
 
-import { h, enc, since, notice, jsonView } from './dom.js';
+import { h, enc, since, notice, jsonView, hasHidden, hiddenBadge, editableJson, setText } from './dom.js';
 import { api, decideCall } from './api.js';
 
 export const tools = new Map();
@@ -27,11 +28,12 @@ export function waitingItem(run, item, onDecided) {
   const tool = tools.get(item.tool);
   const approval = item.kind === 'approval';
   const outcome = h('p', { class: 'outcome', role: 'status' });
+  const hidden = hasHidden([item.tool, item.call_id, item.arguments]);
   const actions = h('div', { class: 'actions' });
   const el = h('article', {
     class: `item ${approval ? 'approval' : 'client'}`, tabindex: 0, id, 'data-key': key,
     'data-run': run.id, 'data-call': item.call_id, 'aria-labelledby': `${id}-title`,
-    'aria-describedby': `${id}-kind`,
+    'aria-describedby': hidden ? `${id}-kind ${id}-hidden` : `${id}-kind`,
   });
 
   const setBusy = (busy) => {
@@ -40,7 +42,7 @@ export function waitingItem(run, item, onDecided) {
   };
   const done = (text) => {
     el.classList.add('decided');
-    outcome.textContent = text;
+    setText(outcome, text);
     for (const f of el.querySelectorAll('form')) f.hidden = true;
     actions.hidden = true;
     notice(`${item.tool} (${item.call_id}): ${text}`, 'ok');
@@ -56,7 +58,7 @@ export function waitingItem(run, item, onDecided) {
       setBusy(false);
       if (e.status === 409) {
         const msg = `Too late for ${item.tool} (${item.call_id}): someone else already decided it, or the run moved on. Nothing was changed by you. The server said: ${e.message}`;
-        outcome.textContent = msg;
+        setText(outcome, msg);
         el.classList.add('lost');
         notice(msg);
         onDecided();
@@ -64,7 +66,7 @@ export function waitingItem(run, item, onDecided) {
         outcome.textContent = '';
         fieldError(e.message);
       } else if (e.status !== 401) {
-        outcome.textContent = `Not sent: ${e.message}`;
+        setText(outcome, `Not sent: ${e.message}`);
       }
     }
   };
@@ -83,7 +85,12 @@ export function waitingItem(run, item, onDecided) {
   const parts = [
     h('header', {},
       h('h3', { id: `${id}-title`, class: 'tool' }, item.tool, ' ', h('code', { class: 'callid' }, item.call_id)),
-      h('span', { id: `${id}-kind`, class: `badge kind-${item.kind}` }, approval ? 'needs approval' : 'client output')),
+      h('span', { class: 'badges' },
+        hidden ? hiddenBadge() : null,
+        h('span', { id: `${id}-kind`, class: `badge kind-${item.kind}` }, approval ? 'needs approval' : 'client output'))),
+    hidden ? h('p', { id: `${id}-hidden`, class: 'hidden-note' },
+      'This call holds characters that are invisible or reorder the text after them (\\u202e writes right to left). ',
+      'Each is shown escaped, marked where it stands: the tool gets what you read here.') : null,
     tool && tool.description ? h('p', { class: 'desc' }, tool.description) : null,
     h('p', { class: 'meta' },
       'agent ', h('b', {}, run.agent),
@@ -118,7 +125,7 @@ export function waitingItem(run, item, onDecided) {
     const editor = h('textarea', { id: editId, rows: 8, spellcheck: 'false', class: 'code', 'aria-describedby': errId });
     const editError = h('p', { id: errId, class: 'field-error', role: 'alert' });
     const showError = (msg) => {
-      editError.textContent = msg;
+      setText(editError, msg);
       editor.setAttribute('aria-invalid', 'true');
       editor.focus();
     };
@@ -154,7 +161,7 @@ export function waitingItem(run, item, onDecided) {
       h('button', { type: 'button', class: 'primary', 'aria-keyshortcuts': 'a', onclick: () => send('approve', {}, 'Approved.') }, 'Approve'),
       h('button', { type: 'button', 'aria-keyshortcuts': 'Shift+A', title: `Approve this call and every later ${item.tool} call in this conversation`, onclick: () => send('approve', { always: true }, `Approved, and ${item.tool} is approved from now on in this conversation.`) }, 'Approve always'),
       h('button', { type: 'button', class: 'danger', 'aria-keyshortcuts': 'd', onclick: () => openForm(denyForm, reason) }, 'Deny'),
-      h('button', { type: 'button', 'aria-keyshortcuts': 'e', onclick: () => { editor.value = JSON.stringify(item.arguments, null, 2); editError.textContent = ''; openForm(editForm, editor); } }, 'Edit'));
+      h('button', { type: 'button', 'aria-keyshortcuts': 'e', onclick: () => { editor.value = editableJson(item.arguments); editError.textContent = ''; openForm(editForm, editor); } }, 'Edit'));
     parts.push(actions, denyForm, editForm);
     el.shortcuts = {
       a: () => actions.querySelector('button').click(),
@@ -173,7 +180,7 @@ export function waitingItem(run, item, onDecided) {
         e.preventDefault();
         if (!output.value.trim()) { outError.textContent = 'Write the output first.'; output.focus(); return; }
         outError.textContent = '';
-        send('submit', { output: output.value, is_error: isError.checked }, 'Output submitted.', (m) => { outError.textContent = m; });
+        send('submit', { output: output.value, is_error: isError.checked }, 'Output submitted.', (m) => setText(outError, m));
       },
     },
     h('label', { for: outId }, `Output of ${item.tool} for the model`),
@@ -186,7 +193,7 @@ export function waitingItem(run, item, onDecided) {
     el.shortcuts = { s: () => output.focus() };
   }
   parts.push(outcome);
-  el.append(...parts);
+  el.append(...parts.filter(Boolean));
   return el;
 }
 

@@ -1,12 +1,13 @@
 // The pages: the inbox, a run's page (timeline and live events), and a conversation's
 // page (stats and runs).
 
-import { h, enc, when, duration, badge, notice, jsonView, textBlock } from './dom.js';
+import { h, enc, when, duration, badge, notice, jsonView, textBlock, hasHidden, hiddenBadge, escapeHidden } from './dom.js';
 import { api, follow } from './api.js';
 import { loadTools, itemKey, reconcile } from './items.js';
 import { statsChart } from './chart.js';
 
 const main = document.getElementById('main');
+const utf8 = new TextEncoder();
 
 export function runsTable(runs, caption) {
   if (!runs.length) return h('p', { class: 'muted' }, 'No runs.');
@@ -99,10 +100,12 @@ export function callEntry(call, record, pause, toolMessage) {
   const result = record && record.result !== null && record.result !== undefined ? record.result : (toolMessage ? toolMessage.content : null);
   if (result !== null) {
     body.push(h('h4', {}, 'Result'), textBlock(result));
-    if (record && record.result_size > (record.result || '').length) body.push(h('p', { class: 'muted' }, `(cut; ${record.result_size} bytes in all)`));
+    // result_size counts UTF-8 bytes (a string's length counts UTF-16 units).
+    if (record && record.result_size > utf8.encode(record.result || '').length) body.push(h('p', { class: 'muted' }, `(cut; ${record.result_size} bytes in all)`));
   }
   return h('li', { class: 'call' }, h('details', { open: status === 'waiting' ? true : undefined },
     h('summary', {}, h('span', { class: 'tool' }, call.name), ' ', h('code', {}, call.id), ' ', badge(status),
+      hasHidden([call.name, call.id, call.arguments]) ? [' ', hiddenBadge()] : null,
       record ? h('span', { class: 'muted' }, ` ${duration(record.duration_ms)}`) : null,
       record ? h('span', { class: 'muted' }, ` · ${when(record.started_at)}`) : null),
     h('div', { class: 'call-body' }, body)));
@@ -166,7 +169,7 @@ export function eventLine(name, data) {
 }
 
 export async function runPage(id, signal) {
-  document.title = `Run ${id} · toolgate`;
+  document.title = escapeHidden(`Run ${id} · toolgate`);
   const head = h('div', {});
   const waiting = h('ol', { class: 'queue', 'aria-label': 'Waiting items' });
   const waitingSection = h('section', { 'aria-labelledby': 'waiting-title', hidden: true }, h('h2', { id: 'waiting-title' }, 'Waiting for you'), waiting);
@@ -220,7 +223,7 @@ export async function runPage(id, signal) {
 }
 
 export async function conversationPage(id, signal) {
-  document.title = `Conversation ${id} · toolgate`;
+  document.title = escapeHidden(`Conversation ${id} · toolgate`);
   const stats = h('div', {});
   const runs = h('div', {});
   const statusSel = h('select', { id: 'f-status' }, h('option', { value: '' }, 'All'),
