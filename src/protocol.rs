@@ -205,7 +205,7 @@ pub struct RequiredAction {
 pub enum Decision {
     /// Run the call as shown.
     Approve,
-    /// Run it, and every later call of the same tool in this conversation.
+    /// Run it, and every later call of the same tool by the same agent in this conversation.
     ApproveAlways,
     /// Do not run it; the reason goes to the model as the call's result.
     Deny {

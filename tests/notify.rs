@@ -68,9 +68,10 @@ async fn attempts(got: &Received, n: usize) -> Vec<(HeaderMap, Bytes)> {
 /// constant time with the header's hex.
 fn verified(headers: &HeaderMap, body: &[u8]) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let (Some(timestamp), Some(delivery)) =
-        (header("x-toolgate-timestamp"), header("x-toolgate-delivery"))
-    else {
+    let (Some(timestamp), Some(delivery)) = (
+        header("x-toolgate-timestamp"),
+        header("x-toolgate-delivery"),
+    ) else {
         return false;
     };
     let now = std::time::SystemTime::now()

@@ -354,7 +354,11 @@ entry:
             );
         }
     };
-    let run = toolgate(&["run", "--agent", "agent.yaml", "--json", "pay bob"], p, None);
+    let run = toolgate(
+        &["run", "--agent", "agent.yaml", "--json", "pay bob"],
+        p,
+        None,
+    );
     assert_eq!(run.status.code(), Some(3), "{}", text(&run));
     clean("the run's events", &run.stdout);
     let id = last_json(&run)["id"].as_str().unwrap().to_string();
@@ -368,10 +372,8 @@ entry:
     let done = toolgate(&["approve", &id, "--call", "c_pay", "--json"], p, None);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done));
     clean("approve's output", &text(&done).into_bytes());
-    let seen: Value = serde_json::from_str(
-        std::fs::read_to_string(p.join("seen.log")).unwrap().trim(),
-    )
-    .unwrap();
+    let seen: Value =
+        serde_json::from_str(std::fs::read_to_string(p.join("seen.log")).unwrap().trim()).unwrap();
     assert_eq!(seen["pin"], 739184, "the tool gets the number itself");
     assert_eq!(seen["amount"], 88123.75);
     assert_eq!(seen["codes"], serde_json::json!([551907, 662018]));
@@ -380,5 +382,8 @@ entry:
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
     drop(conn);
-    clean("toolgate.db", &std::fs::read(p.join("toolgate.db")).unwrap());
+    clean(
+        "toolgate.db",
+        &std::fs::read(p.join("toolgate.db")).unwrap(),
+    );
 }

@@ -14,7 +14,10 @@ use serving::{Server, Site};
 /// A paused `assistant` run's id (write_file waits for approval, ask_user for output).
 async fn paused(server: &Server) -> String {
     let (status, run) = server
-        .post("/v1/runs", json!({"agent": "assistant", "input": "Work it out."}))
+        .post(
+            "/v1/runs",
+            json!({"agent": "assistant", "input": "Work it out."}),
+        )
         .await;
     assert_eq!(status, 200, "{run}");
     assert_eq!(run["status"], "requires_action");
@@ -47,7 +50,13 @@ async fn a_rebinding_host_is_refused_on_every_route() {
     let id = paused(&server).await;
     let port = server.base.rsplit(':').next().unwrap().to_string();
     let evil = format!("evil.example:{port}");
-    for path in ["/v1/runs", "/", "/inbox/app.js", "/mcp/assistant", "/openapi.json"] {
+    for path in [
+        "/v1/runs",
+        "/",
+        "/inbox/app.js",
+        "/mcp/assistant",
+        "/openapi.json",
+    ] {
         let r = server
             .client
             .get(server.url(path))
@@ -70,7 +79,10 @@ async fn a_rebinding_host_is_refused_on_every_route() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 421);
-    assert_eq!(waiting_calls(&server, &id).await, ["call_write", "call_ask"]);
+    assert_eq!(
+        waiting_calls(&server, &id).await,
+        ["call_write", "call_ask"]
+    );
     // Loopback names, IP literals and the names given with --allowed-host pass.
     for host in [
         format!("localhost:{port}"),
@@ -120,7 +132,12 @@ async fn cross_site_posts_change_nothing() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 403);
     // No Origin at all (an old browser, a privacy setting), still a form: refused.
-    for content_type in [Some(form), Some("text/plain"), Some("multipart/form-data; boundary=x"), None] {
+    for content_type in [
+        Some(form),
+        Some("text/plain"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
         let mut r = server
             .client
             .post(server.url(&format!("/v1/runs/{id}/cancel")))
@@ -132,7 +149,10 @@ async fn cross_site_posts_change_nothing() {
         assert_eq!(status, 415, "{content_type:?}: {body}");
         assert_eq!(body["error"]["type"], "unsupported_media_type");
     }
-    assert_eq!(waiting_calls(&server, &id).await, ["call_write", "call_ask"]);
+    assert_eq!(
+        waiting_calls(&server, &id).await,
+        ["call_write", "call_ask"]
+    );
     // A guessed prefix changes nothing either: state changes need the whole id.
     for prefix in [&id[..6], &id[..10], &id[..id.len() - 1]] {
         let r = server
@@ -144,9 +164,15 @@ async fn cross_site_posts_change_nothing() {
             .unwrap();
         let (status, body) = status_and_json(r).await;
         assert_eq!(status, 404, "{prefix}: {body}");
-        assert!(!body.to_string().contains(&id), "the answer hints at the id: {body}");
+        assert!(
+            !body.to_string().contains(&id),
+            "the answer hints at the id: {body}"
+        );
     }
-    assert_eq!(waiting_calls(&server, &id).await, ["call_write", "call_ask"]);
+    assert_eq!(
+        waiting_calls(&server, &id).await,
+        ["call_write", "call_ask"]
+    );
     // The page's own requests (same origin, JSON) and a client's header still work.
     let r = server
         .client
@@ -173,15 +199,28 @@ async fn cross_site_posts_change_nothing() {
 async fn ids_and_paths_are_checked_and_every_error_is_json() {
     let site = Site::new();
     let server = Server::start(&site, None, &[]);
-    for conversation in ["x".repeat(1 << 20), "a\u{0}b".into(), "with space".into(), String::new()] {
+    for conversation in [
+        "x".repeat(1 << 20),
+        "a\u{0}b".into(),
+        "with space".into(),
+        String::new(),
+    ] {
         let (status, body) = server
             .post(
                 "/v1/runs",
                 json!({"agent": "plain", "input": "hi", "conversation_id": conversation}),
             )
             .await;
-        assert_eq!(status, 400, "{}", &body.to_string()[..body.to_string().len().min(300)]);
-        assert!(body.to_string().len() < 1000, "the error does not copy the id back whole");
+        assert_eq!(
+            status,
+            400,
+            "{}",
+            &body.to_string()[..body.to_string().len().min(300)]
+        );
+        assert!(
+            body.to_string().len() < 1000,
+            "the error does not copy the id back whole"
+        );
     }
     let (status, run) = server
         .post(
@@ -191,11 +230,18 @@ async fn ids_and_paths_are_checked_and_every_error_is_json() {
         .await;
     assert_eq!(status, 200, "{run}");
     // A path that is not UTF-8, and one with a control character.
-    for path in ["/v1/runs/%FF%FE", "/v1/runs/run%00x", "/v1/conversations/%C3%28/stats"] {
+    for path in [
+        "/v1/runs/%FF%FE",
+        "/v1/runs/run%00x",
+        "/v1/conversations/%C3%28/stats",
+    ] {
         let r = server.client.get(server.url(path)).send().await.unwrap();
         assert_eq!(r.status().as_u16(), 400, "{path}");
         assert!(
-            r.headers()[CONTENT_TYPE].to_str().unwrap().starts_with("application/json"),
+            r.headers()[CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json"),
             "{path}"
         );
         let body: Value = r.json().await.unwrap();
@@ -233,7 +279,12 @@ async fn answers_name_no_host_paths() {
         assert!(!v.to_string().contains(&root), "{what} names {root}: {v}");
     }
     assert_eq!(run["model"], "scripted:plain.replies.yaml");
-    let plain = agents.as_array().unwrap().iter().find(|a| a["name"] == "plain").unwrap();
+    let plain = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "plain")
+        .unwrap();
     assert_eq!(plain["file"], "plain.yaml");
 }
 
@@ -294,7 +345,10 @@ async fn the_timeline_serves_no_secret_number() {
     check("the paused run's timeline", &timeline.to_string());
     assert!(timeline.to_string().contains("[secret]"), "{timeline}");
     let (_, done) = server
-        .post(&format!("/v1/runs/{id}/approve"), json!({"call_id": "c_pay"}))
+        .post(
+            &format!("/v1/runs/{id}/approve"),
+            json!({"call_id": "c_pay"}),
+        )
         .await;
     assert_eq!(done["status"], "completed", "{done}");
     let (_, timeline) = server.get(&format!("/v1/runs/{id}/timeline")).await;
@@ -321,9 +375,7 @@ async fn always_belongs_to_the_agent_that_was_approved() {
         .unwrap();
     }
     let server = Server::start(&site, None, &[]);
-    let start = |agent: &'static str| {
-        json!({"agent": agent, "input": "Write.", "conversation_id": "shared-conv"})
-    };
+    let start = |agent: &'static str| json!({"agent": agent, "input": "Write.", "conversation_id": "shared-conv"});
     let (_, a) = server.post("/v1/runs", start("alpha")).await;
     assert_eq!(a["status"], "requires_action");
     let (_, a) = server

@@ -58,7 +58,12 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
             Ok(0) => return true,
             // A 408 or 503 the server wrote before closing: read on to the close.
             Ok(_) => continue,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 return false;
             }
             Err(_) => return true,
@@ -84,12 +89,18 @@ async fn idle_sockets_cannot_starve_the_server() {
     for _ in 0..5 {
         let r = health.get(server.url("/healthz")).send().await;
         let status = r.map(|r| r.status().as_u16());
-        assert_eq!(status.ok(), Some(200), "/healthz with 300 idle sockets open");
+        assert_eq!(
+            status.ok(),
+            Some(200),
+            "/healthz with 300 idle sockets open"
+        );
     }
     // Every idle socket is closed by the header deadline (or made room for others).
     let deadline = Instant::now() + Duration::from_secs(15);
     for (i, s) in idle.iter_mut().enumerate() {
-        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(10));
         assert!(closed_within(s, left), "idle socket {i} still open");
     }
     let (status, _) = server.get("/v1/runs").await;
@@ -110,7 +121,10 @@ async fn dribbling_headers_and_bodies_are_cut_off() {
     let dribbler = std::thread::spawn(move || {
         let mut s = TcpStream::connect(to).unwrap();
         let started = Instant::now();
-        for b in b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".iter().cycle() {
+        for b in b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+            .iter()
+            .cycle()
+        {
             if s.write_all(&[*b]).is_err() {
                 return Some(started.elapsed());
             }
@@ -131,7 +145,10 @@ async fn dribbling_headers_and_bodies_are_cut_off() {
         "a body that never ends keeps its connection"
     );
     let cut = dribbler.join().unwrap();
-    assert!(cut.is_some(), "headers dribbled for 20 s were never cut off");
+    assert!(
+        cut.is_some(),
+        "headers dribbled for 20 s were never cut off"
+    );
 }
 
 /// A reader of /v1/events that never reads while 60 runs with 200 KB answers go by:
@@ -159,7 +176,9 @@ async fn a_reader_that_never_reads_is_dropped() {
     socket.connect(&addr(&server).into()).unwrap();
     let mut reader: TcpStream = socket.into();
     reader
-        .write_all(b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        .write_all(
+            b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+        )
         .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let rss = || -> u64 {
@@ -185,7 +204,9 @@ async fn a_reader_that_never_reads_is_dropped() {
         after / 1024
     );
     // Now read everything there is: the stream ends with `lagged`.
-    reader.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    reader
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let mut got = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     let end = Instant::now() + Duration::from_secs(30);
@@ -199,7 +220,11 @@ async fn a_reader_that_never_reads_is_dropped() {
         }
     }
     let text = String::from_utf8_lossy(&got);
-    assert!(text.contains("event: lagged"), "no lagged event in {} bytes", got.len());
+    assert!(
+        text.contains("event: lagged"),
+        "no lagged event in {} bytes",
+        got.len()
+    );
     assert!(
         got.len() < 60 * 200_000,
         "the stream carried everything ({} bytes): nothing was dropped",
@@ -214,18 +239,27 @@ async fn https_with_its_own_certificate() {
     let site = Site::new();
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     std::fs::write(site.path().join("cert.pem"), cert.cert.pem()).unwrap();
-    std::fs::write(site.path().join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+    std::fs::write(
+        site.path().join("key.pem"),
+        cert.signing_key.serialize_pem(),
+    )
+    .unwrap();
     let mut cmd = Command::new(bin());
     cmd.current_dir(site.path())
         .arg("--db")
         .arg(site.db())
-        .args(["serve", "--addr", "127.0.0.1:0", "--agents", "agents", "--tools", "tools"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--agents",
+            "agents",
+            "--tools",
+            "tools",
+        ])
         .args(["--tls-cert", "cert.pem", "--tls-key", "key.pem"])
         .env_remove("TOOLGATE_API_KEY");
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.take().unwrap()),
@@ -256,7 +290,11 @@ async fn https_with_its_own_certificate() {
     assert!(plain.is_err() || !plain.unwrap().status().is_success());
     // A key that does not go with the certificate: one clear line, exit 2.
     let other = rcgen::generate_simple_self_signed(vec!["x".to_string()]).unwrap();
-    std::fs::write(site.path().join("other.pem"), other.signing_key.serialize_pem()).unwrap();
+    std::fs::write(
+        site.path().join("other.pem"),
+        other.signing_key.serialize_pem(),
+    )
+    .unwrap();
     let out = Command::new(bin())
         .current_dir(site.path())
         .arg("--db")

@@ -76,7 +76,7 @@ enum Command {
     /// Cancel a run that has not ended.
     Cancel(runs::ResumeArgs),
     /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Serve an agent's tools to an MCP client over stdio, every call gated and recorded.
     Mcp(mcp::McpArgs),
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
@@ -129,7 +129,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Submit(args) => runs::submit(args, &cli.db),
         Command::Resume(args) => runs::resume(args, &cli.db),
         Command::Cancel(args) => runs::cancel(args, &cli.db),
-        Command::Serve(args) => serve::run(args, &cli.db),
+        Command::Serve(args) => serve::run(*args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
     }

@@ -63,7 +63,7 @@ pub struct ApproveArgs {
     /// The call to approve (default: every call waiting for approval).
     #[arg(long)]
     call: Option<String>,
-    /// Also approve every later call of the same tool in this conversation.
+    /// Also approve every later call of the same tool by the same agent in this conversation.
     #[arg(long)]
     always: bool,
     /// Run the call with these arguments instead (a JSON object, validated first).

@@ -47,7 +47,12 @@ pub struct ServeArgs {
     /// A host name this server answers to besides loopback names and IP addresses
     /// (repeatable; NAME or NAME:PORT; `*` for any, when a proxy in front checks Host).
     /// Requests naming another Host are refused (421): a defence against DNS rebinding.
-    #[arg(long = "allowed-host", env = "TOOLGATE_ALLOWED_HOSTS", value_delimiter = ',', value_name = "HOST")]
+    #[arg(
+        long = "allowed-host",
+        env = "TOOLGATE_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
     allowed_host: Vec<String>,
     /// A PEM certificate chain: serve HTTPS (with --tls-key).
     #[arg(long, requires = "tls_key", value_name = "FILE")]

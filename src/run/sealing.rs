@@ -118,7 +118,9 @@ pub(crate) fn sealed_arguments(
     secrets::seal_arguments(&mut json, secrets, keyring)?;
     match json {
         Value::Object(m) => Ok(m),
-        _ => Err(RunError::Corrupt("sealed arguments are not an object".into())),
+        _ => Err(RunError::Corrupt(
+            "sealed arguments are not an object".into(),
+        )),
     }
 }
 

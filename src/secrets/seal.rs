@@ -43,7 +43,7 @@ fn seal_in(
     let mut failure = None;
     scalars_mut(value, arguments, &mut |v| {
         let text = v.to_string();
-        if failure.is_some() || !secrets.iter().any(|s| *s == text) {
+        if failure.is_some() || !secrets.contains(&text) {
             return;
         }
         match ring.seal(&text) {
@@ -59,9 +59,9 @@ fn scalars_mut(value: &mut Value, arguments: bool, f: &mut dyn FnMut(&mut Value)
     match value {
         Value::Number(_) | Value::Bool(_) if arguments => f(value),
         Value::Array(a) => a.iter_mut().for_each(|v| scalars_mut(v, arguments, f)),
-        Value::Object(o) => o.iter_mut().for_each(|(k, v)| {
-            scalars_mut(v, arguments || ARGUMENT_KEYS.contains(&k.as_str()), f)
-        }),
+        Value::Object(o) => o
+            .iter_mut()
+            .for_each(|(k, v)| scalars_mut(v, arguments || ARGUMENT_KEYS.contains(&k.as_str()), f)),
         _ => {}
     }
 }
@@ -285,7 +285,10 @@ mod tests {
         let secrets = ["4921".to_string(), "7.5".to_string()];
         seal_json(&mut v, &secrets, &ring).unwrap();
         let text = v.to_string();
-        assert_eq!(v["usage"]["total_tokens"], 4921, "bookkeeping outside arguments is left alone");
+        assert_eq!(
+            v["usage"]["total_tokens"], 4921,
+            "bookkeeping outside arguments is left alone"
+        );
         assert_eq!(v["messages"][0]["tool_calls"][0]["arguments"]["ok"], true);
         assert!(!v["turn"][0]["edited"]["pin"].is_number());
         assert!(!v["messages"][0]["tool_calls"][0]["arguments"]["deep"]["codes"][1].is_number());

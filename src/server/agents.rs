@@ -82,8 +82,7 @@ impl Agents {
         if let Some(agent) = agents.into_iter().find(|a| a.name == name) {
             return Ok(agent);
         }
-        let mut message =
-            format!("there is no agent named '{name}' (GET /v1/agents lists them)");
+        let mut message = format!("there is no agent named '{name}' (GET /v1/agents lists them)");
         if !problems.is_empty() {
             message.push_str(&format!(
                 "; files that did not load: {}",

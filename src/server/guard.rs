@@ -40,8 +40,9 @@ impl AllowedHosts {
                 hosts.any = true;
                 continue;
             }
-            let (name, port) = split_authority(entry)
-                .ok_or_else(|| format!("--allowed-host '{entry}' is not a host name or NAME:PORT"))?;
+            let (name, port) = split_authority(entry).ok_or_else(|| {
+                format!("--allowed-host '{entry}' is not a host name or NAME:PORT")
+            })?;
             if name.is_empty() || name.contains(['/', '@', ' ']) {
                 return Err(format!(
                     "--allowed-host '{entry}' is not a host name or NAME:PORT"
@@ -126,7 +127,11 @@ pub async fn check(State(state): State<Arc<AppState>>, req: Request, next: Next)
         );
     }
     if let Some(origin) = req.headers().get(header::ORIGIN)
-        && !same_origin(origin.to_str().unwrap_or(""), &host, state.public_origin.as_deref())
+        && !same_origin(
+            origin.to_str().unwrap_or(""),
+            &host,
+            state.public_origin.as_deref(),
+        )
     {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -190,7 +195,8 @@ fn same_origin(origin: &str, host: &str, public: Option<&str>) -> bool {
         None => name.to_string(),
     };
     authority.eq_ignore_ascii_case(host)
-        || (url.port().is_none() && strip_default_port(host, url.scheme()).eq_ignore_ascii_case(name))
+        || (url.port().is_none()
+            && strip_default_port(host, url.scheme()).eq_ignore_ascii_case(name))
 }
 
 /// `host` without `:80` (http) or `:443` (https).
@@ -214,7 +220,9 @@ fn announced(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .map(|v| v.trim().to_ascii_lowercase())
-        .is_some_and(|v| v == "application/json" || (v.starts_with("application/") && v.ends_with("+json")));
+        .is_some_and(|v| {
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        });
     json || headers.contains_key(CLIENT_HEADER)
         || headers.contains_key(header::AUTHORIZATION)
         || headers.contains_key("mcp-session-id")
@@ -257,7 +265,11 @@ mod tests {
         assert!(h.allows("toolgate.example:1234"));
         assert!(h.allows("api.example:8443"));
         assert!(!h.allows("api.example:8444"));
-        assert!(AllowedHosts::new(&["*"]).unwrap().allows("anything.example"));
+        assert!(
+            AllowedHosts::new(&["*"])
+                .unwrap()
+                .allows("anything.example")
+        );
         assert!(AllowedHosts::new(&["a/b"]).is_err());
     }
 
@@ -265,7 +277,11 @@ mod tests {
     fn an_origin_must_be_the_host_itself() {
         assert!(same_origin("http://127.0.0.1:8080", "127.0.0.1:8080", None));
         assert!(same_origin("http://localhost", "localhost:80", None));
-        assert!(!same_origin("http://127.0.0.1:9999", "127.0.0.1:8080", None));
+        assert!(!same_origin(
+            "http://127.0.0.1:9999",
+            "127.0.0.1:8080",
+            None
+        ));
         assert!(!same_origin("null", "127.0.0.1:8080", None));
         assert!(!same_origin("http://evil.example", "127.0.0.1:8080", None));
         assert!(same_origin(

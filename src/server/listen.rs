@@ -88,21 +88,31 @@ pub fn tls_acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let read = |p: &PathBuf, what: &str| {
-        std::fs::read(p).map_err(|e| TlsError(format!("cannot read the TLS {what} {}: {e}", p.display())))
+        std::fs::read(p)
+            .map_err(|e| TlsError(format!("cannot read the TLS {what} {}: {e}", p.display())))
     };
     let cert_pem = read(&cert.to_path_buf(), "certificate")?;
     let key_pem = read(&key.to_path_buf(), "key")?;
     let chain = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError(format!("{} holds no readable PEM certificate: {e}", cert.display())))?;
+        .map_err(|e| {
+            TlsError(format!(
+                "{} holds no readable PEM certificate: {e}",
+                cert.display()
+            ))
+        })?;
     if chain.is_empty() {
         return Err(TlsError(format!(
             "{} holds no certificate (a PEM file with -----BEGIN CERTIFICATE-----)",
             cert.display()
         )));
     }
-    let private = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| TlsError(format!("{} holds no readable PEM private key: {e}", key.display())))?;
+    let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+        TlsError(format!(
+            "{} holds no readable PEM private key: {e}",
+            key.display()
+        ))
+    })?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -208,7 +218,10 @@ pub async fn serve(
     }
     open.close();
     if tokio::time::timeout(DRAIN, open.wait()).await.is_err() {
-        tracing::warn!("connections still open after {}s; closing them", DRAIN.as_secs());
+        tracing::warn!(
+            "connections still open after {}s; closing them",
+            DRAIN.as_secs()
+        );
     }
     Ok(())
 }
@@ -328,7 +341,11 @@ impl Throttle {
         static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
         let now = START.get_or_init(Instant::now).elapsed().as_secs() + 1;
         let last = self.0.load(Ordering::Relaxed);
-        (last == 0 || now >= last + 10) && self.0.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        (last == 0 || now >= last + 10)
+            && self
+                .0
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
     }
 }
 

@@ -285,9 +285,9 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         allowed_hosts.add_url(u);
     }
     let tls = match &config.tls {
-        Some((cert, key)) => Some(
-            listen::tls_acceptor(cert, key).map_err(|e| ServeError::Config(e.to_string()))?,
-        ),
+        Some((cert, key)) => {
+            Some(listen::tls_acceptor(cert, key).map_err(|e| ServeError::Config(e.to_string()))?)
+        }
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -373,9 +373,8 @@ fn notify_config(
     };
     let public_url = match &config.public_url {
         Some(u) => u.clone(),
-        None => url::Url::parse(&format!("{scheme}://{addr}")).map_err(|e| {
-            ServeError::Config(format!("no public URL for {scheme}://{addr}: {e}"))
-        })?,
+        None => url::Url::parse(&format!("{scheme}://{addr}"))
+            .map_err(|e| ServeError::Config(format!("no public URL for {scheme}://{addr}: {e}")))?,
     };
     Ok(Some(NotifyConfig {
         urls: config.notify_urls.clone(),

@@ -176,7 +176,12 @@ fn send_all(client: &reqwest::Client, config: &Arc<NotifyConfig>, n: Notificatio
     };
     let delivery = uuid::Uuid::new_v4().to_string();
     for url in &config.urls {
-        let (client, url, body, config) = (client.clone(), url.clone(), body.clone(), Arc::clone(config));
+        let (client, url, body, config) = (
+            client.clone(),
+            url.clone(),
+            body.clone(),
+            Arc::clone(config),
+        );
         let (delivery, run_id) = (delivery.clone(), n.run_id.clone());
         let event = n.event;
         tokio::spawn(async move {
@@ -253,7 +258,10 @@ async fn deliver(client: &reqwest::Client, d: &Delivery<'_>, body: Arc<[u8]>) {
                     .get(reqwest::header::LOCATION)
                     .and_then(|l| l.to_str().ok())
                     .and_then(|l| url.join(l).ok())
-                    .map_or_else(|| "nowhere".to_string(), |l| l.origin().ascii_serialization())
+                    .map_or_else(
+                        || "nowhere".to_string(),
+                        |l| l.origin().ascii_serialization()
+                    )
             ),
             Ok(r) => format!("the receiver answered {}", r.status()),
             Err(e) => format!("the request failed: {e}"),

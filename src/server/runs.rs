@@ -67,7 +67,7 @@ pub struct ApproveBody {
     /// The call to approve; every waiting approval when absent.
     #[serde(default)]
     pub call_id: Option<String>,
-    /// Also approve every later call of this tool in the conversation.
+    /// Also approve every later call of this tool by the same agent in the conversation.
     #[serde(default)]
     pub always: bool,
     /// Approve with these arguments instead (validated first; needs `call_id`).

@@ -67,7 +67,10 @@ pub fn error(e: &ApiError) -> Frame {
 
 /// `event: lagged`: `missed` events were not sent to this reader.
 pub fn lagged(missed: u64) -> Frame {
-    Frame::new("lagged", serde_json::json!({ "missed": missed }).to_string())
+    Frame::new(
+        "lagged",
+        serde_json::json!({ "missed": missed }).to_string(),
+    )
 }
 
 /// The reader is gone, or was dropped for falling behind: stop writing to it.
@@ -104,7 +107,10 @@ impl Outbox {
 }
 
 /// A stream and its outbox.
-fn channel() -> (Outbox, impl futures_util::Stream<Item = Result<Event, Infallible>>) {
+fn channel() -> (
+    Outbox,
+    impl futures_util::Stream<Item = Result<Event, Infallible>>,
+) {
     let (tx, rx) = mpsc::unbounded_channel::<Frame>();
     let queued = Arc::new(AtomicUsize::new(0));
     let outbox = Outbox {
