@@ -229,16 +229,11 @@ async fn a_failed_run_is_posted() {
     let (url, got) = receiver(0).await;
     let site = Site::new();
     // One reply, then nothing: the second model call fails the run.
-    std::fs::write(
-        site.path().join("agents/short.yaml"),
-        "name: short\nmodel: scripted:short.replies.yaml\ninstructions: Go.\ntools: [calculator]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        site.path().join("agents/short.replies.yaml"),
-        "replies:\n  - content: Adding.\n    tool_calls: [{id: call_add, name: calculator, arguments: {expression: \"1+1\"}}]\n",
-    )
-    .unwrap();
+    site.agent(
+        "short",
+        "[calculator]",
+        "  - content: Adding.\n    tool_calls: [{id: call_add, name: calculator, arguments: {expression: \"1+1\"}}]\n",
+    );
     let server = serve(&site, &url);
     let (_, run) = server
         .post(

@@ -40,15 +40,7 @@ async fn slow_run(server: &Server) -> (tokio::task::JoinHandle<Value>, String) {
 }
 
 async fn paused_run(server: &Server) -> Value {
-    let (status, run) = server
-        .post(
-            "/v1/runs",
-            json!({"agent": "assistant", "input": "Work out 2+3*4"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{run}");
-    assert_eq!(run["status"], "requires_action", "{run}");
-    run
+    server.paused_assistant().await
 }
 
 #[tokio::test]

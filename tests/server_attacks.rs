@@ -320,16 +320,11 @@ async fn the_timeline_serves_no_secret_number() {
         "name: pay\ndescription: Pays.\npermission: confirm\nparameters:\n  type: object\n  properties:\n    pin: {type: integer, secret: true}\n    amount: {type: number, secret: true}\n    codes: {type: array, items: {type: integer, secret: true}}\n  required: [pin]\nentry: {type: command, command: echo, args: [paid]}\n",
     )
     .unwrap();
-    std::fs::write(
-        site.path().join("agents/payer.yaml"),
-        "name: payer\nmodel: scripted:payer.replies.yaml\ninstructions: Pay.\ntools: [pay]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        site.path().join("agents/payer.replies.yaml"),
-        "replies:\n  - content: Paying.\n    tool_calls: [{id: c_pay, name: pay, arguments: {pin: 739184, amount: 88123.75, codes: [551907]}}]\n  - content: Paid.\n",
-    )
-    .unwrap();
+    site.agent(
+        "payer",
+        "[pay]",
+        "  - content: Paying.\n    tool_calls: [{id: c_pay, name: pay, arguments: {pin: 739184, amount: 88123.75, codes: [551907]}}]\n  - content: Paid.\n",
+    );
     let server = Server::start(&site, None, &[]);
     let (_, run) = server
         .post("/v1/runs", json!({"agent": "payer", "input": "Pay."}))

@@ -13,36 +13,18 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use serving::{Server, Site, bin, listen};
+use serving::{Server, Site, bin, serve_command};
 
 /// `toolgate serve` on `site` under `ulimit -n nofile` (hard and soft), with `extra`.
 fn serve_limited(site: &Site, nofile: u32, extra: &[&str]) -> Server {
-    let root = site.path();
-    let mut cmd = Command::new("bash");
-    cmd.current_dir(root)
+    let mut wrapper = Command::new("bash");
+    wrapper
         .arg("-c")
         .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
-        .arg(bin())
-        .arg("--db")
-        .arg(site.db())
-        .args(["serve", "--addr", "127.0.0.1:0", "--agents"])
-        .arg(root.join("agents"))
-        .arg("--tools")
-        .arg(root.join("tools"))
-        .arg("--workspace")
-        .arg(root.join("ws"))
-        .args(extra)
-        .env_remove("TOOLGATE_API_KEY")
-        .env_remove("TOOLGATE_DB")
-        .env_remove("OPENAI_API_KEY")
-        .env("RUST_LOG", "warn");
-    let (child, base) = listen(&mut cmd);
-    Server {
-        child,
-        base,
-        client: reqwest::Client::new(),
-        key: None,
-    }
+        .arg(bin());
+    let mut cmd = serve_command(site, wrapper, extra);
+    cmd.env("RUST_LOG", "warn");
+    Server::started(&mut cmd, None)
 }
 
 fn addr(server: &Server) -> SocketAddr {
@@ -158,16 +140,7 @@ async fn dribbling_headers_and_bodies_are_cut_off() {
 async fn a_reader_that_never_reads_is_dropped() {
     let site = Site::new();
     let answer = "x".repeat(200_000);
-    std::fs::write(
-        site.path().join("agents/big.yaml"),
-        "name: big\nmodel: scripted:big.replies.yaml\ninstructions: Talk.\ntools: []\n",
-    )
-    .unwrap();
-    std::fs::write(
-        site.path().join("agents/big.replies.yaml"),
-        format!("replies:\n  - content: {answer}\n"),
-    )
-    .unwrap();
+    site.agent("big", "[]", &format!("  - content: {answer}\n"));
     let server = Server::start(&site, None, &[]);
     let pid = server.child.id();
     // A small receive window, and nothing read.
@@ -244,30 +217,13 @@ async fn https_with_its_own_certificate() {
         cert.signing_key.serialize_pem(),
     )
     .unwrap();
-    let mut cmd = Command::new(bin());
-    cmd.current_dir(site.path())
-        .arg("--db")
-        .arg(site.db())
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--agents",
-            "agents",
-            "--tools",
-            "tools",
-        ])
-        .args(["--tls-cert", "cert.pem", "--tls-key", "key.pem"])
-        .env_remove("TOOLGATE_API_KEY");
-    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let base = line.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(base.starts_with("https://127.0.0.1:"), "{line}");
+    let server = Server::start(
+        &site,
+        None,
+        &["--tls-cert", "cert.pem", "--tls-key", "key.pem"],
+    );
+    let base = server.base.clone();
+    assert!(base.starts_with("https://127.0.0.1:"), "{base}");
     let port = base.rsplit(':').next().unwrap();
     let client = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(cert.cert.pem().as_bytes()).unwrap())
@@ -306,8 +262,6 @@ async fn https_with_its_own_certificate() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not go with the certificate"), "{err}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The soak: 1,000 sockets that never send a byte and 1,000 that dribble headers, held

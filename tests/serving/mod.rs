@@ -79,6 +79,22 @@ impl Site {
         self.path().join("toolgate.db")
     }
 
+    /// Adds an agent `name` with these tools and scripted replies (the YAML list under
+    /// `replies:`).
+    pub fn agent(&self, name: &str, tools: &str, replies: &str) {
+        let root = self.path();
+        std::fs::write(
+            root.join(format!("agents/{name}.yaml")),
+            format!("name: {name}\nmodel: scripted:{name}.replies.yaml\ninstructions: Go.\ntools: {tools}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join(format!("agents/{name}.replies.yaml")),
+            format!("replies:\n{replies}"),
+        )
+        .unwrap();
+    }
+
     /// A server on this site; `key` turns auth on.
     pub fn serve(&self, key: Option<&str>) -> Server {
         Server::start(self, key, &[])
@@ -106,7 +122,7 @@ pub fn listen(cmd: &mut Command) -> (Child, String) {
         .trim()
         .rsplit(' ')
         .next()
-        .filter(|u| u.starts_with("http://"))
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
         .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
         .to_string();
     (child, base)
@@ -136,33 +152,18 @@ impl Server {
         extra: &[&str],
         envs: &[(&str, &str)],
     ) -> Server {
-        let root = site.path();
-        let mut cmd = Command::new(bin());
-        cmd.current_dir(root)
-            .arg("--db")
-            .arg(site.db())
-            .args(["serve", "--addr", "127.0.0.1:0", "--agents"])
-            .arg(root.join("agents"))
-            .arg("--tools")
-            .arg(root.join("tools"))
-            .arg("--workspace")
-            .arg(root.join("ws"))
-            .args(extra)
-            .env("SLOW_SECONDS", "2")
-            .env_remove("TOOLGATE_DB")
-            .env_remove("TOOLGATE_TOOLS")
-            .env_remove("TOOLGATE_ADDR")
-            .env_remove("TOOLGATE_AGENTS")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        let mut cmd = serve_command(site, Command::new(bin()), extra);
         cmd.envs(envs.iter().copied());
+        Server::started(&mut cmd, key)
+    }
+
+    /// Starts `cmd` (made by [`serve_command`]) with `key` as its API key, if any.
+    pub fn started(cmd: &mut Command, key: Option<&str>) -> Server {
         match key {
             Some(k) => cmd.env("TOOLGATE_API_KEY", k),
             None => cmd.env_remove("TOOLGATE_API_KEY"),
         };
-        let (child, base) = listen(&mut cmd);
+        let (child, base) = listen(cmd);
         Server {
             child,
             base,
@@ -171,6 +172,47 @@ impl Server {
         }
     }
 
+    /// The `/v1/runs` answer of a new `assistant` run, paused on its two items.
+    pub async fn paused_assistant(&self) -> Value {
+        let (status, run) = self
+            .post(
+                "/v1/runs",
+                serde_json::json!({"agent": "assistant", "input": "Work out 2+3*4"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{run}");
+        assert_eq!(run["status"], "requires_action", "{run}");
+        run
+    }
+}
+
+/// `program` (the binary, or a wrapper that runs it) given `serve` on `site` with a
+/// fresh loopback port, its folders and database, and `extra`.
+pub fn serve_command(site: &Site, mut cmd: Command, extra: &[&str]) -> Command {
+    let root = site.path();
+    cmd.current_dir(root)
+        .arg("--db")
+        .arg(site.db())
+        .args(["serve", "--addr", "127.0.0.1:0", "--agents"])
+        .arg(root.join("agents"))
+        .arg("--tools")
+        .arg(root.join("tools"))
+        .arg("--workspace")
+        .arg(root.join("ws"))
+        .args(extra)
+        .env("SLOW_SECONDS", "2")
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("TOOLGATE_ADDR")
+        .env_remove("TOOLGATE_AGENTS")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    cmd
+}
+
+impl Server {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
