@@ -103,7 +103,7 @@ async fn a_rebinding_host_is_refused_on_every_route() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cross_site_posts_change_nothing() {
     let site = Site::new();
-    let server = Server::start(&site, None, &[]);
+    let server = Server::start(&site, None, &["--allowed-host", "app.example"]);
     let id = paused(&server).await;
     let form = "application/x-www-form-urlencoded";
     // A real cross-origin <form>: a simple POST from another site's page.
@@ -183,6 +183,20 @@ async fn cross_site_posts_change_nothing() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
+    // A page at a name the operator listed may post (its app embeds the inbox's calls).
+    let r = server
+        .client
+        .post(server.url(&format!("/v1/runs/{id}/approve")))
+        .header(ORIGIN, "http://app.example")
+        .json(&json!({"call_id": "call_ask", "resume": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        409,
+        "past the guard: call_ask is not an approval"
+    );
     let r = server
         .client
         .post(server.url(&format!("/v1/runs/{id}/cancel")))

@@ -1,7 +1,7 @@
 //! Which requests reach the routes at all, before the key is looked at: the `Host`
 //! allow-list (a page at a name that resolves to this server — DNS rebinding — is
-//! refused with 421), a foreign `Origin` (another site's page, or another local port)
-//! refused with 403, and state changes (`POST`, `PUT`, `PATCH`, `DELETE`) that a
+//! refused with 421); for state changes (`POST`, `PUT`, `PATCH`, `DELETE`), a foreign
+//! `Origin` (another site's page, or another local port) refused with 403, and a body a
 //! browser could send cross-site without asking first (a form post) refused with 415.
 
 use std::net::IpAddr;
@@ -58,6 +58,15 @@ impl AllowedHosts {
         if let Some(host) = url.host_str() {
             self.names.push((host.to_ascii_lowercase(), None));
         }
+    }
+
+    /// Whether `name[:port]` was named with `--allowed-host` (not merely a loopback
+    /// name or an address): pages there may change state too.
+    pub fn listed(&self, name: &str, port: Option<u16>) -> bool {
+        let name = name.to_ascii_lowercase();
+        self.names
+            .iter()
+            .any(|(n, p)| *n == name && (p.is_none() || *p == port))
     }
 
     /// Whether a request's `Host` (`NAME`, `NAME:PORT`, `[V6]:PORT`) is one of ours.
@@ -126,23 +135,21 @@ pub async fn check(State(state): State<Arc<AppState>>, req: Request, next: Next)
             ),
         );
     }
-    if let Some(origin) = req.headers().get(header::ORIGIN)
-        && !same_origin(
-            origin.to_str().unwrap_or(""),
-            &host,
-            state.public_origin.as_deref(),
-        )
+    let changes = changes_state(req.method());
+    if changes
+        && let Some(origin) = req.headers().get(header::ORIGIN)
+        && !origin_allowed(origin.to_str().unwrap_or(""), &host, &state)
     {
         return refuse(
             StatusCode::FORBIDDEN,
             "origin_not_allowed",
             format!(
-                "requests from the page at '{}' are refused: only this server's own pages may call it",
+                "changes from the page at '{}' are refused: only this server's own pages (or --allowed-host names) may make them",
                 printable(origin.to_str().unwrap_or("?"))
             ),
         );
     }
-    if changes_state(req.method()) && !announced(req.headers()) {
+    if changes && !announced(req.headers()) {
         return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
@@ -173,6 +180,19 @@ fn printable(value: &str) -> String {
         .take(200)
         .flat_map(char::escape_default)
         .collect()
+}
+
+/// Whether a page at `origin` may change state: this server's own pages, its public
+/// address, or a name given with `--allowed-host`.
+fn origin_allowed(origin: &str, host: &str, state: &AppState) -> bool {
+    if same_origin(origin, host, state.public_origin.as_deref()) {
+        return true;
+    }
+    url::Url::parse(origin).ok().is_some_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.host_str()
+                .is_some_and(|h| state.allowed_hosts.listed(h, u.port_or_known_default()))
+    })
 }
 
 /// Whether `origin` (`scheme://host[:port]`) is this very server as the request reached
