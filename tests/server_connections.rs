@@ -270,8 +270,20 @@ async fn https_with_its_own_certificate() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "a soak: cargo test --release --test server_connections -- --ignored --nocapture"]
 async fn soak_idle_and_slow_connections() {
+    // 2,000 sockets here, and as many there: both processes at their hard limit (the
+    // server raises its own).
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        },
+    )
+    .unwrap();
     let site = Site::new();
-    let server = serve_limited(&site, 65_536, &[]);
+    let server = Server::start(&site, None, &[]);
     let to = addr(&server);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut holders = Vec::new();
