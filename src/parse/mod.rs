@@ -35,6 +35,7 @@ mod tag_lex;
 mod tagged;
 mod tagged_walk;
 mod types;
+mod unions;
 mod utf8;
 mod xml;
 mod xml_lex;
