@@ -221,10 +221,27 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
             }),
             _ => Detected::NotACall,
         },
-        c if (c.is_ascii_alphanumeric() || c == b'_') && dialect.allows_special(Dialect::Glm) => {
+        // A GLM name: a letter or digit of any script, or `_` (`翻译文本`, `get_time`).
+        _ if starts_name(&block[start..]) && dialect.allows_special(Dialect::Glm) => {
             Detected::Is(BlockScan::Glm { pos: start })
         }
         _ => Detected::NotACall,
+    }
+}
+
+/// Whether `b` starts with a letter or a digit (of any script) or `_`.
+fn starts_name(b: &[u8]) -> bool {
+    match b.first() {
+        Some(c) if c.is_ascii() => c.is_ascii_alphanumeric() || *c == b'_',
+        Some(_) => {
+            let head = &b[..b.len().min(4)];
+            let text = match std::str::from_utf8(head) {
+                Ok(t) => t,
+                Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            text.chars().next().is_some_and(char::is_alphanumeric)
+        }
+        None => false,
     }
 }
 
