@@ -2,16 +2,13 @@
 //! (and whether it is inside CDATA, a JSON string or a parameter value) between chunks,
 //! so the bytes of a block are looked at once however it arrives.
 
-use std::sync::LazyLock;
+use memchr::{memchr, memchr2};
 
-use memchr::{memchr, memchr2, memmem};
-
+use super::cdata;
 use super::framed::{Framed, FramedEnd, FramedScan};
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::{Dialect, ParseOptions};
 use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
-
-static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
 
 /// The dialect a block turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,10 +44,7 @@ pub(crate) enum BlockScan {
     Detect {
         pos: usize,
     },
-    Xml {
-        pos: usize,
-        in_cdata: bool,
-    },
+    Xml(XmlScan),
     Hermes(HermesScan),
     Qwen {
         walk: Box<Walk>,
@@ -61,6 +55,15 @@ pub(crate) enum BlockScan {
         pos: usize,
     },
     Framed(FramedScan),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct XmlScan {
+    pos: usize,
+    /// Inside a CDATA section: where its content starts, and its element's name.
+    cdata: Option<(usize, Option<std::ops::Range<usize>>)>,
+    /// The last CDATA section closed by `]]>` (see `cdata.rs`).
+    previous: cdata::Previous,
 }
 
 #[derive(Debug, Clone)]
@@ -110,7 +113,7 @@ impl BlockScan {
     pub(crate) fn kind(&self) -> Option<BlockKind> {
         match self {
             BlockScan::Detect { .. } => None,
-            BlockScan::Xml { .. } => Some(BlockKind::Xml),
+            BlockScan::Xml(_) => Some(BlockKind::Xml),
             BlockScan::Hermes(_) => Some(BlockKind::Hermes),
             BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
             BlockScan::Invoke(_) => Some(BlockKind::Invoke),
@@ -132,7 +135,7 @@ impl BlockScan {
                         continue;
                     }
                 },
-                BlockScan::Xml { pos, in_cdata } => scan_xml(block, pos, in_cdata),
+                BlockScan::Xml(x) => scan_xml(block, x, eof),
                 BlockScan::Hermes(h) => scan_hermes(block, h),
                 BlockScan::Glm { pos } => scan_glm(block, pos),
                 BlockScan::Framed(f) => match f.advance(block, eof) {
@@ -215,10 +218,11 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
                     wrapped: true,
                 })
             }
-            _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml {
+            _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml(XmlScan {
                 pos: start,
-                in_cdata: false,
-            }),
+                cdata: None,
+                previous: None,
+            })),
             _ => Detected::NotACall,
         },
         // A GLM name: a letter or digit of any script, or `_` (`翻译文本`, `get_time`).
@@ -295,28 +299,31 @@ fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usi
     }
 }
 
-fn scan_xml(block: &[u8], pos: &mut usize, in_cdata: &mut bool) -> ScanResult {
+fn scan_xml(block: &[u8], x: &mut XmlScan, eof: bool) -> ScanResult {
     const TAGS: [&[u8]; 4] = [b"<![CDATA[", TOOL_CALL_END, TOOL_CALL, b"</tool_calls>"];
     loop {
-        if *in_cdata {
-            match CDATA_END.find(&block[*pos..]) {
-                Some(i) => {
-                    *pos += i + 3;
-                    *in_cdata = false;
+        if let Some((content, element)) = &x.cdata {
+            let name = element.clone().map(|r| &block[r]);
+            match cdata::end(block, *content, x.pos, name, eof) {
+                cdata::End::Closed(at) => {
+                    x.pos = at + 3;
+                    x.previous = Some((x.pos, element.clone()));
                 }
-                None => {
-                    *pos = block.len().saturating_sub(2).max(*pos);
+                cdata::End::Slipped(at) => x.pos = at + 2,
+                cdata::End::NeedMore(resume) => {
+                    x.pos = resume;
                     return ScanResult::NeedMore;
                 }
             }
+            x.cdata = None;
         }
-        let Some((q, tag)) = next_tag(block, pos, &TAGS) else {
+        let Some((q, tag)) = next_tag(block, &mut x.pos, &TAGS) else {
             return ScanResult::NeedMore;
         };
         match tag {
             0 => {
-                *in_cdata = true;
-                *pos = q + TAGS[0].len();
+                x.cdata = Some((q + TAGS[0].len(), cdata::element(block, q, &x.previous)));
+                x.pos = q + TAGS[0].len();
             }
             1 => {
                 return ScanResult::End {

@@ -15,6 +15,7 @@
 
 mod block;
 mod block_end;
+mod cdata;
 pub mod coerce;
 mod entities;
 mod framed;
