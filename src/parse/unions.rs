@@ -33,6 +33,35 @@ fn admits_kind(m: &Value, v: &Value) -> bool {
     }
 }
 
+/// Whether object `v` has every key member `m` requires and the value its `const` or
+/// `enum` allows for each key it has: how a discriminated union's member is told.
+fn carries_tags(m: &Value, v: &Value) -> bool {
+    if let Some(inner) = members_of(m) {
+        return inner.iter().any(|i| carries_tags(i, v));
+    }
+    let (Some(obj), Some(props)) = (
+        v.as_object(),
+        m.get("properties").and_then(Value::as_object),
+    ) else {
+        return false;
+    };
+    let required = m.get("required").and_then(Value::as_array).is_none_or(|r| {
+        r.iter()
+            .filter_map(Value::as_str)
+            .all(|k| obj.contains_key(k))
+    });
+    required
+        && props.iter().all(|(k, p)| match obj.get(k) {
+            None => true,
+            Some(x) => {
+                p.get("const").is_none_or(|c| c == x)
+                    && p.get("enum")
+                        .and_then(Value::as_array)
+                        .is_none_or(|e| e.contains(x))
+            }
+        })
+}
+
 /// The union's types, for messages (`integer or array`).
 fn describe(members: &[&Value]) -> String {
     let mut names: Vec<String> = Vec::new();
@@ -63,6 +92,19 @@ pub(super) fn text(
             *recovered = Some("the Python literal None read as null");
         }
         return Ok(Value::Null);
+    }
+    // Exact JSON of a list or an object: the member that admits and matches it.
+    if t.starts_with(['[', '{'])
+        && let Ok(v) = serde_json::from_str::<Value>(t)
+        && members.iter().any(|m| admits_kind(m, &v))
+    {
+        let mut note = None;
+        if let Ok(v) = json(v, members, &mut note) {
+            if note.is_some() {
+                *recovered = note;
+            }
+            return Ok(v);
+        }
     }
     let exact = any(Types::STRING);
     let mut partial = None;
@@ -129,11 +171,18 @@ pub(super) fn json(
     members: &[&Value],
     recovered: &mut Option<&'static str>,
 ) -> Result<Value, Mismatch> {
-    let fitting: Vec<&Value> = members
+    let mut fitting: Vec<&Value> = members
         .iter()
         .copied()
         .filter(|m| admits_kind(m, &value))
         .collect();
+    // An object goes first to the member whose tags it carries (a discriminated union).
+    if fitting.len() > 1
+        && let Some(i) = fitting.iter().position(|m| carries_tags(m, &value))
+    {
+        let tagged = fitting.remove(i);
+        fitting.insert(0, tagged);
+    }
     if let [only] = fitting[..] {
         return coerce_json_noting(value, Some(only), recovered);
     }
@@ -265,6 +314,29 @@ mod tests {
         assert_eq!(coerce_json(json!([1]), Some(&any)), Ok(json!([1])));
         assert_eq!(coerce_text("x", Some(&any)), Ok(json!("x")));
         assert_eq!(coerce_text("4", Some(&any)), Ok(json!(4)));
+    }
+
+    #[test]
+    fn a_discriminated_union_picks_the_member_by_its_tag() {
+        let s = json!({"oneOf": [
+            {"type": "object", "properties": {"kind": {"const": "point"}}, "required": ["kind"]},
+            {"type": "object", "properties": {"kind": {"const": "box"}, "size": {"type": "number"}},
+             "required": ["kind", "size"]}
+        ]});
+        let want = json!({"kind": "box", "size": 2.5});
+        assert_eq!(
+            coerce_json(json!({"kind": "box", "size": "2.5"}), Some(&s)),
+            Ok(want.clone())
+        );
+        assert_eq!(
+            coerce_text("{\"kind\": \"box\", \"size\": \"2.5\"}", Some(&s)),
+            Ok(want)
+        );
+        // No member's tags: the first that admits an object.
+        assert_eq!(
+            coerce_json(json!({"kind": "blob", "size": "1"}), Some(&s)),
+            Ok(json!({"kind": "blob", "size": "1"}))
+        );
     }
 
     #[test]
