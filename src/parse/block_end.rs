@@ -60,8 +60,9 @@ pub(crate) enum BlockScan {
 #[derive(Debug, Clone)]
 pub(crate) struct XmlScan {
     pos: usize,
-    /// Inside a CDATA section: where its content starts, and its element's name.
-    cdata: Option<(usize, Option<std::ops::Range<usize>>)>,
+    /// Inside a CDATA section: where its content starts, and where its run of adjacent
+    /// sections starts (see `cdata.rs`).
+    cdata: Option<(usize, usize)>,
     /// The last CDATA section closed by `]]>` (see `cdata.rs`).
     previous: cdata::Previous,
 }
@@ -302,12 +303,11 @@ fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usi
 fn scan_xml(block: &[u8], x: &mut XmlScan, eof: bool) -> ScanResult {
     const TAGS: [&[u8]; 4] = [b"<![CDATA[", TOOL_CALL_END, TOOL_CALL, b"</tool_calls>"];
     loop {
-        if let Some((content, element)) = &x.cdata {
-            let name = element.clone().map(|r| &block[r]);
-            match cdata::end(block, *content, x.pos, name, eof) {
+        if let Some((content, run)) = x.cdata {
+            match cdata::end(block, content, x.pos, run, eof) {
                 cdata::End::Closed(at) => {
                     x.pos = at + 3;
-                    x.previous = Some((x.pos, element.clone()));
+                    x.previous = Some((x.pos, run));
                 }
                 cdata::End::Slipped(at) => x.pos = at + 2,
                 cdata::End::NeedMore(resume) => {
@@ -322,7 +322,7 @@ fn scan_xml(block: &[u8], x: &mut XmlScan, eof: bool) -> ScanResult {
         };
         match tag {
             0 => {
-                x.cdata = Some((q + TAGS[0].len(), cdata::element(block, q, &x.previous)));
+                x.cdata = Some((q + TAGS[0].len(), cdata::run_start(q, x.previous)));
                 x.pos = q + TAGS[0].len();
             }
             1 => {

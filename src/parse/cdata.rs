@@ -16,21 +16,25 @@ static BRACKET_GT: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::
 /// Blanks allowed between an element's start tag and its CDATA section.
 const MAX_GAP: usize = 64;
 
-/// A section that ended with `]]>`: where it ended and the element it was in, so that
-/// a section right after it (`]]><![CDATA[`, the escape for `]]>`) is in that element.
-pub(crate) type Previous = Option<(usize, Option<Range<usize>>)>;
+/// A section that ended with `]]>`: where it ended, and where the run of sections it
+/// belongs to starts, so that a section right after it (`]]><![CDATA[`, the escape for
+/// `]]>`) is in the same element.
+pub(crate) type Previous = Option<(usize, usize)>;
 
-/// The element (its name's range in `src`) a CDATA section whose `<![CDATA[` is at
-/// `cdata` was opened in: the start tag right before it, blanks between allowed, or the
-/// element of the section that ended exactly there.
-pub(crate) fn element(src: &[u8], cdata: usize, previous: &Previous) -> Option<Range<usize>> {
-    if let Some((end, element)) = previous
-        && *end == cdata
-    {
-        return element.clone();
+/// Where the run of adjacent sections that the section at `cdata` belongs to starts:
+/// the element is the one opened right before that.
+pub(crate) fn run_start(cdata: usize, previous: Previous) -> usize {
+    match previous {
+        Some((end, start)) if end == cdata => start,
+        _ => cdata,
     }
-    let mut gt = cdata;
-    while gt > 0 && cdata - gt < MAX_GAP && src[gt - 1].is_ascii_whitespace() {
+}
+
+/// The element (its name's range in `src`) a run of CDATA sections starting at `run`
+/// was opened in: the start tag right before it, blanks between allowed.
+fn element(src: &[u8], run: usize) -> Option<Range<usize>> {
+    let mut gt = run;
+    while gt > 0 && run - gt < MAX_GAP && src[gt - 1].is_ascii_whitespace() {
         gt -= 1;
     }
     let gt = gt.checked_sub(1).filter(|&g| src[g] == b'>')?;
@@ -59,14 +63,10 @@ pub(crate) enum End {
 }
 
 /// The end of the CDATA section whose content starts at `content`, searched from `pos`;
-/// `name` is its element's. At `eof` a `</NAME` cut short is no close.
-pub(crate) fn end(
-    src: &[u8],
-    content: usize,
-    mut pos: usize,
-    name: Option<&[u8]>,
-    eof: bool,
-) -> End {
+/// `run` is where its run of sections starts (see [`run_start`]). The element is looked
+/// up only at a `]>` that is not part of `]]>`. At `eof` a `</NAME` cut short is no close.
+pub(crate) fn end(src: &[u8], content: usize, mut pos: usize, run: usize, eof: bool) -> End {
+    let mut name = None;
     loop {
         let Some(k) = BRACKET_GT.find(&src[pos..]).map(|k| pos + k) else {
             // A last `]` may begin a `]>`.
@@ -75,8 +75,8 @@ pub(crate) fn end(
         if k > content && src[k - 1] == b']' {
             return End::Closed(k - 1);
         }
-        if let Some(name) = name {
-            match closes(&src[k + 2..], name) {
+        if let Some(range) = name.get_or_insert_with(|| element(src, run)).clone() {
+            match closes(&src[k + 2..], &src[range]) {
                 Prefix::Full => return End::Slipped(k),
                 Prefix::Partial if !eof => return End::NeedMore(k),
                 _ => {}
@@ -108,7 +108,7 @@ mod tests {
 
     fn name_of<'a>(src: &'a str, cdata: &str) -> Option<&'a str> {
         let at = src.find(cdata).unwrap();
-        element(src.as_bytes(), at, &None).map(|r| &src[r])
+        element(src.as_bytes(), at).map(|r| &src[r])
     }
 
     #[test]
@@ -119,25 +119,26 @@ mod tests {
         assert_eq!(name_of("<q/><![CDATA[x", "<![CDATA["), None);
         assert_eq!(name_of("</q><![CDATA[x", "<![CDATA["), None);
         assert_eq!(name_of("<![CDATA[x", "<![CDATA["), None);
-        // A section right after one that ended with `]]>` is in the same element.
-        let src = b"<q><![CDATA[a]]]]><![CDATA[>b";
-        let first = element(src, 3, &None);
-        assert_eq!(first, Some(1..2));
-        assert_eq!(element(src, 18, &Some((18, first))), Some(1..2));
+        // A section right after one that ended with `]]>` is in the same run.
+        assert_eq!(run_start(18, Some((18, 3))), 3);
+        assert_eq!(run_start(19, Some((18, 3))), 19);
+        assert_eq!(run_start(3, None), 3);
     }
 
     #[test]
     fn ends() {
-        let s = b"<![CDATA[2*4]></q> tail";
-        assert_eq!(end(s, 9, 9, Some(b"q"), true), End::Slipped(12));
-        assert_eq!(end(s, 9, 9, Some(b"p"), true), End::NeedMore(s.len() - 1));
-        assert_eq!(end(s, 9, 9, None, true), End::NeedMore(s.len() - 1));
-        let s = b"<![CDATA[a]]></q>";
-        assert_eq!(end(s, 9, 9, Some(b"q"), true), End::Closed(10));
-        let s = b"<![CDATA[a]>b]]]></q>";
-        assert_eq!(end(s, 9, 9, Some(b"q"), true), End::Closed(14));
-        let s = b"<![CDATA[]></q";
-        assert_eq!(end(s, 9, 9, Some(b"q"), false), End::NeedMore(9));
-        assert_eq!(end(s, 9, 9, Some(b"q"), true), End::NeedMore(s.len() - 1));
+        let s = b"<q><![CDATA[2*4]></q> tail";
+        assert_eq!(end(s, 12, 12, 3, true), End::Slipped(15));
+        let s = b"<p><![CDATA[2*4]></q> tail";
+        assert_eq!(end(s, 12, 12, 3, true), End::NeedMore(s.len() - 1));
+        let s = b"x<![CDATA[2*4]></q> tail";
+        assert_eq!(end(s, 10, 10, 1, true), End::NeedMore(s.len() - 1));
+        let s = b"<q><![CDATA[a]]></q>";
+        assert_eq!(end(s, 12, 12, 3, true), End::Closed(13));
+        let s = b"<q><![CDATA[a]>b]]]></q>";
+        assert_eq!(end(s, 12, 12, 3, true), End::Closed(17));
+        let s = b"<q><![CDATA[]></q";
+        assert_eq!(end(s, 12, 12, 3, false), End::NeedMore(12));
+        assert_eq!(end(s, 12, 12, 3, true), End::NeedMore(s.len() - 1));
     }
 }

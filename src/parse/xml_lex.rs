@@ -44,7 +44,7 @@ pub(crate) enum CdataEnd {
 pub(crate) struct Lexer<'a> {
     src: &'a str,
     pos: usize,
-    /// The last CDATA section closed by `]]>`: where it ended, and its element.
+    /// The last CDATA section closed by `]]>` (see `cdata.rs`).
     previous: cdata::Previous,
 }
 
@@ -101,12 +101,11 @@ impl<'a> Iterator for Lexer<'a> {
         let rest = &b[start..];
         if rest.get(1) == Some(&b'!') && rest.starts_with(b"<![CDATA[") {
             let from = start + 9;
-            let element = cdata::element(b, start, &self.previous);
-            let name = element.clone().map(|r| &b[r]);
-            let (content, end) = match cdata::end(b, from, from, name, true) {
+            let run = cdata::run_start(start, self.previous);
+            let (content, end) = match cdata::end(b, from, from, run, true) {
                 cdata::End::Closed(at) => {
                     self.pos = at + 3;
-                    self.previous = Some((self.pos, element));
+                    self.previous = Some((self.pos, run));
                     (&self.src[from..at], CdataEnd::Closed)
                 }
                 cdata::End::Slipped(at) => {
