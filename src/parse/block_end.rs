@@ -60,11 +60,11 @@ pub(crate) enum BlockScan {
 #[derive(Debug, Clone)]
 pub(crate) struct XmlScan {
     pos: usize,
-    /// Inside a CDATA section: where its content starts, and where its run of adjacent
-    /// sections starts (see `cdata.rs`).
-    cdata: Option<(usize, usize)>,
-    /// The last CDATA section closed by `]]>` (see `cdata.rs`).
-    previous: cdata::Previous,
+    /// Inside a CDATA section: where its content starts (0: not inside one).
+    content: usize,
+    /// Where the current section's run of adjacent sections starts.
+    run: usize,
+    runs: cdata::Runs,
 }
 
 #[derive(Debug, Clone)]
@@ -221,8 +221,9 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
             }
             _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml(XmlScan {
                 pos: start,
-                cdata: None,
-                previous: None,
+                content: 0,
+                run: 0,
+                runs: cdata::Runs::default(),
             })),
             _ => Detected::NotACall,
         },
@@ -303,11 +304,11 @@ fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usi
 fn scan_xml(block: &[u8], x: &mut XmlScan, eof: bool) -> ScanResult {
     const TAGS: [&[u8]; 4] = [b"<![CDATA[", TOOL_CALL_END, TOOL_CALL, b"</tool_calls>"];
     loop {
-        if let Some((content, run)) = x.cdata {
-            match cdata::end(block, content, x.pos, run, eof) {
+        if x.content > 0 {
+            match cdata::end(block, x.content, x.pos, x.run, eof) {
                 cdata::End::Closed(at) => {
                     x.pos = at + 3;
-                    x.previous = Some((x.pos, run));
+                    x.runs.closed(x.pos);
                 }
                 cdata::End::Slipped(at) => x.pos = at + 2,
                 cdata::End::NeedMore(resume) => {
@@ -315,14 +316,15 @@ fn scan_xml(block: &[u8], x: &mut XmlScan, eof: bool) -> ScanResult {
                     return ScanResult::NeedMore;
                 }
             }
-            x.cdata = None;
+            x.content = 0;
         }
         let Some((q, tag)) = next_tag(block, &mut x.pos, &TAGS) else {
             return ScanResult::NeedMore;
         };
         match tag {
             0 => {
-                x.cdata = Some((q + TAGS[0].len(), cdata::run_start(q, x.previous)));
+                x.run = x.runs.open(q);
+                x.content = q + TAGS[0].len();
                 x.pos = q + TAGS[0].len();
             }
             1 => {

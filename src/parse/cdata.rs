@@ -16,17 +16,29 @@ static BRACKET_GT: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::
 /// Blanks allowed between an element's start tag and its CDATA section.
 const MAX_GAP: usize = 64;
 
-/// A section that ended with `]]>`: where it ended, and where the run of sections it
-/// belongs to starts, so that a section right after it (`]]><![CDATA[`, the escape for
-/// `]]>`) is in the same element.
-pub(crate) type Previous = Option<(usize, usize)>;
+/// The runs of adjacent sections (`]]><![CDATA[`, the escape for `]]>`): a section
+/// that starts where the last one ended with `]]>` is in the same element, the one
+/// opened right before the run's first section.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Runs {
+    /// Where the last section closed by `]]>` ended (0: none has).
+    closed_at: usize,
+    /// Where the run of the current (or last) section starts.
+    run: usize,
+}
 
-/// Where the run of adjacent sections that the section at `cdata` belongs to starts:
-/// the element is the one opened right before that.
-pub(crate) fn run_start(cdata: usize, previous: Previous) -> usize {
-    match previous {
-        Some((end, start)) if end == cdata => start,
-        _ => cdata,
+impl Runs {
+    /// A section opens at `cdata`: where its run starts.
+    pub(crate) fn open(&mut self, cdata: usize) -> usize {
+        if self.closed_at != cdata || cdata == 0 {
+            self.run = cdata;
+        }
+        self.run
+    }
+
+    /// The current section ended with `]]>` just before `end`.
+    pub(crate) fn closed(&mut self, end: usize) {
+        self.closed_at = end;
     }
 }
 
@@ -63,7 +75,7 @@ pub(crate) enum End {
 }
 
 /// The end of the CDATA section whose content starts at `content`, searched from `pos`;
-/// `run` is where its run of sections starts (see [`run_start`]). The element is looked
+/// `run` is where its run of sections starts (see [`Runs`]). The element is looked
 /// up only at a `]>` that is not part of `]]>`. At `eof` a `</NAME` cut short is no close.
 pub(crate) fn end(src: &[u8], content: usize, mut pos: usize, run: usize, eof: bool) -> End {
     let mut name = None;
@@ -120,9 +132,12 @@ mod tests {
         assert_eq!(name_of("</q><![CDATA[x", "<![CDATA["), None);
         assert_eq!(name_of("<![CDATA[x", "<![CDATA["), None);
         // A section right after one that ended with `]]>` is in the same run.
-        assert_eq!(run_start(18, Some((18, 3))), 3);
-        assert_eq!(run_start(19, Some((18, 3))), 19);
-        assert_eq!(run_start(3, None), 3);
+        let mut runs = Runs::default();
+        assert_eq!(runs.open(3), 3);
+        runs.closed(18);
+        assert_eq!(runs.open(18), 3);
+        runs.closed(30);
+        assert_eq!(runs.open(31), 31);
     }
 
     #[test]

@@ -44,8 +44,8 @@ pub(crate) enum CdataEnd {
 pub(crate) struct Lexer<'a> {
     src: &'a str,
     pos: usize,
-    /// The last CDATA section closed by `]]>` (see `cdata.rs`).
-    previous: cdata::Previous,
+    /// The runs of adjacent CDATA sections (see `cdata.rs`).
+    runs: cdata::Runs,
 }
 
 impl<'a> Lexer<'a> {
@@ -53,7 +53,7 @@ impl<'a> Lexer<'a> {
         Self {
             src,
             pos,
-            previous: None,
+            runs: cdata::Runs::default(),
         }
     }
 
@@ -101,11 +101,11 @@ impl<'a> Iterator for Lexer<'a> {
         let rest = &b[start..];
         if rest.get(1) == Some(&b'!') && rest.starts_with(b"<![CDATA[") {
             let from = start + 9;
-            let run = cdata::run_start(start, self.previous);
+            let run = self.runs.open(start);
             let (content, end) = match cdata::end(b, from, from, run, true) {
                 cdata::End::Closed(at) => {
                     self.pos = at + 3;
-                    self.previous = Some((self.pos, run));
+                    self.runs.closed(self.pos);
                     (&self.src[from..at], CdataEnd::Closed)
                 }
                 cdata::End::Slipped(at) => {
