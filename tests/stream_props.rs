@@ -115,6 +115,19 @@ const FRAGMENTS: &[&str] = &[
     "</arg_key>",
     "<arg_value>",
     "</arg_value>",
+    // The second round of peer tests: Harmony's recipient in the role header (or at the
+    // start of the output), GLM names in any script and values left unclosed, and the
+    // CDATA end written `]>` before the element's close.
+    "<|start|>",
+    "assistant",
+    "assistant to=functions.echo",
+    " to=functions.echo",
+    "to=",
+    "翻译",
+    "text",
+    "]>",
+    "]></text>",
+    "]]></text>",
 ];
 
 fn fragment_input() -> impl Strategy<Value = String> {

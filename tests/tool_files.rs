@@ -313,7 +313,7 @@ parameters:
 
 #[test]
 fn every_key_is_enforced_or_refused_with_its_line() {
-    let cases: [(&str, &str, &str); 16] = [
+    let cases: [(&str, &str, &str); 17] = [
         (
             "typo_map.yaml",
             "name: t\nparameters:\n  type: object\n  properties:\n    n: {type: integer, minimun: 1}\n",
@@ -331,13 +331,18 @@ fn every_key_is_enforced_or_refused_with_its_line() {
         ),
         (
             "any_of.yaml",
-            "name: t\nparameters:\n  type: object\n  properties:\n    v:\n      anyOf: [{type: string}, {type: integer}]\n",
-            "any_of.yaml:6: parameters: v: anyOf: toolgate's validator does not check this keyword",
+            "name: t\nparameters:\n  type: object\n  properties:\n    v:\n      anyOf:\n        - {type: string}\n        - {type: integer, minimun: 1}\n",
+            "any_of.yaml:8: parameters: v.anyOf[1]: minimun: unknown keyword (did you mean minimum?)",
         ),
         (
             "ref.json",
             "{\"name\": \"t\",\n \"parameters\": {\"type\": \"object\",\n   \"properties\": {\"v\": {\"$ref\": \"#/$defs/v\"}}}}\n",
-            "ref.json:3: parameters: v: $ref: toolgate's validator does not check",
+            "ref.json:3: parameters: v: $ref \"#/$defs/v\" points to nothing in this schema",
+        ),
+        (
+            "one_of_type.yaml",
+            "name: t\nparameters:\n  type: object\n  properties:\n    v:\n      oneOf:\n        - {type: strin}\n",
+            "one_of_type.yaml:7: parameters: v.oneOf[0].type: ",
         ),
         (
             "nullable_map.yaml",

@@ -211,7 +211,7 @@ fn bad_schemas_are_refused_at_compile_time() {
         ),
         (
             json!({"type": "object", "properties": {"v": {"oneOf": [{"type": "string"}]}}}),
-            "v: oneOf: toolgate's validator does not check this keyword",
+            "v: oneOf: toolgate's fast validator does not check this keyword",
         ),
         (
             json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string", "colour": "red"}}}}),

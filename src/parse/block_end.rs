@@ -2,16 +2,13 @@
 //! (and whether it is inside CDATA, a JSON string or a parameter value) between chunks,
 //! so the bytes of a block are looked at once however it arrives.
 
-use std::sync::LazyLock;
+use memchr::{memchr, memchr2};
 
-use memchr::{memchr, memchr2, memmem};
-
+use super::cdata;
 use super::framed::{Framed, FramedEnd, FramedScan};
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::{Dialect, ParseOptions};
 use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
-
-static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
 
 /// The dialect a block turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,10 +44,7 @@ pub(crate) enum BlockScan {
     Detect {
         pos: usize,
     },
-    Xml {
-        pos: usize,
-        in_cdata: bool,
-    },
+    Xml(XmlScan),
     Hermes(HermesScan),
     Qwen {
         walk: Box<Walk>,
@@ -61,6 +55,16 @@ pub(crate) enum BlockScan {
         pos: usize,
     },
     Framed(FramedScan),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct XmlScan {
+    pos: usize,
+    /// Inside a CDATA section: where its content starts (0: not inside one).
+    content: usize,
+    /// Where the current section's run of adjacent sections starts.
+    run: usize,
+    runs: cdata::Runs,
 }
 
 #[derive(Debug, Clone)]
@@ -110,7 +114,7 @@ impl BlockScan {
     pub(crate) fn kind(&self) -> Option<BlockKind> {
         match self {
             BlockScan::Detect { .. } => None,
-            BlockScan::Xml { .. } => Some(BlockKind::Xml),
+            BlockScan::Xml(_) => Some(BlockKind::Xml),
             BlockScan::Hermes(_) => Some(BlockKind::Hermes),
             BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
             BlockScan::Invoke(_) => Some(BlockKind::Invoke),
@@ -132,7 +136,7 @@ impl BlockScan {
                         continue;
                     }
                 },
-                BlockScan::Xml { pos, in_cdata } => scan_xml(block, pos, in_cdata),
+                BlockScan::Xml(x) => scan_xml(block, x, eof),
                 BlockScan::Hermes(h) => scan_hermes(block, h),
                 BlockScan::Glm { pos } => scan_glm(block, pos),
                 BlockScan::Framed(f) => match f.advance(block, eof) {
@@ -215,16 +219,35 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
                     wrapped: true,
                 })
             }
-            _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml {
+            _ if dialect.allows_xml() => Detected::Is(BlockScan::Xml(XmlScan {
                 pos: start,
-                in_cdata: false,
-            }),
+                content: 0,
+                run: 0,
+                runs: cdata::Runs::default(),
+            })),
             _ => Detected::NotACall,
         },
-        c if (c.is_ascii_alphanumeric() || c == b'_') && dialect.allows_special(Dialect::Glm) => {
+        // A GLM name: a letter or digit of any script, or `_` (`翻译文本`, `get_time`).
+        _ if starts_name(&block[start..]) && dialect.allows_special(Dialect::Glm) => {
             Detected::Is(BlockScan::Glm { pos: start })
         }
         _ => Detected::NotACall,
+    }
+}
+
+/// Whether `b` starts with a letter or a digit (of any script) or `_`.
+fn starts_name(b: &[u8]) -> bool {
+    match b.first() {
+        Some(c) if c.is_ascii() => c.is_ascii_alphanumeric() || *c == b'_',
+        Some(_) => {
+            let head = &b[..b.len().min(4)];
+            let text = match std::str::from_utf8(head) {
+                Ok(t) => t,
+                Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            text.chars().next().is_some_and(char::is_alphanumeric)
+        }
+        None => false,
     }
 }
 
@@ -278,28 +301,31 @@ fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usi
     }
 }
 
-fn scan_xml(block: &[u8], pos: &mut usize, in_cdata: &mut bool) -> ScanResult {
+fn scan_xml(block: &[u8], x: &mut XmlScan, eof: bool) -> ScanResult {
     const TAGS: [&[u8]; 4] = [b"<![CDATA[", TOOL_CALL_END, TOOL_CALL, b"</tool_calls>"];
     loop {
-        if *in_cdata {
-            match CDATA_END.find(&block[*pos..]) {
-                Some(i) => {
-                    *pos += i + 3;
-                    *in_cdata = false;
+        if x.content > 0 {
+            match cdata::end(block, x.content, x.pos, x.run, eof) {
+                cdata::End::Closed(at) => {
+                    x.pos = at + 3;
+                    x.runs.closed(x.pos);
                 }
-                None => {
-                    *pos = block.len().saturating_sub(2).max(*pos);
+                cdata::End::Slipped(at) => x.pos = at + 2,
+                cdata::End::NeedMore(resume) => {
+                    x.pos = resume;
                     return ScanResult::NeedMore;
                 }
             }
+            x.content = 0;
         }
-        let Some((q, tag)) = next_tag(block, pos, &TAGS) else {
+        let Some((q, tag)) = next_tag(block, &mut x.pos, &TAGS) else {
             return ScanResult::NeedMore;
         };
         match tag {
             0 => {
-                *in_cdata = true;
-                *pos = q + TAGS[0].len();
+                x.run = x.runs.open(q);
+                x.content = q + TAGS[0].len();
+                x.pos = q + TAGS[0].len();
             }
             1 => {
                 return ScanResult::End {

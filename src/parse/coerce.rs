@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Number, Value};
 
+use super::unions;
+
 /// The JSON Schema `type` keyword of `schema`, as a small set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Types(u8);
@@ -30,14 +32,49 @@ impl Types {
                 }
             }
             Some(_) => return None,
-            None => {
-                for member in union_members(schema) {
-                    // A member without a type accepts anything: the union names no type.
-                    bits |= Types::of(member)?.0;
+            None => match (
+                union_members(schema).next(),
+                schema.get("const"),
+                schema.get("enum"),
+            ) {
+                (Some(_), _, _) => {
+                    for member in union_members(schema) {
+                        // A member without a type accepts anything: the union names no type.
+                        bits |= Types::of(member)?.0;
+                    }
                 }
-            }
+                // `const` / `enum` without `type`: the kinds of the values allowed.
+                (None, Some(c), _) => bits |= Self::kind(c),
+                (None, None, Some(Value::Array(list))) => {
+                    for v in list {
+                        bits |= Self::kind(v);
+                    }
+                }
+                _ => {}
+            },
         }
         (bits != 0).then_some(Types(bits))
+    }
+
+    /// The type bit of a JSON value (a whole number is an integer).
+    fn kind(v: &Value) -> u8 {
+        match v {
+            Value::Null => Self::NULL,
+            Value::Bool(_) => Self::BOOLEAN,
+            Value::Number(n) if n.is_i64() || n.is_u64() => Self::INTEGER,
+            Value::Number(_) => Self::NUMBER,
+            Value::String(_) => Self::STRING,
+            Value::Array(_) => Self::ARRAY,
+            Value::Object(_) => Self::OBJECT,
+        }
+    }
+
+    /// Whether the value's JSON kind is among these types (an integer is a number too).
+    pub(super) fn admits(self, v: &Value) -> bool {
+        match v {
+            Value::Number(_) => self.has(Self::NUMBER | Self::INTEGER),
+            other => self.has(Self::kind(other)),
+        }
     }
 
     fn bit(name: &str) -> u8 {
@@ -55,6 +92,11 @@ impl Types {
 
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+
+    /// Whether every type here is among `bits`.
+    pub fn within(self, bits: u8) -> bool {
+        self.0 & !bits == 0
     }
 
     /// The type names, for messages: `integer`, `string or null`.
@@ -78,7 +120,7 @@ impl Types {
 }
 
 /// The members of an `anyOf` / `oneOf` union (empty when the schema is none).
-fn union_members(schema: &Value) -> impl Iterator<Item = &Value> {
+pub(super) fn union_members(schema: &Value) -> impl Iterator<Item = &Value> {
     ["anyOf", "oneOf"]
         .into_iter()
         .filter_map(|k| schema.get(k)?.as_array())
@@ -129,7 +171,13 @@ pub fn coerce_text_noting(
     schema: Option<&Value>,
     recovered: &mut Option<&'static str>,
 ) -> Result<Value, Mismatch> {
-    let Some(types) = schema.and_then(Types::of) else {
+    let Some(schema) = schema else {
+        return Ok(heuristic(text));
+    };
+    if let Some(members) = unions::members_of(schema) {
+        return unions::text(text, &members, recovered);
+    }
+    let Some(types) = Types::of(schema) else {
         return Ok(heuristic(text));
     };
     let t = text.trim();
@@ -139,67 +187,107 @@ pub fn coerce_text_noting(
         }
         return Ok(Value::Null);
     }
-    if types.has(Types::STRING) {
+    // The string type is tried last: only exact JSON of another type takes its place.
+    let exact = types.has(Types::STRING);
+    if !types.within(Types::STRING | Types::NULL) {
+        match typed(text, Some(schema), types, exact, recovered) {
+            Some(Ok(v)) => return Ok(v),
+            Some(Err(m)) if !exact => return Err(m),
+            _ => {}
+        }
+    }
+    if exact {
         return Ok(Value::String(text.to_string()));
     }
     if types.has(Types::NULL) && t.is_empty() {
         return Ok(Value::Null);
     }
-    if types.has(Types::BOOLEAN)
-        && let Some(b) = parse_bool(t)
-    {
-        return Ok(Value::Bool(b));
-    }
-    if types.has(Types::INTEGER)
-        && let Some(n) = parse_integer(t)
-    {
-        return Ok(n);
-    }
-    if types.has(Types::NUMBER)
-        && let Some(n) = parse_number(t)
-    {
-        return Ok(n);
-    }
-    if types.has(Types::ARRAY) || types.has(Types::OBJECT) {
-        let fits = |v: &Value| {
-            (v.is_array() && types.has(Types::ARRAY)) || (v.is_object() && types.has(Types::OBJECT))
-        };
-        match serde_json::from_str::<Value>(t) {
-            Ok(v) if fits(&v) => return coerce_json_noting(v, schema, recovered),
-            // JSON encoded twice: a string holding the object.
-            Ok(Value::String(inner)) => {
-                let mut again = None;
-                if let Ok(v) = coerce_text_noting(&inner, schema, &mut again)
-                    && fits(&v)
-                {
-                    *recovered = Some("a value encoded as a JSON string twice was decoded");
-                    return Ok(v);
-                }
-            }
-            Ok(_) => {}
-            Err(_) => {
-                if let Some(v) = super::pyliteral::to_json(t).filter(fits) {
-                    *recovered =
-                        Some("a Python literal (single quotes, True/False/None) read as JSON");
-                    return coerce_json_noting(v, schema, recovered);
-                }
-                // JSON whose quotes are backslash-escaped (`[{\"a\": 1}]`): the inside
-                // of a JSON string written without its outer quotes.
-                if t.contains("\\\"")
-                    && let Ok(inner) = serde_json::from_str::<String>(&format!("\"{t}\""))
-                    && let Ok(v) = serde_json::from_str::<Value>(&inner)
-                    && fits(&v)
-                {
-                    *recovered = Some("a value whose JSON quotes were backslash-escaped was read");
-                    return coerce_json_noting(v, schema, recovered);
-                }
-            }
-        }
-    }
     Err(Mismatch {
         kept: Value::String(text.to_string()),
         expected: types.describe(),
     })
+}
+
+/// Text read as one of `types` other than string and null: `None` when it reads as
+/// none of them, an error when it is a list or an object of the right kind with a
+/// wrong part inside (the parts as far as they were coerced). `exact` (the schema
+/// admits a string too) takes only exact JSON: no `True`, no `10.0` for an integer,
+/// no Python literals, no JSON encoded twice.
+pub(super) fn typed(
+    text: &str,
+    schema: Option<&Value>,
+    types: Types,
+    exact: bool,
+    recovered: &mut Option<&'static str>,
+) -> Option<Result<Value, Mismatch>> {
+    let t = text.trim();
+    if types.has(Types::BOOLEAN) {
+        let b = if exact {
+            match t {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            }
+        } else {
+            parse_bool(t)
+        };
+        if let Some(b) = b {
+            return Some(Ok(Value::Bool(b)));
+        }
+    }
+    if types.has(Types::INTEGER) {
+        let n = if exact {
+            parse_integer_strict(t)
+        } else {
+            parse_integer(t)
+        };
+        if let Some(n) = n {
+            return Some(Ok(n));
+        }
+    }
+    if types.has(Types::NUMBER)
+        && let Some(n) = parse_number(t)
+    {
+        return Some(Ok(n));
+    }
+    if !(types.has(Types::ARRAY) || types.has(Types::OBJECT)) {
+        return None;
+    }
+    let fits = |v: &Value| {
+        (v.is_array() && types.has(Types::ARRAY)) || (v.is_object() && types.has(Types::OBJECT))
+    };
+    match serde_json::from_str::<Value>(t) {
+        Ok(v) if fits(&v) => return Some(coerce_json_noting(v, schema, recovered)),
+        // JSON encoded twice: a string holding the object.
+        Ok(Value::String(inner)) if !exact => {
+            let mut again = None;
+            if let Ok(v) = coerce_text_noting(&inner, schema, &mut again)
+                && fits(&v)
+            {
+                *recovered = Some("a value encoded as a JSON string twice was decoded");
+                return Some(Ok(v));
+            }
+        }
+        Ok(_) => {}
+        Err(_) if exact => {}
+        Err(_) => {
+            if let Some(v) = super::pyliteral::to_json(t).filter(fits) {
+                *recovered = Some("a Python literal (single quotes, True/False/None) read as JSON");
+                return Some(coerce_json_noting(v, schema, recovered));
+            }
+            // JSON whose quotes are backslash-escaped (`[{\"a\": 1}]`): the inside
+            // of a JSON string written without its outer quotes.
+            if t.contains("\\\"")
+                && let Ok(inner) = serde_json::from_str::<String>(&format!("\"{t}\""))
+                && let Ok(v) = serde_json::from_str::<Value>(&inner)
+                && fits(&v)
+            {
+                *recovered = Some("a value whose JSON quotes were backslash-escaped was read");
+                return Some(coerce_json_noting(v, schema, recovered));
+            }
+        }
+    }
+    None
 }
 
 /// Coerces a JSON value (Hermes arguments, native arguments, parsed arrays) to its
@@ -217,6 +305,9 @@ pub fn coerce_json_noting(
     schema: Option<&Value>,
     recovered: &mut Option<&'static str>,
 ) -> Result<Value, Mismatch> {
+    if let Some(members) = schema.and_then(unions::members_of) {
+        return unions::json(value, &members, recovered);
+    }
     let Some(types) = schema.and_then(Types::of) else {
         return Ok(value);
     };
@@ -302,11 +393,17 @@ pub fn coerce_string_noting(
     schema: Option<&Value>,
     recovered: &mut Option<&'static str>,
 ) -> Result<Value, Mismatch> {
-    let stays_text = match schema.and_then(Types::of) {
-        Some(types) => {
-            types.has(Types::STRING)
-                && !(types.has(Types::NULL) && matches!(text.trim(), "null" | "None"))
-        }
+    let stays_text = match schema {
+        // A union goes through its members' rules.
+        Some(s) if unions::members_of(s).is_some() => false,
+        Some(s) => match Types::of(s) {
+            Some(types) => {
+                types.has(Types::STRING)
+                    && types.within(Types::STRING | Types::NULL)
+                    && !(types.has(Types::NULL) && matches!(text.trim(), "null" | "None"))
+            }
+            None => guess(&text).is_none(),
+        },
         None => guess(&text).is_none(),
     };
     if stays_text {
@@ -317,7 +414,7 @@ pub fn coerce_string_noting(
 }
 
 /// The heuristic's non-string guesses.
-fn guess(text: &str) -> Option<Value> {
+pub(super) fn guess(text: &str) -> Option<Value> {
     match text {
         "true" => return Some(Value::Bool(true)),
         "false" => return Some(Value::Bool(false)),

@@ -29,6 +29,12 @@ pub(crate) enum Framed {
     Dsml,
     /// `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>`.
     Harmony,
+    /// Harmony with the recipient in the role, before the channel:
+    /// `<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{..}<|call|>`.
+    HarmonyRole,
+    /// The same at the very start of an output whose `<|start|>assistant` was the
+    /// prompt's last tokens: ` to=functions.NAME<|channel|>commentary json<|message|>{..}`.
+    HarmonyLead,
     /// `[TOOL_CALLS][{"name": .., "arguments": {..}}]` or `[TOOL_CALLS]NAME[ARGS]{..}`.
     Mistral,
     /// `<|python_tag|>{"name": .., "parameters": {..}}` (several joined by `;`).
@@ -58,6 +64,9 @@ const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
 pub(crate) const DSML_CALLS: &[u8] = "<｜DSML｜function_calls>".as_bytes();
 pub(crate) const DSML_CALLS_END: &[u8] = "</｜DSML｜function_calls>".as_bytes();
 pub(crate) const HARMONY: &[u8] = b"<|channel|>";
+pub(crate) const HARMONY_START: &[u8] = b"<|start|>";
+/// The longest Harmony role header read (`assistant to=functions.NAME`).
+const HARMONY_ROLE_MAX: usize = 256;
 const HARMONY_MESSAGE: &str = "<|message|>";
 pub(crate) const MISTRAL: &[u8] = b"[TOOL_CALLS]";
 pub(crate) const PYTHON_TAG: &[u8] = b"<|python_tag|>";
@@ -72,10 +81,11 @@ impl Framed {
             Framed::DeepSeek => DS_CALL,
             Framed::Dsml => DSML_INVOKE,
             Framed::Harmony => HARMONY,
+            Framed::HarmonyRole => HARMONY_START,
             Framed::Mistral => MISTRAL,
             Framed::PythonTag => PYTHON_TAG,
             Framed::PythonStart => PYTHON_START,
-            Framed::BareJson | Framed::BarePythonic => b"",
+            Framed::BareJson | Framed::BarePythonic | Framed::HarmonyLead => b"",
         }
     }
 
@@ -86,9 +96,9 @@ impl Framed {
             Framed::KimiK2 => (&[KIMI_CALL_END], &[KIMI_CALL, KIMI_SECTION_END]),
             Framed::DeepSeek => (&[DS_CALL_END], &[DS_CALL, DS_CALLS_END]),
             Framed::Dsml => (&[DSML_INVOKE_END], &[DSML_INVOKE, DSML_CALLS_END]),
-            Framed::Harmony => (
+            Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => (
                 &[b"<|call|>", b"<|end|>", b"<|return|>"],
-                &[b"<|start|>", HARMONY],
+                &[HARMONY_START, HARMONY],
             ),
             Framed::PythonTag => (&[b"<|eom_id|>", b"<|eot_id|>"], &[PYTHON_TAG]),
             Framed::PythonStart => (&[PYTHON_END], &[PYTHON_START]),
@@ -105,6 +115,8 @@ pub(crate) struct FramedScan {
     pos: usize,
     /// For the extent-ended forms: inside the bracketed value.
     extent: Extent,
+    /// For a Harmony role header: it was read and names a recipient.
+    role_read: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -132,6 +144,7 @@ impl FramedScan {
             kind,
             pos: kind.tag().len(),
             extent: Extent::default(),
+            role_read: false,
         }
     }
 
@@ -139,6 +152,21 @@ impl FramedScan {
         let (closers, stops) = self.kind.ends();
         if closers.is_empty() {
             return self.advance_extent(b, eof);
+        }
+        if matches!(self.kind, Framed::HarmonyRole | Framed::HarmonyLead) && !self.role_read {
+            let role = if self.kind == Framed::HarmonyLead {
+                harmony_lead(b, eof)
+            } else {
+                harmony_role(b, eof)
+            };
+            match role {
+                Role::NeedMore => return FramedEnd::NeedMore,
+                Role::NotACall => return FramedEnd::NotACall,
+                Role::Recipient(body) => {
+                    self.role_read = true;
+                    self.pos = body;
+                }
+            }
         }
         loop {
             let Some(k) = memchr(b'<', &b[self.pos..]) else {
@@ -285,6 +313,69 @@ impl FramedScan {
     }
 }
 
+/// What a Harmony role header (`<|start|>ROLE ...`) says.
+pub(crate) enum Role {
+    NeedMore,
+    /// No call: another role, no recipient, or no channel after it.
+    NotACall,
+    /// `assistant to=RECIPIENT<|channel|>`: where the channel's name starts.
+    Recipient(usize),
+}
+
+/// Reads `<|start|>assistant to=RECIPIENT<|channel|>` at the start of `b`: the header
+/// must be the assistant's, name a recipient, and be followed by the channel.
+fn harmony_role(b: &[u8], eof: bool) -> Role {
+    header(b, HARMONY_START.len(), eof, |header| {
+        let mut words = header.split_whitespace();
+        words.next() == Some("assistant")
+            && words
+                .find_map(|w| w.strip_prefix("to="))
+                .is_some_and(|to| !to.is_empty() && to != "assistant")
+    })
+}
+
+/// Reads ` to=RECIPIENT<|channel|>` at the start of an output (the role was prompted).
+pub(crate) fn harmony_lead(b: &[u8], eof: bool) -> Role {
+    let lead = b.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    match prefix(&b[lead..], b"to=") {
+        Prefix::Full => {}
+        Prefix::Partial if !eof && lead < HARMONY_ROLE_MAX => return Role::NeedMore,
+        _ => return Role::NotACall,
+    }
+    header(b, 0, eof, |header| {
+        let mut words = header.split_whitespace();
+        words
+            .next()
+            .and_then(|w| w.strip_prefix("to="))
+            .is_some_and(|to| !to.is_empty() && to != "assistant")
+            && words.next().is_none()
+    })
+}
+
+/// The header from `from` to the first special token, which must be `<|channel|>`, read
+/// by `names_recipient`.
+fn header(b: &[u8], from: usize, eof: bool, names_recipient: impl Fn(&str) -> bool) -> Role {
+    let window = &b[from..b.len().min(from + HARMONY_ROLE_MAX)];
+    let Some(k) = find(window, b"<|") else {
+        return if eof || window.len() == HARMONY_ROLE_MAX {
+            Role::NotACall
+        } else {
+            Role::NeedMore
+        };
+    };
+    let q = from + k;
+    match prefix(&b[q..], HARMONY) {
+        Prefix::Full => {}
+        Prefix::Partial if !eof => return Role::NeedMore,
+        _ => return Role::NotACall,
+    }
+    if names_recipient(&String::from_utf8_lossy(&b[from..q])) {
+        Role::Recipient(q + HARMONY.len())
+    } else {
+        Role::NotACall
+    }
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memmem::find(hay, needle)
 }
@@ -307,7 +398,9 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
         Framed::KimiK2 => kimi(body, tag, opts, &mut out),
         Framed::DeepSeek => deepseek(body, tag, opts, &mut out),
         Framed::Dsml => dsml(body, tag, opts, &mut out),
-        Framed::Harmony => harmony(body, tag, opts, &mut out),
+        Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
+            harmony(body, tag, opts, &mut out)
+        }
         Framed::Mistral => super::mistral::mistral(body, tag, opts, &mut out),
         Framed::PythonTag | Framed::BareJson => {
             super::json_calls::json_calls(body, tag, opts, &mut out)
@@ -545,18 +638,30 @@ fn dsml(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     });
 }
 
+/// A Harmony message: the recipient is read from the header, after the channel
+/// (`commentary to=functions.NAME <|constrain|>json`) or before it (a role header
+/// `assistant to=functions.NAME<|channel|>commentary json`). A message without a
+/// recipient is no call; one constrained to JSON is reported, since it looks like a
+/// call whose recipient was lost.
 fn harmony(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     let Some((header, message)) = body.split_once(HARMONY_MESSAGE) else {
         return;
     };
-    // `commentary to=functions.NAME <|constrain|>json`: only a recipient makes a call.
-    let Some(to) = header
+    let recipient = header
         .split_whitespace()
         .find_map(|w| w.strip_prefix("to="))
-    else {
+        .map(|to| to.split("<|").next().unwrap_or(to));
+    let Some(to) = recipient.filter(|to| !to.is_empty()) else {
+        if header.contains("<|constrain|>json") {
+            out.problem(
+                ProblemKind::MissingName,
+                at,
+                "a Harmony message constrained to JSON names no recipient \
+                 (to=functions.NAME); kept as text",
+            );
+        }
         return;
     };
-    let to = to.split("<|").next().unwrap_or(to);
     let name = to.strip_prefix("functions.").unwrap_or(to);
     out.call = json_call(name, None, message, at, opts, out);
 }

@@ -15,6 +15,7 @@
 
 mod block;
 mod block_end;
+mod cdata;
 pub mod coerce;
 mod entities;
 mod framed;
@@ -35,6 +36,7 @@ mod tag_lex;
 mod tagged;
 mod tagged_walk;
 mod types;
+mod unions;
 mod utf8;
 mod xml;
 mod xml_lex;

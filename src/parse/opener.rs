@@ -3,7 +3,8 @@
 
 use super::framed::{
     DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, Framed, HARMONY,
-    KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
+    HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
+    Role, harmony_lead,
 };
 use super::options::Dialect;
 
@@ -192,7 +193,7 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
 
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 12] = [
+    let table: [(Dialect, &[u8], Opener); 13] = [
         (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
         (
             Dialect::KimiK2,
@@ -228,6 +229,11 @@ fn match_special(rest: &[u8], dialect: Dialect) -> Match {
         ),
         (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
         (
+            Dialect::Harmony,
+            HARMONY_START,
+            Opener::Framed(Framed::HarmonyRole),
+        ),
+        (
             Dialect::Llama3,
             PYTHON_TAG,
             Opener::Framed(Framed::PythonTag),
@@ -253,6 +259,19 @@ fn match_special(rest: &[u8], dialect: Dialect) -> Match {
         Match::NeedMore
     } else {
         Match::No
+    }
+}
+
+/// What the very start of an output opens: a Harmony call whose role header was the
+/// prompt's end (` to=functions.NAME<|channel|>...`), with the dialects that allow it.
+pub(crate) fn match_lead(rest: &[u8], dialect: Dialect, eof: bool) -> Match {
+    if !dialect.allows_special(Dialect::Harmony) {
+        return Match::No;
+    }
+    match harmony_lead(rest, eof) {
+        Role::NeedMore => Match::NeedMore,
+        Role::NotACall => Match::No,
+        Role::Recipient(_) => Match::Yes(Opener::Framed(Framed::HarmonyLead)),
     }
 }
 

@@ -15,7 +15,7 @@ use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
 use super::opener::{
     FenceStart, Match, Opener, Prefix, THINK_END, fence_line, fence_start, match_bracket,
-    match_opener, prefix,
+    match_lead, match_opener, prefix,
 };
 use super::options::ParseOptions;
 use super::types::ParsedTurn;
@@ -229,6 +229,22 @@ impl StreamParser {
     }
 
     fn step_text(&mut self, i: usize, fence_checked: bool, eof: bool) -> bool {
+        // The very start of the output may open a call no tag announces.
+        if self.base + i == 0 {
+            match match_lead(self.buf.as_bytes(), self.opts.dialect, eof) {
+                Match::NeedMore => {
+                    return self.hold(State::Text {
+                        scan: i,
+                        fence_checked,
+                    });
+                }
+                Match::Yes(opener) => {
+                    self.open(opener);
+                    return true;
+                }
+                Match::No => {}
+            }
+        }
         // The line start at `i` was ruled out as a fence already.
         let checked_line = fence_checked.then_some(i);
         match self.next_stop(i, checked_line, eof) {

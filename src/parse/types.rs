@@ -61,7 +61,8 @@ pub enum ProblemKind {
     UnclosedTag,
     /// An element was closed by the next one opening, or by an outer closing tag.
     ImplicitClose,
-    /// The output ended inside a `<![CDATA[` section.
+    /// A `<![CDATA[` section not ended by `]]>`: the output ended inside it, or it
+    /// ended with `]>` right before its element's closing tag (closed there).
     UnterminatedCdata,
     /// A closing tag that matches nothing open.
     StrayCloseTag,

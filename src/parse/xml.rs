@@ -13,7 +13,7 @@ use super::entities::decode;
 use super::opener::TOOL_CALL;
 use super::options::ParseOptions;
 use super::types::ProblemKind;
-use super::xml_lex::{Lexer, Token};
+use super::xml_lex::{CdataEnd, Lexer, Token};
 
 /// Deeper nesting is kept as text: values are data, not documents.
 const MAX_DEPTH: usize = 32;
@@ -279,16 +279,25 @@ pub(crate) fn parse(block: &str, closed: bool, opts: &ParseOptions) -> BlockOutc
                     top.pieces.push(Piece::Text(t));
                 }
             }
-            Token::CData {
-                content,
-                terminated,
-            } => {
-                if !terminated {
-                    b.out.problem(
+            Token::CData { content, end } => {
+                match end {
+                    CdataEnd::Closed => {}
+                    CdataEnd::Slipped => {
+                        let name = b.top().name;
+                        b.out.problem(
+                            ProblemKind::UnterminatedCdata,
+                            lexer.pos(),
+                            format!(
+                                "the CDATA section in <{name}> ended with ]> instead of ]]>; \
+                                 closed it before </{name}>"
+                            ),
+                        );
+                    }
+                    CdataEnd::Unterminated => b.out.problem(
                         ProblemKind::UnterminatedCdata,
                         block.len(),
                         "the output ended inside <![CDATA[; the value was kept up to there",
-                    );
+                    ),
                 }
                 let top = b.top();
                 top.pieces.push(Piece::CData(content));

@@ -6,9 +6,10 @@ use std::sync::LazyLock;
 
 use memchr::{memchr, memmem};
 
-static CDATA_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]>"));
+use super::cdata;
+
 /// The longest run of attributes read as one tag.
-const MAX_TAG: usize = 1024;
+pub(crate) const MAX_TAG: usize = 1024;
 
 static COMMENT_END: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"-->"));
@@ -17,8 +18,8 @@ static COMMENT_END: LazyLock<memmem::Finder<'static>> =
 pub(crate) enum Token<'a> {
     /// Raw text, entities not yet decoded.
     Text(&'a str),
-    /// The content of a CDATA section; `terminated` is false when the input ended in it.
-    CData { content: &'a str, terminated: bool },
+    /// The content of a CDATA section, and how it ended.
+    CData { content: &'a str, end: CdataEnd },
     /// `<name ...>` or `<name .../>`; `span` covers the whole tag.
     Start {
         name: &'a str,
@@ -29,14 +30,31 @@ pub(crate) enum Token<'a> {
     End { name: &'a str, span: Range<usize> },
 }
 
+/// How a CDATA section ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CdataEnd {
+    /// `]]>`.
+    Closed,
+    /// `]>` right before its element's closing tag (see `cdata.rs`).
+    Slipped,
+    /// The input ended inside it.
+    Unterminated,
+}
+
 pub(crate) struct Lexer<'a> {
     src: &'a str,
     pos: usize,
+    /// The runs of adjacent CDATA sections (see `cdata.rs`).
+    runs: cdata::Runs,
 }
 
 impl<'a> Lexer<'a> {
     pub(crate) fn new(src: &'a str, pos: usize) -> Self {
-        Self { src, pos }
+        Self {
+            src,
+            pos,
+            runs: cdata::Runs::default(),
+        }
     }
 
     /// The position of the next token.
@@ -83,22 +101,23 @@ impl<'a> Iterator for Lexer<'a> {
         let rest = &b[start..];
         if rest.get(1) == Some(&b'!') && rest.starts_with(b"<![CDATA[") {
             let from = start + 9;
-            return Some(match CDATA_END.find(&b[from..]) {
-                Some(k) => {
-                    self.pos = from + k + 3;
-                    Token::CData {
-                        content: &self.src[from..from + k],
-                        terminated: true,
-                    }
+            let run = self.runs.open(start);
+            let (content, end) = match cdata::end(b, from, from, run, true) {
+                cdata::End::Closed(at) => {
+                    self.pos = at + 3;
+                    self.runs.closed(self.pos);
+                    (&self.src[from..at], CdataEnd::Closed)
                 }
-                None => {
+                cdata::End::Slipped(at) => {
+                    self.pos = at + 2;
+                    (&self.src[from..at], CdataEnd::Slipped)
+                }
+                cdata::End::NeedMore(_) => {
                     self.pos = b.len();
-                    Token::CData {
-                        content: &self.src[from..],
-                        terminated: false,
-                    }
+                    (&self.src[from..], CdataEnd::Unterminated)
                 }
-            });
+            };
+            return Some(Token::CData { content, end });
         }
         if rest.get(1) == Some(&b'!')
             && rest.starts_with(b"<!--")
@@ -201,7 +220,7 @@ mod tests {
             t[1],
             Token::CData {
                 content: "v",
-                terminated: true
+                end: CdataEnd::Closed
             }
         ));
         assert!(matches!(t[2], Token::End { name: "a", .. }));

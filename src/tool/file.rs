@@ -1,7 +1,7 @@
 //! Tool files (`tools/*.yaml`, `*.yml`, `*.json`, one tool each): reading, checking,
 //! and the list form of parameters. Every key in a file is either used or refused: an
-//! unknown key, a schema keyword the validator does not check, or a misspelt rule is an
-//! error. A broken file is reported with its path, line and what is wrong, and does not
+//! unknown key, an unknown or misspelt schema keyword, or a misspelt rule is an error;
+//! every JSON Schema keyword is accepted (see `schema/tool_file.rs`). A broken file is reported with its path, line and what is wrong, and does not
 //! stop the others from loading.
 
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ impl LoadedTools {
     pub fn schemas(&self) -> Schemas {
         self.tools
             .iter()
-            .map(|t| (t.spec.name.clone(), t.spec.parameters.clone()))
+            .map(|t| (t.spec.name.clone(), t.schema.coercion_schema().clone()))
             .collect()
     }
 }
@@ -260,7 +260,7 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    let schema = Schema::compile_located(&parameters).map_err(|e| schema_fail("parameters", e))?;
+    let schema = Schema::compile_file(&parameters).map_err(|e| schema_fail("parameters", e))?;
     let output = match raw.output {
         None | Some(Value::Null) => None,
         Some(Value::Array(list)) => Some(list_form(&list).map_err(|e| list_fail("output", e))?),
@@ -275,7 +275,7 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     };
     let output_schema = match &output {
         None => None,
-        Some(v) => Some(Schema::compile_located(v).map_err(|e| schema_fail("output", e))?),
+        Some(v) => Some(Schema::compile_file(v).map_err(|e| schema_fail("output", e))?),
     };
     let entry = match raw.entry {
         None | Some(Value::Null) => Entry::Client,

@@ -1,7 +1,8 @@
-//! The JSON Schema keywords toolgate's validator checks, the annotations it accepts
-//! without checking, the ones it refuses, and the nearest known keyword to a misspelt one.
+//! The JSON Schema keywords toolgate knows: the ones its fast validator checks, the
+//! annotations it accepts without checking, the ones only the full validator checks
+//! (`anyOf`, `$ref`, ...), and the nearest known keyword to a misspelt one.
 
-/// Keywords the validator enforces on every call.
+/// Keywords the fast validator enforces on every call.
 pub const CHECKED: [&str; 22] = [
     "type",
     "enum",
@@ -29,8 +30,9 @@ pub const CHECKED: [&str; 22] = [
 
 /// Keywords accepted as annotations: they describe a value and check nothing (`format`
 /// included: `format: email` is shown to the model, not checked). `x-` keys are vendor
-/// extensions and are annotations too.
-pub const ANNOTATIONS: [&str; 10] = [
+/// extensions and are annotations too; so is OpenAPI's `discriminator`, which Pydantic
+/// writes beside a `oneOf` (the `oneOf` does the checking).
+pub const ANNOTATIONS: [&str; 14] = [
     "description",
     "title",
     "examples",
@@ -41,11 +43,15 @@ pub const ANNOTATIONS: [&str; 10] = [
     "readOnly",
     "writeOnly",
     "$id",
+    "$vocabulary",
+    "contentEncoding",
+    "contentMediaType",
+    "discriminator",
 ];
 
-/// JSON Schema keywords the validator cannot check: a schema using one is refused
-/// rather than half enforced.
-const UNSUPPORTED: [&str; 24] = [
+/// JSON Schema keywords the fast validator cannot check: a schema using one is checked
+/// by the full validator (the `jsonschema` crate) instead, never half enforced.
+pub const FULL_ONLY: [&str; 28] = [
     "anyOf",
     "oneOf",
     "allOf",
@@ -59,45 +65,73 @@ const UNSUPPORTED: [&str; 24] = [
     "$anchor",
     "$dynamicRef",
     "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
     "patternProperties",
     "propertyNames",
     "dependentRequired",
     "dependentSchemas",
     "dependencies",
     "prefixItems",
+    "additionalItems",
     "contains",
     "minContains",
     "maxContains",
     "unevaluatedProperties",
     "unevaluatedItems",
+    "contentSchema",
 ];
 
-/// Why `key` cannot appear in a schema, or `None` when it may.
-pub fn refusal(key: &str) -> Option<String> {
-    if CHECKED.contains(&key) || ANNOTATIONS.contains(&key) || key.starts_with("x-") {
-        return None;
+/// What a key in a schema is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keyword {
+    /// Checked by the fast validator.
+    Checked,
+    /// Describes, checks nothing.
+    Annotation,
+    /// Checked by the full validator only.
+    FullOnly,
+    /// Not a keyword toolgate knows: why, with the nearest known one when there is one.
+    Unknown(String),
+}
+
+/// What `key` is in a schema.
+pub fn keyword(key: &str) -> Keyword {
+    if CHECKED.contains(&key) {
+        return Keyword::Checked;
     }
-    if UNSUPPORTED.contains(&key) {
-        return Some(format!(
-            "{key}: toolgate's validator does not check this keyword, so a schema using it \
-             is refused rather than half enforced"
-        ));
+    if ANNOTATIONS.contains(&key) || key.starts_with("x-") {
+        return Keyword::Annotation;
+    }
+    if FULL_ONLY.contains(&key) {
+        return Keyword::FullOnly;
     }
     if key == "nullable" {
-        return Some(
+        return Keyword::Unknown(
             "nullable: not a JSON Schema keyword; write type: [T, \"null\"] (the list form \
              of parameters takes nullable: true)"
                 .to_string(),
         );
     }
-    Some(match nearest(key) {
+    Keyword::Unknown(match nearest(key) {
         Some(known) => format!("{key}: unknown keyword (did you mean {known}?)"),
         None => format!(
-            "{key}: unknown keyword (checked: {}; annotations: {}, x-…)",
-            CHECKED.join(", "),
-            ANNOTATIONS.join(", ")
+            "{key}: unknown keyword (not JSON Schema's; a key of your own may start with x-)"
         ),
     })
+}
+
+/// Why `key` cannot appear in a schema the fast validator checks alone, or `None`
+/// when it may.
+pub fn refusal(key: &str) -> Option<String> {
+    match keyword(key) {
+        Keyword::Checked | Keyword::Annotation => None,
+        Keyword::FullOnly => Some(format!(
+            "{key}: toolgate's fast validator does not check this keyword (the full \
+             validator does, for tool files and MCP tools)"
+        )),
+        Keyword::Unknown(why) => Some(why),
+    }
 }
 
 /// The known keyword closest to `key` (case, `_` and a few typos apart), if any is close.
@@ -106,6 +140,7 @@ pub fn nearest(key: &str) -> Option<&'static str> {
     CHECKED
         .iter()
         .chain(ANNOTATIONS.iter())
+        .chain(FULL_ONLY.iter())
         .map(|k| (distance(&folded, &fold(k)), *k))
         .filter(|(d, k)| *d <= 2.max(k.len() / 4))
         .min_by_key(|(d, _)| *d)
@@ -154,5 +189,9 @@ mod tests {
         assert!(refusal("description").is_none());
         assert!(refusal("x-order").is_none());
         assert!(refusal("anyOf").unwrap().contains("does not check"));
+        assert_eq!(keyword("oneOf"), Keyword::FullOnly);
+        assert_eq!(keyword("discriminator"), Keyword::Annotation);
+        assert_eq!(nearest("anyof"), Some("anyOf"));
+        assert!(matches!(keyword("nullable"), Keyword::Unknown(m) if m.contains("[T, \"null\"]")));
     }
 }

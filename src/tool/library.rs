@@ -393,7 +393,7 @@ impl ToolLibrary {
     pub fn schemas(&self) -> Schemas {
         self.tools
             .iter()
-            .map(|(k, t)| (k.clone(), t.spec.parameters.clone()))
+            .map(|(k, t)| (k.clone(), t.schema.coercion_schema().clone()))
             .collect()
     }
 
@@ -480,7 +480,7 @@ impl Toolkit {
     pub fn schemas(&self) -> Schemas {
         self.tools()
             .into_iter()
-            .map(|t| (t.spec.name.clone(), t.spec.parameters.clone()))
+            .map(|t| (t.spec.name.clone(), t.schema.coercion_schema().clone()))
             .collect()
     }
 }

@@ -1,18 +1,23 @@
 //! Full JSON Schema for the schemas the fast validator cannot check (`anyOf`, `oneOf`,
-//! `$ref`, ...), as MCP servers write them: compiled once with the `jsonschema` crate,
-//! each error reported with its path and reason, like the fast path's.
+//! `$ref`, ...), as MCP servers and tool files write them: compiled once with the
+//! `jsonschema` crate, each error reported with its path and reason, like the fast
+//! path's, and with the view the parser coerces by (see `inline.rs`).
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::Schema;
-use crate::parse::coerce::coerce_json;
+use super::inline::coercion_view;
+use crate::parse::coerce::{Types, coerce_json, property};
 use crate::tool::ArgError;
 
-/// A compiled full validator.
+/// A compiled full validator and the schema's coercion view.
 #[derive(Clone)]
-pub(super) struct Full(Arc<jsonschema::Validator>);
+pub(super) struct Full {
+    validator: Arc<jsonschema::Validator>,
+    view: Arc<Value>,
+}
 
 impl std::fmt::Debug for Full {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -20,20 +25,33 @@ impl std::fmt::Debug for Full {
     }
 }
 
+/// Whether `format` is checked: MCP servers mean their formats; a tool file's `format`
+/// is an annotation, as on the fast path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Formats {
+    Checked,
+    Shown,
+}
+
 impl Full {
-    /// Compiles `raw` with every keyword of JSON Schema checked (`format` included);
-    /// a reference that points outside the schema does not compile.
-    pub(super) fn compile(raw: &Value) -> Result<Full, String> {
-        jsonschema::options()
-            .should_validate_formats(true)
-            .build(raw)
-            .map(|v| Full(Arc::new(v)))
-            .map_err(|e| e.to_string())
+    /// Compiles `raw` with every keyword of JSON Schema checked (`format` as `formats`
+    /// says); a reference that points outside the schema does not compile.
+    pub(super) fn compile(
+        raw: &Value,
+        formats: Formats,
+    ) -> Result<Full, jsonschema::ValidationError<'static>> {
+        let validator = jsonschema::options()
+            .should_validate_formats(formats == Formats::Checked)
+            .build(raw)?;
+        Ok(Full {
+            validator: Arc::new(validator),
+            view: Arc::new(coercion_view(raw)),
+        })
     }
 
     /// Every error of `value`, each at its path (`a.b`, `list[2]`).
-    fn errors(&self, value: &Value) -> Vec<ArgError> {
-        self.0
+    pub(super) fn errors(&self, value: &Value) -> Vec<ArgError> {
+        self.validator
             .iter_errors(value)
             .map(|e| ArgError {
                 param: path_of(e.instance_path().as_str()),
@@ -41,10 +59,15 @@ impl Full {
             })
             .collect()
     }
+
+    /// The schema with its references inlined, for coercion.
+    pub(super) fn view(&self) -> &Value {
+        &self.view
+    }
 }
 
 /// A JSON pointer (`/when/0/hour`) as the fast path writes paths (`when[0].hour`).
-fn path_of(pointer: &str) -> String {
+pub(super) fn path_of(pointer: &str) -> String {
     let mut out = String::new();
     for seg in pointer.split('/').skip(1) {
         let seg = seg.replace("~1", "/").replace("~0", "~");
@@ -72,13 +95,30 @@ impl Schema {
         if !raw.is_object() {
             return Err(fast_error);
         }
-        let full = Full::compile(raw)?;
-        // The shape shown in prompts and help: the schema without what the fast path
-        // cannot read. It checks nothing; the full validator checks every call.
-        let mut shape = Self::compile(&shape_of(raw)).unwrap_or_else(|_| empty());
+        let full = Full::compile(raw, Formats::Checked).map_err(|e| e.to_string())?;
+        Ok(Self::with_full(raw, full))
+    }
+
+    /// The schema checked by `full`. The shape shown in prompts and help is the coercion
+    /// view without what the fast path cannot read; it checks nothing (the full validator
+    /// checks every call), and a parameter whose type is a union is shown with it.
+    pub(super) fn with_full(raw: &Value, full: Full) -> Schema {
+        let view = full.view();
+        let mut shape = Self::compile(&shape_of(view)).unwrap_or_else(|_| empty());
+        for (name, param) in &mut shape.properties {
+            if param.types.is_none() {
+                param.types = property(Some(view), name).and_then(Types::of);
+            }
+        }
         shape.raw = raw.clone();
         shape.full = Some(full);
-        Ok(shape)
+        shape
+    }
+
+    /// The schema the parser coerces this tool's values by: the schema itself, or for
+    /// one the full validator checks, its references inlined.
+    pub fn coercion_schema(&self) -> &Value {
+        self.full.as_ref().map_or(&self.raw, Full::view)
     }
 
     /// The call's arguments checked by the full validator: top-level values coerced
@@ -89,12 +129,11 @@ impl Schema {
         args: Map<String, Value>,
     ) -> Result<Map<String, Value>, Vec<ArgError>> {
         let mut out = Map::with_capacity(args.len());
+        let view = full.view();
         for (key, value) in args {
-            let value = match self.properties.iter().find(|(k, _)| *k == key) {
-                Some((_, s)) if s.types.is_some() => {
-                    coerce_json(value.clone(), Some(&s.raw)).unwrap_or(value)
-                }
-                _ => value,
+            let value = match property(Some(view), &key) {
+                Some(s) => coerce_json(value, Some(s)).unwrap_or_else(|m| m.kept),
+                None => value,
             };
             out.insert(key, value);
         }

@@ -1,18 +1,22 @@
-//! Parameter validation against the JSON Schema subset tool files use: `type` (with
-//! `[T, "null"]` for nullable), `enum`, `const`, `pattern`, `minimum`/`maximum`,
-//! `exclusiveMinimum`/`exclusiveMaximum`, `multipleOf`, `minLength`/`maxLength`,
-//! `items`, `minItems`/`maxItems`, `uniqueItems`, `required`, `properties`,
-//! `additionalProperties`, `minProperties`/`maxProperties`, `default`, and toolgate's
-//! `secret`. Any other keyword is refused when the schema is compiled, except the
-//! annotations listed in `tool/keywords.rs` (`description`, `format`, ...), which
-//! check nothing. A schema is compiled once when its tool is loaded (regexes
-//! included); checking a call coerces values the parser's way, fills defaults and
-//! reports every error at once, worded for a model.
-//! Schemas from other sources (MCP servers) that use keywords outside the subset are
-//! checked in full by `full.rs` (the `jsonschema` crate) instead: never unchecked.
+//! Parameter validation. The fast path checks the JSON Schema subset most tools use:
+//! `type` (with `[T, "null"]` for nullable), `enum`, `const`, `pattern`,
+//! `minimum`/`maximum`, `exclusiveMinimum`/`exclusiveMaximum`, `multipleOf`,
+//! `minLength`/`maxLength`, `items`, `minItems`/`maxItems`, `uniqueItems`, `required`,
+//! `properties`, `additionalProperties`, `minProperties`/`maxProperties`, `default`, and
+//! toolgate's `secret`; the annotations listed in `tool/keywords.rs` (`description`,
+//! `format`, ...) check nothing. A schema is compiled once when its tool is loaded
+//! (regexes included); checking a call coerces values the parser's way, fills defaults
+//! and reports every error at once, worded for a model.
+//! A schema that uses keywords outside the subset (`anyOf`, `oneOf`, `$ref`, ... from a
+//! tool file or an MCP server) is checked in full by `full.rs` (the `jsonschema` crate)
+//! instead: never unchecked. `tool_file.rs` decides which for a tool file, whose unknown
+//! keywords are refused anywhere in the schema (`walk.rs`).
 
 mod check;
 mod full;
+mod inline;
+mod tool_file;
+mod walk;
 
 use check::fmt_num;
 
@@ -106,8 +110,10 @@ impl At {
 }
 
 impl Schema {
-    /// Compiles a schema; the error names the keyword at fault. Every keyword is either
-    /// checked on each call or an annotation; any other is refused here.
+    /// Compiles a schema for the fast path alone; the error names the keyword at fault.
+    /// Every keyword is either checked on each call or an annotation; any other is
+    /// refused here (see [`Schema::compile_file`] and [`Schema::compile_full`] for
+    /// schemas that need the full validator).
     pub fn compile(raw: &Value) -> Result<Schema, String> {
         Self::compile_located(raw).map_err(|e| e.message)
     }
