@@ -197,6 +197,7 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
     let tools_dir = super::tools_dir(args.tools)?;
     let store = super::open_store(db)?;
     let start = StartRun {
+        priority: None,
         agent,
         model: args.model,
         conversation: args.conversation,

@@ -21,6 +21,7 @@ use crate::permission::Gate;
 use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
 use crate::store::Refusal;
 use crate::store::{CallQuery, RunSave};
+use crate::telemetry::{genai, metrics, propagate};
 use crate::tool::DEFAULT_TIMEOUT;
 
 /// How a drive ended.
@@ -66,10 +67,35 @@ pub(super) fn step_save() -> Save {
 
 impl Runner {
     /// Drives a leased run until it ends or pauses, then returns its run object. Logs
-    /// go to a `run{run_id}` span.
-    pub(crate) async fn drive(&self, live: Live, resumed: bool) -> Result<RunObject, RunError> {
-        let span = tracing::info_span!("run", run_id = %live.run_id, agent = %live.agent.name);
-        self.drive_in_span(live, resumed).instrument(span).await
+    /// go to a `run{run_id}` span (`invoke_agent` in the run's trace), and the drive is
+    /// counted in the metrics.
+    pub(crate) async fn drive(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
+        let span = genai::run_span(
+            &live.run_id,
+            &live.agent.name,
+            &live.conversation_id,
+            &live.state.model,
+        );
+        if let Some(first) = propagate::continue_run(&span, live.state.trace.as_deref()) {
+            // Saved with the next step: later drives continue this trace.
+            live.state.trace = Some(first);
+        }
+        let agent = live.agent.name.clone();
+        metrics::run_started(&agent);
+        let started = std::time::Instant::now();
+        let result = self.drive_in_span(live, resumed).instrument(span.clone()).await;
+        let status = match &result {
+            Ok(run) => run.status.as_str(),
+            Err(e) => {
+                genai::run_failed(&span, e.kind());
+                "error"
+            }
+        };
+        if status == RunStatus::Failed.as_str() {
+            genai::run_failed(&span, "run_failed");
+        }
+        metrics::run_ended(&agent, status, started.elapsed());
+        result
     }
 
     async fn drive_in_span(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
@@ -82,17 +108,25 @@ impl Runner {
             resumed,
         });
         let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();
-        let engine = Engine::new(
+        // The process's limits, and the agent's share of them when its file sets some.
+        let share = live
+            .agent
+            .limits
+            .as_ref()
+            .map(|l| self.limits.share(&live.agent.name, l));
+        let engine = Engine::shared(
             EngineConfig {
                 limits: live
                     .agent
                     .limits
                     .clone()
-                    .unwrap_or_else(|| self.limits.clone()),
+                    .unwrap_or_else(|| self.limits.process().config().clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
                 credentials: Some(self.credentials()),
             },
+            std::sync::Arc::clone(&self.limits),
+            share,
             // The loop commits the records itself, in the transaction that saves the
             // step, so that the record and the run's state always agree.
             None,
@@ -292,7 +326,7 @@ impl Runner {
             };
             let span = tracing::info_span!("turn", n = live.state.iteration + 1);
             let answered = tokio::select! {
-                r = live.model.complete(request, &mut sink).instrument(span) => Some(r),
+                r = super::model_call::ask(&*live.model, request, &mut sink).instrument(span) => Some(r),
                 _ = cancel.cancelled() => None,
             };
             let Some(answered) = answered else {
@@ -529,6 +563,13 @@ impl Runner {
 
     pub(super) async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);
+        let counted: Vec<(String, CallStatus, Option<String>)> = match metrics::get() {
+            Some(_) => records
+                .iter()
+                .map(|r| (r.tool.clone(), r.status, r.error_kind.clone()))
+                .collect(),
+            None => Vec::new(),
+        };
         let first_seq = live.persisted;
         let secrets = super::sealing::secrets_of(live);
         let messages = live.state.messages[first_seq.min(live.state.messages.len())..]
@@ -549,9 +590,14 @@ impl Runner {
             set_pending,
             release: save.release,
         };
-        self.store
-            .save_run(&live.run_id, &live.owner, record)
-            .await?;
+        let saved = self.store.save_run(&live.run_id, &live.owner, record).await;
+        // The records are committed with the step (and even when the lease was lost).
+        if saved.is_ok() || matches!(&saved, Err(crate::store::RunsError::Refused(Refusal::LeaseLost, _))) {
+            for (tool, status, kind) in &counted {
+                metrics::call_recorded(tool, live.toolkit.resolve(tool).is_ok(), *status, kind.as_deref());
+            }
+        }
+        saved?;
         live.persisted = live.state.messages.len();
         Ok(())
     }

@@ -173,6 +173,7 @@ impl AppState {
             message: input,
             tools_dir: self.tools_dir.clone(),
             workspace: self.workspace.clone(),
+            priority: None,
         })
     }
 }

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_subagents.sql"),
     include_str!("migrations/0006_decided_by.sql"),
     include_str!("migrations/0007_totals.sql"),
+    include_str!("migrations/0008_requested_at.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded
