@@ -81,7 +81,7 @@ pub enum LimitError {
 }
 
 /// Counters for one category, or for all.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Counters {
     /// Running now.
     pub current: usize,
@@ -99,7 +99,7 @@ pub struct Counters {
 }
 
 /// A snapshot of the limiter.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Metrics {
     #[serde(flatten)]
     pub all: Counters,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Permit};
 
@@ -26,14 +26,14 @@ pub struct Slot {
 }
 
 /// A limiter as `GET /v1/limits` shows it: its settings and its figures now.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LimiterView {
     pub config: LimitConfig,
     pub metrics: Metrics,
 }
 
 /// The process limiter and every agent share made so far.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LimitsView {
     /// Every call of the process passes it.
     pub process: LimiterView,

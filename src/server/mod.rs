@@ -9,6 +9,8 @@ mod error;
 mod feed;
 mod hub;
 mod inbox;
+mod limits;
+mod metrics;
 pub mod notify;
 mod openapi;
 mod records;
@@ -16,6 +18,7 @@ pub mod responses;
 mod runs;
 mod sse;
 mod timeline;
+mod trace;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,6 +59,8 @@ pub struct ServeConfig {
     pub notify_urls: Vec<url::Url>,
     pub notify_secret: Option<String>,
     pub public_url: Option<url::Url>,
+    /// Also serve `GET /metrics` here, without the key.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// Why a server could not start.
@@ -123,12 +128,16 @@ impl AppState {
                 }
             }
         });
-        let done = self.drives.spawn(async move {
-            match drive {
-                Drive::Start(start) => runner.start(*start).await,
-                Drive::Resume(id) => runner.resume(&id).await,
-            }
-        });
+        let done = self.drives.spawn(tracing::Instrument::instrument(
+            async move {
+                match drive {
+                    Drive::Start(start) => runner.start(*start).await,
+                    Drive::Resume(id) => runner.resume(&id).await,
+                }
+            },
+            // The request's span (a caller's trace, when it sent one) goes with the run.
+            tracing::Span::current(),
+        ));
         Driving {
             events: out_rx,
             done,
@@ -224,8 +233,10 @@ pub fn router_with(
         }),
     )
     .route("/mcp/{agent}", mcp_route)
+    .route("/metrics", axum::routing::get(metrics::scrape))
     .merge(inbox::routes())
     .fallback(unknown_route)
+    .layer(axum::middleware::from_fn(trace::continue_trace))
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
         auth::require_key,
@@ -289,6 +300,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         );
         notify::spawn(&state.hub, n, state.shutdown.clone());
     }
+    metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
     let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);

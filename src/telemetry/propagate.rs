@@ -75,6 +75,14 @@ pub fn inject(headers: &mut axum::http::HeaderMap) {
     }
 }
 
+/// The current span's `traceparent`, when spans are exported.
+pub fn current() -> Option<String> {
+    if !exporting() {
+        return None;
+    }
+    traceparent(&tracing::Span::current())
+}
+
 /// The `traceparent` naming `span`, when it is exported.
 fn traceparent(span: &tracing::Span) -> Option<String> {
     let cx = span.context();
