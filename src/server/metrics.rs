@@ -5,16 +5,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 
 use super::error::ApiError;
 use super::{AppState, ServeError};
-use crate::telemetry::metrics;
-
-/// The OpenMetrics content type the text is in.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+use crate::telemetry::{exposition, metrics};
 
 /// Turns the metrics on, reading the server's limiter and store at each scrape, and
 /// serves them on `extra` too when given (until `shutdown`).
@@ -45,14 +42,21 @@ pub async fn start(
     Ok(())
 }
 
-/// Every metric now.
-pub async fn scrape() -> Response {
+/// Every metric now: OpenMetrics when the scraper asks for it, the classic Prometheus
+/// text format otherwise.
+pub async fn scrape(headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let openmetrics = exposition::wants_openmetrics(accept);
     // The scrape reads the store: off the async workers.
     match tokio::task::spawn_blocking(metrics::render).await {
         Ok(Some(Ok(text))) => {
+            let (text, kind) = match openmetrics {
+                true => (text, exposition::OPENMETRICS),
+                false => (exposition::classic(&text), exposition::PROMETHEUS),
+            };
             let mut r = text.into_response();
             r.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
             r
         }
         Ok(None) => ApiError::internal("the metrics are not on in this process").into_response(),

@@ -92,10 +92,10 @@ impl Collector for Limiters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let rows = self.rows();
         let gauges: [(&str, &str, Column); 2] = [
-            ("limiter_running", "Calls holding a slot now", |c| {
+            ("limiter_running", "Calls holding a slot now.", |c| {
                 c.current as u64
             }),
-            ("limiter_queued", "Calls waiting for a slot now", |c| {
+            ("limiter_queued", "Calls waiting for a slot now.", |c| {
                 c.queued as u64
             }),
         ];
@@ -106,18 +106,18 @@ impl Collector for Limiters {
             }
         }
         let counters: [(&str, &str, Column); 4] = [
-            ("limiter_acquired", "Slots given", |c| c.acquired),
+            ("limiter_acquired", "Slots given.", |c| c.acquired),
             (
                 "limiter_rejected",
-                "Calls refused (a full queue, or the reject strategy)",
+                "Calls refused (a full queue, or the reject strategy).",
                 |c| c.rejected,
             ),
             (
                 "limiter_timed_out",
-                "Calls that ran past their timeout",
+                "Calls that ran past their timeout.",
                 |c| c.timed_out,
             ),
-            ("limiter_completed", "Calls that ran and ended", |c| {
+            ("limiter_completed", "Calls that ran and ended.", |c| {
                 c.completed
             }),
         ];
@@ -156,13 +156,13 @@ impl Collector for Approvals {
             .map_or(0.0, |t| (crate::engine::now_ms() - t).max(0) as f64 / 1000.0);
         ConstGauge::new(waiting.approvals as i64).encode(encoder.encode_descriptor(
             "approvals_waiting",
-            "Approval items of paused runs waiting for a person now",
+            "Approval items of paused runs waiting for a person now.",
             None,
             MetricType::Gauge,
         )?)?;
         ConstGauge::new(age).encode(encoder.encode_descriptor(
             "approvals_oldest_wait_seconds",
-            "How long the oldest approval item still waiting has waited (0 when none waits)",
+            "How long the oldest approval item still waiting has waited (0 when none waits).",
             None,
             MetricType::Gauge,
         )?)?;

@@ -24,7 +24,7 @@ use crate::store::Store;
 /// How many values each kind of label may take before the rest are `other`.
 const AGENTS: usize = 200;
 const TOOLS: usize = 1000;
-const MODELS: usize = 50;
+const MODELS: usize = 32;
 /// Error kinds are a closed set in the code; the cap only guards against a new one
 /// built from data.
 const ERROR_KINDS: usize = 100;

@@ -4,6 +4,7 @@
 //! ([`propagate`]).
 
 mod collect;
+pub mod exposition;
 pub mod genai;
 mod labels;
 pub mod metrics;
