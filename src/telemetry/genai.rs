@@ -76,8 +76,10 @@ pub fn model_span(model: &str) -> Span {
 pub fn model_done(span: &Span, outcome: Result<&Usage, &str>) {
     match outcome {
         Ok(u) => {
-            span.record("gen_ai.usage.input_tokens", u.prompt_tokens);
-            span.record("gen_ai.usage.output_tokens", u.completion_tokens);
+            // As integers: a u64 would be exported as text.
+            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            span.record("gen_ai.usage.input_tokens", int(u.prompt_tokens));
+            span.record("gen_ai.usage.output_tokens", int(u.completion_tokens));
         }
         Err(kind) => {
             span.record("otel.status_code", "error");
