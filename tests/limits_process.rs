@@ -133,7 +133,10 @@ async fn an_agents_limits_are_shared_by_all_its_runs() {
     // The share is the agent's, live: every call took a slot there.
     let (_, limits) = server.get("/v1/limits").await;
     assert_eq!(limits["agents"]["solo"]["config"]["global"], 1, "{limits}");
-    assert_eq!(limits["agents"]["solo"]["metrics"]["acquired"], 4, "{limits}");
+    assert_eq!(
+        limits["agents"]["solo"]["metrics"]["acquired"], 4,
+        "{limits}"
+    );
     assert_eq!(limits["process"]["metrics"]["acquired"], 4, "{limits}");
     assert_eq!(limits["process"]["metrics"]["current"], 0, "{limits}");
 }
@@ -265,7 +268,12 @@ async fn a_call_the_limits_refuse_is_recorded_as_rejected() {
     let rs = records(&server, &runs[0]).await;
     let mut outcomes: Vec<(String, Value)> = rs
         .iter()
-        .map(|r| (r["status"].as_str().unwrap().to_string(), r["error_kind"].clone()))
+        .map(|r| {
+            (
+                r["status"].as_str().unwrap().to_string(),
+                r["error_kind"].clone(),
+            )
+        })
         .collect();
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
@@ -277,7 +285,10 @@ async fn a_call_the_limits_refuse_is_recorded_as_rejected() {
         "{rs:?}"
     );
     let (_, limits) = server.get("/v1/limits").await;
-    assert_eq!(limits["agents"]["strict"]["metrics"]["rejected"], 1, "{limits}");
+    assert_eq!(
+        limits["agents"]["strict"]["metrics"]["rejected"], 1,
+        "{limits}"
+    );
 }
 
 #[test]
@@ -294,9 +305,17 @@ fn stats_limits_shows_a_servers_limiter_live() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("process limits: 3 at once"), "{text}");
-    assert!(text.lines().any(|l| l.starts_with("process") && l.contains("all")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("process") && l.contains("all")),
+        "{text}"
+    );
     let json = std::process::Command::new(serving::bin())
         .args(["stats", "--limits", "--json", "--server", &server.base])
         .env("TOOLGATE_API_KEY", "k")

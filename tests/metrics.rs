@@ -146,7 +146,11 @@ async fn every_counter_moves_by_what_the_run_did() {
         "name: counted\nmodel: scripted:counted.replies.yaml\ninstructions: Count.\ntools: [calculator, write_file]\npermissions: {write_file: confirm}\n",
     )
     .unwrap();
-    std::fs::write(site.path().join("agents/counted.replies.yaml"), COUNTED_REPLIES).unwrap();
+    std::fs::write(
+        site.path().join("agents/counted.replies.yaml"),
+        COUNTED_REPLIES,
+    )
+    .unwrap();
     let (hook, attempts) = webhook().await;
     let metrics_port = free_port().to_string();
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
@@ -157,7 +161,12 @@ async fn every_counter_moves_by_what_the_run_did() {
         &[("TOOLGATE_NOTIFY_SECRET", "s")],
     );
     // Behind the key on the main address.
-    let r = server.client.get(server.url("/metrics")).send().await.unwrap();
+    let r = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 401);
 
     let (status, before) = scrape(&server, None).await;
@@ -190,7 +199,8 @@ async fn every_counter_moves_by_what_the_run_did() {
     }
     let parsed = parse(&python, site.path(), &[&before, &paused, &after], true);
     let (before, paused, after) = (&parsed[0], &parsed[1], &parsed[2]);
-    let delta = |s: &Series| after.get(s).copied().unwrap_or(0.0) - before.get(s).copied().unwrap_or(0.0);
+    let delta =
+        |s: &Series| after.get(s).copied().unwrap_or(0.0) - before.get(s).copied().unwrap_or(0.0);
 
     // The oracle for the tool counters: the run's own records.
     let (_, page) = server.get(&format!("/v1/calls?run_id={id}")).await;
@@ -212,8 +222,11 @@ async fn every_counter_moves_by_what_the_run_did() {
             ))
             .or_default() += 1.0;
         if r["duration_ms"].as_f64().unwrap() > 0.0 {
-            *ran.entry(series("toolgate_tool_call_duration_seconds_count", &[("tool", tool)]))
-                .or_default() += 1.0;
+            *ran.entry(series(
+                "toolgate_tool_call_duration_seconds_count",
+                &[("tool", tool)],
+            ))
+            .or_default() += 1.0;
         }
     }
     assert_eq!(ran.values().sum::<f64>(), 2.0, "{records:?}");
@@ -223,23 +236,73 @@ async fn every_counter_moves_by_what_the_run_did() {
     let scripted = [("model", "scripted")];
     let process = [("limiter", "process"), ("category", "all")];
     for (s, v) in [
-        (series("toolgate_runs_total", &[("agent", "counted"), ("status", "requires_action")]), 1.0),
-        (series("toolgate_runs_total", &[("agent", "counted"), ("status", "completed")]), 1.0),
+        (
+            series(
+                "toolgate_runs_total",
+                &[("agent", "counted"), ("status", "requires_action")],
+            ),
+            1.0,
+        ),
+        (
+            series(
+                "toolgate_runs_total",
+                &[("agent", "counted"), ("status", "completed")],
+            ),
+            1.0,
+        ),
         (series("toolgate_run_duration_seconds_count", &agent), 2.0),
-        (series("toolgate_model_calls_total", &[("model", "scripted"), ("outcome", "ok")]), 2.0),
-        (series("toolgate_model_call_duration_seconds_count", &scripted), 2.0),
-        (series("toolgate_model_tokens_total", &[("model", "scripted"), ("type", "input")]), 22.0),
-        (series("toolgate_model_tokens_total", &[("model", "scripted"), ("type", "output")]), 5.0),
-        (series("toolgate_decision_latency_seconds_count", &agent), 1.0),
+        (
+            series(
+                "toolgate_model_calls_total",
+                &[("model", "scripted"), ("outcome", "ok")],
+            ),
+            2.0,
+        ),
+        (
+            series("toolgate_model_call_duration_seconds_count", &scripted),
+            2.0,
+        ),
+        (
+            series(
+                "toolgate_model_tokens_total",
+                &[("model", "scripted"), ("type", "input")],
+            ),
+            22.0,
+        ),
+        (
+            series(
+                "toolgate_model_tokens_total",
+                &[("model", "scripted"), ("type", "output")],
+            ),
+            5.0,
+        ),
+        (
+            series("toolgate_decision_latency_seconds_count", &agent),
+            1.0,
+        ),
         (series("toolgate_limiter_acquired_total", &process), started),
-        (series("toolgate_limiter_completed_total", &process), started),
-        (series("toolgate_webhook_deliveries_total", &[("outcome", "delivered")]), 1.0),
+        (
+            series("toolgate_limiter_completed_total", &process),
+            started,
+        ),
+        (
+            series(
+                "toolgate_webhook_deliveries_total",
+                &[("outcome", "delivered")],
+            ),
+            1.0,
+        ),
         (series("toolgate_webhook_failed_attempts_total", &[]), 1.0),
     ] {
         expected.insert(s, v);
     }
     for (s, want) in &expected {
-        assert_eq!(delta(s), *want, "{s:?} moved by {}, the run did {want}", delta(s));
+        assert_eq!(
+            delta(s),
+            *want,
+            "{s:?} moved by {}, the run did {want}",
+            delta(s)
+        );
     }
     // Nothing else counted moved, but for what the run timed (buckets and sums) and
     // the store's commits.
@@ -393,7 +456,10 @@ async fn labels_stay_bounded_after_a_thousand_runs() {
                 values.entry(k.clone()).or_default().insert(v.clone());
             }
             for bad in ["run_", "conv_", "call_", "value-", "made_up_"] {
-                assert!(!v.contains(bad), "{name}{{{k}={v:?}}}: an id or argument in a label");
+                assert!(
+                    !v.contains(bad),
+                    "{name}{{{k}={v:?}}}: an id or argument in a label"
+                );
             }
         }
     }

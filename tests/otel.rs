@@ -151,7 +151,10 @@ async fn a_paused_and_resumed_run_is_one_trace_continuing_the_callers() {
     let id = run["id"].as_str().unwrap();
     // Decided by another request, with no trace of its own.
     let (status, done) = server
-        .post(&format!("/v1/runs/{id}/approve"), json!({"call_id": "c_calc"}))
+        .post(
+            &format!("/v1/runs/{id}/approve"),
+            json!({"call_id": "c_calc"}),
+        )
         .await;
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["status"], "completed", "{done}");
@@ -162,8 +165,15 @@ async fn a_paused_and_resumed_run_is_one_trace_continuing_the_callers() {
 
     // One trace: the client's.
     assert!(spans.iter().all(|s| s["trace_id"] == TRACE), "{names:?}");
-    assert!(spans.iter().all(|s| s["service"] == "toolgate"), "{spans:?}");
-    assert!(spans.iter().all(|s| s["content_type"] == "application/x-protobuf"));
+    assert!(
+        spans.iter().all(|s| s["service"] == "toolgate"),
+        "{spans:?}"
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|s| s["content_type"] == "application/x-protobuf")
+    );
     let by_id: HashMap<&str, &Value> = spans
         .iter()
         .map(|s| (s["span_id"].as_str().unwrap(), s))
@@ -203,7 +213,11 @@ async fn a_paused_and_resumed_run_is_one_trace_continuing_the_callers() {
         assert_eq!(c["kind"], 3, "a model call is a CLIENT span");
         assert_eq!(attr(c, "gen_ai.operation.name"), "chat");
         assert_eq!(attr(c, "gen_ai.request.model"), "scripted");
-        input_tokens.push(attr(c, "gen_ai.usage.input_tokens").as_i64().unwrap_or_else(|| panic!("{c}")));
+        input_tokens.push(
+            attr(c, "gen_ai.usage.input_tokens")
+                .as_i64()
+                .unwrap_or_else(|| panic!("{c}")),
+        );
         assert!(attr(c, "gen_ai.usage.output_tokens").is_i64());
     }
     input_tokens.sort_unstable();
@@ -220,7 +234,10 @@ async fn a_paused_and_resumed_run_is_one_trace_continuing_the_callers() {
         assert_eq!(attr(t, "gen_ai.operation.name"), "execute_tool");
         assert_eq!(
             t["name"],
-            format!("execute_tool {}", attr(t, "gen_ai.tool.name").as_str().unwrap())
+            format!(
+                "execute_tool {}",
+                attr(t, "gen_ai.tool.name").as_str().unwrap()
+            )
         );
         assert!(attr(t, "gen_ai.tool.call.arguments").is_null(), "{t}");
         assert!(attr(t, "gen_ai.tool.call.result").is_null(), "{t}");
@@ -277,13 +294,31 @@ async fn trace_content_puts_arguments_in_with_secrets_masked() {
     .unwrap();
     let out = Command::new(serving::bin())
         .current_dir(d)
-        .args(["--db", "t.db", "--otlp-endpoint", &receiver.url, "--trace-content"])
-        .args(["run", "--agent", "agent.yaml", "--tools", "tools", "--json", "note"])
+        .args([
+            "--db",
+            "t.db",
+            "--otlp-endpoint",
+            &receiver.url,
+            "--trace-content",
+        ])
+        .args([
+            "run",
+            "--agent",
+            "agent.yaml",
+            "--tools",
+            "tools",
+            "--json",
+            "note",
+        ])
         .env_remove("TOOLGATE_DB")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let spans = receiver.spans();
     let tool = spans
         .iter()

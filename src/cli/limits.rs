@@ -100,6 +100,10 @@ mod tests {
         assert!(category("http=0").is_err());
         assert!(category("http=x").unwrap_err().contains("not a number"));
         assert_eq!(strategy("priority"), Ok(Strategy::Priority));
-        assert!(strategy("lifo").unwrap_err().contains("fifo, priority, reject"));
+        assert!(
+            strategy("lifo")
+                .unwrap_err()
+                .contains("fifo, priority, reject")
+        );
     }
 }

@@ -47,7 +47,12 @@ pub struct Cli {
     log_format: logging::LogFormat,
     /// Export spans over OTLP/HTTP (protobuf) to this OpenTelemetry collector (its base
     /// URL: spans go to /v1/traces).
-    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
     otlp_endpoint: Option<String>,
     /// Exported spans carry tool arguments and results (secret values stay masked).
     #[arg(long, global = true)]
@@ -119,9 +124,7 @@ impl Failure {
 impl Cli {
     /// Starts the logs `-v`, `--log-format` and `RUST_LOG` ask for, on stderr, and the
     /// span export `--otlp-endpoint` asks for (running until the value is dropped).
-    pub fn start_logging(
-        &self,
-    ) -> Result<Option<toolgate::telemetry::otel::Exporting>, Failure> {
+    pub fn start_logging(&self) -> Result<Option<toolgate::telemetry::otel::Exporting>, Failure> {
         let otlp = self
             .otlp_endpoint
             .as_deref()

@@ -27,7 +27,12 @@ pub struct StatsArgs {
     #[arg(long, conflicts_with = "conversation")]
     limits: bool,
     /// The server `--limits` asks (its API key from TOOLGATE_API_KEY).
-    #[arg(long, env = "TOOLGATE_URL", default_value = "http://127.0.0.1:8080", value_name = "URL")]
+    #[arg(
+        long,
+        env = "TOOLGATE_URL",
+        default_value = "http://127.0.0.1:8080",
+        value_name = "URL"
+    )]
     server: String,
     #[arg(long)]
     json: bool,

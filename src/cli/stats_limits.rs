@@ -30,7 +30,9 @@ pub fn show(server: &str, key: Option<&str>, json: bool) -> Result<ExitCode, Fai
             .await
             .map_err(|e| Failure::other(format!("{url} answered {status} without JSON: {e}")))?;
         if !status.is_success() {
-            let why = body["error"]["message"].as_str().unwrap_or("no reason given");
+            let why = body["error"]["message"]
+                .as_str()
+                .unwrap_or("no reason given");
             return Err(Failure::other(format!("{url} answered {status}: {why}")));
         }
         Ok(body)
@@ -92,8 +94,15 @@ fn render(view: &LimitsView) -> String {
             .unwrap_or_default(),
         table::render(
             &[
-                "LIMITER", "CATEGORY", "LIMIT", "RUNNING", "QUEUED", "ACQUIRED", "REJECTED",
-                "TIMED OUT", "MEAN MS",
+                "LIMITER",
+                "CATEGORY",
+                "LIMIT",
+                "RUNNING",
+                "QUEUED",
+                "ACQUIRED",
+                "REJECTED",
+                "TIMED OUT",
+                "MEAN MS",
             ],
             &rows,
         )

@@ -11,9 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 /// What to do with a call that cannot run yet.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Wait in arrival order.

@@ -159,13 +159,18 @@ impl Engine {
         // The calls run concurrently inside this task, tools included (see
         // `LoadedTool::invoke`: panics caught, a dropped call stops its tool): no
         // hand-off between threads to start and collect them.
-        let outcomes: Vec<CallOutcome> = futures_util::future::join_all(calls.into_iter().map(|call| {
-            // A child of the caller's span (a run's turn).
-            let span = crate::telemetry::genai::tool_span(&tracing::Span::current(), &call.call.id, &call.call.name);
-            // Boxed: the call's future is large.
-            Box::pin(self.run_one(call, cancel).instrument(span))
-        }))
-        .await;
+        let outcomes: Vec<CallOutcome> =
+            futures_util::future::join_all(calls.into_iter().map(|call| {
+                // A child of the caller's span (a run's turn).
+                let span = crate::telemetry::genai::tool_span(
+                    &tracing::Span::current(),
+                    &call.call.id,
+                    &call.call.name,
+                );
+                // Boxed: the call's future is large.
+                Box::pin(self.run_one(call, cancel).instrument(span))
+            }))
+            .await;
         let Some(store) = &self.inner.store else {
             return Ok(outcomes);
         };

@@ -106,8 +106,7 @@ impl ProcessLimits {
         execution: Duration,
         timed_out: bool,
     ) {
-        self.process
-            .record_finished(category, execution, timed_out);
+        self.process.record_finished(category, execution, timed_out);
         if let Some(l) = share {
             l.record_finished(category, execution, timed_out);
         }
@@ -181,13 +180,22 @@ mod tests {
             p.share("a", &LimitConfig::default()),
             p.share("b", &LimitConfig::default()),
         );
-        let held = p.acquire(Some(&a), None, 0, Admission::Limited).await.unwrap();
+        let held = p
+            .acquire(Some(&a), None, 0, Admission::Limited)
+            .await
+            .unwrap();
         let refused = p.acquire(Some(&b), None, 0, Admission::Limited).await;
-        assert!(matches!(refused, Err(LimitError::Rejected(why)) if why.contains("in this process")));
+        assert!(
+            matches!(refused, Err(LimitError::Rejected(why)) if why.contains("in this process"))
+        );
         // The refused call gave its share slot back.
         assert_eq!(p.view().agents["b"].metrics.all.current, 0);
         assert_eq!(p.view().process.metrics.all.rejected, 1);
         drop(held);
-        assert!(p.acquire(Some(&b), None, 0, Admission::Limited).await.is_ok());
+        assert!(
+            p.acquire(Some(&b), None, 0, Admission::Limited)
+                .await
+                .is_ok()
+        );
     }
 }

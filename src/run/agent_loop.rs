@@ -9,6 +9,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 use tracing::Instrument;
 
 use super::conversation;
+use super::save::Save;
 use super::sink::TurnSink;
 use super::state::Phase;
 use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
@@ -19,8 +20,8 @@ use crate::model::{Message, ModelRequest};
 use crate::parse::{ParseOptions, ProblemKind};
 use crate::permission::Gate;
 use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
+use crate::store::CallQuery;
 use crate::store::Refusal;
-use crate::store::{CallQuery, RunSave};
 use crate::telemetry::{genai, metrics, propagate};
 use crate::tool::DEFAULT_TIMEOUT;
 
@@ -30,39 +31,6 @@ enum End {
     Paused(Vec<RequiredItem>),
     Incomplete(String),
     Failed(String),
-}
-
-/// One state save.
-pub(super) struct Save {
-    status: RunStatus,
-    last_error: Option<String>,
-    set_pending: Vec<(String, &'static str)>,
-    release: bool,
-}
-
-impl Save {
-    fn step() -> Self {
-        Self {
-            status: RunStatus::InProgress,
-            last_error: None,
-            set_pending: Vec::new(),
-            release: false,
-        }
-    }
-
-    fn end(status: RunStatus, last_error: Option<String>) -> Self {
-        Self {
-            status,
-            last_error,
-            release: true,
-            ..Self::step()
-        }
-    }
-}
-
-/// A save of one step that neither pauses nor ends the run.
-pub(super) fn step_save() -> Save {
-    Save::step()
 }
 
 impl Runner {
@@ -83,7 +51,10 @@ impl Runner {
         let agent = live.agent.name.clone();
         metrics::run_started(&agent);
         let started = std::time::Instant::now();
-        let result = self.drive_in_span(live, resumed).instrument(span.clone()).await;
+        let result = self
+            .drive_in_span(live, resumed)
+            .instrument(span.clone())
+            .await;
         let status = match &result {
             Ok(run) => run.status.as_str(),
             Err(e) => {
@@ -559,47 +530,6 @@ impl Runner {
         waiting.extend(below);
         live.state.turn = Some(turn);
         Ok(waiting)
-    }
-
-    pub(super) async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
-        let records = std::mem::take(&mut live.records);
-        let counted: Vec<(String, CallStatus, Option<String>)> = match metrics::get() {
-            Some(_) => records
-                .iter()
-                .map(|r| (r.tool.clone(), r.status, r.error_kind.clone()))
-                .collect(),
-            None => Vec::new(),
-        };
-        let first_seq = live.persisted;
-        let secrets = super::sealing::secrets_of(live);
-        let messages = live.state.messages[first_seq.min(live.state.messages.len())..]
-            .iter()
-            .map(|m| self.sealed(m, &secrets))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut set_pending = std::mem::take(&mut live.pending_updates);
-        set_pending.extend(save.set_pending);
-        let record = RunSave {
-            status: save.status,
-            state: self.sealed(&live.state, &secrets)?,
-            iteration: live.state.iteration,
-            last_error: save.last_error,
-            add_pending: std::mem::take(&mut live.pending_new),
-            records,
-            messages,
-            first_seq,
-            set_pending,
-            release: save.release,
-        };
-        let saved = self.store.save_run(&live.run_id, &live.owner, record).await;
-        // The records are committed with the step (and even when the lease was lost).
-        if saved.is_ok() || matches!(&saved, Err(crate::store::RunsError::Refused(Refusal::LeaseLost, _))) {
-            for (tool, status, kind) in &counted {
-                metrics::call_recorded(tool, live.toolkit.resolve(tool).is_ok(), *status, kind.as_deref());
-            }
-        }
-        saved?;
-        live.persisted = live.state.messages.len();
-        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@ mod hidden;
 mod model_call;
 mod object;
 mod paths;
+mod save;
 mod sealing;
 mod single_call;
 mod sink;

@@ -159,7 +159,7 @@ impl Runner {
         }
         if finished {
             live.state.turn = Some(turn.to_vec());
-            self.save(live, super::agent_loop::step_save()).await?;
+            self.save(live, super::save::Save::step()).await?;
             live.state.turn = None;
         }
         Ok(waiting)

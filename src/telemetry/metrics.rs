@@ -176,8 +176,7 @@ impl Metrics {
             "Model requests, by model and outcome (ok, error)",
             model_calls.clone(),
         );
-        let model_seconds =
-            Histograms::new_with_constructor(model_buckets as fn() -> Histogram);
+        let model_seconds = Histograms::new_with_constructor(model_buckets as fn() -> Histogram);
         r.register(
             "model_call_duration_seconds",
             "How long a model took to answer",
@@ -208,8 +207,7 @@ impl Metrics {
             "From an item's request to its decision (approve, deny, submit), by the run's agent",
             decision_seconds.clone(),
         );
-        let commit_seconds =
-            Histograms::new_with_constructor(commit_buckets as fn() -> Histogram);
+        let commit_seconds = Histograms::new_with_constructor(commit_buckets as fn() -> Histogram);
         r.register(
             "store_commit_duration_seconds",
             "Store transactions: group commits of call records (records) and the rest (transaction)",

@@ -63,9 +63,7 @@ fn traces_url(endpoint: &str, traces: Option<String>) -> String {
 
 /// A layer exporting toolgate's spans as `settings` say, and the exporter behind it.
 /// Call it outside an async runtime (the exporter makes its own HTTP client).
-pub fn layer<S>(
-    settings: &OtelSettings,
-) -> Result<(impl Layer<S>, Exporting), OtelError>
+pub fn layer<S>(settings: &OtelSettings) -> Result<(impl Layer<S>, Exporting), OtelError>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -101,7 +99,9 @@ where
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     super::propagate::set(true, settings.trace_content);
     let only_spans = tracing_subscriber::filter::filter_fn(|meta| {
-        meta.is_span() && meta.target().starts_with("toolgate") && *meta.level() <= tracing::Level::INFO
+        meta.is_span()
+            && meta.target().starts_with("toolgate")
+            && *meta.level() <= tracing::Level::INFO
     });
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
@@ -116,7 +116,10 @@ mod tests {
     #[test]
     fn the_base_url_gets_the_traces_path_once() {
         assert_eq!(traces_url("http://c:4318", None), "http://c:4318/v1/traces");
-        assert_eq!(traces_url("http://c:4318/", None), "http://c:4318/v1/traces");
+        assert_eq!(
+            traces_url("http://c:4318/", None),
+            "http://c:4318/v1/traces"
+        );
         assert_eq!(
             traces_url("http://c:4318/v1/traces", None),
             "http://c:4318/v1/traces"
