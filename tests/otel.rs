@@ -342,3 +342,124 @@ async fn trace_content_puts_arguments_in_with_secrets_masked() {
     assert_eq!(drive["parent_span_id"], "");
     assert!(spans.iter().all(|s| s["trace_id"] == drive["trace_id"]));
 }
+
+/// What a tiny MCP server over streamable HTTP saw of each `tools/call`: the
+/// `traceparent` header and `params._meta.traceparent`.
+type McpSeen = Arc<Mutex<Vec<(Option<String>, Option<String>)>>>;
+
+/// A minimal MCP server (JSON-RPC over streamable HTTP, JSON answers) with one tool,
+/// `probe`; its URL.
+async fn mcp_server() -> (String, McpSeen) {
+    let seen: McpSeen = Arc::default();
+    let keep = Arc::clone(&seen);
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let keep = Arc::clone(&keep);
+                async move {
+                    use axum::response::IntoResponse;
+                    let id = body["id"].clone();
+                    let result = match body["method"].as_str().unwrap_or("") {
+                        "initialize" => json!({
+                            "protocolVersion": body["params"]["protocolVersion"],
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "probe", "version": "1"}
+                        }),
+                        "tools/list" => json!({"tools": [{
+                            "name": "probe", "description": "Probe.",
+                            "inputSchema": {"type": "object", "properties": {}}
+                        }]}),
+                        "tools/call" => {
+                            let header = headers
+                                .get("traceparent")
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_string);
+                            let meta = body["params"]["_meta"]["traceparent"]
+                                .as_str()
+                                .map(str::to_string);
+                            keep.lock().unwrap().push((header, meta));
+                            json!({"content": [{"type": "text", "text": "probed"}]})
+                        }
+                        // Notifications: taken, nothing to answer.
+                        _ if id.is_null() => {
+                            return axum::http::StatusCode::ACCEPTED.into_response();
+                        }
+                        _ => json!({}),
+                    };
+                    axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                        .into_response()
+                }
+            },
+        )
+        .get(|| async { axum::http::StatusCode::METHOD_NOT_ALLOWED }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn an_mcp_tool_over_http_carries_the_calls_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let receiver = Receiver::start(d);
+    let (url, seen) = mcp_server().await;
+    std::fs::create_dir_all(d.join("tools")).unwrap();
+    std::fs::write(
+        d.join("tools/probe.yaml"),
+        format!("mcp_server: remote\nurl: {url}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("agent.yaml"),
+        "name: prober\nmodel: scripted:replies.yaml\ntools: [remote__probe]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("replies.yaml"),
+        "replies:\n  - content: Probing.\n    tool_calls: [{id: c_probe, name: remote__probe, arguments: {}}]\n  - content: Probed.\n",
+    )
+    .unwrap();
+    let out = tokio::task::spawn_blocking({
+        let (d, endpoint) = (d.to_path_buf(), receiver.url.clone());
+        move || {
+            Command::new(serving::bin())
+                .current_dir(&d)
+                .args(["--db", "t.db", "--otlp-endpoint", &endpoint])
+                .args([
+                    "run",
+                    "--agent",
+                    "agent.yaml",
+                    "--tools",
+                    "tools",
+                    "--json",
+                    "probe",
+                ])
+                .env_remove("TOOLGATE_DB")
+                .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spans = receiver.spans();
+    let tool = spans
+        .iter()
+        .find(|s| s["name"] == "execute_tool remote__probe")
+        .expect("the MCP call's span");
+    let want = format!(
+        "00-{}-{}-01",
+        tool["trace_id"].as_str().unwrap(),
+        tool["span_id"].as_str().unwrap()
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [(Some(want.clone()), Some(want))]);
+}

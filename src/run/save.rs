@@ -36,7 +36,6 @@ impl Save {
     }
 }
 
-
 impl Runner {
     pub(super) async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);

@@ -6,6 +6,7 @@
 //! `labels`): agents, tools, models and categories the process meets, never ids or
 //! arguments.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -123,6 +124,7 @@ fn commit_buckets() -> Histogram {
 }
 
 static METRICS: OnceLock<Metrics> = OnceLock::new();
+static RECORDING: AtomicBool = AtomicBool::new(true);
 
 /// What the scrape-time figures are read from.
 pub struct Sources {
@@ -136,15 +138,25 @@ pub fn install(sources: Sources) -> &'static Metrics {
     METRICS.get_or_init(|| Metrics::new(sources))
 }
 
-/// The metrics, once installed.
+/// The metrics, once installed (and while they record).
 pub fn get() -> Option<&'static Metrics> {
-    METRICS.get()
+    if RECORDING.load(Ordering::Relaxed) {
+        METRICS.get()
+    } else {
+        None
+    }
+}
+
+/// Stops (`false`) or restarts the counting of installed metrics, to measure what it
+/// costs (benches/telemetry.rs); scrapes still answer.
+pub fn set_recording(on: bool) {
+    RECORDING.store(on, Ordering::Relaxed);
 }
 
 /// The OpenMetrics text of every metric now (`None` before [`install`]). Reads the
 /// store: call it off the async workers.
 pub fn render() -> Option<Result<String, std::fmt::Error>> {
-    let m = get()?;
+    let m = METRICS.get()?;
     let mut out = String::new();
     Some(prometheus_client::encoding::text::encode(&mut out, &m.registry).map(|()| out))
 }
