@@ -3,8 +3,9 @@
 //! started with the client's `traceparent`, paused for an approval and resumed by
 //! another request is one trace under the client's span, its spans linked run > turn
 //! > chat / execute_tool with the GenAI names and attributes, no argument or result
-//! value in them, and the HTTP tool it called got a `traceparent` naming its span.
-//! With `--trace-content`, arguments are in, secret ones masked.
+//! value in them, and the HTTP tool it called got a `traceparent` naming its span (an
+//! MCP tool over HTTP too: in the header and in `_meta`). With `--trace-content`,
+//! arguments are in, secret ones masked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod serving;
@@ -414,7 +415,7 @@ async fn an_mcp_tool_over_http_carries_the_calls_trace() {
     .unwrap();
     std::fs::write(
         d.join("agent.yaml"),
-        "name: prober\nmodel: scripted:replies.yaml\ntools: [remote__probe]\n",
+        "name: prober\nmodel: scripted:replies.yaml\ntools: [remote__probe]\npermissions: {remote__probe: auto}\n",
     )
     .unwrap();
     std::fs::write(
@@ -447,8 +448,9 @@ async fn an_mcp_tool_over_http_carries_the_calls_trace() {
     .unwrap();
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     let spans = receiver.spans();
     let tool = spans
