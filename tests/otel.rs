@@ -1,8 +1,8 @@
 //! Spans exported over OTLP/HTTP, received by a small Python server that decodes them
 //! with the official OpenTelemetry protobuf messages (tests/py/otlp_receiver.py): a run
 //! started with the client's `traceparent`, paused for an approval and resumed by
-//! another request is one trace under the client's span, its spans linked run > turn
-//! > chat / execute_tool with the GenAI names and attributes, no argument or result
+//! another request is one trace under the client's span, its spans linked (run, then
+//! turn, then chat and execute_tool) with the GenAI names and attributes, no argument or result
 //! value in them, and the HTTP tool it called got a `traceparent` naming its span (an
 //! MCP tool over HTTP too: in the header and in `_meta`). With `--trace-content`,
 //! arguments are in, secret ones masked.
