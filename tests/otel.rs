@@ -272,36 +272,24 @@ async fn a_paused_and_resumed_run_is_one_trace_continuing_the_callers() {
     );
 }
 
-#[tokio::test]
-async fn trace_content_puts_arguments_in_with_secrets_masked() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let receiver = Receiver::start(d);
-    std::fs::create_dir_all(d.join("tools")).unwrap();
-    std::fs::write(
-        d.join("tools/send_note.yaml"),
-        "name: send_note\ndescription: Send a note, signed with a token.\npermission: auto\nparameters:\n  type: object\n  properties:\n    token: {type: string, secret: true}\n    text: {type: string}\n  required: [token, text]\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo sent-RESULT\"]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("agent.yaml"),
-        "name: noter\nmodel: scripted:replies.yaml\ntools: [send_note]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("replies.yaml"),
-        "replies:\n  - content: Sending.\n    tool_calls: [{id: c_note, name: send_note, arguments: {token: TOKEN-SECRET-VALUE, text: NOTE-TEXT}}]\n  - content: Sent.\n",
-    )
-    .unwrap();
-    let out = Command::new(serving::bin())
-        .current_dir(d)
-        .args([
-            "--db",
-            "t.db",
-            "--otlp-endpoint",
-            &receiver.url,
-            "--trace-content",
-        ])
+/// `toolgate run` in `dir` (exporting to `receiver`, with `flags`), of the agent file
+/// `agent` with its `replies`, and one tool file `tool` (name, text); it must complete.
+async fn cli_run(
+    dir: &Path,
+    receiver: &Receiver,
+    tool: (&str, &str),
+    agent: &str,
+    replies: &str,
+    flags: &[&str],
+) {
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join(format!("tools/{}.yaml", tool.0)), tool.1).unwrap();
+    std::fs::write(dir.join("agent.yaml"), agent).unwrap();
+    std::fs::write(dir.join("replies.yaml"), replies).unwrap();
+    let mut cmd = Command::new(serving::bin());
+    cmd.current_dir(dir)
+        .args(["--db", "t.db", "--otlp-endpoint", &receiver.url])
+        .args(flags)
         .args([
             "run",
             "--agent",
@@ -309,17 +297,35 @@ async fn trace_content_puts_arguments_in_with_secrets_masked() {
             "--tools",
             "tools",
             "--json",
-            "note",
+            "go",
         ])
         .env_remove("TOOLGATE_DB")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .output()
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    // Off the runtime: a server of this test may have to answer the run.
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
+}
+
+#[tokio::test]
+async fn trace_content_puts_arguments_in_with_secrets_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    cli_run(
+        dir.path(),
+        &receiver,
+        ("send_note", "name: send_note\ndescription: Send a note, signed with a token.\npermission: auto\nparameters:\n  type: object\n  properties:\n    token: {type: string, secret: true}\n    text: {type: string}\n  required: [token, text]\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo sent-RESULT\"]\n"),
+        "name: noter\nmodel: scripted:replies.yaml\ntools: [send_note]\n",
+        "replies:\n  - content: Sending.\n    tool_calls: [{id: c_note, name: send_note, arguments: {token: TOKEN-SECRET-VALUE, text: NOTE-TEXT}}]\n  - content: Sent.\n",
+        &["--trace-content"],
+    )
+    .await;
     let spans = receiver.spans();
     let tool = spans
         .iter()
@@ -404,54 +410,17 @@ async fn mcp_server() -> (String, McpSeen) {
 #[tokio::test]
 async fn an_mcp_tool_over_http_carries_the_calls_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let receiver = Receiver::start(d);
+    let receiver = Receiver::start(dir.path());
     let (url, seen) = mcp_server().await;
-    std::fs::create_dir_all(d.join("tools")).unwrap();
-    std::fs::write(
-        d.join("tools/probe.yaml"),
-        format!("mcp_server: remote\nurl: {url}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("agent.yaml"),
+    cli_run(
+        dir.path(),
+        &receiver,
+        ("probe", &format!("mcp_server: remote\nurl: {url}\n")),
         "name: prober\nmodel: scripted:replies.yaml\ntools: [remote__probe]\npermissions: {remote__probe: auto}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("replies.yaml"),
         "replies:\n  - content: Probing.\n    tool_calls: [{id: c_probe, name: remote__probe, arguments: {}}]\n  - content: Probed.\n",
+        &[],
     )
-    .unwrap();
-    let out = tokio::task::spawn_blocking({
-        let (d, endpoint) = (d.to_path_buf(), receiver.url.clone());
-        move || {
-            Command::new(serving::bin())
-                .current_dir(&d)
-                .args(["--db", "t.db", "--otlp-endpoint", &endpoint])
-                .args([
-                    "run",
-                    "--agent",
-                    "agent.yaml",
-                    "--tools",
-                    "tools",
-                    "--json",
-                    "probe",
-                ])
-                .env_remove("TOOLGATE_DB")
-                .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    .await;
     let spans = receiver.spans();
     let tool = spans
         .iter()

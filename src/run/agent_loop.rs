@@ -58,12 +58,12 @@ impl Runner {
         let status = match &result {
             Ok(run) => run.status.as_str(),
             Err(e) => {
-                genai::run_failed(&span, e.kind());
+                genai::failed(&span, e.kind());
                 "error"
             }
         };
         if status == RunStatus::Failed.as_str() {
-            genai::run_failed(&span, "run_failed");
+            genai::failed(&span, "run_failed");
         }
         metrics::run_ended(&agent, status, started.elapsed());
         result

@@ -49,8 +49,8 @@ pub fn run_span(run_id: &str, agent: &str, conversation_id: &str, model: &str) -
     )
 }
 
-/// Marks a run's span failed.
-pub fn run_failed(span: &Span, kind: &str) {
+/// Marks a span failed, with the kind of error (`error.type`).
+pub fn failed(span: &Span, kind: &str) {
     span.record("otel.status_code", "error");
     span.record("error.type", kind);
 }
@@ -81,10 +81,7 @@ pub fn model_done(span: &Span, outcome: Result<&Usage, &str>) {
             span.record("gen_ai.usage.input_tokens", int(u.prompt_tokens));
             span.record("gen_ai.usage.output_tokens", int(u.completion_tokens));
         }
-        Err(kind) => {
-            span.record("otel.status_code", "error");
-            span.record("error.type", kind);
-        }
+        Err(kind) => failed(span, kind),
     }
 }
 
@@ -119,8 +116,7 @@ pub fn tool_done(
         return;
     }
     if let Some(kind) = error_kind {
-        span.record("otel.status_code", "error");
-        span.record("error.type", kind);
+        failed(span, kind);
     }
     if super::propagate::trace_content() {
         span.record("gen_ai.tool.call.arguments", arguments.to_string());
