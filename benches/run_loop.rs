@@ -74,6 +74,7 @@ fn setup(iterations: usize) -> Setup {
 /// One whole run of `s`'s agent.
 fn run_once(s: &Setup) {
     let start = StartRun {
+        priority: None,
         agent: s.agent.clone(),
         model: None,
         conversation: None,

@@ -56,6 +56,9 @@ pub struct Agent {
     pub max_depth: u32,
     /// How text calls are read in xml mode (`dialect:`; `auto` when absent).
     pub dialect: crate::parse::Dialect,
+    /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
+    /// higher goes first. A run started with a priority of its own uses that instead.
+    pub priority: i32,
 }
 
 #[derive(Deserialize)]
@@ -88,6 +91,8 @@ struct RawAgent {
     max_depth: Option<u32>,
     #[serde(default)]
     dialect: Option<String>,
+    #[serde(default)]
+    priority: i32,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -243,6 +248,7 @@ impl Agent {
             subagents,
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
             dialect,
+            priority: raw.priority,
         })
     }
 

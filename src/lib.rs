@@ -9,7 +9,8 @@
 //! [`store`] (the SQLite record, run state and summaries). Above them: [`agent`] (agent
 //! files), [`model`] (OpenAI-compatible and scripted models) and [`run`] (the loop, with
 //! pause and resume across processes); [`protocol`] holds the events, statuses and the
-//! run object front ends read.
+//! run object front ends read, and [`telemetry`] the metrics and traces an operator
+//! watches it by.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,6 +28,7 @@ pub mod secrets;
 pub mod server;
 pub mod store;
 pub mod subagents;
+pub mod telemetry;
 pub mod tool;
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -13,12 +13,18 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    args.start_logging();
+    // Spans still buffered are sent when this is dropped, after the command.
+    let _exporting = match args.start_logging() {
+        Ok(exporting) => exporting,
+        Err(failure) => return failed(failure),
+    };
     match cli::run(args) {
         Ok(code) => code,
-        Err(failure) => {
-            cli::out::say!("toolgate: {}", failure.message);
-            ExitCode::from(failure.code)
-        }
+        Err(failure) => failed(failure),
     }
+}
+
+fn failed(failure: cli::Failure) -> ExitCode {
+    cli::out::say!("toolgate: {}", failure.message);
+    ExitCode::from(failure.code)
 }

@@ -329,6 +329,11 @@ async fn reject_strategy_and_queue_bound() {
         refused[0].record.error_message
     );
     assert_eq!(e.metrics().all.rejected, 4);
+    assert!(
+        refused
+            .iter()
+            .all(|o| o.record.error_kind.as_deref() == Some("rejected"))
+    );
 
     let e = engine(
         &s,

@@ -98,6 +98,7 @@ impl World {
 
     fn start(&self, agent: Agent, conversation: Option<&str>) -> StartRun {
         StartRun {
+            priority: None,
             agent,
             model: None,
             conversation: conversation.map(str::to_string),
@@ -433,6 +434,7 @@ async fn a_scripted_model_that_runs_out_fails_clearly_and_resumes_once_extended(
     let agent = Agent::load(&file).unwrap();
     let runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
     let start = StartRun {
+        priority: None,
         agent,
         model: None,
         conversation: None,

@@ -131,6 +131,7 @@ impl World {
         let agent = Agent::load(&self.dir.path().join(format!("{agent}.yaml"))).unwrap();
         self.runner
             .start(StartRun {
+                priority: None,
                 agent,
                 model: None,
                 conversation: None,

@@ -140,10 +140,11 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
         .unwrap();
     store.close();
     drop(store);
-    // Back to schema 6: the totals gone, the records kept.
+    // Back to schema 6: the totals (and what came after them) gone, the records kept.
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE totals_mark; DROP TABLE tool_totals; DROP TABLE duration_totals;
+        "DROP INDEX pending_waiting; ALTER TABLE pending DROP COLUMN requested_at;
+         DROP TABLE totals_mark; DROP TABLE tool_totals; DROP TABLE duration_totals;
          DROP TABLE conversation_totals; DROP TABLE run_totals; PRAGMA user_version = 6;",
     )
     .unwrap();

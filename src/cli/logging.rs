@@ -1,12 +1,17 @@
-//! Logs: one `tracing` subscriber writing to stderr (never stdout, which carries the
-//! command's output), as text or JSON lines. The level comes from `RUST_LOG` when it is
-//! set, otherwise from `-v`: warnings only, `-v` info, `-vv` debug, `-vvv` trace for
-//! toolgate's own logs (other crates stay at warn; `RUST_LOG` reaches them).
+//! Logs and traces: one `tracing` subscriber writing logs to stderr (never stdout,
+//! which carries the command's output), as text or JSON lines, and, when an OTLP
+//! endpoint is set, exporting toolgate's spans to it. The log level comes from
+//! `RUST_LOG` when it is set, otherwise from `-v`: warnings only, `-v` info, `-vv`
+//! debug, `-vvv` trace for toolgate's own logs (other crates stay at warn; `RUST_LOG`
+//! reaches them). The export has its own filter: it does not depend on `-v`.
 
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
-use tracing_subscriber::EnvFilter;
+use toolgate::telemetry::otel::{self, Exporting, OtelSettings};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use super::out::{self, say};
 
@@ -30,9 +35,14 @@ fn verbosity(verbose: u8) -> &'static str {
     }
 }
 
-/// Installs the subscriber. A `RUST_LOG` that does not parse is said once and `-v`
-/// used instead.
-pub fn init(verbose: u8, format: LogFormat) {
+/// Installs the subscriber, exporting spans when `otlp` is given; the exporter runs
+/// until the returned value is dropped. A `RUST_LOG` that does not parse is said once
+/// and `-v` used instead; an endpoint that cannot be used is an error.
+pub fn init(
+    verbose: u8,
+    format: LogFormat,
+    otlp: Option<&OtelSettings>,
+) -> Result<Option<Exporting>, String> {
     let from_env = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());
@@ -44,14 +54,26 @@ pub fn init(verbose: u8, format: LogFormat) {
         }
         None => EnvFilter::new(verbosity(verbose)),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(out::stderr);
-    // A second subscriber (a test that runs `init` twice) keeps the first.
-    let _ = match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let (spans, exporting) = match otlp {
+        Some(settings) => {
+            let (layer, exporting) = otel::layer::<Registry>(settings)
+                .map_err(|e| format!("{e} (--otlp-endpoint, OTEL_EXPORTER_OTLP_ENDPOINT)"))?;
+            (Some(layer), Some(exporting))
+        }
+        None => (None, None),
     };
+    let logs = tracing_subscriber::fmt::layer().with_writer(out::stderr);
+    let logs = match format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => logs.json().with_filter(filter).boxed(),
+    };
+    // A second subscriber (a test that runs `init` twice) keeps the first.
+    let _ = tracing_subscriber::registry()
+        .with(spans)
+        .with(logs)
+        .try_init();
+    Ok(exporting)
 }

@@ -32,6 +32,8 @@ pub struct McpArgs {
     /// the client is told its tool list changed (e.g. 1s, 500ms; 0 turns it off).
     #[arg(long, env = "TOOLGATE_RELOAD_EVERY", default_value = "1s", value_parser = parse_duration)]
     reload_every: Duration,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
 }
 
 /// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
@@ -59,6 +61,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
+    args.limits.apply()?;
     let agent = Agent::load(&args.agent).map_err(|e| Failure::bad_input(e.to_string()))?;
     let tools_dir = super::tools_dir(args.tools)?;
     let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));

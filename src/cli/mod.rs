@@ -3,6 +3,7 @@
 
 mod calls;
 mod interactive;
+mod limits;
 mod logging;
 mod mcp;
 pub mod out;
@@ -14,6 +15,7 @@ mod runs;
 mod secrets;
 mod serve;
 mod stats;
+mod stats_limits;
 mod table;
 mod tools;
 mod tree;
@@ -43,6 +45,18 @@ pub struct Cli {
     /// Log lines on stderr as text or JSON (one object per line).
     #[arg(long, global = true, value_enum, env = "TOOLGATE_LOG_FORMAT", default_value_t = logging::LogFormat::Text)]
     log_format: logging::LogFormat,
+    /// Export spans over OTLP/HTTP (protobuf) to this OpenTelemetry collector (its base
+    /// URL: spans go to /v1/traces).
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    otlp_endpoint: Option<String>,
+    /// Exported spans carry tool arguments and results (secret values stay masked).
+    #[arg(long, global = true)]
+    trace_content: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -108,9 +122,18 @@ impl Failure {
 }
 
 impl Cli {
-    /// Starts the logs `-v`, `--log-format` and `RUST_LOG` ask for, on stderr.
-    pub fn start_logging(&self) {
-        logging::init(self.verbose, self.log_format);
+    /// Starts the logs `-v`, `--log-format` and `RUST_LOG` ask for, on stderr, and the
+    /// span export `--otlp-endpoint` asks for (running until the value is dropped).
+    pub fn start_logging(&self) -> Result<Option<toolgate::telemetry::otel::Exporting>, Failure> {
+        let otlp = self
+            .otlp_endpoint
+            .as_deref()
+            .filter(|e| !e.trim().is_empty())
+            .map(|endpoint| toolgate::telemetry::otel::OtelSettings {
+                endpoint: endpoint.trim().to_string(),
+                trace_content: self.trace_content,
+            });
+        logging::init(self.verbose, self.log_format, otlp.as_ref()).map_err(Failure::bad_input)
     }
 }
 

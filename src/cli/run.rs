@@ -37,6 +37,12 @@ pub struct RunArgs {
     /// The root for file tools (default: the agent's workspace, else the current folder).
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// The run's priority under the `priority` strategy (default: the agent's
+    /// `priority:`); higher goes first.
+    #[arg(long, allow_negative_numbers = true)]
+    priority: Option<i32>,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
     /// The message for the agent; `-` reads it from stdin.
     message: String,
 }
@@ -59,6 +65,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// reported on stderr (each once, when it breaks).
 pub fn runner(store: Store) -> Runner {
     let mut runner = Runner::new(store);
+    runner.limits = super::limits::process();
     runner.load_library = Arc::new(|dir: Option<&Path>| match dir {
         None => Ok(ToolLibrary::builtin()),
         Some(dir) => ToolLibrary::load(dir).map_err(|e| e.to_string()),
@@ -196,7 +203,9 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
     }
     let tools_dir = super::tools_dir(args.tools)?;
     let store = super::open_store(db)?;
+    args.limits.apply()?;
     let start = StartRun {
+        priority: args.priority,
         agent,
         model: args.model,
         conversation: args.conversation,

@@ -71,6 +71,12 @@ pub struct ServeArgs {
     /// process's descriptor limit leaves, at most 16384).
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
+    /// Also serve `GET /metrics` (Prometheus) on this address, without the API key
+    /// (it is always at /metrics on the main address, behind the key).
+    #[arg(long, env = "TOOLGATE_METRICS_ADDR", value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     openapi: bool,
@@ -97,10 +103,12 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         super::out::print_json(&mut super::out::stdout(), &doc, true)?;
         return Ok(ExitCode::SUCCESS);
     }
+    args.limits.apply()?;
     let tools_dir = super::tools_dir(args.tools)?;
     let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
     let watched = tools_dir.clone();
     let config = ServeConfig {
+        metrics_addr: args.metrics_addr,
         addr: args.addr,
         agents_dir: args.agents,
         tools_dir,

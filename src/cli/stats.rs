@@ -20,8 +20,20 @@ pub struct StatsArgs {
     #[arg(long, conflicts_with = "tool")]
     conversation: Option<String>,
     /// One tool's statistics.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "limits")]
     tool: Option<String>,
+    /// A running server's limiter, live: per limiter and category, what runs, waits,
+    /// was refused and timed out (GET /v1/limits on --server).
+    #[arg(long, conflicts_with = "conversation")]
+    limits: bool,
+    /// The server `--limits` asks (its API key from TOOLGATE_API_KEY).
+    #[arg(
+        long,
+        env = "TOOLGATE_URL",
+        default_value = "http://127.0.0.1:8080",
+        value_name = "URL"
+    )]
+    server: String,
     #[arg(long)]
     json: bool,
 }
@@ -83,6 +95,10 @@ fn tool_rows(tools: &[ToolStats]) -> String {
 }
 
 pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
+    if args.limits {
+        let key = std::env::var("TOOLGATE_API_KEY").ok();
+        return super::stats_limits::show(&args.server, key.as_deref(), args.json);
+    }
     let store = open_existing_store(db)?;
     let mut out = out::stdout();
     let text = if let Some(conv) = &args.conversation {

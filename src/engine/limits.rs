@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 /// What to do with a call that cannot run yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Wait in arrival order.
@@ -24,7 +24,7 @@ pub enum Strategy {
 }
 
 /// The limits (an agent file's `limits:` reads into this).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitConfig {
     /// Calls running at once, in all.
@@ -79,7 +79,7 @@ pub enum LimitError {
 }
 
 /// Counters for one category, or for all.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Counters {
     /// Running now.
     pub current: usize,
@@ -92,11 +92,12 @@ pub struct Counters {
     pub completed: u64,
     pub mean_execution_ms: f64,
     #[serde(skip)]
+    #[schema(ignore)]
     total_execution_ms: f64,
 }
 
 /// A snapshot of the limiter.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Metrics {
     #[serde(flatten)]
     pub all: Counters,

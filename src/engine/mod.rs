@@ -5,6 +5,7 @@
 
 mod cancel;
 pub mod limits;
+mod shares;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 pub use cancel::Cancel;
 pub use limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Strategy};
+pub use shares::{LimiterView, LimitsView, ProcessLimits, Slot, call_priority};
 
 use crate::parse::ToolCall;
 use crate::protocol::{CallStatus, CallerKind, Event};
@@ -80,7 +82,12 @@ pub struct Engine {
 
 struct Inner {
     config: EngineConfig,
-    limiter: Arc<Limiter>,
+    /// Where every call takes its slot.
+    limits: Arc<ProcessLimits>,
+    /// The agent's share inside `limits`, when its file sets `limits:`.
+    share: Option<Arc<Limiter>>,
+    /// Slots for the sub-agent runs this engine's run starts (category `subagent`).
+    children: Arc<Limiter>,
     store: Option<Store>,
     events: Option<UnboundedSender<Event>>,
 }
@@ -92,30 +99,49 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 impl Engine {
-    /// An engine that records into `store` (when given) and sends events to `events`.
+    /// An engine of its own: its calls pass `config.limits` alone. It records into
+    /// `store` (when given) and sends events to `events`.
     pub fn new(
         config: EngineConfig,
         store: Option<Store>,
         events: Option<UnboundedSender<Event>>,
     ) -> Self {
-        let limiter = Limiter::new(config.limits.clone());
+        let limits = ProcessLimits::new(config.limits.clone());
+        Self::shared(config, limits, None, store, events)
+    }
+
+    /// An engine whose calls take their slots in the process's `limits`, and first in
+    /// `share` (an agent's) when given. `config.limits` bounds the sub-agent runs its
+    /// run starts at once (category `subagent`): those hold no call slot, so that a
+    /// child's own calls never wait on the slot its parent holds.
+    pub fn shared(
+        config: EngineConfig,
+        limits: Arc<ProcessLimits>,
+        share: Option<Arc<Limiter>>,
+        store: Option<Store>,
+        events: Option<UnboundedSender<Event>>,
+    ) -> Self {
+        let children = Limiter::new(config.limits.clone());
         Self {
             inner: Arc::new(Inner {
                 config,
-                limiter,
+                limits,
+                share,
+                children,
                 store,
                 events,
             }),
         }
     }
 
+    /// The process limiter's figures now.
     pub fn metrics(&self) -> Metrics {
-        self.inner.limiter.metrics()
+        self.inner.limits.process().metrics()
     }
 
-    /// The limits its calls pass, for work the loop runs beside the engine (sub-agents).
-    pub fn limiter(&self) -> &Arc<Limiter> {
-        &self.inner.limiter
+    /// The slots of the sub-agent runs this engine's run starts.
+    pub fn children(&self) -> &Arc<Limiter> {
+        &self.inner.children
     }
 
     pub fn store(&self) -> Option<&Store> {
@@ -133,13 +159,18 @@ impl Engine {
         // The calls run concurrently inside this task, tools included (see
         // `LoadedTool::invoke`: panics caught, a dropped call stops its tool): no
         // hand-off between threads to start and collect them.
-        let outcomes: Vec<CallOutcome> = futures_util::future::join_all(calls.into_iter().map(|call| {
-            // A child of the caller's span (a run's turn).
-            let span = tracing::info_span!(parent: tracing::Span::current(), "call", call_id = %call.call.id, tool = %call.call.name);
-            // Boxed: the call's future is large.
-            Box::pin(self.run_one(call, cancel).instrument(span))
-        }))
-        .await;
+        let outcomes: Vec<CallOutcome> =
+            futures_util::future::join_all(calls.into_iter().map(|call| {
+                // A child of the caller's span (a run's turn).
+                let span = crate::telemetry::genai::tool_span(
+                    &tracing::Span::current(),
+                    &call.call.id,
+                    &call.call.name,
+                );
+                // Boxed: the call's future is large.
+                Box::pin(self.run_one(call, cancel).instrument(span))
+            }))
+            .await;
         let Some(store) = &self.inner.store else {
             return Ok(outcomes);
         };
@@ -149,6 +180,16 @@ impl Engine {
             .map(|o| ((o.call_id, o.tool, o.status, o.result), o.record))
             .unzip();
         let records = store.commit_records(records).await?;
+        for (r, (_, _, _, result)) in records.iter().zip(&heads) {
+            // The engine's callers name tools themselves: a tool it found is known.
+            let known = !matches!(result, Err(ToolError::NotFound { .. }));
+            crate::telemetry::metrics::call_recorded(
+                &r.tool,
+                known,
+                r.status,
+                r.error_kind.as_deref(),
+            );
+        }
         Ok(heads
             .into_iter()
             .zip(records)
@@ -206,7 +247,7 @@ impl Engine {
         } else {
             Admission::Limited
         };
-        let started_at = now_ms();
+        let mut started_at = now_ms();
         let mut execution = Duration::ZERO;
         let ToolCall {
             id: call_id,
@@ -232,19 +273,21 @@ impl Engine {
                     credential_values
                         .extend(values.values().filter_map(|v| v.as_str().map(String::from)));
                 }
-                let limiter = &self.inner.limiter;
+                let (limits, share) = (&self.inner.limits, self.inner.share.as_ref());
                 let slot = match &injected {
                     Err(_) => None,
                     Ok(_) => tokio::select! {
-                        p = limiter.acquire(category.as_deref(), priority, admission) => Some(p),
+                        p = limits.acquire(share, category.as_deref(), priority, admission) => Some(p),
                         _ = cancel.cancelled() => None,
                     },
                 };
                 match (slot, injected) {
                     (_, Err(e)) => Err(e),
                     (None, _) => Err(ToolError::Cancelled),
-                    (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Execution(why)),
+                    (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Rejected(why)),
                     (Some(Ok(permit)), Ok(injected)) => {
+                        // The call starts now that it has its slot: its record says so.
+                        started_at = now_ms();
                         self.emit(|| Event::ToolStarted {
                             call_id: call_id.clone(),
                             tool: name.clone(),
@@ -264,7 +307,9 @@ impl Engine {
                         };
                         execution = start.elapsed();
                         drop(permit);
-                        limiter.record_finished(
+                        crate::telemetry::metrics::tool_ran(&name, execution);
+                        limits.record_finished(
+                            share,
                             category.as_deref(),
                             execution,
                             matches!(r, Err(ToolError::Timeout(_))),
@@ -316,6 +361,12 @@ impl Engine {
                     Some(crate::secrets::mask_values(&e.to_string(), &secrets).into_owned());
             }
         }
+        crate::telemetry::genai::tool_done(
+            &tracing::Span::current(),
+            record.error_kind.as_deref(),
+            &record.arguments,
+            record.result.as_deref(),
+        );
         tracing::debug!(
             status = status.as_str(),
             duration_ms = record.duration_ms,

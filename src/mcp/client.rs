@@ -297,7 +297,10 @@ impl Server {
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    super::traced::Traced::default(),
+                    config,
+                );
                 tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
                     .await
                     .map(|r| r.map_err(|e| e.to_string()))
@@ -340,6 +343,7 @@ impl Server {
         tool: &str,
         args: Map<String, Value>,
         ctx: ToolContext,
+        traceparent: Option<String>,
     ) -> Result<rmcp::model::CallToolResult, ToolError> {
         let conn = self.connection().await.map_err(|why| {
             ToolError::ServerUnavailable(format!(
@@ -348,9 +352,15 @@ impl Server {
             ))
         })?;
         let peer = conn.service.peer().clone();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(tool.to_string()).with_arguments(args),
-        ));
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        if let Some(tp) = traceparent {
+            // The call's span, for the server to continue (SEP-414; over HTTP, the
+            // header too: see `traced`).
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.0.set_traceparent(tp);
+            params.meta = Some(meta);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await

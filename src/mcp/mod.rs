@@ -5,6 +5,7 @@
 mod client;
 pub mod config;
 mod tool;
+mod traced;
 
 use std::path::{Path, PathBuf};
 

@@ -35,7 +35,10 @@ impl Tool for McpTool {
         let server = Arc::clone(&self.server);
         let remote = self.remote.clone();
         let ctx = ctx.clone();
-        let result = on_runtime(async move { server.call(&remote, args, ctx).await }).await??;
+        // Read here: the call runs on the MCP runtime, outside this call's span.
+        let traceparent = crate::telemetry::propagate::current();
+        let result =
+            on_runtime(async move { server.call(&remote, args, ctx, traceparent).await }).await??;
         Ok(output_of(
             &serde_json::to_value(&result).unwrap_or(Value::Null),
         ))

@@ -63,6 +63,29 @@ impl OpenAiConfig {
     }
 }
 
+/// The HTTP client for these timeouts, made once per process: every run's model shares
+/// its TLS set-up and its pool of connections (a client per run costs more than a
+/// short run, and a handshake per run).
+fn shared_client(connect: Duration, read: Duration) -> Result<reqwest::Client, ModelError> {
+    static CLIENTS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<(Duration, Duration), reqwest::Client>>,
+    > = std::sync::OnceLock::new();
+    let mut clients = CLIENTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(c) = clients.get(&(connect, read)) {
+        return Ok(c.clone());
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(connect)
+        .read_timeout(read)
+        .build()
+        .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+    clients.insert((connect, read), client.clone());
+    Ok(client)
+}
+
 /// A model on an OpenAI-compatible server.
 pub struct OpenAiModel {
     name: String,
@@ -88,18 +111,14 @@ impl OpenAiModel {
         if let Some(base) = &config.base_url {
             openai = openai.with_api_base(base.trim_end_matches('/'));
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            .build()
-            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let http = shared_client(config.connect_timeout, config.read_timeout)?;
         Ok(Self {
             name: format!("openai:{model}"),
             model: model.to_string(),
             // async-openai retries on its own by default; the retries here are ours
             // (bounded, reported as events), so the transport is the plain one.
-            client: Client::with_config(openai)
-                .with_http_client(http.clone())
+            // `build`, not `with_config`: that one makes a client of its own first.
+            client: Client::build(http.clone(), openai)
                 .with_http_service(ReqwestService::new(http)),
             config,
         })

@@ -9,6 +9,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 use tracing::Instrument;
 
 use super::conversation;
+use super::save::Save;
 use super::sink::TurnSink;
 use super::state::Phase;
 use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
@@ -19,8 +20,9 @@ use crate::model::{Message, ModelRequest};
 use crate::parse::{ParseOptions, ProblemKind};
 use crate::permission::Gate;
 use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
+use crate::store::CallQuery;
 use crate::store::Refusal;
-use crate::store::{CallQuery, RunSave};
+use crate::telemetry::{genai, metrics, propagate};
 use crate::tool::DEFAULT_TIMEOUT;
 
 /// How a drive ended.
@@ -31,45 +33,40 @@ enum End {
     Failed(String),
 }
 
-/// One state save.
-pub(super) struct Save {
-    status: RunStatus,
-    last_error: Option<String>,
-    set_pending: Vec<(String, &'static str)>,
-    release: bool,
-}
-
-impl Save {
-    fn step() -> Self {
-        Self {
-            status: RunStatus::InProgress,
-            last_error: None,
-            set_pending: Vec::new(),
-            release: false,
-        }
-    }
-
-    fn end(status: RunStatus, last_error: Option<String>) -> Self {
-        Self {
-            status,
-            last_error,
-            release: true,
-            ..Self::step()
-        }
-    }
-}
-
-/// A save of one step that neither pauses nor ends the run.
-pub(super) fn step_save() -> Save {
-    Save::step()
-}
-
 impl Runner {
     /// Drives a leased run until it ends or pauses, then returns its run object. Logs
-    /// go to a `run{run_id}` span.
-    pub(crate) async fn drive(&self, live: Live, resumed: bool) -> Result<RunObject, RunError> {
-        let span = tracing::info_span!("run", run_id = %live.run_id, agent = %live.agent.name);
-        self.drive_in_span(live, resumed).instrument(span).await
+    /// go to a `run{run_id}` span (`invoke_agent` in the run's trace), and the drive is
+    /// counted in the metrics.
+    pub(crate) async fn drive(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
+        let span = genai::run_span(
+            &live.run_id,
+            &live.agent.name,
+            &live.conversation_id,
+            &live.state.model,
+        );
+        if let Some(first) = propagate::continue_run(&span, live.state.trace.as_deref()) {
+            // Saved with the next step: later drives continue this trace.
+            live.state.trace = Some(first);
+        }
+        let agent = live.agent.name.clone();
+        metrics::run_started(&agent);
+        let started = std::time::Instant::now();
+        let result = self
+            .drive_in_span(live, resumed)
+            .instrument(span.clone())
+            .await;
+        let status = match &result {
+            Ok(run) => run.status.as_str(),
+            Err(e) => {
+                genai::failed(&span, e.kind());
+                "error"
+            }
+        };
+        if status == RunStatus::Failed.as_str() {
+            genai::failed(&span, "run_failed");
+        }
+        metrics::run_ended(&agent, status, started.elapsed());
+        result
     }
 
     async fn drive_in_span(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
@@ -82,17 +79,25 @@ impl Runner {
             resumed,
         });
         let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();
-        let engine = Engine::new(
+        // The process's limits, and the agent's share of them when its file sets some.
+        let share = live
+            .agent
+            .limits
+            .as_ref()
+            .map(|l| self.limits.share(&live.agent.name, l));
+        let engine = Engine::shared(
             EngineConfig {
                 limits: live
                     .agent
                     .limits
                     .clone()
-                    .unwrap_or_else(|| self.limits.clone()),
+                    .unwrap_or_else(|| self.limits.process().config().clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
                 credentials: Some(self.credentials()),
             },
+            std::sync::Arc::clone(&self.limits),
+            share,
             // The loop commits the records itself, in the transaction that saves the
             // step, so that the record and the run's state always agree.
             None,
@@ -292,7 +297,7 @@ impl Runner {
             };
             let span = tracing::info_span!("turn", n = live.state.iteration + 1);
             let answered = tokio::select! {
-                r = live.model.complete(request, &mut sink).instrument(span) => Some(r),
+                r = super::model_call::ask(&*live.model, request, &mut sink).instrument(span) => Some(r),
                 _ = cancel.cancelled() => None,
             };
             let Some(answered) = answered else {
@@ -525,35 +530,6 @@ impl Runner {
         waiting.extend(below);
         live.state.turn = Some(turn);
         Ok(waiting)
-    }
-
-    pub(super) async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
-        let records = std::mem::take(&mut live.records);
-        let first_seq = live.persisted;
-        let secrets = super::sealing::secrets_of(live);
-        let messages = live.state.messages[first_seq.min(live.state.messages.len())..]
-            .iter()
-            .map(|m| self.sealed(m, &secrets))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut set_pending = std::mem::take(&mut live.pending_updates);
-        set_pending.extend(save.set_pending);
-        let record = RunSave {
-            status: save.status,
-            state: self.sealed(&live.state, &secrets)?,
-            iteration: live.state.iteration,
-            last_error: save.last_error,
-            add_pending: std::mem::take(&mut live.pending_new),
-            records,
-            messages,
-            first_seq,
-            set_pending,
-            release: save.release,
-        };
-        self.store
-            .save_run(&live.run_id, &live.owner, record)
-            .await?;
-        live.persisted = live.state.messages.len();
-        Ok(())
     }
 }
 

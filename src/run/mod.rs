@@ -9,8 +9,10 @@ mod conversation;
 mod error;
 mod final_tool;
 mod hidden;
+mod model_call;
 mod object;
 mod paths;
+mod save;
 mod sealing;
 mod single_call;
 mod sink;
@@ -36,7 +38,7 @@ pub use single_call::{NO_MODEL, NoModel, StartCall};
 pub use state::{Phase, RunState, TreePlace, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
-use crate::engine::LimitConfig;
+use crate::engine::{LimitConfig, ProcessLimits};
 use crate::model::{self, Message, Model, OpenAiConfig};
 use crate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, Usage};
 use crate::store::{Decided, PendingRow, Refusal, RunRow, Store};
@@ -61,6 +63,9 @@ pub struct StartRun {
     pub tools_dir: Option<PathBuf>,
     /// Overrides the agent's workspace.
     pub workspace: Option<PathBuf>,
+    /// Its calls' priority under the `priority` strategy (the agent's `priority:` when
+    /// absent); higher goes first.
+    pub priority: Option<i32>,
 }
 
 /// Starts, continues, decides and cancels runs. Clones share the store, the loaded
@@ -71,7 +76,9 @@ pub struct Runner {
     pub store: Store,
     pub load_library: LibraryLoader,
     pub model_config: OpenAiConfig,
-    pub limits: LimitConfig,
+    /// The process's limiter, with the agents' shares: every run this runner (and
+    /// every clone of it) drives takes its call slots there.
+    pub limits: Arc<ProcessLimits>,
     /// Where events go as the run goes.
     pub events: Option<UnboundedSender<RunEvent>>,
     /// Used instead of the run's model name (tests, benchmarks, embedding programs).
@@ -125,7 +132,7 @@ impl Runner {
                 None => Ok(ToolLibrary::builtin()),
             }),
             model_config: OpenAiConfig::from_env(),
-            limits: LimitConfig::default(),
+            limits: ProcessLimits::new(LimitConfig::default()),
             events: None,
             model: None,
             interrupt: crate::engine::Cancel::new(),
@@ -233,6 +240,8 @@ impl Runner {
             output: None,
             single_call: false,
             tree: tree.as_ref().map(|(_, place)| place.clone()),
+            priority: req.priority,
+            trace: None,
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;
@@ -414,7 +423,11 @@ impl Runner {
             }
             other => other,
         };
-        Ok(self.store.decide_by(run_id, call_id, decision, by).await?)
+        let decided = self.store.decide_by(run_id, call_id, decision, by).await?;
+        for (agent, waited_ms) in &decided.waited {
+            crate::telemetry::metrics::decided(agent, *waited_ms);
+        }
+        Ok(decided)
     }
 
     async fn validate_edit(

@@ -65,6 +65,8 @@ impl Runner {
             output: None,
             single_call: true,
             tree: None,
+            priority: None,
+            trace: None,
         };
         let owner = crate::store::lease_owner_name();
         let text = super::state_json(&state)?;

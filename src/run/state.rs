@@ -43,6 +43,14 @@ pub struct RunState {
     /// Where the run sits in a tree of sub-agent runs (absent: a top run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree: Option<TreePlace>,
+    /// The priority the run was started with (its calls', under the `priority`
+    /// strategy); the agent's `priority:` when absent. Sub-agent runs inherit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// The W3C `traceparent` of the run's first drive, when traces are exported: every
+    /// later drive (after a pause, in any process) continues that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// A sub-agent run's place in its tree.

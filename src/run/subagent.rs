@@ -32,6 +32,8 @@ struct ChildJob {
     place: TreePlace,
     tools_dir: Option<std::path::PathBuf>,
     workspace: std::path::PathBuf,
+    /// The priority the parent run was started with, inherited.
+    priority: Option<i32>,
 }
 
 /// How a child stands after this drive.
@@ -157,7 +159,7 @@ impl Runner {
         }
         if finished {
             live.state.turn = Some(turn.to_vec());
-            self.save(live, super::agent_loop::step_save()).await?;
+            self.save(live, super::save::Save::step()).await?;
             live.state.turn = None;
         }
         Ok(waiting)
@@ -194,6 +196,7 @@ impl Runner {
             },
             tools_dir: live.state.tools_dir.clone(),
             workspace: live.state.workspace.clone(),
+            priority: live.state.priority,
         }
     }
 
@@ -298,6 +301,7 @@ impl Runner {
                     conversation: None,
                     message: task,
                     tools_dir: job.tools_dir.clone(),
+                    priority: job.priority,
                 };
                 let link = RunLink {
                     parent_run_id: job.parent_run_id.clone(),
@@ -343,7 +347,7 @@ impl Runner {
         cancel: &Cancel,
     ) -> Option<crate::engine::limits::Permit> {
         tokio::select! {
-            p = engine.limiter().acquire(Some(CATEGORY), 0, Admission::Approved) => p.ok(),
+            p = engine.children().acquire(Some(CATEGORY), 0, Admission::Approved) => p.ok(),
             _ = cancel.cancelled() => None,
         }
     }

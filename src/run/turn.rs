@@ -116,7 +116,11 @@ impl Runner {
             run_id: Some(live.run_id.clone()),
             agent: Some(live.agent.name.clone()),
             caller: CallerKind::Agent,
-            priority: 0,
+            priority: crate::engine::call_priority(
+                live.state.priority,
+                live.agent.priority,
+                live.state.tree.as_ref().map_or(0, |t| t.depth),
+            ),
             // Approved by a person (or a standing approval): never dropped by a bound.
             approved: c.gate == Gate::Approval,
         }

@@ -1,4 +1,4 @@
-//! The API key: with one set, every `/v1/*` and `/mcp/*` request carries
+//! The API key: with one set, every `/v1/*`, `/mcp/*` and `/metrics` request carries
 //! `Authorization: Bearer KEY`, compared in constant time; `/healthz` and
 //! `/openapi.json` stay open.
 
@@ -16,7 +16,8 @@ pub async fn require_key(State(state): State<Arc<AppState>>, req: Request, next:
     let Some(key) = &state.api_key else {
         return next.run(req).await;
     };
-    if !req.uri().path().starts_with("/v1/") && !req.uri().path().starts_with("/mcp/") {
+    let path = req.uri().path();
+    if !path.starts_with("/v1/") && !path.starts_with("/mcp/") && path != "/metrics" {
         return next.run(req).await;
     }
     let given = req

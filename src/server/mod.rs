@@ -10,7 +10,9 @@ mod feed;
 pub mod guard;
 mod hub;
 mod inbox;
+mod limits;
 pub mod listen;
+mod metrics;
 pub mod notify;
 mod openapi;
 mod records;
@@ -18,6 +20,7 @@ pub mod responses;
 mod runs;
 mod sse;
 mod timeline;
+mod trace;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -65,6 +68,8 @@ pub struct ServeConfig {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Deadlines and the cap on connections.
     pub limits: listen::ConnLimits,
+    /// Also serve `GET /metrics` here, without the key.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// Why a server could not start.
@@ -136,12 +141,16 @@ impl AppState {
                 }
             }
         });
-        let done = self.drives.spawn(async move {
-            match drive {
-                Drive::Start(start) => runner.start(*start).await,
-                Drive::Resume(id) => runner.resume(&id).await,
-            }
-        });
+        let done = self.drives.spawn(tracing::Instrument::instrument(
+            async move {
+                match drive {
+                    Drive::Start(start) => runner.start(*start).await,
+                    Drive::Resume(id) => runner.resume(&id).await,
+                }
+            },
+            // The request's span (a caller's trace, when it sent one) goes with the run.
+            tracing::Span::current(),
+        ));
         Driving {
             events: out_rx,
             done,
@@ -186,6 +195,7 @@ impl AppState {
             message: input,
             tools_dir: self.tools_dir.clone(),
             workspace: self.workspace.clone(),
+            priority: None,
         })
     }
 }
@@ -236,8 +246,10 @@ pub fn router_with(
         }),
     )
     .route("/mcp/{agent}", mcp_route)
+    .route("/metrics", axum::routing::get(metrics::scrape))
     .merge(inbox::routes())
     .fallback(unknown_route)
+    .layer(axum::middleware::from_fn(trace::continue_trace))
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
         auth::require_key,
@@ -322,6 +334,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         );
         notify::spawn(&state.hub, n, state.shutdown.clone());
     }
+    metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
     let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);

@@ -248,6 +248,7 @@ async fn deliver(client: &reqwest::Client, d: &Delivery<'_>, body: Arc<[u8]>) {
             .await;
         let failure = match sent {
             Ok(r) if r.status().is_success() => {
+                crate::telemetry::metrics::webhook_attempt(true, true);
                 tracing::info!(%to, run_id, event, attempt, status = r.status().as_u16(), "notification delivered");
                 return;
             }
@@ -266,6 +267,7 @@ async fn deliver(client: &reqwest::Client, d: &Delivery<'_>, body: Arc<[u8]>) {
             Ok(r) => format!("the receiver answered {}", r.status()),
             Err(e) => format!("the request failed: {e}"),
         };
+        crate::telemetry::metrics::webhook_attempt(false, attempt == ATTEMPTS);
         if attempt == ATTEMPTS {
             tracing::error!(%to, run_id, event, attempt, error = %failure, "notification given up after {ATTEMPTS} attempts");
             return;

@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, feed, records, responses, runs, timeline};
+use super::{AppState, feed, limits, records, responses, runs, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -51,6 +51,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::tools))
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
+        .routes(routes!(limits::limits))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     event_streams(router.get_openapi_mut());

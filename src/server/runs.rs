@@ -40,6 +40,10 @@ pub struct CreateRun {
     /// Answer with an SSE stream of the run's events, the run object last.
     #[serde(default)]
     pub stream: bool,
+    /// Its calls' priority under the `priority` limits strategy (default: the agent's
+    /// `priority:`); higher goes first.
+    #[serde(default)]
+    pub priority: Option<i32>,
 }
 
 /// `GET /v1/runs` filters.
@@ -157,7 +161,9 @@ pub async fn create_run(
     State(state): State<Arc<AppState>>,
     ApiJson(body): ApiJson<CreateRun>,
 ) -> Result<Response, ApiError> {
-    let start = state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
+    let mut start =
+        state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
+    start.priority = body.priority;
     let drive = Drive::Start(Box::new(start));
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(drive)).into_response());

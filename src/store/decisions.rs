@@ -16,6 +16,9 @@ pub struct Decided {
     pub calls: Vec<String>,
     /// Items of the run still waiting.
     pub waiting: usize,
+    /// For each decided item: the agent of the run that asked, and how long it waited
+    /// (milliseconds from its request to this decision).
+    pub waited: Vec<(String, i64)>,
 }
 
 impl Store {
@@ -136,7 +139,12 @@ impl Store {
                 .map_err(|e| RunsError::Refused(Refusal::DecisionConflict, e.to_string()))?;
             let now = now_ms();
             let mut calls = Vec::new();
+            let mut waited = Vec::new();
             for p in &chosen {
+                let (agent, asked): (String, Option<i64>) = tx
+                    .prepare_cached("SELECT r.agent, COALESCE(p.requested_at, r.updated_at) FROM pending p JOIN runs r ON r.id = p.run_id WHERE p.run_id = ?1 AND p.call_id = ?2")?
+                    .query_row(params![holder(p), p.item.call_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                waited.push((agent, asked.map_or(0, |t| now - t)));
                 tx.prepare_cached("UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'")?.execute(params![holder(p), p.item.call_id, text, now, by],
                 )?;
                 tx.prepare_cached("UPDATE runs SET updated_at = ?2 WHERE id = ?1")?.execute(params![holder(p), now])?;
@@ -146,6 +154,7 @@ impl Store {
             Ok(Decided {
                 waiting: waiting.len() - calls.len(),
                 calls,
+                waited,
             })
         })
         .await

@@ -18,6 +18,7 @@ mod timeline;
 mod totals;
 mod tree;
 mod upkeep;
+mod waiting;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use timeline::{PauseRow, TimelineRows};
 pub use tree::{NewRun, RunLink};
+pub use waiting::Waiting;
 
 use migrations::Found;
 

@@ -389,7 +389,7 @@ impl Store {
             }
             {
                 let mut add = tx.prepare_cached(
-                    "INSERT INTO pending (run_id, call_id, kind, tool, arguments) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO pending (run_id, call_id, kind, tool, arguments, requested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
                 for item in &save.add_pending {
                     add.execute(params![
@@ -397,7 +397,8 @@ impl Store {
                         item.call_id,
                         item.kind.as_str(),
                         item.tool,
-                        item.arguments.to_string()
+                        item.arguments.to_string(),
+                        now
                     ])?;
                 }
                 let mut set = tx.prepare_cached(

@@ -173,6 +173,7 @@ impl Writer {
                     job(conn);
                     totals.jobs += 1;
                     self.commits.fetch_add(1, Ordering::Relaxed);
+                    crate::telemetry::metrics::store_committed(false, started.elapsed());
                     tracing::trace!(ms = elapsed_ms(started), "store transaction done");
                 }
             }
@@ -197,6 +198,7 @@ impl Writer {
                 totals.commits += 1;
                 totals.records += records as u64;
                 self.commits.fetch_add(1, Ordering::Relaxed);
+                crate::telemetry::metrics::store_committed(true, started.elapsed());
                 tracing::debug!(
                     batches = batches.len(),
                     records,

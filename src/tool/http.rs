@@ -171,6 +171,10 @@ async fn follow(
         for (k, v) in &headers {
             builder = builder.header(k, v);
         }
+        // The call's trace goes on with the request (when spans are exported).
+        let mut trace = reqwest::header::HeaderMap::new();
+        crate::telemetry::propagate::inject(&mut trace);
+        builder = builder.headers(trace);
         builder = match &body {
             Some(Body::Json(v)) => builder.json(v),
             Some(Body::Text(t)) => builder.body(t.clone()),

@@ -140,6 +140,9 @@ pub enum ToolError {
     ServerUnavailable(String),
     #[error("'{0}' is run by the client, not by toolgate")]
     ClientSide(String),
+    /// The concurrency limits refused the call (a full queue, or the `reject` strategy).
+    #[error("{0}")]
+    Rejected(String),
     /// A credential the tool file names has no value (or cannot be read).
     #[error("{0}")]
     MissingCredential(String),
@@ -170,6 +173,7 @@ impl ToolError {
             ToolError::ServerUnavailable(_) => "server_unavailable",
             ToolError::BlockedAddress { .. } => "blocked_address",
             ToolError::MissingCredential(_) => "missing_credential",
+            ToolError::Rejected(_) => "rejected",
         }
     }
 }

@@ -1,0 +1,388 @@
+//! The process's Prometheus metrics (`prometheus-client`): what runs, model calls, tool
+//! calls, decisions, the store and webhooks did, counted where it happens, plus the
+//! figures read at each scrape (limiters, approvals waiting; see `collect`). Nothing is
+//! counted until a process installs them (`toolgate serve` does): every recording
+//! function is a no-op before, so the CLI pays nothing. Label values are bounded (see
+//! `labels`): agents, tools, models and categories the process meets, never ids or
+//! arguments.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use super::labels::{Vocabulary, model_name};
+use crate::engine::ProcessLimits;
+use crate::protocol::{CallStatus, Usage};
+use crate::store::Store;
+
+/// How many values each kind of label may take before the rest are `other`.
+const AGENTS: usize = 200;
+const TOOLS: usize = 1000;
+const MODELS: usize = 32;
+/// Error kinds are a closed set in the code; the cap only guards against a new one
+/// built from data.
+const ERROR_KINDS: usize = 100;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AgentLabel {
+    agent: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunLabels {
+    agent: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabel {
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelOutcome {
+    model: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    model: String,
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    status: &'static str,
+    error_kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Every metric the process keeps, and the bounds on their labels.
+pub struct Metrics {
+    registry: Registry,
+    runs: Family<RunLabels, Counter>,
+    runs_active: Family<AgentLabel, Gauge>,
+    run_seconds: Histograms<AgentLabel>,
+    model_calls: Family<ModelOutcome, Counter>,
+    model_seconds: Histograms<ModelLabel>,
+    tokens: Family<TokenLabels, Counter>,
+    tool_calls: Family<CallLabels, Counter>,
+    tool_seconds: Histograms<ToolLabel>,
+    decision_seconds: Histograms<AgentLabel>,
+    commit_seconds: Histograms<KindLabel>,
+    webhooks: Family<OutcomeLabel, Counter>,
+    webhook_failed_attempts: Counter,
+    agents: Arc<Vocabulary>,
+    tools: Vocabulary,
+    models: Vocabulary,
+    error_kinds: Vocabulary,
+}
+
+fn run_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.05, 2.5, 12))
+}
+
+fn model_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.05, 2.0, 12))
+}
+
+fn tool_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.5, 13))
+}
+
+fn decision_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 4.0, 9))
+}
+
+fn commit_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 14))
+}
+
+static METRICS: OnceLock<Metrics> = OnceLock::new();
+static RECORDING: AtomicBool = AtomicBool::new(true);
+
+/// What the scrape-time figures are read from.
+pub struct Sources {
+    pub limits: Arc<ProcessLimits>,
+    pub store: Store,
+}
+
+/// Turns the metrics on for this process (once; a second call keeps the first) and
+/// returns them.
+pub fn install(sources: Sources) -> &'static Metrics {
+    METRICS.get_or_init(|| Metrics::new(sources))
+}
+
+/// The metrics, once installed (and while they record).
+pub fn get() -> Option<&'static Metrics> {
+    if RECORDING.load(Ordering::Relaxed) {
+        METRICS.get()
+    } else {
+        None
+    }
+}
+
+/// Stops (`false`) or restarts the counting of installed metrics, to measure what it
+/// costs (benches/telemetry.rs); scrapes still answer.
+pub fn set_recording(on: bool) {
+    RECORDING.store(on, Ordering::Relaxed);
+}
+
+/// The OpenMetrics text of every metric now (`None` before [`install`]). Reads the
+/// store: call it off the async workers.
+pub fn render() -> Option<Result<String, std::fmt::Error>> {
+    let m = METRICS.get()?;
+    let mut out = String::new();
+    Some(prometheus_client::encoding::text::encode(&mut out, &m.registry).map(|()| out))
+}
+
+impl Metrics {
+    fn new(sources: Sources) -> Self {
+        let mut r = Registry::with_prefix("toolgate");
+        let runs = Family::default();
+        r.register(
+            "runs",
+            "Drives of runs that ended with this status (a run that pauses, then completes, counts once in each)",
+            runs.clone(),
+        );
+        let runs_active = Family::default();
+        r.register(
+            "runs_active",
+            "Runs this process is driving now",
+            runs_active.clone(),
+        );
+        let run_seconds = Histograms::new_with_constructor(run_buckets as fn() -> Histogram);
+        r.register(
+            "run_duration_seconds",
+            "How long a drive of a run took (up to its end or pause)",
+            run_seconds.clone(),
+        );
+        let model_calls = Family::default();
+        r.register(
+            "model_calls",
+            "Model requests, by model and outcome (ok, error)",
+            model_calls.clone(),
+        );
+        let model_seconds = Histograms::new_with_constructor(model_buckets as fn() -> Histogram);
+        r.register(
+            "model_call_duration_seconds",
+            "How long a model took to answer",
+            model_seconds.clone(),
+        );
+        let tokens = Family::default();
+        r.register(
+            "model_tokens",
+            "Tokens the models reported, by model and type (input, output)",
+            tokens.clone(),
+        );
+        let tool_calls = Family::default();
+        r.register(
+            "tool_calls",
+            "Recorded tool calls, by tool, status and error kind (`none` without an error)",
+            tool_calls.clone(),
+        );
+        let tool_seconds = Histograms::new_with_constructor(tool_buckets as fn() -> Histogram);
+        r.register(
+            "tool_call_duration_seconds",
+            "How long tools ran (calls that got a slot and started)",
+            tool_seconds.clone(),
+        );
+        let decision_seconds =
+            Histograms::new_with_constructor(decision_buckets as fn() -> Histogram);
+        r.register(
+            "decision_latency_seconds",
+            "From an item's request to its decision (approve, deny, submit), by the run's agent",
+            decision_seconds.clone(),
+        );
+        let commit_seconds = Histograms::new_with_constructor(commit_buckets as fn() -> Histogram);
+        r.register(
+            "store_commit_duration_seconds",
+            "Store transactions: group commits of call records (records) and the rest (transaction)",
+            commit_seconds.clone(),
+        );
+        let webhooks = Family::default();
+        r.register(
+            "webhook_deliveries",
+            "Webhook notifications, by outcome (delivered, given_up)",
+            webhooks.clone(),
+        );
+        let webhook_failed_attempts = Counter::default();
+        r.register(
+            "webhook_failed_attempts",
+            "Webhook attempts that failed (each retry counts)",
+            webhook_failed_attempts.clone(),
+        );
+        let agents = Arc::new(Vocabulary::new(AGENTS));
+        let categories = Arc::new(Vocabulary::new(TOOLS));
+        super::collect::register(&mut r, sources, Arc::clone(&agents), categories);
+        Self {
+            registry: r,
+            runs,
+            runs_active,
+            run_seconds,
+            model_calls,
+            model_seconds,
+            tokens,
+            tool_calls,
+            tool_seconds,
+            decision_seconds,
+            commit_seconds,
+            webhooks,
+            webhook_failed_attempts,
+            agents,
+            tools: Vocabulary::new(TOOLS),
+            models: Vocabulary::new(MODELS),
+            error_kinds: Vocabulary::new(ERROR_KINDS),
+        }
+    }
+
+    fn agent(&self, agent: &str) -> AgentLabel {
+        AgentLabel {
+            agent: self.agents.label(agent),
+        }
+    }
+
+    fn model(&self, model: &str) -> String {
+        self.models.label(model_name(model))
+    }
+}
+
+/// A drive of a run began.
+pub fn run_started(agent: &str) {
+    if let Some(m) = get() {
+        m.runs_active.get_or_create(&m.agent(agent)).inc();
+    }
+}
+
+/// A drive of a run ended with `status` (`completed`, `requires_action`, ...).
+pub fn run_ended(agent: &str, status: &str, took: Duration) {
+    if let Some(m) = get() {
+        let label = m.agent(agent);
+        m.runs_active.get_or_create(&label).dec();
+        m.run_seconds
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+        m.runs
+            .get_or_create(&RunLabels {
+                agent: label.agent,
+                status: status.to_string(),
+            })
+            .inc();
+    }
+}
+
+/// A model answered (`usage`) or failed (`None`) after `took`.
+pub fn model_called(model: &str, usage: Option<&Usage>, took: Duration) {
+    let Some(m) = get() else { return };
+    let model = m.model(model);
+    m.model_seconds
+        .get_or_create(&ModelLabel {
+            model: model.clone(),
+        })
+        .observe(took.as_secs_f64());
+    if let Some(u) = usage {
+        for (kind, n) in [("input", u.prompt_tokens), ("output", u.completion_tokens)] {
+            m.tokens
+                .get_or_create(&TokenLabels {
+                    model: model.clone(),
+                    r#type: kind,
+                })
+                .inc_by(n);
+        }
+    }
+    m.model_calls
+        .get_or_create(&ModelOutcome {
+            model,
+            outcome: if usage.is_some() { "ok" } else { "error" },
+        })
+        .inc();
+}
+
+/// A tool ran for `took` (it had its slot). `tool` is a name the toolkit resolved.
+pub fn tool_ran(tool: &str, took: Duration) {
+    if let Some(m) = get() {
+        m.tool_seconds
+            .get_or_create(&ToolLabel {
+                tool: m.tools.label(tool),
+            })
+            .observe(took.as_secs_f64());
+    }
+}
+
+/// One committed call record. `known`: its tool is one the toolkit has (otherwise the
+/// model made the name up, and the label says `unknown`).
+pub fn call_recorded(tool: &str, known: bool, status: CallStatus, error_kind: Option<&str>) {
+    if let Some(m) = get() {
+        m.tool_calls
+            .get_or_create(&CallLabels {
+                tool: if known {
+                    m.tools.label(tool)
+                } else {
+                    "unknown".to_string()
+                },
+                status: status.as_str(),
+                error_kind: m.error_kinds.label(error_kind.unwrap_or("none")),
+            })
+            .inc();
+    }
+}
+
+/// An item of a run of `agent` was decided `waited_ms` after it was requested.
+pub fn decided(agent: &str, waited_ms: i64) {
+    if let Some(m) = get() {
+        m.decision_seconds
+            .get_or_create(&m.agent(agent))
+            .observe(waited_ms.max(0) as f64 / 1000.0);
+    }
+}
+
+/// The store committed a transaction: a group of call records, or another.
+pub fn store_committed(records: bool, took: Duration) {
+    if let Some(m) = get() {
+        m.commit_seconds
+            .get_or_create(&KindLabel {
+                kind: if records { "records" } else { "transaction" },
+            })
+            .observe(took.as_secs_f64());
+    }
+}
+
+/// A webhook attempt ended: delivered, or failed (`last`: no attempt follows).
+pub fn webhook_attempt(delivered: bool, last: bool) {
+    let Some(m) = get() else { return };
+    if !delivered {
+        m.webhook_failed_attempts.inc();
+    }
+    if delivered || last {
+        m.webhooks
+            .get_or_create(&OutcomeLabel {
+                outcome: if delivered { "delivered" } else { "given_up" },
+            })
+            .inc();
+    }
+}
