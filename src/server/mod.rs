@@ -319,6 +319,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         shutdown: CancellationToken::new(),
         drives: TaskTracker::new(),
     });
+    metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
     // The one line a script waits for (stdout), then logs on stderr.
     {
         use std::io::Write;
@@ -334,7 +335,6 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         );
         notify::spawn(&state.hub, n, state.shutdown.clone());
     }
-    metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
     let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);
