@@ -212,6 +212,7 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
                 error_message: None,
                 started_at: 0,
                 duration_ms: 0.0,
+                replaced: false,
             };
             store
                 .save_run(&id, owner, save(i, vec![record]))

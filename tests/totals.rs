@@ -35,6 +35,7 @@ fn record(n: usize) -> CallRecord {
         error_message: None,
         started_at: 1_000 + n as i64,
         duration_ms: ((n * 37) % 997) as f64,
+        replaced: false,
     }
 }
 

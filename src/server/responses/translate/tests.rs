@@ -82,6 +82,7 @@ fn record(call: &str, tool: &str, status: CallStatus, result: &str) -> CallRecor
         error_message: None,
         started_at: 0,
         duration_ms: 1.0,
+        replaced: false,
     };
     if status == CallStatus::Succeeded {
         r.set_result(result);
