@@ -6,6 +6,7 @@ mod active;
 mod agent_loop;
 mod cache;
 mod conversation;
+mod deadlines;
 mod error;
 mod final_tool;
 mod guard;
@@ -29,6 +30,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub use active::Active;
 pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
+pub use deadlines::Expiry;
 pub use error::RunError;
 pub use object::run_object;
 use paths::absolute_model_name;
@@ -284,6 +286,15 @@ impl Runner {
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
+        // Deadlines first: an approval that expired is denied (or cancels the run).
+        if self
+            .expire(Some(&root.id))
+            .await?
+            .cancelled
+            .contains(&root.id)
+        {
+            return self.get(&root.id).await;
+        }
         self.resume_here(&root.id).await
     }
 

@@ -32,12 +32,19 @@ impl Runner {
                 c.phase = Phase::Ready;
             }
             Decision::Deny { reason } => {
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(r) => format!("A person denied this call. Reason: {r}"),
-                    None => "A person denied this call; no reason was given.".to_string(),
-                };
+                let (output, kind) =
+                    match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                        Some(crate::store::EXPIRED) => {
+                            (crate::store::EXPIRED.to_string(), "expired")
+                        }
+                        Some(r) => (format!("A person denied this call. Reason: {r}"), "denied"),
+                        None => (
+                            "A person denied this call; no reason was given.".to_string(),
+                            "denied",
+                        ),
+                    };
                 live.pending_updates.push((c.call.id.clone(), "done"));
-                c.phase = self.answer(live, &c.call, CallStatus::Denied, Some("denied"), output);
+                c.phase = self.answer(live, &c.call, CallStatus::Denied, Some(kind), output);
             }
             Decision::Submit { output, is_error } => {
                 let status = if is_error {
