@@ -34,7 +34,7 @@ impl Store {
     pub async fn expire_due(&self, tree: Option<String>) -> Result<Vec<DueItem>, RunsError> {
         self.transact(move |tx| {
             let now = now_ms();
-            let due = due(tx, tree.as_deref(), "p.expires_at <= ?1", now, 0)?;
+            let due = due(tx, tree.as_deref(), "p.expires_at <= ?1 + ?2", now, 0)?;
             let decision = serde_json::to_string(&Decision::Deny {
                 reason: Some(EXPIRED.to_string()),
             })
