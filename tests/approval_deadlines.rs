@@ -63,8 +63,11 @@ async fn a_deadline_that_passed_while_serve_was_stopped_is_applied_when_it_start
     assert_eq!(call["error_kind"], "expired", "{call}");
 }
 
-/// Signed POST bodies received, by event.
-fn receiver() -> (String, Arc<Mutex<Vec<(String, Value, bool)>>>) {
+/// What a receiver got: each POST's event, body, and whether it was signed.
+type Received = Arc<Mutex<Vec<(String, Value, bool)>>>;
+
+/// A local receiver of notifications, and what it got.
+fn receiver() -> (String, Received) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let got = Arc::new(Mutex::new(Vec::new()));

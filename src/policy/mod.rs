@@ -36,12 +36,14 @@ pub struct AgentPolicy {
     pub deadline: Option<Deadline>,
 }
 
+/// A fault in a file's policy: the keys leading to it (below the entry read), and what
+/// is wrong.
+pub type KeyError = (Vec<String>, String);
+
 /// A permission as written: a word (`auto`, `confirm`, `never`) or a map of rules.
 /// Returns the word (the rules' `otherwise`, if any) and the rules. An error names the
 /// key at fault below the entry.
-pub fn read_permission(
-    value: &Value,
-) -> Result<(Option<Permission>, Option<Rules>), (Vec<String>, String)> {
+pub fn read_permission(value: &Value) -> Result<(Option<Permission>, Option<Rules>), KeyError> {
     match value {
         Value::String(_) => serde_json::from_value(value.clone())
             .map(|p| (Some(p), None))
@@ -72,7 +74,7 @@ pub fn read_extras(
     approval_timeout: Option<&Value>,
     on_timeout: Option<&Value>,
     folder: &Path,
-) -> Result<(Hooks, Option<Deadline>), (Vec<String>, String)> {
+) -> Result<(Hooks, Option<Deadline>), KeyError> {
     let hooks = match hooks {
         None | Some(Value::Null) => Hooks::default(),
         Some(v) => Hooks::parse(v, folder).map_err(|(k, m)| {
