@@ -154,18 +154,7 @@ fn without_a_server_the_command_line_refuses_an_expired_approval_and_resume_deni
     let site = Site::new();
     site.finance("approval_timeout: 500ms\n");
     let root = site.path();
-    let toolgate = |args: &[&str]| {
-        std::process::Command::new(serving::bin())
-            .current_dir(root)
-            .arg("--db")
-            .arg(site.db())
-            .args(args)
-            .env_remove("TOOLGATE_DB")
-            .env_remove("TOOLGATE_TOOLS")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let toolgate = |args: &[&str]| serving::toolgate_in(root, &site.db(), args);
     let out = toolgate(&[
         "run",
         "--agent",

@@ -4,6 +4,8 @@
 //! that end when the policy gets stricter, and deadlines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod serving;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -357,18 +359,7 @@ fn a_stale_approval_is_refused_from_the_command_line() {
         .unwrap()
     };
     agent("confirm");
-    let toolgate = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .current_dir(root)
-            .arg("--db")
-            .arg(root.join("t.db"))
-            .args(args)
-            .env_remove("TOOLGATE_DB")
-            .env_remove("TOOLGATE_TOOLS")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let toolgate = |args: &[&str]| serving::toolgate_in(root, &root.join("t.db"), args);
     let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "save it"]);
     assert_eq!(
         out.status.code(),

@@ -43,6 +43,26 @@ pub(super) struct After {
     pub failure: Option<String>,
 }
 
+/// What a hook of `call` receives.
+fn hook_request<'a>(
+    live: &'a Live,
+    call: &'a ToolCall,
+    hook: &'static str,
+    arguments: &'a Map<String, Value>,
+    result: Option<&'a str>,
+) -> HookRequest<'a> {
+    HookRequest {
+        hook,
+        tool: &call.name,
+        arguments,
+        agent: &live.agent.name,
+        run_id: &live.run_id,
+        call_id: &call.id,
+        conversation_id: &live.conversation_id,
+        result,
+    }
+}
+
 /// Who a call is for, as rules see it.
 pub(super) fn who(live: &Live) -> Who<'_> {
     Who {
@@ -69,16 +89,7 @@ impl Runner {
         let mut hold = None;
         for hook in hooks {
             let shown = tool.redact(&args);
-            let request = HookRequest {
-                hook: "before_call",
-                tool: &call.name,
-                arguments: &shown,
-                agent: &live.agent.name,
-                run_id: &live.run_id,
-                call_id: &call.id,
-                conversation_id: &live.conversation_id,
-                result: None,
-            };
+            let request = hook_request(live, call, "before_call", &shown, None);
             let answer = match hook.before(&request).await {
                 Ok(answer) => answer,
                 Err(e) => {
@@ -214,16 +225,7 @@ impl Runner {
             Err(_) => call.arguments.clone(),
         };
         for hook in hooks {
-            let request = HookRequest {
-                hook: "after_result",
-                tool: &call.name,
-                arguments: &arguments,
-                agent: &live.agent.name,
-                run_id: &live.run_id,
-                call_id: &call.id,
-                conversation_id: &live.conversation_id,
-                result: Some(&after.shown),
-            };
+            let request = hook_request(live, call, "after_result", &arguments, Some(&after.shown));
             match hook.after(&request).await {
                 Ok(None) => {}
                 Ok(Some(replacement)) => {

@@ -162,6 +162,21 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_toolgate")
 }
 
+/// `toolgate --db DB ARGS...` run in `dir`, with no stdin and none of the environment
+/// that would point it elsewhere.
+pub fn toolgate_in(dir: &Path, db: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .current_dir(dir)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 impl Server {
     pub fn start(site: &Site, key: Option<&str>, extra: &[&str]) -> Server {
         Server::start_env(site, key, extra, &[])
