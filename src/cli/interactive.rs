@@ -89,9 +89,7 @@ mod tests {
             arguments: serde_json::json!({"path": "a.txt"}),
             run_id: None,
             path: Vec::new(),
-            reason: None,
-            expires_at: None,
-            on_timeout: None,
+            ask: Default::default(),
             policy: None,
         }
     }

@@ -202,7 +202,6 @@ impl Runner {
     pub(super) fn required_item(&self, live: &Live, c: &TurnCall) -> RequiredItem {
         let call = &c.call;
         let arguments = redacted(live, call);
-        let ask = c.ask.clone().unwrap_or_default();
         let approval = c.gate != Gate::Client;
         RequiredItem {
             call_id: call.id.clone(),
@@ -215,9 +214,7 @@ impl Runner {
             arguments: Value::Object(arguments),
             run_id: None,
             path: Vec::new(),
-            reason: ask.reason,
-            expires_at: ask.expires_at,
-            on_timeout: ask.on_timeout,
+            ask: c.ask.clone().unwrap_or_default(),
             policy: approval.then(|| live.toolkit.fingerprint(&call.name)),
         }
     }

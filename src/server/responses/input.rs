@@ -311,9 +311,7 @@ mod tests {
                 arguments: json!({"path": "a"}),
                 run_id: None,
                 path: Vec::new(),
-                reason: None,
-                expires_at: None,
-                on_timeout: None,
+                ask: Default::default(),
                 policy: None,
             },
             RequiredItem {
@@ -323,9 +321,7 @@ mod tests {
                 arguments: json!({"question": "?"}),
                 run_id: None,
                 path: Vec::new(),
-                reason: None,
-                expires_at: None,
-                on_timeout: None,
+                ask: Default::default(),
                 policy: None,
             },
         ]

@@ -63,9 +63,7 @@ fn item(call: &str, tool: &str, kind: ItemKind) -> RequiredItem {
         arguments: json!({"a": 1}),
         run_id: None,
         path: Vec::new(),
-        reason: None,
-        expires_at: None,
-        on_timeout: None,
+        ask: Default::default(),
         policy: None,
     }
 }
