@@ -191,20 +191,8 @@ pub struct RequiredItem {
     /// For a sub-agent's item: the run ids from this run down to the one holding it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<String>,
-    /// Why a person is asked, and until when.
-    #[serde(flatten)]
-    pub ask: Ask,
-    /// The fingerprint of the tool's policy when the item was asked (kept with a
-    /// standing approval given on it; never on the wire).
-    #[serde(skip)]
-    pub policy: Option<String>,
-}
-
-/// Why a call waits for a person (the rule or hook that asked), and its deadline.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Ask {
-    /// The rule that asked (`confirm_if: args.amount > 1000`, `permission: confirm`),
-    /// or the hook that held the call.
+    /// Why a person is asked: the rule that asked (`confirm_if: args.amount > 1000`,
+    /// `permission: confirm`), or the hook that held the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Unix milliseconds after which the item can no longer be approved.
@@ -213,6 +201,10 @@ pub struct Ask {
     /// What happens at `expires_at` when nobody decided: `deny` or `cancel_run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_timeout: Option<crate::policy::OnTimeout>,
+    /// The fingerprint of the tool's policy when the item was asked (kept with a
+    /// standing approval given on it; never on the wire).
+    #[serde(skip)]
+    pub policy: Option<String>,
 }
 
 /// What a paused run waits for.

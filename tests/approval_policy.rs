@@ -288,7 +288,7 @@ async fn run_row(row: &Row) -> Result<(), String> {
     match (row.asks, item) {
         (None, None) => {}
         (Some(want), Some(item)) => {
-            let reason = item.ask.reason.clone().unwrap_or_default();
+            let reason = item.reason.clone().unwrap_or_default();
             if !reason.contains(want) {
                 return Err(format!("asked because '{reason}', wanted '{want}'"));
             }
@@ -655,7 +655,7 @@ async fn run_hook_row(row: &HookRow) -> Result<(), String> {
     match (row.holds, item) {
         (None, None) => {}
         (Some(want), Some(item)) => {
-            let reason = item.ask.reason.clone().unwrap_or_default();
+            let reason = item.reason.clone().unwrap_or_default();
             if !reason.contains(want) {
                 return Err(format!("held because '{reason}', wanted '{want}'"));
             }
@@ -717,7 +717,7 @@ async fn an_expired_approval_is_denied_or_cancels_the_run() {
     let w = World::new(None, RULES, "approval_timeout: 700ms\n", &args);
     let run = w.start(None).await;
     let item = &run.required_action.as_ref().unwrap().items[0];
-    let at = item.ask.expires_at.expect("the item has its deadline");
+    let at = item.expires_at.expect("the item has its deadline");
     assert!(
         (at - run.updated_at - 700).abs() < 2000,
         "{at} vs {}",
@@ -770,11 +770,11 @@ async fn an_expired_approval_is_denied_or_cancels_the_run() {
     let run = w.start(None).await;
     let item = &run.required_action.as_ref().unwrap().items[0];
     assert!(
-        item.ask.expires_at.unwrap() - run.updated_at < 10_000,
+        item.expires_at.unwrap() - run.updated_at < 10_000,
         "{item:?}"
     );
     assert_eq!(
-        item.ask.on_timeout,
+        item.on_timeout,
         Some(toolgate::policy::OnTimeout::CancelRun)
     );
 }

@@ -89,7 +89,9 @@ mod tests {
             arguments: serde_json::json!({"path": "a.txt"}),
             run_id: None,
             path: Vec::new(),
-            ask: Default::default(),
+            reason: None,
+            expires_at: None,
+            on_timeout: None,
             policy: None,
         }
     }

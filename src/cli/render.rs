@@ -111,7 +111,7 @@ fn human(e: &RunEvent) {
                 item.tool,
                 item.arguments
             );
-            if let Some(reason) = &item.ask.reason {
+            if let Some(reason) = &item.reason {
                 let _ = writeln!(err, "  because {reason}");
             }
         }
@@ -128,7 +128,7 @@ fn human(e: &RunEvent) {
                 "· the approval of {} ({}) expired: {}",
                 item.call_id,
                 item.tool,
-                item.ask.on_timeout.unwrap_or_default().as_str()
+                item.on_timeout.unwrap_or_default().as_str()
             );
         }
         RunEvent::ToolResolved {

@@ -221,14 +221,14 @@ fn describe(run: &RunObject) -> String {
             item.tool,
             item.arguments
         ));
-        if let Some(reason) = &item.ask.reason {
+        if let Some(reason) = &item.reason {
             text.push_str(&format!("  because     {reason}\n"));
         }
-        if let Some(at) = item.ask.expires_at {
+        if let Some(at) = item.expires_at {
             text.push_str(&format!(
                 "  expires     {} (then {})\n",
                 super::calls::show_time(at),
-                item.ask.on_timeout.unwrap_or_default().as_str()
+                item.on_timeout.unwrap_or_default().as_str()
             ));
         }
     }

@@ -28,7 +28,7 @@ impl Runner {
         let mut cancel: Vec<String> = Vec::new();
         for d in due {
             let item = d.pending.item;
-            let on_timeout = item.ask.on_timeout.unwrap_or_default();
+            let on_timeout = item.on_timeout.unwrap_or_default();
             tracing::info!(run_id = %d.run_id, call_id = %item.call_id, tool = %item.tool, on_timeout = on_timeout.as_str(), "an approval expired");
             self.emit(RunEvent::ApprovalExpired {
                 run_id: d.run_id.clone(),

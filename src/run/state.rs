@@ -11,7 +11,6 @@ use crate::agent::Mode;
 use crate::model::Message;
 use crate::parse::ToolCall;
 use crate::permission::Gate;
-pub use crate::protocol::Ask;
 use crate::protocol::{CallStatus, Usage};
 
 /// Everything saved with a run (`runs.state`, as JSON).
@@ -69,6 +68,18 @@ pub struct TurnCall {
     /// Why it waits for a person, and until when (see [`Ask`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<Ask>,
+}
+
+/// Why a call waits for a person (the rule or hook that asked) and its deadline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ask {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<crate::policy::OnTimeout>,
 }
 
 /// Where one call stands.

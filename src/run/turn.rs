@@ -202,6 +202,7 @@ impl Runner {
     pub(super) fn required_item(&self, live: &Live, c: &TurnCall) -> RequiredItem {
         let call = &c.call;
         let arguments = redacted(live, call);
+        let ask = c.ask.clone().unwrap_or_default();
         let approval = c.gate != Gate::Client;
         RequiredItem {
             call_id: call.id.clone(),
@@ -214,7 +215,9 @@ impl Runner {
             arguments: Value::Object(arguments),
             run_id: None,
             path: Vec::new(),
-            ask: c.ask.clone().unwrap_or_default(),
+            reason: ask.reason,
+            expires_at: ask.expires_at,
+            on_timeout: ask.on_timeout,
             policy: approval.then(|| live.toolkit.fingerprint(&call.name)),
         }
     }

@@ -107,7 +107,7 @@ impl Store {
             };
             let now = now_ms();
             let approving = !matches!(decision, Decision::Deny { .. } | Decision::Submit { .. });
-            let expired = |p: &PendingRow| p.item.ask.expires_at.is_some_and(|at| at <= now);
+            let expired = |p: &PendingRow| p.item.expires_at.is_some_and(|at| at <= now);
             if approving {
                 if call_id.is_some()
                     && let Some(p) = chosen.iter().find(|p| expired(p))
@@ -194,11 +194,11 @@ impl Store {
 
 /// Why an item can no longer be approved.
 fn expired_message(p: &PendingRow, run_id: &str, now: i64) -> String {
-    let ago = (now - p.item.ask.expires_at.unwrap_or(now)).max(0) / 1000;
+    let ago = (now - p.item.expires_at.unwrap_or(now)).max(0) / 1000;
     format!(
         "call {} ({}) of run {run_id} expired {ago}s ago: its approval deadline passed, so it can no longer be approved (on_timeout: {})",
         p.item.call_id,
         p.item.tool,
-        p.item.ask.on_timeout.unwrap_or_default().as_str()
+        p.item.on_timeout.unwrap_or_default().as_str()
     )
 }

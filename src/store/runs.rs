@@ -109,13 +109,11 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
             run_id: None,
             path: Vec::new(),
-            ask: crate::protocol::Ask {
-                reason: row.get(6)?,
-                expires_at: row.get(7)?,
-                on_timeout: on_timeout
-                    .as_deref()
-                    .and_then(crate::policy::OnTimeout::parse),
-            },
+            reason: row.get(6)?,
+            expires_at: row.get(7)?,
+            on_timeout: on_timeout
+                .as_deref()
+                .and_then(crate::policy::OnTimeout::parse),
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
@@ -413,9 +411,9 @@ impl Store {
                         item.kind.as_str(),
                         item.tool,
                         item.arguments.to_string(),
-                        item.ask.reason,
-                        item.ask.expires_at,
-                        item.ask.on_timeout.map(crate::policy::OnTimeout::as_str),
+                        item.reason,
+                        item.expires_at,
+                        item.on_timeout.map(crate::policy::OnTimeout::as_str),
                         item.policy,
                     ])?;
                 }

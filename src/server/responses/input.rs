@@ -311,7 +311,9 @@ mod tests {
                 arguments: json!({"path": "a"}),
                 run_id: None,
                 path: Vec::new(),
-                ask: Default::default(),
+                reason: None,
+                expires_at: None,
+                on_timeout: None,
                 policy: None,
             },
             RequiredItem {
@@ -321,7 +323,9 @@ mod tests {
                 arguments: json!({"question": "?"}),
                 run_id: None,
                 path: Vec::new(),
-                ask: Default::default(),
+                reason: None,
+                expires_at: None,
+                on_timeout: None,
                 policy: None,
             },
         ]

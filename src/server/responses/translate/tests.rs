@@ -63,7 +63,9 @@ fn item(call: &str, tool: &str, kind: ItemKind) -> RequiredItem {
         arguments: json!({"a": 1}),
         run_id: None,
         path: Vec::new(),
-        ask: Default::default(),
+        reason: None,
+        expires_at: None,
+        on_timeout: None,
         policy: None,
     }
 }
