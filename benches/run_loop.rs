@@ -125,13 +125,7 @@ fn ratios() {
         rows[2].push(time(50, &|| run_once(&s50)));
         rows[3].push(time(1, &|| run_once(&s1)));
     }
-    let m: Vec<f64> = rows
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let m = medians(&mut rows);
     for (i, n) in [(1, 10), (2, 50)] {
         println!(
             "loop iteration ({n}-iteration runs): {:.0} us, one-commit floor {:.0} us: {:.2}x (goal 1.2x)",
@@ -287,13 +281,7 @@ fn policy_ratios() {
             row.push(start.elapsed().as_secs_f64() * 1e6 / CALLS as f64);
         }
     }
-    let m: Vec<f64> = rows
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let m = medians(&mut rows);
     println!("per call: plain auto {:.0} us", m[0]);
     println!(
         "per call with three CEL rules: {:.0} us = {:.2}x the plain call (+{:.0} us)",
@@ -307,4 +295,14 @@ fn policy_ratios() {
         m[2] / m[0],
         m[2] - m[0]
     );
+}
+
+/// The median of each row.
+fn medians(rows: &mut [Vec<f64>]) -> Vec<f64> {
+    rows.iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect()
 }
