@@ -306,6 +306,7 @@ fn million(dir: &tempfile::TempDir) -> Store {
                         error_message: None,
                         started_at: 1_700_000_000_000 + n as i64,
                         duration_ms: (n % 997) as f64 * 0.37,
+                        replaced: false,
                     }
                 })
                 .collect();
@@ -364,6 +365,7 @@ fn tree(store: &Store) -> String {
                     error_message: None,
                     started_at: 1_800_000_000_000 + n as i64,
                     duration_ms: 0.5,
+                    replaced: false,
                 })
                 .collect();
             store

@@ -5,15 +5,19 @@
 //! conversation (saved with every step) weighs.
 //!
 //! `ratios` prints the iteration beside the one-commit floor, both measured in the same
-//! run, interleaved.
+//! run, interleaved. `policy_*` measure what approval policy adds to a call: the tool
+//! `auto` (plain), gated by CEL rules (`deny_if`, `confirm_if`, `otherwise: auto`: all
+//! evaluated, none holds the call), or behind a `before_call` command hook (a `sh` that
+//! answers allow); `policy_ratios` prints both as ratios to the plain call, same run.
 //!
 //! Run: `cargo bench --bench run_loop` (`BENCH_DIR=/dev/shm` puts the database on
 //! tmpfs; `BENCH_RUNTIME=current` uses a one-thread runtime; `-- ratios` for the
-//! ratios alone).
+//! ratios alone, `-- policy` for the policy figures).
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use toolgate::agent::Agent;
+use toolgate::permission::{Gate, Who};
 use toolgate::protocol::RunStatus;
 use toolgate::run::{Runner, StartRun};
 use toolgate::store::Store;
@@ -31,6 +35,11 @@ struct Setup {
 }
 
 fn setup(iterations: usize) -> Setup {
+    setup_with(iterations, "")
+}
+
+/// [`setup`], with `policy` (agent file lines) for its `echo`.
+fn setup_with(iterations: usize, policy: &str) -> Setup {
     let dir = tempfile::tempdir_in(
         std::env::var("BENCH_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string()),
     )
@@ -46,7 +55,7 @@ fn setup(iterations: usize) -> Setup {
     let file = dir.path().join("agent.yaml");
     std::fs::write(
         &file,
-        format!("name: bench\nmodel: scripted:replies.yaml\ntools: [echo]\nmax_iterations: {iterations}\n"),
+        format!("name: bench\nmodel: scripted:replies.yaml\ntools: [echo]\nmax_iterations: {iterations}\n{policy}"),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let agent = Agent::load(&file).unwrap_or_else(|e| panic!("{e}"));
@@ -117,13 +126,7 @@ fn ratios() {
         rows[2].push(time(50, &|| run_once(&s50)));
         rows[3].push(time(1, &|| run_once(&s1)));
     }
-    let m: Vec<f64> = rows
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let m = medians(&mut rows);
     for (i, n) in [(1, 10), (2, 50)] {
         println!(
             "loop iteration ({n}-iteration runs): {:.0} us, one-commit floor {:.0} us: {:.2}x (goal 1.2x)",
@@ -213,6 +216,7 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
                 error_message: None,
                 started_at: 0,
                 duration_ms: 0.0,
+                replaced: false,
             };
             store
                 .save_run(&id, owner, save(i, vec![record]))
@@ -220,4 +224,86 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     });
+}
+
+/// Calls per run in the policy benches.
+const CALLS: usize = 10;
+
+const RULES: &str = "permissions:\n  echo: {deny_if: \"args.text.startsWith('rm ')\", confirm_if: \"size(args.text) > 1000\", otherwise: auto}\n";
+const HOOK: &str = "hooks:\n  before_call: {command: [sh, -c, \"cat >/dev/null; echo '{\\\"decision\\\": \\\"allow\\\"}'\"], timeout: 5s}\n";
+
+/// A whole run, per call: plain, with rules, with a command hook.
+#[divan::bench(args = ["plain", "rule", "hook"], sample_count = 10)]
+fn policy_call(bencher: Bencher, kind: &str) {
+    let s = setup_with(CALLS + 1, policy(kind));
+    bencher
+        .counter(ItemsCount::new(CALLS))
+        .bench_local(|| run_once(&s));
+}
+
+fn policy(kind: &str) -> &'static str {
+    match kind {
+        "rule" => RULES,
+        "hook" => HOOK,
+        _ => "",
+    }
+}
+
+/// The gate alone for one call: the permission word, or the three rules.
+#[divan::bench(args = ["plain", "rule"])]
+fn policy_gate(bencher: Bencher, kind: &str) {
+    let s = setup_with(CALLS + 1, policy(kind));
+    let library = std::sync::Arc::new(toolgate::tool::ToolLibrary::builtin());
+    let kit = s.agent.toolkit(&library).unwrap_or_else(|e| panic!("{e}"));
+    let args = serde_json::json!({"text": "step 1"});
+    let call = toolgate::engine::call("c1", "echo", args.as_object().cloned().unwrap_or_default());
+    let who = Who {
+        agent: "bench",
+        ..Who::default()
+    };
+    bencher.bench_local(|| Gate::judge(&kit, &call, &[], &who));
+}
+
+/// Per call, interleaved, medians of 9 rounds: plain, rule and hook, and the ratios of
+/// the two to the plain call.
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn policy_ratios() {
+    const ROUNDS: usize = 9;
+    let setups = [
+        setup_with(CALLS + 1, ""),
+        setup_with(CALLS + 1, RULES),
+        setup_with(CALLS + 1, HOOK),
+    ];
+    let mut rows: [Vec<f64>; 3] = Default::default();
+    for _ in 0..ROUNDS {
+        for (row, s) in rows.iter_mut().zip(&setups) {
+            let start = std::time::Instant::now();
+            run_once(s);
+            row.push(start.elapsed().as_secs_f64() * 1e6 / CALLS as f64);
+        }
+    }
+    let m = medians(&mut rows);
+    println!("per call: plain auto {:.0} us", m[0]);
+    println!(
+        "per call with three CEL rules: {:.0} us = {:.2}x the plain call (+{:.0} us)",
+        m[1],
+        m[1] / m[0],
+        m[1] - m[0]
+    );
+    println!(
+        "per call with a before_call command hook: {:.0} us = {:.2}x the plain call (+{:.0} us)",
+        m[2],
+        m[2] / m[0],
+        m[2] - m[0]
+    );
+}
+
+/// The median of each row.
+fn medians(rows: &mut [Vec<f64>]) -> Vec<f64> {
+    rows.iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect()
 }

@@ -59,6 +59,7 @@ fn main() {
                             error_message: None,
                             started_at: 0,
                             duration_ms: 0.01,
+                            replaced: false,
                         })
                         .collect();
                     if let Err(e) = store.record_calls(batch).await {

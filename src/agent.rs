@@ -39,7 +39,10 @@ pub struct Agent {
     pub mode: Mode,
     pub instructions: String,
     pub tools: Vec<String>,
+    /// Permission words by tool (a tool given rules has its `otherwise` here, if any).
     pub permissions: HashMap<String, Permission>,
+    /// Rules by tool, hooks around every call, and the deadline of its approvals.
+    pub policy: crate::policy::AgentPolicy,
     pub max_iterations: u32,
     /// The root for file tools (relative paths are taken from the file's folder).
     pub workspace: Option<PathBuf>,
@@ -76,7 +79,13 @@ struct RawAgent {
     #[serde(default)]
     tools: Vec<String>,
     #[serde(default)]
-    permissions: HashMap<String, Permission>,
+    permissions: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    hooks: Option<serde_json::Value>,
+    #[serde(default)]
+    approval_timeout: Option<serde_json::Value>,
+    #[serde(default)]
+    on_timeout: Option<serde_json::Value>,
     #[serde(default)]
     max_iterations: Option<u32>,
     #[serde(default)]
@@ -220,6 +229,34 @@ impl Agent {
                 ),
             ));
         }
+        let mut permissions = HashMap::new();
+        let mut rules = HashMap::new();
+        for (tool, value) in &raw.permissions {
+            let (word, tool_rules) = crate::policy::read_permission(value).map_err(|(k, m)| {
+                let mut keys = vec!["permissions", tool.as_str()];
+                keys.extend(k.iter().map(String::as_str));
+                at(&keys, format!("field 'permissions': '{tool}': {m}"))
+            })?;
+            if let Some(word) = word {
+                permissions.insert(tool.clone(), word);
+            }
+            if let Some(r) = tool_rules {
+                rules.insert(tool.clone(), r);
+            }
+        }
+        let (hooks, deadline) = crate::policy::read_extras(
+            raw.hooks.as_ref(),
+            raw.approval_timeout.as_ref(),
+            raw.on_timeout.as_ref(),
+            &folder,
+        )
+        .map_err(|(k, m)| {
+            let keys: Vec<&str> = k.iter().map(String::as_str).collect();
+            at(
+                &keys,
+                format!("field '{}': {m}", k.first().map_or("hooks", String::as_str)),
+            )
+        })?;
         let dialect = match &raw.dialect {
             Some(d) => d
                 .parse()
@@ -239,7 +276,12 @@ impl Agent {
             mode: raw.mode,
             instructions,
             tools: raw.tools,
-            permissions: raw.permissions,
+            permissions,
+            policy: crate::policy::AgentPolicy {
+                rules,
+                hooks,
+                deadline,
+            },
             max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             workspace: raw.workspace.map(|w| folder.join(w)),
             path,
@@ -271,6 +313,7 @@ impl Agent {
         };
         library
             .toolkit(&names, self.permissions.clone())
+            .map(|kit| kit.with_policy(Arc::new(self.policy.clone())))
             .map_err(|e| AgentError {
                 line: std::fs::read_to_string(&self.path)
                     .ok()

@@ -21,6 +21,7 @@ pub mod mcp_gateway;
 pub mod model;
 pub mod parse;
 pub mod permission;
+pub mod policy;
 pub mod prompt;
 pub mod protocol;
 pub mod run;

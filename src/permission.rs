@@ -1,10 +1,28 @@
 //! The gate: for each resolved call, whether it runs now, waits for a person, waits
-//! for the client's output, or is refused without asking.
+//! for the client's output, or is refused without asking: the permission word, or the
+//! rules on its arguments (see [`crate::policy`]), decide. Pure: no I/O.
 
 use serde::{Deserialize, Serialize};
 
 use crate::parse::ToolCall;
+use crate::policy::Facts;
 use crate::tool::{Permission, Toolkit};
+
+/// The gate's answer for one call, and the rule that gave it (`confirm_if: args.amount
+/// > 1000`, `permission: never`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub gate: Gate,
+    pub reason: Option<String>,
+}
+
+/// Who a call is for, as rules see it (`agent`, `user`, `tenant`; empty when unknown).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Who<'a> {
+    pub agent: &'a str,
+    pub user: &'a str,
+    pub tenant: &'a str,
+}
 
 /// What happens to one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,18 +56,65 @@ impl Gate {
     /// assert_eq!(Gate::decide(&kit, &call, &["shell".to_string()]), Gate::Run);
     /// ```
     pub fn decide(toolkit: &Toolkit, call: &ToolCall, standing: &[String]) -> Gate {
-        let Ok(tool) = toolkit.resolve(&call.name) else {
-            return Gate::Run;
+        Gate::judge(toolkit, call, standing, &Who::default()).gate
+    }
+
+    /// [`Gate::decide`], with the rule that decided: the permission word, or the agent's
+    /// or tool's rules on the arguments (deny_if, confirm_if, auto_if, otherwise).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolgate::permission::{Gate, Who};
+    /// use toolgate::policy::{AgentPolicy, Rules};
+    /// use toolgate::tool::{Permission, ToolLibrary};
+    /// let rules = serde_json::json!({"auto_if": "args.path.startsWith('drafts/')", "otherwise": "confirm"});
+    /// let rules = Rules::parse(rules.as_object().unwrap()).unwrap();
+    /// let policy = AgentPolicy { rules: [("write_file".to_string(), rules)].into(), ..Default::default() };
+    /// let kit = Arc::new(ToolLibrary::builtin())
+    ///     .toolkit(&["write_file".into()], Default::default())
+    ///     .unwrap()
+    ///     .with_policy(Arc::new(policy));
+    /// let call = |path: &str| toolgate::engine::call("c1", "write_file",
+    ///     serde_json::json!({"path": path, "content": "x"}).as_object().unwrap().clone());
+    /// let v = Gate::judge(&kit, &call("drafts/a.md"), &[], &Who::default());
+    /// assert_eq!((v.gate, v.reason.as_deref()), (Gate::Run, Some("auto_if: args.path.startsWith('drafts/')")));
+    /// let v = Gate::judge(&kit, &call("notes/a.md"), &[], &Who::default());
+    /// assert_eq!((v.gate, v.reason.as_deref()), (Gate::Approval, Some("otherwise: confirm")));
+    /// ```
+    pub fn judge(
+        toolkit: &Toolkit,
+        call: &ToolCall,
+        standing: &[String],
+        who: &Who<'_>,
+    ) -> Verdict {
+        let run = Verdict {
+            gate: Gate::Run,
+            reason: None,
         };
-        if tool.check(call.arguments.clone()).is_err() {
+        let Ok(tool) = toolkit.resolve(&call.name) else {
+            return run;
+        };
+        let Ok(args) = tool.check(call.arguments.clone()) else {
             // Nobody is asked about a call that cannot run; the model gets the errors.
-            return Gate::Run;
-        }
-        match toolkit.permission(&call.name) {
+            return run;
+        };
+        let facts = Facts {
+            args: &args,
+            tool: &call.name,
+            agent: who.agent,
+            user: who.user,
+            tenant: who.tenant,
+        };
+        let ruling = toolkit.ruling(&call.name, &facts);
+        let gate = match ruling.permission {
             Permission::Never => Gate::Refuse,
             _ if tool.definition_only() => Gate::Client,
             Permission::Confirm if !standing.iter().any(|t| t == &call.name) => Gate::Approval,
             Permission::Confirm | Permission::Auto => Gate::Run,
+        };
+        Verdict {
+            gate,
+            reason: (gate != Gate::Client).then_some(ruling.reason),
         }
     }
 }

@@ -191,6 +191,20 @@ pub struct RequiredItem {
     /// For a sub-agent's item: the run ids from this run down to the one holding it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<String>,
+    /// Why a person is asked: the rule that asked (`confirm_if: args.amount > 1000`,
+    /// `permission: confirm`), or the hook that held the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unix milliseconds after which the item can no longer be approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// What happens at `expires_at` when nobody decided: `deny` or `cancel_run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<crate::policy::OnTimeout>,
+    /// The fingerprint of the tool's policy when the item was asked (kept with a
+    /// standing approval given on it; never on the wire).
+    #[serde(skip)]
+    pub policy: Option<String>,
 }
 
 /// What a paused run waits for.
@@ -379,6 +393,21 @@ pub enum RunEvent {
         #[serde(flatten)]
         item: RequiredItem,
     },
+    /// An approval's deadline is near: sent once, at the lead `serve` is given.
+    #[serde(rename = "approval.expiring")]
+    ApprovalExpiring {
+        run_id: String,
+        #[serde(flatten)]
+        item: RequiredItem,
+    },
+    /// An approval's deadline passed with nobody deciding: the call is denied, or the
+    /// run cancelled (the item's `on_timeout`).
+    #[serde(rename = "approval.expired")]
+    ApprovalExpired {
+        run_id: String,
+        #[serde(flatten)]
+        item: RequiredItem,
+    },
     /// A call was resolved without running: denied, refused by policy, or answered by
     /// the client.
     #[serde(rename = "tool.resolved")]
@@ -429,6 +458,8 @@ impl RunEvent {
             RunEvent::ToolCallParsed { .. } => "tool_call.parsed",
             RunEvent::ParseProblem { .. } => "parse.problem",
             RunEvent::ApprovalRequested { .. } => "approval.requested",
+            RunEvent::ApprovalExpiring { .. } => "approval.expiring",
+            RunEvent::ApprovalExpired { .. } => "approval.expired",
             RunEvent::ToolResolved { .. } => "tool.resolved",
             RunEvent::ModelRetry { .. } => "model.retry",
             RunEvent::RunRequiresAction { .. } => "run.requires_action",
@@ -452,6 +483,8 @@ impl RunEvent {
             | RunEvent::ToolCallParsed { run_id, .. }
             | RunEvent::ParseProblem { run_id, .. }
             | RunEvent::ApprovalRequested { run_id, .. }
+            | RunEvent::ApprovalExpiring { run_id, .. }
+            | RunEvent::ApprovalExpired { run_id, .. }
             | RunEvent::ToolResolved { run_id, .. }
             | RunEvent::ModelRetry { run_id, .. }
             | RunEvent::RunRequiresAction { run_id, .. }

@@ -103,6 +103,20 @@ async fn approve_and_submit_in_the_page() {
     );
 }
 
+/// A call held by a rule on its arguments: the card names the rule that asked
+/// (`confirm_if: args.amount > 1000`) and the deadline; approving it runs the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_card_names_the_rule_that_asked() {
+    let site = Site::new();
+    site.finance("approval_timeout: 30m\n");
+    let server = site.serve(None);
+    let id = run_id(&scenario(&server, "reason"));
+    let (_, run) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
+    assert_eq!(calls["calls"][0]["status"], "succeeded", "{calls}");
+}
+
 /// Deny with a reason (by the keyboard on the focused item): the reason is the call's
 /// result in what the model is sent next.
 #[tokio::test(flavor = "multi_thread")]

@@ -141,6 +141,7 @@ fn record(i: i64) -> CallRecord {
         error_message: None,
         started_at: i,
         duration_ms: 1.0,
+        replaced: false,
     };
     r.set_result(&"z".repeat(2000));
     r

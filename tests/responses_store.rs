@@ -30,6 +30,7 @@ fn record(run: &str, call: &str) -> CallRecord {
         error_message: None,
         started_at: 1,
         duration_ms: 1.0,
+        replaced: false,
     }
 }
 

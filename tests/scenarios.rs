@@ -309,8 +309,9 @@ async fn an_always_approval_stands_for_the_conversation() {
         w.runner.resume(&run.id).await.unwrap().status,
         RunStatus::Completed
     );
+    let standing = w.runner.store.standing_approvals("conv_a", "t").unwrap();
     assert_eq!(
-        w.runner.store.standing_approvals("conv_a", "t").unwrap(),
+        standing.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
         ["write_file"]
     );
     assert!(

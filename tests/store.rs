@@ -37,6 +37,7 @@ fn record(
         error_message: None,
         started_at,
         duration_ms,
+        replaced: false,
     }
 }
 

@@ -35,6 +35,7 @@ fn record(n: usize) -> CallRecord {
         error_message: None,
         started_at: 1_000 + n as i64,
         duration_ms: ((n * 37) % 997) as f64,
+        replaced: false,
     }
 }
 
@@ -140,12 +141,19 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
         .unwrap();
     store.close();
     drop(store);
-    // Back to schema 6: the totals (and what came after them) gone, the records kept.
+    // Back to schema 6: the totals gone, the records kept (and what schemas 9 and 10
+    // added taken out again).
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP INDEX pending_waiting; ALTER TABLE pending DROP COLUMN requested_at;
          DROP TABLE totals_mark; DROP TABLE tool_totals; DROP TABLE duration_totals;
-         DROP TABLE conversation_totals; DROP TABLE run_totals; PRAGMA user_version = 6;",
+         DROP TABLE conversation_totals; DROP TABLE run_totals;
+         DROP INDEX pending_expires;
+         ALTER TABLE pending DROP COLUMN reason; ALTER TABLE pending DROP COLUMN expires_at;
+         ALTER TABLE pending DROP COLUMN on_timeout; ALTER TABLE pending DROP COLUMN warned_at;
+         ALTER TABLE pending DROP COLUMN policy; ALTER TABLE standing_decisions DROP COLUMN policy;
+         ALTER TABLE tool_calls DROP COLUMN replaced;
+         PRAGMA user_version = 6;",
     )
     .unwrap();
     drop(conn);

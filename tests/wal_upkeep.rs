@@ -26,6 +26,7 @@ fn record(n: usize) -> CallRecord {
         error_message: None,
         started_at: 1_000 + n as i64,
         duration_ms: 1.0,
+        replaced: false,
     }
 }
 

@@ -89,6 +89,10 @@ mod tests {
             arguments: serde_json::json!({"path": "a.txt"}),
             run_id: None,
             path: Vec::new(),
+            reason: None,
+            expires_at: None,
+            on_timeout: None,
+            policy: None,
         }
     }
 

@@ -36,29 +36,7 @@ pub struct McpArgs {
     limits: super::limits::LimitArgs,
 }
 
-/// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (e.g. 300s, 5m, 1500ms)"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        other => {
-            return Err(format!(
-                "unknown unit '{other}' in '{text}' (use ms, s, m or h)"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{text}': {e}"))
-}
+pub use toolgate::policy::parse_duration;
 
 pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
     args.limits.apply()?;

@@ -111,6 +111,25 @@ fn human(e: &RunEvent) {
                 item.tool,
                 item.arguments
             );
+            if let Some(reason) = &item.reason {
+                let _ = writeln!(err, "  because {reason}");
+            }
+        }
+        RunEvent::ApprovalExpiring { item, .. } => {
+            let _ = writeln!(
+                err,
+                "· the approval of {} ({}) expires soon",
+                item.call_id, item.tool
+            );
+        }
+        RunEvent::ApprovalExpired { item, .. } => {
+            let _ = writeln!(
+                err,
+                "· the approval of {} ({}) expired: {}",
+                item.call_id,
+                item.tool,
+                item.on_timeout.unwrap_or_default().as_str()
+            );
         }
         RunEvent::ToolResolved {
             call_id,

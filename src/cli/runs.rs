@@ -221,6 +221,16 @@ fn describe(run: &RunObject) -> String {
             item.tool,
             item.arguments
         ));
+        if let Some(reason) = &item.reason {
+            text.push_str(&format!("  because     {reason}\n"));
+        }
+        if let Some(at) = item.expires_at {
+            text.push_str(&format!(
+                "  expires     {} (then {})\n",
+                super::calls::show_time(at),
+                item.on_timeout.unwrap_or_default().as_str()
+            ));
+        }
     }
     text
 }

@@ -32,8 +32,13 @@ pub struct ServeArgs {
     /// decision before it is denied (e.g. 300s, 5m).
     #[arg(long, default_value = "300s", value_parser = super::mcp::parse_duration)]
     mcp_approval_timeout: std::time::Duration,
-    /// POST a signed JSON notification to URL when a run pauses for a person or fails
-    /// (repeatable); signed with HMAC-SHA256 under TOOLGATE_NOTIFY_SECRET.
+    /// How long before an approval's deadline (`approval_timeout` in agent and tool
+    /// files) `approval.expiring` is sent, as an event and a notification (e.g. 5m).
+    #[arg(long, default_value = "5m", value_parser = super::mcp::parse_duration)]
+    approval_warning: std::time::Duration,
+    /// POST a signed JSON notification to URL when a run pauses for a person or fails,
+    /// or an approval is about to expire or expired (repeatable); signed with
+    /// HMAC-SHA256 under TOOLGATE_NOTIFY_SECRET.
     #[arg(long = "notify-url", value_name = "URL")]
     notify_url: Vec<url::Url>,
     /// The address people open the inbox at, for the links in notifications (default:
@@ -125,6 +130,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
             body_timeout: args.body_timeout,
             max_connections: args.max_connections,
         },
+        approval_warning: args.approval_warning,
     };
     let store = super::open_store(db)?;
     let runner = super::run::runner(store);

@@ -346,6 +346,7 @@ impl Engine {
             error_message: None,
             started_at,
             duration_ms: execution.as_secs_f64() * 1000.0,
+            replaced: false,
         };
         match &result {
             Ok(out) => {

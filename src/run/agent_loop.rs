@@ -390,7 +390,7 @@ impl Runner {
             live.state
                 .messages
                 .push(Message::assistant(content, calls.clone()));
-            let turn = self.gate(live, calls);
+            let turn = self.gate(live, calls).await;
             // Saved with the next step (calls marked executing, their results, or the
             // pause): until then nothing has run, and a crash costs asking the model again.
             live.state.turn = Some(turn);
@@ -456,6 +456,13 @@ impl Runner {
                 }
                 Phase::Ready | Phase::Delegated | Phase::Done { .. } => {}
             }
+            if c.gate == Gate::Approval && c.phase == Phase::Ready {
+                // Approved: gated again against the policy of this moment.
+                if let Some(told) = self.recheck(live, c).await {
+                    live.pending_updates.push((c.call.id.clone(), "done"));
+                    c.phase = self.answer(live, &c.call, CallStatus::Denied, Some("policy"), told);
+                }
+            }
         }
         let (delegated, ready): (Vec<usize>, Vec<usize>) = (0..turn.len())
             .filter(|&i| turn[i].phase == Phase::Ready)
@@ -494,6 +501,19 @@ impl Runner {
             let outcomes = run_batch(&live.run_id, engine, prepared, cancel, tool_rx, self).await?;
             for (&i, outcome) in ready.iter().zip(outcomes) {
                 let mut output = outcome_text(&outcome);
+                let mut record = outcome.record;
+                if outcome.result.is_ok()
+                    && !live.toolkit.hooks(&turn[i].call.name, true).is_empty()
+                {
+                    let ran = self.prepare(live, &turn[i]).call;
+                    let after = self.after_result(live, &ran, output).await;
+                    output = after.shown;
+                    record.replaced = after.replaced;
+                    if let Some(failure) = after.failure {
+                        record.error_kind = Some("hook_failed".into());
+                        record.error_message = Some(failure);
+                    }
+                }
                 if let Some(args) = &turn[i].edited {
                     let shown = match live.schemas.get(&turn[i].call.name) {
                         Some(schema) => crate::secrets::mask_args(schema, args),
@@ -511,7 +531,7 @@ impl Runner {
                     status: outcome.status,
                     output,
                 };
-                live.records.push(outcome.record);
+                live.records.push(record);
             }
             // The records and the results, committed together before the model sees them.
             live.state.turn = Some(turn);
@@ -525,7 +545,7 @@ impl Runner {
         let mut waiting: Vec<RequiredItem> = turn
             .iter()
             .filter(|c| c.phase == Phase::Waiting)
-            .map(|c| self.required_item(live, &c.call, c.gate))
+            .map(|c| self.required_item(live, c))
             .collect();
         waiting.extend(below);
         live.state.turn = Some(turn);

@@ -6,8 +6,10 @@ mod active;
 mod agent_loop;
 mod cache;
 mod conversation;
+mod deadlines;
 mod error;
 mod final_tool;
+mod guard;
 mod hidden;
 mod model_call;
 mod object;
@@ -30,12 +32,13 @@ use tokio::sync::mpsc::UnboundedSender;
 pub use active::Active;
 pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
+pub use deadlines::Expiry;
 pub use error::RunError;
 pub use object::run_object;
 use paths::absolute_model_name;
 pub(crate) use paths::{absolute, workspace_of};
 pub use single_call::{NO_MODEL, NoModel, StartCall};
-pub use state::{Phase, RunState, TreePlace, TurnCall};
+pub use state::{Ask, Phase, RunState, TreePlace, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::{LimitConfig, ProcessLimits};
@@ -261,11 +264,7 @@ impl Runner {
             .await?;
         // A new conversation has no standing approvals yet: no read for it.
         let standing = match &req.conversation {
-            Some(conv) => {
-                let (conv, agent) = (conv.clone(), req.agent.name.clone());
-                self.read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
-                    .await?
-            }
+            Some(conv) => self.standing(conv, &req.agent.name, &toolkit).await?,
             None => Vec::new(),
         };
         let live = Live {
@@ -296,6 +295,15 @@ impl Runner {
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
+        // Deadlines first: an approval that expired is denied (or cancels the run).
+        if self
+            .expire(Some(&root.id))
+            .await?
+            .cancelled
+            .contains(&root.id)
+        {
+            return self.get(&root.id).await;
+        }
         self.resume_here(&root.id).await
     }
 
@@ -355,9 +363,8 @@ impl Runner {
         let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
         let model = self.model_for(&state.model)?;
-        let (conv, agent_name) = (row.conversation_id.clone(), row.agent.clone());
         let standing = self
-            .read(move |store| Ok(store.standing_approvals(&conv, &agent_name)?))
+            .standing(&row.conversation_id, &row.agent, &toolkit)
             .await?;
         let mut decisions = std::collections::HashMap::new();
         for p in pending.into_iter().filter(|p| p.state == "decided") {
@@ -556,6 +563,26 @@ impl Runner {
         let agent = self.loaded.agent(&state.agent_file)?;
         let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
         Ok((agent, toolkit))
+    }
+
+    /// The tools `agent` has a standing approval for in `conversation`: each only
+    /// while the tool's policy is the one it was given under (a stricter word, new
+    /// rules or hooks end it).
+    pub(crate) async fn standing(
+        &self,
+        conversation: &str,
+        agent: &str,
+        toolkit: &Toolkit,
+    ) -> Result<Vec<String>, RunError> {
+        let (conv, agent) = (conversation.to_string(), agent.to_string());
+        let rows = self
+            .read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter(|(tool, policy)| *policy == toolkit.fingerprint(tool))
+            .map(|(tool, _)| tool)
+            .collect())
     }
 
     /// A conversation's stored messages.

@@ -82,9 +82,8 @@ impl Runner {
                 0,
             )
             .await?;
-        let (conv, agent) = (req.conversation.clone(), req.agent.name.clone());
         let standing = self
-            .read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
+            .standing(&req.conversation, &req.agent.name, &toolkit)
             .await?;
         let schemas = toolkit.schemas();
         let mut live = Live {
@@ -105,7 +104,7 @@ impl Runner {
             known_secrets: Vec::new(),
             schemas: Arc::new(schemas),
         };
-        let turn = self.gate(&mut live, vec![req.call]);
+        let turn = self.gate(&mut live, vec![req.call]).await;
         live.state.turn = Some(turn);
         self.drive_shown(live, false).await
     }

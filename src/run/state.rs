@@ -73,6 +73,21 @@ pub struct TurnCall {
     /// Arguments a person edited before approving; the call runs with these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<Map<String, Value>>,
+    /// Why it waits for a person, and until when (see [`Ask`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<Ask>,
+}
+
+/// Why a call waits for a person (the rule or hook that asked) and its deadline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ask {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<crate::policy::OnTimeout>,
 }
 
 /// Where one call stands.

@@ -135,6 +135,7 @@ impl Runner {
                         error_message: error_kind.map(|_| output.clone()),
                         started_at,
                         duration_ms,
+                        replaced: false,
                     };
                     if error_kind.is_none() {
                         record.set_result(&output);

@@ -6,11 +6,12 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::state::{Phase, RunState, TurnCall};
+use super::guard::{Screen, who};
+use super::state::{Ask, Phase, RunState, TurnCall};
 use super::{Live, Runner};
 use crate::engine::{CallOutcome, PreparedCall, now_ms};
 use crate::parse::ToolCall;
-use crate::permission::Gate;
+use crate::permission::{Gate, Verdict};
 use crate::prompt::cdata_escape;
 use crate::protocol::{CallStatus, CallerKind, Decision, ItemKind, RequiredItem, RunEvent};
 use crate::store::CallRecord;
@@ -31,12 +32,19 @@ impl Runner {
                 c.phase = Phase::Ready;
             }
             Decision::Deny { reason } => {
-                let output = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                    Some(r) => format!("A person denied this call. Reason: {r}"),
-                    None => "A person denied this call; no reason was given.".to_string(),
-                };
+                let (output, kind) =
+                    match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                        Some(crate::store::EXPIRED) => {
+                            (crate::store::EXPIRED.to_string(), "expired")
+                        }
+                        Some(r) => (format!("A person denied this call. Reason: {r}"), "denied"),
+                        None => (
+                            "A person denied this call; no reason was given.".to_string(),
+                            "denied",
+                        ),
+                    };
                 live.pending_updates.push((c.call.id.clone(), "done"));
-                c.phase = self.answer(live, &c.call, CallStatus::Denied, Some("denied"), output);
+                c.phase = self.answer(live, &c.call, CallStatus::Denied, Some(kind), output);
             }
             Decision::Submit { output, is_error } => {
                 let status = if is_error {
@@ -56,17 +64,85 @@ impl Runner {
         }
     }
 
-    /// Gates each call of a model turn: ready to run, waiting for a person or the
-    /// client (an item is added and announced), or refused and answered at once.
-    pub(super) fn gate(&self, live: &mut Live, calls: Vec<ToolCall>) -> Vec<TurnCall> {
+    /// Gates each call of a model turn: its `before_call` hooks first (concurrently
+    /// across the turn), then the gate on the arguments they leave: ready to run,
+    /// waiting for a person or the client (an item is added and announced, with the
+    /// rule that asked and its deadline), or refused and answered at once.
+    pub(super) async fn gate(&self, live: &mut Live, calls: Vec<ToolCall>) -> Vec<TurnCall> {
+        let verdicts: Vec<Verdict> = calls
+            .iter()
+            .map(|call| Gate::judge(&live.toolkit, call, &live.standing, &who(live)))
+            .collect();
+        let screens = {
+            let live = &*live;
+            futures_util::future::join_all(calls.iter().zip(&verdicts).map(
+                |(call, v)| async move {
+                    match v.gate {
+                        Gate::Run | Gate::Approval => self.before_call(live, call).await,
+                        Gate::Client | Gate::Refuse => Screen::pass(),
+                    }
+                },
+            ))
+            .await
+        };
         let mut turn = Vec::with_capacity(calls.len());
-        for call in calls {
-            let gate = Gate::decide(&live.toolkit, &call, &live.standing);
-            let gate = self.subagent_gate(live, &call, gate);
-            let phase = match gate {
+        for ((mut call, mut verdict), screen) in calls.into_iter().zip(verdicts).zip(screens) {
+            let hold = match screen {
+                Screen::Deny { told, kind } => {
+                    let phase = self.answer(live, &call, CallStatus::Denied, Some(kind), told);
+                    turn.push(TurnCall {
+                        call,
+                        gate: Gate::Refuse,
+                        phase,
+                        edited: None,
+                        ask: None,
+                    });
+                    continue;
+                }
+                Screen::Pass { arguments, hold } => {
+                    if let Some(arguments) = arguments {
+                        // The rules judge the arguments the call will run with.
+                        call.arguments = arguments;
+                        verdict = Gate::judge(&live.toolkit, &call, &live.standing, &who(live));
+                    }
+                    hold
+                }
+            };
+            if let Some(hold) = hold {
+                match verdict.gate {
+                    Gate::Run => {
+                        verdict = Verdict {
+                            gate: Gate::Approval,
+                            reason: Some(hold),
+                        }
+                    }
+                    Gate::Approval => {
+                        let rule = verdict.reason.take().unwrap_or_default();
+                        verdict.reason = Some(format!("{rule}; {hold}"));
+                    }
+                    Gate::Client | Gate::Refuse => {}
+                }
+            }
+            let gate = self.subagent_gate(live, &call, verdict.gate);
+            let ask = (gate == Gate::Approval).then(|| {
+                let deadline = live.toolkit.deadline(&call.name);
+                Ask {
+                    reason: verdict.reason.clone(),
+                    expires_at: deadline.map(|d| now_ms() + d.timeout.as_millis() as i64),
+                    on_timeout: deadline.map(|d| d.on_timeout),
+                }
+            });
+            let mut c = TurnCall {
+                call,
+                gate,
+                phase: Phase::Ready,
+                edited: None,
+                ask,
+            };
+            c.phase = match gate {
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
-                    let item = self.required_item(live, &call, gate);
+                    let item = self.required_item(live, &c);
                     self.emit(RunEvent::ApprovalRequested {
                         run_id: live.run_id.clone(),
                         item: item.clone(),
@@ -75,19 +151,20 @@ impl Runner {
                     Phase::Waiting
                 }
                 Gate::Refuse => {
-                    let output = format!(
-                        "'{}' is not allowed for this agent (permission: never); the call was not run.",
-                        call.name
-                    );
-                    self.answer(live, &call, CallStatus::Denied, Some("policy"), output)
+                    let output = match verdict.reason.as_deref() {
+                        None | Some("permission: never") => format!(
+                            "'{}' is not allowed for this agent (permission: never); the call was not run.",
+                            c.call.name
+                        ),
+                        Some(rule) => format!(
+                            "The policy refuses this call of '{}' ({rule}); it was not run.",
+                            c.call.name
+                        ),
+                    };
+                    self.answer(live, &c.call, CallStatus::Denied, Some("policy"), output)
                 }
             };
-            turn.push(TurnCall {
-                call,
-                gate,
-                phase,
-                edited: None,
-            });
+            turn.push(c);
         }
         turn
     }
@@ -126,19 +203,26 @@ impl Runner {
         }
     }
 
-    pub(super) fn required_item(&self, live: &Live, call: &ToolCall, gate: Gate) -> RequiredItem {
+    pub(super) fn required_item(&self, live: &Live, c: &TurnCall) -> RequiredItem {
+        let call = &c.call;
         let arguments = redacted(live, call);
+        let ask = c.ask.clone().unwrap_or_default();
+        let approval = c.gate != Gate::Client;
         RequiredItem {
             call_id: call.id.clone(),
-            kind: if gate == Gate::Client {
-                ItemKind::SubmitToolOutput
-            } else {
+            kind: if approval {
                 ItemKind::Approval
+            } else {
+                ItemKind::SubmitToolOutput
             },
             tool: call.name.clone(),
             arguments: Value::Object(arguments),
             run_id: None,
             path: Vec::new(),
+            reason: ask.reason,
+            expires_at: ask.expires_at,
+            on_timeout: ask.on_timeout,
+            policy: approval.then(|| live.toolkit.fingerprint(&call.name)),
         }
     }
 
@@ -169,6 +253,7 @@ impl Runner {
             error_message: error_kind.map(|_| output.clone()),
             started_at: now_ms(),
             duration_ms: 0.0,
+            replaced: false,
         };
         if status == CallStatus::Client || error_kind == Some("client_error") {
             record.set_result(&output);

@@ -5,6 +5,7 @@
 
 mod agents;
 mod auth;
+mod deadlines;
 mod error;
 mod feed;
 pub mod guard;
@@ -70,6 +71,8 @@ pub struct ServeConfig {
     pub limits: listen::ConnLimits,
     /// Also serve `GET /metrics` here, without the key.
     pub metrics_addr: Option<SocketAddr>,
+    /// How long before an approval expires `approval.expiring` is sent.
+    pub approval_warning: std::time::Duration,
 }
 
 /// Why a server could not start.
@@ -328,13 +331,16 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         let _ = out.flush();
     }
     tracing::info!(%addr, "listening");
-    if let Some(n) = notify {
+    let notifier = notify.and_then(notify::Notifier::new);
+    if let Some(n) = &notifier {
         tracing::info!(
-            urls = n.urls.len(),
+            urls = n.config.urls.len(),
             "notifications on: runs that pause or fail are posted"
         );
-        notify::spawn(&state.hub, n, state.shutdown.clone());
+        notify::spawn(&state.hub, n.clone(), state.shutdown.clone());
     }
+    // Deadlines, from the start: those that passed while no server ran go first.
+    deadlines::spawn(Arc::clone(&state), config.approval_warning, notifier);
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
     let app = router_with(Arc::clone(&state), mcp);
     let stopping = Arc::clone(&state);

@@ -1,5 +1,5 @@
 //! Notifications (`serve --notify-url URL`): when a run pauses for a person or fails,
-//! a JSON POST to each URL, signed with HMAC-SHA256 of `TIMESTAMP.DELIVERY.BODY` under
+//! and when an approval is about to expire or has expired, a JSON POST to each URL, signed with HMAC-SHA256 of `TIMESTAMP.DELIVERY.BODY` under
 //! `TOOLGATE_NOTIFY_SECRET` (`X-Toolgate-Signature: sha256=HEX`, with the timestamp and
 //! the delivery id in their own headers, so a receiver can refuse a replay), retried
 //! with exponential backoff on its own task, so that a slow or failing receiver never
@@ -54,7 +54,7 @@ pub struct NotifyConfig {
 /// What a receiver gets.
 #[derive(Debug, Clone, Serialize)]
 pub struct Notification {
-    /// `run.requires_action` or `run.failed`.
+    /// `run.requires_action`, `run.failed`, `approval.expiring` or `approval.expired`.
     pub event: &'static str,
     pub run_id: String,
     pub agent: String,
@@ -68,6 +68,9 @@ pub struct Notification {
     pub link: String,
     /// Unix milliseconds of the run's last change.
     pub updated_at: i64,
+    /// The item an `approval.expiring` or `approval.expired` is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<RequiredItem>,
 }
 
 impl Notification {
@@ -92,7 +95,30 @@ impl Notification {
             error: run.last_error.clone(),
             link: link(public_url, &run.id),
             updated_at: run.updated_at,
+            item: None,
         })
+    }
+
+    /// An `approval.expiring` or `approval.expired` notification about `item` of
+    /// `run` (the top run of its tree: its link is the page a person opens).
+    pub fn about_item(
+        event: &'static str,
+        run: &RunObject,
+        item: RequiredItem,
+        public_url: &Url,
+    ) -> Notification {
+        Notification {
+            event,
+            run_id: run.id.clone(),
+            agent: run.agent.clone(),
+            conversation_id: run.conversation_id.clone(),
+            status: run.status,
+            waiting: Vec::new(),
+            error: None,
+            link: link(public_url, &run.id),
+            updated_at: run.updated_at,
+            item: Some(item),
+        }
     }
 }
 
@@ -122,25 +148,45 @@ pub fn signature(secret: &str, timestamp: u64, delivery: &str, body: &[u8]) -> O
     Some(out)
 }
 
+/// Sends notifications: the HTTP client and where to.
+#[derive(Clone)]
+pub struct Notifier {
+    client: reqwest::Client,
+    pub config: Arc<NotifyConfig>,
+}
+
+impl Notifier {
+    /// `None` (logged) when the HTTP client cannot start.
+    pub fn new(config: NotifyConfig) -> Option<Notifier> {
+        match reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
+            // The signed body goes where it was configured to, never where a receiver
+            // (or whoever took its address over) redirects it: an internal address, say.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+        {
+            Ok(client) => Some(Notifier {
+                client,
+                config: Arc::new(config),
+            }),
+            Err(e) => {
+                tracing::error!(error = %e, "notifications are off: the HTTP client cannot start");
+                None
+            }
+        }
+    }
+
+    /// Sends `n` to every URL, each on its own task.
+    pub fn send(&self, n: Notification) {
+        send_all(&self.client, &self.config, n);
+    }
+}
+
 /// Follows the hub's settled runs until shutdown, sending a notification for each run
 /// that paused or failed.
-pub fn spawn(hub: &Hub, config: NotifyConfig, shutdown: CancellationToken) {
+pub fn spawn(hub: &Hub, notifier: Notifier, shutdown: CancellationToken) {
     let mut settled = hub.subscribe_settled();
-    let config = Arc::new(config);
-    let client = match reqwest::Client::builder()
-        .timeout(ATTEMPT_TIMEOUT)
-        .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
-        // The signed body goes where it was configured to, never where a receiver (or
-        // whoever took its address over) redirects it: an internal address, say.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "notifications are off: the HTTP client cannot start");
-            return;
-        }
-    };
     tokio::spawn(async move {
         loop {
             let run = tokio::select! {
@@ -149,8 +195,8 @@ pub fn spawn(hub: &Hub, config: NotifyConfig, shutdown: CancellationToken) {
             };
             match run {
                 Ok(run) => {
-                    if let Some(n) = Notification::of(&run, &config.public_url) {
-                        send_all(&client, &config, n);
+                    if let Some(n) = Notification::of(&run, &notifier.config.public_url) {
+                        notifier.send(n);
                     }
                 }
                 Err(RecvError::Lagged(n)) => {

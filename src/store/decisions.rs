@@ -108,6 +108,25 @@ impl Store {
                 }
                 None => waiting.iter().copied().filter(|p| p.item.kind == wants).collect(),
             };
+            let now = now_ms();
+            let approving = !matches!(decision, Decision::Deny { .. } | Decision::Submit { .. });
+            let expired = |p: &PendingRow| p.item.expires_at.is_some_and(|at| at <= now);
+            if approving {
+                if call_id.is_some()
+                    && let Some(p) = chosen.iter().find(|p| expired(p))
+                {
+                    return Err(RunsError::Refused(Refusal::Expired, expired_message(p, &run.id, now)));
+                }
+                // Approving every waiting call approves those still in time.
+                let before = chosen.len();
+                chosen.retain(|p| !expired(p));
+                if chosen.is_empty() && before > 0 {
+                    return Err(RunsError::Refused(Refusal::Expired, format!(
+                        "every waiting approval of run {} has expired; they can no longer be approved",
+                        run.id
+                    )));
+                }
+            }
             if chosen.is_empty() {
                 return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                     "run {} has no waiting {} items",
@@ -116,28 +135,31 @@ impl Store {
                 )));
             }
             if decision == Decision::ApproveAlways {
-                let tools: Vec<(String, String)> =
-                    chosen.iter().map(|p| (holder(p), p.item.tool.clone())).collect();
+                let tools: Vec<(String, String, String)> = chosen
+                    .iter()
+                    .map(|p| (holder(p), p.item.tool.clone(), p.item.policy.clone().unwrap_or_default()))
+                    .collect();
                 for p in &waiting {
                     if p.item.kind == ItemKind::Approval
-                        && tools.contains(&(holder(p), p.item.tool.clone()))
+                        && !expired(p)
+                        && tools.iter().any(|(h, t, _)| (h, t) == (&holder(p), &p.item.tool))
                         && !chosen.iter().any(|c| qualified(c) == qualified(p))
                     {
                         chosen.push(p);
                     }
                 }
-                for (holder_id, tool) in tools {
-                    // Standing for the agent of the run that asked, in its conversation.
+                for (holder_id, tool, policy) in tools {
+                    // Standing for the agent of the run that asked, in its conversation,
+                    // while the tool's policy stays the one it was asked under.
                     let (conversation, agent): (String, String) = tx.prepare_cached("SELECT conversation_id, agent FROM runs WHERE id = ?1")?.query_row([&holder_id],
                         |r| Ok((r.get(0)?, r.get(1)?)),
                     )?;
-                    tx.prepare_cached("INSERT OR REPLACE INTO standing_decisions (conversation_id, agent, tool, decision, created_at) VALUES (?1, ?2, ?3, 'approve', ?4)")?.execute(params![conversation, agent, tool, now_ms()],
+                    tx.prepare_cached("INSERT OR REPLACE INTO standing_decisions (conversation_id, agent, tool, decision, created_at, policy) VALUES (?1, ?2, ?3, 'approve', ?4, ?5)")?.execute(params![conversation, agent, tool, now, policy],
                     )?;
                 }
             }
             let text = serde_json::to_string(&decision)
                 .map_err(|e| RunsError::Refused(Refusal::DecisionConflict, e.to_string()))?;
-            let now = now_ms();
             let mut calls = Vec::new();
             let mut waited = Vec::new();
             for p in &chosen {
@@ -160,20 +182,32 @@ impl Store {
         .await
     }
 
-    /// The tools with a standing approval for `agent` in a conversation.
+    /// The tools with a standing approval for `agent` in a conversation, each with the
+    /// fingerprint of the tool's policy it was given under.
     pub fn standing_approvals(
         &self,
         conversation: &str,
         agent: &str,
-    ) -> Result<Vec<String>, RunsError> {
+    ) -> Result<Vec<(String, String)>, RunsError> {
         self.read_runs(|conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT tool FROM standing_decisions WHERE conversation_id = ?1 AND agent = ?2 AND decision = 'approve' ORDER BY tool",
+                "SELECT tool, policy FROM standing_decisions WHERE conversation_id = ?1 AND agent = ?2 AND decision = 'approve' ORDER BY tool",
             )?;
             let rows = stmt
-                .query_map([conversation, agent], |r| r.get(0))?
+                .query_map([conversation, agent], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?;
             Ok(rows)
         })
     }
+}
+
+/// Why an item can no longer be approved.
+fn expired_message(p: &PendingRow, run_id: &str, now: i64) -> String {
+    let ago = (now - p.item.expires_at.unwrap_or(now)).max(0) / 1000;
+    format!(
+        "call {} ({}) of run {run_id} expired {ago}s ago: its approval deadline passed, so it can no longer be approved (on_timeout: {})",
+        p.item.call_id,
+        p.item.tool,
+        p.item.on_timeout.unwrap_or_default().as_str()
+    )
 }

@@ -3,6 +3,7 @@
 //! checkpoints), read connections for queries,
 //! and errors that name the file and say what is wrong with it.
 
+mod deadlines;
 mod decisions;
 mod lease;
 mod migrations;
@@ -27,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
+pub use deadlines::{DEADLINE, DueItem, EXPIRED};
 pub use decisions::Decided;
 pub use lease::{lease_holder_alive, lease_owner_name, this_host};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};

@@ -30,6 +30,10 @@ pub struct CallRecord {
     /// Unix milliseconds.
     pub started_at: i64,
     pub duration_ms: f64,
+    /// An `after_result` hook replaced (or withheld) what the model saw; `result` is
+    /// still what the tool returned.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
 }
 
 impl CallRecord {
@@ -69,9 +73,9 @@ pub struct StoredCall {
     pub record: CallRecord,
 }
 
-pub(crate) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+pub(crate) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
-pub(crate) const COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms";
+pub(crate) const COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced";
 
 pub(crate) fn insert(stmt: &mut Statement<'_>, r: &CallRecord) -> rusqlite::Result<()> {
     stmt.execute(params![
@@ -89,6 +93,7 @@ pub(crate) fn insert(stmt: &mut Statement<'_>, r: &CallRecord) -> rusqlite::Resu
         r.error_message,
         r.started_at,
         r.duration_ms,
+        r.replaced,
     ])?;
     Ok(())
 }
@@ -119,6 +124,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredCall> {
             error_message: row.get(12)?,
             started_at: row.get(13)?,
             duration_ms: row.get(14)?,
+            replaced: row.get(15)?,
         },
     })
 }

@@ -37,6 +37,8 @@ pub enum Refusal {
     AmbiguousId,
     /// The parent's call already has its sub-agent run.
     ChildExists,
+    /// The item's approval deadline has passed: it can no longer be approved.
+    Expired,
 }
 
 impl Refusal {
@@ -50,6 +52,7 @@ impl Refusal {
             Refusal::ConversationBusy => "conversation_busy",
             Refusal::AmbiguousId => "ambiguous_id",
             Refusal::ChildExists => "child_exists",
+            Refusal::Expired => "expired",
         }
     }
 }

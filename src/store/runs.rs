@@ -90,10 +90,17 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     })
 }
 
+/// The columns [`pending_from_row`] reads, in its order.
+pub(super) const PENDING_COLUMNS: &str =
+    "call_id, kind, tool, arguments, decision, state, reason, expires_at, on_timeout, policy";
+/// How many they are (a query's own columns come after them).
+pub(super) const PENDING_COUNT: usize = 10;
+
 pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
     let kind: String = row.get(1)?;
     let arguments: String = row.get(3)?;
     let decision: Option<String> = row.get(4)?;
+    let on_timeout: Option<String> = row.get(8)?;
     Ok(PendingRow {
         item: RequiredItem {
             call_id: row.get(0)?,
@@ -102,6 +109,12 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
             run_id: None,
             path: Vec::new(),
+            reason: row.get(6)?,
+            expires_at: row.get(7)?,
+            on_timeout: on_timeout
+                .as_deref()
+                .and_then(crate::policy::OnTimeout::parse),
+            policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
         state: row.get(5)?,
@@ -143,9 +156,9 @@ pub(super) fn find_run(conn: &Connection, id: &str) -> Result<RunRow, RunsError>
 }
 
 pub(super) fn pending_rows(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT call_id, kind, tool, arguments, decision, state FROM pending WHERE run_id = ?1 ORDER BY rowid",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {PENDING_COLUMNS} FROM pending WHERE run_id = ?1 ORDER BY rowid"
+    ))?;
     let rows = stmt
         .query_map([run_id], pending_from_row)?
         .collect::<rusqlite::Result<_>>()?;
@@ -389,7 +402,7 @@ impl Store {
             }
             {
                 let mut add = tx.prepare_cached(
-                    "INSERT INTO pending (run_id, call_id, kind, tool, arguments, requested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO pending (run_id, call_id, kind, tool, arguments, reason, expires_at, on_timeout, policy, requested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )?;
                 for item in &save.add_pending {
                     add.execute(params![
@@ -398,7 +411,11 @@ impl Store {
                         item.kind.as_str(),
                         item.tool,
                         item.arguments.to_string(),
-                        now
+                        item.reason,
+                        item.expires_at,
+                        item.on_timeout.map(crate::policy::OnTimeout::as_str),
+                        item.policy,
+                        now,
                     ])?;
                 }
                 let mut set = tx.prepare_cached(

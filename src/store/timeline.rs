@@ -44,27 +44,16 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             let pauses = snapshot
                 .prepare_cached(
-                    "SELECT call_id, kind, tool, arguments, decision, state, decided_at, decided_by FROM pending WHERE run_id = ?1 ORDER BY rowid",
+                    &format!("SELECT {}, decided_at, decided_by FROM pending WHERE run_id = ?1 ORDER BY rowid", super::runs::PENDING_COLUMNS),
                 )?
                 .query_map([&run.id], |r| {
-                    let kind: String = r.get(1)?;
-                    let arguments: String = r.get(3)?;
-                    let decision: Option<String> = r.get(4)?;
+                    let p = super::runs::pending_from_row(r)?;
                     Ok(PauseRow {
-                        item: RequiredItem {
-                            call_id: r.get(0)?,
-                            kind: crate::protocol::ItemKind::parse(&kind)
-                                .unwrap_or(crate::protocol::ItemKind::Approval),
-                            tool: r.get(2)?,
-                            arguments: serde_json::from_str(&arguments)
-                                .unwrap_or(serde_json::Value::Null),
-                            run_id: None,
-                            path: Vec::new(),
-                        },
-                        decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
-                        state: r.get(5)?,
-                        decided_at: r.get(6)?,
-                        decided_by: r.get(7)?,
+                        item: p.item,
+                        decision: p.decision,
+                        state: p.state,
+                        decided_at: r.get(super::runs::PENDING_COUNT)?,
+                        decided_by: r.get(super::runs::PENDING_COUNT + 1)?,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

@@ -51,7 +51,7 @@ const BELOW: &str = "WITH RECURSIVE below(id, path) AS (
 /// the path to that run from `run_id` (included).
 pub(super) fn waiting_below(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
     let sql = format!(
-        "{BELOW} SELECT p.call_id, p.kind, p.tool, p.arguments, p.decision, p.state, below.id, below.path
+        "{BELOW} SELECT p.call_id, p.kind, p.tool, p.arguments, p.decision, p.state, p.reason, p.expires_at, p.on_timeout, p.policy, below.id, below.path
          FROM below JOIN runs r ON r.id = below.id JOIN pending p ON p.run_id = below.id
          WHERE r.status = 'requires_action' AND p.state = 'waiting'
          ORDER BY r.depth, r.created_at, p.rowid"
@@ -60,8 +60,8 @@ pub(super) fn waiting_below(conn: &Connection, run_id: &str) -> Result<Vec<Pendi
     let rows = stmt
         .query_map([run_id], |row| {
             let mut p = pending_from_row(row)?;
-            let holder: String = row.get(6)?;
-            let path: String = row.get(7)?;
+            let holder: String = row.get(super::runs::PENDING_COUNT)?;
+            let path: String = row.get(super::runs::PENDING_COUNT + 1)?;
             p.item.run_id = Some(holder);
             p.item.path = std::iter::once(run_id.to_string())
                 .chain(path.split(' ').map(str::to_string))

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::credentials::{self, Credential};
 use super::list_form::{ListError, list_form};
 use super::schema::{Schema, SchemaError};
-use super::spec::{Entry, Permission, ToolSpec};
+use super::spec::{Entry, ToolSpec};
 use super::{builtin, http};
 use crate::parse::Schemas;
 
@@ -45,6 +45,8 @@ pub struct ToolDef {
     /// The compiled `output:` schema, when the file declares one.
     pub output: Option<Schema>,
     pub path: PathBuf,
+    /// Its rules, hooks and approval deadline.
+    pub policy: crate::policy::Policy,
 }
 
 /// Everything read from a folder of tool files.
@@ -72,8 +74,15 @@ struct RawTool {
     name: String,
     #[serde(default)]
     description: String,
+    /// A word, or a map of rules (deny_if, confirm_if, auto_if, otherwise).
     #[serde(default)]
-    permission: Permission,
+    permission: Option<Value>,
+    #[serde(default)]
+    hooks: Option<Value>,
+    #[serde(default)]
+    approval_timeout: Option<Value>,
+    #[serde(default)]
+    on_timeout: Option<Value>,
     #[serde(default)]
     parameters: Option<Value>,
     #[serde(default)]
@@ -282,11 +291,31 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         Some(v) => read_entry(v).map_err(|(key, m)| fail_at(&["entry", &key], m))?,
     };
     check_entry(&entry).map_err(|m| fail_at(&["entry"], m))?;
+    let policy_fail = |keys: Vec<String>, m: String| {
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        fail_at(&keys, m)
+    };
+    let (permission, rules) = match &raw.permission {
+        None | Some(Value::Null) => (None, None),
+        Some(v) => crate::policy::read_permission(v).map_err(|(k, m)| {
+            let mut keys = vec!["permission".to_string()];
+            keys.extend(k);
+            policy_fail(keys, format!("permission: {m}"))
+        })?,
+    };
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let (hooks, deadline) = crate::policy::read_extras(
+        raw.hooks.as_ref(),
+        raw.approval_timeout.as_ref(),
+        raw.on_timeout.as_ref(),
+        folder,
+    )
+    .map_err(|(k, m)| policy_fail(k, m))?;
     let spec = ToolSpec {
         name,
         description: raw.description,
         parameters,
-        permission: raw.permission,
+        permission: permission.unwrap_or_default(),
         entry,
         category: raw.category,
         timeout: raw.timeout,
@@ -306,6 +335,11 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         schema,
         output: output_schema,
         path: path.to_path_buf(),
+        policy: crate::policy::Policy {
+            rules,
+            hooks,
+            deadline,
+        },
     })
 }
 

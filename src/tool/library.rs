@@ -17,6 +17,7 @@ use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
 use crate::parse::Schemas;
+use crate::policy::{AgentPolicy, Deadline, Facts, Hook, Ruling, rules::word};
 
 /// Where a tool was defined.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +44,8 @@ pub struct LoadedTool {
     /// Whether its parameters mark anything secret (most tools: no, and then no call
     /// of it needs a look for secret values).
     secret: bool,
+    /// Its tool file's rules, hooks and approval deadline.
+    pub policy: crate::policy::Policy,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -82,6 +85,7 @@ impl LoadedTool {
             output,
             source,
             runner,
+            policy: Default::default(),
         })
     }
 
@@ -306,6 +310,7 @@ impl ToolLibrary {
                     file: decl.path.clone(),
                 },
                 runner: Some(Arc::new(tool)),
+                policy: Default::default(),
             };
             self.tools
                 .insert(loaded.spec.name.clone(), Arc::new(loaded));
@@ -318,9 +323,11 @@ impl ToolLibrary {
             schema,
             output,
             path,
+            policy,
         } = def;
         match LoadedTool::new(spec, schema, output, Source::File(path.clone())) {
-            Ok(tool) => {
+            Ok(mut tool) => {
+                tool.policy = policy;
                 self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
             Err(message) => self.errors.push(LoadError {
@@ -347,6 +354,7 @@ impl ToolLibrary {
             output,
             source: Source::Program,
             runner: Some(tool),
+            policy: Default::default(),
         };
         self.tools
             .insert(loaded.spec.name.clone(), Arc::new(loaded));
@@ -424,6 +432,7 @@ impl ToolLibrary {
             library: Arc::clone(self),
             names: names.to_vec(),
             overrides,
+            policy: Arc::default(),
         })
     }
 }
@@ -434,6 +443,8 @@ pub struct Toolkit {
     library: Arc<ToolLibrary>,
     names: Vec<String>,
     overrides: HashMap<String, Permission>,
+    /// The agent's rules, hooks and deadline.
+    policy: Arc<AgentPolicy>,
 }
 
 impl Toolkit {
@@ -462,6 +473,87 @@ impl Toolkit {
             .copied()
             .or_else(|| self.library.get(name).map(|t| t.spec.permission))
             .unwrap_or(Permission::Never)
+    }
+
+    /// This toolkit with the agent's rules, hooks and deadline.
+    pub fn with_policy(mut self, policy: Arc<AgentPolicy>) -> Toolkit {
+        self.policy = policy;
+        self
+    }
+
+    /// What the policy says about one call of `name` (its arguments in `facts`): the
+    /// agent's word or rules for the tool, else the tool file's rules, else its word;
+    /// and which of them said it.
+    pub fn ruling(&self, name: &str, facts: &Facts<'_>) -> Ruling {
+        let Some(tool) = self.resolve(name).ok() else {
+            return Ruling {
+                permission: Permission::Never,
+                reason: format!("'{name}' is not one of this agent's tools"),
+            };
+        };
+        let said = |permission: Permission| Ruling {
+            permission,
+            reason: format!("permission: {}", word(permission)),
+        };
+        if let Some(p) = self.overrides.get(name)
+            && !self.policy.rules.contains_key(name)
+        {
+            return said(*p);
+        }
+        match self.policy.rules.get(name).or(tool.policy.rules.as_ref()) {
+            Some(rules) => rules.decide(facts, tool.spec.permission),
+            None => said(tool.spec.permission),
+        }
+    }
+
+    /// The hooks a call of `name` goes through, the tool's first, then the agent's:
+    /// `before_call` ones (`after: false`) or `after_result` ones.
+    pub fn hooks(&self, name: &str, after: bool) -> Vec<&Hook> {
+        fn pick(h: &crate::policy::Hooks, after: bool) -> Option<&Hook> {
+            if after {
+                h.after_result.as_ref()
+            } else {
+                h.before_call.as_ref()
+            }
+        }
+        let tool = self
+            .library
+            .get(name)
+            .and_then(|t| pick(&t.policy.hooks, after));
+        let agent = pick(&self.policy.hooks, after);
+        tool.into_iter().chain(agent).collect()
+    }
+
+    /// The approval deadline for a call of `name`: the shorter of the agent's and the
+    /// tool's.
+    pub fn deadline(&self, name: &str) -> Option<Deadline> {
+        let tool = self.library.get(name).and_then(|t| t.policy.deadline);
+        Deadline::stricter(self.policy.deadline, tool)
+    }
+
+    /// A short fingerprint of everything that decides about `name` (its word, rules and
+    /// hooks, the agent's and the tool's): a standing approval holds while it is the
+    /// same.
+    pub fn fingerprint(&self, name: &str) -> String {
+        use sha2::Digest;
+        let mut text = format!("in={};", self.names.iter().any(|n| n == name));
+        if let Some(p) = self.overrides.get(name) {
+            text.push_str(&format!("agent={};", word(*p)));
+        }
+        if let Some(r) = self.policy.rules.get(name) {
+            text.push_str(&format!("agent_rules={};", r.describe()));
+        }
+        text.push_str(&format!("agent_hooks={};", self.policy.hooks.describe()));
+        if let Some(t) = self.library.get(name) {
+            text.push_str(&format!("tool={};", word(t.spec.permission)));
+            if let Some(r) = &t.policy.rules {
+                text.push_str(&format!("tool_rules={};", r.describe()));
+            }
+            text.push_str(&format!("tool_hooks={};", t.policy.hooks.describe()));
+            text.push_str(&format!("client={};", t.definition_only()));
+        }
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
     }
 
     /// The tools, in the order the agent lists them.

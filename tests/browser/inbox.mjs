@@ -151,6 +151,23 @@ const scenarios = {
     console.log(JSON.stringify({ run_id: run.id }));
   },
 
+  // A call held by a rule on its arguments: its card names the rule that asked and
+  // the deadline, as text (hidden characters escaped); Approve still resolves it.
+  async reason(page) {
+    await openInbox(page);
+    const run = await startRun('Pay the supplier.', 'finance');
+    const card = item(page, run, 'transfer', 'call_pay');
+    await card.waitFor({ timeout: WAIT });
+    const rule = await card.locator('.reason').textContent();
+    check(rule.includes('confirm_if: args.amount > 1000'), `the card names the rule (${rule})`);
+    const deadline = await card.locator('.deadline').textContent();
+    check(deadline.includes('then the call is denied'), `the card gives the deadline (${deadline})`);
+    await shot(page, 'inbox-reason');
+    await button(card, 'Approve').click();
+    await card.waitFor({ state: 'detached', timeout: WAIT });
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
   // Deny with a reason, by the keyboard on the focused item; then the client output.
   async deny(page) {
     await openInbox(page);

@@ -95,6 +95,28 @@ impl Site {
         .unwrap();
     }
 
+    /// Adds `finance`: one call of the command tool `transfer` (5000 to `int:acme`),
+    /// held by the rule `confirm_if: args.amount > 1000`, with `extra` agent settings
+    /// (an `approval_timeout`, say), then an answer.
+    pub fn finance(&self, extra: &str) {
+        let root = self.path();
+        std::fs::write(
+            root.join("tools/transfer.yaml"),
+            "name: transfer\ndescription: Moves money.\nparameters:\n  type: object\n  properties:\n    to: {type: string}\n    amount: {type: number}\n  required: [to, amount]\nentry: {type: command, command: sh, args: [-c, \"cat; echo\"]}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("agents/finance.yaml"),
+            format!("name: finance\nmodel: scripted:finance.replies.yaml\ninstructions: Pay.\ntools: [transfer]\npermissions:\n  transfer:\n    deny_if: \"args.to.startsWith('ext:') && args.amount > 10000\"\n    confirm_if: \"args.amount > 1000\"\n    otherwise: auto\n{extra}"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("agents/finance.replies.yaml"),
+            "replies:\n  - content: Paying.\n    tool_calls: [{id: call_pay, name: transfer, arguments: {to: \"int:acme\", amount: 5000}}]\n  - content: Paid.\n",
+        )
+        .unwrap();
+    }
+
     /// A server on this site; `key` turns auth on.
     pub fn serve(&self, key: Option<&str>) -> Server {
         Server::start(self, key, &[])
@@ -138,6 +160,21 @@ pub struct Server {
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_toolgate")
+}
+
+/// `toolgate --db DB ARGS...` run in `dir`, with no stdin and none of the environment
+/// that would point it elsewhere.
+pub fn toolgate_in(dir: &Path, db: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .current_dir(dir)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
 }
 
 impl Server {

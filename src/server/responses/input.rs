@@ -311,6 +311,10 @@ mod tests {
                 arguments: json!({"path": "a"}),
                 run_id: None,
                 path: Vec::new(),
+                reason: None,
+                expires_at: None,
+                on_timeout: None,
+                policy: None,
             },
             RequiredItem {
                 call_id: "call_ask".into(),
@@ -319,6 +323,10 @@ mod tests {
                 arguments: json!({"question": "?"}),
                 run_id: None,
                 path: Vec::new(),
+                reason: None,
+                expires_at: None,
+                on_timeout: None,
+                policy: None,
             },
         ]
     }

@@ -3,7 +3,7 @@
 // focused item, and a list kept in step with the server without disturbing open forms.
 // Hidden characters in what the model wrote show escaped, under a warning.
 
-import { h, enc, since, notice, jsonView, hasHidden, hiddenBadge, editableJson, setText } from './dom.js';
+import { h, enc, since, when, notice, jsonView, hasHidden, hiddenBadge, editableJson, setText } from './dom.js';
 import { api, decideCall } from './api.js';
 
 export const tools = new Map();
@@ -97,6 +97,11 @@ export function waitingItem(run, item, onDecided) {
       ' · run ', h('a', { href: `/runs/${enc(run.id)}` }, run.id),
       ' · conversation ', h('a', { href: `/conversations/${enc(run.conversation_id)}` }, run.conversation_id),
       ' · waiting ', h('time', { 'data-since': run.updated_at, datetime: new Date(run.updated_at).toISOString() }, since(run.updated_at))),
+    // Which rule (or hook) asked for a person, and until when the call can be approved.
+    item.reason ? h('p', { class: 'reason' }, 'Asked because ', h('code', { class: 'rule' }, item.reason)) : null,
+    item.expires_at ? h('p', { class: 'deadline' },
+      'Expires ', h('time', { datetime: new Date(item.expires_at).toISOString() }, when(item.expires_at)),
+      item.on_timeout === 'cancel_run' ? ': then the run is cancelled' : ': then the call is denied') : null,
     h('div', { class: 'args', 'aria-label': 'Arguments' }, jsonView(item.arguments)),
   ];
 

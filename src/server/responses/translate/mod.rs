@@ -182,6 +182,8 @@ impl Translator {
             }
             RunEvent::RunStarted { .. }
             | RunEvent::ParseProblem { .. }
+            | RunEvent::ApprovalExpiring { .. }
+            | RunEvent::ApprovalExpired { .. }
             | RunEvent::Tool {
                 event: Event::ToolOutput { .. },
                 ..

@@ -63,6 +63,10 @@ fn item(call: &str, tool: &str, kind: ItemKind) -> RequiredItem {
         arguments: json!({"a": 1}),
         run_id: None,
         path: Vec::new(),
+        reason: None,
+        expires_at: None,
+        on_timeout: None,
+        policy: None,
     }
 }
 
@@ -82,6 +86,7 @@ fn record(call: &str, tool: &str, status: CallStatus, result: &str) -> CallRecor
         error_message: None,
         started_at: 0,
         duration_ms: 1.0,
+        replaced: false,
     };
     if status == CallStatus::Succeeded {
         r.set_result(result);
