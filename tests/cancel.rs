@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const NAP: &str = "name: nap\ndescription: Sleeps.\npermission: auto\ntimeout: 120\nentry:\n  type: command\n  command: sh\n  args: [\"-c\", \"sleep 5; echo rested\"]\n";
+const NAP: &str = "name: nap\ndescription: Sleeps.\npermission: auto\ntimeout: 120\nentry:\n  type: command\n  command: sh\n  args: [\"-c\", \"sleep 60; echo rested\"]\n";
 
 fn toolgate(dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -46,7 +46,7 @@ fn a_cancel_from_another_process_stops_a_running_call_and_records_it() {
     let start = Instant::now();
     let id = loop {
         assert!(
-            start.elapsed() < Duration::from_secs(20),
+            start.elapsed() < Duration::from_secs(90),
             "the run never started"
         );
         let out = toolgate(p).args(["runs", "--json"]).output().unwrap();
@@ -71,8 +71,8 @@ fn a_cancel_from_another_process_stops_a_running_call_and_records_it() {
     let status = run.wait().unwrap();
     let waited = cancelled_at.elapsed();
     assert!(
-        waited < Duration::from_secs(4),
-        "the run went on for {waited:?} after the cancel"
+        waited < Duration::from_secs(45),
+        "the run went on for {waited:?} after the cancel: the nap ran to its end"
     );
     assert!(!status.success());
     let out = toolgate(p).args(["calls", "--json"]).output().unwrap();
