@@ -23,6 +23,7 @@ pub mod permission;
 pub mod prompt;
 pub mod protocol;
 pub mod run;
+pub mod sandbox;
 pub mod secrets;
 pub mod server;
 pub mod store;
