@@ -115,6 +115,8 @@ impl Cli {
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // Before any tool starts (MCP servers start when the library loads).
+    toolgate::sandbox::protect_database(&cli.db);
     match cli.command {
         Command::Parse(args) => parse::run(args),
         Command::Tools(args) => tools::run(args, &cli.db),

@@ -121,6 +121,7 @@ pub fn mcp_tool(
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: decl.sandbox.clone(),
     };
     Ok((
         McpTool {

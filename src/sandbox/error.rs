@@ -3,35 +3,37 @@
 
 use super::support::Feature;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SandboxError {
     /// The kernel cannot enforce what the tool's sandbox asks (fail closed).
     #[error(
-        "tool '{tool}' cannot run sandboxed: this kernel lacks {}; loosen its sandbox \
+        "{who} cannot run sandboxed: this kernel lacks {}; loosen its sandbox \
          (network: true, fs: off) or write `sandbox: off` in its file to run it unconfined",
         missing(*feature, *have)
     )]
     Unsupported {
-        tool: String,
+        /// What would have run: `tool 'x'`, `MCP server 'y'`.
+        who: String,
         feature: Feature,
         /// The ABI the kernel has (0: none).
         have: u32,
     },
     /// Setting the sandbox up failed (a folder, a rule, the filter).
-    #[error("tool '{tool}': cannot set up its sandbox: {what}: {source}")]
+    #[error("{who}: cannot set up its sandbox: {what}: {why}")]
     Setup {
-        tool: String,
+        who: String,
         what: String,
-        source: std::io::Error,
+        /// The system's reason.
+        why: String,
     },
 }
 
 impl SandboxError {
-    pub(crate) fn setup(tool: &str, what: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn setup(who: &str, what: impl Into<String>, source: std::io::Error) -> Self {
         SandboxError::Setup {
-            tool: tool.to_string(),
+            who: who.to_string(),
             what: what.into(),
-            source,
+            why: source.to_string(),
         }
     }
 }

@@ -50,8 +50,8 @@ use scratch::Scratch;
 /// How a program is started for a tool.
 #[derive(Debug, Clone, Copy)]
 pub struct Launch<'a> {
-    /// The tool (or MCP server) it runs for, to name in messages.
-    pub tool: &'a str,
+    /// What it runs for, as messages name it: `tool 'x'`, `MCP server 'y'`.
+    pub who: &'a str,
     /// Its working folder: the workspace.
     pub workspace: &'a Path,
     /// The program and arguments as the tool's file gives them, to find the program's
@@ -88,8 +88,8 @@ pub fn confine(
         return Ok(Confined { scratch: None });
     };
     let support = support::support();
-    support.check(launch.tool, rules)?;
-    let tool = launch.tool;
+    support.check(launch.who, rules)?;
+    let tool = launch.who;
     let user = support.root.then_some(support.tool_user);
     let scratch =
         Scratch::new(user).map_err(|e| SandboxError::setup(tool, "its temporary folder", e))?;

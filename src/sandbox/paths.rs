@@ -60,7 +60,13 @@ fn registry() -> MutexGuard<'static, BTreeSet<PathBuf>> {
 /// lies inside a folder a tool may use (its workspace, say).
 pub fn protect(path: &Path) {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let path = path.canonicalize().unwrap_or(path);
+    // A file not made yet: its folder's real path, and its name.
+    let path = path.canonicalize().unwrap_or_else(|_| {
+        match (path.parent().and_then(|p| p.canonicalize().ok()), path.file_name()) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => path.clone(),
+        }
+    });
     registry().insert(path);
 }
 

@@ -121,11 +121,11 @@ impl Support {
     }
 
     /// Whether `rules` can be enforced here; the error names the first missing feature.
-    pub fn check(&self, tool: &str, rules: &Rules) -> Result<(), SandboxError> {
+    pub fn check(&self, who: &str, rules: &Rules) -> Result<(), SandboxError> {
         match self.needed(rules).into_iter().find(|f| !self.has(*f)) {
             None => Ok(()),
             Some(feature) => Err(SandboxError::Unsupported {
-                tool: tool.to_string(),
+                who: who.to_string(),
                 feature,
                 have: self.landlock_abi,
             }),
@@ -203,7 +203,7 @@ mod tests {
             ..Rules::default()
         };
         assert!(s(0, false).check("t", &none).is_ok());
-        let message = s(0, true).check("weather", &default).unwrap_err().to_string();
+        let message = s(0, true).check("tool 'weather'", &default).unwrap_err().to_string();
         assert!(!message.contains('\n'), "{message}");
         assert!(message.contains("Landlock") && message.contains("weather"), "{message}");
     }

@@ -261,6 +261,8 @@ impl ToolLibrary {
     /// [`ToolLibrary::errors`] and does not stop the others. A file may redefine a
     /// built-in of the same name.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        // No tool's sandbox shows the tools folder, even inside a workspace.
+        crate::sandbox::protect(dir);
         let mut lib = Self::builtin();
         let loaded = load_dir(dir)?;
         lib.errors = loaded.errors;

@@ -144,6 +144,10 @@ pub struct ToolSpec {
     /// event streams (`--json`, SSE) and the command line's output.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// The sandbox its programs start in: `Some` for tools that start programs
+    /// (command, `shell`, Dify, stdio MCP servers), `None` for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 /// The time a call may take when its tool does not say.
