@@ -96,7 +96,7 @@ pub fn home() -> Option<PathBuf> {
 }
 
 /// The folders a program's own files are in, from how a tool file starts it: for the
-/// program and each argument that names an existing absolute path, its installation
+/// program and each absolute path in its arguments that exists, its installation
 /// (the folder above `bin/`, above the outermost `node_modules/`, or its own folder;
 /// a folder argument itself), both as written and with symbolic links resolved (a venv's
 /// python lives elsewhere). A folder that would uncover `$HOME` (itself or a folder
@@ -105,9 +105,13 @@ pub fn home() -> Option<PathBuf> {
 pub fn own_folders(program: &str, args: &[String], protected: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let program = resolve_program(program);
-    let candidates = program
-        .into_iter()
-        .chain(args.iter().filter(|a| a.starts_with('/')).map(PathBuf::from));
+    // Paths anywhere in the arguments: `-c 'exec node /opt/x/index.js'`, `--config=/etc/x`.
+    let tokens = args.iter().flat_map(|a| {
+        a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=' | ';'))
+            .filter(|t| t.starts_with('/'))
+            .map(PathBuf::from)
+    });
+    let candidates = program.into_iter().chain(tokens);
     let home = home();
     for path in candidates {
         if path.symlink_metadata().is_err() {
