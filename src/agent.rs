@@ -56,6 +56,8 @@ pub struct Agent {
     pub max_depth: u32,
     /// How text calls are read in xml mode (`dialect:`; `auto` when absent).
     pub dialect: crate::parse::Dialect,
+    /// Limits on its tools' sandboxes (`sandbox:`): the stricter of each setting wins.
+    pub sandbox: Option<crate::sandbox::Ceiling>,
 }
 
 #[derive(Deserialize)]
@@ -88,6 +90,8 @@ struct RawAgent {
     max_depth: Option<u32>,
     #[serde(default)]
     dialect: Option<String>,
+    #[serde(default)]
+    sandbox: Option<serde_json::Value>,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -221,6 +225,13 @@ impl Agent {
                 .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
             None => crate::parse::Dialect::Auto,
         };
+        let sandbox = match &raw.sandbox {
+            Some(v) => Some(
+                crate::sandbox::Ceiling::parse(v, &folder)
+                    .map_err(|(key, m)| at(&["sandbox", &key], format!("field 'sandbox': {m}")))?,
+            ),
+            None => None,
+        };
         // A scripted model's file is found next to the agent file.
         let model = raw.model.map(|m| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
@@ -243,6 +254,7 @@ impl Agent {
             subagents,
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
             dialect,
+            sandbox,
         })
     }
 
@@ -265,6 +277,10 @@ impl Agent {
         };
         library
             .toolkit(&names, self.permissions.clone())
+            .map(|kit| match &self.sandbox {
+                Some(ceiling) => kit.confined(ceiling),
+                None => kit,
+            })
             .map_err(|e| AgentError {
                 line: std::fs::read_to_string(&self.path)
                     .ok()

@@ -2,6 +2,7 @@
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod calls;
+mod doctor;
 mod interactive;
 mod logging;
 mod mcp;
@@ -81,6 +82,9 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
     Secrets(secrets::SecretsArgs),
+    /// What this machine can confine (Landlock, seccomp, the tools' user), and whether a
+    /// program starts in the default sandbox.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -134,6 +138,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Serve(args) => serve::run(*args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 

@@ -161,17 +161,23 @@ static SERVERS: LazyLock<Mutex<HashMap<ServerKey, Arc<Server>>>> = LazyLock::new
 
 /// The process's server for `decl`, made (not started) when it is the first.
 pub fn server(decl: &Declaration) -> Arc<Server> {
-    let key = (
-        decl.name.clone(),
-        decl.connect.clone(),
+    shared(
+        &decl.name,
+        &decl.connect,
         decl.sandbox.clone(),
-    );
+        decl.path.display().to_string(),
+    )
+}
+
+/// The process's server of this name, connection and sandbox.
+fn shared(name: &str, connect: &Connect, policy: Option<Policy>, file: String) -> Arc<Server> {
+    let key = (name.to_string(), connect.clone(), policy.clone());
     let make = || {
         Arc::new(Server {
-            name: decl.name.clone(),
-            connect: decl.connect.clone(),
-            policy: decl.sandbox.clone(),
-            file: decl.path.display().to_string(),
+            name: name.to_string(),
+            connect: connect.clone(),
+            policy: policy.clone(),
+            file: file.clone(),
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             tools: tokio::sync::Mutex::new(None),
@@ -220,6 +226,18 @@ pub fn stop_unused() -> Vec<String> {
 }
 
 impl Server {
+    /// The same server started in `policy`'s sandbox (a process of its own); `None` for
+    /// a server reached by URL.
+    pub fn with_sandbox(&self, policy: Policy) -> Option<Arc<Server>> {
+        self.policy.as_ref()?;
+        Some(shared(
+            &self.name,
+            &self.connect,
+            Some(policy),
+            self.file.clone(),
+        ))
+    }
+
     /// Its tools (`tools/list`, every page), starting it if need be; listed once per
     /// process.
     pub async fn tools(&self) -> Result<Vec<Value>, String> {

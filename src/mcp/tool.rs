@@ -40,6 +40,18 @@ impl Tool for McpTool {
             &serde_json::to_value(&result).unwrap_or(Value::Null),
         ))
     }
+
+    /// The tool on a server of its own, started in `policy`'s sandbox.
+    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+        let server = self.server.with_sandbox(policy.clone())?;
+        let mut spec = self.spec.clone();
+        spec.sandbox = Some(policy);
+        Some(Arc::new(McpTool {
+            spec,
+            server,
+            remote: self.remote.clone(),
+        }))
+    }
 }
 
 /// `SERVER__TOOL`, with any character an OpenAI function name cannot hold as `_`.

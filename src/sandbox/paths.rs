@@ -96,7 +96,8 @@ pub fn home() -> Option<PathBuf> {
 }
 
 /// The folders a program's own files are in, from how a tool file starts it: for the
-/// program and each absolute path in its arguments that exists, its installation
+/// program (written as a path) and each absolute path in its arguments that exists, its
+/// installation
 /// (the folder above `bin/`, above the outermost `node_modules/`, or its own folder;
 /// a folder argument itself), both as written and with symbolic links resolved (a venv's
 /// python lives elsewhere). A folder that would uncover `$HOME` (itself or a folder
@@ -129,14 +130,11 @@ pub fn own_folders(program: &str, args: &[String], protected: &[PathBuf]) -> Vec
     found
 }
 
-/// `program` as the shell would find it: a path as it is, a bare name on `PATH`.
+/// `program` when written as a path. A bare name is found on the sandbox's `PATH`,
+/// among folders it may read anyway: granting the folder toolgate's own `PATH` finds it
+/// in (a version manager's shims under `$HOME`, say) would uncover more than the tool.
 fn resolve_program(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        return Some(PathBuf::from(program)).filter(|p| p.is_absolute());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
+    Some(PathBuf::from(program)).filter(|p| p.is_absolute())
 }
 
 fn own_folder(path: &Path, home: Option<&Path>, protected: &[PathBuf]) -> Option<PathBuf> {

@@ -325,25 +325,22 @@ impl Policy {
             Some(f) if f.strictness() > mine.fs.strictness() => f,
             _ => mine.fs,
         };
-        let within = |p: &PathBuf, allowed: &Option<Vec<PathBuf>>| match allowed {
-            None => true,
-            Some(list) => list.iter().any(|a| p.starts_with(a)),
+        let inside = |p: &PathBuf, list: &Option<Vec<PathBuf>>| {
+            list.iter().flatten().any(|a| p.starts_with(a))
         };
-        let mut read: Vec<PathBuf> = mine
-            .read
-            .iter()
-            .filter(|p| within(p, &ceiling.read) || within(p, &ceiling.write))
-            .cloned()
-            .collect();
+        // Readable: anywhere when the ceiling lists no reads, else inside what it lets
+        // the tools read or write.
+        let may_read = |p: &PathBuf| {
+            ceiling.read.is_none() || inside(p, &ceiling.read) || inside(p, &ceiling.write)
+        };
+        let may_write = |p: &PathBuf| ceiling.write.is_none() || inside(p, &ceiling.write);
+        let mut read: Vec<PathBuf> = mine.read.iter().filter(|p| may_read(p)).cloned().collect();
         let mut write: Vec<PathBuf> = Vec::new();
         for p in &mine.write {
-            if fs == Fs::WorkspaceRead || !within(p, &ceiling.write) {
-                // Still readable where the ceiling lets it read.
-                if within(p, &ceiling.read) || within(p, &ceiling.write) {
-                    read.push(p.clone());
-                }
-            } else {
+            if fs != Fs::WorkspaceRead && may_write(p) {
                 write.push(p.clone());
+            } else if may_read(p) {
+                read.push(p.clone());
             }
         }
         Policy::On(Rules {
@@ -559,7 +556,7 @@ mod tests {
         assert_eq!(r.fs, Fs::WorkspaceRead);
         assert!(r.network, "the agent said nothing about the network");
         assert!(r.write.is_empty(), "workspace-read writes nothing");
-        assert_eq!(r.read, [PathBuf::from("/opt/x")]);
+        assert_eq!(r.read, [PathBuf::from("/opt/x")], "/data/out is outside /opt");
         assert_eq!(r.limits.cpu, Some(10));
         assert_eq!(r.limits.memory, None);
         assert_eq!(r.limits.processes, Some(DEFAULT_PROCESSES));

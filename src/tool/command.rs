@@ -4,6 +4,8 @@
 //! line it writes to stdout while it runs is streamed as a `tool.output` part. It runs
 //! in the tool's sandbox (see `crate::sandbox`).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tokio::process::Command;
@@ -81,6 +83,12 @@ impl Tool for CommandTool {
         )
         .await?;
         Ok(output_of(&self.spec.name, done))
+    }
+
+    fn with_sandbox(&self, policy: sandbox::Policy) -> Option<Arc<dyn Tool>> {
+        let mut spec = self.spec.clone();
+        spec.sandbox = Some(policy);
+        Some(Arc::new(CommandTool::new(spec)))
     }
 }
 

@@ -89,6 +89,22 @@ impl LoadedTool {
         self.runner.is_none()
     }
 
+    /// The same tool with its programs in `policy`'s sandbox; `None` for a tool that
+    /// starts no program.
+    pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<LoadedTool> {
+        let runner = self.runner.as_ref()?.with_sandbox(policy.clone())?;
+        let mut spec = self.spec.clone();
+        spec.sandbox = Some(policy);
+        Some(LoadedTool {
+            spec,
+            schema: self.schema.clone(),
+            output: self.output.clone(),
+            source: self.source.clone(),
+            runner: Some(runner),
+            secret: self.secret,
+        })
+    }
+
     /// Validates arguments (coercing, filling defaults); every problem at once.
     pub fn check(&self, args: Map<String, Value>) -> Result<Map<String, Value>, ToolError> {
         self.schema
@@ -426,6 +442,7 @@ impl ToolLibrary {
             library: Arc::clone(self),
             names: names.to_vec(),
             overrides,
+            confined: HashMap::new(),
         })
     }
 }
@@ -436,14 +453,43 @@ pub struct Toolkit {
     library: Arc<ToolLibrary>,
     names: Vec<String>,
     overrides: HashMap<String, Permission>,
+    /// Tools whose sandbox the agent's made stricter, in place of the library's.
+    confined: HashMap<String, Arc<LoadedTool>>,
 }
 
 impl Toolkit {
+    /// The toolkit with `ceiling` (an agent's `sandbox:`) over the sandbox of each tool
+    /// that starts programs: for each setting, the stricter of the two.
+    pub fn confined(mut self, ceiling: &crate::sandbox::Ceiling) -> Toolkit {
+        for name in &self.names {
+            let Some(tool) = self.library.get(name) else {
+                continue;
+            };
+            let Some(policy) = &tool.spec.sandbox else {
+                continue;
+            };
+            let met = policy.meet(ceiling);
+            if met != *policy
+                && let Some(stricter) = tool.with_sandbox(met)
+            {
+                self.confined.insert(name.clone(), Arc::new(stricter));
+            }
+        }
+        self
+    }
+
+    /// The library's tool `name`, or the agent's stricter version of it.
+    fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
+        self.confined
+            .get(name)
+            .or_else(|| self.library.get(name))
+    }
+
     /// The tool `name`, if this toolkit has it; otherwise an error for the model that
     /// names the tools it does have.
     pub fn resolve(&self, name: &str) -> Result<&Arc<LoadedTool>, ToolError> {
         if self.names.iter().any(|n| n == name)
-            && let Some(t) = self.library.get(name)
+            && let Some(t) = self.get(name)
         {
             return Ok(t);
         }
@@ -468,10 +514,7 @@ impl Toolkit {
 
     /// The tools, in the order the agent lists them.
     pub fn tools(&self) -> Vec<&Arc<LoadedTool>> {
-        self.names
-            .iter()
-            .filter_map(|n| self.library.get(n))
-            .collect()
+        self.names.iter().filter_map(|n| self.get(n)).collect()
     }
 
     pub fn names(&self) -> &[String] {

@@ -49,6 +49,12 @@ impl Tool for Shell {
     ) -> Result<ToolOutput, ToolError> {
         shell(&self.spec, ctx, args).await
     }
+
+    fn with_sandbox(&self, policy: sandbox::Policy) -> Option<std::sync::Arc<dyn Tool>> {
+        let mut spec = self.spec.clone();
+        spec.sandbox = Some(policy);
+        Some(std::sync::Arc::new(Shell { spec }))
+    }
 }
 
 fn shell<'a>(spec: &'a ToolSpec, ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
