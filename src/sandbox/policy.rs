@@ -61,15 +61,22 @@ impl Fs {
     }
 
     fn parse(v: &Value) -> Result<Fs, String> {
+        if is_off(v) {
+            return Ok(Fs::Off);
+        }
         match v.as_str() {
             Some("workspace-write") => Ok(Fs::WorkspaceWrite),
             Some("workspace-read") => Ok(Fs::WorkspaceRead),
-            Some("off") => Ok(Fs::Off),
             _ => Err(format!(
                 "fs must be workspace-write, workspace-read or off, not {v}"
             )),
         }
     }
+}
+
+/// `off` as written: YAML reads a bare `off` as `false`.
+fn is_off(v: &Value) -> bool {
+    matches!(v, Value::Bool(false)) || v.as_str().is_some_and(|s| s.trim() == "off")
 }
 
 /// Resource limits of each process a tool starts; `None` is no limit (`off`).
@@ -193,9 +200,10 @@ fn limit_value(key: &str, v: &Value) -> Result<Option<u64>, String> {
         };
         format!("limits: {key} must be {unit} or off, not {v}")
     };
+    if is_off(v) {
+        return Ok(None);
+    }
     match v {
-        Value::String(s) if s.trim() == "off" => Ok(None),
-        Value::Bool(false) => Ok(None),
         Value::Number(n) => n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(bad),
         Value::String(s) => {
             let s = s.trim();
@@ -268,11 +276,7 @@ impl Policy {
     /// and `write` paths are taken from it). `Err` names the key at fault and why.
     pub fn parse(v: &Value, base: &Path) -> Result<Policy, (String, String)> {
         match v {
-            Value::String(s) if s.trim() == "off" => Ok(Policy::Off),
-            Value::Bool(false) => Err((
-                "sandbox".into(),
-                "write `sandbox: off` to run a tool without its sandbox".into(),
-            )),
+            v if is_off(v) => Ok(Policy::Off),
             Value::Object(map) => {
                 let c = Ceiling::read(map, base)?;
                 let mut rules = Rules {
@@ -516,7 +520,10 @@ mod tests {
         assert!(!r.network);
         assert_eq!(r.limits, Limits::default());
         assert_eq!(policy(json!("off")), Policy::Off);
-        assert!(Policy::parse(&json!(false), Path::new("/")).is_err());
+        // YAML reads a bare `off` as false.
+        assert_eq!(policy(json!(false)), Policy::Off);
+        assert_eq!(policy(json!({"fs": false})).rules().unwrap().fs, Fs::Off);
+        assert!(Policy::parse(&json!(true), Path::new("/")).is_err());
         assert!(Policy::parse(&json!({"fs": "none"}), Path::new("/")).is_err());
         assert_eq!(
             Policy::parse(&json!({"net": true}), Path::new("/")).unwrap_err().0,
