@@ -34,10 +34,12 @@ const OTHER_TOKEN: &str = "other-tool-token-b92d";
 /// The sandbox of each tool (command) and server (MCP) by configuration name.
 const CONFIGS: [(&str, &str, &str); 6] = [
     ("default", "", ""),
+    // As root every tool runs as `nobody`, whose processes all count: room for the
+    // servers of tests running beside this one.
     (
         "procs",
-        "sandbox: {limits: {processes: 64}}\n",
-        "sandbox: {limits: {processes: 64}}\n",
+        "sandbox: {limits: {processes: 128}}\n",
+        "sandbox: {limits: {processes: 128}}\n",
     ),
     // The server's own start (Python, the SDK) takes about a CPU second.
     (
@@ -154,9 +156,7 @@ impl Site {
             confined,
             loosened,
         };
-        let read = |path: PathBuf, expect: &str| {
-            json!({"row": "read_file", "path": path, "expect": expect})
-        };
+        let read = |path: PathBuf, expect: &str| json!({"row": "read_file", "path": path, "expect": expect});
         let home = self.root.join("home");
         vec![
             row(
@@ -202,8 +202,8 @@ impl Site {
                 "open",
             ),
             row(
-                "a fork bomb (100 processes at once)",
-                json!({"row": "fork_bomb", "count": 100}),
+                "a fork bomb (200 processes at once)",
+                json!({"row": "fork_bomb", "count": 200}),
                 "procs",
                 "open",
             ),
@@ -279,7 +279,10 @@ async fn attempt(lib: &ToolLibrary, tool: &str, ws: &Path, request: &Value) -> (
     match t.invoke(&ctx, args).await {
         Err(e) => (false, format!("error: {e}")),
         Ok(out) if out.is_error => (false, format!("error output: {}", text(&out))),
-        Ok(out) => (verdict(&out).is_some_and(|v| v["escaped"] == true), text(&out)),
+        Ok(out) => (
+            verdict(&out).is_some_and(|v| v["escaped"] == true),
+            text(&out),
+        ),
     }
 }
 
@@ -323,7 +326,9 @@ async fn table(
     for (config, _, _) in CONFIGS {
         let (ok, said) = attempt(lib, &tool_of(config), &site.ws, &works).await;
         if !ok {
-            wrong.push(format!("{runner} [{config}]: a legitimate call failed: {said}"));
+            wrong.push(format!(
+                "{runner} [{config}]: a legitimate call failed: {said}"
+            ));
         }
     }
     for row in site.rows() {
@@ -363,7 +368,12 @@ async fn every_escape_fails_sandboxed_and_works_loosened() {
     assert!(written.exists(), "the loosened write left no file");
     std::fs::remove_file(&written).unwrap();
     wrong.extend(table(&lib, &site, "MCP server", |c| format!("sb_{c}__attempt")).await);
-    assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -372,9 +382,8 @@ async fn the_database_and_tools_inside_the_workspace_are_out_of_sight() {
     let lib = site.library();
     // The workspace is the folder that holds the database and the tools folder.
     let ws = &site.root;
-    let read = |path: PathBuf, expect: &str| {
-        json!({"row": "read_file", "path": path, "expect": expect})
-    };
+    let read =
+        |path: PathBuf, expect: &str| json!({"row": "read_file", "path": path, "expect": expect});
     let db = read(site.root.join("toolgate.db"), "SQLite format 3");
     let key = read(site.root.join("toolgate.db.key"), KEY);
     let tool_file = read(site.root.join("tools/holder.yaml"), "OTHER_TOOL_TOKEN");

@@ -37,7 +37,11 @@ fn json_of(o: &Output) -> Value {
 
 #[test]
 fn tools_list_and_show_give_each_sandbox() {
-    let dir = with_tools(&[("writer.yaml", WRITER), ("open.yaml", OPEN), ("bare.yaml", OFF)]);
+    let dir = with_tools(&[
+        ("writer.yaml", WRITER),
+        ("open.yaml", OPEN),
+        ("bare.yaml", OFF),
+    ]);
     let out = run(dir.path(), &["tools", "list", "--json"], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let listed = json_of(&out);
@@ -56,7 +60,11 @@ fn tools_list_and_show_give_each_sandbox() {
     assert_eq!(sandbox("open")["fs"], "off");
     assert_eq!(sandbox("open")["network"], true);
     assert_eq!(sandbox("bare"), json!("off"));
-    assert_eq!(sandbox("shell")["fs"], "workspace-write", "the shell built-in too");
+    assert_eq!(
+        sandbox("shell")["fs"],
+        "workspace-write",
+        "the shell built-in too"
+    );
     assert_eq!(sandbox("calculator"), Value::Null, "starts no program");
 
     let table = run(dir.path(), &["tools", "list"], &[]);
@@ -120,9 +128,18 @@ fn a_wrong_sandbox_is_one_line_naming_the_file_and_line() {
     let out = run(dir.path(), &["tools", "check"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-    assert!(text.contains("typo.yaml:5:") && text.contains("netwrok"), "{text}");
-    assert!(text.contains("client.yaml:3:") && text.contains("start programs"), "{text}");
-    assert!(text.contains("limit.yaml:3:") && text.contains("memory"), "{text}");
+    assert!(
+        text.contains("typo.yaml:5:") && text.contains("netwrok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("client.yaml:3:") && text.contains("start programs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("limit.yaml:3:") && text.contains("memory"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -135,7 +152,9 @@ fn an_agents_sandbox_tightens_its_tools() {
     )
     .unwrap();
     let agent = |sandbox: &str| {
-        format!("name: noter\nmodel: scripted:replies.yaml\ntools: [writer]\nworkspace: ws\n{sandbox}")
+        format!(
+            "name: noter\nmodel: scripted:replies.yaml\ntools: [writer]\nworkspace: ws\n{sandbox}"
+        )
     };
     std::fs::create_dir(d.join("ws")).unwrap();
     std::fs::write(d.join("free.yaml"), agent("")).unwrap();
@@ -146,7 +165,10 @@ fn an_agents_sandbox_tightens_its_tools() {
     .unwrap();
     let out = run(d, &["run", "--agent", "strict.yaml", "--json", "go"], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!d.join("ws/note.txt").exists(), "workspace-read wrote a note");
+    assert!(
+        !d.join("ws/note.txt").exists(),
+        "workspace-read wrote a note"
+    );
     let calls = json_of(&run(d, &["calls", "--json"], &[]));
     assert_eq!(calls["calls"][0]["status"], "failed", "{calls}");
 
@@ -165,7 +187,11 @@ fn an_agents_sandbox_tightens_its_tools() {
 
 #[test]
 fn without_the_landlock_it_needs_a_tool_refuses_in_one_line_unless_off() {
-    let dir = with_tools(&[("writer.yaml", WRITER), ("open.yaml", OPEN), ("bare.yaml", OFF)]);
+    let dir = with_tools(&[
+        ("writer.yaml", WRITER),
+        ("open.yaml", OPEN),
+        ("bare.yaml", OFF),
+    ]);
     let d = dir.path();
     let call = |tool: &str, abi: &str| {
         run(
@@ -178,12 +204,18 @@ fn without_the_landlock_it_needs_a_tool_refuses_in_one_line_unless_off() {
     let out = call("writer", "3");
     assert_ne!(out.status.code(), Some(0));
     let said = json_of(&out).to_string();
-    assert!(said.contains("Landlock TCP rules (Landlock ABI 4; it has ABI 3)"), "{said}");
+    assert!(
+        said.contains("Landlock TCP rules (Landlock ABI 4; it has ABI 3)"),
+        "{said}"
+    );
     assert!(!d.join("note.txt").exists(), "nothing ran");
     // No Landlock at all.
     let out = call("writer", "0");
     let said = json_of(&out).to_string();
-    assert!(said.contains("Landlock file-system rules") && said.contains("no Landlock at all"), "{said}");
+    assert!(
+        said.contains("Landlock file-system rules") && said.contains("no Landlock at all"),
+        "{said}"
+    );
     // What is configured off runs.
     for (tool, word) in [("open", "free"), ("bare", "bare")] {
         let out = call(tool, "0");

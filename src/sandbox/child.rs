@@ -56,8 +56,7 @@ impl Child {
             )
             .map_err(errno)?;
             for (source, target) in &self.hide {
-                rustix::mount::mount_bind(source.as_c_str(), target.as_c_str())
-                    .map_err(errno)?;
+                rustix::mount::mount_bind(source.as_c_str(), target.as_c_str()).map_err(errno)?;
                 rustix::mount::mount_remount(
                     target.as_c_str(),
                     MountFlags::BIND | MountFlags::RDONLY,

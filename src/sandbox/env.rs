@@ -16,7 +16,11 @@ pub fn build(
     readable: &dyn Fn(&Path) -> bool,
 ) -> Vec<(OsString, OsString)> {
     let path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).filter(|d| readable(d)).collect::<Vec<_>>())
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|d| readable(d))
+                .collect::<Vec<_>>()
+        })
         .filter(|dirs| !dirs.is_empty())
         .and_then(|dirs| std::env::join_paths(dirs).ok())
         .unwrap_or_else(|| FALLBACK_PATH.into());
@@ -42,13 +46,23 @@ mod tests {
     fn only_what_is_built_or_declared() {
         let env = build(
             Path::new("/tmp/x/home"),
-            &[("TZ".into(), "UTC".into()), ("LANG".into(), "fr_FR.UTF-8".into())],
+            &[
+                ("TZ".into(), "UTC".into()),
+                ("LANG".into(), "fr_FR.UTF-8".into()),
+            ],
             &|d| d.starts_with("/usr"),
         );
-        let names: Vec<_> = env.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        let names: Vec<_> = env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(names, ["PATH", "HOME", "TMPDIR", "TZ", "LANG"]);
         let path = env[0].1.to_string_lossy().into_owned();
-        assert!(path.split(':').all(|d| d.starts_with("/usr") || path == FALLBACK_PATH), "{path}");
+        assert!(
+            path.split(':')
+                .all(|d| d.starts_with("/usr") || path == FALLBACK_PATH),
+            "{path}"
+        );
         assert_eq!(env[4].1, "fr_FR.UTF-8");
     }
 }

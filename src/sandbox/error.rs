@@ -48,5 +48,9 @@ fn missing(feature: Feature, have: u32) -> String {
     } else {
         format!("ABI {have}")
     };
-    format!("{} (Landlock ABI {}; it has {has})", feature.name(), feature.abi())
+    format!(
+        "{} (Landlock ABI {}; it has {has})",
+        feature.name(),
+        feature.abi()
+    )
 }

@@ -38,8 +38,8 @@ use rustix::process::Resource;
 pub use error::SandboxError;
 pub use paths::{protect, protect_database};
 pub use policy::{
-    Ceiling, DEFAULT_CPU, DEFAULT_FILE_SIZE, DEFAULT_MEMORY, DEFAULT_OPEN_FILES,
-    DEFAULT_PROCESSES, Fs, Limits, Policy, Rules,
+    Ceiling, DEFAULT_CPU, DEFAULT_FILE_SIZE, DEFAULT_MEMORY, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES,
+    Fs, Limits, Policy, Rules,
 };
 pub use support::{Feature, Support, support};
 
@@ -123,8 +123,7 @@ pub fn confine(
             read: own.clone(),
             write: write_here,
         };
-        mine.read
-            .extend(rules.read.iter().map(|p| canonical(p)));
+        mine.read.extend(rules.read.iter().map(|p| canonical(p)));
         if rules.fs == Fs::WorkspaceRead {
             mine.read.push(workspace.clone());
             mine.read.extend(rules.write.iter().map(|p| canonical(p)));
@@ -132,7 +131,10 @@ pub fn confine(
         let hidden: Vec<PathBuf> = protected
             .into_iter()
             .filter(|p| {
-                mine.read.iter().chain(&mine.write).any(|g| p.starts_with(g))
+                mine.read
+                    .iter()
+                    .chain(&mine.write)
+                    .any(|g| p.starts_with(g))
                     && !own.iter().any(|o| p.starts_with(o))
             })
             .collect();

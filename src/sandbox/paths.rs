@@ -62,7 +62,10 @@ pub fn protect(path: &Path) {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     // A file not made yet: its folder's real path, and its name.
     let path = path.canonicalize().unwrap_or_else(|_| {
-        match (path.parent().and_then(|p| p.canonicalize().ok()), path.file_name()) {
+        match (
+            path.parent().and_then(|p| p.canonicalize().ok()),
+            path.file_name(),
+        ) {
             (Some(dir), Some(name)) => dir.join(name),
             _ => path.clone(),
         }
@@ -145,7 +148,10 @@ fn own_folder(path: &Path, home: Option<&Path>, protected: &[PathBuf]) -> Option
         path.parent()?.to_path_buf()
     };
     let mut tries = Vec::new();
-    if let Some(i) = path.components().position(|c| c.as_os_str() == "node_modules") {
+    if let Some(i) = path
+        .components()
+        .position(|c| c.as_os_str() == "node_modules")
+    {
         tries.push(path.components().take(i).collect::<PathBuf>());
     }
     if matches!(
@@ -246,13 +252,24 @@ mod tests {
     fn a_folder_is_split_around_what_it_hides() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        for f in ["a.txt", "db", "tools/t.yaml", "sub/keep", "sub/deep/secret", "sub/deep/ok"] {
+        for f in [
+            "a.txt",
+            "db",
+            "tools/t.yaml",
+            "sub/keep",
+            "sub/deep/secret",
+            "sub/deep/ok",
+        ] {
             let p = root.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, "x").unwrap();
         }
         assert_eq!(split(&root, &[]), [root.clone()]);
-        let hidden = [root.join("db"), root.join("tools"), root.join("sub/deep/secret")];
+        let hidden = [
+            root.join("db"),
+            root.join("tools"),
+            root.join("sub/deep/secret"),
+        ];
         let got = split(&root, &hidden);
         assert_eq!(
             got,

@@ -144,7 +144,10 @@ impl Limits {
     /// `limits:` as written, over `self` (keys not written keep their value).
     fn read(mut self, v: &Value) -> Result<Limits, String> {
         let Some(map) = v.as_object() else {
-            return Err(format!("limits must be a map ({}), not {v}", LIMIT_KEYS.join(", ")));
+            return Err(format!(
+                "limits must be a map ({}), not {v}",
+                LIMIT_KEYS.join(", ")
+            ));
         };
         for (key, value) in map {
             let parsed = limit_value(key, value)?;
@@ -211,7 +214,12 @@ fn limit_value(key: &str, v: &Value) -> Result<Option<u64>, String> {
                 "cpu" => scaled(s, &[("s", 1), ("m", 60), ("h", 3600)]),
                 "memory" | "file_size" => scaled(
                     &s.trim_end_matches("iB").trim_end_matches('B').to_string(),
-                    &[("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)],
+                    &[
+                        ("K", 1 << 10),
+                        ("M", 1 << 20),
+                        ("G", 1 << 30),
+                        ("T", 1 << 40),
+                    ],
                 ),
                 _ => s.parse().ok(),
             };
@@ -224,9 +232,10 @@ fn limit_value(key: &str, v: &Value) -> Result<Option<u64>, String> {
 /// `s` as a number with one of `units` (or none) after it.
 fn scaled(s: &str, units: &[(&str, u64)]) -> Option<u64> {
     for (suffix, factor) in units {
-        if let Some(n) = s.strip_suffix(suffix).or_else(|| {
-            s.strip_suffix(suffix.to_ascii_lowercase().as_str())
-        }) {
+        if let Some(n) = s
+            .strip_suffix(suffix)
+            .or_else(|| s.strip_suffix(suffix.to_ascii_lowercase().as_str()))
+        {
             return n.trim().parse::<u64>().ok()?.checked_mul(*factor);
         }
     }
@@ -235,7 +244,12 @@ fn scaled(s: &str, units: &[(&str, u64)]) -> Option<u64> {
 
 /// `n` bytes as the shortest exact `K`/`M`/`G`/`T` form.
 fn bytes_text(n: u64) -> String {
-    for (suffix, factor) in [("T", 1u64 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+    for (suffix, factor) in [
+        ("T", 1u64 << 40),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+    ] {
         if n % factor == 0 {
             return format!("{}{suffix}", n / factor);
         }
@@ -296,7 +310,9 @@ impl Policy {
             }
             other => Err((
                 "sandbox".into(),
-                format!("sandbox must be off or a map (fs, read, write, network, limits), not {other}"),
+                format!(
+                    "sandbox must be off or a map (fs, read, write, network, limits), not {other}"
+                ),
             )),
         }
     }
@@ -371,7 +387,10 @@ impl Policy {
         }
         let extra = r.read.len() + r.write.len();
         if extra > 0 {
-            s.push_str(&format!(", +{extra} path{}", if extra == 1 { "" } else { "s" }));
+            s.push_str(&format!(
+                ", +{extra} path{}",
+                if extra == 1 { "" } else { "s" }
+            ));
         }
         if r.limits != Limits::default() {
             s.push_str(", own limits");
@@ -450,10 +469,11 @@ impl Ceiling {
 
     /// Whether it constrains nothing.
     pub fn is_empty(&self) -> bool {
-        *self == Ceiling {
-            limits: Limits::NONE,
-            ..Default::default()
-        }
+        *self
+            == Ceiling {
+                limits: Limits::NONE,
+                ..Default::default()
+            }
     }
 
     /// The settings every form shares (`limits` aside).
@@ -462,18 +482,29 @@ impl Ceiling {
         if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
             return Err((
                 k.clone(),
-                format!("sandbox: unknown setting '{k}' (there are: {})", KEYS.join(", ")),
+                format!(
+                    "sandbox: unknown setting '{k}' (there are: {})",
+                    KEYS.join(", ")
+                ),
             ));
         }
         let paths = |key: &str| -> Result<Option<Vec<PathBuf>>, (String, String)> {
             let Some(v) = map.get(key) else {
                 return Ok(None);
             };
-            let fail = || (key.to_string(), format!("sandbox: {key} must be a list of paths"));
+            let fail = || {
+                (
+                    key.to_string(),
+                    format!("sandbox: {key} must be a list of paths"),
+                )
+            };
             let list = v.as_array().ok_or_else(fail)?;
             list.iter()
                 .map(|p| {
-                    let p = p.as_str().filter(|s| !s.trim().is_empty()).ok_or_else(fail)?;
+                    let p = p
+                        .as_str()
+                        .filter(|s| !s.trim().is_empty())
+                        .ok_or_else(fail)?;
                     Ok(std::path::absolute(base.join(p)).unwrap_or_else(|_| base.join(p)))
                 })
                 .collect::<Result<Vec<_>, _>>()
@@ -526,14 +557,18 @@ mod tests {
         assert!(Policy::parse(&json!(true), Path::new("/")).is_err());
         assert!(Policy::parse(&json!({"fs": "none"}), Path::new("/")).is_err());
         assert_eq!(
-            Policy::parse(&json!({"net": true}), Path::new("/")).unwrap_err().0,
+            Policy::parse(&json!({"net": true}), Path::new("/"))
+                .unwrap_err()
+                .0,
             "net"
         );
     }
 
     #[test]
     fn limits_read_in_their_units() {
-        let p = policy(json!({"read": ["data"], "limits": {"cpu": "2m", "memory": "512M", "processes": "off", "file_size": 1024}}));
+        let p = policy(
+            json!({"read": ["data"], "limits": {"cpu": "2m", "memory": "512M", "processes": "off", "file_size": 1024}}),
+        );
         let r = p.rules().unwrap();
         assert_eq!(r.read, [PathBuf::from("/tools/data")]);
         assert_eq!(r.limits.cpu, Some(120));
@@ -541,18 +576,31 @@ mod tests {
         assert_eq!(r.limits.processes, None);
         assert_eq!(r.limits.file_size, Some(1024));
         assert_eq!(r.limits.open_files, Some(DEFAULT_OPEN_FILES));
-        for bad in [json!({"cpu": -1}), json!({"memory": "lots"}), json!({"threads": 3})] {
-            assert!(Policy::parse(&json!({"limits": bad}), Path::new("/")).is_err(), "{bad}");
+        for bad in [
+            json!({"cpu": -1}),
+            json!({"memory": "lots"}),
+            json!({"threads": 3}),
+        ] {
+            assert!(
+                Policy::parse(&json!({"limits": bad}), Path::new("/")).is_err(),
+                "{bad}"
+            );
         }
         let shown = p.to_json();
         assert_eq!(shown["limits"]["memory"], "512M");
         assert_eq!(shown["limits"]["processes"], "off");
-        assert_eq!(policy(shown), p, "what is shown reads back as the same policy");
+        assert_eq!(
+            policy(shown),
+            p,
+            "what is shown reads back as the same policy"
+        );
     }
 
     #[test]
     fn the_stricter_wins() {
-        let tool = policy(json!({"fs": "workspace-write", "network": true, "write": ["/data/out"], "read": ["/opt/x"], "limits": {"cpu": 100, "memory": "off"}}));
+        let tool = policy(
+            json!({"fs": "workspace-write", "network": true, "write": ["/data/out"], "read": ["/opt/x"], "limits": {"cpu": 100, "memory": "off"}}),
+        );
         let agent = Ceiling::parse(
             &json!({"fs": "workspace-read", "read": ["/opt"], "limits": {"cpu": 10, "processes": 5000}}),
             Path::new("/"),
@@ -563,16 +611,24 @@ mod tests {
         assert_eq!(r.fs, Fs::WorkspaceRead);
         assert!(r.network, "the agent said nothing about the network");
         assert!(r.write.is_empty(), "workspace-read writes nothing");
-        assert_eq!(r.read, [PathBuf::from("/opt/x")], "/data/out is outside /opt");
+        assert_eq!(
+            r.read,
+            [PathBuf::from("/opt/x")],
+            "/data/out is outside /opt"
+        );
         assert_eq!(r.limits.cpu, Some(10));
         assert_eq!(r.limits.memory, None);
         assert_eq!(r.limits.processes, Some(DEFAULT_PROCESSES));
         // Off meets a ceiling: only the ceiling's settings.
-        let off = Policy::Off.meet(&Ceiling::parse(&json!({"network": false}), Path::new("/")).unwrap());
+        let off =
+            Policy::Off.meet(&Ceiling::parse(&json!({"network": false}), Path::new("/")).unwrap());
         let r = off.rules().unwrap();
         assert_eq!((r.fs, r.network, r.limits), (Fs::Off, false, Limits::NONE));
         // An empty ceiling changes nothing.
-        assert_eq!(Policy::Off.meet(&Ceiling::parse(&json!({}), Path::new("/")).unwrap()), Policy::Off);
+        assert_eq!(
+            Policy::Off.meet(&Ceiling::parse(&json!({}), Path::new("/")).unwrap()),
+            Policy::Off
+        );
         assert!(Ceiling::parse(&json!("off"), Path::new("/")).is_err());
     }
 

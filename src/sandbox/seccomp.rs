@@ -45,7 +45,9 @@ fn compile(network: bool) -> Result<BpfProgram, String> {
                 libc::AF_UNIX as u64,
             )
             .map_err(|e| e.to_string())?;
-            Ok(vec![SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?])
+            Ok(vec![
+                SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?,
+            ])
         };
         rules.insert(i64::from(libc::SYS_socket), not_unix()?);
         rules.insert(i64::from(libc::SYS_socketpair), not_unix()?);
@@ -57,7 +59,9 @@ fn compile(network: bool) -> Result<BpfProgram, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 #[cfg(test)]

@@ -113,7 +113,9 @@ impl Support {
         }
         // Without a user of its own, only scoping keeps a tool from signalling the
         // server (same user) once it is confined at all.
-        if !self.root && (rules.fs != Fs::Off || !rules.network) && !need.contains(&Feature::Scoping)
+        if !self.root
+            && (rules.fs != Fs::Off || !rules.network)
+            && !need.contains(&Feature::Scoping)
         {
             need.push(Feature::Scoping);
         }
@@ -188,7 +190,13 @@ mod tests {
         assert!(s(7, true).check("t", &default).is_ok());
         let err = s(3, true).check("t", &default).err();
         assert!(
-            matches!(err, Some(SandboxError::Unsupported { feature: Feature::TcpRules, .. })),
+            matches!(
+                err,
+                Some(SandboxError::Unsupported {
+                    feature: Feature::TcpRules,
+                    ..
+                })
+            ),
             "{err:?}"
         );
         let open = Rules {
@@ -203,8 +211,14 @@ mod tests {
             ..Rules::default()
         };
         assert!(s(0, false).check("t", &none).is_ok());
-        let message = s(0, true).check("tool 'weather'", &default).unwrap_err().to_string();
+        let message = s(0, true)
+            .check("tool 'weather'", &default)
+            .unwrap_err()
+            .to_string();
         assert!(!message.contains('\n'), "{message}");
-        assert!(message.contains("Landlock") && message.contains("weather"), "{message}");
+        assert!(
+            message.contains("Landlock") && message.contains("weather"),
+            "{message}"
+        );
     }
 }

@@ -480,9 +480,7 @@ impl Toolkit {
 
     /// The library's tool `name`, or the agent's stricter version of it.
     fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
-        self.confined
-            .get(name)
-            .or_else(|| self.library.get(name))
+        self.confined.get(name).or_else(|| self.library.get(name))
     }
 
     /// The tool `name`, if this toolkit has it; otherwise an error for the model that
