@@ -44,10 +44,8 @@ impl Tool for McpTool {
     /// The tool on a server of its own, started in `policy`'s sandbox.
     fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
         let server = self.server.with_sandbox(policy.clone())?;
-        let mut spec = self.spec.clone();
-        spec.sandbox = Some(policy);
         Some(Arc::new(McpTool {
-            spec,
+            spec: self.spec.with_sandbox(policy),
             server,
             remote: self.remote.clone(),
         }))

@@ -28,6 +28,7 @@ mod ruleset;
 mod scratch;
 mod seccomp;
 mod support;
+mod system;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -146,18 +147,16 @@ pub fn confine(
                 let around = |list: Vec<PathBuf>| -> Vec<PathBuf> {
                     list.iter().flat_map(|g| paths::split(g, &hidden)).collect()
                 };
+                // The tool's own folders hold no hidden path: they stay whole.
                 mine.read = around(mine.read);
                 mine.write = around(mine.write);
-                mine.read.extend(own.iter().cloned());
             }
         }
-        let mut all = system();
-        all.read.extend(mine.read);
-        all.write.extend(mine.write);
-        all.write.push(scratch.home());
-        all
+        mine.write.push(scratch.home());
+        mine
     };
-    child.landlock = ruleset::build(tool, rules, &grants, support)?;
+    let system = system::system();
+    child.landlock = ruleset::build(tool, rules, &system, &grants, support)?;
     if support.seccomp {
         let filter = seccomp::filter(rules.network).map_err(|e| {
             SandboxError::setup(tool, "the seccomp filter", std::io::Error::other(e))
@@ -167,11 +166,15 @@ pub fn confine(
     let readable = |dir: &Path| {
         rules.fs == Fs::Off || {
             let dir = canonical(dir);
-            grants
-                .read
-                .iter()
-                .chain(&grants.write)
-                .any(|g| dir.starts_with(g))
+            [
+                &system.read_paths,
+                &system.write_paths,
+                &grants.read,
+                &grants.write,
+            ]
+            .into_iter()
+            .flatten()
+            .any(|g| dir.starts_with(g))
         }
     };
     let env = env::build(&scratch.home(), launch.env, &readable);
@@ -180,20 +183,6 @@ pub fn confine(
     Ok(Confined {
         scratch: Some(scratch),
     })
-}
-
-/// The system folders: read-only (`/etc` without its secrets), devices read-write.
-fn system() -> Grants {
-    let mut read: Vec<PathBuf> = paths::SYSTEM
-        .iter()
-        .filter(|p| **p != "/etc")
-        .map(PathBuf::from)
-        .collect();
-    read.extend(paths::split(Path::new("/etc"), &paths::etc_secrets()));
-    Grants {
-        read,
-        write: paths::DEVICES.iter().map(PathBuf::from).collect(),
-    }
 }
 
 /// Mounts that put an empty file or folder over each hidden path (around the tool's own

@@ -109,11 +109,16 @@ pub fn home() -> Option<PathBuf> {
 pub fn own_folders(program: &str, args: &[String], protected: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let program = resolve_program(program);
-    // Paths anywhere in the arguments: `-c 'exec node /opt/x/index.js'`, `--config=/etc/x`.
+    // Whole arguments that are paths, and files named inside one: `-c 'exec node
+    // /opt/x/index.js'`, `--config=/opt/x/c.toml` (not a folder a command merely lists).
     let tokens = args.iter().flat_map(|a| {
-        a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=' | ';'))
-            .filter(|t| t.starts_with('/'))
+        let whole = a.starts_with('/').then(|| PathBuf::from(a));
+        let inside = a
+            .split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=' | ';'))
+            .filter(|t| t.starts_with('/') && t.len() < a.len())
             .map(PathBuf::from)
+            .filter(|p| p.is_file());
+        whole.into_iter().chain(inside)
     });
     let candidates = program.into_iter().chain(tokens);
     let home = home();
@@ -166,10 +171,12 @@ fn own_folder(path: &Path, home: Option<&Path>, protected: &[PathBuf]) -> Option
     tries.into_iter().find(|f| acceptable(f, home, protected))
 }
 
-/// Whether `folder` may be given to a tool as its own: not the root, not `$HOME`, a
-/// folder right in it or above it, and holding no protected path.
+/// Whether `folder` may be given to a tool as its own: not the root, nor in a system
+/// folder, not `$HOME`, a folder right in it or above it, and holding no protected path.
 fn acceptable(folder: &Path, home: Option<&Path>, protected: &[PathBuf]) -> bool {
-    if folder.parent().is_none() {
+    // A system folder is granted as the system's (`/etc` without its secrets), not
+    // whole as a tool's.
+    if folder.parent().is_none() || SYSTEM.iter().any(|s| folder.starts_with(s)) {
         return false;
     }
     if let Some(home) = home

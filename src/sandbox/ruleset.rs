@@ -14,6 +14,7 @@ use landlock::{
 use super::error::SandboxError;
 use super::policy::{Fs, Rules};
 use super::support::{Feature, Support};
+use super::system::System;
 
 /// The newest rights asked for: older kernels drop what they do not know (best effort),
 /// after [`Support::check`] made sure that what matters is there.
@@ -28,11 +29,13 @@ pub struct Grants {
     pub write: Vec<PathBuf>,
 }
 
-/// The ruleset for `rules` with `grants`, as the file descriptor the child hands to
-/// `landlock_restrict_self`; `None` when nothing is confined (fs off, network on).
+/// The ruleset for `rules` with the system folders and `grants`, as the file descriptor
+/// the child hands to `landlock_restrict_self`; `None` when nothing is confined (fs off,
+/// network on).
 pub fn build(
     tool: &str,
     rules: &Rules,
+    system: &System,
     grants: &Grants,
     support: &Support,
 ) -> Result<Option<OwnedFd>, SandboxError> {
@@ -65,6 +68,16 @@ pub fn build(
     if confine_fs {
         let read = AccessFs::from_read(NEWEST);
         let write = AccessFs::from_all(NEWEST);
+        let opened = system
+            .read
+            .iter()
+            .map(|fd| (fd, read))
+            .chain(system.write.iter().map(|fd| (fd, write)));
+        for (fd, access) in opened {
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| fail("a Landlock rule for a system folder", &e))?;
+        }
         let all = grants
             .read
             .iter()

@@ -86,9 +86,7 @@ impl Tool for CommandTool {
     }
 
     fn with_sandbox(&self, policy: sandbox::Policy) -> Option<Arc<dyn Tool>> {
-        let mut spec = self.spec.clone();
-        spec.sandbox = Some(policy);
-        Some(Arc::new(CommandTool::new(spec)))
+        Some(Arc::new(CommandTool::new(self.spec.with_sandbox(policy))))
     }
 }
 

@@ -93,10 +93,8 @@ impl LoadedTool {
     /// starts no program.
     pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<LoadedTool> {
         let runner = self.runner.as_ref()?.with_sandbox(policy.clone())?;
-        let mut spec = self.spec.clone();
-        spec.sandbox = Some(policy);
         Some(LoadedTool {
-            spec,
+            spec: self.spec.with_sandbox(policy),
             schema: self.schema.clone(),
             output: self.output.clone(),
             source: self.source.clone(),

@@ -161,6 +161,14 @@ impl ToolSpec {
             .unwrap_or(DEFAULT_TIMEOUT)
     }
 
+    /// This spec with its programs in `policy`'s sandbox.
+    pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> ToolSpec {
+        ToolSpec {
+            sandbox: Some(policy),
+            ..self.clone()
+        }
+    }
+
     /// Definition-only tools are never executed by the runtime.
     pub fn definition_only(&self) -> bool {
         matches!(self.entry, Entry::Client)

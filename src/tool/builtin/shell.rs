@@ -51,9 +51,9 @@ impl Tool for Shell {
     }
 
     fn with_sandbox(&self, policy: sandbox::Policy) -> Option<std::sync::Arc<dyn Tool>> {
-        let mut spec = self.spec.clone();
-        spec.sandbox = Some(policy);
-        Some(std::sync::Arc::new(Shell { spec }))
+        Some(std::sync::Arc::new(Shell {
+            spec: self.spec.with_sandbox(policy),
+        }))
     }
 }
 

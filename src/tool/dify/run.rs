@@ -102,8 +102,6 @@ impl Tool for DifyTool {
     }
 
     fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
-        let mut spec = self.spec.clone();
-        spec.sandbox = Some(policy);
-        Some(Arc::new(DifyTool::new(spec)))
+        Some(Arc::new(DifyTool::new(self.spec.with_sandbox(policy))))
     }
 }
