@@ -213,7 +213,7 @@ fn limit_value(key: &str, v: &Value) -> Result<Option<u64>, String> {
             let scaled = match key {
                 "cpu" => scaled(s, &[("s", 1), ("m", 60), ("h", 3600)]),
                 "memory" | "file_size" => scaled(
-                    &s.trim_end_matches("iB").trim_end_matches('B').to_string(),
+                    s.trim_end_matches("iB").trim_end_matches('B'),
                     &[
                         ("K", 1 << 10),
                         ("M", 1 << 20),
@@ -250,7 +250,7 @@ fn bytes_text(n: u64) -> String {
         ("M", 1 << 20),
         ("K", 1 << 10),
     ] {
-        if n % factor == 0 {
+        if n.is_multiple_of(factor) {
             return format!("{}{suffix}", n / factor);
         }
     }

@@ -175,6 +175,7 @@ fn nobody() -> (u32, u32) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
