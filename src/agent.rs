@@ -62,6 +62,8 @@ pub struct Agent {
     /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
     /// higher goes first. A run started with a priority of its own uses that instead.
     pub priority: i32,
+    /// Limits on its tools' sandboxes (`sandbox:`): the stricter of each setting wins.
+    pub sandbox: Option<crate::sandbox::Ceiling>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +104,7 @@ struct RawAgent {
     dialect: Option<String>,
     #[serde(default)]
     priority: i32,
+    sandbox: Option<serde_json::Value>,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -263,6 +266,13 @@ impl Agent {
                 .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
             None => crate::parse::Dialect::Auto,
         };
+        let sandbox = match &raw.sandbox {
+            Some(v) => Some(
+                crate::sandbox::Ceiling::parse(v, &folder)
+                    .map_err(|(key, m)| at(&["sandbox", &key], format!("field 'sandbox': {m}")))?,
+            ),
+            None => None,
+        };
         // A scripted model's file is found next to the agent file.
         let model = raw.model.map(|m| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
@@ -291,6 +301,7 @@ impl Agent {
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
             dialect,
             priority: raw.priority,
+            sandbox,
         })
     }
 
@@ -314,6 +325,10 @@ impl Agent {
         library
             .toolkit(&names, self.permissions.clone())
             .map(|kit| kit.with_policy(Arc::new(self.policy.clone())))
+            .map(|kit| match &self.sandbox {
+                Some(ceiling) => kit.confined(ceiling),
+                None => kit,
+            })
             .map_err(|e| AgentError {
                 line: std::fs::read_to_string(&self.path)
                     .ok()

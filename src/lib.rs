@@ -25,6 +25,7 @@ pub mod policy;
 pub mod prompt;
 pub mod protocol;
 pub mod run;
+pub mod sandbox;
 pub mod secrets;
 pub mod server;
 pub mod store;

@@ -155,6 +155,7 @@ fn spec(name: &str, description: String, parameters: Value, permission: Permissi
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: None,
     }
 }
 

@@ -97,6 +97,7 @@ fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolS
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: None,
         name: name.into(),
         description: "probe".into(),
         parameters: json!({"type": "object", "properties": {

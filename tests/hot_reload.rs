@@ -164,10 +164,12 @@ fn the_mcp_python_sdk_sees_toolgate_mcp_reload_its_tools() {
     write(
         &tools.join("clock.yaml"),
         &format!(
-            "mcp_server: clock\ncommand: {}\nargs: [{}, {}]\npermission: auto\n",
+            // It writes its pid file in ws, not in its own workspace: said in its sandbox.
+            "mcp_server: clock\ncommand: {}\nargs: [{}, {}]\npermission: auto\nsandbox: {{write: [{}]}}\n",
             python.display(),
             here.join("clock_server.py").display(),
-            ws.join("pid1").display()
+            ws.join("pid1").display(),
+            ws.display()
         ),
     );
     let agent = root.join("agent.yaml");

@@ -43,6 +43,7 @@ fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> To
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: None,
         name: name.into(),
         description: format!("test tool {name}"),
         parameters,

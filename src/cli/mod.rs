@@ -2,6 +2,7 @@
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod calls;
+mod doctor;
 mod interactive;
 mod limits;
 mod logging;
@@ -95,6 +96,9 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
     Secrets(secrets::SecretsArgs),
+    /// What this machine can confine (Landlock, seccomp, the tools' user), and whether a
+    /// program starts in the default sandbox.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -138,6 +142,8 @@ impl Cli {
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // Before any tool starts (MCP servers start when the library loads).
+    toolgate::sandbox::protect_database(&cli.db);
     match cli.command {
         Command::Parse(args) => parse::run(args),
         Command::Tools(args) => tools::run(args, &cli.db),
@@ -155,6 +161,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Serve(args) => serve::run(*args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 

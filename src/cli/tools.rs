@@ -108,7 +108,16 @@ fn summary(tool: &LoadedTool) -> Value {
         "definition_only": tool.definition_only(),
         "category": tool.spec.category,
         "source": source(tool),
+        "sandbox": tool.spec.sandbox.as_ref().map(|p| p.to_json()),
     })
+}
+
+/// The sandbox in a word or three; `-` for a tool that starts no program.
+fn sandbox_summary(tool: &LoadedTool) -> String {
+    tool.spec
+        .sandbox
+        .as_ref()
+        .map_or_else(|| "-".to_string(), |p| p.summary())
 }
 
 fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
@@ -125,11 +134,15 @@ fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
                 t.spec.name.clone(),
                 format!("{:?}", t.spec.permission).to_lowercase(),
                 entry_kind(&t.spec.entry),
+                sandbox_summary(t),
                 first_sentence(&t.spec.description),
             ]
         })
         .collect();
-    let text = table::render(&["NAME", "PERMISSION", "RUNS AS", "DESCRIPTION"], &rows);
+    let text = table::render(
+        &["NAME", "PERMISSION", "RUNS AS", "SANDBOX", "DESCRIPTION"],
+        &rows,
+    );
     write_out(&mut out, &text)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -167,6 +180,9 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
     );
     if let Some(t) = tool.spec.timeout {
         text.push_str(&format!("  timeout:    {t} s\n"));
+    }
+    if let Some(policy) = &tool.spec.sandbox {
+        text.push_str(&format!("  sandbox:    {}\n", policy.to_json()));
     }
     text.push_str("  parameters:\n");
     let mut any = false;

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{Connect, Declaration};
+use crate::sandbox::{self, Policy};
 use crate::tool::{Part, ToolContext, ToolError};
 
 /// The time a server has to start and answer `initialize` and `tools/list`.
@@ -126,6 +127,8 @@ fn token_key(token: &impl serde::Serialize) -> String {
 struct Connection {
     service: RunningService<RoleClient, Handler>,
     listeners: Listeners,
+    /// A stdio server's sandbox, kept while it runs (its temporary folder goes with it).
+    _confined: Option<sandbox::Confined>,
 }
 
 impl Connection {
@@ -138,6 +141,8 @@ impl Connection {
 pub struct Server {
     pub name: String,
     connect: Connect,
+    /// The sandbox of a stdio server.
+    policy: Option<Policy>,
     /// Where it is declared (the first file, when several declare the same server).
     file: String,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
@@ -147,20 +152,32 @@ pub struct Server {
     tools: tokio::sync::Mutex<Option<Vec<Value>>>,
 }
 
-/// A server's name and how it is reached: equal keys share one server in a process.
-type ServerKey = (String, Connect);
+/// A server's name, how it is reached and its sandbox: equal keys share one server in a
+/// process.
+type ServerKey = (String, Connect, Option<Policy>);
 
 /// The servers of this process.
 static SERVERS: LazyLock<Mutex<HashMap<ServerKey, Arc<Server>>>> = LazyLock::new(Default::default);
 
 /// The process's server for `decl`, made (not started) when it is the first.
 pub fn server(decl: &Declaration) -> Arc<Server> {
-    let key = (decl.name.clone(), decl.connect.clone());
+    shared(
+        &decl.name,
+        &decl.connect,
+        decl.sandbox.clone(),
+        decl.path.display().to_string(),
+    )
+}
+
+/// The process's server of this name, connection and sandbox.
+fn shared(name: &str, connect: &Connect, policy: Option<Policy>, file: String) -> Arc<Server> {
+    let key = (name.to_string(), connect.clone(), policy.clone());
     let make = || {
         Arc::new(Server {
-            name: decl.name.clone(),
-            connect: decl.connect.clone(),
-            file: decl.path.display().to_string(),
+            name: name.to_string(),
+            connect: connect.clone(),
+            policy: policy.clone(),
+            file: file.clone(),
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             tools: tokio::sync::Mutex::new(None),
@@ -209,6 +226,18 @@ pub fn stop_unused() -> Vec<String> {
 }
 
 impl Server {
+    /// The same server started in `policy`'s sandbox (a process of its own); `None` for
+    /// a server reached by URL.
+    pub fn with_sandbox(&self, policy: Policy) -> Option<Arc<Server>> {
+        self.policy.as_ref()?;
+        Some(shared(
+            &self.name,
+            &self.connect,
+            Some(policy),
+            self.file.clone(),
+        ))
+    }
+
     /// Its tools (`tools/list`, every page), starting it if need be; listed once per
     /// process.
     pub async fn tools(&self) -> Result<Vec<Value>, String> {
@@ -252,6 +281,7 @@ impl Server {
         }
         let handler = Handler::default();
         let listeners = Arc::clone(&handler.listeners);
+        let mut confined = None;
         let started = match &self.connect {
             Connect::Stdio {
                 command,
@@ -260,10 +290,28 @@ impl Server {
                 cwd,
             } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env);
+                cmd.args(args);
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
+                // Its workspace: the folder it is declared to run in, else toolgate's.
+                let workspace = match cwd {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir()
+                        .map_err(|e| format!("cannot tell the current folder: {e}"))?,
+                };
+                let declared: Vec<(String, String)> =
+                    env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let who = format!("MCP server '{}'", self.name);
+                let launch = sandbox::Launch {
+                    who: &who,
+                    workspace: &workspace,
+                    program: Some((command, args)),
+                    env: &declared,
+                };
+                let policy = self.policy.clone().unwrap_or_default();
+                confined =
+                    Some(sandbox::confine(&mut cmd, &policy, &launch).map_err(|e| e.to_string())?);
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
@@ -320,7 +368,11 @@ impl Server {
                 )));
             }
         };
-        Ok(Connection { service, listeners })
+        Ok(Connection {
+            service,
+            listeners,
+            _confined: confined,
+        })
     }
 
     /// `why`, with the last line the server wrote to stderr, if any.

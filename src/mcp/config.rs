@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::sandbox::Policy;
 use crate::tool::{LoadError, Permission};
 
 /// How toolgate reaches a server. Two declarations with the same name and the same
@@ -42,6 +43,8 @@ pub struct Declaration {
     pub permissions: BTreeMap<String, Permission>,
     /// Seconds a call may take.
     pub timeout: Option<f64>,
+    /// The sandbox a stdio server runs in (`None` for a server reached by URL).
+    pub sandbox: Option<Policy>,
     /// The file it is declared in.
     pub path: PathBuf,
 }
@@ -71,6 +74,8 @@ struct RawServer {
     permissions: BTreeMap<String, Permission>,
     #[serde(default)]
     timeout: Option<Value>,
+    #[serde(default)]
+    sandbox: Option<Value>,
 }
 
 /// A file in the tools folder that declares servers rather than a tool: `mcp.json`, or
@@ -173,7 +178,7 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
             "server '{name}': transport type '{kind}' is not supported (stdio, http)"
         ));
     }
-    const KEYS: [&str; 9] = [
+    const KEYS: [&str; 10] = [
         "command",
         "args",
         "env",
@@ -183,6 +188,7 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
         "permission",
         "permissions",
         "timeout",
+        "sandbox",
     ];
     let used: serde_json::Map<String, Value> = obj
         .iter()
@@ -216,6 +222,20 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
     }
     let expand = |key: &str, s: &str| {
         crate::tool::http::expand_env(s).map_err(|e| fail(key, format!("{key}: {e}")))
+    };
+    let sandbox = match (&raw.command, &raw.sandbox) {
+        (Some(_), None) => Some(Policy::default()),
+        (Some(_), Some(v)) => {
+            let base = path.parent().unwrap_or(Path::new("."));
+            Some(Policy::parse(v, base).map_err(|(key, m)| fail(&key, m))?)
+        }
+        (None, Some(_)) => {
+            return Err(fail(
+                "sandbox",
+                "sandbox is for command servers (a server reached by url runs elsewhere)".into(),
+            ));
+        }
+        (None, None) => None,
     };
     let connect = match (raw.command, raw.url) {
         (Some(command), None) => {
@@ -290,6 +310,7 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         permission: raw.permission,
         permissions: raw.permissions,
         timeout,
+        sandbox,
         path: path.to_path_buf(),
     })
 }

@@ -43,6 +43,16 @@ impl Tool for McpTool {
             &serde_json::to_value(&result).unwrap_or(Value::Null),
         ))
     }
+
+    /// The tool on a server of its own, started in `policy`'s sandbox.
+    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+        let server = self.server.with_sandbox(policy.clone())?;
+        Some(Arc::new(McpTool {
+            spec: self.spec.with_sandbox(policy),
+            server,
+            remote: self.remote.clone(),
+        }))
+    }
 }
 
 /// `SERVER__TOOL`, with any character an OpenAI function name cannot hold as `_`.
@@ -124,6 +134,7 @@ pub fn mcp_tool(
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: decl.sandbox.clone(),
     };
     Ok((
         McpTool {

@@ -180,6 +180,11 @@ pub struct ToolInfo {
     pub definition_only: bool,
     pub read_only: bool,
     pub category: Option<String>,
+    /// The sandbox its programs start in, every setting spelled out (`fs`, `read`,
+    /// `write`, `network`, `limits`), or `"off"`; absent for a tool that starts no
+    /// program.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Value>,
 }
 
 /// The tools library: built-ins and the server's tools folder.
@@ -224,6 +229,7 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
                 definition_only: spec.definition_only(),
                 read_only: spec.read_only,
                 category: spec.category.clone(),
+                sandbox: spec.sandbox.as_ref().map(|p| p.to_json()),
             }
         })
         .collect();

@@ -147,6 +147,8 @@ impl Store {
     /// [`Store::open`] with options.
     pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
+        // No tool's sandbox shows it, nor its key file, even inside a workspace.
+        crate::sandbox::protect_database(&path);
         let busy = options.busy_timeout;
         let fail = |e| describe(&path, busy, e);
         let mut conn = Connection::open_with_flags(

@@ -1,7 +1,10 @@
 //! The `command` entry type: an external program in any language. The arguments go
 //! to its stdin as one JSON object; its stdout (JSON or text) is the result; a non-zero
 //! exit is an error result carrying stderr. Timeout and output size are capped. Each
-//! line it writes to stdout while it runs is streamed as a `tool.output` part.
+//! line it writes to stdout while it runs is streamed as a `tool.output` part. It runs
+//! in the tool's sandbox (see `crate::sandbox`).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -12,6 +15,7 @@ use super::output::{Part, ToolError, ToolOutput};
 use super::process;
 use super::runnable::{Tool, ToolContext};
 use super::spec::{Entry, ToolSpec};
+use crate::sandbox;
 
 /// Output bytes kept per stream when a tool does not say.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
@@ -49,10 +53,21 @@ impl Tool for CommandTool {
         };
         let mut cmd = Command::new(command);
         cmd.args(argv).current_dir(&ctx.workspace);
+        let mut declared = Vec::with_capacity(env.len() + 1);
         for (k, v) in env {
-            cmd.env(k, expand_env(v)?);
+            declared.push((k.clone(), expand_env(v)?));
         }
-        cmd.env("TOOLGATE_CALL_ID", &ctx.call_id);
+        declared.push(("TOOLGATE_CALL_ID".to_string(), ctx.call_id.clone()));
+        let who = format!("tool '{}'", self.spec.name);
+        let launch = sandbox::Launch {
+            who: &who,
+            workspace: &ctx.workspace,
+            program: Some((command, argv)),
+            env: &declared,
+        };
+        let policy = self.spec.sandbox.clone().unwrap_or_default();
+        // Kept until the program has ended: its temporary folder goes with it.
+        let _confined = sandbox::confine(&mut cmd, &policy, &launch)?;
         let input = serde_json::to_vec(&Value::Object(args))
             .map_err(|e| ToolError::Execution(format!("cannot encode the arguments: {e}")))?;
         // One line, one part: a part is never split, and the parts of calls running
@@ -68,6 +83,10 @@ impl Tool for CommandTool {
         )
         .await?;
         Ok(output_of(&self.spec.name, done))
+    }
+
+    fn with_sandbox(&self, policy: sandbox::Policy) -> Option<Arc<dyn Tool>> {
+        Some(Arc::new(CommandTool::new(self.spec.with_sandbox(policy))))
     }
 }
 

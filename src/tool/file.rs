@@ -106,6 +106,9 @@ struct RawTool {
     is_final: bool,
     #[serde(default)]
     hidden: bool,
+    /// The sandbox of the programs it starts (`off`, or fs/read/write/network/limits).
+    #[serde(default)]
+    sandbox: Option<Value>,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -311,6 +314,8 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         folder,
     )
     .map_err(|(k, m)| policy_fail(k, m))?;
+    let sandbox = sandbox_of(path, &entry, raw.sandbox.as_ref())
+        .map_err(|(key, m)| fail_at(&["sandbox", &key], m))?;
     let spec = ToolSpec {
         name,
         description: raw.description,
@@ -329,6 +334,7 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         credentials,
         is_final: raw.is_final,
         hidden: raw.hidden,
+        sandbox,
     };
     Ok(ToolDef {
         spec,
@@ -341,6 +347,29 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             deadline,
         },
     })
+}
+
+/// The sandbox of a tool that starts programs (its `sandbox:`, or the default); none
+/// for the others, which may not have a `sandbox:`.
+fn sandbox_of(
+    path: &Path,
+    entry: &Entry,
+    written: Option<&Value>,
+) -> Result<Option<crate::sandbox::Policy>, (String, String)> {
+    let starts_programs = matches!(entry, Entry::Command { .. })
+        || matches!(entry, Entry::Builtin { handler } if handler == "shell");
+    match written {
+        None if starts_programs => Ok(Some(crate::sandbox::Policy::default())),
+        None => Ok(None),
+        Some(_) if !starts_programs => Err((
+            "sandbox".into(),
+            "sandbox: only tools that start programs (command, the shell built-in) have one".into(),
+        )),
+        Some(v) => {
+            let base = path.parent().unwrap_or(Path::new("."));
+            crate::sandbox::Policy::parse(v, base).map(Some)
+        }
+    }
 }
 
 /// `entry:` as written: its settings (an unknown one refused, for every type), or the

@@ -345,7 +345,8 @@ pub fn parse_method(method: &str) -> Result<Method, String> {
         .map_err(|_| format!("'{method}' is not an HTTP method"))
 }
 
-/// Replaces `${VAR}` with the environment variable.
+/// Replaces `${VAR}` with the environment variable (`${VAR:-default}`: the default when
+/// it is not set).
 pub fn expand_env(template: &str) -> Result<String, ToolError> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
@@ -356,10 +357,20 @@ pub fn expand_env(template: &str) -> Result<String, ToolError> {
             out.push_str(&rest[start..]);
             return Ok(out);
         };
-        let name = &after[..end];
-        let value = std::env::var(name).map_err(|_| {
-            ToolError::Execution(format!("the environment variable {name} is not set"))
-        })?;
+        // `${VAR:-default}`: the default when VAR is not set.
+        let (name, default) = match after[..end].split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (&after[..end], None),
+        };
+        let value = match (std::env::var(name), default) {
+            (Ok(v), _) => v,
+            (Err(_), Some(d)) => d.to_string(),
+            (Err(_), None) => {
+                return Err(ToolError::Execution(format!(
+                    "the environment variable {name} is not set"
+                )));
+            }
+        };
         out.push_str(&value);
         rest = &after[end + 1..];
     }

@@ -93,6 +93,21 @@ impl LoadedTool {
         self.runner.is_none()
     }
 
+    /// The same tool with its programs in `policy`'s sandbox; `None` for a tool that
+    /// starts no program.
+    pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<LoadedTool> {
+        let runner = self.runner.as_ref()?.with_sandbox(policy.clone())?;
+        Some(LoadedTool {
+            spec: self.spec.with_sandbox(policy),
+            schema: self.schema.clone(),
+            output: self.output.clone(),
+            source: self.source.clone(),
+            runner: Some(runner),
+            secret: self.secret,
+            policy: self.policy.clone(),
+        })
+    }
+
     /// Validates arguments (coercing, filling defaults); every problem at once.
     pub fn check(&self, args: Map<String, Value>) -> Result<Map<String, Value>, ToolError> {
         self.schema
@@ -265,6 +280,8 @@ impl ToolLibrary {
     /// [`ToolLibrary::errors`] and does not stop the others. A file may redefine a
     /// built-in of the same name.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        // No tool's sandbox shows the tools folder, even inside a workspace.
+        crate::sandbox::protect(dir);
         let mut lib = Self::builtin();
         let loaded = load_dir(dir)?;
         lib.errors = loaded.errors;
@@ -433,6 +450,7 @@ impl ToolLibrary {
             names: names.to_vec(),
             overrides,
             policy: Arc::default(),
+            confined: HashMap::new(),
         })
     }
 }
@@ -445,14 +463,41 @@ pub struct Toolkit {
     overrides: HashMap<String, Permission>,
     /// The agent's rules, hooks and deadline.
     policy: Arc<AgentPolicy>,
+    /// Tools whose sandbox the agent's made stricter, in place of the library's.
+    confined: HashMap<String, Arc<LoadedTool>>,
 }
 
 impl Toolkit {
+    /// The toolkit with `ceiling` (an agent's `sandbox:`) over the sandbox of each tool
+    /// that starts programs: for each setting, the stricter of the two.
+    pub fn confined(mut self, ceiling: &crate::sandbox::Ceiling) -> Toolkit {
+        for name in &self.names {
+            let Some(tool) = self.library.get(name) else {
+                continue;
+            };
+            let Some(policy) = &tool.spec.sandbox else {
+                continue;
+            };
+            let met = policy.meet(ceiling);
+            if met != *policy
+                && let Some(stricter) = tool.with_sandbox(met)
+            {
+                self.confined.insert(name.clone(), Arc::new(stricter));
+            }
+        }
+        self
+    }
+
+    /// The library's tool `name`, or the agent's stricter version of it.
+    fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
+        self.confined.get(name).or_else(|| self.library.get(name))
+    }
+
     /// The tool `name`, if this toolkit has it; otherwise an error for the model that
     /// names the tools it does have.
     pub fn resolve(&self, name: &str) -> Result<&Arc<LoadedTool>, ToolError> {
         if self.names.iter().any(|n| n == name)
-            && let Some(t) = self.library.get(name)
+            && let Some(t) = self.get(name)
         {
             return Ok(t);
         }
@@ -558,10 +603,7 @@ impl Toolkit {
 
     /// The tools, in the order the agent lists them.
     pub fn tools(&self) -> Vec<&Arc<LoadedTool>> {
-        self.names
-            .iter()
-            .filter_map(|n| self.library.get(n))
-            .collect()
+        self.names.iter().filter_map(|n| self.get(n)).collect()
     }
 
     pub fn names(&self) -> &[String] {

@@ -146,6 +146,10 @@ pub enum ToolError {
     /// A credential the tool file names has no value (or cannot be read).
     #[error("{0}")]
     MissingCredential(String),
+    /// The program could not be started in its sandbox (this kernel cannot enforce
+    /// it, or setting it up failed).
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// An HTTP tool was about to connect where the network rule forbids it.
     #[error(
         "refused to connect to {host}: it resolves to {address}, a {range} address, which HTTP tools may not reach by default. To allow it for local development, add \"{host}\" to allow_hosts in the tool's http entry, or to the TOOLGATE_HTTP_ALLOW environment variable (comma-separated)"
@@ -174,6 +178,7 @@ impl ToolError {
             ToolError::BlockedAddress { .. } => "blocked_address",
             ToolError::MissingCredential(_) => "missing_credential",
             ToolError::Rejected(_) => "rejected",
+            ToolError::Sandbox(_) => "sandbox",
         }
     }
 }

@@ -126,4 +126,11 @@ pub trait Tool: Send + Sync {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError>;
+
+    /// The same tool with its programs started in `policy`'s sandbox (an agent's
+    /// stricter one); `None` for a tool that starts no program.
+    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+        let _ = policy;
+        None
+    }
 }

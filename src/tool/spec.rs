@@ -144,6 +144,10 @@ pub struct ToolSpec {
     /// event streams (`--json`, SSE) and the command line's output.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// The sandbox its programs start in: `Some` for tools that start programs
+    /// (command, `shell`, Dify, stdio MCP servers), `None` for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 /// The time a call may take when its tool does not say.
@@ -155,6 +159,14 @@ impl ToolSpec {
         self.timeout
             .map(std::time::Duration::from_secs_f64)
             .unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// This spec with its programs in `policy`'s sandbox.
+    pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> ToolSpec {
+        ToolSpec {
+            sandbox: Some(policy),
+            ..self.clone()
+        }
     }
 
     /// Definition-only tools are never executed by the runtime.

@@ -18,6 +18,8 @@ entry:
   type: command
   command: sh
   args: ["-c", "echo \"$TOOLGATE_CALL_ID\" >> launches.log; sleep ${LAUNCH_SLEEP:-0}; echo launched"]
+  # The sandbox passes no variable the tool does not declare.
+  env: {LAUNCH_SLEEP: "${LAUNCH_SLEEP:-0}"}
 timeout: 120
 "#;
 

@@ -38,6 +38,7 @@ def clock(pidfile):
 command: {sys.executable}
 args: [{os.path.join(here, "clock_server.py")}, {pidfile}]
 permission: auto
+sandbox: {{write: [{os.path.dirname(pidfile)}]}}
 """
 
 

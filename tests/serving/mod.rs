@@ -66,7 +66,7 @@ impl Site {
         );
         write(
             "tools/nap.yaml",
-            "name: nap\ndescription: Sleeps a while.\npermission: auto\ntimeout: 60\nentry:\n  type: command\n  command: sh\n  args: [-c, \"sleep ${SLOW_SECONDS}; echo rested\"]\n",
+            "name: nap\ndescription: Sleeps a while.\npermission: auto\ntimeout: 60\nentry:\n  type: command\n  command: sh\n  args: [-c, \"sleep ${SLOW_SECONDS}; echo rested\"]\n  env: {SLOW_SECONDS: \"${SLOW_SECONDS:-0}\"}\n",
         );
         Site { dir }
     }

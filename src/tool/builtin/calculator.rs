@@ -12,6 +12,7 @@ pub fn spec() -> ToolSpec {
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: None,
         read_only: true,
         ..builtin_spec(
             "calculator",

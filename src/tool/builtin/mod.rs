@@ -69,7 +69,7 @@ pub fn handler(handler: &str, spec: ToolSpec) -> Option<Arc<dyn Tool>> {
         "read_file" => files::read_file,
         "list_dir" => files::list_dir,
         "write_file" => files::write_file,
-        "shell" => shell::shell,
+        "shell" => return Some(Arc::new(shell::Shell { spec })),
         _ => return None,
     };
     Some(Arc::new(Builtin { spec, handler }))
@@ -92,6 +92,7 @@ fn spec(name: &str, description: &str, permission: Permission, parameters: Value
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: None,
         name: name.to_string(),
         description: description.to_string(),
         parameters,

@@ -1,14 +1,17 @@
 //! `shell`: a shell command in the workspace (confirm by default), with a timeout and
-//! an output cap.
+//! an output cap, in the tool's sandbox (see `crate::sandbox`).
 
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::process::Command;
 
+use async_trait::async_trait;
+
 use super::{Handled, spec as builtin_spec, text_arg};
+use crate::sandbox;
 use crate::tool::process;
-use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
+use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Bytes of stdout and of stderr kept.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -24,16 +27,52 @@ pub fn spec() -> ToolSpec {
         }, "required": ["command"], "additionalProperties": false}),
     );
     s.timeout = Some(600.0);
+    s.sandbox = Some(crate::sandbox::Policy::default());
     s
 }
 
-/// The handler of the tool.
-pub fn shell<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+/// The tool: its spec holds its sandbox.
+pub struct Shell {
+    pub spec: ToolSpec,
+}
+
+#[async_trait]
+impl Tool for Shell {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        shell(&self.spec, ctx, args).await
+    }
+
+    fn with_sandbox(&self, policy: sandbox::Policy) -> Option<std::sync::Arc<dyn Tool>> {
+        Some(std::sync::Arc::new(Shell {
+            spec: self.spec.with_sandbox(policy),
+        }))
+    }
+}
+
+fn shell<'a>(spec: &'a ToolSpec, ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
     Box::pin(async move {
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(text_arg(&args, "command"))
             .current_dir(&ctx.workspace);
+        let who = format!("tool '{}'", spec.name);
+        let launch = sandbox::Launch {
+            who: &who,
+            workspace: &ctx.workspace,
+            // The command is the model's: nothing in it names the tool's own folder.
+            program: None,
+            env: &[],
+        };
+        let policy = spec.sandbox.clone().unwrap_or_default();
+        let _confined = sandbox::confine(&mut cmd, &policy, &launch)?;
         let timeout = args.get("timeout").and_then(Value::as_f64).unwrap_or(30.0);
         let done = process::run(cmd, b"", Duration::from_secs_f64(timeout), OUTPUT_CAP).await?;
         let mut text = done.stdout.text();

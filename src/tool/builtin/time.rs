@@ -13,6 +13,7 @@ pub fn spec() -> ToolSpec {
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        sandbox: None,
         read_only: true,
         ..builtin_spec(
             "current_time",

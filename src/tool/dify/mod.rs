@@ -263,6 +263,7 @@ fn tool_def(
         credentials,
         is_final: false,
         hidden: false,
+        sandbox: Some(crate::sandbox::Policy::default()),
     };
     Ok(ToolDef {
         spec,

@@ -4,6 +4,7 @@
 //! the tool yields to stdout, one per line.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -98,5 +99,9 @@ impl Tool for DifyTool {
             return Err(ToolError::Execution("the request is not an object".into()));
         };
         command.call(ctx, request).await
+    }
+
+    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+        Some(Arc::new(DifyTool::new(self.spec.with_sandbox(policy))))
     }
 }

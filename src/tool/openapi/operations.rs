@@ -326,6 +326,7 @@ fn spec(
         credentials: common.credentials.clone(),
         is_final: false,
         hidden: false,
+        sandbox: None,
     })
 }
 

@@ -1,0 +1,644 @@
+//! The sandbox as configured: `sandbox:` in a tool file, an MCP server declaration or an
+//! agent file, read into a [`Policy`] (a tool's or a server's, defaults filled in) or a
+//! [`Ceiling`] (an agent's, only what it writes), and the two met: the stricter wins.
+//!
+//! ```yaml
+//! sandbox: off                  # no sandbox at all: written out, never a default
+//! sandbox:
+//!   fs: workspace-write         # workspace-write (default) | workspace-read | off
+//!   read: [/opt/models]         # more folders to read (relative: from the file's folder)
+//!   write: [/var/cache/tool]    # more folders to write
+//!   network: false              # default; true lets it connect anywhere
+//!   limits: {cpu: 600, memory: 4G, processes: 512, file_size: 1G, open_files: 4096}
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value, json};
+
+/// CPU seconds a process may use when the configuration does not say.
+pub const DEFAULT_CPU: u64 = 600;
+/// Bytes of data (heap and other private writable memory) a process may map.
+pub const DEFAULT_MEMORY: u64 = 4 << 30;
+/// Processes (and threads) the tool's user may have at once.
+pub const DEFAULT_PROCESSES: u64 = 512;
+/// The largest file a process may write.
+pub const DEFAULT_FILE_SIZE: u64 = 1 << 30;
+/// Files a process may hold open at once.
+pub const DEFAULT_OPEN_FILES: u64 = 4096;
+
+/// How much of the file system a sandboxed tool sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Fs {
+    /// System folders and its own folder read-only; the workspace and its temporary
+    /// folder read-write.
+    #[default]
+    WorkspaceWrite,
+    /// As `WorkspaceWrite`, but the workspace read-only too.
+    WorkspaceRead,
+    /// No file-system rules (its user's file permissions still apply).
+    Off,
+}
+
+impl Fs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fs::WorkspaceWrite => "workspace-write",
+            Fs::WorkspaceRead => "workspace-read",
+            Fs::Off => "off",
+        }
+    }
+
+    /// Higher is stricter.
+    fn strictness(self) -> u8 {
+        match self {
+            Fs::Off => 0,
+            Fs::WorkspaceWrite => 1,
+            Fs::WorkspaceRead => 2,
+        }
+    }
+
+    fn parse(v: &Value) -> Result<Fs, String> {
+        if is_off(v) {
+            return Ok(Fs::Off);
+        }
+        match v.as_str() {
+            Some("workspace-write") => Ok(Fs::WorkspaceWrite),
+            Some("workspace-read") => Ok(Fs::WorkspaceRead),
+            _ => Err(format!(
+                "fs must be workspace-write, workspace-read or off, not {v}"
+            )),
+        }
+    }
+}
+
+/// `off` as written: YAML reads a bare `off` as `false`.
+fn is_off(v: &Value) -> bool {
+    matches!(v, Value::Bool(false)) || v.as_str().is_some_and(|s| s.trim() == "off")
+}
+
+/// Resource limits of each process a tool starts; `None` is no limit (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// CPU seconds (`RLIMIT_CPU`): past it the process is killed.
+    pub cpu: Option<u64>,
+    /// Bytes of data segment and private writable mappings (`RLIMIT_DATA`): an
+    /// allocation past it fails. Address space merely reserved (as V8 does) is free.
+    pub memory: Option<u64>,
+    /// Processes and threads of the tool's user (`RLIMIT_NPROC`).
+    pub processes: Option<u64>,
+    /// Bytes of the largest file it may write (`RLIMIT_FSIZE`).
+    pub file_size: Option<u64>,
+    /// Open files (`RLIMIT_NOFILE`).
+    pub open_files: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            cpu: Some(DEFAULT_CPU),
+            memory: Some(DEFAULT_MEMORY),
+            processes: Some(DEFAULT_PROCESSES),
+            file_size: Some(DEFAULT_FILE_SIZE),
+            open_files: Some(DEFAULT_OPEN_FILES),
+        }
+    }
+}
+
+/// The names of the limits, as written.
+const LIMIT_KEYS: [&str; 5] = ["cpu", "memory", "processes", "file_size", "open_files"];
+
+impl Limits {
+    /// No limit at all.
+    pub const NONE: Limits = Limits {
+        cpu: None,
+        memory: None,
+        processes: None,
+        file_size: None,
+        open_files: None,
+    };
+
+    fn slot(&mut self, key: &str) -> Option<&mut Option<u64>> {
+        match key {
+            "cpu" => Some(&mut self.cpu),
+            "memory" => Some(&mut self.memory),
+            "processes" => Some(&mut self.processes),
+            "file_size" => Some(&mut self.file_size),
+            "open_files" => Some(&mut self.open_files),
+            _ => None,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<u64> {
+        match key {
+            "cpu" => self.cpu,
+            "memory" => self.memory,
+            "processes" => self.processes,
+            "file_size" => self.file_size,
+            _ => self.open_files,
+        }
+    }
+
+    /// `limits:` as written, over `self` (keys not written keep their value).
+    fn read(mut self, v: &Value) -> Result<Limits, String> {
+        let Some(map) = v.as_object() else {
+            return Err(format!(
+                "limits must be a map ({}), not {v}",
+                LIMIT_KEYS.join(", ")
+            ));
+        };
+        for (key, value) in map {
+            let parsed = limit_value(key, value)?;
+            let Some(slot) = self.slot(key) else {
+                return Err(format!(
+                    "limits: unknown limit '{key}' (there are: {})",
+                    LIMIT_KEYS.join(", ")
+                ));
+            };
+            *slot = parsed;
+        }
+        Ok(self)
+    }
+
+    /// The lower of each limit.
+    fn meet(self, other: Limits) -> Limits {
+        let low = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        };
+        Limits {
+            cpu: low(self.cpu, other.cpu),
+            memory: low(self.memory, other.memory),
+            processes: low(self.processes, other.processes),
+            file_size: low(self.file_size, other.file_size),
+            open_files: low(self.open_files, other.open_files),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        let mut out = Map::new();
+        for key in LIMIT_KEYS {
+            let v = match (key, self.get(key)) {
+                (_, None) => json!("off"),
+                ("memory" | "file_size", Some(n)) => json!(bytes_text(n)),
+                (_, Some(n)) => json!(n),
+            };
+            out.insert(key.to_string(), v);
+        }
+        Value::Object(out)
+    }
+}
+
+/// One limit's value: a count, seconds (`cpu`: also `90s`, `10m`, `1h`), bytes
+/// (`memory`, `file_size`: also `512K`, `4M`, `2G`, `1T`), or `off`.
+fn limit_value(key: &str, v: &Value) -> Result<Option<u64>, String> {
+    let bad = || {
+        let unit = match key {
+            "cpu" => "seconds (600, 10m)",
+            "memory" | "file_size" => "bytes (4G, 512M)",
+            _ => "a count",
+        };
+        format!("limits: {key} must be {unit} or off, not {v}")
+    };
+    if is_off(v) {
+        return Ok(None);
+    }
+    match v {
+        Value::Number(n) => n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(bad),
+        Value::String(s) => {
+            let s = s.trim();
+            let scaled = match key {
+                "cpu" => scaled(s, &[("s", 1), ("m", 60), ("h", 3600)]),
+                "memory" | "file_size" => scaled(
+                    s.trim_end_matches("iB").trim_end_matches('B'),
+                    &[
+                        ("K", 1 << 10),
+                        ("M", 1 << 20),
+                        ("G", 1 << 30),
+                        ("T", 1 << 40),
+                    ],
+                ),
+                _ => s.parse().ok(),
+            };
+            scaled.filter(|n| *n > 0).map(Some).ok_or_else(bad)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// `s` as a number with one of `units` (or none) after it.
+fn scaled(s: &str, units: &[(&str, u64)]) -> Option<u64> {
+    for (suffix, factor) in units {
+        if let Some(n) = s
+            .strip_suffix(suffix)
+            .or_else(|| s.strip_suffix(suffix.to_ascii_lowercase().as_str()))
+        {
+            return n.trim().parse::<u64>().ok()?.checked_mul(*factor);
+        }
+    }
+    s.parse().ok()
+}
+
+/// `n` bytes as the shortest exact `K`/`M`/`G`/`T` form.
+fn bytes_text(n: u64) -> String {
+    for (suffix, factor) in [
+        ("T", 1u64 << 40),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+    ] {
+        if n.is_multiple_of(factor) {
+            return format!("{}{suffix}", n / factor);
+        }
+    }
+    n.to_string()
+}
+
+/// What a sandboxed tool may do (the `On` form of [`Policy`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Rules {
+    pub fs: Fs,
+    /// More folders (or files) it may read.
+    pub read: Vec<PathBuf>,
+    /// More folders (or files) it may read and write.
+    pub write: Vec<PathBuf>,
+    /// Whether it may open network sockets (TCP, UDP, raw, netlink).
+    pub network: bool,
+    pub limits: Limits,
+}
+
+/// A tool's sandbox: on with its rules, or off altogether (written out as
+/// `sandbox: off`: the program then runs as toolgate's own user, with toolgate's
+/// environment and no limits, as it would without toolgate).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Policy {
+    Off,
+    On(Rules),
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::On(Rules::default())
+    }
+}
+
+impl Policy {
+    /// Reads `sandbox:` as written in the file whose folder is `base` (relative `read`
+    /// and `write` paths are taken from it). `Err` names the key at fault and why.
+    pub fn parse(v: &Value, base: &Path) -> Result<Policy, (String, String)> {
+        match v {
+            v if is_off(v) => Ok(Policy::Off),
+            Value::Object(map) => {
+                let c = Ceiling::read(map, base)?;
+                let mut rules = Rules {
+                    fs: c.fs.unwrap_or_default(),
+                    read: c.read.unwrap_or_default(),
+                    write: c.write.unwrap_or_default(),
+                    network: c.network.unwrap_or(false),
+                    limits: Limits::default(),
+                };
+                if let Some(v) = map.get("limits") {
+                    rules.limits = rules
+                        .limits
+                        .read(v)
+                        .map_err(|m| ("limits".to_string(), m))?;
+                }
+                Ok(Policy::On(rules))
+            }
+            other => Err((
+                "sandbox".into(),
+                format!(
+                    "sandbox must be off or a map (fs, read, write, network, limits), not {other}"
+                ),
+            )),
+        }
+    }
+
+    /// The rules, `None` when the sandbox is off.
+    pub fn rules(&self) -> Option<&Rules> {
+        match self {
+            Policy::Off => None,
+            Policy::On(r) => Some(r),
+        }
+    }
+
+    /// This policy under an agent's `ceiling`: for each setting the stricter of the two.
+    /// A tool whose sandbox is off gets the ceiling's settings alone.
+    pub fn meet(&self, ceiling: &Ceiling) -> Policy {
+        let mine = match self {
+            Policy::On(r) => r.clone(),
+            Policy::Off => Rules {
+                fs: Fs::Off,
+                read: Vec::new(),
+                write: Vec::new(),
+                network: true,
+                limits: Limits::NONE,
+            },
+        };
+        if ceiling.is_empty() {
+            return self.clone();
+        }
+        let fs = match ceiling.fs {
+            Some(f) if f.strictness() > mine.fs.strictness() => f,
+            _ => mine.fs,
+        };
+        let inside = |p: &PathBuf, list: &Option<Vec<PathBuf>>| {
+            list.iter().flatten().any(|a| p.starts_with(a))
+        };
+        // Readable: anywhere when the ceiling lists no reads, else inside what it lets
+        // the tools read or write.
+        let may_read = |p: &PathBuf| {
+            ceiling.read.is_none() || inside(p, &ceiling.read) || inside(p, &ceiling.write)
+        };
+        let may_write = |p: &PathBuf| ceiling.write.is_none() || inside(p, &ceiling.write);
+        let mut read: Vec<PathBuf> = mine.read.iter().filter(|p| may_read(p)).cloned().collect();
+        let mut write: Vec<PathBuf> = Vec::new();
+        for p in &mine.write {
+            if fs != Fs::WorkspaceRead && may_write(p) {
+                write.push(p.clone());
+            } else if may_read(p) {
+                read.push(p.clone());
+            }
+        }
+        Policy::On(Rules {
+            fs,
+            read,
+            write,
+            network: mine.network && ceiling.network.unwrap_or(true),
+            limits: mine.limits.meet(ceiling.limits),
+        })
+    }
+
+    /// One line for a table: `off`, `workspace-write`, `workspace-read, network`,
+    /// `fs off, +2 paths`, ...
+    pub fn summary(&self) -> String {
+        let Policy::On(r) = self else {
+            return "off".into();
+        };
+        let mut s = match r.fs {
+            Fs::Off => "fs off".to_string(),
+            f => f.as_str().to_string(),
+        };
+        if r.network {
+            s.push_str(", network");
+        }
+        let extra = r.read.len() + r.write.len();
+        if extra > 0 {
+            s.push_str(&format!(
+                ", +{extra} path{}",
+                if extra == 1 { "" } else { "s" }
+            ));
+        }
+        if r.limits != Limits::default() {
+            s.push_str(", own limits");
+        }
+        s
+    }
+
+    /// The policy as it would be written, every setting spelled out.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Policy::Off => json!("off"),
+            Policy::On(r) => json!({
+                "fs": r.fs.as_str(),
+                "read": r.read,
+                "write": r.write,
+                "network": r.network,
+                "limits": r.limits.to_json(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary())
+    }
+}
+
+impl Serialize for Policy {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Policy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Policy::parse(&v, Path::new("/")).map_err(|(_, m)| serde::de::Error::custom(m))
+    }
+}
+
+/// An agent's `sandbox:`: limits it puts on the sandboxes of all its tools. Only what it
+/// writes applies; a tool's own stricter setting stays.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ceiling {
+    pub fs: Option<Fs>,
+    /// When given, the tools' extra `read` paths must lie inside these (or `write`).
+    pub read: Option<Vec<PathBuf>>,
+    /// When given, the tools' extra `write` paths must lie inside these.
+    pub write: Option<Vec<PathBuf>>,
+    pub network: Option<bool>,
+    /// `off` (no limit) for each limit it does not write.
+    pub limits: Limits,
+}
+
+impl Ceiling {
+    /// Reads an agent's `sandbox:` (relative paths from `base`, its file's folder).
+    pub fn parse(v: &Value, base: &Path) -> Result<Ceiling, (String, String)> {
+        let Some(map) = v.as_object() else {
+            return Err((
+                "sandbox".into(),
+                format!(
+                    "an agent's sandbox is a map (fs, read, write, network, limits) that only \
+                     tightens its tools' sandboxes, not {v}"
+                ),
+            ));
+        };
+        let mut c = Ceiling::read(map, base)?;
+        if let Some(v) = map.get("limits") {
+            c.limits = Limits::NONE
+                .read(v)
+                .map_err(|m| ("limits".to_string(), m))?;
+        }
+        Ok(c)
+    }
+
+    /// Whether it constrains nothing.
+    pub fn is_empty(&self) -> bool {
+        *self
+            == Ceiling {
+                limits: Limits::NONE,
+                ..Default::default()
+            }
+    }
+
+    /// The settings every form shares (`limits` aside).
+    fn read(map: &Map<String, Value>, base: &Path) -> Result<Ceiling, (String, String)> {
+        const KEYS: [&str; 5] = ["fs", "read", "write", "network", "limits"];
+        if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err((
+                k.clone(),
+                format!(
+                    "sandbox: unknown setting '{k}' (there are: {})",
+                    KEYS.join(", ")
+                ),
+            ));
+        }
+        let paths = |key: &str| -> Result<Option<Vec<PathBuf>>, (String, String)> {
+            let Some(v) = map.get(key) else {
+                return Ok(None);
+            };
+            let fail = || {
+                (
+                    key.to_string(),
+                    format!("sandbox: {key} must be a list of paths"),
+                )
+            };
+            let list = v.as_array().ok_or_else(fail)?;
+            list.iter()
+                .map(|p| {
+                    let p = p
+                        .as_str()
+                        .filter(|s| !s.trim().is_empty())
+                        .ok_or_else(fail)?;
+                    Ok(std::path::absolute(base.join(p)).unwrap_or_else(|_| base.join(p)))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        };
+        let network = match map.get("network") {
+            None => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(other) => {
+                return Err((
+                    "network".into(),
+                    format!("sandbox: network must be true or false, not {other}"),
+                ));
+            }
+        };
+        Ok(Ceiling {
+            fs: map
+                .get("fs")
+                .map(Fs::parse)
+                .transpose()
+                .map_err(|m| ("fs".to_string(), format!("sandbox: {m}")))?,
+            read: paths("read")?,
+            write: paths("write")?,
+            network,
+            limits: Limits::NONE,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn policy(v: Value) -> Policy {
+        Policy::parse(&v, Path::new("/tools")).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_confined_and_off_is_written_out() {
+        let p = policy(json!({}));
+        let r = p.rules().unwrap();
+        assert_eq!(r.fs, Fs::WorkspaceWrite);
+        assert!(!r.network);
+        assert_eq!(r.limits, Limits::default());
+        assert_eq!(policy(json!("off")), Policy::Off);
+        // YAML reads a bare `off` as false.
+        assert_eq!(policy(json!(false)), Policy::Off);
+        assert_eq!(policy(json!({"fs": false})).rules().unwrap().fs, Fs::Off);
+        assert!(Policy::parse(&json!(true), Path::new("/")).is_err());
+        assert!(Policy::parse(&json!({"fs": "none"}), Path::new("/")).is_err());
+        assert_eq!(
+            Policy::parse(&json!({"net": true}), Path::new("/"))
+                .unwrap_err()
+                .0,
+            "net"
+        );
+    }
+
+    #[test]
+    fn limits_read_in_their_units() {
+        let p = policy(
+            json!({"read": ["data"], "limits": {"cpu": "2m", "memory": "512M", "processes": "off", "file_size": 1024}}),
+        );
+        let r = p.rules().unwrap();
+        assert_eq!(r.read, [PathBuf::from("/tools/data")]);
+        assert_eq!(r.limits.cpu, Some(120));
+        assert_eq!(r.limits.memory, Some(512 << 20));
+        assert_eq!(r.limits.processes, None);
+        assert_eq!(r.limits.file_size, Some(1024));
+        assert_eq!(r.limits.open_files, Some(DEFAULT_OPEN_FILES));
+        for bad in [
+            json!({"cpu": -1}),
+            json!({"memory": "lots"}),
+            json!({"threads": 3}),
+        ] {
+            assert!(
+                Policy::parse(&json!({"limits": bad}), Path::new("/")).is_err(),
+                "{bad}"
+            );
+        }
+        let shown = p.to_json();
+        assert_eq!(shown["limits"]["memory"], "512M");
+        assert_eq!(shown["limits"]["processes"], "off");
+        assert_eq!(
+            policy(shown),
+            p,
+            "what is shown reads back as the same policy"
+        );
+    }
+
+    #[test]
+    fn the_stricter_wins() {
+        let tool = policy(
+            json!({"fs": "workspace-write", "network": true, "write": ["/data/out"], "read": ["/opt/x"], "limits": {"cpu": 100, "memory": "off"}}),
+        );
+        let agent = Ceiling::parse(
+            &json!({"fs": "workspace-read", "read": ["/opt"], "limits": {"cpu": 10, "processes": 5000}}),
+            Path::new("/"),
+        )
+        .unwrap();
+        let met = tool.meet(&agent);
+        let r = met.rules().unwrap();
+        assert_eq!(r.fs, Fs::WorkspaceRead);
+        assert!(r.network, "the agent said nothing about the network");
+        assert!(r.write.is_empty(), "workspace-read writes nothing");
+        assert_eq!(
+            r.read,
+            [PathBuf::from("/opt/x")],
+            "/data/out is outside /opt"
+        );
+        assert_eq!(r.limits.cpu, Some(10));
+        assert_eq!(r.limits.memory, None);
+        assert_eq!(r.limits.processes, Some(DEFAULT_PROCESSES));
+        // Off meets a ceiling: only the ceiling's settings.
+        let off =
+            Policy::Off.meet(&Ceiling::parse(&json!({"network": false}), Path::new("/")).unwrap());
+        let r = off.rules().unwrap();
+        assert_eq!((r.fs, r.network, r.limits), (Fs::Off, false, Limits::NONE));
+        // An empty ceiling changes nothing.
+        assert_eq!(
+            Policy::Off.meet(&Ceiling::parse(&json!({}), Path::new("/")).unwrap()),
+            Policy::Off
+        );
+        assert!(Ceiling::parse(&json!("off"), Path::new("/")).is_err());
+    }
+
+    #[test]
+    fn summaries_read_at_a_glance() {
+        assert_eq!(policy(json!({})).summary(), "workspace-write");
+        assert_eq!(Policy::Off.summary(), "off");
+        assert_eq!(
+            policy(json!({"fs": "off", "network": true, "read": ["/a"]})).summary(),
+            "fs off, network, +1 path"
+        );
+    }
+}
