@@ -2,8 +2,10 @@
 //! the two implementations (OpenAI-compatible servers, and scripted replies from a
 //! file), chosen by a name like `openai:gpt-4o-mini` or `scripted:replies.yaml`.
 
+mod fallback;
 mod openai;
 mod scripted;
+mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +13,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use fallback::FallbackModel;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::ScriptedModel;
+pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};
 
 use crate::parse::{NativeCalls, ToolCall};
 use crate::protocol::Usage;
@@ -129,15 +133,46 @@ pub trait Model: Send + Sync {
 /// run resumed from elsewhere finds the file); `openai:NAME` reads `OPENAI_API_KEY`
 /// and `OPENAI_BASE_URL` through `config`.
 pub fn from_name(name: &str, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
+    from_spec(
+        &ModelSpec {
+            name: name.to_string(),
+            settings: ModelSettings::default(),
+        },
+        config,
+    )
+}
+
+/// Makes the model a spec stands for, with its settings.
+pub fn from_spec(spec: &ModelSpec, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
+    let name = spec.name.as_str();
     match name.split_once(':') {
         Some(("scripted", path)) if !path.is_empty() => {
             Ok(Arc::new(ScriptedModel::load(std::path::Path::new(path))?))
         }
-        Some(("openai", model)) if !model.is_empty() => {
-            Ok(Arc::new(OpenAiModel::new(model, config)?))
-        }
+        Some(("openai", model)) if !model.is_empty() => Ok(Arc::new(OpenAiModel::new(
+            model,
+            config,
+            spec.settings.clone(),
+        )?)),
         _ => Err(ModelError::Config(format!(
             "'{name}' is not a model; use openai:NAME or scripted:FILE"
         ))),
     }
+}
+
+/// `primary`, then each of `fallback` in order when it keeps failing (`primary` as it
+/// is when there is no fallback).
+pub fn with_fallbacks(
+    primary: Arc<dyn Model>,
+    fallback: &[ModelSpec],
+    config: &OpenAiConfig,
+) -> Result<Arc<dyn Model>, ModelError> {
+    if fallback.is_empty() {
+        return Ok(primary);
+    }
+    let mut models = vec![primary];
+    for spec in fallback {
+        models.push(from_spec(spec, config.clone())?);
+    }
+    Ok(Arc::new(FallbackModel::new(models)?))
 }

@@ -169,17 +169,37 @@ impl Runner {
         }
     }
 
-    fn model_for(&self, name: &str) -> Result<Arc<dyn Model>, RunError> {
+    /// The model a run asks: `name`, with the agent's settings and fallbacks when it is
+    /// the agent's own model (a `--model` override gets the environment's defaults).
+    fn model_for(&self, name: &str, agent: &Agent) -> Result<Arc<dyn Model>, RunError> {
         if name == NO_MODEL {
             return Ok(Arc::new(NoModel));
         }
-        match (&self.model, name.split_once(':')) {
-            (Some(m), _) => Ok(Arc::clone(m)),
+        let own = agent
+            .model
+            .as_deref()
+            .is_some_and(|m| absolute_model_name(m) == name);
+        let spec = model::ModelSpec {
+            name: name.to_string(),
+            settings: if own {
+                agent.model_settings.clone()
+            } else {
+                Default::default()
+            },
+        };
+        let primary = match (&self.model, name.split_once(':')) {
+            (Some(m), _) => return Ok(Arc::clone(m)),
             (None, Some(("scripted", path))) if !path.is_empty() => {
-                Ok(self.loaded.scripted(Path::new(path))?)
+                self.loaded.scripted(Path::new(path))?
             }
-            (None, _) => Ok(model::from_name(name, self.model_config.clone())?),
-        }
+            (None, _) => model::from_spec(&spec, self.model_config.clone())?,
+        };
+        let fallback = if own { &agent.fallback[..] } else { &[] };
+        Ok(model::with_fallbacks(
+            primary,
+            fallback,
+            &self.model_config,
+        )?)
     }
 
     fn toolkit(&self, agent: &Agent, tools_dir: Option<&Path>) -> Result<Toolkit, RunError> {
@@ -211,7 +231,7 @@ impl Runner {
         crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
         let tools_dir = req.tools_dir.as_deref().map(absolute);
         let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
-        let model = self.model_for(&model_name)?;
+        let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {
             check_conversation_id(c).map_err(RunError::BadInput)?;
@@ -354,7 +374,7 @@ impl Runner {
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
-        let model = self.model_for(&state.model)?;
+        let model = self.model_for(&state.model, &agent)?;
         let (conv, agent_name) = (row.conversation_id.clone(), row.agent.clone());
         let standing = self
             .read(move |store| Ok(store.standing_approvals(&conv, &agent_name)?))
