@@ -39,6 +39,8 @@ pub struct Agent {
     /// The map form's settings of `model:` (temperature, max_tokens, ...); all unset
     /// for the string form.
     pub model_settings: crate::model::ModelSettings,
+    /// The context budget (`context:`); the model's defaults when absent.
+    pub context: Option<crate::context::ContextConfig>,
     /// Models tried in order when the primary keeps failing (`fallback:`).
     pub fallback: Vec<crate::model::ModelSpec>,
     pub mode: Mode,
@@ -74,6 +76,8 @@ struct RawAgent {
     model: Option<serde_json::Value>,
     #[serde(default)]
     fallback: Vec<serde_json::Value>,
+    #[serde(default)]
+    context: Option<serde_json::Value>,
     #[serde(default)]
     mode: Mode,
     #[serde(default)]
@@ -188,6 +192,16 @@ impl Agent {
             ),
             None => None,
         };
+        let context = match &raw.context {
+            Some(v) => {
+                let c: crate::context::ContextConfig = serde_json::from_value(v.clone())
+                    .map_err(|e| at(&["context"], format!("field 'context': {e}")))?;
+                c.check()
+                    .map_err(|m| at(&["context"], format!("field 'context': {m}")))?;
+                Some(c)
+            }
+            None => None,
+        };
         let mut fallback = Vec::with_capacity(raw.fallback.len());
         for (i, v) in raw.fallback.iter().enumerate() {
             let s = crate::model::ModelSpec::from_value(v)
@@ -268,6 +282,7 @@ impl Agent {
             name: raw.name,
             model,
             model_settings,
+            context,
             fallback,
             mode: raw.mode,
             instructions,
@@ -288,18 +303,30 @@ impl Agent {
     /// The agent's view of `library`; an unknown tool name is an error on the `tools`
     /// field.
     pub fn toolkit(&self, library: &Arc<ToolLibrary>) -> Result<Toolkit, AgentError> {
-        let sub_tools = self.subagents.tools();
-        let (library, names) = if sub_tools.is_empty() {
+        let mut extra = self.subagents.tools();
+        let mut extra_names = self.subagents.tool_names();
+        // `read_result` pages through cut results: offered with a `context:` budget, or
+        // when the agent lists it.
+        let read_result = crate::run::READ_RESULT;
+        if (self.context.is_some() || self.tools.iter().any(|t| t == read_result))
+            && library.get(read_result).is_none()
+        {
+            extra.push(crate::run::read_result_tool());
+            if !self.tools.iter().any(|t| t == read_result) {
+                extra_names.push(read_result.to_string());
+            }
+        }
+        let (library, names) = if extra.is_empty() {
             (Arc::clone(library), self.tools.clone())
         } else {
-            let extended = library.extended(sub_tools).map_err(|message| AgentError {
+            let extended = library.extended(extra).map_err(|message| AgentError {
                 path: self.path.clone(),
                 line: None,
                 message,
                 kind: AgentErrorKind::Invalid,
             })?;
             let mut names = self.tools.clone();
-            names.extend(self.subagents.tool_names());
+            names.extend(extra_names);
             (Arc::new(extended), names)
         };
         library

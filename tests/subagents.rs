@@ -72,6 +72,7 @@ impl Model for TreeModel {
                 completion_tokens: 5,
                 total_tokens: 15,
                 model_calls: 1,
+                ..Usage::default()
             },
         })
     }

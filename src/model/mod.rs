@@ -43,6 +43,14 @@ pub struct Message {
     /// The call a tool message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// A compaction message: the range of the history it stands for (it is sent as a
+    /// user message in place of that range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<crate::context::Compaction>,
+    /// The prompt tokens of the request this message answered (an assistant message or
+    /// a compaction), as counted before it was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
 }
 
 impl Message {
@@ -52,6 +60,8 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            compaction: None,
+            prompt_tokens: None,
         }
     }
 
@@ -61,7 +71,15 @@ impl Message {
             content: content.into(),
             tool_calls,
             tool_call_id: None,
+            compaction: None,
+            prompt_tokens: None,
         }
+    }
+
+    /// This message, recording the prompt size of the request it answered.
+    pub fn with_prompt_tokens(mut self, tokens: u64) -> Self {
+        self.prompt_tokens = Some(tokens);
+        self
     }
 
     pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
@@ -70,6 +88,8 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
+            compaction: None,
+            prompt_tokens: None,
         }
     }
 }
@@ -115,6 +135,26 @@ pub enum ModelError {
     /// A scripted model has no reply left.
     #[error("{0}")]
     Exhausted(String),
+    /// The request was longer than the model's context window.
+    #[error("the request is too long for the model's context window: {0}")]
+    ContextExceeded(String),
+}
+
+/// Whether a refusal's text says the request passed the model's context window (the
+/// wording of OpenAI, Anthropic, vLLM and llama.cpp servers).
+pub fn says_context_exceeded(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "prompt is too long",
+        "maximum context",
+        "too many tokens",
+        "exceeds the available context size",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
 }
 
 /// A model: given the conversation, it answers, streaming text to `sink`.

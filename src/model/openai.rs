@@ -322,6 +322,9 @@ impl Model for OpenAiModel {
         for attempt in 1..=attempts {
             match self.attempt(&body, sink).await {
                 Ok(reply) => return Ok(reply),
+                Err(Failure::Fatal(message)) if super::says_context_exceeded(&message) => {
+                    return Err(ModelError::ContextExceeded(message));
+                }
                 Err(Failure::Fatal(message)) => return Err(ModelError::Rejected(message)),
                 Err(Failure::Retry(message)) if attempt == attempts => {
                     tracing::warn!(attempts, error = %message, "model request failed on its last attempt");

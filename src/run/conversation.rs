@@ -66,10 +66,19 @@ fn status_word(status: CallStatus) -> &'static str {
 
 /// The messages that return a turn's results, in call order: one tool message per call
 /// (native), or one user message of `<tool_result>` blocks (xml). A call without a
-/// result is answered with `unfinished`.
-pub(crate) fn results(mode: Mode, turn: &[TurnCall], unfinished: &str) -> Vec<Message> {
-    let output = |c: &TurnCall| match &c.phase {
-        Phase::Done { output, .. } => output.clone(),
+/// result is answered with `unfinished`. With `cut` (a counter and a token limit), a
+/// result over the limit is cut, with a marker saying how to read the rest.
+pub(crate) fn results(
+    mode: Mode,
+    turn: &[TurnCall],
+    unfinished: &str,
+    cut: Option<(&crate::context::Counter, u64)>,
+) -> Vec<Message> {
+    let output = |c: &TurnCall| match (&c.phase, cut) {
+        (Phase::Done { output, .. }, Some((counter, limit))) => {
+            crate::context::cut_result(counter, output, &c.call.id, limit)
+        }
+        (Phase::Done { output, .. }, None) => output.clone(),
         _ => unfinished.to_string(),
     };
     match mode {

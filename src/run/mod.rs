@@ -5,6 +5,7 @@
 mod active;
 mod agent_loop;
 mod cache;
+mod context;
 mod conversation;
 mod error;
 mod final_tool;
@@ -12,6 +13,7 @@ mod hidden;
 mod model_call;
 mod object;
 mod paths;
+mod read_result;
 mod save;
 mod sealing;
 mod single_call;
@@ -34,6 +36,7 @@ pub use error::RunError;
 pub use object::run_object;
 use paths::absolute_model_name;
 pub(crate) use paths::{absolute, workspace_of};
+pub use read_result::{READ_RESULT, tool as read_result_tool};
 pub use single_call::{NO_MODEL, NoModel, StartCall};
 pub use state::{Phase, RunState, TreePlace, TurnCall};
 
@@ -566,6 +569,7 @@ impl Runner {
                 state.mode,
                 turn,
                 "The run ended before this call finished; it was not completed.",
+                None,
             ));
         }
         Ok((messages, persisted))

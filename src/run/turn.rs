@@ -64,6 +64,7 @@ impl Runner {
             let gate = Gate::decide(&live.toolkit, &call, &live.standing);
             let gate = self.subagent_gate(live, &call, gate);
             let phase = match gate {
+                Gate::Run if self.is_read_result(live, &call) => self.read_result(live, &call),
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
                     let item = self.required_item(live, &call, gate);

@@ -24,6 +24,9 @@ pub enum Reply {
     Stall(Duration),
 }
 
+/// Answers a request (its JSON body) when the server was started with one.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 pub struct FakeOpenAi {
     pub base_url: String,
     replies: Arc<Mutex<VecDeque<Reply>>>,
@@ -33,6 +36,15 @@ pub struct FakeOpenAi {
 
 impl FakeOpenAi {
     pub async fn start(replies: Vec<Reply>) -> FakeOpenAi {
+        Self::launch(replies, None).await
+    }
+
+    /// A server that answers each request with what `f` makes of it (no queue).
+    pub async fn respond(f: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> FakeOpenAi {
+        Self::launch(Vec::new(), Some(Arc::new(f))).await
+    }
+
+    async fn launch(replies: Vec<Reply>, responder: Option<Responder>) -> FakeOpenAi {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
@@ -49,7 +61,8 @@ impl FakeOpenAi {
                     return;
                 };
                 let (r, q, h) = (Arc::clone(&r), Arc::clone(&q), Arc::clone(&h));
-                tokio::spawn(async move { serve(socket, r, q, h).await });
+                let f = responder.clone();
+                tokio::spawn(async move { serve(socket, r, q, h, f).await });
             }
         });
         FakeOpenAi {
@@ -81,6 +94,7 @@ async fn serve(
     replies: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Value>>>,
     heads: Arc<Mutex<Vec<String>>>,
+    responder: Option<Responder>,
 ) {
     // Read the head, then the body by Content-Length.
     let mut buf = Vec::new();
@@ -110,9 +124,12 @@ async fn serve(
     }
     let body: Value =
         serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    let reply = match &responder {
+        Some(f) => Some(f(&body)),
+        None => replies.lock().unwrap().pop_front(),
+    };
     requests.lock().unwrap().push(body);
     heads.lock().unwrap().push(head);
-    let reply = replies.lock().unwrap().pop_front();
     match reply {
         None => {
             let msg = r#"{"error":{"message":"the fake server has no reply left","type":"invalid_request_error","param":null,"code":null}}"#;
