@@ -2,6 +2,7 @@
 //! the two implementations (OpenAI-compatible servers, and scripted replies from a
 //! file), chosen by a name like `openai:gpt-4o-mini` or `scripted:replies.yaml`.
 
+mod anthropic;
 mod fallback;
 mod openai;
 mod scripted;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::ScriptedModel;
@@ -51,6 +53,10 @@ pub struct Message {
     /// a compaction), as counted before it was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<u64>,
+    /// The provider's reasoning blocks of an assistant message (Anthropic `thinking`
+    /// and `redacted_thinking`, with their signatures), given back unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Value>,
 }
 
 impl Message {
@@ -62,6 +68,7 @@ impl Message {
             tool_call_id: None,
             compaction: None,
             prompt_tokens: None,
+            reasoning: Vec::new(),
         }
     }
 
@@ -73,7 +80,14 @@ impl Message {
             tool_call_id: None,
             compaction: None,
             prompt_tokens: None,
+            reasoning: Vec::new(),
         }
+    }
+
+    /// This message, with the reasoning blocks its answer came with.
+    pub fn with_reasoning(mut self, reasoning: Vec<Value>) -> Self {
+        self.reasoning = reasoning;
+        self
     }
 
     /// This message, recording the prompt size of the request it answered.
@@ -90,6 +104,7 @@ impl Message {
             tool_call_id: Some(call_id.into()),
             compaction: None,
             prompt_tokens: None,
+            reasoning: Vec::new(),
         }
     }
 }
@@ -110,6 +125,8 @@ pub struct ModelReply {
     /// Native tool calls, merged from their deltas.
     pub native: NativeCalls,
     pub usage: Usage,
+    /// Reasoning blocks to keep in the history (Anthropic `thinking`).
+    pub reasoning: Vec<Value>,
 }
 
 /// Where a model reports as it answers.
@@ -171,7 +188,8 @@ pub trait Model: Send + Sync {
 
 /// Makes the model a name stands for. `scripted:FILE` paths are made absolute (so a
 /// run resumed from elsewhere finds the file); `openai:NAME` reads `OPENAI_API_KEY`
-/// and `OPENAI_BASE_URL` through `config`.
+/// and `OPENAI_BASE_URL` through `config`; `anthropic:NAME` reads `ANTHROPIC_API_KEY`
+/// and `ANTHROPIC_BASE_URL` (and `config`'s retries and timeouts).
 pub fn from_name(name: &str, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
     from_spec(
         &ModelSpec {
@@ -194,8 +212,13 @@ pub fn from_spec(spec: &ModelSpec, config: OpenAiConfig) -> Result<Arc<dyn Model
             config,
             spec.settings.clone(),
         )?)),
+        Some(("anthropic", model)) if !model.is_empty() => Ok(Arc::new(AnthropicModel::new(
+            model,
+            config,
+            spec.settings.clone(),
+        )?)),
         _ => Err(ModelError::Config(format!(
-            "'{name}' is not a model; use openai:NAME or scripted:FILE"
+            "'{name}' is not a model; use openai:NAME, anthropic:NAME or scripted:FILE"
         ))),
     }
 }

@@ -325,7 +325,7 @@ impl Runner {
                 drop(sink);
                 continue;
             };
-            let reply = match answered {
+            let mut reply = match answered {
                 Ok(reply) => reply,
                 Err(e) => {
                     let message = e.to_string();
@@ -336,6 +336,7 @@ impl Runner {
             };
             live.state.iteration += 1;
             live.state.usage.add(reply.usage);
+            let reasoning = std::mem::take(&mut reply.reasoning);
             let had_native = !reply.native.is_empty();
             let parsed = sink.finish(reply.native);
             let calls = unique_ids(parsed.calls, &live.state);
@@ -386,14 +387,18 @@ impl Runner {
                     unreadable.join("; ")
                 );
                 live.state.messages.push(
-                    Message::assistant(reply.content, Vec::new()).with_prompt_tokens(prompt_tokens),
+                    Message::assistant(reply.content, Vec::new())
+                        .with_prompt_tokens(prompt_tokens)
+                        .with_reasoning(reasoning),
                 );
                 live.state.messages.push(Message::user(note));
                 continue;
             }
             if calls.is_empty() {
                 live.state.messages.push(
-                    Message::assistant(reply.content, Vec::new()).with_prompt_tokens(prompt_tokens),
+                    Message::assistant(reply.content, Vec::new())
+                        .with_prompt_tokens(prompt_tokens)
+                        .with_reasoning(reasoning),
                 );
                 live.state.output = Some(parsed.text.trim().to_string());
                 self.save(live, Save::end(RunStatus::Completed, None))
@@ -407,9 +412,11 @@ impl Runner {
                     content.push_str(&xml_call(call));
                 }
             }
-            live.state
-                .messages
-                .push(Message::assistant(content, calls.clone()).with_prompt_tokens(prompt_tokens));
+            live.state.messages.push(
+                Message::assistant(content, calls.clone())
+                    .with_prompt_tokens(prompt_tokens)
+                    .with_reasoning(reasoning),
+            );
             let turn = self.gate(live, calls);
             // Saved with the next step (calls marked executing, their results, or the
             // pause): until then nothing has run, and a crash costs asking the model again.
