@@ -16,6 +16,20 @@ pub use cut::{cut_result, page};
 pub use tokens::{BYTES_PER_TOKEN, Counter, PER_MESSAGE, floor_boundary};
 pub use windows::{DEFAULT_WINDOW, window_of};
 
+/// The tokens one message takes in a request: its text, its calls, and the framing
+/// ([`PER_MESSAGE`]).
+pub fn message_tokens(counter: &Counter, m: &crate::model::Message) -> u64 {
+    let calls: u64 = m
+        .tool_calls
+        .iter()
+        .map(|c| {
+            counter.count(&c.name)
+                + counter.count(&serde_json::Value::Object(c.arguments.clone()).to_string())
+        })
+        .sum();
+    PER_MESSAGE + counter.count(&m.content) + calls
+}
+
 /// How older turns make room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -448,10 +448,22 @@ pub(crate) fn request_body(
 /// A message's role and content blocks.
 fn blocks_of(m: &Message, native: bool) -> (&'static str, Vec<Value>) {
     match m.role {
-        Role::User => (
-            "user",
-            vec![json!({"type": "text", "text": non_empty(&m.content)})],
-        ),
+        Role::User => {
+            let mut blocks = vec![json!({"type": "text", "text": non_empty(&m.content)})];
+            blocks.extend(m.images.iter().map(image_block));
+            ("user", blocks)
+        }
+        Role::Tool if !m.images.is_empty() => {
+            // Images go inside the tool_result, after its text.
+            let mut content = vec![json!({"type": "text", "text": non_empty(&m.content)})];
+            content.extend(m.images.iter().map(image_block));
+            (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": content}),
+                ],
+            )
+        }
         Role::Tool => (
             "user",
             vec![json!({
@@ -482,6 +494,11 @@ fn blocks_of(m: &Message, native: bool) -> (&'static str, Vec<Value>) {
             ("assistant", blocks)
         }
     }
+}
+
+/// An image content block.
+fn image_block(i: &super::ImagePart) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}})
 }
 
 /// The API refuses empty text blocks.

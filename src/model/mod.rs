@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod fallback;
+pub mod image;
 mod openai;
 mod scripted;
 mod settings;
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
+pub use image::ImagePart;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::ScriptedModel;
 pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};
@@ -57,6 +59,10 @@ pub struct Message {
     /// and `redacted_thinking`, with their signatures), given back unchanged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<Value>,
+    /// Images for the model: a tool message's (its result's image parts), or a user
+    /// message's (xml mode's results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
 }
 
 impl Message {
@@ -69,6 +75,7 @@ impl Message {
             compaction: None,
             prompt_tokens: None,
             reasoning: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -81,6 +88,7 @@ impl Message {
             compaction: None,
             prompt_tokens: None,
             reasoning: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -105,6 +113,7 @@ impl Message {
             compaction: None,
             prompt_tokens: None,
             reasoning: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

@@ -246,7 +246,22 @@ pub(crate) fn request_body(
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    messages.extend(request.messages.iter().map(|m| message_json(m, native)));
+    // Images from tool results go in a user message right after the results (a tool
+    // message carries text only).
+    let mut pending: Vec<(&str, &super::ImagePart)> = Vec::new();
+    for m in request.messages {
+        if m.role != Role::Tool && !pending.is_empty() {
+            messages.push(images_message(std::mem::take(&mut pending)));
+        }
+        if m.role == Role::Tool {
+            let id = m.tool_call_id.as_deref().unwrap_or("a call");
+            pending.extend(m.images.iter().map(|i| (id, i)));
+        }
+        messages.push(message_json(m, native));
+    }
+    if !pending.is_empty() {
+        messages.push(images_message(pending));
+    }
     let mut body = json!({
         "model": model,
         "messages": messages,
@@ -271,8 +286,28 @@ pub(crate) fn request_body(
     body
 }
 
+/// The user message that shows the images of the tool results before it.
+fn images_message(images: Vec<(&str, &super::ImagePart)>) -> Value {
+    let mut content =
+        vec![json!({"type": "text", "text": "Images returned by the tool calls above:"})];
+    for (call, image) in images {
+        content.push(json!({"type": "text", "text": format!("From {call}:")}));
+        content.push(json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+    }
+    json!({"role": "user", "content": content})
+}
+
 fn message_json(m: &Message, native: bool) -> Value {
     match m.role {
+        Role::User if !m.images.is_empty() => {
+            let mut content = vec![json!({"type": "text", "text": m.content})];
+            content.extend(
+                m.images
+                    .iter()
+                    .map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})),
+            );
+            json!({"role": "user", "content": content})
+        }
         Role::User => json!({"role": "user", "content": m.content}),
         Role::Tool => json!({
             "role": "tool",

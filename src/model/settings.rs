@@ -39,6 +39,10 @@ pub struct ModelSettings {
     /// The longest silence while an answer streams, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+    /// Whether the model takes images (`false`: images from tools reach it as text);
+    /// unset, only the models known to read text only get text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
 }
 
 /// A model and its settings: an agent's `model:`, or one entry of its `fallback:`.
@@ -104,6 +108,7 @@ const KNOWN: &[&str] = &[
     "reasoning_effort",
     "headers",
     "timeout",
+    "vision",
 ];
 
 impl ModelSettings {

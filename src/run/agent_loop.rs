@@ -521,6 +521,9 @@ impl Runner {
             let outcomes = run_batch(&live.run_id, engine, prepared, cancel, tool_rx, self).await?;
             for (&i, outcome) in ready.iter().zip(outcomes) {
                 let mut output = outcome_text(&outcome);
+                if let Ok(out) = &outcome.result {
+                    turn[i].images = out.images();
+                }
                 if let Some(args) = &turn[i].edited {
                     let shown = match live.schemas.get(&turn[i].call.name) {
                         Some(schema) => crate::secrets::mask_args(schema, args),
@@ -599,6 +602,6 @@ fn all_done(live: &Live) -> bool {
 fn feed_back(live: &mut Live, ctx: &ContextLive) {
     let turn = live.state.turn.take().unwrap_or_default();
     let cut = Some((&ctx.counter, ctx.budget.result_tokens));
-    let results = conversation::results(live.state.mode, &turn, "", cut);
+    let results = conversation::results(live.state.mode, &turn, "", cut, ctx.vision);
     live.state.messages.extend(results);
 }

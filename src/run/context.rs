@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::context::{
-    Budget, Compaction, Counter, PER_MESSAGE, Plan, Strategy, plan, transcript, view,
+    Budget, Compaction, Counter, PER_MESSAGE, Plan, Strategy, message_tokens, plan, transcript,
+    view,
 };
 use crate::model::{Message, ModelRequest, ReplySink};
 use crate::protocol::{RunEvent, Usage};
@@ -26,6 +27,8 @@ const NOTE_TOKENS: u64 = 400;
 pub(super) struct ContextLive {
     pub budget: Budget,
     pub counter: Counter,
+    /// Whether the model takes the images tools return.
+    pub vision: bool,
     /// The tokens of each history message, by position, as far as counted.
     counts: Vec<u64>,
     /// The tokens of the system prompt and the tools.
@@ -56,6 +59,7 @@ impl ContextLive {
         Self {
             budget,
             counter,
+            vision: crate::model::image::accepts_images(model, agent.model_settings.vision),
             counts: Vec::new(),
             fixed: counter.count(system) + PER_MESSAGE + tools_tokens,
         }
@@ -71,18 +75,6 @@ impl ContextLive {
     fn total(&self, view: &[usize]) -> u64 {
         self.fixed + view.iter().map(|&i| self.counts[i]).sum::<u64>()
     }
-}
-
-/// The tokens one message takes in a request: its text, its calls, and the framing.
-pub fn message_tokens(counter: &Counter, m: &Message) -> u64 {
-    let calls: u64 = m
-        .tool_calls
-        .iter()
-        .map(|c| {
-            counter.count(&c.name) + counter.count(&Value::Object(c.arguments.clone()).to_string())
-        })
-        .sum();
-    PER_MESSAGE + counter.count(&m.content) + calls
 }
 
 /// A sink for a summary request: its text is nobody's to see.

@@ -570,6 +570,7 @@ impl Runner {
                 turn,
                 "The run ended before this call finished; it was not completed.",
                 None,
+                false,
             ));
         }
         Ok((messages, persisted))

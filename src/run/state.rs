@@ -73,6 +73,9 @@ pub struct TurnCall {
     /// Arguments a person edited before approving; the call runs with these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<Map<String, Value>>,
+    /// Images the call's result carried, for the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::model::ImagePart>,
 }
 
 /// Where one call stands.

@@ -88,6 +88,7 @@ impl Runner {
                 gate,
                 phase,
                 edited: None,
+                images: Vec::new(),
             });
         }
         turn
