@@ -157,7 +157,64 @@ async fn read_file_of_a_png_reaches_anthropic_inside_the_tool_result() {
     );
 }
 
+/// A command tool whose file declares an image output: its stdout goes to the model as
+/// an image.
+#[tokio::test]
+async fn a_command_tools_declared_image_output_reaches_the_model() {
+    let server = fake_openai::FakeOpenAi::start(vec![
+        fake_openai::calls_reply("", &[("call_shot", "screenshot", json!({}))]),
+        fake_openai::text_reply("Nice screen.", 4),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("shot.png"), png()).unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("tools/screenshot.yaml"),
+        format!(
+            "name: screenshot\ndescription: Takes a screenshot.\npermission: auto\nparameters: {{type: object, properties: {{}}}}\noutput: {{type: string, contentMediaType: image/png}}\nentry: {{type: command, command: cat, args: ['{}']}}\n",
+            dir.path().join("shot.png").display()
+        ),
+    )
+    .unwrap();
+    let file = dir.path().join("agent.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: viewer\nmodel: {{name: openai:gpt-4o, base_url: '{}'}}\ntools: [screenshot]\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    let run = start_with(&file, dir.path(), Some(dir.path().join("tools"))).await;
+    assert_eq!(
+        run.status,
+        toolgate::protocol::RunStatus::Completed,
+        "{:?}",
+        run.last_error
+    );
+    let messages = server.requests()[1]["messages"].as_array().unwrap().clone();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let url = last["content"][2]["image_url"]["url"].as_str().unwrap();
+    let data = url.strip_prefix("data:image/png;base64,").unwrap();
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+        png()
+    );
+}
+
 async fn start(agent_file: &Path, dir: &Path) -> toolgate::protocol::RunObject {
+    start_with(agent_file, dir, None).await
+}
+
+async fn start_with(
+    agent_file: &Path,
+    dir: &Path,
+    tools_dir: Option<PathBuf>,
+) -> toolgate::protocol::RunObject {
     let agent = toolgate::agent::Agent::load(agent_file).unwrap();
     let mut runner =
         toolgate::run::Runner::new(toolgate::store::Store::open(dir.join("t.db")).unwrap());
@@ -172,7 +229,7 @@ async fn start(agent_file: &Path, dir: &Path) -> toolgate::protocol::RunObject {
             model: None,
             conversation: None,
             message: "Look at logo.png".into(),
-            tools_dir: None,
+            tools_dir,
             workspace: Some(dir.to_path_buf()),
         })
         .await
