@@ -85,11 +85,8 @@ impl AnthropicModel {
         } else {
             format!("{base}/v1/messages")
         };
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            .build()
-            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        // The process's client for these timeouts: its TLS set-up and pool are shared.
+        let http = super::openai::shared_client(config.connect_timeout, config.read_timeout)?;
         Ok(Self {
             name: format!("anthropic:{model}"),
             model: model.to_string(),

@@ -66,7 +66,10 @@ impl OpenAiConfig {
 /// The HTTP client for these timeouts, made once per process: every run's model shares
 /// its TLS set-up and its pool of connections (a client per run costs more than a
 /// short run, and a handshake per run).
-fn shared_client(connect: Duration, read: Duration) -> Result<reqwest::Client, ModelError> {
+pub(super) fn shared_client(
+    connect: Duration,
+    read: Duration,
+) -> Result<reqwest::Client, ModelError> {
     static CLIENTS: std::sync::OnceLock<
         std::sync::Mutex<std::collections::HashMap<(Duration, Duration), reqwest::Client>>,
     > = std::sync::OnceLock::new();
