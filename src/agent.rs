@@ -34,8 +34,15 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
     pub name: String,
-    /// `openai:NAME` or `scripted:FILE`, when the file names one.
+    /// `openai:NAME`, `anthropic:NAME` or `scripted:FILE`, when the file names one.
     pub model: Option<String>,
+    /// The map form's settings of `model:` (temperature, max_tokens, ...); all unset
+    /// for the string form.
+    pub model_settings: crate::model::ModelSettings,
+    /// The context budget (`context:`); the model's defaults when absent.
+    pub context: Option<crate::context::ContextConfig>,
+    /// Models tried in order when the primary keeps failing (`fallback:`).
+    pub fallback: Vec<crate::model::ModelSpec>,
     pub mode: Mode,
     pub instructions: String,
     pub tools: Vec<String>,
@@ -71,7 +78,11 @@ pub struct Agent {
 struct RawAgent {
     name: String,
     #[serde(default)]
-    model: Option<String>,
+    model: Option<serde_json::Value>,
+    #[serde(default)]
+    fallback: Vec<serde_json::Value>,
+    #[serde(default)]
+    context: Option<serde_json::Value>,
     #[serde(default)]
     mode: Mode,
     #[serde(default)]
@@ -185,8 +196,35 @@ impl Agent {
                 "field 'max_iterations' must be at least 1".into(),
             ));
         }
-        if let Some(model) = &raw.model {
-            check_model_spec(model).map_err(|m| at(&["model"], format!("field 'model': {m}")))?;
+        let spec = match &raw.model {
+            Some(v) => Some(
+                crate::model::ModelSpec::from_value(v)
+                    .and_then(|s| check_model_spec(&s.name).map(|()| s))
+                    .map_err(|m| at(&["model"], format!("field 'model': {m}")))?,
+            ),
+            None => None,
+        };
+        let context = match &raw.context {
+            Some(v) => {
+                let c: crate::context::ContextConfig = serde_json::from_value(v.clone())
+                    .map_err(|e| at(&["context"], format!("field 'context': {e}")))?;
+                c.check()
+                    .map_err(|m| at(&["context"], format!("field 'context': {m}")))?;
+                Some(c)
+            }
+            None => None,
+        };
+        let mut fallback = Vec::with_capacity(raw.fallback.len());
+        for (i, v) in raw.fallback.iter().enumerate() {
+            let s = crate::model::ModelSpec::from_value(v)
+                .and_then(|s| check_model_spec(&s.name).map(|()| s))
+                .map_err(|m| {
+                    at(
+                        &["fallback"],
+                        format!("field 'fallback', entry {}: {m}", i + 1),
+                    )
+                })?;
+            fallback.push(s);
         }
         let mut seen = std::collections::HashSet::new();
         if let Some(dup) = raw.tools.iter().find(|t| !seen.insert(t.as_str())) {
@@ -274,15 +312,25 @@ impl Agent {
             None => None,
         };
         // A scripted model's file is found next to the agent file.
-        let model = raw.model.map(|m| match m.split_once(':') {
+        let beside = |m: String| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
                 format!("scripted:{}", folder.join(file).display())
             }
             _ => m,
-        });
+        };
+        let (model, model_settings) = match spec {
+            Some(s) => (Some(beside(s.name)), s.settings),
+            None => (None, Default::default()),
+        };
+        for f in &mut fallback {
+            f.name = beside(std::mem::take(&mut f.name));
+        }
         Ok(Agent {
             name: raw.name,
             model,
+            model_settings,
+            context,
+            fallback,
             mode: raw.mode,
             instructions,
             tools: raw.tools,
@@ -308,18 +356,30 @@ impl Agent {
     /// The agent's view of `library`; an unknown tool name is an error on the `tools`
     /// field.
     pub fn toolkit(&self, library: &Arc<ToolLibrary>) -> Result<Toolkit, AgentError> {
-        let sub_tools = self.subagents.tools();
-        let (library, names) = if sub_tools.is_empty() {
+        let mut extra = self.subagents.tools();
+        let mut extra_names = self.subagents.tool_names();
+        // `read_result` pages through cut results: offered with a `context:` budget, or
+        // when the agent lists it.
+        let read_result = crate::run::READ_RESULT;
+        if (self.context.is_some() || self.tools.iter().any(|t| t == read_result))
+            && library.get(read_result).is_none()
+        {
+            extra.push(crate::run::read_result_tool());
+            if !self.tools.iter().any(|t| t == read_result) {
+                extra_names.push(read_result.to_string());
+            }
+        }
+        let (library, names) = if extra.is_empty() {
             (Arc::clone(library), self.tools.clone())
         } else {
-            let extended = library.extended(sub_tools).map_err(|message| AgentError {
+            let extended = library.extended(extra).map_err(|message| AgentError {
                 path: self.path.clone(),
                 line: None,
                 message,
                 kind: AgentErrorKind::Invalid,
             })?;
             let mut names = self.tools.clone();
-            names.extend(self.subagents.tool_names());
+            names.extend(extra_names);
             (Arc::new(extended), names)
         };
         library
@@ -357,12 +417,12 @@ pub fn shown_model(spec: &str) -> String {
     }
 }
 
-/// Checks the form of a model name: `openai:NAME` or `scripted:FILE`.
+/// Checks the form of a model name: `openai:NAME`, `anthropic:NAME` or `scripted:FILE`.
 pub fn check_model_spec(spec: &str) -> Result<(), String> {
     match spec.split_once(':') {
-        Some(("openai" | "scripted", rest)) if !rest.trim().is_empty() => Ok(()),
+        Some(("openai" | "anthropic" | "scripted", rest)) if !rest.trim().is_empty() => Ok(()),
         _ => Err(format!(
-            "'{spec}' is not a model; use openai:NAME (for example {DEFAULT_MODEL}) or scripted:FILE"
+            "'{spec}' is not a model; use openai:NAME (for example {DEFAULT_MODEL}), anthropic:NAME or scripted:FILE"
         )),
     }
 }

@@ -15,6 +15,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agent;
+pub mod context;
 pub mod engine;
 pub mod mcp;
 pub mod mcp_gateway;

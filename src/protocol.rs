@@ -246,6 +246,20 @@ pub struct Usage {
     pub total_tokens: u64,
     /// How many times the model was asked.
     pub model_calls: u64,
+    /// Prompt tokens read from the provider's cache (Anthropic `cache_read_input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic
+    /// `cache_creation_input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_tokens: u64,
+    /// Compactions of the context (their model calls and tokens are counted above).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compactions: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -254,6 +268,9 @@ impl Usage {
         self.completion_tokens += other.completion_tokens;
         self.total_tokens += other.total_tokens;
         self.model_calls += other.model_calls;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_creation_tokens += other.cache_creation_tokens;
+        self.compactions += other.compactions;
     }
 }
 
@@ -426,6 +443,18 @@ pub enum RunEvent {
         wait_ms: u64,
         error: String,
     },
+    /// Older turns were compacted to keep the next request within the context budget
+    /// (`summarize`: the model summarized them, in a request of its own; `truncate`:
+    /// they were dropped).
+    #[serde(rename = "context.compacted")]
+    ContextCompacted {
+        run_id: String,
+        strategy: String,
+        /// How many messages of the request were replaced.
+        messages: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// The run paused; the items are in the run object.
     #[serde(rename = "run.requires_action")]
     RunRequiresAction {
@@ -462,6 +491,7 @@ impl RunEvent {
             RunEvent::ApprovalExpired { .. } => "approval.expired",
             RunEvent::ToolResolved { .. } => "tool.resolved",
             RunEvent::ModelRetry { .. } => "model.retry",
+            RunEvent::ContextCompacted { .. } => "context.compacted",
             RunEvent::RunRequiresAction { .. } => "run.requires_action",
             RunEvent::RunCompleted { .. } => "run.completed",
             RunEvent::RunIncomplete { .. } => "run.incomplete",
@@ -487,6 +517,7 @@ impl RunEvent {
             | RunEvent::ApprovalExpired { run_id, .. }
             | RunEvent::ToolResolved { run_id, .. }
             | RunEvent::ModelRetry { run_id, .. }
+            | RunEvent::ContextCompacted { run_id, .. }
             | RunEvent::RunRequiresAction { run_id, .. }
             | RunEvent::RunCompleted { run_id }
             | RunEvent::RunIncomplete { run_id, .. }

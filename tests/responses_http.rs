@@ -147,6 +147,7 @@ impl Model for GatedModel {
         self.gate.notified().await;
         sink.text(" world");
         Ok(ModelReply {
+            reasoning: Vec::new(),
             content: "Hello world".into(),
             native: Default::default(),
             usage: Usage::default(),
@@ -233,6 +234,7 @@ impl Model for SlowSecondTurn {
             sink.text("42.");
         }
         Ok(ModelReply {
+            reasoning: Vec::new(),
             content: if turn == 0 {
                 String::new()
             } else {

@@ -56,6 +56,7 @@ impl Model for TestModel {
             native.delta(i as u64, Some(id), Some(name), Some(&args.to_string()), 0);
         }
         Ok(ModelReply {
+            reasoning: Vec::new(),
             content: content.clone(),
             native,
             usage: Usage {

@@ -65,6 +65,7 @@ impl Model for TreeModel {
             native.delta(i as u64, Some(id), Some(name), Some(&args.to_string()), 0);
         }
         Ok(ModelReply {
+            reasoning: Vec::new(),
             content: content.clone(),
             native,
             usage: Usage {
@@ -72,6 +73,7 @@ impl Model for TreeModel {
                 completion_tokens: 5,
                 total_tokens: 15,
                 model_calls: 1,
+                ..Usage::default()
             },
         })
     }

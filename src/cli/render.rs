@@ -167,6 +167,18 @@ fn human(e: &RunEvent) {
             event: Event::ToolOutput { .. },
             ..
         } => {}
+        RunEvent::ContextCompacted {
+            strategy,
+            messages,
+            tokens_before,
+            tokens_after,
+            ..
+        } => {
+            let _ = writeln!(
+                err,
+                "· context compacted ({strategy}): {messages} message(s), {tokens_before} -> {tokens_after} tokens"
+            );
+        }
         RunEvent::Tool {
             event:
                 Event::ToolFinished {

@@ -204,6 +204,12 @@ fn describe(run: &RunObject) -> String {
         "usage         {} model calls, {} prompt + {} completion tokens\n",
         run.usage.model_calls, run.usage.prompt_tokens, run.usage.completion_tokens
     ));
+    if run.usage.compactions > 0 {
+        text.push_str(&format!(
+            "context       {} compaction(s) of older turns\n",
+            run.usage.compactions
+        ));
+    }
     if let Some(e) = &run.last_error {
         text.push_str(&format!("last error    {e}\n"));
     }

@@ -2,8 +2,12 @@
 //! the two implementations (OpenAI-compatible servers, and scripted replies from a
 //! file), chosen by a name like `openai:gpt-4o-mini` or `scripted:replies.yaml`.
 
+mod anthropic;
+mod fallback;
+pub mod image;
 mod openai;
 mod scripted;
+mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +15,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use anthropic::AnthropicModel;
+pub use fallback::FallbackModel;
+pub use image::ImagePart;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::ScriptedModel;
+pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};
 
 use crate::parse::{NativeCalls, ToolCall};
 use crate::protocol::Usage;
@@ -39,6 +47,22 @@ pub struct Message {
     /// The call a tool message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// A compaction message: the range of the history it stands for (it is sent as a
+    /// user message in place of that range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<crate::context::Compaction>,
+    /// The prompt tokens of the request this message answered (an assistant message or
+    /// a compaction), as counted before it was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// The provider's reasoning blocks of an assistant message (Anthropic `thinking`
+    /// and `redacted_thinking`, with their signatures), given back unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Value>,
+    /// Images for the model: a tool message's (its result's image parts), or a user
+    /// message's (xml mode's results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
 }
 
 impl Message {
@@ -48,6 +72,10 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            compaction: None,
+            prompt_tokens: None,
+            reasoning: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -57,7 +85,23 @@ impl Message {
             content: content.into(),
             tool_calls,
             tool_call_id: None,
+            compaction: None,
+            prompt_tokens: None,
+            reasoning: Vec::new(),
+            images: Vec::new(),
         }
+    }
+
+    /// This message, with the reasoning blocks its answer came with.
+    pub fn with_reasoning(mut self, reasoning: Vec<Value>) -> Self {
+        self.reasoning = reasoning;
+        self
+    }
+
+    /// This message, recording the prompt size of the request it answered.
+    pub fn with_prompt_tokens(mut self, tokens: u64) -> Self {
+        self.prompt_tokens = Some(tokens);
+        self
     }
 
     pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
@@ -66,6 +110,10 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
+            compaction: None,
+            prompt_tokens: None,
+            reasoning: Vec::new(),
+            images: Vec::new(),
         }
     }
 }
@@ -86,6 +134,8 @@ pub struct ModelReply {
     /// Native tool calls, merged from their deltas.
     pub native: NativeCalls,
     pub usage: Usage,
+    /// Reasoning blocks to keep in the history (Anthropic `thinking`).
+    pub reasoning: Vec<Value>,
 }
 
 /// Where a model reports as it answers.
@@ -111,6 +161,26 @@ pub enum ModelError {
     /// A scripted model has no reply left.
     #[error("{0}")]
     Exhausted(String),
+    /// The request was longer than the model's context window.
+    #[error("the request is too long for the model's context window: {0}")]
+    ContextExceeded(String),
+}
+
+/// Whether a refusal's text says the request passed the model's context window (the
+/// wording of OpenAI, Anthropic, vLLM and llama.cpp servers).
+pub fn says_context_exceeded(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "prompt is too long",
+        "maximum context",
+        "too many tokens",
+        "exceeds the available context size",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
 }
 
 /// A model: given the conversation, it answers, streaming text to `sink`.
@@ -127,17 +197,54 @@ pub trait Model: Send + Sync {
 
 /// Makes the model a name stands for. `scripted:FILE` paths are made absolute (so a
 /// run resumed from elsewhere finds the file); `openai:NAME` reads `OPENAI_API_KEY`
-/// and `OPENAI_BASE_URL` through `config`.
+/// and `OPENAI_BASE_URL` through `config`; `anthropic:NAME` reads `ANTHROPIC_API_KEY`
+/// and `ANTHROPIC_BASE_URL` (and `config`'s retries and timeouts).
 pub fn from_name(name: &str, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
+    from_spec(
+        &ModelSpec {
+            name: name.to_string(),
+            settings: ModelSettings::default(),
+        },
+        config,
+    )
+}
+
+/// Makes the model a spec stands for, with its settings.
+pub fn from_spec(spec: &ModelSpec, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
+    let name = spec.name.as_str();
     match name.split_once(':') {
         Some(("scripted", path)) if !path.is_empty() => {
             Ok(Arc::new(ScriptedModel::load(std::path::Path::new(path))?))
         }
-        Some(("openai", model)) if !model.is_empty() => {
-            Ok(Arc::new(OpenAiModel::new(model, config)?))
-        }
+        Some(("openai", model)) if !model.is_empty() => Ok(Arc::new(OpenAiModel::new(
+            model,
+            config,
+            spec.settings.clone(),
+        )?)),
+        Some(("anthropic", model)) if !model.is_empty() => Ok(Arc::new(AnthropicModel::new(
+            model,
+            config,
+            spec.settings.clone(),
+        )?)),
         _ => Err(ModelError::Config(format!(
-            "'{name}' is not a model; use openai:NAME or scripted:FILE"
+            "'{name}' is not a model; use openai:NAME, anthropic:NAME or scripted:FILE"
         ))),
     }
+}
+
+/// `primary`, then each of `fallback` in order when it keeps failing (`primary` as it
+/// is when there is no fallback).
+pub fn with_fallbacks(
+    primary: Arc<dyn Model>,
+    fallback: &[ModelSpec],
+    config: &OpenAiConfig,
+) -> Result<Arc<dyn Model>, ModelError> {
+    if fallback.is_empty() {
+        return Ok(primary);
+    }
+    let mut models = vec![primary];
+    for spec in fallback {
+        models.push(from_spec(spec, config.clone())?);
+    }
+    Ok(Arc::new(FallbackModel::new(models)?))
 }

@@ -12,7 +12,7 @@ use async_openai::middleware::ReqwestService;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::{Message, Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
+use super::{Message, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, Role};
 use crate::protocol::Usage;
 
 /// How to reach the server and how hard to try.
@@ -66,7 +66,10 @@ impl OpenAiConfig {
 /// The HTTP client for these timeouts, made once per process: every run's model shares
 /// its TLS set-up and its pool of connections (a client per run costs more than a
 /// short run, and a handshake per run).
-fn shared_client(connect: Duration, read: Duration) -> Result<reqwest::Client, ModelError> {
+pub(super) fn shared_client(
+    connect: Duration,
+    read: Duration,
+) -> Result<reqwest::Client, ModelError> {
     static CLIENTS: std::sync::OnceLock<
         std::sync::Mutex<std::collections::HashMap<(Duration, Duration), reqwest::Client>>,
     > = std::sync::OnceLock::new();
@@ -92,6 +95,7 @@ pub struct OpenAiModel {
     model: String,
     client: Client<OpenAIConfig>,
     config: OpenAiConfig,
+    settings: ModelSettings,
 }
 
 enum Failure {
@@ -100,7 +104,22 @@ enum Failure {
 }
 
 impl OpenAiModel {
-    pub fn new(model: &str, config: OpenAiConfig) -> Result<Self, ModelError> {
+    /// A model on the server `config` names, with the agent's `settings` (its own
+    /// base URL, key variable and timeout take precedence over `config`'s).
+    pub fn new(
+        model: &str,
+        mut config: OpenAiConfig,
+        settings: ModelSettings,
+    ) -> Result<Self, ModelError> {
+        if let Some(url) = &settings.base_url {
+            config.base_url = Some(url.clone());
+        }
+        if let Some(key) = settings.api_key().map_err(ModelError::Config)? {
+            config.api_key = Some(key);
+        }
+        if let Some(t) = settings.timeout {
+            config.read_timeout = Duration::from_secs_f64(t);
+        }
         if config.api_key.is_none() && config.base_url.is_none() {
             return Err(ModelError::Config(format!(
                 "openai:{model} needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local server); set it, or use --model scripted:FILE"
@@ -110,6 +129,15 @@ impl OpenAiModel {
             OpenAIConfig::new().with_api_key(config.api_key.clone().unwrap_or_default());
         if let Some(base) = &config.base_url {
             openai = openai.with_api_base(base.trim_end_matches('/'));
+        }
+        for (k, v) in &settings.headers {
+            openai = openai
+                .with_header(
+                    reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| ModelError::Config(format!("model header '{k}': {e}")))?,
+                    v.clone(),
+                )
+                .map_err(|e| ModelError::Config(format!("model header '{k}': {e}")))?;
         }
         let http = shared_client(config.connect_timeout, config.read_timeout)?;
         Ok(Self {
@@ -121,6 +149,7 @@ impl OpenAiModel {
             client: Client::build(http.clone(), openai)
                 .with_http_service(ReqwestService::new(http)),
             config,
+            settings,
         })
     }
 
@@ -209,14 +238,33 @@ fn classify(e: OpenAIError) -> Failure {
     }
 }
 
-/// The chat.completions request for `request`.
-pub(crate) fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
+/// The chat.completions request for `request`, with the agent's sampling settings.
+pub(crate) fn request_body(
+    model: &str,
+    request: &ModelRequest<'_>,
+    settings: &ModelSettings,
+) -> Value {
     let native = !request.tools.is_empty();
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    messages.extend(request.messages.iter().map(|m| message_json(m, native)));
+    // Images from tool results go in a user message right after the results (a tool
+    // message carries text only).
+    let mut pending: Vec<(&str, &super::ImagePart)> = Vec::new();
+    for m in request.messages {
+        if m.role != Role::Tool && !pending.is_empty() {
+            messages.push(images_message(std::mem::take(&mut pending)));
+        }
+        if m.role == Role::Tool {
+            let id = m.tool_call_id.as_deref().unwrap_or("a call");
+            pending.extend(m.images.iter().map(|i| (id, i)));
+        }
+        messages.push(message_json(m, native));
+    }
+    if !pending.is_empty() {
+        messages.push(images_message(pending));
+    }
     let mut body = json!({
         "model": model,
         "messages": messages,
@@ -226,11 +274,43 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
     if native {
         body["tools"] = Value::Array(request.tools.to_vec());
     }
+    if let Some(t) = settings.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = settings.top_p {
+        body["top_p"] = json!(p);
+    }
+    if let Some(n) = settings.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if let Some(e) = &settings.reasoning_effort {
+        body["reasoning_effort"] = json!(e);
+    }
     body
+}
+
+/// The user message that shows the images of the tool results before it.
+fn images_message(images: Vec<(&str, &super::ImagePart)>) -> Value {
+    let mut content =
+        vec![json!({"type": "text", "text": "Images returned by the tool calls above:"})];
+    for (call, image) in images {
+        content.push(json!({"type": "text", "text": format!("From {call}:")}));
+        content.push(json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+    }
+    json!({"role": "user", "content": content})
 }
 
 fn message_json(m: &Message, native: bool) -> Value {
     match m.role {
+        Role::User if !m.images.is_empty() => {
+            let mut content = vec![json!({"type": "text", "text": m.content})];
+            content.extend(
+                m.images
+                    .iter()
+                    .map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})),
+            );
+            json!({"role": "user", "content": content})
+        }
         Role::User => json!({"role": "user", "content": m.content}),
         Role::Tool => json!({
             "role": "tool",
@@ -274,12 +354,15 @@ impl Model for OpenAiModel {
         request: ModelRequest<'_>,
         sink: &mut dyn ReplySink,
     ) -> Result<ModelReply, ModelError> {
-        let body = request_body(&self.model, &request);
+        let body = request_body(&self.model, &request, &self.settings);
         let attempts = self.config.attempts.max(1);
         let mut wait = self.config.backoff;
         for attempt in 1..=attempts {
             match self.attempt(&body, sink).await {
                 Ok(reply) => return Ok(reply),
+                Err(Failure::Fatal(message)) if super::says_context_exceeded(&message) => {
+                    return Err(ModelError::ContextExceeded(message));
+                }
                 Err(Failure::Fatal(message)) => return Err(ModelError::Rejected(message)),
                 Err(Failure::Retry(message)) if attempt == attempts => {
                     tracing::warn!(attempts, error = %message, "model request failed on its last attempt");

@@ -138,6 +138,7 @@ impl Model for ScriptedModel {
             usage.total_tokens = u.prompt_tokens + u.completion_tokens;
         }
         Ok(ModelReply {
+            reasoning: Vec::new(),
             content: reply.content.clone(),
             native,
             usage,

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 use tracing::Instrument;
 
+use super::context::ContextLive;
 use super::conversation;
 use super::save::Save;
 use super::sink::TurnSink;
@@ -16,7 +17,7 @@ use super::turn::{mentions_calls, outcome_text, unique_ids, xml_call};
 use super::{Live, RunError, Runner};
 use crate::agent::Mode;
 use crate::engine::{CallOutcome, Cancel, Engine, EngineConfig, PreparedCall};
-use crate::model::{Message, ModelRequest};
+use crate::model::{Message, ModelError, ModelRequest};
 use crate::parse::{ParseOptions, ProblemKind};
 use crate::permission::Gate;
 use crate::protocol::{CallStatus, Event, RequiredItem, RunEvent, RunObject, RunStatus};
@@ -233,6 +234,7 @@ impl Runner {
         let system =
             conversation::system_prompt(&live.agent, &live.toolkit).map_err(RunError::BadInput)?;
         let tools = conversation::tools(&live.agent, &live.toolkit);
+        let mut ctx = ContextLive::new(&live.agent, &live.state.model, &system, &tools);
         loop {
             if cancel.is_cancelled() {
                 // Interrupted, or the lease is gone (then this save is refused).
@@ -262,7 +264,7 @@ impl Runner {
                 if live.state.single_call {
                     super::single_call::settled(live);
                 } else if !self.final_answered(live) {
-                    feed_back(live);
+                    feed_back(live, &ctx);
                     continue;
                 }
                 self.save(live, Save::end(RunStatus::Completed, None))
@@ -289,23 +291,41 @@ impl Runner {
                         .unwrap_or("x"),
                     live.state.iteration + 1
                 ));
-            let mut sink = TurnSink::new(&live.run_id, self.events.as_ref(), opts);
-            let request = ModelRequest {
-                system: &system,
-                messages: &live.state.messages,
-                tools: &tools,
-            };
-            let span = tracing::info_span!("turn", n = live.state.iteration + 1);
-            let answered = tokio::select! {
-                r = super::model_call::ask(&*live.model, request, &mut sink).instrument(span) => Some(r),
-                _ = cancel.cancelled() => None,
+            let run_id = live.run_id.clone();
+            let mut sink = TurnSink::new(&run_id, self.events.as_ref(), opts);
+            // A model that says the request passed its window gets one compaction and
+            // one more try before that counts as a failure.
+            let mut force = false;
+            let (answered, prompt_tokens) = loop {
+                let fitted = self.fit(live, &mut ctx, force).await?;
+                let request = ModelRequest {
+                    system: &system,
+                    messages: fitted.messages.as_deref().unwrap_or(&live.state.messages),
+                    tools: &tools,
+                };
+                let span = tracing::info_span!(
+                    "turn",
+                    n = live.state.iteration + 1,
+                    prompt_tokens = fitted.tokens
+                );
+                let answered = tokio::select! {
+                    r = super::model_call::ask(&*live.model, request, &mut sink).instrument(span) => Some(r),
+                    _ = cancel.cancelled() => None,
+                };
+                match answered {
+                    Some(Err(ModelError::ContextExceeded(message))) if !force => {
+                        tracing::warn!(error = %message, "the model found the request too long; compacting and trying again");
+                        force = true;
+                    }
+                    other => break (other, fitted.tokens),
+                }
             };
             let Some(answered) = answered else {
                 // Interrupted while the model answered: the loop's top saves it.
                 drop(sink);
                 continue;
             };
-            let reply = match answered {
+            let mut reply = match answered {
                 Ok(reply) => reply,
                 Err(e) => {
                     let message = e.to_string();
@@ -316,6 +336,7 @@ impl Runner {
             };
             live.state.iteration += 1;
             live.state.usage.add(reply.usage);
+            let reasoning = std::mem::take(&mut reply.reasoning);
             let had_native = !reply.native.is_empty();
             let parsed = sink.finish(reply.native);
             let calls = unique_ids(parsed.calls, &live.state);
@@ -365,16 +386,20 @@ impl Runner {
                     "Your last reply tried to call a tool, but the call could not be read: {}. Write the call again, with its arguments as one valid JSON object.",
                     unreadable.join("; ")
                 );
-                live.state
-                    .messages
-                    .push(Message::assistant(reply.content, Vec::new()));
+                live.state.messages.push(
+                    Message::assistant(reply.content, Vec::new())
+                        .with_prompt_tokens(prompt_tokens)
+                        .with_reasoning(reasoning),
+                );
                 live.state.messages.push(Message::user(note));
                 continue;
             }
             if calls.is_empty() {
-                live.state
-                    .messages
-                    .push(Message::assistant(reply.content, Vec::new()));
+                live.state.messages.push(
+                    Message::assistant(reply.content, Vec::new())
+                        .with_prompt_tokens(prompt_tokens)
+                        .with_reasoning(reasoning),
+                );
                 live.state.output = Some(parsed.text.trim().to_string());
                 self.save(live, Save::end(RunStatus::Completed, None))
                     .await?;
@@ -387,9 +412,11 @@ impl Runner {
                     content.push_str(&xml_call(call));
                 }
             }
-            live.state
-                .messages
-                .push(Message::assistant(content, calls.clone()));
+            live.state.messages.push(
+                Message::assistant(content, calls.clone())
+                    .with_prompt_tokens(prompt_tokens)
+                    .with_reasoning(reasoning),
+            );
             let turn = self.gate(live, calls).await;
             // Saved with the next step (calls marked executing, their results, or the
             // pause): until then nothing has run, and a crash costs asking the model again.
@@ -502,6 +529,9 @@ impl Runner {
             for (&i, outcome) in ready.iter().zip(outcomes) {
                 let mut output = outcome_text(&outcome);
                 let mut record = outcome.record;
+                if let Ok(out) = &outcome.result {
+                    turn[i].images = out.images();
+                }
                 if outcome.result.is_ok()
                     && !live.toolkit.hooks(&turn[i].call.name, true).is_empty()
                 {
@@ -588,9 +618,10 @@ fn all_done(live: &Live) -> bool {
 }
 
 /// Ends a turn whose calls all have results: the results join the conversation, in
-/// call order.
-fn feed_back(live: &mut Live) {
+/// call order, each cut to the budget's `result_tokens`.
+fn feed_back(live: &mut Live, ctx: &ContextLive) {
     let turn = live.state.turn.take().unwrap_or_default();
-    let results = conversation::results(live.state.mode, &turn, "");
+    let cut = Some((&ctx.counter, ctx.budget.result_tokens));
+    let results = conversation::results(live.state.mode, &turn, "", cut, ctx.vision);
     live.state.messages.extend(results);
 }

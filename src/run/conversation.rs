@@ -66,16 +66,56 @@ fn status_word(status: CallStatus) -> &'static str {
 
 /// The messages that return a turn's results, in call order: one tool message per call
 /// (native), or one user message of `<tool_result>` blocks (xml). A call without a
-/// result is answered with `unfinished`.
-pub(crate) fn results(mode: Mode, turn: &[TurnCall], unfinished: &str) -> Vec<Message> {
-    let output = |c: &TurnCall| match &c.phase {
-        Phase::Done { output, .. } => output.clone(),
-        _ => unfinished.to_string(),
+/// result is answered with `unfinished`. With `cut` (a counter and a token limit), a
+/// result over the limit is cut, with a marker saying how to read the rest.
+/// Images a call's result carried go with its message when the model takes them
+/// (`vision`) and they are under the size cap; otherwise a line of text says what was
+/// left out.
+pub(crate) fn results(
+    mode: Mode,
+    turn: &[TurnCall],
+    unfinished: &str,
+    cut: Option<(&crate::context::Counter, u64)>,
+    vision: bool,
+) -> Vec<Message> {
+    // Each call's text, and the images that go to the model.
+    let shown = |c: &TurnCall| -> (String, Vec<crate::model::ImagePart>) {
+        let mut text = match (&c.phase, cut) {
+            (Phase::Done { output, .. }, Some((counter, limit))) => {
+                crate::context::cut_result(counter, output, &c.call.id, limit)
+            }
+            (Phase::Done { output, .. }, None) => output.clone(),
+            _ => unfinished.to_string(),
+        };
+        let mut images = Vec::new();
+        for image in &c.images {
+            let why = if !vision {
+                Some("the model reads text only")
+            } else if image.bytes() > crate::model::image::MAX_IMAGE_BYTES {
+                Some("over the 5 MiB image cap")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => {
+                    text.push('\n');
+                    text.push_str(&crate::model::image::withheld(image, why));
+                }
+                None => images.push(image.clone()),
+            }
+        }
+        (text, images)
     };
+    let output = |c: &TurnCall| shown(c).0;
     match mode {
         Mode::Native => turn
             .iter()
-            .map(|c| Message::tool(c.call.id.clone(), output(c)))
+            .map(|c| {
+                let (text, images) = shown(c);
+                let mut m = Message::tool(c.call.id.clone(), text);
+                m.images = images;
+                m
+            })
             .collect(),
         Mode::Xml => {
             let items: Vec<ResultItem> = turn
@@ -101,7 +141,9 @@ pub(crate) fn results(mode: Mode, turn: &[TurnCall], unfinished: &str) -> Vec<Me
                     .map(|i| format!("{} ({}): {}\n{}\n", i.name, i.call_id, i.status, i.output))
                     .collect(),
             };
-            vec![Message::user(text)]
+            let mut m = Message::user(text);
+            m.images = turn.iter().flat_map(|c| shown(c).1).collect();
+            vec![m]
         }
     }
 }

@@ -47,7 +47,7 @@ impl Runner {
             return false;
         };
         let turn = live.state.turn.take().unwrap_or_default();
-        let results = super::conversation::results(live.state.mode, &turn, "");
+        let results = super::conversation::results(live.state.mode, &turn, "", None, false);
         live.state.messages.extend(results);
         self.answer_with(live, answer);
         true

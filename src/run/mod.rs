@@ -5,6 +5,7 @@
 mod active;
 mod agent_loop;
 mod cache;
+mod context;
 mod conversation;
 mod deadlines;
 mod error;
@@ -14,6 +15,7 @@ mod hidden;
 mod model_call;
 mod object;
 mod paths;
+mod read_result;
 mod save;
 mod sealing;
 mod single_call;
@@ -37,6 +39,7 @@ pub use error::RunError;
 pub use object::run_object;
 use paths::absolute_model_name;
 pub(crate) use paths::{absolute, workspace_of};
+pub use read_result::{READ_RESULT, tool as read_result_tool};
 pub use single_call::{NO_MODEL, NoModel, StartCall};
 pub use state::{Ask, Phase, RunState, TreePlace, TurnCall};
 
@@ -172,17 +175,37 @@ impl Runner {
         }
     }
 
-    fn model_for(&self, name: &str) -> Result<Arc<dyn Model>, RunError> {
+    /// The model a run asks: `name`, with the agent's settings and fallbacks when it is
+    /// the agent's own model (a `--model` override gets the environment's defaults).
+    fn model_for(&self, name: &str, agent: &Agent) -> Result<Arc<dyn Model>, RunError> {
         if name == NO_MODEL {
             return Ok(Arc::new(NoModel));
         }
-        match (&self.model, name.split_once(':')) {
-            (Some(m), _) => Ok(Arc::clone(m)),
+        let own = agent
+            .model
+            .as_deref()
+            .is_some_and(|m| absolute_model_name(m) == name);
+        let spec = model::ModelSpec {
+            name: name.to_string(),
+            settings: if own {
+                agent.model_settings.clone()
+            } else {
+                Default::default()
+            },
+        };
+        let primary = match (&self.model, name.split_once(':')) {
+            (Some(m), _) => return Ok(Arc::clone(m)),
             (None, Some(("scripted", path))) if !path.is_empty() => {
-                Ok(self.loaded.scripted(Path::new(path))?)
+                self.loaded.scripted(Path::new(path))?
             }
-            (None, _) => Ok(model::from_name(name, self.model_config.clone())?),
-        }
+            (None, _) => model::from_spec(&spec, self.model_config.clone())?,
+        };
+        let fallback = if own { &agent.fallback[..] } else { &[] };
+        Ok(model::with_fallbacks(
+            primary,
+            fallback,
+            &self.model_config,
+        )?)
     }
 
     fn toolkit(&self, agent: &Agent, tools_dir: Option<&Path>) -> Result<Toolkit, RunError> {
@@ -214,7 +237,7 @@ impl Runner {
         crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
         let tools_dir = req.tools_dir.as_deref().map(absolute);
         let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
-        let model = self.model_for(&model_name)?;
+        let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {
             check_conversation_id(c).map_err(RunError::BadInput)?;
@@ -362,7 +385,7 @@ impl Runner {
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
-        let model = self.model_for(&state.model)?;
+        let model = self.model_for(&state.model, &agent)?;
         let standing = self
             .standing(&row.conversation_id, &row.agent, &toolkit)
             .await?;
@@ -553,6 +576,8 @@ impl Runner {
                 state.mode,
                 turn,
                 "The run ended before this call finished; it was not completed.",
+                None,
+                false,
             ));
         }
         Ok((messages, persisted))

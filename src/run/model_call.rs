@@ -36,5 +36,6 @@ fn kind(e: &ModelError) -> &'static str {
         ModelError::Unavailable { .. } => "unavailable",
         ModelError::Rejected(_) => "rejected",
         ModelError::Exhausted(_) => "exhausted",
+        ModelError::ContextExceeded(_) => "context_exceeded",
     }
 }

@@ -76,6 +76,9 @@ pub struct TurnCall {
     /// Why it waits for a person, and until when (see [`Ask`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<Ask>,
+    /// Images the call's result carried, for the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::model::ImagePart>,
 }
 
 /// Why a call waits for a person (the rule or hook that asked) and its deadline.

@@ -96,6 +96,7 @@ impl Runner {
                         phase,
                         edited: None,
                         ask: None,
+                        images: Vec::new(),
                     });
                     continue;
                 }
@@ -138,8 +139,10 @@ impl Runner {
                 phase: Phase::Ready,
                 edited: None,
                 ask,
+                images: Vec::new(),
             };
             c.phase = match gate {
+                Gate::Run if self.is_read_result(live, &c.call) => self.read_result(live, &c.call),
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
                     let item = self.required_item(live, &c);

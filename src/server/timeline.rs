@@ -45,6 +45,14 @@ pub struct TimelineMessage {
     /// The call a tool message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// A compaction turn: the older messages this one replaced in later requests
+    /// (`strategy`, `from`, `to`, `messages`, `tokens_before`, `tokens_after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub compaction: Option<Value>,
+    /// The prompt tokens of the request this message answered, as counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
 }
 
 /// A call as the model made it.

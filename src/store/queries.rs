@@ -89,4 +89,23 @@ impl Store {
             })
         })
     }
+
+    /// The recorded result of one call of a conversation (`None`: no such call, or it
+    /// left no result), whole up to the record's cap.
+    pub fn call_result(
+        &self,
+        conversation_id: &str,
+        call_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT result FROM tool_calls WHERE conversation_id = ?1 AND call_id = ?2 ORDER BY id DESC LIMIT 1",
+            )?;
+            let mut rows = stmt.query(rusqlite::params![conversation_id, call_id])?;
+            match rows.next()? {
+                Some(row) => Ok(row.get::<_, Option<String>>(0)?),
+                None => Ok(None),
+            }
+        })
+    }
 }

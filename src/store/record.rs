@@ -6,8 +6,10 @@ use serde_json::Value;
 
 use crate::protocol::{CallStatus, CallerKind};
 
-/// Bytes of a result kept in the record; the full size is kept beside it.
-pub const RESULT_CAP: usize = 64 * 1024;
+/// Bytes of a result kept in the record (the tools' own output cap, so a result is kept
+/// whole: `read_result` pages through it when the model saw it cut); the full size is
+/// kept beside it.
+pub const RESULT_CAP: usize = 1024 * 1024;
 
 /// A call as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

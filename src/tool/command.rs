@@ -82,7 +82,11 @@ impl Tool for CommandTool {
             streaming.then_some(&on_line as process::OnLine<'_>),
         )
         .await?;
-        Ok(output_of(&self.spec.name, done))
+        Ok(output_of(
+            &self.spec.name,
+            done,
+            declared_image(self.spec.output.as_ref()),
+        ))
     }
 
     fn with_sandbox(&self, policy: sandbox::Policy) -> Option<Arc<dyn Tool>> {
@@ -90,10 +94,40 @@ impl Tool for CommandTool {
     }
 }
 
-/// A finished program's output: stdout on success (JSON when it parses), stderr on
-/// failure.
-pub fn output_of(name: &str, done: process::Finished) -> ToolOutput {
+/// The image type a tool file declares its output to be (`output: {type: string,
+/// contentMediaType: image/png}`).
+fn declared_image(output: Option<&Value>) -> Option<&str> {
+    output?
+        .get("contentMediaType")?
+        .as_str()
+        .filter(|m| m.starts_with("image/"))
+}
+
+/// A finished program's output: stdout on success (JSON when it parses; an image part
+/// when the tool declares an image output, or the bytes are a PNG, JPEG, GIF or WebP
+/// image), stderr on failure.
+pub fn output_of(name: &str, done: process::Finished, image: Option<&str>) -> ToolOutput {
     match done.code {
+        Some(0)
+            if !done.stdout.truncated()
+                && (image.is_some()
+                    || crate::model::image::sniff(&done.stdout.bytes).is_some()) =>
+        {
+            use base64::Engine;
+            let mime = crate::model::image::sniff(&done.stdout.bytes)
+                .or(image)
+                .unwrap_or("image/png");
+            ToolOutput {
+                parts: vec![Part::Image {
+                    mime: mime.to_string(),
+                    url: None,
+                    data: Some(
+                        base64::engine::general_purpose::STANDARD.encode(&done.stdout.bytes),
+                    ),
+                }],
+                is_error: false,
+            }
+        }
         Some(0) => {
             let text = String::from_utf8_lossy(&done.stdout.bytes);
             let json = (!done.stdout.truncated())

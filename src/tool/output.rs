@@ -47,6 +47,24 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// The images with data among the parts, in order.
+    pub fn images(&self) -> Vec<crate::model::ImagePart> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Image {
+                    mime,
+                    data: Some(data),
+                    ..
+                } => Some(crate::model::ImagePart {
+                    mime: mime.clone(),
+                    data: data.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn text(text: impl Into<String>) -> Self {
         Self {
             parts: vec![Part::Text { text: text.into() }],
@@ -83,6 +101,11 @@ impl ToolOutput {
             match part {
                 Part::Text { text } => out.push_str(text),
                 Part::Json { json } => out.push_str(&json.to_string()),
+                Part::Image {
+                    mime,
+                    data: Some(data),
+                    ..
+                } => out.push_str(&crate::model::image::reference(mime, data)),
                 Part::Image { mime, url, .. } => out.push_str(&format!(
                     "[image {mime}{}]",
                     url.as_deref().map(|u| format!(" {u}")).unwrap_or_default()

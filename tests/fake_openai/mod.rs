@@ -20,35 +20,63 @@ pub enum Reply {
     Status(u16, String),
     /// A stream cut off after these chunks: no finish, no `[DONE]`.
     Cut(Vec<Value>),
+    /// The response head, then silence this long before the connection closes.
+    Stall(Duration),
 }
+
+/// Answers a request (its JSON body) when the server was started with one.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 pub struct FakeOpenAi {
     pub base_url: String,
     replies: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Value>>>,
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl FakeOpenAi {
     pub async fn start(replies: Vec<Reply>) -> FakeOpenAi {
+        Self::launch(replies, None).await
+    }
+
+    /// A server that answers each request with what `f` makes of it (no queue).
+    pub async fn respond(f: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> FakeOpenAi {
+        Self::launch(Vec::new(), Some(Arc::new(f))).await
+    }
+
+    async fn launch(replies: Vec<Reply>, responder: Option<Responder>) -> FakeOpenAi {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let (r, q) = (Arc::clone(&replies), Arc::clone(&requests));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (r, q, h) = (
+            Arc::clone(&replies),
+            Arc::clone(&requests),
+            Arc::clone(&heads),
+        );
         tokio::spawn(async move {
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
-                let (r, q) = (Arc::clone(&r), Arc::clone(&q));
-                tokio::spawn(async move { serve(socket, r, q).await });
+                let (r, q, h) = (Arc::clone(&r), Arc::clone(&q), Arc::clone(&h));
+                let f = responder.clone();
+                tokio::spawn(async move { serve(socket, r, q, h, f).await });
             }
         });
         FakeOpenAi {
             base_url,
             replies,
             requests,
+            heads,
         }
+    }
+
+    /// The request heads received so far (request line and headers, lower-cased), in
+    /// order.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
     }
 
     /// The JSON bodies received so far, in order.
@@ -65,6 +93,8 @@ async fn serve(
     mut socket: tokio::net::TcpStream,
     replies: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Value>>>,
+    heads: Arc<Mutex<Vec<String>>>,
+    responder: Option<Responder>,
 ) {
     // Read the head, then the body by Content-Length.
     let mut buf = Vec::new();
@@ -94,8 +124,12 @@ async fn serve(
     }
     let body: Value =
         serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    let reply = match &responder {
+        Some(f) => Some(f(&body)),
+        None => replies.lock().unwrap().pop_front(),
+    };
     requests.lock().unwrap().push(body);
-    let reply = replies.lock().unwrap().pop_front();
+    heads.lock().unwrap().push(head);
     match reply {
         None => {
             let msg = r#"{"error":{"message":"the fake server has no reply left","type":"invalid_request_error","param":null,"code":null}}"#;
@@ -107,6 +141,13 @@ async fn serve(
             let _ = socket
                 .write_all(format!("HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len()).as_bytes())
                 .await;
+        }
+        Some(Reply::Stall(wait)) => {
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+                .await;
+            let _ = socket.flush().await;
+            tokio::time::sleep(wait).await;
         }
         Some(Reply::Cut(chunks)) => {
             let _ = socket

@@ -116,12 +116,12 @@ pub fn read_file<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<
             .and_then(Value::as_u64)
             .unwrap_or(1 << 20);
         let root = ctx.workspace.clone();
-        let text = blocking(move || read_beneath(&root, &requested, max)).await?;
-        Ok(ToolOutput::text(text))
+        blocking(move || read_beneath(&root, &requested, max)).await
     })
 }
 
-fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<String, ToolError> {
+/// A file's text, or (PNG, JPEG, GIF, WebP) the image it holds, for a vision model.
+fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<ToolOutput, ToolError> {
     let ws = Workspace::open(root)?;
     let rel = ws.relative(requested)?;
     look_before_open(&ws, &rel, requested, "read_file")?;
@@ -140,6 +140,23 @@ fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<String, ToolEr
         .read_to_end(&mut bytes)
         .map_err(|e| Workspace::io_error("read", requested, e))?;
     let total = meta.len().max(bytes.len() as u64);
+    if let Some(mime) = crate::model::image::sniff(&bytes) {
+        if total > max {
+            return Err(ToolError::Execution(format!(
+                "'{}' is an image of {total} bytes, over max_bytes ({max})",
+                shown(requested)
+            )));
+        }
+        use base64::Engine;
+        return Ok(ToolOutput {
+            parts: vec![crate::tool::Part::Image {
+                mime: mime.to_string(),
+                url: None,
+                data: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+            }],
+            is_error: false,
+        });
+    }
     if bytes.iter().take(8192).any(|&b| b == 0) {
         return Err(ToolError::Execution(format!(
             "'{}' is a binary file ({total} bytes); read_file reads text",
@@ -150,7 +167,7 @@ fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<String, ToolEr
     if total > max {
         text.push_str(&format!("\n[file truncated: {max} of {total} bytes shown]"));
     }
-    Ok(text)
+    Ok(ToolOutput::text(text))
 }
 
 /// The handler of the tool.

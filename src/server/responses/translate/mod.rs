@@ -181,6 +181,7 @@ impl Translator {
                 self.close_message(&mut out, ItemStatus::Completed);
             }
             RunEvent::RunStarted { .. }
+            | RunEvent::ContextCompacted { .. }
             | RunEvent::ParseProblem { .. }
             | RunEvent::ApprovalExpiring { .. }
             | RunEvent::ApprovalExpired { .. }

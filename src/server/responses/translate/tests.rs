@@ -473,12 +473,14 @@ fn endings_follow_the_run_status() {
         completion_tokens: 5,
         total_tokens: 15,
         model_calls: 1,
+        ..Usage::default()
     };
     let after = Usage {
         prompt_tokens: 30,
         completion_tokens: 9,
         total_tokens: 39,
         model_calls: 2,
+        ..Usage::default()
     };
     let e = ending(
         Some(&run_object(RunStatus::Completed, after)),
