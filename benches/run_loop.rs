@@ -75,6 +75,7 @@ fn setup(iterations: usize) -> Setup {
 fn run_once(s: &Setup) {
     let start = StartRun {
         priority: None,
+        owner: None,
         agent: s.agent.clone(),
         model: None,
         conversation: None,

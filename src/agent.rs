@@ -59,6 +59,9 @@ pub struct Agent {
     /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
     /// higher goes first. A run started with a priority of its own uses that instead.
     pub priority: i32,
+    /// Who decides its calls (`approvers:` groups) and whether the person who started
+    /// a run may approve its calls (`four_eyes:`).
+    pub decision_rule: crate::identity::DecisionRule,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +96,10 @@ struct RawAgent {
     dialect: Option<String>,
     #[serde(default)]
     priority: i32,
+    #[serde(default)]
+    approvers: Vec<String>,
+    #[serde(default)]
+    four_eyes: bool,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -249,6 +256,10 @@ impl Agent {
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
             dialect,
             priority: raw.priority,
+            decision_rule: crate::identity::DecisionRule {
+                approvers: raw.approvers,
+                four_eyes: raw.four_eyes,
+            },
         })
     }
 

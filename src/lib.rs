@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod engine;
+pub mod identity;
 pub mod mcp;
 pub mod mcp_gateway;
 pub mod model;

@@ -119,7 +119,12 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open(db)?;
     let rows = store
-        .runs_with_pending(status, args.conversation.as_deref(), args.limit)
+        .runs_with_pending_of(
+            super::tenant(),
+            status,
+            args.conversation.as_deref(),
+            args.limit,
+        )
         .map_err(|e| run_failure(e.into()))?;
     if args.json {
         // The run objects `show --json` gives, waiting items included.
@@ -162,6 +167,7 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
 
 pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &args.run)?;
     let run = runner(store.clone()).show(&args.run).map_err(run_failure)?;
     if args.json {
         out::print_json(&mut out::stdout(), &run, false)?;
@@ -292,6 +298,7 @@ fn decide(
     db: &Path,
 ) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &common.run)?;
     let rt = runtime()?;
     rt.block_on(async {
         let decided = runner(store.clone())
@@ -352,6 +359,7 @@ async fn continue_run(store: &Store, id: &str, json: bool) -> Result<ExitCode, F
 
 pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &args.run)?;
     let rt = runtime()?;
     rt.block_on(async {
         let current = runner(store.clone()).show(&args.run).map_err(run_failure)?;
@@ -369,6 +377,7 @@ pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
 
 pub fn cancel(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &args.run)?;
     let rt = runtime()?;
     let run = rt
         .block_on(runner(store).cancel(&args.run))

@@ -67,6 +67,7 @@ impl Runner {
             tree: None,
             priority: None,
             trace: None,
+            owner: None,
         };
         let owner = crate::store::lease_owner_name();
         let text = super::state_json(&state)?;

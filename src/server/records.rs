@@ -39,8 +39,10 @@ pub struct CallsQuery {
         (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn calls(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     ApiQuery(q): ApiQuery<CallsQuery>,
 ) -> Result<Json<Page>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
@@ -58,6 +60,7 @@ pub async fn calls(
         limit: Some(in_range("limit", q.limit, 50, 1, 1000)?),
         offset: in_range("offset", q.offset, 0, 0, i64::MAX as u64)?,
         newest_first: true,
+        tenant,
         ..CallQuery::default()
     };
     Ok(Json(
@@ -109,8 +112,10 @@ pub struct ConversationStats {
         (status = 500, body = ErrorBody)))]
 pub async fn conversation_stats(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<ConversationStats>, ApiError> {
+    state.conversation_for(&who, &id).await?;
     let conv = id.clone();
     let (summary, runs, run_trees) = state
         .runner

@@ -94,8 +94,10 @@ pub struct Pause {
         (status = 500, body = ErrorBody)))]
 pub async fn timeline(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<Timeline>, ApiError> {
+    let id = state.run_for(&who, &id).await?.id;
     let rows = state
         .runner
         .read(move |store| Ok(store.run_timeline(&id)?))

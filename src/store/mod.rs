@@ -4,6 +4,7 @@
 //! and errors that name the file and say what is wrong with it.
 
 mod decisions;
+mod keys;
 mod lease;
 mod migrations;
 mod queries;
@@ -27,7 +28,8 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
-pub use decisions::Decided;
+pub use decisions::{Decided, Decider};
+pub use keys::{KeyInfo, KeyLookup, NewKey};
 pub use lease::{lease_holder_alive, lease_owner_name, this_host};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};

@@ -37,6 +37,8 @@ pub enum Refusal {
     AmbiguousId,
     /// The parent's call already has its sub-agent run.
     ChildExists,
+    /// A name that must be unique (an issued key's) is taken.
+    NameTaken,
 }
 
 impl Refusal {
@@ -50,6 +52,7 @@ impl Refusal {
             Refusal::ConversationBusy => "conversation_busy",
             Refusal::AmbiguousId => "ambiguous_id",
             Refusal::ChildExists => "child_exists",
+            Refusal::NameTaken => "name_taken",
         }
     }
 }

@@ -1,0 +1,125 @@
+//! A caller sees only its tenant: the [`Caller`] extractor (the identity the auth layer
+//! found), and reads of runs and conversations that answer another tenant's id exactly
+//! as an unknown one (404). Admins see every tenant.
+
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::identity::{DecisionRule, Identity};
+use crate::protocol::RunObject;
+use crate::run::RunError;
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Identity);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Identity>()
+            .cloned()
+            .map(Caller)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "the request carries no identity",
+                )
+            })
+    }
+}
+
+fn not_found(id: &str) -> ApiError {
+    RunError::NotFound(id.to_string()).into()
+}
+
+impl AppState {
+    /// Run `id` (a prefix for admins; a full id for everyone else, so that a prefix
+    /// never tells of another tenant's runs), when `who` sees its tenant.
+    pub async fn run_for(&self, who: &Identity, id: &str) -> Result<RunObject, ApiError> {
+        if who.scope().is_some() && !crate::run::is_run_id(id) {
+            return Err(not_found(id));
+        }
+        let run = match self.runner.get(id).await {
+            Ok(run) => run,
+            Err(RunError::NotFound(_)) => return Err(not_found(id)),
+            Err(e) => return Err(e.into()),
+        };
+        if !who.sees(&run.tenant) {
+            return Err(not_found(id));
+        }
+        Ok(run)
+    }
+
+    /// Whether conversation `id` may be read by `who`: it has no run of another
+    /// tenant (an unknown conversation is empty for everyone).
+    pub async fn conversation_for(&self, who: &Identity, id: &str) -> Result<(), ApiError> {
+        let Some(tenant) = who.scope().map(str::to_string) else {
+            return Ok(());
+        };
+        let conv = id.to_string();
+        let runs = self
+            .runner
+            .read(move |store| Ok(store.runs(None, Some(&conv), 1)?))
+            .await?;
+        if runs.iter().any(|r| r.tenant != tenant) {
+            return Err(ApiError::not_found(format!(
+                "there is no conversation '{id}'"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses `who` deciding items of `run` (403, nothing recorded) when the run's
+    /// agent names other approvers, or forbids its starter (`four_eyes`).
+    pub fn may_decide(&self, who: &Identity, run: &RunObject) -> Result<(), ApiError> {
+        let rule = self.decision_rule(&run.agent);
+        match rule.refuses(who, run.started_by.as_deref()) {
+            Some(why) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Who decides the calls of agent `name` (no rule when the agent is gone).
+    pub fn decision_rule(&self, name: &str) -> DecisionRule {
+        self.agent(name)
+            .map(|a| a.decision_rule.clone())
+            .unwrap_or_default()
+    }
+
+    /// Refuses a new run when `who` or its tenant already has its runs at once.
+    pub async fn may_start(&self, who: &Identity) -> Result<(), ApiError> {
+        let Some(rates) = &self.rates else {
+            return Ok(());
+        };
+        let (key_cap, tenant_cap) = (
+            rates.config.per_key.runs_at_once,
+            rates.config.per_tenant.runs_at_once,
+        );
+        if key_cap.is_none() && tenant_cap.is_none() {
+            return Ok(());
+        }
+        let (tenant, user) = (who.tenant.clone(), who.name.clone());
+        let (by_key, by_tenant) = self
+            .runner
+            .read(move |store| Ok(store.runs_in_progress(&tenant, &user)?))
+            .await?;
+        if key_cap.is_some_and(|cap| by_key >= u64::from(cap))
+            || tenant_cap.is_some_and(|cap| by_tenant >= u64::from(cap))
+        {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "this key or its tenant has as many runs in progress as it may; retry when one ends",
+            )
+            .retry_after(1));
+        }
+        Ok(())
+    }
+}
