@@ -108,6 +108,12 @@ impl Session {
                 call: call.clone(),
                 tools_dir: gateway.tools_dir.clone(),
                 workspace: gateway.workspace.clone(),
+                // The caller the server's auth layer found (over stdio: none).
+                owner: ctx
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|p| p.extensions.get::<crate::identity::Identity>())
+                    .map(crate::identity::RunOwner::of),
             })
             .await;
         let run = match started {

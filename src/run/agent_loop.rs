@@ -94,7 +94,9 @@ impl Runner {
                     .unwrap_or_else(|| self.limits.process().config().clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
-                credentials: Some(self.credentials()),
+                credentials: Some(
+                    self.credentials_for(live.state.owner.as_ref().map(|o| o.tenant.clone())),
+                ),
             },
             std::sync::Arc::clone(&self.limits),
             share,

@@ -330,19 +330,12 @@ pub async fn watch_run(
     .into_response())
 }
 
-/// Records a decision; continues the run when it resolved the last item (unless
-/// `resume` is false).
-async fn decided(
-    state: Arc<AppState>,
-    run_id: &str,
-    call_id: Option<&str>,
-    decision: Decision,
+/// Who decides: the caller's identity, with the name a person typed (`by`) kept beside
+/// it, never instead of it.
+fn decider(
     who: &crate::identity::Identity,
     by: Option<String>,
-    resume: Option<bool>,
-    stream: bool,
-) -> Result<Response, ApiError> {
-    // The typed name is kept beside the identity, never instead of it.
+) -> Result<crate::store::Decider, ApiError> {
     let shown = match by.map(|b| b.trim().to_string()) {
         Some(b) if b.chars().count() > 200 => {
             return Err(ApiError::bad_request("'by' is longer than 200 characters"));
@@ -350,11 +343,24 @@ async fn decided(
         Some(b) if !b.is_empty() => Some(b),
         _ => None,
     };
-    let decider = crate::store::Decider {
+    Ok(crate::store::Decider {
         by: who.name.clone(),
         key_id: who.key_id.clone(),
         shown,
-    };
+    })
+}
+
+/// Records a decision; continues the run when it resolved the last item (unless
+/// `resume` is false).
+async fn decided(
+    state: Arc<AppState>,
+    run_id: &str,
+    call_id: Option<&str>,
+    decision: Decision,
+    decider: crate::store::Decider,
+    resume: Option<bool>,
+    stream: bool,
+) -> Result<Response, ApiError> {
     let d = state
         .runner
         .decide_as(run_id, call_id, decision, decider)
@@ -421,8 +427,7 @@ pub async fn approve(
         &run.id,
         body.call_id.as_deref(),
         decision,
-        &who,
-        body.by,
+        decider(&who, body.by)?,
         body.resume,
         body.stream,
     )
@@ -452,8 +457,7 @@ pub async fn deny(
         &run.id,
         Some(&body.call_id),
         decision,
-        &who,
-        body.by,
+        decider(&who, body.by)?,
         body.resume,
         body.stream,
     )
@@ -483,8 +487,7 @@ pub async fn submit(
         &id,
         Some(&body.call_id),
         decision,
-        &who,
-        body.by,
+        decider(&who, body.by)?,
         body.resume,
         body.stream,
     )
