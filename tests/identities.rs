@@ -482,6 +482,13 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
         },
         Row {
             method: "GET",
+            path: "/v1/whoami".into(),
+            doc: "/v1/whoami",
+            body: None,
+            expect: list,
+        },
+        Row {
+            method: "GET",
             path: "/v1/limits".into(),
             doc: "/v1/limits",
             body: None,
@@ -733,4 +740,53 @@ async fn rate_limits_answer_429_with_retry_after() {
     }
     assert!(statuses.contains(&429), "{statuses:?}");
     assert!(retry.is_some_and(|s| s.parse::<u64>().unwrap() >= 1));
+}
+
+/// `GET /v1/events` carries a tenant's client only its own runs' events.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_feed_carries_only_the_callers_tenant() {
+    let site = Site::new();
+    let a = keys_create(&site, "a", "a-app", "client", "");
+    let b = keys_create(&site, "b", "b-app", "client", "");
+    let server = Server::start(&site, None, &[]);
+    let feed = server
+        .client
+        .get(server.url("/v1/events"))
+        .bearer_auth(&a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    let start = |key: String| {
+        let (client, url) = (server.client.clone(), server.url("/v1/runs"));
+        async move {
+            let r: Value = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({"agent": "assistant", "input": "Go."}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            r["id"].as_str().unwrap().to_string()
+        }
+    };
+    let theirs = start(b).await;
+    let ours = start(a).await;
+    // Read until our run's pause event arrives: by then B's run (started and paused
+    // first) went by too.
+    let mut seen = String::new();
+    let mut stream = feed;
+    while !seen.contains("event: run.requires_action") {
+        let chunk = stream.chunk().await.unwrap().expect("the feed stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains(&ours), "{seen}");
+    assert!(seen.contains("run.started"), "{seen}");
+    assert!(
+        !seen.contains(&theirs),
+        "another tenant's run on the feed: {seen}"
+    );
 }

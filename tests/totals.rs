@@ -145,7 +145,13 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
     conn.execute_batch(
         "DROP INDEX pending_waiting; ALTER TABLE pending DROP COLUMN requested_at;
          DROP TABLE totals_mark; DROP TABLE tool_totals; DROP TABLE duration_totals;
-         DROP TABLE conversation_totals; DROP TABLE run_totals; PRAGMA user_version = 6;",
+         DROP TABLE conversation_totals; DROP TABLE run_totals;
+         DROP TABLE api_keys; DROP INDEX runs_tenant; ALTER TABLE runs DROP COLUMN tenant;
+         ALTER TABLE runs DROP COLUMN started_by; ALTER TABLE pending DROP COLUMN decided_by_key;
+         ALTER TABLE pending DROP COLUMN decided_as;
+         CREATE TABLE secrets_old (name TEXT PRIMARY KEY, sealed TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+         DROP TABLE secrets; ALTER TABLE secrets_old RENAME TO secrets;
+         PRAGMA user_version = 6;",
     )
     .unwrap();
     drop(conn);

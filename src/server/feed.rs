@@ -38,17 +38,23 @@ pub async fn all_events(
             let event = tokio::select! {
                 e = events.recv() => match e {
                     Ok(e) => {
-                        let id = e.run_id().to_string();
-                        let seen = match tenants.get(&id) {
-                            Some(seen) => *seen,
-                            None => {
-                                let seen = reader.run_for(&who, &id).await.is_ok();
-                                tenants.insert(id, seen);
-                                seen
+                        if who.scope().is_some() {
+                            let id = e.run_id().to_string();
+                            let seen = match tenants.get(&id) {
+                                Some(seen) => *seen,
+                                None => match reader.runner.get(&id).await {
+                                    Ok(run) => {
+                                        let seen = who.sees(&run.tenant);
+                                        tenants.insert(id, seen);
+                                        seen
+                                    }
+                                    // Not readable (yet): not shown, asked again next time.
+                                    Err(_) => false,
+                                },
+                            };
+                            if !seen {
+                                continue;
                             }
-                        };
-                        if !seen {
-                            continue;
                         }
                         sse::run_event(&e)
                     }

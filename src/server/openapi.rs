@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, feed, limits, records, responses, runs, timeline};
+use super::{AppState, feed, limits, records, responses, runs, scope, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -52,6 +52,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))
+        .routes(routes!(scope::whoami))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     event_streams(router.get_openapi_mut());

@@ -35,6 +35,33 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
+/// `GET /v1/whoami`: who the server takes the caller for.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct WhoAmI {
+    /// What `decided_by` records for this caller.
+    pub name: String,
+    /// The issued key's id, for a key toolgate issued.
+    pub key_id: Option<String>,
+    /// `client`, `approver` or `admin`.
+    pub role: String,
+    pub tenant: String,
+    pub groups: Vec<String>,
+}
+
+/// The caller as the server sees it: name, role, tenant and groups (what the inbox
+/// uses to show only what this person may decide).
+#[utoipa::path(get, path = "/v1/whoami", tag = "records",
+    responses((status = 200, body = WhoAmI), (status = 401, body = super::error::ErrorBody)))]
+pub async fn whoami(Caller(who): Caller) -> axum::Json<WhoAmI> {
+    axum::Json(WhoAmI {
+        name: who.name,
+        key_id: who.key_id,
+        role: who.role.as_str().to_string(),
+        tenant: who.tenant,
+        groups: who.groups,
+    })
+}
+
 fn not_found(id: &str) -> ApiError {
     RunError::NotFound(id.to_string()).into()
 }

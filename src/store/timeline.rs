@@ -17,6 +17,9 @@ pub struct PauseRow {
     pub decided_at: Option<i64>,
     /// Who decided, when it was recorded.
     pub decided_by: Option<String>,
+    /// The issued key it decided with, and the name it typed.
+    pub decided_by_key: Option<String>,
+    pub decided_as: Option<String>,
 }
 
 /// What [`Store::run_timeline`] reads, in one snapshot.
@@ -44,7 +47,7 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             let pauses = snapshot
                 .prepare_cached(
-                    "SELECT call_id, kind, tool, arguments, decision, state, decided_at, decided_by FROM pending WHERE run_id = ?1 ORDER BY rowid",
+                    "SELECT call_id, kind, tool, arguments, decision, state, decided_at, decided_by, decided_by_key, decided_as FROM pending WHERE run_id = ?1 ORDER BY rowid",
                 )?
                 .query_map([&run.id], |r| {
                     let kind: String = r.get(1)?;
@@ -65,6 +68,8 @@ impl Store {
                         state: r.get(5)?,
                         decided_at: r.get(6)?,
                         decided_by: r.get(7)?,
+                        decided_by_key: r.get(8)?,
+                        decided_as: r.get(9)?,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

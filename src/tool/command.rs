@@ -53,6 +53,9 @@ impl Tool for CommandTool {
             cmd.env(k, expand_env(v)?);
         }
         cmd.env("TOOLGATE_CALL_ID", &ctx.call_id);
+        for (k, v) in ctx.run.env() {
+            cmd.env(k, v);
+        }
         let input = serde_json::to_vec(&Value::Object(args))
             .map_err(|e| ToolError::Execution(format!("cannot encode the arguments: {e}")))?;
         // One line, one part: a part is never split, and the parts of calls running

@@ -140,6 +140,7 @@ fn tools(
         allow_hosts: &raw.allow_hosts,
         timeout: raw.timeout,
         max_response: raw.max_response,
+        headers: &raw.headers,
     };
     let found = operations::operations(&doc, &common);
     let mut defs = Vec::new();
