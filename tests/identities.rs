@@ -790,3 +790,145 @@ async fn the_feed_carries_only_the_callers_tenant() {
         "another tenant's run on the feed: {seen}"
     );
 }
+
+/// Tools know for whom they run: a command tool's `TOOLGATE_*` variables and an HTTP
+/// tool's `${context:...}` headers carry the run's tenant, user, run and conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_get_the_runs_tenant_user_run_and_conversation() {
+    use wiremock::matchers::{header, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let api = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(header("x-user", "a-app"))
+        .and(header("x-tenant", "a"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("hello a-app"))
+        .mount(&api)
+        .await;
+    let site = Site::new();
+    std::fs::write(
+        site.path().join("tools/whoami.yaml"),
+        "name: whoami\ndescription: Says for whom it runs.\npermission: auto\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo $TOOLGATE_TENANT/$TOOLGATE_USER/$TOOLGATE_RUN_ID/$TOOLGATE_CONVERSATION_ID\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        site.path().join("tools/greet.yaml"),
+        format!(
+            "name: greet\ndescription: Greets the user.\npermission: auto\nentry:\n  type: http\n  url: \"{}/hello\"\n  allow_hosts: [\"127.0.0.1\"]\n  headers: {{X-User: \"${{context:user}}\", X-Tenant: \"${{context:tenant}}\"}}\n",
+            api.uri()
+        ),
+    )
+    .unwrap();
+    site.agent(
+        "who",
+        "[whoami, greet]",
+        "  - content: Checking.\n    tool_calls:\n      - {id: call_who, name: whoami, arguments: {}}\n      - {id: call_greet, name: greet, arguments: {}}\n  - content: Done.\n",
+    );
+    let key = keys_create(&site, "a", "a-app", "client", "");
+    let mut server = Server::start(&site, None, &[]);
+    server.key = Some(key);
+    let (s, run) = server
+        .post("/v1/runs", json!({"agent": "who", "input": "Who am I?"}))
+        .await;
+    assert_eq!(s, 200, "{run}");
+    assert_eq!(run["status"], "completed", "{run}");
+    let id = run["id"].as_str().unwrap();
+    let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
+    let result = |c: &str| {
+        calls["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["call_id"] == c)
+            .map(|r| r["result"].as_str().unwrap_or_default().to_string())
+            .unwrap()
+    };
+    let conv = run["conversation_id"].as_str().unwrap();
+    assert_eq!(result("call_who").trim(), format!("a/a-app/{id}/{conv}"));
+    assert!(result("call_greet").contains("hello a-app"), "{calls}");
+}
+
+/// A run's secrets resolve in its tenant first, then in the shared scope.
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_resolve_in_the_tenant_then_the_shared_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = toolgate::store::Store::open(dir.path().join("s.db")).unwrap();
+    store.set_secret("TOKEN", "shared".into()).await.unwrap();
+    store
+        .set_secret_in("a", "TOKEN", "for-a".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.secret_for(Some("a"), "TOKEN").unwrap().as_deref(),
+        Some("for-a")
+    );
+    assert_eq!(
+        store.secret_for(Some("b"), "TOKEN").unwrap().as_deref(),
+        Some("shared")
+    );
+    assert_eq!(store.secret("TOKEN").unwrap().as_deref(), Some("shared"));
+    assert_eq!(store.secrets_in("a").unwrap().len(), 1);
+    assert!(store.remove_secret_in("a", "TOKEN").await.unwrap());
+    assert_eq!(
+        store.secret_for(Some("a"), "TOKEN").unwrap().as_deref(),
+        Some("shared")
+    );
+}
+
+/// `--jwks URL` (fetched at start): an ES256 token signed with the JWKS's key is
+/// accepted; one signed with another key, or naming another kid, is 401.
+#[tokio::test(flavor = "multi_thread")]
+async fn jwks_keys_check_es256_tokens() {
+    use base64::Engine as _;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let point = pair.public_key_raw();
+    assert_eq!(point.len(), 65);
+    let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256", "use": "sig",
+        "x": b64.encode(&point[1..33]), "y": b64.encode(&point[33..65])}]});
+    let idp = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/jwks.json"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(&jwks))
+        .mount(&idp)
+        .await;
+    let site = Site::new();
+    let url = format!("{}/jwks.json", idp.uri());
+    let server = Server::start(
+        &site,
+        None,
+        &["--jwks", &url, "--jwt-claims", "tenant=org_id"],
+    );
+    let sign = |pem: &str, kid: &str| {
+        let mut header = Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some(kid.into());
+        encode(
+            &header,
+            &json!({"sub": "app-user", "org_id": "a", "roles": "client", "exp": now() + 600}),
+            &EncodingKey::from_ec_pem(pem.as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+    let other = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let get = |token: String| {
+        let (client, url) = (server.client.clone(), server.url("/v1/whoami"));
+        async move {
+            let r = client.get(url).bearer_auth(token).send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (s, me) = get(sign(&pair.serialize_pem(), "k1")).await;
+    assert_eq!(s, 200, "{me}");
+    assert_eq!(
+        me,
+        json!({"name": "app-user", "key_id": null, "role": "client", "tenant": "a", "groups": []})
+    );
+    let (s, e) = get(sign(&other.serialize_pem(), "k1")).await;
+    assert_eq!(s, 401, "{e}");
+    let (s, e) = get(sign(&pair.serialize_pem(), "k2")).await;
+    assert_eq!(s, 401, "{e}");
+}

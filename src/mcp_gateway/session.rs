@@ -121,7 +121,26 @@ impl Session {
             Err(e) => return error(format!("toolgate could not run '{name}': {e}")),
         };
         let run = if run.status == RunStatus::RequiresAction {
-            match hold::settle(gateway, &run, ctx).await {
+            let asker = match ctx
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.extensions.get::<crate::identity::Identity>())
+            {
+                None => hold::Asker::Anyone,
+                Some(who) => match self
+                    .agent
+                    .decision_rule
+                    .refuses(who, run.started_by.as_deref())
+                {
+                    Some(_) => hold::Asker::Nobody,
+                    None => hold::Asker::Identity(crate::store::Decider {
+                        by: who.name.clone(),
+                        key_id: who.key_id.clone(),
+                        shown: None,
+                    }),
+                },
+            };
+            match hold::settle(gateway, &run, ctx, asker).await {
                 Held::Ended(run) => *run,
                 Held::NotDecided(message) => return error(message),
             }
