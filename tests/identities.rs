@@ -710,6 +710,29 @@ async fn approvers_groups_and_four_eyes_decide_who_decides_and_decided_by_is_the
         t.to_string().contains("\"decided_by\":\"fin-1\""),
         "decided_by is the key's name, not the typed one: {t}"
     );
+    assert!(t.to_string().contains("\"decided_as\":\"Fiona\""), "{t}");
+    // The command line: `show` names the identity; another tenant sees no such run.
+    let cli = |args: &[&str]| {
+        Command::new(bin())
+            .arg("--db")
+            .arg(site.db())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let shown = cli(&["--tenant", "a", "show", &id]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("tenant        a (started by ann)"), "{text}");
+    assert!(
+        text.contains("decided       call_write  approve  by fin-1 [key_"),
+        "{text}"
+    );
+    assert!(text.contains("(as Fiona)"), "{text}");
+    let hidden = cli(&["--tenant", "b", "show", &id]);
+    assert_eq!(hidden.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&hidden.stderr).contains("there is no run"));
+    let listed = cli(&["--tenant", "b", "runs", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -931,4 +954,47 @@ async fn jwks_keys_check_es256_tokens() {
     assert_eq!(s, 401, "{e}");
     let (s, e) = get(sign(&pair.serialize_pem(), "k2")).await;
     assert_eq!(s, 401, "{e}");
+}
+
+/// `runs_at_once` per key: a second run while the first is in progress is 429 with
+/// `Retry-After`.
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_at_once_answers_429_while_a_run_is_in_progress() {
+    let site = Site::new();
+    let limits = site.path().join("limits.yaml");
+    std::fs::write(&limits, "per_key: {runs_at_once: 1}\n").unwrap();
+    let key = keys_create(&site, "a", "busy", "client", "");
+    let server = Server::start_env(
+        &site,
+        None,
+        &["--rate-limits", limits.to_str().unwrap()],
+        &[("SLOW_SECONDS", "30")],
+    );
+    let mut first = server
+        .client
+        .post(server.url("/v1/runs"))
+        .bearer_auth(&key)
+        .json(&json!({"agent": "slow", "input": "Nap.", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    // The nap has started: the run is in progress until it ends.
+    let mut seen = String::new();
+    while !seen.contains("tool.started") {
+        let chunk = first.chunk().await.unwrap().expect("the stream goes on");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let second = server
+        .client
+        .post(server.url("/v1/runs"))
+        .bearer_auth(&key)
+        .json(&json!({"agent": "plain", "input": "Hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 429);
+    assert!(second.headers().contains_key("retry-after"));
+    let body: Value = second.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limited");
 }

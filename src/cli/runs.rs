@@ -173,6 +173,40 @@ pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
         out::print_json(&mut out::stdout(), &run, false)?;
     } else {
         let mut text = describe(&run);
+        text.push_str(&format!(
+            "tenant        {}{}\n",
+            run.tenant,
+            run.started_by
+                .as_deref()
+                .map(|s| format!(" (started by {s})"))
+                .unwrap_or_default()
+        ));
+        // Who decided each item: the identity, the typed name beside it.
+        let rows = store
+            .run_timeline(&run.id)
+            .map_err(|e| run_failure(e.into()))?;
+        for p in rows.pauses.iter().filter(|p| p.decided_by.is_some()) {
+            text.push_str(&format!(
+                "decided       {}  {}  by {}{}{}\n",
+                p.item.call_id,
+                p.decision.as_ref().map_or("?", |d| match d {
+                    toolgate::protocol::Decision::Approve => "approve",
+                    toolgate::protocol::Decision::ApproveAlways => "approve_always",
+                    toolgate::protocol::Decision::Deny { .. } => "deny",
+                    toolgate::protocol::Decision::Edit { .. } => "edit",
+                    toolgate::protocol::Decision::Submit { .. } => "submit",
+                }),
+                p.decided_by.as_deref().unwrap_or("?"),
+                p.decided_by_key
+                    .as_deref()
+                    .map(|k| format!(" [{k}]"))
+                    .unwrap_or_default(),
+                p.decided_as
+                    .as_deref()
+                    .map(|s| format!(" (as {s})"))
+                    .unwrap_or_default()
+            ));
+        }
         // A run with sub-agents (or one itself): the tree it is in, from its top.
         let top = store.root_run(&run.id).map_err(|e| run_failure(e.into()))?;
         let tree = store.run_tree(&top.id).map_err(|e| run_failure(e.into()))?;

@@ -68,6 +68,9 @@ pub struct Notification {
     pub link: String,
     /// Unix milliseconds of the run's last change.
     pub updated_at: i64,
+    /// The run's tenant, and who started it (a key's name, a JWT's subject).
+    pub tenant: String,
+    pub started_by: Option<String>,
 }
 
 impl Notification {
@@ -92,6 +95,8 @@ impl Notification {
             error: run.last_error.clone(),
             link: link(public_url, &run.id),
             updated_at: run.updated_at,
+            tenant: run.tenant.clone(),
+            started_by: run.started_by.clone(),
         })
     }
 }

@@ -209,9 +209,14 @@ async fn continue_from(
                 .collect();
             let mut left = waiting.len();
             for (call_id, decision) in plan {
+                let decider = crate::store::Decider {
+                    by: who.name.clone(),
+                    key_id: who.key_id.clone(),
+                    shown: None,
+                };
                 left = state
                     .runner
-                    .decide(&run.id, Some(&call_id), decision)
+                    .decide_as(&run.id, Some(&call_id), decision, decider)
                     .await?
                     .waiting;
             }
