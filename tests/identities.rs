@@ -998,3 +998,48 @@ async fn runs_at_once_answers_429_while_a_run_is_in_progress() {
     let body: Value = second.json().await.unwrap();
     assert_eq!(body["error"]["type"], "rate_limited");
 }
+
+/// Issued keys are found by their hash: a revoked or expired one is refused by name,
+/// an unknown one is unknown.
+#[tokio::test(flavor = "multi_thread")]
+async fn issued_keys_expire_and_are_revoked() {
+    use toolgate::identity::Role;
+    use toolgate::store::{KeyLookup, NewKey, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("k.db")).unwrap();
+    let new = |name: &str, hash: &str, expires_at: Option<i64>| NewKey {
+        id: format!("key_{name}"),
+        name: name.into(),
+        hash: hash.into(),
+        role: Role::Approver,
+        tenant: "a".into(),
+        groups: vec!["finance".into()],
+        expires_at,
+    };
+    store.create_key(new("old", "h1", Some(1))).await.unwrap();
+    store.create_key(new("live", "h2", None)).await.unwrap();
+    assert!(store.create_key(new("live", "h3", None)).await.is_err());
+    assert_eq!(
+        store.key_by_hash("h1").unwrap(),
+        KeyLookup::Expired("old".into())
+    );
+    match store.key_by_hash("h2").unwrap() {
+        KeyLookup::Valid(who) => {
+            assert_eq!(
+                (who.name.as_str(), who.role, who.tenant.as_str()),
+                ("live", Role::Approver, "a")
+            );
+            assert_eq!(who.groups, ["finance"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(store.any_live_key().unwrap());
+    assert!(store.revoke_key("live").await.unwrap());
+    assert!(!store.revoke_key("live").await.unwrap());
+    assert_eq!(
+        store.key_by_hash("h2").unwrap(),
+        KeyLookup::Revoked("live".into())
+    );
+    assert_eq!(store.key_by_hash("nope").unwrap(), KeyLookup::Unknown);
+    assert!(!store.any_live_key().unwrap());
+}
