@@ -1043,3 +1043,71 @@ async fn issued_keys_expire_and_are_revoked() {
     assert_eq!(store.key_by_hash("nope").unwrap(), KeyLookup::Unknown);
     assert!(!store.any_live_key().unwrap());
 }
+
+/// `--jwks FILE` with an RSA key (made by the `openssl` command): RS256 tokens signed
+/// with it are accepted, an expired one is not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jwks_file_checks_rs256_tokens() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let site = Site::new();
+    let pem_path = site.path().join("rsa.pem");
+    let made = Command::new("openssl")
+        .args(["genrsa", "-out"])
+        .arg(&pem_path)
+        .arg("2048")
+        .output()
+        .expect("openssl must be on PATH for the RS256 test");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let modulus = Command::new("openssl")
+        .args(["rsa", "-noout", "-modulus", "-in"])
+        .arg(&pem_path)
+        .output()
+        .unwrap();
+    let hex = String::from_utf8(modulus.stdout).unwrap();
+    let hex = hex.trim().trim_start_matches("Modulus=");
+    let n: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let jwks = json!({"keys": [{"kty": "RSA", "kid": "r1", "alg": "RS256", "use": "sig",
+        "n": b64.encode(&n), "e": "AQAB"}]});
+    let jwks_path = site.path().join("jwks.json");
+    std::fs::write(&jwks_path, jwks.to_string()).unwrap();
+    let server = Server::start(&site, None, &["--jwks", jwks_path.to_str().unwrap()]);
+    let pem = std::fs::read(&pem_path).unwrap();
+    let sign = |exp: i64| {
+        let mut header = Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some("r1".into());
+        encode(
+            &header,
+            &json!({"sub": "svc", "tenant": "b", "roles": ["admin"], "exp": exp}),
+            &EncodingKey::from_rsa_pem(&pem).unwrap(),
+        )
+        .unwrap()
+    };
+    let who = |token: String| {
+        let (client, url) = (server.client.clone(), server.url("/v1/whoami"));
+        async move {
+            let r = client.get(url).bearer_auth(token).send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (s, me) = who(sign(now() + 600)).await;
+    assert_eq!(s, 200, "{me}");
+    assert_eq!(me["role"], "admin");
+    assert_eq!(me["tenant"], "b");
+    let (s, e) = who(sign(now() - 600)).await;
+    assert_eq!(s, 401, "{e}");
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("expired"),
+        "{e}"
+    );
+}

@@ -35,11 +35,11 @@ export function whyNot(run, item) {
   if (!who) return null;
   if (item.kind !== 'approval') {
     return who.role === 'approver'
-      ? `You (${who.name}) hold an approver key: the app that started this run gives its output.`
+      ? `You (${who.name}) act as an approver (approver key): the app that started this run gives its output.`
       : null;
   }
   if (who.role === 'client') {
-    return `You (${who.name}) hold a client key: it cannot approve or deny. An approver of tenant ${who.tenant} decides this call.`;
+    return `You (${who.name}) act as a client (client key): a client cannot approve or deny. An approver of tenant ${who.tenant} decides this call.`;
   }
   const rule = agents.get(run.agent);
   if (rule && rule.four_eyes && run.started_by && run.started_by === who.name) {
