@@ -108,6 +108,19 @@ pub struct DecisionRule {
 }
 
 impl DecisionRule {
+    /// The rule for a tool's calls under an agent with this rule: the tool's groups
+    /// when it names some, else the agent's; four eyes when either asks for it.
+    pub fn with(&self, tool: &DecisionRule) -> DecisionRule {
+        DecisionRule {
+            approvers: if tool.approvers.is_empty() {
+                self.approvers.clone()
+            } else {
+                tool.approvers.clone()
+            },
+            four_eyes: self.four_eyes || tool.four_eyes,
+        }
+    }
+
     /// Why `who` may not decide a call of a run started by `starter`, or `None` when it
     /// may. An admin is bound by the same rule: it names people, not roles.
     pub fn refuses(&self, who: &Identity, starter: Option<&str>) -> Option<String> {

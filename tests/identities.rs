@@ -1111,3 +1111,61 @@ async fn a_jwks_file_checks_rs256_tokens() {
         "{e}"
     );
 }
+
+/// A tool file may name its own approvers: they decide its calls whatever the agent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_file_names_who_decides_its_calls() {
+    let site = Site::new();
+    std::fs::write(
+        site.path().join("tools/pay.yaml"),
+        "name: pay\ndescription: Pays an invoice.\npermission: confirm\napprovers: [treasury]\nparameters:\n  type: object\n  properties:\n    invoice: {type: string}\nentry:\n  type: command\n  command: echo\n  args: [paid]\n",
+    )
+    .unwrap();
+    site.agent(
+        "payer",
+        "[pay]",
+        "  - content: Paying.\n    tool_calls:\n      - {id: call_pay, name: pay, arguments: {invoice: \"7\"}}\n  - content: Paid.\n",
+    );
+    let client = keys_create(&site, "a", "a-app", "client", "");
+    let finance = keys_create(&site, "a", "fin-1", "approver", "finance");
+    let treasury = keys_create(&site, "a", "tre-1", "approver", "treasury");
+    let mut server = Server::start(&site, None, &[]);
+    server.key = Some(client);
+    let (_, run) = server
+        .post(
+            "/v1/runs",
+            json!({"agent": "payer", "input": "Pay invoice 7"}),
+        )
+        .await;
+    assert_eq!(run["status"], "requires_action", "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    server.key = Some(finance);
+    let (s, e) = server
+        .post(
+            &format!("/v1/runs/{id}/approve"),
+            json!({"call_id": "call_pay"}),
+        )
+        .await;
+    assert_eq!(s, 403, "{e}");
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("treasury"),
+        "{e}"
+    );
+    let (_, tools) = server.get("/v1/tools").await;
+    let pay = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "pay")
+        .unwrap();
+    assert_eq!(pay["approvers"], json!(["treasury"]));
+    server.key = Some(treasury);
+    let (s, r) = server
+        .post(
+            &format!("/v1/runs/{id}/approve"),
+            json!({"call_id": "call_pay"}),
+        )
+        .await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["status"], "completed", "{r}");
+}

@@ -185,6 +185,10 @@ pub struct ToolInfo {
     pub definition_only: bool,
     pub read_only: bool,
     pub category: Option<String>,
+    /// Groups one of which decides its calls (its tool file's `approvers:`).
+    pub approvers: Vec<String>,
+    /// Whoever started a run may not decide its calls of this tool.
+    pub four_eyes: bool,
 }
 
 /// The tools library: built-ins and the server's tools folder.
@@ -229,6 +233,8 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
                 definition_only: spec.definition_only(),
                 read_only: spec.read_only,
                 category: spec.category.clone(),
+                approvers: t.rule.approvers.clone(),
+                four_eyes: t.rule.four_eyes,
             }
         })
         .collect();

@@ -421,7 +421,9 @@ pub async fn approve(
         (None, false) => Decision::Approve,
     };
     let run = exact_run(&state, &who, &id).await?;
-    state.may_decide(&who, &run)?;
+    state
+        .may_decide(&who, &run, body.call_id.as_deref())
+        .await?;
     decided(
         state,
         &run.id,
@@ -451,7 +453,7 @@ pub async fn deny(
         reason: body.reason,
     };
     let run = exact_run(&state, &who, &id).await?;
-    state.may_decide(&who, &run)?;
+    state.may_decide(&who, &run, Some(&body.call_id)).await?;
     decided(
         state,
         &run.id,

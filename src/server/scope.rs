@@ -103,21 +103,62 @@ impl AppState {
         Ok(())
     }
 
-    /// Refuses `who` deciding items of `run` (403, nothing recorded) when the run's
-    /// agent names other approvers, or forbids its starter (`four_eyes`).
-    pub fn may_decide(&self, who: &Identity, run: &RunObject) -> Result<(), ApiError> {
-        let rule = self.decision_rule(&run.agent);
-        match rule.refuses(who, run.started_by.as_deref()) {
-            Some(why) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", why)),
-            None => Ok(()),
+    /// Refuses `who` deciding the waiting approvals of `run` (`call_id`: that one
+    /// only) with 403, recording nothing, when the run's agent or the call's tool names
+    /// other approvers, or forbids the run's starter (`four_eyes`).
+    pub async fn may_decide(
+        &self,
+        who: &Identity,
+        run: &RunObject,
+        call_id: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let agent = self
+            .agent(&run.agent)
+            .map(|a| a.decision_rule.clone())
+            .unwrap_or_default();
+        let tools: Vec<String> = run
+            .required_action
+            .iter()
+            .flat_map(|r| &r.items)
+            .filter(|i| i.kind == crate::protocol::ItemKind::Approval)
+            .filter(|i| {
+                call_id.is_none_or(|c| i.call_id == c || c.ends_with(&format!("/{}", i.call_id)))
+            })
+            .map(|i| i.tool.clone())
+            .collect();
+        let rules = self.tool_rules().await;
+        let mut checked = vec![agent.clone()];
+        checked.extend(tools.iter().map(|t| match rules.get(t) {
+            Some(rule) => agent.with(rule),
+            None => agent.clone(),
+        }));
+        for rule in checked {
+            if let Some(why) = rule.refuses(who, run.started_by.as_deref()) {
+                return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", why));
+            }
         }
+        Ok(())
     }
 
-    /// Who decides the calls of agent `name` (no rule when the agent is gone).
-    pub fn decision_rule(&self, name: &str) -> DecisionRule {
-        self.agent(name)
-            .map(|a| a.decision_rule.clone())
-            .unwrap_or_default()
+    /// Each tool's own rule on who decides its calls (tools whose files name one).
+    async fn tool_rules(&self) -> std::collections::HashMap<String, DecisionRule> {
+        let runner = self.runner.clone();
+        let dir = self.tools_dir.clone();
+        let library = tokio::task::spawn_blocking(move || {
+            runner
+                .loaded
+                .library(dir.as_deref(), |d| (runner.load_library)(d))
+        })
+        .await;
+        match library {
+            Ok(Ok(lib)) => lib
+                .tools()
+                .filter(|t| t.rule != DecisionRule::default())
+                .map(|t| (t.spec.name.clone(), t.rule.clone()))
+                .collect(),
+            // The tools folder cannot be read now: the agents' rules still apply.
+            _ => Default::default(),
+        }
     }
 
     /// Refuses a new run when `who` or its tenant already has its runs at once.

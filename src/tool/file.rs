@@ -45,6 +45,8 @@ pub struct ToolDef {
     /// The compiled `output:` schema, when the file declares one.
     pub output: Option<Schema>,
     pub path: PathBuf,
+    /// Who decides its calls (`approvers:`, `four_eyes:`).
+    pub rule: crate::identity::DecisionRule,
 }
 
 /// Everything read from a folder of tool files.
@@ -97,6 +99,12 @@ struct RawTool {
     is_final: bool,
     #[serde(default)]
     hidden: bool,
+    /// Groups one of which decides its calls.
+    #[serde(default)]
+    approvers: Vec<String>,
+    /// Whoever started a run may not decide its calls of this tool.
+    #[serde(default)]
+    four_eyes: bool,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -306,6 +314,10 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         schema,
         output: output_schema,
         path: path.to_path_buf(),
+        rule: crate::identity::DecisionRule {
+            approvers: raw.approvers,
+            four_eyes: raw.four_eyes,
+        },
     })
 }
 

@@ -43,6 +43,8 @@ pub struct LoadedTool {
     /// Whether its parameters mark anything secret (most tools: no, and then no call
     /// of it needs a look for secret values).
     secret: bool,
+    /// Who decides its calls (`approvers:`, `four_eyes:` in its tool file).
+    pub rule: crate::identity::DecisionRule,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -82,6 +84,7 @@ impl LoadedTool {
             output,
             source,
             runner,
+            rule: Default::default(),
         })
     }
 
@@ -306,6 +309,7 @@ impl ToolLibrary {
                     file: decl.path.clone(),
                 },
                 runner: Some(Arc::new(tool)),
+                rule: Default::default(),
             };
             self.tools
                 .insert(loaded.spec.name.clone(), Arc::new(loaded));
@@ -318,9 +322,11 @@ impl ToolLibrary {
             schema,
             output,
             path,
+            rule,
         } = def;
         match LoadedTool::new(spec, schema, output, Source::File(path.clone())) {
-            Ok(tool) => {
+            Ok(mut tool) => {
+                tool.rule = rule;
                 self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
             Err(message) => self.errors.push(LoadError {
@@ -347,6 +353,7 @@ impl ToolLibrary {
             output,
             source: Source::Program,
             runner: Some(tool),
+            rule: Default::default(),
         };
         self.tools
             .insert(loaded.spec.name.clone(), Arc::new(loaded));

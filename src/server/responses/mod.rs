@@ -191,7 +191,7 @@ async fn continue_from(
             }
             // Answering an approval is a decision: the agent's rule applies.
             if waiting.iter().any(|i| i.kind == ItemKind::Approval) {
-                state.may_decide(who, &run)?;
+                state.may_decide(who, &run, None).await?;
             }
             let plan = plan_decisions(&run.id, &input.answers, &waiting)?;
             // Every item the run waited for is the client's to answer, in this request or

@@ -269,6 +269,7 @@ fn tool_def(
         schema,
         output: None,
         path: path.to_path_buf(),
+        rule: Default::default(),
     })
 }
 

@@ -181,6 +181,7 @@ fn tools(
                 schema,
                 output: None,
                 path: path.to_path_buf(),
+                rule: Default::default(),
             }),
             // Operations toolgate cannot call (file uploads, binary bodies) are left
             // out, and named only when the file asks for them.

@@ -41,12 +41,18 @@ export function whyNot(run, item) {
   if (who.role === 'client') {
     return `You (${who.name}) act as a client (client key): a client cannot approve or deny. An approver of tenant ${who.tenant} decides this call.`;
   }
-  const rule = agents.get(run.agent);
+  // The agent's rule, with the tool's own (its groups win; four eyes if either).
+  const agent = agents.get(run.agent);
+  const tool = tools.get(item.tool);
+  const rule = agent || tool ? {
+    four_eyes: Boolean((agent && agent.four_eyes) || (tool && tool.four_eyes)),
+    approvers: tool && tool.approvers && tool.approvers.length ? tool.approvers : (agent ? agent.approvers : []),
+  } : null;
   if (rule && rule.four_eyes && run.started_by && run.started_by === who.name) {
     return `Four eyes: you (${who.name}) started this run, so someone else must approve its calls.`;
   }
   if (rule && rule.approvers.length && !rule.approvers.some((g) => who.groups.includes(g))) {
-    return `Only the group${rule.approvers.length > 1 ? 's' : ''} ${rule.approvers.join(', ')} decide${rule.approvers.length > 1 ? '' : 's'} ${run.agent}'s calls; you (${who.name}) are not in one.`;
+    return `Only the group${rule.approvers.length > 1 ? 's' : ''} ${rule.approvers.join(', ')} decide${rule.approvers.length > 1 ? '' : 's'} ${item.tool} calls of ${run.agent}; you (${who.name}) are not in one.`;
   }
   return null;
 }
