@@ -450,14 +450,14 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             path: "/v1/stats".into(),
             doc: "/v1/stats",
             body: None,
-            expect: admin_only,
+            expect: list,
         },
         Row {
             method: "GET",
             path: "/v1/tools/calculator/stats".into(),
             doc: "/v1/tools/{name}/stats",
             body: None,
-            expect: admin_only,
+            expect: list,
         },
         Row {
             method: "GET",
@@ -616,6 +616,27 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
     let all: Value = serde_json::from_str(&all.unwrap()).unwrap();
     assert!(all.as_array().unwrap().iter().any(|r| r["tenant"] == "a"));
     assert!(all.as_array().unwrap().iter().any(|r| r["tenant"] == "b"));
+    // Stats are each tenant's own: B has no calls of calculator, A has A's.
+    let (_, stats) = f
+        .call(OtherClient, "GET", "/v1/tools/calculator/stats", None)
+        .await;
+    let stats: Value = serde_json::from_str(&stats.unwrap()).unwrap();
+    assert_eq!(stats["total_calls"], 0, "{stats}");
+    let (_, stats) = f
+        .call(OwnClient, "GET", "/v1/tools/calculator/stats", None)
+        .await;
+    let stats: Value = serde_json::from_str(&stats.unwrap()).unwrap();
+    assert_eq!(stats["total_calls"], 1, "{stats}");
+    let (_, all) = f.call(OtherClient, "GET", "/v1/stats", None).await;
+    let all: Value = serde_json::from_str(&all.unwrap()).unwrap();
+    assert!(
+        all["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["tool"] != "calculator"),
+        "{all}"
+    );
     // Another tenant's conversation cannot be continued.
     let (s, _) = f
         .call(

@@ -147,9 +147,19 @@ pub async fn conversation_stats(
         (status = 500, body = ErrorBody)))]
 pub async fn global_stats(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
 ) -> Result<Json<GlobalStats>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     Ok(Json(
-        state.runner.read(|store| Ok(store.global_stats()?)).await?,
+        state
+            .runner
+            .read(move |store| {
+                Ok(match &tenant {
+                    Some(t) => store.global_stats_of(t)?,
+                    None => store.global_stats()?,
+                })
+            })
+            .await?,
     ))
 }
 
@@ -160,12 +170,19 @@ pub async fn global_stats(
         (status = 500, body = ErrorBody)))]
 pub async fn tool_stats(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(name): PathId,
 ) -> Result<Json<ToolStats>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     Ok(Json(
         state
             .runner
-            .read(move |store| Ok(store.tool_stats(&name)?))
+            .read(move |store| {
+                Ok(match &tenant {
+                    Some(t) => store.tool_stats_of(t, &name)?,
+                    None => store.tool_stats(&name)?,
+                })
+            })
             .await?,
     ))
 }

@@ -1,6 +1,7 @@
 //! Which roles may use which route: clients start runs, answer client tools, resume and
 //! cancel; approvers decide; everyone reads their tenant; only admins read the
-//! process-wide figures (`/metrics`, `/v1/limits`, `/v1/stats`, `/v1/tools/{name}/stats`). One table, checked before any handler.
+//! process-wide figures (`/metrics`, `/v1/limits`; stats are each tenant's own). One
+//! table, checked before any handler.
 
 use axum::http::Method;
 
@@ -28,11 +29,7 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     const APPROVER: &[Role] = &[Role::Approver, Role::Admin];
     const ADMIN: &[Role] = &[Role::Admin];
     // Process-wide: every tenant's activity in one figure.
-    if path == "/metrics"
-        || path == "/v1/limits"
-        || path == "/v1/stats"
-        || path.ends_with("/stats") && path.starts_with("/v1/tools/")
-    {
+    if path == "/metrics" || path == "/v1/limits" {
         return ADMIN;
     }
     if path.starts_with("/mcp/") {
