@@ -1190,3 +1190,72 @@ async fn a_tool_file_names_who_decides_its_calls() {
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["status"], "completed", "{r}");
 }
+
+/// `toolgate --tenant T mcp` over stdio: its calls' runs belong to T.
+#[test]
+fn the_stdio_gateway_runs_calls_in_its_tenant() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let site = Site::new();
+    let mut child = Command::new(bin())
+        .arg("--db")
+        .arg(site.db())
+        .args(["--tenant", "a", "mcp", "--agent"])
+        .arg(site.path().join("agents/assistant.yaml"))
+        .arg("--tools")
+        .arg(site.path().join("tools"))
+        .env_remove("TOOLGATE_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    // Sends a message; waits for the answer with `id` (none for a notification).
+    let mut answer = |request: &str, id: u64| -> Value {
+        writeln!(stdin, "{request}").unwrap();
+        if id == 0 {
+            return Value::Null;
+        }
+        loop {
+            let mut line = String::new();
+            assert!(
+                reader.read_line(&mut line).unwrap() > 0,
+                "toolgate mcp ended"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    answer(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        1,
+    );
+    answer(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        0,
+    );
+    let called = answer(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"calculator","arguments":{"expression":"6*7"}}}"#,
+        2,
+    );
+    assert!(called.to_string().contains("42"), "{called}");
+    drop(stdin);
+    let _ = child.wait();
+    let runs = |tenant: &str| -> Value {
+        let out = Command::new(bin())
+            .arg("--db")
+            .arg(site.db())
+            .args(["--tenant", tenant, "runs", "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let a = runs("a");
+    assert_eq!(a.as_array().unwrap().len(), 1, "{a}");
+    assert_eq!(a[0]["tenant"], "a");
+    assert_eq!(runs("default"), json!([]));
+}

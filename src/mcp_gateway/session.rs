@@ -116,7 +116,8 @@ impl Session {
                     .extensions
                     .get::<axum::http::request::Parts>()
                     .and_then(|p| p.extensions.get::<crate::identity::Identity>())
-                    .map(crate::identity::RunOwner::of),
+                    .map(crate::identity::RunOwner::of)
+                    .or_else(|| gateway.owner.clone()),
             })
             .await;
         let run = match started {
