@@ -1,6 +1,8 @@
-//! A caller sees only its tenant: the [`Caller`] extractor (the identity the auth layer
-//! found), and reads of runs and conversations that answer another tenant's id exactly
-//! as an unknown one (404). Admins see every tenant.
+//! What a caller may see and do, per request: the [`Caller`] extractor (the identity
+//! the auth layer found) and `GET /v1/whoami`; reads of runs and conversations that
+//! answer another tenant's id exactly as an unknown one (404; admins see every
+//! tenant); who may decide a run's calls (the agent's and the tools' rules); and
+//! whether a caller may start one more run (`runs_at_once`).
 
 use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
