@@ -1,7 +1,11 @@
 //! An app's own login: its JWTs accepted as bearer tokens, signed with a shared HS256
 //! secret (`--jwt-secret-file`) or with keys of a JWKS (`--jwks FILE|URL`, RS256 or
 //! ES256), `exp`/`nbf` and the configured `aud`/`iss` checked, and claims mapped to an
-//! identity (`--jwt-claims sub=sub,tenant=org_id,roles=roles,groups=groups`).
+//! identity (`--jwt-claims sub=sub,tenant=org_id,roles=roles,groups=groups`). A JWKS
+//! URL is read again every [`JWKS_REFRESH`], so that keys the app rotates in are taken.
+
+/// How often a `--jwks URL` is read again.
+pub const JWKS_REFRESH: std::time::Duration = std::time::Duration::from_secs(300);
 
 use std::path::Path;
 
@@ -71,7 +75,8 @@ enum Keys {
 
 /// Checks tokens and maps their claims.
 pub struct JwtVerifier {
-    keys: Keys,
+    keys: std::sync::RwLock<Keys>,
+    source: KeySource,
     claims: ClaimMap,
     audience: Option<String>,
     issuer: Option<String>,
@@ -108,17 +113,43 @@ impl JwtVerifier {
             KeySource::Jwks(place) => Keys::Set(jwks_keys(&jwks_text(place).await?, place)?),
         };
         Ok(JwtVerifier {
-            keys,
+            keys: std::sync::RwLock::new(keys),
+            source: source.clone(),
             claims,
             audience,
             issuer,
         })
     }
 
+    /// Whether the keys come from a URL (and are worth reading again).
+    pub fn refreshes(&self) -> bool {
+        matches!(&self.source, KeySource::Jwks(p) if p.starts_with("http://") || p.starts_with("https://"))
+    }
+
+    /// Reads a JWKS URL again; on failure the keys in hand stay (and the reason is
+    /// returned).
+    pub async fn refresh(&self) -> Result<(), String> {
+        let KeySource::Jwks(place) = &self.source else {
+            return Ok(());
+        };
+        let keys = Keys::Set(jwks_keys(&jwks_text(place).await?, place)?);
+        match self.keys.write() {
+            Ok(mut held) => {
+                *held = keys;
+                Ok(())
+            }
+            Err(_) => Err("the JWKS lock is poisoned".into()),
+        }
+    }
+
     /// The identity a token stands for, or why it is refused (one line).
     pub fn verify(&self, token: &str) -> Result<Identity, String> {
         let header = decode_header(token).map_err(|e| format!("the token is not a JWT: {e}"))?;
-        let (alg, key) = match &self.keys {
+        let keys = self
+            .keys
+            .read()
+            .map_err(|_| "the JWKS lock is poisoned".to_string())?;
+        let (alg, key) = match &*keys {
             Keys::Secret(k) => (Algorithm::HS256, k),
             Keys::Set(keys) => keys
                 .iter()
@@ -274,6 +305,61 @@ fn jwks_keys(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A key the app rotates in is taken at the next refresh of a JWKS URL.
+    #[tokio::test]
+    async fn a_refreshed_jwks_takes_rotated_keys() {
+        use base64::Engine as _;
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let jwks = |pair: &rcgen::KeyPair, kid: &str| {
+            let p = pair.public_key_raw();
+            serde_json::json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+                "x": b64.encode(&p[1..33]), "y": b64.encode(&p[33..65])}]})
+        };
+        let token = |pair: &rcgen::KeyPair, kid: &str| {
+            let mut header = jsonwebtoken::Header::new(Algorithm::ES256);
+            header.kid = Some(kid.into());
+            let exp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 600;
+            jsonwebtoken::encode(
+                &header,
+                &serde_json::json!({"sub": "u", "tenant": "a", "roles": "client", "exp": exp}),
+                &jsonwebtoken::EncodingKey::from_ec_pem(pair.serialize_pem().as_bytes()).unwrap(),
+            )
+            .unwrap()
+        };
+        let old = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let new = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let idp = MockServer::start().await;
+        Mock::given(path("/jwks"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(jwks(&old, "k1")))
+            .mount(&idp)
+            .await;
+        let source = KeySource::Jwks(format!("{}/jwks", idp.uri()));
+        let verifier = JwtVerifier::load(&source, ClaimMap::default(), None, None)
+            .await
+            .unwrap();
+        assert!(verifier.refreshes());
+        assert!(verifier.verify(&token(&old, "k1")).is_ok());
+        assert!(verifier.verify(&token(&new, "k2")).is_err());
+        idp.reset().await;
+        Mock::given(path("/jwks"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(jwks(&new, "k2")))
+            .mount(&idp)
+            .await;
+        verifier.refresh().await.unwrap();
+        assert_eq!(verifier.verify(&token(&new, "k2")).unwrap().name, "u");
+        assert!(verifier.verify(&token(&old, "k1")).is_err());
+        // A failed read keeps the keys in hand.
+        idp.reset().await;
+        assert!(verifier.refresh().await.is_err());
+        assert!(verifier.verify(&token(&new, "k2")).is_ok());
+    }
 
     #[test]
     fn claim_maps_name_fields() {

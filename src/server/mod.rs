@@ -368,6 +368,20 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         drives: TaskTracker::new(),
     });
     metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
+    if let Some(jwt) = state.jwt.clone().filter(|j| j.refreshes()) {
+        let stop = state.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(jwt::JWKS_REFRESH) => {}
+                }
+                if let Err(e) = jwt.refresh().await {
+                    tracing::warn!(error = %e, "the JWKS could not be read again; the keys in hand stay");
+                }
+            }
+        });
+    }
     // The one line a script waits for (stdout), then logs on stderr.
     {
         use std::io::Write;
