@@ -80,6 +80,7 @@ fn run_once(s: &Setup) {
         .runtime
         .block_on(s.runner.start(StartRun {
             priority: None,
+            owner: None,
             agent: s.agent.clone(),
             model: None,
             conversation: None,

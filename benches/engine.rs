@@ -346,6 +346,8 @@ fn tree(store: &Store) -> String {
                         parent_call_id: format!("call_{i}"),
                         depth: 1,
                     }),
+                    tenant: "default".into(),
+                    started_by: None,
                 })
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));

@@ -84,6 +84,7 @@ fn setup_with(iterations: usize, policy: &str) -> Setup {
 fn run_once(s: &Setup) {
     let start = StartRun {
         priority: None,
+        owner: None,
         agent: s.agent.clone(),
         model: None,
         conversation: None,

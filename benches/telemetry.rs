@@ -206,6 +206,7 @@ fn setup() -> Setup {
 fn run_once(s: &Setup, agent: &Agent, mode: Mode) {
     let start = StartRun {
         priority: None,
+        owner: None,
         agent: agent.clone(),
         model: None,
         conversation: None,

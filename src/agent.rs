@@ -71,6 +71,9 @@ pub struct Agent {
     pub priority: i32,
     /// Limits on its tools' sandboxes (`sandbox:`): the stricter of each setting wins.
     pub sandbox: Option<crate::sandbox::Ceiling>,
+    /// Who decides its calls (`approvers:` groups) and whether the person who started
+    /// a run may approve its calls (`four_eyes:`).
+    pub decision_rule: crate::identity::DecisionRule,
 }
 
 #[derive(Deserialize)]
@@ -116,6 +119,10 @@ struct RawAgent {
     #[serde(default)]
     priority: i32,
     sandbox: Option<serde_json::Value>,
+    #[serde(default)]
+    approvers: Vec<String>,
+    #[serde(default)]
+    four_eyes: bool,
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -350,6 +357,10 @@ impl Agent {
             dialect,
             priority: raw.priority,
             sandbox,
+            decision_rule: crate::identity::DecisionRule {
+                approvers: raw.approvers,
+                four_eyes: raw.four_eyes,
+            },
         })
     }
 

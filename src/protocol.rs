@@ -303,6 +303,16 @@ pub struct RunObject {
     pub parent_run_id: Option<String>,
     #[serde(default)]
     pub parent_call_id: Option<String>,
+    /// The tenant it belongs to (`default` for runs from before tenants).
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// Who started it: an issued key's name or a JWT's subject, when known.
+    #[serde(default)]
+    pub started_by: Option<String>,
+}
+
+fn default_tenant() -> String {
+    crate::identity::DEFAULT_TENANT.to_string()
 }
 
 /// How a run and the sub-agent runs below it went: per run its calls, success rate,

@@ -54,6 +54,7 @@ fn setup(server: &FakeOpenAi, agent_yaml: &str, attempts: u32) -> (Setup, Agent)
 fn start(agent: Agent, ws: &Path, message: &str) -> StartRun {
     StartRun {
         priority: None,
+        owner: None,
         agent,
         model: None,
         conversation: None,

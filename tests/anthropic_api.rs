@@ -56,6 +56,7 @@ async fn start(w: &World, message: &str) -> RunObject {
     w.runner
         .start(StartRun {
             priority: None,
+            owner: None,
             agent: w.agent.clone(),
             model: None,
             conversation: None,

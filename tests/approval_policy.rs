@@ -98,6 +98,7 @@ impl World {
                 tools_dir: Some(self.dir.path().join("tools")),
                 workspace: Some(self.dir.path().join("ws")),
                 priority: None,
+                owner: None,
             })
             .await
             .unwrap()

@@ -73,6 +73,7 @@ async fn run(w: &World, message: &str) -> RunObject {
     w.runner
         .start(StartRun {
             priority: None,
+            owner: None,
             agent: w.agent.clone(),
             model: None,
             conversation: None,

@@ -225,6 +225,7 @@ async fn start_with(
     runner
         .start(toolgate::run::StartRun {
             priority: None,
+            owner: None,
             agent,
             model: None,
             conversation: None,

@@ -193,7 +193,10 @@ async fn a_runs_timeline_has_messages_pauses_decisions_and_calls() {
     );
     assert_eq!(pauses[1]["decision"]["type"], "submit");
     assert!(pauses.iter().all(|p| p["decided_at"].as_i64().unwrap() > 0));
-    assert_eq!(pauses[0]["decided_by"], "Ada");
+    // Over HTTP decided_by is the identity (a server without keys: `local`), the typed
+    // name kept beside it; the command line records its --by.
+    assert_eq!(pauses[0]["decided_by"], "local");
+    assert_eq!(pauses[0]["decided_as"], "Ada");
     assert_eq!(pauses[1]["decided_by"], "ops-bot");
     let calls: Vec<(&str, &str)> = t["calls"]
         .as_array()

@@ -38,13 +38,19 @@ fn modules() -> &'static Path {
 
 /// Runs one scenario against `server`; returns what it printed last (JSON), if anything.
 fn scenario(server: &Server, name: &str) -> Value {
+    scenario_with(server, name, &Value::Null)
+}
+
+/// [`scenario`], with the keys of other identities (`TOOLGATE_KEYS`).
+fn scenario_with(server: &Server, name: &str, keys: &Value) -> Value {
     let artifacts = root().join("target/browser-artifacts");
     let mut cmd = Command::new("node");
     cmd.arg(root().join("tests/browser/inbox.mjs"))
         .arg(name)
         .env("TOOLGATE_URL", &server.base)
         .env("PLAYWRIGHT_MODULES", modules())
-        .env("ARTIFACTS", &artifacts);
+        .env("ARTIFACTS", &artifacts)
+        .env("TOOLGATE_KEYS", keys.to_string());
     match &server.key {
         Some(k) => cmd.env("TOOLGATE_KEY", k),
         None => cmd.env_remove("TOOLGATE_KEY"),
@@ -158,8 +164,9 @@ async fn deny_with_a_reason_reaches_the_model() {
     assert_eq!(pause["decision"]["type"], "deny");
     assert_eq!(pause["decision"]["reason"], "Not in this folder, please.");
     assert!(pause["decided_at"].as_i64().unwrap() > 0);
+    assert_eq!(pause["decided_by"], "local", "the identity decides");
     assert_eq!(
-        pause["decided_by"], "inbox",
+        pause["decided_as"], "inbox",
         "the page names no one: it says inbox"
     );
     assert!(!site.path().join("ws/result.txt").exists());
@@ -301,5 +308,121 @@ async fn hidden_characters_show_escaped() {
         std::fs::read_to_string(site.path().join("ws").join(path)).unwrap(),
         "not a picture\n",
         "the escaped text in the editor went back as the character itself"
+    );
+}
+
+/// Keys of two tenants, an app's JWT (HS256) and an agent with `four_eyes`: the three
+/// identities scenarios, each in its own page.
+fn identities_site() -> (Site, Server, Value) {
+    let site = Site::new();
+    std::fs::write(
+        site.path().join("agents/ledger.yaml"),
+        "name: ledger\nmodel: scripted:assistant.replies.yaml\ninstructions: Help.\ntools: [calculator, write_file, ask_user]\nmax_iterations: 6\nfour_eyes: true\n",
+    )
+    .unwrap();
+    let secret = "a-browser-test-hs256-secret-32-bytes-long";
+    std::fs::write(site.path().join("jwt.secret"), secret).unwrap();
+    let key = |tenant: &str, name: &str, role: &str| -> String {
+        let out = Command::new(serving::bin())
+            .arg("--db")
+            .arg(site.db())
+            .args([
+                "--tenant", tenant, "keys", "create", "--name", name, "--role", role, "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["key"].as_str().unwrap().to_string()
+    };
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let token = |roles: &[&str]| {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &serde_json::json!({"sub": "ann", "tenant": "a", "roles": roles, "exp": exp}),
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap()
+    };
+    let keys = serde_json::json!({
+        "a_client": key("a", "a-app", "client"),
+        "a_approver": key("a", "a-boss", "approver"),
+        "b_client": key("b", "b-app", "client"),
+        "ann_client": token(&["client"]),
+        "ann_approver": token(&["approver"]),
+    });
+    let secret_file = site.path().join("jwt.secret");
+    let server = Server::start(
+        &site,
+        None,
+        &["--jwt-secret-file", secret_file.to_str().unwrap()],
+    );
+    (site, server, keys)
+}
+
+/// An approver of tenant A sees A's waiting item (and approves it) but not B's; B's
+/// run page says there is no such run.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approver_sees_only_its_tenants_items() {
+    let (_site, mut server, keys) = identities_site();
+    let out = scenario_with(&server, "tenants", &keys);
+    server.key = keys["a_approver"].as_str().map(str::to_string);
+    let (_, t) = server
+        .get(&format!("/v1/runs/{}/timeline", run_id(&out)))
+        .await;
+    let pause = t["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["call_id"] == "call_write")
+        .cloned()
+        .unwrap();
+    assert_eq!(pause["decided_by"], "a-boss", "{pause}");
+    assert!(
+        pause["decided_by_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("key_")
+    );
+    let (status, _) = server
+        .get(&format!("/v1/runs/{}", out["other"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, 404);
+}
+
+/// A client-role key sees its items without Approve or Deny, and the reason why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_key_has_no_approve_button() {
+    let (_site, server, keys) = identities_site();
+    scenario_with(&server, "client_view", &keys);
+}
+
+/// four_eyes: the person who started the run is told in the page that someone else
+/// must approve it, and the server refuses the same decision.
+#[tokio::test(flavor = "multi_thread")]
+async fn four_eyes_keeps_the_starter_from_approving_in_the_page() {
+    let (_site, mut server, keys) = identities_site();
+    let out = scenario_with(&server, "four_eyes", &keys);
+    server.key = keys["ann_approver"].as_str().map(str::to_string);
+    let (status, e) = server
+        .post(
+            &format!("/v1/runs/{}/approve", run_id(&out)),
+            serde_json::json!({"call_id": "call_write"}),
+        )
+        .await;
+    assert_eq!(status, 403, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("four eyes")
     );
 }

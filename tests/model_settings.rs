@@ -35,6 +35,7 @@ async fn run_once(agent_yaml: &str, env_url: &str, attempts: u32) -> (RunStatus,
     let run = runner
         .start(StartRun {
             priority: None,
+            owner: None,
             agent,
             model: None,
             conversation: None,

@@ -45,6 +45,8 @@ impl Api {
             tools_dir: Some(fixtures.join("tools")),
             workspace: Some(workspace.clone()),
             api_key: None,
+            jwt: None,
+            rates: None,
             allowed_hosts: Default::default(),
             public_origin: None,
             hub: Hub::default(),

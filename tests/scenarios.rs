@@ -100,6 +100,7 @@ impl World {
     fn start(&self, agent: Agent, conversation: Option<&str>) -> StartRun {
         StartRun {
             priority: None,
+            owner: None,
             agent,
             model: None,
             conversation: conversation.map(str::to_string),
@@ -437,6 +438,7 @@ async fn a_scripted_model_that_runs_out_fails_clearly_and_resumes_once_extended(
     let runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
     let start = StartRun {
         priority: None,
+        owner: None,
         agent,
         model: None,
         conversation: None,

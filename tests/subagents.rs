@@ -134,6 +134,7 @@ impl World {
         self.runner
             .start(StartRun {
                 priority: None,
+                owner: None,
                 agent,
                 model: None,
                 conversation: None,

@@ -153,6 +153,11 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
          ALTER TABLE pending DROP COLUMN on_timeout; ALTER TABLE pending DROP COLUMN warned_at;
          ALTER TABLE pending DROP COLUMN policy; ALTER TABLE standing_decisions DROP COLUMN policy;
          ALTER TABLE tool_calls DROP COLUMN replaced;
+         DROP TABLE api_keys; DROP INDEX runs_tenant; ALTER TABLE runs DROP COLUMN tenant;
+         ALTER TABLE runs DROP COLUMN started_by; ALTER TABLE pending DROP COLUMN decided_by_key;
+         ALTER TABLE pending DROP COLUMN decided_as;
+         CREATE TABLE secrets_old (name TEXT PRIMARY KEY, sealed TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+         DROP TABLE secrets; ALTER TABLE secrets_old RENAME TO secrets;
          PRAGMA user_version = 6;",
     )
     .unwrap();

@@ -81,6 +81,7 @@ pub fn run(args: CallsArgs, db: &Path) -> Result<ExitCode, Failure> {
         limit: Some(args.limit),
         offset: args.offset,
         newest_first: args.newest,
+        tenant: super::tenant().map(str::to_string),
     };
     let store = open_existing_store(db)?;
     let page = store.calls(&query).map_err(super::store_failure)?;

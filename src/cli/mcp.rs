@@ -55,6 +55,10 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
         tools_dir,
         workspace: args.workspace,
         approval_timeout: args.approval_timeout,
+        owner: super::tenant().map(|t| toolgate::identity::RunOwner {
+            tenant: t.to_string(),
+            user: std::env::var("USER").ok().map(|u| format!("cli:{u}")),
+        }),
     };
     let rt = super::run::runtime()?;
     let served = rt.block_on(async {

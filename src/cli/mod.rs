@@ -4,6 +4,7 @@
 mod calls;
 mod doctor;
 mod interactive;
+mod keys;
 mod limits;
 mod logging;
 mod mcp;
@@ -58,8 +59,33 @@ pub struct Cli {
     /// Exported spans carry tool arguments and results (secret values stay masked).
     #[arg(long, global = true)]
     trace_content: bool,
+    /// Work as this tenant: see only its runs, calls and secrets, start runs in it
+    /// (without it, the CLI on a local database is the admin of every tenant; new runs,
+    /// keys and secrets go to `default`, secrets to the shared scope).
+    #[arg(long, global = true, value_name = "T")]
+    tenant: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+static TENANT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// The `--tenant` the CLI works as (`None`: admin of every tenant).
+pub fn tenant() -> Option<&'static str> {
+    TENANT.get().and_then(|t| t.as_deref())
+}
+
+/// Refuses run `id` when `--tenant` names another tenant than the run's: answered as
+/// for an unknown run.
+pub fn check_run_tenant(store: &Store, id: &str) -> Result<(), Failure> {
+    let Some(t) = tenant() else {
+        return Ok(());
+    };
+    let unknown = || Failure::other(format!("there is no run '{id}' (toolgate runs lists them)"));
+    match toolgate::run::Runner::new(store.clone()).show(id) {
+        Ok(run) if run.tenant == t => Ok(()),
+        _ => Err(unknown()),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -94,6 +120,8 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Serve an agent's tools to an MCP client over stdio, every call gated and recorded.
     Mcp(mcp::McpArgs),
+    /// Issue, list and revoke the keys `serve` accepts (roles, tenants, groups).
+    Keys(keys::KeysArgs),
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
     Secrets(secrets::SecretsArgs),
     /// What this machine can confine (Landlock, seccomp, the tools' user), and whether a
@@ -144,6 +172,17 @@ impl Cli {
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // Before any tool starts (MCP servers start when the library loads).
     toolgate::sandbox::protect_database(&cli.db);
+    if let Some(t) = &cli.tenant
+        && (t.is_empty()
+            || !t
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@')))
+    {
+        return Err(Failure::bad_input(format!(
+            "--tenant '{t}' is not a tenant name: use letters, digits, '_', '-', '.' and '@'"
+        )));
+    }
+    let _ = TENANT.set(cli.tenant.clone());
     match cli.command {
         Command::Parse(args) => parse::run(args),
         Command::Tools(args) => tools::run(args, &cli.db),
@@ -160,6 +199,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(*args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
+        Command::Keys(args) => keys::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
         Command::Doctor(args) => doctor::run(args),
     }

@@ -206,6 +206,10 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
     args.limits.apply()?;
     let start = StartRun {
         priority: args.priority,
+        owner: super::tenant().map(|t| toolgate::identity::RunOwner {
+            tenant: t.to_string(),
+            user: std::env::var("USER").ok().map(|u| format!("cli:{u}")),
+        }),
         agent,
         model: args.model,
         conversation: args.conversation,

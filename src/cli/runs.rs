@@ -119,7 +119,12 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open(db)?;
     let rows = store
-        .runs_with_pending(status, args.conversation.as_deref(), args.limit)
+        .runs_with_pending_of(
+            super::tenant(),
+            status,
+            args.conversation.as_deref(),
+            args.limit,
+        )
         .map_err(|e| run_failure(e.into()))?;
     if args.json {
         // The run objects `show --json` gives, waiting items included.
@@ -162,11 +167,46 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
 
 pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &args.run)?;
     let run = runner(store.clone()).show(&args.run).map_err(run_failure)?;
     if args.json {
         out::print_json(&mut out::stdout(), &run, false)?;
     } else {
         let mut text = describe(&run);
+        text.push_str(&format!(
+            "tenant        {}{}\n",
+            run.tenant,
+            run.started_by
+                .as_deref()
+                .map(|s| format!(" (started by {s})"))
+                .unwrap_or_default()
+        ));
+        // Who decided each item: the identity, the typed name beside it.
+        let rows = store
+            .run_timeline(&run.id)
+            .map_err(|e| run_failure(e.into()))?;
+        for p in rows.pauses.iter().filter(|p| p.decided_by.is_some()) {
+            text.push_str(&format!(
+                "decided       {}  {}  by {}{}{}\n",
+                p.item.call_id,
+                p.decision.as_ref().map_or("?", |d| match d {
+                    toolgate::protocol::Decision::Approve => "approve",
+                    toolgate::protocol::Decision::ApproveAlways => "approve_always",
+                    toolgate::protocol::Decision::Deny { .. } => "deny",
+                    toolgate::protocol::Decision::Edit { .. } => "edit",
+                    toolgate::protocol::Decision::Submit { .. } => "submit",
+                }),
+                p.decided_by.as_deref().unwrap_or("?"),
+                p.decided_by_key
+                    .as_deref()
+                    .map(|k| format!(" [{k}]"))
+                    .unwrap_or_default(),
+                p.decided_as
+                    .as_deref()
+                    .map(|s| format!(" (as {s})"))
+                    .unwrap_or_default()
+            ));
+        }
         // A run with sub-agents (or one itself): the tree it is in, from its top.
         let top = store.root_run(&run.id).map_err(|e| run_failure(e.into()))?;
         let tree = store.run_tree(&top.id).map_err(|e| run_failure(e.into()))?;
@@ -308,6 +348,7 @@ fn decide(
     db: &Path,
 ) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &common.run)?;
     let rt = runtime()?;
     rt.block_on(async {
         let decided = runner(store.clone())
@@ -368,6 +409,7 @@ async fn continue_run(store: &Store, id: &str, json: bool) -> Result<ExitCode, F
 
 pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &args.run)?;
     let rt = runtime()?;
     rt.block_on(async {
         let current = runner(store.clone()).show(&args.run).map_err(run_failure)?;
@@ -385,6 +427,7 @@ pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
 
 pub fn cancel(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
+    super::check_run_tenant(&store, &args.run)?;
     let rt = runtime()?;
     let run = rt
         .block_on(runner(store).cancel(&args.run))

@@ -76,14 +76,16 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
                 .seal(&value)
                 .map_err(|e| Failure::bad_input(e.to_string()))?;
             runtime()?
-                .block_on(store.set_secret(&name, sealed))
+                .block_on(store.set_secret_in(super::tenant().unwrap_or(""), &name, sealed))
                 .map_err(|e| Failure::other(e.to_string()))?;
             say!("toolgate: secret {name} stored (sealed)");
             Ok(ExitCode::SUCCESS)
         }
         SecretsCommand::List { json } => {
             let store = open_existing_store(db)?;
-            let list = store.secrets().map_err(|e| Failure::other(e.to_string()))?;
+            let list = store
+                .secrets_in(super::tenant().unwrap_or(""))
+                .map_err(|e| Failure::other(e.to_string()))?;
             if json {
                 print_json(&mut out::stdout(), &list, false)?;
             } else {
@@ -98,7 +100,7 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
         SecretsCommand::Rm { name } => {
             let store = open_existing_store(db)?;
             let removed = runtime()?
-                .block_on(store.remove_secret(&name))
+                .block_on(store.remove_secret_in(super::tenant().unwrap_or(""), &name))
                 .map_err(|e| Failure::other(e.to_string()))?;
             if !removed {
                 return Err(Failure::bad_input(format!(

@@ -80,6 +80,31 @@ pub struct ServeArgs {
     /// (it is always at /metrics on the main address, behind the key).
     #[arg(long, env = "TOOLGATE_METRICS_ADDR", value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
+    /// Accept an app's JWTs signed with this HS256 secret (a file of at least 32 bytes).
+    #[arg(long, value_name = "FILE", conflicts_with = "jwks")]
+    jwt_secret_file: Option<PathBuf>,
+    /// Accept an app's JWTs signed with a key of this JWKS (RS256 or ES256): a file or
+    /// an http(s):// URL, read at start.
+    #[arg(long, value_name = "FILE|URL")]
+    jwks: Option<String>,
+    /// Which claims hold the subject, tenant, roles and groups
+    /// (e.g. sub=sub,tenant=org_id,roles=roles,groups=groups).
+    #[arg(
+        long,
+        value_name = "MAP",
+        default_value = "sub=sub,tenant=tenant,roles=roles,groups=groups"
+    )]
+    jwt_claims: String,
+    /// The `aud` a token must name.
+    #[arg(long, value_name = "AUD")]
+    jwt_audience: Option<String>,
+    /// The `iss` a token must name.
+    #[arg(long, value_name = "ISS")]
+    jwt_issuer: Option<String>,
+    /// Requests per second and runs at once, per key and per tenant (a YAML file:
+    /// `per_key: {requests_per_second: 5, burst: 10, runs_at_once: 2}`, `per_tenant: ...`).
+    #[arg(long, value_name = "FILE")]
+    rate_limits: Option<PathBuf>,
     #[command(flatten)]
     limits: super::limits::LimitArgs,
     /// Print the OpenAPI document and exit.
@@ -112,7 +137,28 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let tools_dir = super::tools_dir(args.tools)?;
     let tools_dir = tools_dir.map(|d| std::path::absolute(&d).unwrap_or(d));
     let watched = tools_dir.clone();
+    let keys = match (args.jwt_secret_file, args.jwks) {
+        (Some(f), _) => Some(toolgate::server::jwt::KeySource::SecretFile(f)),
+        (None, Some(j)) => Some(toolgate::server::jwt::KeySource::Jwks(j)),
+        (None, None) => None,
+    };
+    let jwt = match keys {
+        Some(keys) => Some(toolgate::server::JwtSettings {
+            keys,
+            claims: toolgate::server::jwt::ClaimMap::parse(&args.jwt_claims)
+                .map_err(Failure::bad_input)?,
+            audience: args.jwt_audience,
+            issuer: args.jwt_issuer,
+        }),
+        None => None,
+    };
+    let rate_limits = match &args.rate_limits {
+        Some(f) => Some(toolgate::server::rate::RateConfig::load(f).map_err(Failure::bad_input)?),
+        None => None,
+    };
     let config = ServeConfig {
+        jwt,
+        rate_limits,
         metrics_addr: args.metrics_addr,
         addr: args.addr,
         agents_dir: args.agents,

@@ -34,6 +34,8 @@ pub struct EngineConfig {
     pub workspace: PathBuf,
     /// Where the tools' credentials come from (`None`: environment variables only).
     pub credentials: Option<crate::tool::Resolver>,
+    /// For whom the calls run (tenant, user, run, conversation).
+    pub context: std::sync::Arc<crate::tool::RunContext>,
 }
 
 impl Default for EngineConfig {
@@ -43,6 +45,7 @@ impl Default for EngineConfig {
             default_timeout: DEFAULT_TIMEOUT,
             workspace: PathBuf::from("."),
             credentials: None,
+            context: Default::default(),
         }
     }
 }
@@ -297,6 +300,7 @@ impl Engine {
                         ctx.call_id = call_id.clone();
                         ctx.injected = injected;
                         ctx.default_timeout = self.inner.config.default_timeout;
+                        ctx.run = std::sync::Arc::clone(&self.inner.config.context);
                         if let Some(tx) = &self.inner.events {
                             ctx = ctx.with_output(tx.clone());
                         }

@@ -24,10 +24,22 @@ pub(super) enum Held {
 }
 
 /// Waits for the decision on `run`'s waiting call and returns the run once it ended.
+/// Who the client's user is when it answers an elicitation.
+pub(super) enum Asker {
+    /// No identity (stdio): the client's user decides, as before identities.
+    Anyone,
+    /// The caller, allowed by its role and the agent's rule: recorded as the decider.
+    Identity(crate::store::Decider),
+    /// The caller may not decide (a client key, the agent's approvers, four eyes): the
+    /// call is held for someone who may.
+    Nobody,
+}
+
 pub(super) async fn settle(
     gateway: &Gateway,
     run: &RunObject,
     ctx: &RequestContext<RoleServer>,
+    asker: Asker,
 ) -> Held {
     let started = Instant::now();
     let Some(item) = run
@@ -42,12 +54,28 @@ pub(super) async fn settle(
         .peer
         .supported_elicitation_modes()
         .contains(&ElicitationMode::Form);
+    let decider = match asker {
+        Asker::Anyone => None,
+        Asker::Identity(d) => Some(d),
+        // The caller may not decide this call: it waits for one who may.
+        Asker::Nobody => return wait(gateway, run, Some(&item), started, ctx).await,
+    };
     if elicits && let Some(decision) = ask(gateway, run, &item, ctx).await {
-        match gateway
-            .runner
-            .decide(&run.id, Some(&item.call_id), decision)
-            .await
-        {
+        let decided = match decider {
+            Some(d) => {
+                gateway
+                    .runner
+                    .decide_as(&run.id, Some(&item.call_id), decision, d)
+                    .await
+            }
+            None => {
+                gateway
+                    .runner
+                    .decide(&run.id, Some(&item.call_id), decision)
+                    .await
+            }
+        };
+        match decided {
             Ok(_) => {
                 if let Ok(ended) = gateway.runner.resume(&run.id).await {
                     return Held::Ended(Box::new(ended));

@@ -48,6 +48,7 @@ impl McpHttp {
             tools_dir: state.tools_dir.clone(),
             workspace: state.workspace.clone(),
             approval_timeout: self.approval_timeout,
+            owner: None,
         };
         let (state, name) = (Arc::clone(state), agent.to_string());
         // The server's own guard has checked Host and Origin on every route already

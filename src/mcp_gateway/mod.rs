@@ -35,6 +35,9 @@ pub struct Gateway {
     pub workspace: Option<PathBuf>,
     /// How long a held CONFIRM call waits for a decision before it is denied.
     pub approval_timeout: Duration,
+    /// For whom calls run when the request names no caller (`toolgate mcp --tenant T`
+    /// over stdio); over HTTP each call runs for the authenticated caller.
+    pub owner: Option<crate::identity::RunOwner>,
 }
 
 /// Why the stdio gateway stopped with an error.

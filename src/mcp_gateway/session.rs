@@ -77,18 +77,21 @@ impl Session {
         let _one_at_a_time = self.turn.lock().await;
         let name = request.name.to_string();
         let gateway = &self.gateway;
+        // Who decides this tool's calls: the agent's rule, with the tool's own.
+        let mut rule = self.agent.decision_rule.clone();
         match gateway
             .runner
             .toolkit_of(&self.agent, gateway.tools_dir.as_deref())
         {
             Err(e) => return error(format!("toolgate cannot load the agent's tools: {e}")),
             Ok(toolkit) => {
-                if let Ok(tool) = toolkit.resolve(&name)
-                    && tool.definition_only()
-                {
-                    return error(format!(
-                        "'{name}' is a client tool (definition-only): toolgate does not run it, so it is not served over MCP"
-                    ));
+                if let Ok(tool) = toolkit.resolve(&name) {
+                    if tool.definition_only() {
+                        return error(format!(
+                            "'{name}' is a client tool (definition-only): toolgate does not run it, so it is not served over MCP"
+                        ));
+                    }
+                    rule = rule.with(&tool.rule);
                 }
             }
         }
@@ -108,6 +111,13 @@ impl Session {
                 call: call.clone(),
                 tools_dir: gateway.tools_dir.clone(),
                 workspace: gateway.workspace.clone(),
+                // The caller the server's auth layer found (over stdio: none).
+                owner: ctx
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|p| p.extensions.get::<crate::identity::Identity>())
+                    .map(crate::identity::RunOwner::of)
+                    .or_else(|| gateway.owner.clone()),
             })
             .await;
         let run = match started {
@@ -115,7 +125,22 @@ impl Session {
             Err(e) => return error(format!("toolgate could not run '{name}': {e}")),
         };
         let run = if run.status == RunStatus::RequiresAction {
-            match hold::settle(gateway, &run, ctx).await {
+            let asker = match ctx
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.extensions.get::<crate::identity::Identity>())
+            {
+                None => hold::Asker::Anyone,
+                Some(who) => match rule.refuses(who, run.started_by.as_deref()) {
+                    Some(_) => hold::Asker::Nobody,
+                    None => hold::Asker::Identity(crate::store::Decider {
+                        by: who.name.clone(),
+                        key_id: who.key_id.clone(),
+                        shown: None,
+                    }),
+                },
+            };
+            match hold::settle(gateway, &run, ctx, asker).await {
                 Held::Ended(run) => *run,
                 Held::NotDecided(message) => return error(message),
             }

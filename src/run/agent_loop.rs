@@ -95,7 +95,18 @@ impl Runner {
                     .unwrap_or_else(|| self.limits.process().config().clone()),
                 default_timeout: DEFAULT_TIMEOUT,
                 workspace: live.state.workspace.clone(),
-                credentials: Some(self.credentials()),
+                credentials: Some(
+                    self.credentials_for(live.state.owner.as_ref().map(|o| o.tenant.clone())),
+                ),
+                context: std::sync::Arc::new(crate::tool::RunContext {
+                    tenant: Some(live.state.owner.as_ref().map_or_else(
+                        || crate::identity::DEFAULT_TENANT.to_string(),
+                        |o| o.tenant.clone(),
+                    )),
+                    user: live.state.owner.as_ref().and_then(|o| o.user.clone()),
+                    run_id: Some(live.run_id.clone()),
+                    conversation_id: Some(live.conversation_id.clone()),
+                }),
             },
             std::sync::Arc::clone(&self.limits),
             share,

@@ -63,12 +63,15 @@ fn hook_request<'a>(
     }
 }
 
-/// Who a call is for, as rules see it.
+/// Who a call is for, as rules see it: the agent, and the run's owner (its tenant,
+/// `default` when it names none, and the user who started it, empty when nobody is
+/// named).
 pub(super) fn who(live: &Live) -> Who<'_> {
+    let owner = live.state.owner.as_ref();
     Who {
         agent: &live.agent.name,
-        user: "",
-        tenant: "",
+        user: owner.and_then(|o| o.user.as_deref()).unwrap_or(""),
+        tenant: owner.map_or(crate::identity::DEFAULT_TENANT, |o| o.tenant.as_str()),
     }
 }
 

@@ -72,6 +72,8 @@ pub struct StartRun {
     /// Its calls' priority under the `priority` strategy (the agent's `priority:` when
     /// absent); higher goes first.
     pub priority: Option<i32>,
+    /// Its tenant and who started it (`None`: the default tenant, nobody named).
+    pub owner: Option<crate::identity::RunOwner>,
 }
 
 /// Starts, continues, decides and cancels runs. Clones share the store, the loaded
@@ -268,6 +270,7 @@ impl Runner {
             tree: tree.as_ref().map(|(_, place)| place.clone()),
             priority: req.priority,
             trace: None,
+            owner: req.owner.clone(),
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;
@@ -283,6 +286,11 @@ impl Runner {
                 messages: added,
                 first_seq: persisted,
                 link: tree.map(|(link, _)| link),
+                tenant: req.owner.as_ref().map_or_else(
+                    || crate::identity::DEFAULT_TENANT.to_string(),
+                    |o| o.tenant.clone(),
+                ),
+                started_by: req.owner.as_ref().and_then(|o| o.user.clone()),
             })
             .await?;
         // A new conversation has no standing approvals yet: no read for it.
@@ -441,6 +449,32 @@ impl Runner {
         decision: Decision,
         by: Option<String>,
     ) -> Result<Decided, RunError> {
+        let decider = by.map(|by| crate::store::Decider {
+            by,
+            ..Default::default()
+        });
+        self.decide_with(run_id, call_id, decision, decider).await
+    }
+
+    /// [`Runner::decide`], recording who decided as an identity.
+    pub async fn decide_as(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: crate::store::Decider,
+    ) -> Result<Decided, RunError> {
+        self.decide_with(run_id, call_id, decision, Some(decider))
+            .await
+    }
+
+    async fn decide_with(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: Option<crate::store::Decider>,
+    ) -> Result<Decided, RunError> {
         let decision = match decision {
             Decision::Edit { arguments } => {
                 let Some(call_id) = call_id else {
@@ -453,7 +487,10 @@ impl Runner {
             }
             other => other,
         };
-        let decided = self.store.decide_by(run_id, call_id, decision, by).await?;
+        let decided = self
+            .store
+            .decide_as(run_id, call_id, decision, decider)
+            .await?;
         for (agent, waited_ms) in &decided.waited {
             crate::telemetry::metrics::decided(agent, *waited_ms);
         }

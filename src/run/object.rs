@@ -33,5 +33,7 @@ pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
         updated_at: row.updated_at,
         parent_run_id: row.parent_run_id.clone(),
         parent_call_id: row.parent_call_id.clone(),
+        tenant: row.tenant.clone(),
+        started_by: row.started_by.clone(),
     }
 }

@@ -58,10 +58,19 @@ impl Runner {
     /// Where the tools' credentials come from: environment variables, and secrets
     /// stored sealed in this runner's database, opened with its key.
     pub fn credentials(&self) -> crate::tool::Resolver {
+        self.credentials_for(None)
+    }
+
+    /// [`Runner::credentials`] for a run of `tenant`: its own secrets first, then the
+    /// shared ones.
+    pub fn credentials_for(&self, tenant: Option<String>) -> crate::tool::Resolver {
         let (store, keyring) = (self.store.clone(), Arc::clone(&self.keyring));
         crate::tool::Resolver(Arc::new(move |source: &Credential| match source {
             Credential::Env(var) => Ok(std::env::var(var).ok()),
-            Credential::Secret(name) => match store.secret(name).map_err(|e| e.to_string())? {
+            Credential::Secret(name) => match store
+                .secret_for(tenant.as_deref(), name)
+                .map_err(|e| e.to_string())?
+            {
                 Some(sealed) => keyring
                     .open_token(&sealed)
                     .map(Some)

@@ -28,6 +28,8 @@ pub struct StartCall {
     pub tools_dir: Option<PathBuf>,
     /// Overrides the agent's workspace.
     pub workspace: Option<PathBuf>,
+    /// Its tenant and who started it (`None`: the default tenant).
+    pub owner: Option<crate::identity::RunOwner>,
 }
 
 impl Runner {
@@ -67,20 +69,27 @@ impl Runner {
             tree: None,
             priority: None,
             trace: None,
+            owner: req.owner.clone(),
         };
         let owner = crate::store::lease_owner_name();
         let text = super::state_json(&state)?;
         self.store
-            .create_run(
-                &run_id,
-                &req.conversation,
-                &req.agent.name,
-                text,
-                &owner,
-                LEASE_MS,
-                Vec::new(),
-                0,
-            )
+            .create_linked_run(crate::store::NewRun {
+                id: run_id.clone(),
+                conversation_id: req.conversation.clone(),
+                agent: req.agent.name.clone(),
+                state: text,
+                owner: owner.clone(),
+                lease_ms: LEASE_MS,
+                messages: Vec::new(),
+                first_seq: 0,
+                link: None,
+                tenant: req.owner.as_ref().map_or_else(
+                    || crate::identity::DEFAULT_TENANT.to_string(),
+                    |o| o.tenant.clone(),
+                ),
+                started_by: req.owner.as_ref().and_then(|o| o.user.clone()),
+            })
             .await?;
         let standing = self
             .standing(&req.conversation, &req.agent.name, &toolkit)

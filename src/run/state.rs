@@ -51,6 +51,9 @@ pub struct RunState {
     /// later drive (after a pause, in any process) continues that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// Its tenant and who started it: the tools' context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::identity::RunOwner>,
 }
 
 /// A sub-agent run's place in its tree.

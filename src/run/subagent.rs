@@ -34,6 +34,7 @@ struct ChildJob {
     workspace: std::path::PathBuf,
     /// The priority the parent run was started with, inherited.
     priority: Option<i32>,
+    owner: Option<crate::identity::RunOwner>,
 }
 
 /// How a child stands after this drive.
@@ -198,6 +199,7 @@ impl Runner {
             tools_dir: live.state.tools_dir.clone(),
             workspace: live.state.workspace.clone(),
             priority: live.state.priority,
+            owner: live.state.owner.clone(),
         }
     }
 
@@ -303,6 +305,7 @@ impl Runner {
                     message: task,
                     tools_dir: job.tools_dir.clone(),
                     priority: job.priority,
+                    owner: job.owner.clone(),
                 };
                 let link = RunLink {
                     parent_run_id: job.parent_run_id.clone(),

@@ -22,6 +22,10 @@ pub struct AgentInfo {
     pub max_iterations: u32,
     /// The file it was read from.
     pub file: String,
+    /// Groups one of which decides its calls (empty: any approver).
+    pub approvers: Vec<String>,
+    /// Whoever started a run may not decide its calls.
+    pub four_eyes: bool,
 }
 
 /// The agent files of one folder.
@@ -104,6 +108,8 @@ impl From<&Agent> for AgentInfo {
             },
             tools: a.tools.clone(),
             max_iterations: a.max_iterations,
+            approvers: a.decision_rule.approvers.clone(),
+            four_eyes: a.decision_rule.four_eyes,
             // Its name in the agents folder, not where that folder sits on the host.
             file: a
                 .path

@@ -1,6 +1,11 @@
-//! The API key: with one set, every `/v1/*`, `/mcp/*` and `/metrics` request carries
-//! `Authorization: Bearer KEY`, compared in constant time; `/healthz` and
-//! `/openapi.json` stay open.
+//! Who is calling: every `/v1/*`, `/mcp/*` and `/metrics` request is given an
+//! [`Identity`] from its `Authorization: Bearer` credentials (the server's one admin
+//! key, compared in constant time; a key toolgate issued, looked up by its SHA-256; or
+//! an app's JWT), its role is checked against the route (`roles`), its rate against
+//! the limits (`rate`), and the identity goes to the handler. A server with no key, no
+//! issued key and no JWT settings (loopback only) treats every caller as the admin of
+//! the default tenant, as before identities. `/healthz`, `/openapi.json` and the
+//! inbox's page and assets (which hold no data) stay open.
 
 use std::sync::Arc;
 
@@ -8,14 +13,26 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::error::ApiError;
+use crate::identity::Identity;
+use crate::store::KeyLookup;
 
-pub async fn require_key(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let Some(key) = &state.api_key else {
-        return next.run(req).await;
-    };
+/// The hex SHA-256 of an issued key: what the database keeps instead of the key.
+pub fn key_hash(key: &str) -> String {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub async fn require_key(
+    State(state): State<Arc<AppState>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let path = req.uri().path();
     if !path.starts_with("/v1/") && !path.starts_with("/mcp/") && path != "/metrics" {
         return next.run(req).await;
@@ -24,12 +41,86 @@ pub async fn require_key(State(state): State<Arc<AppState>>, req: Request, next:
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer);
-    match given {
-        Some(given) if same(given.trim().as_bytes(), key.as_bytes()) => next.run(req).await,
-        Some(_) => unauthorized("the API key is wrong"),
-        None => unauthorized("this server needs an API key: send Authorization: Bearer KEY"),
+        .and_then(bearer)
+        .map(|g| g.trim().to_string());
+    let who = match identify(&state, given.as_deref()) {
+        Ok(who) => who,
+        Err(message) => return unauthorized(&message),
+    };
+    if let Some(why) = super::roles::refuses(req.method(), req.uri().path(), &who) {
+        return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
     }
+    if let Some(rates) = &state.rates
+        && let Err(wait) = rates.check(&who.decided_by(), &who.tenant)
+    {
+        return too_many(wait, "this key or its tenant is over its request rate");
+    }
+    req.extensions_mut().insert(who);
+    next.run(req).await
+}
+
+/// 429 with `Retry-After`.
+pub fn too_many(wait: std::time::Duration, message: &str) -> Response {
+    let seconds = super::rate::retry_after(wait);
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        format!("{message}; retry in {seconds}s"),
+    )
+    .into_response();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&seconds.to_string()) {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, v);
+    }
+    response
+}
+
+/// The identity `given` credentials stand for, or the one line saying why not.
+fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
+    let Some(given) = given.filter(|g| !g.is_empty()) else {
+        if needs_key(state)? {
+            return Err("this server needs an API key: send Authorization: Bearer KEY".into());
+        }
+        return Ok(Identity::admin("local"));
+    };
+    if let Some(key) = &state.api_key
+        && same(given.as_bytes(), key.as_bytes())
+    {
+        return Ok(Identity::admin("api-key"));
+    }
+    if given.starts_with("tg_") {
+        let found = state
+            .runner
+            .store
+            .key_by_hash(&key_hash(given))
+            .map_err(|e| format!("cannot check the key: {e}"))?;
+        return match found {
+            KeyLookup::Valid(who) => Ok(who),
+            KeyLookup::Revoked(name) => Err(format!("the key '{name}' was revoked")),
+            KeyLookup::Expired(name) => Err(format!("the key '{name}' has expired")),
+            KeyLookup::Unknown => Err("the API key is wrong".into()),
+        };
+    }
+    if let Some(jwt) = &state.jwt
+        && given.matches('.').count() == 2
+    {
+        return jwt.verify(given);
+    }
+    Err("the API key is wrong".into())
+}
+
+/// Whether a request without credentials is refused: a key, JWT settings or a live
+/// issued key exist.
+fn needs_key(state: &AppState) -> Result<bool, String> {
+    if state.api_key.is_some() || state.jwt.is_some() {
+        return Ok(true);
+    }
+    state
+        .runner
+        .store
+        .any_live_key()
+        .map_err(|e| format!("cannot check the keys: {e}"))
 }
 
 /// The credentials of `Bearer CREDENTIALS`, the scheme in any case (RFC 9110: schemes

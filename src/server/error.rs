@@ -35,6 +35,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub kind: String,
     pub message: String,
+    /// Seconds for a `Retry-After` header (429).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -43,7 +45,14 @@ impl ApiError {
             status,
             kind: kind.to_string(),
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The same error, answered with `Retry-After: seconds`.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -73,7 +82,15 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(kind = %self.kind, message = %self.message, "request failed");
         }
-        (self.status, Json(self.body())).into_response()
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(s) = self.retry_after
+            && let Ok(v) = axum::http::HeaderValue::from_str(&s.to_string())
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, v);
+        }
+        response
     }
 }
 

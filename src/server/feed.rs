@@ -3,6 +3,7 @@
 //! stops (paused, ended or failed, as saved). What the inbox follows to update
 //! without a reload.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -19,10 +20,16 @@ use super::sse;
 #[utoipa::path(get, path = "/v1/events", tag = "runs",
     responses((status = 200, description = "SSE: every run's events as they happen; `event: run` with the run object each time a drive pauses or ends; `event: lagged` when events were missed", content_type = "text/event-stream", body = String),
         (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
-pub async fn all_events(State(state): State<Arc<AppState>>) -> Response {
+pub async fn all_events(
+    State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
+) -> Response {
     let mut events = state.hub.subscribe_all();
     let mut settled = state.hub.subscribe_settled();
+    let reader = Arc::clone(&state);
     sse::from_task(&state, move |tx| async move {
+        // Each run's tenant, read once: a caller sees only its tenant's runs.
+        let mut tenants: HashMap<String, bool> = HashMap::new();
         // A comment first, so that the client knows the stream is open.
         if tx.send(sse::Frame::comment("open")).await.is_err() {
             return;
@@ -30,12 +37,33 @@ pub async fn all_events(State(state): State<Arc<AppState>>) -> Response {
         loop {
             let event = tokio::select! {
                 e = events.recv() => match e {
-                    Ok(e) => sse::run_event(&e),
+                    Ok(e) => {
+                        if who.scope().is_some() {
+                            let id = e.run_id().to_string();
+                            let seen = match tenants.get(&id) {
+                                Some(seen) => *seen,
+                                None => match reader.runner.get(&id).await {
+                                    Ok(run) => {
+                                        let seen = who.sees(&run.tenant);
+                                        tenants.insert(id, seen);
+                                        seen
+                                    }
+                                    // Not readable (yet): not shown, asked again next time.
+                                    Err(_) => false,
+                                },
+                            };
+                            if !seen {
+                                continue;
+                            }
+                        }
+                        sse::run_event(&e)
+                    }
                     Err(RecvError::Lagged(n)) => sse::lagged(n),
                     Err(RecvError::Closed) => return,
                 },
                 r = settled.recv() => match r {
-                    Ok(run) => sse::run_object(&run),
+                    Ok(run) if who.sees(&run.tenant) => sse::run_object(&run),
+                    Ok(_) => continue,
                     Err(RecvError::Lagged(n)) => sse::lagged(n),
                     Err(RecvError::Closed) => return,
                 },

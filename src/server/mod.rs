@@ -11,14 +11,18 @@ mod feed;
 pub mod guard;
 mod hub;
 mod inbox;
+pub mod jwt;
 mod limits;
 pub mod listen;
 mod metrics;
 pub mod notify;
 mod openapi;
+pub mod rate;
 mod records;
 pub mod responses;
+mod roles;
 mod runs;
+mod scope;
 mod sse;
 mod timeline;
 mod trace;
@@ -33,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use agents::{AgentInfo, Agents};
+pub use auth::key_hash;
 pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 pub use hub::Hub;
 pub use notify::NotifyConfig;
@@ -73,6 +78,19 @@ pub struct ServeConfig {
     pub metrics_addr: Option<SocketAddr>,
     /// How long before an approval expires `approval.expiring` is sent.
     pub approval_warning: std::time::Duration,
+    /// Accept an app's JWTs (`--jwt-secret-file`, `--jwks`).
+    pub jwt: Option<JwtSettings>,
+    /// Requests per second and runs at once, per key and per tenant.
+    pub rate_limits: Option<rate::RateConfig>,
+}
+
+/// Where an app's JWT keys come from and how its claims map.
+#[derive(Debug, Clone)]
+pub struct JwtSettings {
+    pub keys: jwt::KeySource,
+    pub claims: jwt::ClaimMap,
+    pub audience: Option<String>,
+    pub issuer: Option<String>,
 }
 
 /// Why a server could not start.
@@ -96,6 +114,10 @@ pub struct AppState {
     pub tools_dir: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub api_key: Option<String>,
+    /// An app's JWTs, when accepted.
+    pub jwt: Option<Arc<jwt::JwtVerifier>>,
+    /// Rate limits, when configured.
+    pub rates: Option<Arc<rate::RateLimits>>,
     /// The `Host` names requests may carry.
     pub allowed_hosts: guard::AllowedHosts,
     /// The origin of `--public-url`, which pages may call from besides this server's own.
@@ -199,6 +221,7 @@ impl AppState {
             tools_dir: self.tools_dir.clone(),
             workspace: self.workspace.clone(),
             priority: None,
+            owner: None,
         })
     }
 }
@@ -275,9 +298,17 @@ async fn unknown_route(uri: axum::http::Uri) -> ApiError {
 /// Runs the server until SIGTERM or Ctrl-C; then stops accepting, stops the runs it
 /// drives at their next step (saved as failed, ready to resume), and returns.
 pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError> {
-    if config.api_key.is_none() && !config.addr.ip().is_loopback() {
+    let keys_issued = runner
+        .store
+        .any_live_key()
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+    if config.api_key.is_none()
+        && config.jwt.is_none()
+        && !keys_issued
+        && !config.addr.ip().is_loopback()
+    {
         return Err(ServeError::Config(format!(
-            "refusing to listen on {} without an API key: set TOOLGATE_API_KEY (or --api-key-file), or bind a loopback address such as 127.0.0.1",
+            "refusing to listen on {} without an API key: set TOOLGATE_API_KEY (or --api-key-file), create keys (toolgate keys create), give --jwt-secret-file or --jwks, or bind a loopback address such as 127.0.0.1",
             config.addr
         )));
     }
@@ -306,6 +337,19 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let jwt = match &config.jwt {
+        Some(j) => Some(Arc::new(
+            jwt::JwtVerifier::load(
+                &j.keys,
+                j.claims.clone(),
+                j.audience.clone(),
+                j.issuer.clone(),
+            )
+            .await
+            .map_err(ServeError::Config)?,
+        )),
+        None => None,
+    };
     let notify = notify_config(&config, addr, scheme)?;
     let state = Arc::new(AppState {
         runner,
@@ -313,6 +357,10 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         tools_dir: config.tools_dir,
         workspace: config.workspace,
         api_key: config.api_key,
+        jwt,
+        rates: config
+            .rate_limits
+            .map(|c| Arc::new(rate::RateLimits::new(c))),
         allowed_hosts,
         public_origin: config
             .public_url
@@ -323,6 +371,20 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         drives: TaskTracker::new(),
     });
     metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
+    if let Some(jwt) = state.jwt.clone().filter(|j| j.refreshes()) {
+        let stop = state.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(jwt::JWKS_REFRESH) => {}
+                }
+                if let Err(e) = jwt.refresh().await {
+                    tracing::warn!(error = %e, "the JWKS could not be read again; the keys in hand stay");
+                }
+            }
+        });
+    }
     // The one line a script waits for (stdout), then logs on stderr.
     {
         use std::io::Write;

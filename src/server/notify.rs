@@ -71,6 +71,9 @@ pub struct Notification {
     /// The item an `approval.expiring` or `approval.expired` is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub item: Option<RequiredItem>,
+    /// The run's tenant, and who started it (a key's name, a JWT's subject).
+    pub tenant: String,
+    pub started_by: Option<String>,
 }
 
 impl Notification {
@@ -96,6 +99,8 @@ impl Notification {
             link: link(public_url, &run.id),
             updated_at: run.updated_at,
             item: None,
+            tenant: run.tenant.clone(),
+            started_by: run.started_by.clone(),
         })
     }
 
@@ -118,6 +123,8 @@ impl Notification {
             link: link(public_url, &run.id),
             updated_at: run.updated_at,
             item: Some(item),
+            tenant: run.tenant.clone(),
+            started_by: run.started_by.clone(),
         }
     }
 }

@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, feed, limits, records, responses, runs, timeline};
+use super::{AppState, feed, limits, records, responses, runs, scope, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -52,10 +52,60 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))
+        .routes(routes!(scope::whoami))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     event_streams(router.get_openapi_mut());
+    identity_answers(router.get_openapi_mut());
     router
+}
+
+/// What every guarded operation may also answer: 403 when the caller's role may not
+/// use it, 429 (with `Retry-After`) over a rate limit.
+fn identity_answers(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, ResponseBuilder, content::ContentBuilder};
+    let error = || -> RefOr<utoipa::openapi::Response> {
+        ResponseBuilder::new()
+            .description("The error")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                        "ErrorBody",
+                    ))))
+                    .build(),
+            )
+            .build()
+            .into()
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !path.starts_with("/v1/") {
+            continue;
+        }
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for (status, what) in [
+                ("403", "This caller's role may not do this"),
+                ("429", "Over a rate limit; see Retry-After"),
+            ] {
+                if !op.responses.responses.contains_key(status) {
+                    let mut answer = error();
+                    if let RefOr::T(r) = &mut answer {
+                        r.description = what.to_string();
+                    }
+                    op.responses.responses.insert(status.to_string(), answer);
+                }
+            }
+        }
+    }
 }
 
 /// Every `text/event-stream` answer documented as what it carries: events whose `data`

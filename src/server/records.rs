@@ -39,8 +39,10 @@ pub struct CallsQuery {
         (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn calls(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     ApiQuery(q): ApiQuery<CallsQuery>,
 ) -> Result<Json<Page>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
@@ -58,6 +60,7 @@ pub async fn calls(
         limit: Some(in_range("limit", q.limit, 50, 1, 1000)?),
         offset: in_range("offset", q.offset, 0, 0, i64::MAX as u64)?,
         newest_first: true,
+        tenant,
         ..CallQuery::default()
     };
     Ok(Json(
@@ -109,8 +112,10 @@ pub struct ConversationStats {
         (status = 500, body = ErrorBody)))]
 pub async fn conversation_stats(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<ConversationStats>, ApiError> {
+    state.conversation_for(&who, &id).await?;
     let conv = id.clone();
     let (summary, runs, run_trees) = state
         .runner
@@ -142,9 +147,19 @@ pub async fn conversation_stats(
         (status = 500, body = ErrorBody)))]
 pub async fn global_stats(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
 ) -> Result<Json<GlobalStats>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     Ok(Json(
-        state.runner.read(|store| Ok(store.global_stats()?)).await?,
+        state
+            .runner
+            .read(move |store| {
+                Ok(match &tenant {
+                    Some(t) => store.global_stats_of(t)?,
+                    None => store.global_stats()?,
+                })
+            })
+            .await?,
     ))
 }
 
@@ -155,12 +170,19 @@ pub async fn global_stats(
         (status = 500, body = ErrorBody)))]
 pub async fn tool_stats(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(name): PathId,
 ) -> Result<Json<ToolStats>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     Ok(Json(
         state
             .runner
-            .read(move |store| Ok(store.tool_stats(&name)?))
+            .read(move |store| {
+                Ok(match &tenant {
+                    Some(t) => store.tool_stats_of(t, &name)?,
+                    None => store.tool_stats(&name)?,
+                })
+            })
             .await?,
     ))
 }
@@ -185,6 +207,10 @@ pub struct ToolInfo {
     /// program.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Value>,
+    /// Groups one of which decides its calls (its tool file's `approvers:`).
+    pub approvers: Vec<String>,
+    /// Whoever started a run may not decide its calls of this tool.
+    pub four_eyes: bool,
 }
 
 /// The tools library: built-ins and the server's tools folder.
@@ -230,6 +256,8 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
                 read_only: spec.read_only,
                 category: spec.category.clone(),
                 sandbox: spec.sandbox.as_ref().map(|p| p.to_json()),
+                approvers: t.rule.approvers.clone(),
+                four_eyes: t.rule.four_eyes,
             }
         })
         .collect();

@@ -13,6 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
+use super::scope::Caller;
 use super::{AppState, Drive, sse};
 use crate::protocol::{Decision, RunObject, RunStatus};
 use crate::run::run_object;
@@ -159,11 +160,17 @@ fn reply(run: RunObject) -> Response {
         (status = 500, body = ErrorBody)))]
 pub async fn create_run(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     ApiJson(body): ApiJson<CreateRun>,
 ) -> Result<Response, ApiError> {
+    if let Some(c) = &body.conversation_id {
+        state.conversation_for(&who, c).await?;
+    }
+    state.may_start(&who).await?;
     let mut start =
         state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
     start.priority = body.priority;
+    start.owner = Some(crate::identity::RunOwner::of(&who));
     let drive = Drive::Start(Box::new(start));
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(drive)).into_response());
@@ -177,8 +184,10 @@ pub async fn create_run(
         (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn list_runs(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     ApiQuery(q): ApiQuery<RunsQuery>,
 ) -> Result<Json<Vec<RunObject>>, ApiError> {
+    let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
@@ -194,7 +203,7 @@ pub async fn list_runs(
         .runner
         .read(move |store| {
             Ok(store
-                .runs_with_pending(status, conversation.as_deref(), limit)?
+                .runs_with_pending_of(tenant.as_deref(), status, conversation.as_deref(), limit)?
                 .iter()
                 .map(|(row, pending)| run_object(row, pending))
                 .collect())
@@ -211,9 +220,10 @@ pub async fn list_runs(
         (status = 500, body = ErrorBody)))]
 pub async fn get_run(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
 ) -> Result<Json<RunObject>, ApiError> {
-    Ok(Json(state.runner.get(&id).await?))
+    Ok(Json(state.run_for(&who, &id).await?))
 }
 
 /// A run's execution summary with the sub-agent runs below it: per run its calls,
@@ -225,8 +235,10 @@ pub async fn get_run(
         (status = 500, body = ErrorBody)))]
 pub async fn run_tree(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
 ) -> Result<Json<crate::protocol::RunTree>, ApiError> {
+    let id = state.run_for(&who, &id).await?.id;
     Ok(Json(state.runner.tree(&id).await?))
 }
 
@@ -239,9 +251,10 @@ pub async fn run_tree(
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn watch_run(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
 ) -> Result<Response, ApiError> {
-    let id = state.runner.get(&id).await?.id;
+    let id = state.run_for(&who, &id).await?.id;
     // Subscribed before the run is read, so that nothing falls between the two.
     let live = state.hub.subscribe(&id);
     let current = state.runner.get(&id).await?;
@@ -317,6 +330,26 @@ pub async fn watch_run(
     .into_response())
 }
 
+/// Who decides: the caller's identity, with the name a person typed (`by`) kept beside
+/// it, never instead of it.
+fn decider(
+    who: &crate::identity::Identity,
+    by: Option<String>,
+) -> Result<crate::store::Decider, ApiError> {
+    let shown = match by.map(|b| b.trim().to_string()) {
+        Some(b) if b.chars().count() > 200 => {
+            return Err(ApiError::bad_request("'by' is longer than 200 characters"));
+        }
+        Some(b) if !b.is_empty() => Some(b),
+        _ => None,
+    };
+    Ok(crate::store::Decider {
+        by: who.name.clone(),
+        key_id: who.key_id.clone(),
+        shown,
+    })
+}
+
 /// Records a decision; continues the run when it resolved the last item (unless
 /// `resume` is false).
 async fn decided(
@@ -324,20 +357,13 @@ async fn decided(
     run_id: &str,
     call_id: Option<&str>,
     decision: Decision,
-    by: Option<String>,
+    decider: crate::store::Decider,
     resume: Option<bool>,
     stream: bool,
 ) -> Result<Response, ApiError> {
-    let by = match by.map(|b| b.trim().to_string()) {
-        Some(b) if b.chars().count() > 200 => {
-            return Err(ApiError::bad_request("'by' is longer than 200 characters"));
-        }
-        Some(b) if !b.is_empty() => b,
-        _ => "api".to_string(),
-    };
     let d = state
         .runner
-        .decide_by(run_id, call_id, decision, Some(by))
+        .decide_as(run_id, call_id, decision, decider)
         .await?;
     if d.waiting > 0 || resume == Some(false) {
         let run = state.runner.get(run_id).await?;
@@ -374,11 +400,13 @@ async fn continued(state: Arc<AppState>, run_id: &str, stream: bool) -> Result<R
     responses((status = 200, description = "The run object (continued when this resolved its last item)", 
             content((RunObject = "application/json"), (String = "text/event-stream"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 403, description = "This caller may not decide these calls (its role, the agent's approvers, four eyes); nothing is recorded", body = ErrorBody),
         (status = 409, description = "The run is not waiting for this decision, or another process holds it", body = ErrorBody),
         (status = 422, description = "The edited arguments do not fit the tool's schema", body = ErrorBody),
         (status = 500, body = ErrorBody)))]
 pub async fn approve(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
     ApiJson(body): ApiJson<ApproveBody>,
 ) -> Result<Response, ApiError> {
@@ -392,13 +420,16 @@ pub async fn approve(
         (None, true) => Decision::ApproveAlways,
         (None, false) => Decision::Approve,
     };
-    let id = exact_run(&state, &id).await?;
+    let run = exact_run(&state, &who, &id).await?;
+    state
+        .may_decide(&who, &run, body.call_id.as_deref())
+        .await?;
     decided(
         state,
-        &id,
+        &run.id,
         body.call_id.as_deref(),
         decision,
-        body.by,
+        decider(&who, body.by)?,
         body.resume,
         body.stream,
     )
@@ -414,19 +445,21 @@ pub async fn approve(
         (status = 409, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn deny(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
     ApiJson(body): ApiJson<DenyBody>,
 ) -> Result<Response, ApiError> {
     let decision = Decision::Deny {
         reason: body.reason,
     };
-    let id = exact_run(&state, &id).await?;
+    let run = exact_run(&state, &who, &id).await?;
+    state.may_decide(&who, &run, Some(&body.call_id)).await?;
     decided(
         state,
-        &id,
+        &run.id,
         Some(&body.call_id),
         decision,
-        body.by,
+        decider(&who, body.by)?,
         body.resume,
         body.stream,
     )
@@ -442,6 +475,7 @@ pub async fn deny(
         (status = 409, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn submit(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
     ApiJson(body): ApiJson<SubmitBody>,
 ) -> Result<Response, ApiError> {
@@ -449,13 +483,13 @@ pub async fn submit(
         output: body.output,
         is_error: body.is_error,
     };
-    let id = exact_run(&state, &id).await?;
+    let id = exact_run(&state, &who, &id).await?.id;
     decided(
         state,
         &id,
         Some(&body.call_id),
         decision,
-        body.by,
+        decider(&who, body.by)?,
         body.resume,
         body.stream,
     )
@@ -472,6 +506,7 @@ pub async fn submit(
         (status = 500, body = ErrorBody)))]
 pub async fn resume(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -482,7 +517,7 @@ pub async fn resume(
             .map_err(|e| ApiError::bad_request(format!("the body is not a resume request: {e}")))?
             .unwrap_or_default()
     };
-    let id = exact_run(&state, &id).await?;
+    let id = exact_run(&state, &who, &id).await?.id;
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(Drive::Resume(id))).into_response());
     }
@@ -497,18 +532,23 @@ pub async fn resume(
         (status = 500, body = ErrorBody)))]
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
+    Caller(who): Caller,
     PathId(id): PathId,
 ) -> Result<Json<RunObject>, ApiError> {
-    let id = exact_run(&state, &id).await?;
+    let id = exact_run(&state, &who, &id).await?.id;
     Ok(Json(state.runner.cancel(&id).await?))
 }
 
 /// The run `id` names whole: a change of state never takes a prefix (a short prefix
 /// can be guessed), only reads do. Anything but a full run id is not found, the same
 /// answer as for an unknown run (no hint of which prefixes exist).
-async fn exact_run(state: &AppState, id: &str) -> Result<String, ApiError> {
+async fn exact_run(
+    state: &AppState,
+    who: &crate::identity::Identity,
+    id: &str,
+) -> Result<RunObject, ApiError> {
     if !crate::run::is_run_id(id) {
         return Err(crate::run::RunError::NotFound(id.to_string()).into());
     }
-    Ok(state.runner.get(id).await?.id)
+    state.run_for(who, id).await
 }

@@ -88,9 +88,14 @@ pub struct Pause {
     pub decision: Option<Decision>,
     /// Unix milliseconds, once decided.
     pub decided_at: Option<i64>,
-    /// Who decided: the `by` a decision request gave, `cli:USER` for the command line,
-    /// `api` for a request that named nobody.
+    /// Who decided: the caller's identity (an issued key's name, a JWT's subject,
+    /// `api-key` or `local` for the server's one key or a server without keys), or
+    /// `cli:USER` for the command line.
     pub decided_by: Option<String>,
+    /// The id of the issued key it decided with.
+    pub decided_by_key: Option<String>,
+    /// The display name the person typed (`by`), kept beside the identity.
+    pub decided_as: Option<String>,
 }
 
 /// A run's timeline: its messages, pauses and decisions, and call records.
@@ -102,8 +107,10 @@ pub struct Pause {
         (status = 500, body = ErrorBody)))]
 pub async fn timeline(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<Timeline>, ApiError> {
+    let id = state.run_for(&who, &id).await?.id;
     let rows = state
         .runner
         .read(move |store| Ok(store.run_timeline(&id)?))
@@ -173,5 +180,7 @@ fn pause(p: PauseRow) -> Pause {
         decision,
         decided_at: p.decided_at,
         decided_by: p.decided_by,
+        decided_by_key: p.decided_by_key,
+        decided_as: p.decided_as,
     }
 }

@@ -21,6 +21,15 @@ pub struct Decided {
     pub waited: Vec<(String, i64)>,
 }
 
+/// Who made a decision: the identity (a key's name, a JWT's subject, `cli:USER`), the
+/// issued key's id, and a display name the person typed, kept beside the identity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decider {
+    pub by: String,
+    pub key_id: Option<String>,
+    pub shown: Option<String>,
+}
+
 impl Store {
     /// Records a decision (or a client's output) for the waiting items of a paused run.
     /// `call_id` `None` decides every waiting approval. `ApproveAlways` also stores a
@@ -42,7 +51,26 @@ impl Store {
         decision: Decision,
         by: Option<String>,
     ) -> Result<Decided, RunsError> {
+        let decider = by.map(|by| Decider {
+            by,
+            ..Decider::default()
+        });
+        self.decide_as(run_id, call_id, decision, decider).await
+    }
+
+    /// [`Store::decide`], recording the [`Decider`].
+    pub async fn decide_as(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: Option<Decider>,
+    ) -> Result<Decided, RunsError> {
         let (run_id, call_id) = (run_id.to_string(), call_id.map(str::to_string));
+        let (by, key_id, shown) = match decider {
+            Some(d) => (Some(d.by), d.key_id, d.shown),
+            None => (None, None, None),
+        };
         self.transact(move |tx| {
             let run = find_run(tx, &run_id)?;
             if run.status != RunStatus::RequiresAction {
@@ -167,7 +195,7 @@ impl Store {
                     .prepare_cached("SELECT r.agent, COALESCE(p.requested_at, r.updated_at) FROM pending p JOIN runs r ON r.id = p.run_id WHERE p.run_id = ?1 AND p.call_id = ?2")?
                     .query_row(params![holder(p), p.item.call_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 waited.push((agent, asked.map_or(0, |t| now - t)));
-                tx.prepare_cached("UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'")?.execute(params![holder(p), p.item.call_id, text, now, by],
+                tx.prepare_cached("UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5, decided_by_key = ?6, decided_as = ?7 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'")?.execute(params![holder(p), p.item.call_id, text, now, by, key_id, shown],
                 )?;
                 tx.prepare_cached("UPDATE runs SET updated_at = ?2 WHERE id = ?1")?.execute(params![holder(p), now])?;
                 calls.push(p.item.call_id.clone());

@@ -5,6 +5,7 @@
 
 mod deadlines;
 mod decisions;
+mod keys;
 mod lease;
 mod migrations;
 mod queries;
@@ -29,7 +30,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::oneshot;
 
 pub use deadlines::{DEADLINE, DueItem, EXPIRED};
-pub use decisions::Decided;
+pub use decisions::{Decided, Decider};
+pub use keys::{KeyInfo, KeyLookup, NewKey};
 pub use lease::{lease_holder_alive, lease_owner_name, this_host};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};

@@ -24,6 +24,9 @@ pub struct CallQuery {
     pub offset: usize,
     /// Newest first.
     pub newest_first: bool,
+    /// Only the records of this tenant's runs (records without a run are the default
+    /// tenant's).
+    pub tenant: Option<String>,
 }
 
 /// One page of records, with the total that matched.
@@ -60,6 +63,12 @@ impl Store {
         }
         if let Some(t) = q.until {
             add("started_at <", Sql::Integer(t));
+        }
+        if let Some(t) = &q.tenant {
+            add(
+                "COALESCE((SELECT r.tenant FROM runs r WHERE r.id = tool_calls.run_id), 'default') =",
+                Sql::Text(t.clone()),
+            );
         }
         let filter = if filters.is_empty() {
             String::new()

@@ -39,6 +39,8 @@ pub enum Refusal {
     ChildExists,
     /// The item's approval deadline has passed: it can no longer be approved.
     Expired,
+    /// A name that must be unique (an issued key's) is taken.
+    NameTaken,
 }
 
 impl Refusal {
@@ -53,6 +55,7 @@ impl Refusal {
             Refusal::AmbiguousId => "ambiguous_id",
             Refusal::ChildExists => "child_exists",
             Refusal::Expired => "expired",
+            Refusal::NameTaken => "name_taken",
         }
     }
 }

@@ -16,7 +16,18 @@ impl Store {
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, RunsError> {
-        let rows = self.runs(status, conversation, limit)?;
+        self.runs_with_pending_of(None, status, conversation, limit)
+    }
+
+    /// [`Store::runs_with_pending`], of one tenant (`None`: every tenant).
+    pub fn runs_with_pending_of(
+        &self,
+        tenant: Option<&str>,
+        status: Option<RunStatus>,
+        conversation: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, RunsError> {
+        let rows = self.runs_of(tenant, status, conversation, limit)?;
         if rows.iter().all(|r| r.status != RunStatus::RequiresAction) {
             return Ok(rows.into_iter().map(|r| (r, Vec::new())).collect());
         }
@@ -34,6 +45,20 @@ impl Store {
             }
             snapshot.finish()?;
             Ok(listed)
+        })
+    }
+}
+
+impl Store {
+    /// Runs in progress (not paused, not ended) started by `user` in `tenant`, and in
+    /// `tenant` in all: what `runs_at_once` limits.
+    pub fn runs_in_progress(&self, tenant: &str, user: &str) -> Result<(u64, u64), RunsError> {
+        self.read_runs(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT count(*) FILTER (WHERE started_by = ?2), count(*) FROM runs WHERE tenant = ?1 AND status = 'in_progress' AND depth = 0")?
+                .query_row([tenant, user], |r| {
+                    Ok((r.get::<_, i64>(0)?.max(0) as u64, r.get::<_, i64>(1)?.max(0) as u64))
+                })?)
         })
     }
 }

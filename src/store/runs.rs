@@ -36,6 +36,10 @@ pub struct RunRow {
     pub parent_run_id: Option<String>,
     pub parent_call_id: Option<String>,
     pub depth: u32,
+    /// The tenant it belongs to (its calls, items and responses with it).
+    pub tenant: String,
+    /// The identity that started it (a key's name, a JWT's subject), when known.
+    pub started_by: Option<String>,
 }
 
 /// One item of a paused turn, as stored.
@@ -68,7 +72,7 @@ pub struct RunSave {
     pub first_seq: usize,
 }
 
-pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth";
+pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by";
 
 pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let status: String = row.get(3)?;
@@ -87,6 +91,8 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         parent_run_id: row.get(11)?,
         parent_call_id: row.get(12)?,
         depth: row.get(13)?,
+        tenant: row.get(14)?,
+        started_by: row.get(15)?,
     })
 }
 
@@ -254,6 +260,8 @@ impl Store {
             messages,
             first_seq,
             link: None,
+            tenant: crate::identity::DEFAULT_TENANT.to_string(),
+            started_by: None,
         };
         self.create_linked_run(new).await
     }
@@ -262,7 +270,7 @@ impl Store {
     /// refused when its parent's call already has one ([`Refusal::ChildExists`]).
     pub async fn create_linked_run(&self, new: NewRun) -> Result<(), RunsError> {
         self.transact(move |tx| {
-            let NewRun { id, conversation_id, agent, state, owner, lease_ms, messages, first_seq, link } = new;
+            let NewRun { id, conversation_id, agent, state, owner, lease_ms, messages, first_seq, link, tenant, started_by } = new;
             if let Some(other) = tx.prepare_cached("SELECT id, status FROM runs WHERE conversation_id = ?1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1")?.query_row([&conversation_id],
                     |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
                 )
@@ -288,7 +296,11 @@ impl Store {
                 )));
             }
             let now = now_ms();
-            tx.prepare_cached("INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7, ?8, ?9, ?10)")?.execute(params![id, conversation_id, agent, state, owner, now + lease_ms, now, parent, call, depth],
+            if tx.prepare_cached("SELECT tenant FROM runs WHERE conversation_id = ?1 AND tenant <> ?2 LIMIT 1")?.query_row(params![conversation_id, tenant], |r| r.get::<_, String>(0)).optional()?.is_some() {
+                // Another tenant's conversation: not found, whoever asks.
+                return Err(RunsError::NotFound(format!("conversation {conversation_id}")));
+            }
+            tx.prepare_cached("INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by) VALUES (?1, ?2, ?3, 'in_progress', ?4, 0, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12)")?.execute(params![id, conversation_id, agent, state, owner, now + lease_ms, now, parent, call, depth, tenant, started_by],
             )?;
             append_messages(tx, &id, first_seq, &messages)?;
             Ok(())
@@ -500,14 +512,25 @@ impl Store {
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<RunRow>, RunsError> {
+        self.runs_of(None, status, conversation, limit)
+    }
+
+    /// [`Store::runs`], of one tenant (`None`: every tenant).
+    pub fn runs_of(
+        &self,
+        tenant: Option<&str>,
+        status: Option<RunStatus>,
+        conversation: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, RunsError> {
         self.read_runs(|conn| {
             let sql = format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR conversation_id = ?2) ORDER BY created_at DESC, rowid DESC LIMIT ?3"
+                "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR conversation_id = ?2) AND (?4 IS NULL OR tenant = ?4) ORDER BY created_at DESC, rowid DESC LIMIT ?3"
             );
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt
                 .query_map(
-                    params![status.map(RunStatus::as_str), conversation, limit as i64],
+                    params![status.map(RunStatus::as_str), conversation, limit as i64, tenant],
                     run_from_row,
                 )?
                 .collect::<rusqlite::Result<_>>()?;

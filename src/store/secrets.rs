@@ -20,13 +20,23 @@ pub struct SecretInfo {
 impl Store {
     /// Sets (or replaces) secret `name` to `sealed`, an already sealed value.
     pub async fn set_secret(&self, name: &str, sealed: String) -> Result<(), RunsError> {
-        let name = name.to_string();
+        self.set_secret_in("", name, sealed).await
+    }
+
+    /// [`Store::set_secret`], in `tenant`'s scope (`""`: the shared scope).
+    pub async fn set_secret_in(
+        &self,
+        tenant: &str,
+        name: &str,
+        sealed: String,
+    ) -> Result<(), RunsError> {
+        let (tenant, name) = (tenant.to_string(), name.to_string());
         self.transact(move |tx| {
             let now = now_ms();
             tx.execute(
-                "INSERT INTO secrets (name, sealed, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
-                 ON CONFLICT (name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
-                params![name, sealed, now],
+                "INSERT INTO secrets (tenant, name, sealed, created_at, updated_at) VALUES (?4, ?1, ?2, ?3, ?3)
+                 ON CONFLICT (tenant, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
+                params![name, sealed, now, tenant],
             )?;
             Ok(())
         })
@@ -35,28 +45,54 @@ impl Store {
 
     /// Removes secret `name`; whether it was there.
     pub async fn remove_secret(&self, name: &str) -> Result<bool, RunsError> {
-        let name = name.to_string();
-        self.transact(move |tx| Ok(tx.execute("DELETE FROM secrets WHERE name = ?1", [name])? > 0))
-            .await
+        self.remove_secret_in("", name).await
     }
 
-    /// The sealed value of secret `name`.
+    /// [`Store::remove_secret`], in `tenant`'s scope.
+    pub async fn remove_secret_in(&self, tenant: &str, name: &str) -> Result<bool, RunsError> {
+        let (tenant, name) = (tenant.to_string(), name.to_string());
+        self.transact(move |tx| {
+            Ok(tx.execute(
+                "DELETE FROM secrets WHERE tenant = ?1 AND name = ?2",
+                [tenant, name],
+            )? > 0)
+        })
+        .await
+    }
+
+    /// The sealed value of the shared secret `name`.
     pub fn secret(&self, name: &str) -> Result<Option<String>, RunsError> {
+        self.secret_for(None, name)
+    }
+
+    /// The sealed value of secret `name` for a run of `tenant`: the tenant's own,
+    /// else the shared one.
+    pub fn secret_for(
+        &self,
+        tenant: Option<&str>,
+        name: &str,
+    ) -> Result<Option<String>, RunsError> {
         self.read_runs(|conn| {
             Ok(conn
-                .prepare_cached("SELECT sealed FROM secrets WHERE name = ?1")?
-                .query_row([name], |r| r.get(0))
+                .prepare_cached("SELECT sealed FROM secrets WHERE name = ?1 AND tenant IN (?2, '') ORDER BY tenant = '' LIMIT 1")?
+                .query_row(params![name, tenant.unwrap_or("")], |r| r.get(0))
                 .optional()?)
         })
     }
 
-    /// Every secret's name, in order.
+    /// Every shared secret's name, in order.
     pub fn secrets(&self) -> Result<Vec<SecretInfo>, RunsError> {
+        self.secrets_in("")
+    }
+
+    /// Every secret's name in `tenant`'s scope (`""`: shared), in order.
+    pub fn secrets_in(&self, tenant: &str) -> Result<Vec<SecretInfo>, RunsError> {
         self.read_runs(|conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT name, created_at, updated_at FROM secrets ORDER BY name")?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT name, created_at, updated_at FROM secrets WHERE tenant = ?1 ORDER BY name",
+            )?;
             let rows = stmt
-                .query_map([], |r| {
+                .query_map([tenant], |r| {
                     Ok(SecretInfo {
                         name: r.get(0)?,
                         created_at: r.get(1)?,

@@ -193,6 +193,23 @@ impl Store {
         })
     }
 
+    /// [`Store::tool_stats`] of one tenant's records (read from the records
+    /// themselves: the running totals are the whole database's).
+    pub fn tool_stats_of(&self, tenant: &str, tool: &str) -> Result<ToolStats, StoreError> {
+        self.read(|conn| {
+            let (by_status, durations, _) = tenant_tally(conn, tenant)?;
+            Ok(tool_stats(tool, &by_status, &durations))
+        })
+    }
+
+    /// [`Store::global_stats`] of one tenant's records and conversations.
+    pub fn global_stats_of(&self, tenant: &str) -> Result<GlobalStats, StoreError> {
+        self.read(|conn| {
+            let (by_status, durations, conversations) = tenant_tally(conn, tenant)?;
+            Ok(global(by_status, durations, conversations))
+        })
+    }
+
     /// Statistics of the whole database, with every tool's (from the running totals;
     /// percentiles to three significant digits from one millisecond up).
     pub fn global_stats(&self) -> Result<GlobalStats, StoreError> {
@@ -201,26 +218,56 @@ impl Store {
             let (by_status, durations, tail) = totals::tool_totals(&snapshot, None)?;
             let conversations = totals::conversations(&snapshot, &tail)?;
             snapshot.finish()?;
-            let mut statuses: BTreeMap<&str, u64> = BTreeMap::new();
-            for ((_, status), n) in &by_status {
-                *statuses.entry(status.as_str()).or_default() += n;
-            }
-            let mut all: BTreeMap<i64, u64> = BTreeMap::new();
-            for ((_, b), n) in &durations {
-                *all.entry(*b).or_default() += n;
-            }
-            let mut names: Vec<&str> = by_status.keys().map(|(t, _)| t.as_str()).collect();
-            names.dedup();
-            Ok(GlobalStats {
-                conversations,
-                calls: CallCounts::tally(statuses),
-                duration_ms: histogram_percentiles(all.iter().map(|(b, n)| (*b, *n))),
-                tools: names
-                    .into_iter()
-                    .map(|name| tool_stats(name, &by_status, &durations))
-                    .collect(),
-            })
+            Ok(global(by_status, durations, conversations))
         })
+    }
+}
+
+/// One tenant's calls by tool and status, their durations by tool and bucket, and its
+/// conversations with a call (records without a run are the default tenant's).
+fn tenant_tally(conn: &Connection, tenant: &str) -> rusqlite::Result<(ByStatus, Histogram, u64)> {
+    let snapshot = conn.unchecked_transaction()?;
+    let mut by_status = ByStatus::new();
+    let mut durations = Histogram::new();
+    let mut conversations = std::collections::HashSet::new();
+    {
+        let mut stmt = snapshot.prepare_cached(
+            "SELECT c.tool, c.status, c.duration_ms, c.conversation_id FROM tool_calls c LEFT JOIN runs r ON r.id = c.run_id WHERE COALESCE(r.tenant, 'default') = ?1",
+        )?;
+        let mut rows = stmt.query([tenant])?;
+        while let Some(row) = rows.next()? {
+            let (tool, status, ms): (String, String, f64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            conversations.insert(row.get::<_, String>(3)?);
+            *durations
+                .entry((tool.clone(), totals::bucket(ms)))
+                .or_default() += 1;
+            *by_status.entry((tool, status)).or_default() += 1;
+        }
+    }
+    snapshot.finish()?;
+    Ok((by_status, durations, conversations.len() as u64))
+}
+
+/// The statistics of a tally.
+fn global(by_status: ByStatus, durations: Histogram, conversations: u64) -> GlobalStats {
+    let mut statuses: BTreeMap<&str, u64> = BTreeMap::new();
+    for ((_, status), n) in &by_status {
+        *statuses.entry(status.as_str()).or_default() += n;
+    }
+    let mut all: BTreeMap<i64, u64> = BTreeMap::new();
+    for ((_, b), n) in &durations {
+        *all.entry(*b).or_default() += n;
+    }
+    let mut names: Vec<&str> = by_status.keys().map(|(t, _)| t.as_str()).collect();
+    names.dedup();
+    GlobalStats {
+        conversations,
+        calls: CallCounts::tally(statuses),
+        duration_ms: histogram_percentiles(all.iter().map(|(b, n)| (*b, *n))),
+        tools: names
+            .into_iter()
+            .map(|name| tool_stats(name, &by_status, &durations))
+            .collect(),
     }
 }
 

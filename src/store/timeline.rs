@@ -17,6 +17,9 @@ pub struct PauseRow {
     pub decided_at: Option<i64>,
     /// Who decided, when it was recorded.
     pub decided_by: Option<String>,
+    /// The issued key it decided with, and the name it typed.
+    pub decided_by_key: Option<String>,
+    pub decided_as: Option<String>,
 }
 
 /// What [`Store::run_timeline`] reads, in one snapshot.
@@ -44,7 +47,7 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             let pauses = snapshot
                 .prepare_cached(
-                    &format!("SELECT {}, decided_at, decided_by FROM pending WHERE run_id = ?1 ORDER BY rowid", super::runs::PENDING_COLUMNS),
+                    &format!("SELECT {}, decided_at, decided_by, decided_by_key, decided_as FROM pending WHERE run_id = ?1 ORDER BY rowid", super::runs::PENDING_COLUMNS),
                 )?
                 .query_map([&run.id], |r| {
                     let p = super::runs::pending_from_row(r)?;
@@ -54,6 +57,8 @@ impl Store {
                         state: p.state,
                         decided_at: r.get(super::runs::PENDING_COUNT)?,
                         decided_by: r.get(super::runs::PENDING_COUNT + 1)?,
+                        decided_by_key: r.get(super::runs::PENDING_COUNT + 2)?,
+                        decided_as: r.get(super::runs::PENDING_COUNT + 3)?,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;

@@ -37,6 +37,10 @@ pub struct NewRun {
     pub messages: Vec<String>,
     pub first_seq: usize,
     pub link: Option<RunLink>,
+    /// The tenant it belongs to (a sub-agent's run: its parent's).
+    pub tenant: String,
+    /// Who started it.
+    pub started_by: Option<String>,
 }
 
 /// The runs below `run_id`, each with the path of run ids from `run_id`'s child down

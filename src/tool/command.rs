@@ -58,6 +58,10 @@ impl Tool for CommandTool {
             declared.push((k.clone(), expand_env(v)?));
         }
         declared.push(("TOOLGATE_CALL_ID".to_string(), ctx.call_id.clone()));
+        // For whom it runs: the run's tenant, user, run and conversation.
+        for (k, v) in ctx.run.env() {
+            declared.push((k.to_string(), v.to_string()));
+        }
         let who = format!("tool '{}'", self.spec.name);
         let launch = sandbox::Launch {
             who: &who,

@@ -47,6 +47,8 @@ pub struct ToolDef {
     pub path: PathBuf,
     /// Its rules, hooks and approval deadline.
     pub policy: crate::policy::Policy,
+    /// Who decides its calls (`approvers:`, `four_eyes:`).
+    pub rule: crate::identity::DecisionRule,
 }
 
 /// Everything read from a folder of tool files.
@@ -109,6 +111,12 @@ struct RawTool {
     /// The sandbox of the programs it starts (`off`, or fs/read/write/network/limits).
     #[serde(default)]
     sandbox: Option<Value>,
+    /// Groups one of which decides its calls.
+    #[serde(default)]
+    approvers: Vec<String>,
+    /// Whoever started a run may not decide its calls of this tool.
+    #[serde(default)]
+    four_eyes: bool,
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order.
@@ -345,6 +353,10 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             rules,
             hooks,
             deadline,
+        },
+        rule: crate::identity::DecisionRule {
+            approvers: raw.approvers,
+            four_eyes: raw.four_eyes,
         },
     })
 }

@@ -345,6 +345,35 @@ pub fn parse_method(method: &str) -> Result<Method, String> {
         .map_err(|_| format!("'{method}' is not an HTTP method"))
 }
 
+/// Replaces `${context:NAME}` with the call's run context (tenant, user, run_id,
+/// conversation_id), and `${VAR}` with the environment variable.
+pub fn expand_context(
+    template: &str,
+    context: &crate::tool::RunContext,
+) -> Result<String, ToolError> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${context:") {
+        out.push_str(&expand_env(&rest[..start])?);
+        let after = &rest[start + "${context:".len()..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        let value = context.get(name).ok_or_else(|| {
+            ToolError::Execution(format!(
+                "'${{context:{name}}}' names nothing; use one of: {}",
+                crate::tool::RunContext::NAMES.join(", ")
+            ))
+        })?;
+        out.push_str(value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(&expand_env(rest)?);
+    Ok(out)
+}
+
 /// Replaces `${VAR}` with the environment variable (`${VAR:-default}`: the default when
 /// it is not set).
 pub fn expand_env(template: &str) -> Result<String, ToolError> {
@@ -479,7 +508,11 @@ impl HttpTool {
     }
 
     /// The request a call makes.
-    pub fn request(&self, args: &Map<String, Value>) -> Result<Request, ToolError> {
+    pub fn request(
+        &self,
+        args: &Map<String, Value>,
+        context: &crate::tool::RunContext,
+    ) -> Result<Request, ToolError> {
         let Entry::Http {
             url,
             method,
@@ -550,7 +583,7 @@ impl HttpTool {
         };
         let headers = headers
             .iter()
-            .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
+            .map(|(k, v)| Ok((k.clone(), expand_context(v, context)?)))
             .collect::<Result<Vec<_>, ToolError>>()?;
         Ok(Request {
             method: parse_method(method).map_err(ToolError::Execution)?,
@@ -579,10 +612,10 @@ impl Tool for HttpTool {
 
     async fn call(
         &self,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        send(self.request(&args)?).await
+        send(self.request(&args, &ctx.run)?).await
     }
 }
 

@@ -46,6 +46,8 @@ pub struct LoadedTool {
     secret: bool,
     /// Its tool file's rules, hooks and approval deadline.
     pub policy: crate::policy::Policy,
+    /// Who decides its calls (`approvers:`, `four_eyes:` in its tool file).
+    pub rule: crate::identity::DecisionRule,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -86,6 +88,7 @@ impl LoadedTool {
             source,
             runner,
             policy: Default::default(),
+            rule: Default::default(),
         })
     }
 
@@ -105,6 +108,7 @@ impl LoadedTool {
             runner: Some(runner),
             secret: self.secret,
             policy: self.policy.clone(),
+            rule: self.rule.clone(),
         })
     }
 
@@ -328,6 +332,7 @@ impl ToolLibrary {
                 },
                 runner: Some(Arc::new(tool)),
                 policy: Default::default(),
+                rule: Default::default(),
             };
             self.tools
                 .insert(loaded.spec.name.clone(), Arc::new(loaded));
@@ -341,10 +346,12 @@ impl ToolLibrary {
             output,
             path,
             policy,
+            rule,
         } = def;
         match LoadedTool::new(spec, schema, output, Source::File(path.clone())) {
             Ok(mut tool) => {
                 tool.policy = policy;
+                tool.rule = rule;
                 self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
             Err(message) => self.errors.push(LoadError {
@@ -372,6 +379,7 @@ impl ToolLibrary {
             source: Source::Program,
             runner: Some(tool),
             policy: Default::default(),
+            rule: Default::default(),
         };
         self.tools
             .insert(loaded.spec.name.clone(), Arc::new(loaded));

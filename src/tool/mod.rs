@@ -27,6 +27,6 @@ pub use credentials::{Credential, Resolver};
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
 pub use library::{LoadedTool, Source, ToolLibrary, Toolkit, ToolkitError};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
-pub use runnable::{Tool, ToolContext};
+pub use runnable::{RunContext, Tool, ToolContext};
 pub use schema::{Schema, SchemaError};
 pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, ToolSpec};

@@ -13,6 +13,50 @@ use super::output::{Part, ToolError, ToolOutput};
 use super::spec::{DEFAULT_TIMEOUT, ToolSpec};
 use crate::protocol::Event;
 
+/// For whom a call runs: the run's tenant, the identity that started it, the run and
+/// its conversation. Command tools get them as `TOOLGATE_TENANT`, `TOOLGATE_USER`,
+/// `TOOLGATE_RUN_ID` and `TOOLGATE_CONVERSATION_ID`; HTTP and OpenAPI tools can put
+/// them in headers as `${context:tenant}`, `${context:user}`, `${context:run_id}`,
+/// `${context:conversation_id}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunContext {
+    pub tenant: Option<String>,
+    pub user: Option<String>,
+    pub run_id: Option<String>,
+    pub conversation_id: Option<String>,
+}
+
+impl RunContext {
+    /// The names `${context:NAME}` takes.
+    pub const NAMES: [&'static str; 4] = ["tenant", "user", "run_id", "conversation_id"];
+
+    /// The value of `${context:name}`: `None` when the name is unknown, `Some("")`
+    /// when the run has none (a call outside a run, a run nobody named started).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        let v = match name {
+            "tenant" => &self.tenant,
+            "user" => &self.user,
+            "run_id" => &self.run_id,
+            "conversation_id" => &self.conversation_id,
+            _ => return None,
+        };
+        Some(v.as_deref().unwrap_or(""))
+    }
+
+    /// The environment variables a command tool gets (those the run has).
+    pub fn env(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("TOOLGATE_TENANT", &self.tenant),
+            ("TOOLGATE_USER", &self.user),
+            ("TOOLGATE_RUN_ID", &self.run_id),
+            ("TOOLGATE_CONVERSATION_ID", &self.conversation_id),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .collect()
+    }
+}
+
 /// Where and for whom a call runs.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -23,6 +67,8 @@ pub struct ToolContext {
     pub default_timeout: Duration,
     /// The tool's credentials, added to the arguments once they are checked.
     pub injected: serde_json::Map<String, serde_json::Value>,
+    /// For whom it runs.
+    pub run: Arc<RunContext>,
     output: Option<UnboundedSender<Event>>,
     /// Values shown as `[secret]` in streamed parts: the call's secret arguments and
     /// credentials.
@@ -36,6 +82,7 @@ impl ToolContext {
             call_id: String::new(),
             default_timeout: DEFAULT_TIMEOUT,
             injected: serde_json::Map::new(),
+            run: Arc::default(),
             output: None,
             masks: Arc::default(),
         }

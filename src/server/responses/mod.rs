@@ -74,6 +74,7 @@ fn conflict(kind: &str, message: String) -> ApiError {
         (status = 500, body = ErrorBody)))]
 pub async fn create_response(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     ApiJson(body): ApiJson<CreateResponse>,
 ) -> Result<Response, ApiError> {
     let agent_name = agent_name(&body.model)?;
@@ -101,11 +102,23 @@ pub async fn create_response(
                     "mcp_approval_response and function_call_output answer a paused response: send them with its previous_response_id",
                 ));
             }
+            if who.role == crate::identity::Role::Approver {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!(
+                        "{} is an approver key; starting a run needs the role client or admin",
+                        who.name
+                    ),
+                ));
+            }
+            state.may_start(&who).await?;
             let message = input.message.unwrap_or_default();
-            let start = state.start_request(agent_name, message, None, None)?;
+            let mut start = state.start_request(agent_name, message, None, None)?;
+            start.owner = Some(crate::identity::RunOwner::of(&who));
             (Plan::Start(Box::new(start)), HashMap::new())
         }
-        Some(previous) => continue_from(&state, agent_name, previous, input).await?,
+        Some(previous) => continue_from(&state, &who, agent_name, previous, input).await?,
     };
     let job = Job {
         response,
@@ -134,17 +147,22 @@ fn agent_name(model: &str) -> Result<&str, ApiError> {
 /// continue it once none waits), or start a new run in its conversation.
 async fn continue_from(
     state: &Arc<AppState>,
+    who: &crate::identity::Identity,
     agent_name: &str,
     previous: &str,
     input: input::Input,
 ) -> Result<(Plan, HashMap<String, bool>), ApiError> {
     let id = previous.to_string();
+    let unknown = || ApiError::not_found(format!("there is no response '{previous}'"));
     let row = state
         .runner
         .read(move |store| Ok(store.response(&id)?))
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("there is no response '{previous}'")))?;
-    let run = state.runner.get(&row.run_id).await?;
+        .ok_or_else(unknown)?;
+    let run = state
+        .run_for(who, &row.run_id)
+        .await
+        .map_err(|_| unknown())?;
     if run.agent != agent_name {
         return Err(ApiError::bad_request(format!(
             "response {previous} belongs to agent '{}'; continue it with model {AGENT_PREFIX}{}",
@@ -171,6 +189,10 @@ async fn continue_from(
             if input.answers.is_empty() {
                 return Err(ApiError::bad_request("the input is empty"));
             }
+            // Answering an approval is a decision: the agent's rule applies.
+            if waiting.iter().any(|i| i.kind == ItemKind::Approval) {
+                state.may_decide(who, &run, None).await?;
+            }
             let plan = plan_decisions(&run.id, &input.answers, &waiting)?;
             // Every item the run waited for is the client's to answer, in this request or
             // an earlier one: none gets an item of its own when it is resolved, and an
@@ -187,9 +209,14 @@ async fn continue_from(
                 .collect();
             let mut left = waiting.len();
             for (call_id, decision) in plan {
+                let decider = crate::store::Decider {
+                    by: who.name.clone(),
+                    key_id: who.key_id.clone(),
+                    shown: None,
+                };
                 left = state
                     .runner
-                    .decide(&run.id, Some(&call_id), decision)
+                    .decide_as(&run.id, Some(&call_id), decision, decider)
                     .await?
                     .waiting;
             }
@@ -356,14 +383,19 @@ async fn stream(
         (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn get_response(
     State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
     let key = id.clone();
+    let unknown = || ApiError::not_found(format!("there is no response '{id}'"));
     let row = state
         .runner
         .read(move |store| Ok(store.response(&key)?))
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
+        .ok_or_else(unknown)?;
+    if who.scope().is_some() && state.run_for(&who, &row.run_id).await.is_err() {
+        return Err(unknown());
+    }
     let mut body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
         ApiError::internal(format!(
             "response {id}: its stored body cannot be read: {e}"

@@ -271,6 +271,7 @@ fn tool_def(
         output: None,
         path: path.to_path_buf(),
         policy: Default::default(),
+        rule: Default::default(),
     })
 }
 

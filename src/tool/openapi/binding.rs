@@ -37,6 +37,9 @@ pub struct Binding {
     /// Bytes of the response body kept (default 1 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_response: Option<usize>,
+    /// Headers every call sends (`${context:NAME}` and `${VAR}` expanded per call).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 /// A path, query, header or cookie parameter.

@@ -43,10 +43,14 @@ impl Tool for OpenApiTool {
 
     async fn call(
         &self,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let req = request(&self.spec, self.binding()?, args)?;
+        let mut req = request(&self.spec, self.binding()?, args)?;
+        for (name, template) in &self.binding()?.headers {
+            req.headers
+                .push((name.clone(), http::expand_context(template, &ctx.run)?));
+        }
         let out = http::send(req).await?;
         Ok(excerpt_on_error(out))
     }

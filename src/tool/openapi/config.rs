@@ -41,6 +41,10 @@ pub struct RawSource {
     /// Bytes of a response body kept.
     #[serde(default)]
     pub max_response: Option<usize>,
+    /// Headers every call sends; values may use `${context:user}` (tenant, user,
+    /// run_id, conversation_id) and `${VAR}`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// `auth:` as written.

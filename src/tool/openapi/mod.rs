@@ -140,6 +140,7 @@ fn tools(
         allow_hosts: &raw.allow_hosts,
         timeout: raw.timeout,
         max_response: raw.max_response,
+        headers: &raw.headers,
     };
     let found = operations::operations(&doc, &common);
     let mut defs = Vec::new();
@@ -181,6 +182,7 @@ fn tools(
                 output: None,
                 path: path.to_path_buf(),
                 policy: Default::default(),
+                rule: Default::default(),
             }),
             // Operations toolgate cannot call (file uploads, binary bodies) are left
             // out, and named only when the file asks for them.

@@ -29,6 +29,7 @@ pub struct Common<'a> {
     pub allow_hosts: &'a [String],
     pub timeout: Option<f64>,
     pub max_response: Option<usize>,
+    pub headers: &'a BTreeMap<String, String>,
 }
 
 /// An operation found in the document: its id and either its tool or why it has none.
@@ -297,6 +298,7 @@ fn spec(
         auth: common.auth.clone(),
         allow_hosts: common.allow_hosts.to_vec(),
         max_response: common.max_response,
+        headers: common.headers.clone(),
     };
     Ok(ToolSpec {
         name: format!("{}__{}", common.api, clean(operation)),

@@ -159,7 +159,7 @@ export function askForKey(message) {
     },
   },
   h('h1', {}, 'This server needs an API key'),
-  h('p', { id: 'key-help' }, 'Give the key toolgate serve was started with (TOOLGATE_API_KEY). It is kept for this browser session only and sent as the bearer token.'),
+  h('p', { id: 'key-help' }, 'Give your key: one made with toolgate keys create, your app\'s login token, or the key toolgate serve was started with (TOOLGATE_API_KEY). It is kept for this browser session only and sent as the bearer token.'),
   h('label', { for: 'key' }, 'API key'),
   input,
   error,

@@ -7,14 +7,54 @@ import { h, enc, since, when, notice, jsonView, hasHidden, hiddenBadge, editable
 import { api, decideCall } from './api.js';
 
 export const tools = new Map();
+// Who this page acts as (GET /v1/whoami), and each agent's rule on who decides.
+export const me = { value: null };
+const agents = new Map();
 
 export async function loadTools() {
+  if (!me.value) {
+    try {
+      me.value = await api('/v1/whoami');
+      for (const a of await api('/v1/agents')) agents.set(a.name, a);
+    } catch (e) {
+      if (e.status === 401) throw e;
+    }
+  }
   if (tools.size) return;
   try {
     for (const t of await api('/v1/tools')) tools.set(t.name, t);
   } catch (e) {
     if (e.status === 401) throw e;
   }
+}
+
+// Why this person may not act on `item` of `run` (the server refuses the same), or
+// null when they may: the page shows the reason where the buttons would be.
+export function whyNot(run, item) {
+  const who = me.value;
+  if (!who) return null;
+  if (item.kind !== 'approval') {
+    return who.role === 'approver'
+      ? `You (${who.name}) act as an approver (approver key): the app that started this run gives its output.`
+      : null;
+  }
+  if (who.role === 'client') {
+    return `You (${who.name}) act as a client (client key): a client cannot approve or deny. An approver of tenant ${who.tenant} decides this call.`;
+  }
+  // The agent's rule, with the tool's own (its groups win; four eyes if either).
+  const agent = agents.get(run.agent);
+  const tool = tools.get(item.tool);
+  const rule = agent || tool ? {
+    four_eyes: Boolean((agent && agent.four_eyes) || (tool && tool.four_eyes)),
+    approvers: tool && tool.approvers && tool.approvers.length ? tool.approvers : (agent ? agent.approvers : []),
+  } : null;
+  if (rule && rule.four_eyes && run.started_by && run.started_by === who.name) {
+    return `Four eyes: you (${who.name}) started this run, so someone else must approve its calls.`;
+  }
+  if (rule && rule.approvers.length && !rule.approvers.some((g) => who.groups.includes(g))) {
+    return `Only the group${rule.approvers.length > 1 ? 's' : ''} ${rule.approvers.join(', ')} decide${rule.approvers.length > 1 ? '' : 's'} ${item.tool} calls of ${run.agent}; you (${who.name}) are not in one.`;
+  }
+  return null;
 }
 
 export function itemKey(runId, callId) {
@@ -105,7 +145,12 @@ export function waitingItem(run, item, onDecided) {
     h('div', { class: 'args', 'aria-label': 'Arguments' }, jsonView(item.arguments)),
   ];
 
-  if (approval) {
+  const why = whyNot(run, item);
+  if (why) {
+    // No buttons for what the server would refuse: the reason instead.
+    parts.push(h('p', { class: 'why-not', role: 'note' }, why));
+    el.shortcuts = {};
+  } else if (approval) {
     // Deny, with a reason the model reads.
     const reasonId = `${id}-reason`;
     const reason = h('textarea', { id: reasonId, rows: 2, placeholder: 'Not now: …' });

@@ -74,7 +74,9 @@ export async function inboxPage(signal) {
 export function decisionText(p) {
   const d = p.decision;
   if (!d) return p.state === 'waiting' ? 'waiting for a decision' : p.state;
-  const at = (p.decided_by ? ` by ${p.decided_by}` : '') + (p.decided_at ? ` at ${when(p.decided_at)}` : '');
+  // The identity that decided, with the name typed in the page beside it.
+  const who = p.decided_by ? ` by ${p.decided_by}${p.decided_as && p.decided_as !== p.decided_by ? ` (as ${p.decided_as})` : ''}` : '';
+  const at = who + (p.decided_at ? ` at ${when(p.decided_at)}` : '');
   switch (d.type) {
     case 'approve': return `approved${at}`;
     case 'approve_always': return `approved always (for this conversation)${at}`;

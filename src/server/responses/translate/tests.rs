@@ -463,6 +463,8 @@ fn run_object(status: RunStatus, usage: Usage) -> RunObject {
         updated_at: 0,
         parent_run_id: None,
         parent_call_id: None,
+        tenant: "default".into(),
+        started_by: None,
     }
 }
 

@@ -1,0 +1,214 @@
+//! `toolgate keys`: the keys this server accepts besides its one admin key. `create`
+//! prints a new key once (only its SHA-256 is stored), `list` shows them without the
+//! key, `revoke` ends one for good.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use base64::Engine as _;
+use clap::{Args, Subcommand};
+use toolgate::identity::Role;
+use toolgate::store::NewKey;
+
+use super::out::{self, print, print_json, say};
+use super::run::runtime;
+use super::{Failure, open_existing_store, open_store, table};
+
+#[derive(Args, Debug)]
+pub struct KeysArgs {
+    #[command(subcommand)]
+    command: KeysCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum KeysCommand {
+    /// Issue a key: printed once, stored hashed.
+    Create {
+        /// Its name: what `decided_by` records for its decisions.
+        #[arg(long)]
+        name: String,
+        /// client (start runs, answer client tools, read), approver (decide, read) or
+        /// admin (everything, every tenant).
+        #[arg(long)]
+        role: String,
+        /// Its groups, for agents' `approvers:` (a,b).
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<String>,
+        /// How long it lasts (e.g. 30d, 12h, 90m); forever when absent.
+        #[arg(long)]
+        expires: Option<String>,
+        /// Print {"name", "role", "tenant", "groups", "key"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the issued keys (never the keys themselves).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key: it is refused from now on.
+    Revoke { name: String },
+}
+
+/// A name, a tenant or a group: letters, digits, `_`, `-`, `.`, `@`.
+fn check_word(what: &str, word: &str) -> Result<(), Failure> {
+    if word.is_empty()
+        || word.len() > 100
+        || !word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'))
+    {
+        return Err(Failure::bad_input(format!(
+            "'{word}' is not a {what}: use letters, digits, '_', '-', '.' and '@'"
+        )));
+    }
+    Ok(())
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `2w` as milliseconds.
+pub fn parse_expiry(text: &str) -> Result<i64, Failure> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let bad = || {
+        Failure::bad_input(format!(
+            "--expires '{text}' is not a duration such as 30d, 12h or 90m"
+        ))
+    };
+    let n: i64 = number.parse().map_err(|_| bad())?;
+    let unit_ms: i64 = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" | "" => 86_400_000,
+        "w" => 7 * 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(unit_ms).filter(|ms| *ms > 0).ok_or_else(bad)
+}
+
+/// A new key: `tg_` and 32 random bytes, base64url.
+fn new_key() -> Result<String, Failure> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| Failure::other(format!("no randomness: {e}")))?;
+    Ok(format!(
+        "tg_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    ))
+}
+
+pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
+    match args.command {
+        KeysCommand::Create {
+            name,
+            role,
+            groups,
+            expires,
+            json,
+        } => {
+            // `--tenant T` (global): the tenant the key acts in.
+            let tenant = super::tenant()
+                .unwrap_or(toolgate::identity::DEFAULT_TENANT)
+                .to_string();
+            check_word("key name", &name)?;
+            check_word("tenant", &tenant)?;
+            let groups: Vec<String> = groups
+                .into_iter()
+                .map(|g| g.trim().to_string())
+                .filter(|g| !g.is_empty())
+                .collect();
+            for g in &groups {
+                check_word("group", g)?;
+            }
+            let role = Role::parse(&role).ok_or_else(|| {
+                Failure::bad_input(format!("--role '{role}' is not client, approver or admin"))
+            })?;
+            let expires_at = match expires {
+                Some(e) => Some(now_ms() + parse_expiry(&e)?),
+                None => None,
+            };
+            let key = new_key()?;
+            let store = open_store(db)?;
+            let info = runtime()?
+                .block_on(store.create_key(NewKey {
+                    id: toolgate::run::new_id("key"),
+                    name,
+                    hash: toolgate::server::key_hash(&key),
+                    role,
+                    tenant,
+                    groups,
+                    expires_at,
+                }))
+                .map_err(|e| Failure::bad_input(e.to_string()))?;
+            if json {
+                let shown = serde_json::json!({
+                    "name": info.name, "role": info.role, "tenant": info.tenant,
+                    "groups": info.groups, "key": key,
+                });
+                print_json(&mut out::stdout(), &shown, false)?;
+            } else {
+                print(&format!("{key}\n"))?;
+                say!(
+                    "toolgate: key {} ({}, tenant {}) created; it is shown only this once",
+                    info.name,
+                    info.role.as_str(),
+                    info.tenant
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::List { json } => {
+            let store = open_existing_store(db)?;
+            let keys = store.keys().map_err(|e| Failure::other(e.to_string()))?;
+            if json {
+                print_json(&mut out::stdout(), &keys, false)?;
+            } else {
+                let rows: Vec<Vec<String>> = keys
+                    .iter()
+                    .map(|k| {
+                        let state = match (k.revoked_at, k.expires_at) {
+                            (Some(_), _) => "revoked".to_string(),
+                            (None, Some(t)) if t <= now_ms() => "expired".into(),
+                            (None, Some(t)) => format!("until {}", super::calls::show_time(t)),
+                            (None, None) => "active".into(),
+                        };
+                        vec![
+                            k.name.clone(),
+                            k.role.as_str().to_string(),
+                            k.tenant.clone(),
+                            k.groups.join(","),
+                            state,
+                        ]
+                    })
+                    .collect();
+                print(&table::render(
+                    &["NAME", "ROLE", "TENANT", "GROUPS", "STATE"],
+                    &rows,
+                ))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::Revoke { name } => {
+            let store = open_existing_store(db)?;
+            let revoked = runtime()?
+                .block_on(store.revoke_key(&name))
+                .map_err(|e| Failure::other(e.to_string()))?;
+            if !revoked {
+                return Err(Failure::bad_input(format!(
+                    "there is no active key named '{name}' (toolgate keys list)"
+                )));
+            }
+            say!("toolgate: key {name} revoked");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Unix milliseconds now.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,195 @@
+//! Who is asking: an authenticated identity (a key toolgate issued, the server's one
+//! admin key, an app's JWT, or the loopback user of a server without keys), its role,
+//! its tenant and its groups; and what each role may do.
+
+use serde::{Deserialize, Serialize};
+
+/// The tenant of data created before tenants existed, and of callers that name none.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// What a caller may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Start runs, answer its runs' client tools, read its tenant's runs.
+    Client,
+    /// Decide approvals, and read its tenant's runs.
+    Approver,
+    /// Everything, in every tenant.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Client, Role::Approver, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Approver => "approver",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s.trim())
+    }
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The key's name, the JWT's subject, `api-key` or `local`: what `decided_by` says.
+    pub name: String,
+    /// The issued key's id (`key_...`), when the caller came with one.
+    pub key_id: Option<String>,
+    pub role: Role,
+    pub tenant: String,
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    /// The admin of the default tenant: the server's `TOOLGATE_API_KEY`, the loopback
+    /// user of a server without keys, and the CLI on a local database.
+    pub fn admin(name: &str) -> Identity {
+        Identity {
+            name: name.to_string(),
+            key_id: None,
+            role: Role::Admin,
+            tenant: DEFAULT_TENANT.to_string(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// The tenant whose data alone this caller sees; `None` for an admin (every tenant).
+    pub fn scope(&self) -> Option<&str> {
+        (self.role != Role::Admin).then_some(self.tenant.as_str())
+    }
+
+    /// Whether this caller sees data of `tenant`.
+    pub fn sees(&self, tenant: &str) -> bool {
+        self.scope().is_none_or(|t| t == tenant)
+    }
+
+    /// What `decided_by` records: the name, with the key id when there is one.
+    pub fn decided_by(&self) -> String {
+        match &self.key_id {
+            Some(id) => format!("{} ({id})", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// For whom a run runs: its tenant and the identity that started it. Tools see both
+/// (`TOOLGATE_TENANT`, `TOOLGATE_USER`, `${context:...}`); sub-agent runs inherit it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOwner {
+    pub tenant: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+impl RunOwner {
+    /// The owner of the runs `who` starts.
+    pub fn of(who: &Identity) -> RunOwner {
+        RunOwner {
+            tenant: who.tenant.clone(),
+            user: Some(who.name.clone()),
+        }
+    }
+}
+
+/// Who decides an agent's calls (`approvers:` and `four_eyes:` in its file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecisionRule {
+    /// Groups any one of which the decider must be in (empty: any approver).
+    pub approvers: Vec<String>,
+    /// The identity that started the run may not decide its calls.
+    pub four_eyes: bool,
+}
+
+impl DecisionRule {
+    /// The rule for a tool's calls under an agent with this rule: the tool's groups
+    /// when it names some, else the agent's; four eyes when either asks for it.
+    pub fn with(&self, tool: &DecisionRule) -> DecisionRule {
+        DecisionRule {
+            approvers: if tool.approvers.is_empty() {
+                self.approvers.clone()
+            } else {
+                tool.approvers.clone()
+            },
+            four_eyes: self.four_eyes || tool.four_eyes,
+        }
+    }
+
+    /// Why `who` may not decide a call of a run started by `starter`, or `None` when it
+    /// may. An admin is bound by the same rule: it names people, not roles.
+    pub fn refuses(&self, who: &Identity, starter: Option<&str>) -> Option<String> {
+        if who.role == Role::Client {
+            return Some("a client key may not decide approvals".to_string());
+        }
+        if self.four_eyes && starter.is_some_and(|s| s == who.decided_by() || s == who.name) {
+            return Some(format!(
+                "four eyes: {} started this run and may not approve its calls",
+                who.name
+            ));
+        }
+        if !self.approvers.is_empty() && !self.approvers.iter().any(|g| who.groups.contains(g)) {
+            return Some(format!(
+                "only the group(s) {} decide these calls; {} is not in one",
+                self.approvers.join(", "),
+                who.name
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who(role: Role, groups: &[&str]) -> Identity {
+        Identity {
+            name: "ann".into(),
+            key_id: Some("key_1".into()),
+            role,
+            tenant: "a".into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn admins_see_every_tenant_others_their_own() {
+        assert!(who(Role::Admin, &[]).sees("b"));
+        assert!(who(Role::Client, &[]).sees("a"));
+        assert!(!who(Role::Approver, &[]).sees("b"));
+    }
+
+    #[test]
+    fn rules_name_groups_and_the_starter() {
+        let rule = DecisionRule {
+            approvers: vec!["finance".into()],
+            four_eyes: true,
+        };
+        assert!(
+            rule.refuses(&who(Role::Approver, &["finance"]), Some("bob"))
+                .is_none()
+        );
+        assert!(
+            rule.refuses(&who(Role::Approver, &["sales"]), Some("bob"))
+                .is_some()
+        );
+        let own = rule.refuses(&who(Role::Approver, &["finance"]), Some("ann (key_1)"));
+        assert!(own.is_some_and(|m| m.contains("four eyes")));
+        assert!(
+            DecisionRule::default()
+                .refuses(&who(Role::Client, &[]), None)
+                .is_some()
+        );
+        assert!(
+            DecisionRule::default()
+                .refuses(&who(Role::Admin, &[]), None)
+                .is_none()
+        );
+    }
+}

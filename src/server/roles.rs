@@ -1,0 +1,77 @@
+//! Which roles may use which route: clients start runs, answer client tools, resume and
+//! cancel; approvers decide; everyone reads their tenant; only admins read the
+//! process-wide figures (`/metrics`, `/v1/limits`; stats are each tenant's own). One
+//! table, checked before any handler.
+
+use axum::http::Method;
+
+use crate::identity::{Identity, Role};
+
+/// Why `who` may not call `method path`, or `None` when it may.
+pub fn refuses(method: &Method, path: &str, who: &Identity) -> Option<String> {
+    let allowed = allowed(method, path);
+    if allowed.contains(&who.role) {
+        return None;
+    }
+    let names: Vec<&str> = allowed.iter().map(|r| r.as_str()).collect();
+    Some(format!(
+        "{} is a {} key; {method} {path} needs the role {}",
+        who.name,
+        who.role.as_str(),
+        names.join(" or ")
+    ))
+}
+
+/// The roles that may call `method path`.
+pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
+    const ANY: &[Role] = &[Role::Client, Role::Approver, Role::Admin];
+    const CLIENT: &[Role] = &[Role::Client, Role::Admin];
+    const APPROVER: &[Role] = &[Role::Approver, Role::Admin];
+    const ADMIN: &[Role] = &[Role::Admin];
+    // Process-wide: every tenant's activity in one figure.
+    if path == "/metrics" || path == "/v1/limits" {
+        return ADMIN;
+    }
+    if path.starts_with("/mcp/") {
+        return CLIENT;
+    }
+    if *method == Method::GET || *method == Method::HEAD {
+        return ANY;
+    }
+    if path.starts_with("/v1/runs/") && (path.ends_with("/approve") || path.ends_with("/deny")) {
+        return APPROVER;
+    }
+    // The Responses endpoint takes decisions too: the handler checks those itself.
+    if path == "/v1/responses" {
+        return ANY;
+    }
+    CLIENT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who(role: Role) -> Identity {
+        Identity {
+            name: "k".into(),
+            key_id: None,
+            role,
+            tenant: "a".into(),
+            groups: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_role_has_its_doors() {
+        let post = Method::POST;
+        assert!(refuses(&post, "/v1/runs", &who(Role::Client)).is_none());
+        assert!(refuses(&post, "/v1/runs", &who(Role::Approver)).is_some());
+        assert!(refuses(&post, "/v1/runs/run_1/approve", &who(Role::Client)).is_some());
+        assert!(refuses(&post, "/v1/runs/run_1/deny", &who(Role::Approver)).is_none());
+        assert!(refuses(&post, "/v1/runs/run_1/submit", &who(Role::Approver)).is_some());
+        assert!(refuses(&Method::GET, "/v1/runs", &who(Role::Approver)).is_none());
+        assert!(refuses(&Method::GET, "/metrics", &who(Role::Client)).is_some());
+        assert!(refuses(&Method::GET, "/metrics", &who(Role::Admin)).is_none());
+    }
+}

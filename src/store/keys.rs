@@ -1,0 +1,157 @@
+//! Keys toolgate issued: created with a random secret of which only the SHA-256 is
+//! stored, listed without it, revoked by name, and looked up by the hash of what a
+//! caller presents.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::Store;
+use super::runs::{Refusal, RunsError};
+use crate::engine::now_ms;
+use crate::identity::{Identity, Role};
+
+/// An issued key as listed (never the key itself).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyInfo {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    pub tenant: String,
+    pub groups: Vec<String>,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// A key to store: everything but the key, whose hash stands in for it.
+#[derive(Debug, Clone)]
+pub struct NewKey {
+    pub id: String,
+    pub name: String,
+    /// Hex SHA-256 of the key.
+    pub hash: String,
+    pub role: Role,
+    pub tenant: String,
+    pub groups: Vec<String>,
+    pub expires_at: Option<i64>,
+}
+
+/// What a presented key turned out to be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyLookup {
+    Valid(Identity),
+    Revoked(String),
+    Expired(String),
+    Unknown,
+}
+
+fn info(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyInfo> {
+    let role: String = r.get(2)?;
+    let groups: String = r.get(4)?;
+    Ok(KeyInfo {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        role: Role::parse(&role).unwrap_or(Role::Client),
+        tenant: r.get(3)?,
+        groups: serde_json::from_str(&groups).unwrap_or_default(),
+        created_at: r.get(5)?,
+        expires_at: r.get(6)?,
+        revoked_at: r.get(7)?,
+    })
+}
+
+const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
+
+impl Store {
+    /// Stores a new key; refused when the name is taken (a revoked key keeps its name).
+    pub async fn create_key(&self, key: NewKey) -> Result<KeyInfo, RunsError> {
+        self.transact(move |tx| {
+            let taken: Option<String> = tx
+                .query_row("SELECT id FROM api_keys WHERE name = ?1", [&key.name], |r| r.get(0))
+                .optional()?;
+            if taken.is_some() {
+                return Err(RunsError::Refused(
+                    Refusal::NameTaken,
+                    format!("a key named '{}' exists already (names are never reused)", key.name),
+                ));
+            }
+            let groups = serde_json::to_string(&key.groups).unwrap_or_else(|_| "[]".into());
+            let now = now_ms();
+            tx.execute(
+                "INSERT INTO api_keys (id, name, hash, role, tenant, groups, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![key.id, key.name, key.hash, key.role.as_str(), key.tenant, groups, now, key.expires_at],
+            )?;
+            Ok(KeyInfo {
+                id: key.id,
+                name: key.name,
+                role: key.role,
+                tenant: key.tenant,
+                groups: key.groups,
+                created_at: now,
+                expires_at: key.expires_at,
+                revoked_at: None,
+            })
+        })
+        .await
+    }
+
+    /// Revokes key `name`; whether there was such a key not yet revoked.
+    pub async fn revoke_key(&self, name: &str) -> Result<bool, RunsError> {
+        let name = name.to_string();
+        self.transact(move |tx| {
+            Ok(tx.execute(
+                "UPDATE api_keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
+                params![name, now_ms()],
+            )? > 0)
+        })
+        .await
+    }
+
+    /// Every issued key, revoked ones included, oldest first.
+    pub fn keys(&self) -> Result<Vec<KeyInfo>, RunsError> {
+        self.read_runs(|conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM api_keys ORDER BY created_at, name"
+            ))?;
+            let rows = stmt
+                .query_map([], info)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Whether any issued key is still usable (then a server needs a key from
+    /// everyone).
+    pub fn any_live_key(&self) -> Result<bool, RunsError> {
+        self.read_runs(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1))")?
+                .query_row([now_ms()], |r| r.get(0))?)
+        })
+    }
+
+    /// The key whose SHA-256 (hex) is `hash`.
+    pub fn key_by_hash(&self, hash: &str) -> Result<KeyLookup, RunsError> {
+        self.read_runs(|conn| {
+            let found = conn
+                .prepare_cached(&format!("SELECT {COLUMNS} FROM api_keys WHERE hash = ?1"))?
+                .query_row([hash], info)
+                .optional()?;
+            Ok(match found {
+                None => KeyLookup::Unknown,
+                Some(k) if k.revoked_at.is_some() => KeyLookup::Revoked(k.name),
+                Some(k) if k.expires_at.is_some_and(|t| t <= now_ms()) => {
+                    KeyLookup::Expired(k.name)
+                }
+                Some(k) => KeyLookup::Valid(Identity {
+                    name: k.name,
+                    key_id: Some(k.id),
+                    role: k.role,
+                    tenant: k.tenant,
+                    groups: k.groups,
+                }),
+            })
+        })
+    }
+}
