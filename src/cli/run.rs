@@ -22,7 +22,7 @@ pub struct RunArgs {
     /// The agent file (YAML).
     #[arg(long)]
     agent: PathBuf,
-    /// The model: openai:NAME or scripted:FILE (default: the agent's, else openai:gpt-4o-mini).
+    /// The model: openai:NAME, anthropic:NAME or scripted:FILE (default: the agent's, else openai:gpt-4o-mini).
     #[arg(long)]
     model: Option<String>,
     /// Continue this conversation (its history goes to the model); a new one otherwise.

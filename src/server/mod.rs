@@ -207,10 +207,12 @@ impl AppState {
             return Err(ApiError::bad_request("the input is empty"));
         }
         if let Some(m) = &model
-            && m.strip_prefix("openai:").is_none_or(blank)
+            && m.strip_prefix("openai:")
+                .or_else(|| m.strip_prefix("anthropic:"))
+                .is_none_or(blank)
         {
             return Err(ApiError::bad_request(format!(
-                "model '{m}' is not allowed over HTTP; use openai:NAME, or name the model in the agent file"
+                "model '{m}' is not allowed over HTTP; use openai:NAME or anthropic:NAME, or name the model in the agent file"
             )));
         }
         Ok(StartRun {

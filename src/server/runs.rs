@@ -34,7 +34,7 @@ pub struct CreateRun {
     /// Continue this conversation; a new one when absent.
     #[serde(default)]
     pub conversation_id: Option<String>,
-    /// Overrides the agent's model; only `openai:NAME` is accepted here.
+    /// Overrides the agent's model; only `openai:NAME` and `anthropic:NAME` are accepted here.
     #[serde(default)]
     #[schema(pattern = r"^openai:.*[^ \t\n\r\f\v]")]
     pub model: Option<String>,
