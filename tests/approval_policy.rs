@@ -97,6 +97,7 @@ impl World {
                 message: "pay".into(),
                 tools_dir: Some(self.dir.path().join("tools")),
                 workspace: Some(self.dir.path().join("ws")),
+                priority: None,
             })
             .await
             .unwrap()

@@ -20,7 +20,8 @@ pub struct McpArgs {
     /// The tools folder (default ./tools; built-in tools are always there).
     #[arg(long, env = "TOOLGATE_TOOLS")]
     tools: Option<PathBuf>,
-    /// The root for file tools (default: the agent's workspace, else the current folder).
+    /// The root for file tools, created when missing (default: the agent's workspace,
+    /// else the current folder).
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// How long a held CONFIRM call waits for a decision (toolgate approve RUN, from
@@ -53,7 +54,7 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
     let gateway = Gateway {
         runner,
         tools_dir,
-        workspace: args.workspace,
+        workspace: super::workspace_dir(args.workspace)?,
         approval_timeout: args.approval_timeout,
     };
     let rt = super::run::runtime()?;

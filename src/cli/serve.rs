@@ -21,7 +21,8 @@ pub struct ServeArgs {
     /// The tools folder (default ./tools; built-in tools are always there).
     #[arg(long, env = "TOOLGATE_TOOLS")]
     tools: Option<PathBuf>,
-    /// The root for file tools (default: each agent's workspace, else the current folder).
+    /// The root for file tools, created when missing (default: each agent's workspace,
+    /// else the current folder).
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// A file holding the API key (else TOOLGATE_API_KEY); every /v1 request then needs
@@ -104,7 +105,7 @@ fn api_key(file: Option<&Path>) -> Result<Option<String>, Failure> {
 
 pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.openapi {
-        let doc = toolgate::server::openapi();
+        let doc = toolgate::server::document();
         super::out::print_json(&mut super::out::stdout(), &doc, true)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -117,7 +118,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         addr: args.addr,
         agents_dir: args.agents,
         tools_dir,
-        workspace: args.workspace,
+        workspace: super::workspace_dir(args.workspace)?,
         api_key: api_key(args.api_key_file.as_deref())?,
         mcp_approval_timeout: args.mcp_approval_timeout,
         notify_urls: args.notify_url,

@@ -16,6 +16,7 @@ pub mod listen;
 mod metrics;
 pub mod notify;
 mod openapi;
+pub mod openapi_valid;
 mod records;
 pub mod responses;
 mod runs;
@@ -36,7 +37,7 @@ pub use agents::{AgentInfo, Agents};
 pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 pub use hub::Hub;
 pub use notify::NotifyConfig;
-pub use openapi::openapi;
+pub use openapi::{document, openapi};
 
 use crate::agent::Agent;
 use crate::protocol::{RunEvent, RunObject};
@@ -240,7 +241,9 @@ pub fn router_with(
             crate::mcp_gateway::http::handle(state, Arc::clone(&mcp), agent, request)
         },
     );
-    let doc = Arc::new(doc);
+    let doc = Arc::new(openapi_valid::finish(
+        serde_json::to_value(&doc).unwrap_or_default(),
+    ));
     api.route(
         "/openapi.json",
         axum::routing::get(move || {
