@@ -62,6 +62,9 @@ pub struct Agent {
     /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
     /// higher goes first. A run started with a priority of its own uses that instead.
     pub priority: i32,
+    /// How long an MCP client's CONFIRM call is held for a decision before it is denied
+    /// (`mcp_hold:`; the gateway's `--approval-timeout` when absent).
+    pub mcp_hold: Option<std::time::Duration>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +105,26 @@ struct RawAgent {
     dialect: Option<String>,
     #[serde(default)]
     priority: i32,
+    #[serde(default)]
+    mcp_hold: Option<serde_json::Value>,
+}
+
+/// `mcp_hold:` as seconds (`4`) or a duration (`4s`, `1500ms`, `2m`), more than zero.
+fn hold_duration(v: &serde_json::Value) -> Result<std::time::Duration, String> {
+    let parsed = match v {
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| format!("{n} is not a number of seconds")),
+        serde_json::Value::String(s) => crate::policy::parse_duration(s),
+        other => Err(format!("{other} is not a duration")),
+    };
+    match parsed {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("field 'mcp_hold' must be more than zero".into()),
+        Err(m) => Err(format!("field 'mcp_hold': {m} (e.g. 4s, 1500ms, 2m)")),
+    }
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -263,6 +286,10 @@ impl Agent {
                 .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
             None => crate::parse::Dialect::Auto,
         };
+        let mcp_hold = match &raw.mcp_hold {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(hold_duration(v).map_err(|m| at(&["mcp_hold"], m))?),
+        };
         // A scripted model's file is found next to the agent file.
         let model = raw.model.map(|m| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
@@ -291,6 +318,7 @@ impl Agent {
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
             dialect,
             priority: raw.priority,
+            mcp_hold,
         })
     }
 

@@ -26,8 +26,9 @@ pub struct McpArgs {
     workspace: Option<PathBuf>,
     /// How long a held CONFIRM call waits for a decision (toolgate approve RUN, from
     /// any process) before it is denied, when the client cannot ask its user
-    /// (e.g. 300s, 5m, 1500ms).
-    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    /// (e.g. 4s, 5m, 1500ms); an agent's `mcp_hold:` wins. Shorter than the client's
+    /// own timeout, so it reads the reason rather than giving up.
+    #[arg(long, default_value = "4s", value_parser = parse_duration)]
     approval_timeout: Duration,
     /// How often the tools folder is looked at for added, changed and removed files;
     /// the client is told its tool list changed (e.g. 1s, 500ms; 0 turns it off).

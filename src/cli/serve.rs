@@ -30,8 +30,8 @@ pub struct ServeArgs {
     #[arg(long)]
     api_key_file: Option<PathBuf>,
     /// How long a held CONFIRM call from an MCP client (`/mcp/{agent}`) waits for a
-    /// decision before it is denied (e.g. 300s, 5m).
-    #[arg(long, default_value = "300s", value_parser = super::mcp::parse_duration)]
+    /// decision before it is denied (e.g. 4s, 5m); an agent's `mcp_hold:` wins.
+    #[arg(long, default_value = "4s", value_parser = super::mcp::parse_duration)]
     mcp_approval_timeout: std::time::Duration,
     /// How long before an approval's deadline (`approval_timeout` in agent and tool
     /// files) `approval.expiring` is sent, as an event and a notification (e.g. 5m).
