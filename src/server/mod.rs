@@ -255,6 +255,7 @@ pub fn router_with(
     .route("/metrics", axum::routing::get(metrics::scrape))
     .merge(inbox::routes())
     .fallback(unknown_route)
+    .method_not_allowed_fallback(wrong_method)
     .layer(axum::middleware::from_fn(trace::continue_trace))
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
@@ -273,6 +274,19 @@ async fn unknown_route(uri: axum::http::Uri) -> ApiError {
         "there is no route {} (GET /openapi.json lists them)",
         uri.path()
     ))
+}
+
+/// A route asked with a method it does not take: 405, in the API's error shape.
+async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{} {} is not a route (GET /openapi.json lists the methods each path takes)",
+            method,
+            uri.path()
+        ),
+    )
 }
 
 /// Runs the server until SIGTERM or Ctrl-C; then stops accepting, stops the runs it

@@ -106,6 +106,14 @@ impl Store {
         .await
     }
 
+    /// Deletes one response by its exact id; false when there was none. Its run, the
+    /// run's records and the other responses of the run stay.
+    pub async fn delete_response(&self, id: &str) -> Result<bool, RunsError> {
+        let id = id.to_string();
+        self.transact(move |tx| Ok(tx.execute("DELETE FROM responses WHERE id = ?1", [&id])? > 0))
+            .await
+    }
+
     /// One response by its exact id.
     pub fn response(&self, id: &str) -> Result<Option<ResponseRow>, RunsError> {
         self.read_runs(|conn| {

@@ -2,8 +2,8 @@
 Python package: responses created whole and streamed (the `client.responses.stream`
 helper and `stream=True`), an AUTO call shown as `mcp_call`, a CONFIRM call approved
 through `mcp_approval_response` and another denied, a client tool answered with
-`function_call_output`, continuation with `previous_response_id`, `retrieve`, and the
-errors the SDK raises for bad requests.
+`function_call_output`, continuation with `previous_response_id`, `retrieve` (also with
+`stream=True`), `cancel`, `delete`, and the errors the SDK raises for bad requests.
 
 Run by tests/openai_sdk.rs against a `toolgate serve` on the agents in
 tests/fixtures/responses/. Environment:
@@ -224,6 +224,64 @@ class ApprovalsAndClientTools(Lifecycle):
         self.assertEqual([o.type for o in last.output], ["message"], "a denied call gets no mcp_call")
         self.assertEqual(last.output_text, "Understood, nothing was saved.")
         self.assertFalse(os.path.exists(os.path.join(WORKSPACE, "denied.txt")))
+
+
+class StoredResponses(unittest.TestCase):
+    """retrieve with stream=True, cancel and delete, as the SDK calls them."""
+
+    def test_retrieve_with_stream_replays_the_stored_response(self):
+        c = client()
+        r = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        events = list(c.responses.retrieve(r.id, stream=True))
+        types = [e.type for e in events]
+        self.assertEqual(types[:2], ["response.created", "response.in_progress"], types)
+        self.assertEqual(types[-1], "response.completed", types)
+        self.assertEqual([e.sequence_number for e in events], list(range(len(events))))
+        added = [e.item.type for e in events if e.type == "response.output_item.added"]
+        self.assertEqual(added, [o.type for o in r.output])
+        self.assertEqual(events[-1].response.output_text, r.output_text)
+
+    def test_cancel_ends_a_paused_response_for_good(self):
+        c = client()
+        first = c.responses.create(model="agent:writer", input="Save 2+3*4 and ask my colour.")
+        request = first.output[1]
+        self.assertEqual(request.type, "mcp_approval_request")
+        cancelled = c.responses.cancel(first.id)
+        self.assertEqual(cancelled.status, "cancelled")
+        self.assertEqual(c.responses.retrieve(first.id).status, "cancelled")
+        # Its run is cancelled: a later approval is refused, and nothing runs.
+        with self.assertRaises(openai.ConflictError):
+            c.responses.create(
+                model="agent:writer",
+                previous_response_id=first.id,
+                input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+            )
+        with self.assertRaises(openai.ConflictError):
+            c.responses.cancel(first.id)
+        done = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        with self.assertRaises(openai.ConflictError):
+            c.responses.cancel(done.id)
+
+    def test_delete_forgets_the_response(self):
+        c = client()
+        r = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        c.responses.delete(r.id)
+        with self.assertRaises(openai.NotFoundError):
+            c.responses.retrieve(r.id)
+        with self.assertRaises(openai.NotFoundError):
+            c.responses.delete(r.id)
+
+    def test_a_method_a_route_does_not_take_is_a_json_error(self):
+        import httpx
+
+        answer = httpx.put(
+            f"{BASE_URL}/responses/resp_x",
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            json={},
+            timeout=30,
+        )
+        self.assertEqual(answer.status_code, 405, answer.text)
+        self.assertEqual(answer.json()["error"]["type"], "method_not_allowed", answer.text)
 
 
 class Errors(unittest.TestCase):

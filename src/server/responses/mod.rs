@@ -13,6 +13,7 @@ pub mod drive;
 pub mod ending;
 pub mod input;
 mod input_doc;
+pub mod manage;
 pub mod translate;
 pub mod wire;
 
@@ -35,7 +36,7 @@ use self::wire::{
     new_response_id,
 };
 use super::AppState;
-use super::error::{ApiError, ApiJson, ErrorBody, PathId};
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 use crate::agent::Agent;
 use crate::protocol::{ItemKind, RunStatus};
 use crate::tool::Permission;
@@ -44,7 +45,8 @@ use crate::tool::Permission;
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new()
         .routes(routes!(create_response))
-        .routes(routes!(get_response))
+        .routes(routes!(get_response, manage::delete_response))
+        .routes(routes!(manage::cancel_response))
 }
 
 impl From<InputError> for ApiError {
@@ -304,7 +306,7 @@ async fn whole(mut reports: UnboundedReceiver<Report>) -> Result<Response, ApiEr
     ))
 }
 
-fn sse_event(event: &Value) -> super::sse::Frame {
+pub(super) fn sse_event(event: &Value) -> super::sse::Frame {
     let kind = event
         .get("type")
         .and_then(Value::as_str)
@@ -349,15 +351,29 @@ async fn stream(
 
 /// A response as last stored: after it ended, the whole response; while its run is
 /// driven, the response as begun; one whose server stopped before finishing it, failed
-/// (its run goes on with `previous_response_id`).
+/// (its run goes on with `previous_response_id`). With `stream=true`, the same response
+/// replayed as stream events.
 #[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses",
-    params(("id" = String, Path, description = "A response id, resp_...")),
-    responses((status = 200, body = ResponseObject), (status = 401, body = ErrorBody),
+    params(("id" = String, Path, description = "A response id, resp_..."), manage::RetrieveQuery),
+    responses((status = 200, description = "The response; with `stream=true`, its stream events",
+            content((ResponseObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn get_response(
     State(state): State<Arc<AppState>>,
     PathId(id): PathId,
-) -> Result<Json<Map<String, Value>>, ApiError> {
+    ApiQuery(query): ApiQuery<manage::RetrieveQuery>,
+) -> Result<Response, ApiError> {
+    let body = stored_response(&state, &id).await?;
+    if query.stream.unwrap_or(false) {
+        return Ok(manage::replay(&state, body));
+    }
+    Ok(Json(body).into_response())
+}
+
+/// The stored response `id`, failed when its server stopped before finishing it.
+async fn stored_response(state: &Arc<AppState>, id: &str) -> Result<Map<String, Value>, ApiError> {
+    let id = id.to_string();
     let key = id.clone();
     let row = state
         .runner
@@ -386,7 +402,7 @@ pub async fn get_response(
             }),
         );
     }
-    Ok(Json(body))
+    Ok(body)
 }
 
 /// How long after its run's last change a response may still be in progress: the drive

@@ -273,6 +273,10 @@ pub struct ResponseObject {
     /// Always true: every response is kept.
     pub store: bool,
     pub background: bool,
+    /// Always null (no access programs); the official Node SDK's type requires it.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub access_programs: Option<Value>,
 }
 
 impl ResponseObject {
@@ -302,6 +306,7 @@ impl ResponseObject {
             truncation: "disabled".into(),
             store: true,
             background: false,
+            access_programs: None,
         }
     }
 }

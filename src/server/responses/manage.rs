@@ -1,0 +1,205 @@
+//! A stored response after the fact, as the official SDKs reach it: `retrieve` with
+//! `stream=true` (the stored response replayed as Responses stream events), `cancel`
+//! (its run cancelled, the response `cancelled`), and `delete`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+use super::super::AppState;
+use super::super::error::{ApiError, ErrorBody, PathId};
+use super::wire::ResponseStatus;
+
+/// `GET /v1/responses/{id}` query.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RetrieveQuery {
+    /// Answer with the stored response replayed as Responses stream events
+    /// (`response.created` ... its final event) instead of JSON.
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
+/// `DELETE /v1/responses/{id}`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeletedResponse {
+    pub id: String,
+    /// Always `response.deleted`.
+    pub object: String,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// The stored response `id` as a stream: `response.created`, `response.in_progress`,
+/// each output item added and done, then `response.completed` (or `.incomplete`,
+/// `.failed`) as its status says; a response still being driven ends after its items.
+pub fn replay(state: &Arc<AppState>, body: Map<String, Value>) -> Response {
+    let events = replay_events(body);
+    super::super::sse::from_task(state, move |tx| async move {
+        for e in &events {
+            if tx.send(super::sse_event(e)).await.is_err() {
+                return;
+            }
+        }
+    })
+    .into_response()
+}
+
+fn replay_events(body: Map<String, Value>) -> Vec<Value> {
+    let mut events = Vec::new();
+    let mut emit = |kind: &str, fields: Value| {
+        let mut event = json!({"type": kind, "sequence_number": events.len()});
+        if let (Some(e), Value::Object(fields)) = (event.as_object_mut(), fields) {
+            e.extend(fields);
+        }
+        events.push(event);
+    };
+    let output = body
+        .get("output")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut begun = body.clone();
+    begun.insert("status".into(), json!(ResponseStatus::InProgress));
+    begun.insert("output".into(), json!([]));
+    emit("response.created", json!({"response": begun}));
+    emit("response.in_progress", json!({"response": begun}));
+    for (index, item) in output.iter().enumerate() {
+        emit(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        );
+        emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        );
+    }
+    let last = match body.get("status").and_then(Value::as_str) {
+        Some("completed") => Some("response.completed"),
+        Some("incomplete" | "cancelled") => Some("response.incomplete"),
+        Some("failed") => Some("response.failed"),
+        _ => None,
+    };
+    if let Some(kind) = last {
+        emit(kind, json!({"response": body}));
+    }
+    events
+}
+
+/// Cancels a response: its run, when it has not ended (a paused run included), is
+/// cancelled; the response is stored and answered with status `cancelled`.
+#[utoipa::path(post, path = "/v1/responses/{id}/cancel", tag = "responses",
+    params(("id" = String, Path, description = "A response id, resp_...")),
+    responses(
+        (status = 200, description = "The response, cancelled with its run", body = super::wire::ResponseObject),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "Its run has already ended: nothing to cancel", body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn cancel_response(
+    State(state): State<Arc<AppState>>,
+    PathId(id): PathId,
+) -> Result<Json<Map<String, Value>>, ApiError> {
+    let (row, mut body) = stored(&state, &id).await?;
+    let run = state.runner.get(&row.run_id).await?;
+    if run.status.is_final() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_cancellable",
+            format!(
+                "response {id} cannot be cancelled: its run {} is already {}",
+                run.id,
+                run.status.as_str()
+            ),
+        ));
+    }
+    state.runner.cancel(&run.id).await?;
+    body.insert("status".into(), json!(ResponseStatus::Cancelled));
+    let text = serde_json::to_string(&body).unwrap_or_default();
+    state
+        .runner
+        .store
+        .update_response(&id, ResponseStatus::Cancelled.as_str(), text)
+        .await
+        .map_err(|e| ApiError::internal(format!("response {id}: cannot store it: {e}")))?;
+    Ok(Json(body))
+}
+
+/// Deletes a stored response (its run and records stay); a later retrieve is a 404.
+#[utoipa::path(delete, path = "/v1/responses/{id}", tag = "responses",
+    params(("id" = String, Path, description = "A response id, resp_...")),
+    responses(
+        (status = 200, description = "Deleted", body = DeletedResponse),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn delete_response(
+    State(state): State<Arc<AppState>>,
+    PathId(id): PathId,
+) -> Result<Json<DeletedResponse>, ApiError> {
+    let deleted = state
+        .runner
+        .store
+        .delete_response(&id)
+        .await
+        .map_err(|e| ApiError::internal(format!("response {id}: cannot delete it: {e}")))?;
+    if !deleted {
+        return Err(ApiError::not_found(format!("there is no response '{id}'")));
+    }
+    Ok(Json(DeletedResponse {
+        id,
+        object: "response.deleted".into(),
+        deleted: true,
+    }))
+}
+
+/// The stored row and body of response `id`.
+async fn stored(
+    state: &Arc<AppState>,
+    id: &str,
+) -> Result<(crate::store::ResponseRow, Map<String, Value>), ApiError> {
+    let key = id.to_string();
+    let row = state
+        .runner
+        .read(move |store| Ok(store.response(&key)?))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
+    let body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
+        ApiError::internal(format!(
+            "response {id}: its stored body cannot be read: {e}"
+        ))
+    })?;
+    Ok((row, body))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_replay_adds_each_item_and_ends_as_the_response_did() {
+        let body = json!({"id": "resp_1", "status": "completed",
+            "output": [{"type": "message", "id": "msg_1"}]});
+        let events = replay_events(body.as_object().unwrap().clone());
+        let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.output_item.done",
+                "response.completed"
+            ]
+        );
+        assert_eq!(events[4]["sequence_number"], 4);
+        assert_eq!(events[0]["response"]["status"], "in_progress");
+    }
+}
