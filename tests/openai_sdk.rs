@@ -133,6 +133,7 @@ fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
             "test_cancel_ends_a_paused_response_for_good",
             "test_delete_forgets_the_response",
             "test_a_method_a_route_does_not_take_is_a_json_error",
+            "test_tool_progress_reaches_the_stream",
         ] {
             assert!(
                 report.contains(&format!("{name} ")),

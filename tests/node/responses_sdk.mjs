@@ -4,8 +4,9 @@
 //   node responses_sdk.mjs BASE_URL KEY
 //
 // create (every field the SDK's `Response` type requires is present), the strict
-// stream accumulator (`responses.stream` ... `finalResponse`), retrieve with
-// `stream: true`, a paused response cancelled (a later approval is refused), delete.
+// stream accumulator (`responses.stream` ... `finalResponse`), tool progress events,
+// retrieve with `stream: true`, a paused response cancelled (a later approval is
+// refused), delete.
 // Every check throws on failure; the last line is a JSON object.
 import OpenAI from "openai";
 
@@ -41,6 +42,17 @@ check(final.status === "completed", `streamed status ${final.status}`);
 check(final.output_text === r.output_text, `streamed text ${final.output_text}`);
 check(types[0] === "response.created" && types.at(-1) === "response.completed", types.join(","));
 out.streamed = types.length;
+
+// Tool progress (response.mcp_call.in_progress with `progress`) fits the accumulator.
+const counting = client.responses.stream({ model: "agent:counting", input: "Count." });
+const progress = [];
+counting.on("event", (e) => {
+  if (e.type === "response.mcp_call.in_progress" && e.progress) progress.push(e.progress.text);
+});
+const counted = await counting.finalResponse();
+check(counted.status === "completed", `counting status ${counted.status}`);
+check(progress.join("|") === "step 1 of 3|step 2 of 3|step 3 of 3", `progress ${progress}`);
+out.progress = progress.length;
 
 // retrieve, replayed as a stream.
 const replayed = [];

@@ -241,6 +241,19 @@ class StoredResponses(unittest.TestCase):
         self.assertEqual(added, [o.type for o in r.output])
         self.assertEqual(events[-1].response.output_text, r.output_text)
 
+    def test_tool_progress_reaches_the_stream(self):
+        c = client()
+        events = list(c.responses.create(model="agent:counting", input="Count.", stream=True))
+        self.assertEqual(events[-1].type, "response.completed", [e.type for e in events])
+        said = [
+            (e.model_extra or {}).get("progress")
+            for e in events
+            if e.type == "response.mcp_call.in_progress" and (e.model_extra or {}).get("progress")
+        ]
+        self.assertEqual([p["text"] for p in said], ["step 1 of 3", "step 2 of 3", "step 3 of 3"], said)
+        calls = [o for o in events[-1].response.output if o.type == "mcp_call"]
+        self.assertEqual(calls[0].output.strip().splitlines()[-1], "step 3 of 3")
+
     def test_cancel_ends_a_paused_response_for_good(self):
         c = client()
         first = c.responses.create(model="agent:writer", input="Save 2+3*4 and ask my colour.")
