@@ -134,6 +134,8 @@ fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
             "test_delete_forgets_the_response",
             "test_a_method_a_route_does_not_take_is_a_json_error",
             "test_tool_progress_reaches_the_stream",
+            "test_parse_gets_the_structured_answer_it_asked_for",
+            "test_input_items_lists_what_the_request_sent",
         ] {
             assert!(
                 report.contains(&format!("{name} ")),

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_standing_by_agent.sql"),
     include_str!("migrations/0009_requested_at.sql"),
     include_str!("migrations/0010_approval_policy.sql"),
+    include_str!("migrations/0013_response_input.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

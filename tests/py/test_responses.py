@@ -254,6 +254,50 @@ class StoredResponses(unittest.TestCase):
         calls = [o for o in events[-1].response.output if o.type == "mcp_call"]
         self.assertEqual(calls[0].output.strip().splitlines()[-1], "step 3 of 3")
 
+    def test_parse_gets_the_structured_answer_it_asked_for(self):
+        from pydantic import BaseModel
+
+        class Sum(BaseModel):
+            expression: str
+            answer: int
+
+        c = client()
+        parsed = c.responses.parse(model="agent:structured", input="What is 2+3*4?", text_format=Sum)
+        self.assertEqual(parsed.status, "completed")
+        self.assertEqual(parsed.output_parsed, Sum(expression="2+3*4", answer=14))
+        self.assertEqual(parsed.text.format.type, "json_schema")
+        # The next answer is prose: it does not match, and the response says so.
+        loose = c.responses.create(
+            model="agent:structured",
+            input="And in words?",
+            previous_response_id=parsed.id,
+            text={"format": {"type": "json_schema", "name": "Sum", "strict": True,
+                             "schema": Sum.model_json_schema()}},
+        )
+        self.assertEqual(loose.status, "failed", loose)
+        self.assertIn("not JSON", loose.error.message)
+        with self.assertRaises(openai.BadRequestError):
+            c.responses.create(model="agent:structured", input="hi", text={"format": {"type": "grammar"}})
+
+    def test_input_items_lists_what_the_request_sent(self):
+        c = client()
+        r = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        page = c.responses.input_items.list(r.id)
+        self.assertEqual([i.type for i in page.data], ["message"])
+        self.assertEqual(page.data[0].role, "user")
+        self.assertEqual(page.data[0].content[0].text, "What is 2+3*4?")
+        follow = c.responses.create(
+            model="agent:helper",
+            previous_response_id=r.id,
+            input=[{"role": "user", "content": "Thanks!"}, {"role": "user", "content": [{"type": "input_text", "text": "Bye."}]}],
+        )
+        asc = c.responses.input_items.list(follow.id, order="asc")
+        self.assertEqual([i.content[0].text for i in asc.data], ["Thanks!", "Bye."])
+        desc = c.responses.input_items.list(follow.id)
+        self.assertEqual([i.content[0].text for i in desc.data], ["Bye.", "Thanks!"])
+        with self.assertRaises(openai.NotFoundError):
+            c.responses.input_items.list("resp_missing")
+
     def test_cancel_ends_a_paused_response_for_good(self):
         c = client()
         first = c.responses.create(model="agent:writer", input="Save 2+3*4 and ask my colour.")

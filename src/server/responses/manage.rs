@@ -1,6 +1,7 @@
 //! A stored response after the fact, as the official SDKs reach it: `retrieve` with
 //! `stream=true` (the stored response replayed as Responses stream events), `cancel`
-//! (its run cancelled, the response `cancelled`), and `delete`.
+//! (its run cancelled, the response `cancelled`), `delete`, and `input_items` (the
+//! input the request sent, as items with ids).
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use serde_json::{Map, Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use super::super::AppState;
-use super::super::error::{ApiError, ErrorBody, PathId};
+use super::super::error::{ApiError, ApiQuery, ErrorBody, PathId};
 use super::wire::ResponseStatus;
 
 /// `GET /v1/responses/{id}` query.
@@ -156,6 +157,134 @@ pub async fn delete_response(
         id,
         object: "response.deleted".into(),
         deleted: true,
+    }))
+}
+
+/// `GET /v1/responses/{id}/input_items` query (as the SDKs page lists).
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct InputItemsQuery {
+    /// At most this many items (1 to 100, default 20).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<u32>,
+    /// `desc` (default: newest first) or `asc`.
+    pub order: Option<String>,
+    /// Items after this item id, in the order asked for.
+    pub after: Option<String>,
+}
+
+/// A page of input items.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InputItemList {
+    /// Always `list`.
+    pub object: String,
+    #[schema(value_type = Vec<Object>)]
+    pub data: Vec<Value>,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}
+
+/// The request's `input` as items with ids, as `input_items` lists them: a string is
+/// one user message; messages get their content as `input_text` parts.
+pub fn input_items(response_id: &str, input: Option<&Value>) -> Value {
+    let suffix = response_id.trim_start_matches("resp_");
+    let message = |i: usize, content: Value| {
+        let parts = match content {
+            Value::String(text) => json!([{"type": "input_text", "text": text}]),
+            other => other,
+        };
+        json!({"id": format!("msg_{suffix}_in{i}"), "type": "message", "role": "user",
+               "status": "completed", "content": parts})
+    };
+    let items: Vec<Value> = match input {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(text)) => vec![message(0, json!(text))],
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let kind = item
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("message");
+                if kind == "message" || item.get("role").is_some() {
+                    let mut m = message(i, item.get("content").cloned().unwrap_or(json!("")));
+                    if let Some(role) = item.get("role") {
+                        m["role"] = role.clone();
+                    }
+                    if let Some(id) = item.get("id") {
+                        m["id"] = id.clone();
+                    }
+                    m
+                } else {
+                    let mut other = item.clone();
+                    if other.get("id").is_none_or(Value::is_null) {
+                        other["id"] = json!(format!("item_{suffix}_in{i}"));
+                    }
+                    if kind == "function_call_output" && other.get("status").is_none() {
+                        other["status"] = json!("completed");
+                    }
+                    other
+                }
+            })
+            .collect(),
+        Some(other) => vec![other.clone()],
+    };
+    Value::Array(items)
+}
+
+/// The input items of a response: what its request sent.
+#[utoipa::path(get, path = "/v1/responses/{id}/input_items", tag = "responses",
+    params(("id" = String, Path, description = "A response id, resp_..."), InputItemsQuery),
+    responses(
+        (status = 200, description = "A page of the request's input items", body = InputItemList),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
+pub async fn list_input_items(
+    State(state): State<Arc<AppState>>,
+    PathId(id): PathId,
+    ApiQuery(query): ApiQuery<InputItemsQuery>,
+) -> Result<Json<InputItemList>, ApiError> {
+    let key = id.clone();
+    let stored = state
+        .runner
+        .read(move |store| Ok(store.response_input(&key)?))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
+    let mut items: Vec<Value> = serde_json::from_str(&stored).unwrap_or_default();
+    match query.order.as_deref() {
+        None | Some("desc") => items.reverse(),
+        Some("asc") => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "order must be asc or desc, not '{other}'"
+            )));
+        }
+    }
+    if let Some(after) = &query.after {
+        let at = items
+            .iter()
+            .position(|i| i.get("id").and_then(Value::as_str) == Some(after.as_str()))
+            .ok_or_else(|| ApiError::bad_request(format!("no input item '{after}' in {id}")))?;
+        items.drain(..=at);
+    }
+    let limit = query.limit.unwrap_or(20).clamp(1, 100) as usize;
+    let has_more = items.len() > limit;
+    items.truncate(limit);
+    let id_of = |i: Option<&Value>| {
+        i.and_then(|i| i.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Ok(Json(InputItemList {
+        object: "list".into(),
+        first_id: id_of(items.first()),
+        last_id: id_of(items.last()),
+        has_more,
+        data: items,
     }))
 }
 

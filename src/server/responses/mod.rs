@@ -14,6 +14,7 @@ pub mod ending;
 pub mod input;
 mod input_doc;
 pub mod manage;
+pub mod structured;
 pub mod translate;
 pub mod wire;
 
@@ -47,6 +48,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(create_response))
         .routes(routes!(get_response, manage::delete_response))
         .routes(routes!(manage::cancel_response))
+        .routes(routes!(manage::list_input_items))
 }
 
 impl From<InputError> for ApiError {
@@ -84,10 +86,17 @@ pub async fn create_response(
             "'instructions' is not accepted: an agent's instructions come from its agent file",
         ));
     }
-    let input = parse_input(body.input.as_ref())?;
+    let mut input = parse_input(body.input.as_ref())?;
+    let format = structured::read(body.text.as_ref()).map_err(ApiError::bad_request)?;
+    if let (Some(format), Some(message)) = (&format, input.message.as_mut()) {
+        // The model is asked for the format along with the message.
+        message.push_str("\n\n");
+        message.push_str(&format.instruction());
+    }
     let agent = state.agent(agent_name)?;
+    let response_id = new_response_id();
     let mut response = ResponseObject::begin(
-        &new_response_id(),
+        &response_id,
         &body.model,
         now_s(),
         body.previous_response_id.as_deref(),
@@ -96,6 +105,9 @@ pub async fn create_response(
         response.metadata = metadata.clone();
     }
     response.tools = tools_of(&state, &agent).await;
+    if let Some(format) = &format {
+        response.text = format.requested.clone();
+    }
     let (plan, answered) = match &body.previous_response_id {
         None => {
             if !input.answers.is_empty() {
@@ -113,6 +125,8 @@ pub async fn create_response(
         response,
         previous: body.previous_response_id.clone(),
         answered,
+        format,
+        input: manage::input_items(&response_id, body.input.as_ref()),
     };
     let reports = drive::spawn(&state, plan, job);
     if body.stream.unwrap_or(false) {

@@ -41,6 +41,12 @@ pub struct CreateResponse {
     #[serde(default)]
     #[schema(value_type = Option<()>)]
     pub instructions: Option<Value>,
+    /// `{"format": {"type": "json_schema", "name", "schema", "strict"?}}` (as
+    /// `responses.parse` sends it), `json_object` or `text`: the model is asked for JSON
+    /// matching the schema, and a final answer that does not match fails the response.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub text: Option<Value>,
 }
 
 /// Where a response stands.
@@ -302,7 +308,7 @@ impl ResponseObject {
             temperature: None,
             top_p: None,
             max_output_tokens: None,
-            text: serde_json::json!({"format": {"type": "text"}}),
+            text: super::structured::plain(),
             truncation: "disabled".into(),
             store: true,
             background: false,
