@@ -69,6 +69,53 @@ fn a_workspace_that_does_not_exist_is_created() {
     assert!(err.contains("not a folder"), "{err}");
 }
 
+/// The README's desktop config, started from `/` as a desktop app does, with a
+/// workspace and a database folder that do not exist yet: it serves.
+#[test]
+fn the_readme_desktop_config_starts_from_the_root_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("share/toolgate/toolgate.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["mcp", "--agent"])
+        .arg(root.join("examples/agents/assistant.yaml"))
+        .arg("--tools")
+        .arg(root.join("tools"))
+        .arg("--workspace")
+        .arg(dir.path().join("workspace"))
+        .arg("--db")
+        .arg(&db)
+        .current_dir("/")
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::{BufRead, Write};
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"desktop","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("no initialize answer ({e}): {line:?} {}", stderr(&out)));
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "toolgate",
+        "{answer}"
+    );
+    assert!(dir.path().join("workspace").is_dir());
+    assert!(db.exists());
+}
+
 #[test]
 fn json_logs_keep_stderr_pure_json() {
     let dir = tempfile::tempdir().unwrap();

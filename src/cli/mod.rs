@@ -159,7 +159,19 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 /// Opens the database for writing; a foreign or newer file is bad input.
+/// Opens (or creates) the database, creating its folder first when it does not exist
+/// yet (a desktop config naming `~/.local/share/toolgate/toolgate.db` on a new machine).
 pub fn open_store(db: &Path) -> Result<Store, Failure> {
+    if let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
+        && !folder.exists()
+    {
+        std::fs::create_dir_all(folder).map_err(|e| {
+            Failure::bad_input(format!(
+                "{}: cannot create the database's folder: {e}",
+                db.display()
+            ))
+        })?;
+    }
     Store::open(db).map_err(store_failure)
 }
 
