@@ -15,11 +15,16 @@ pub const EXAMPLE_AGENT: &str = "assistant";
 pub fn finish(mut doc: Value) -> Value {
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for item in paths.values_mut().filter_map(Value::as_object_mut) {
-            for operation in item.values_mut().filter_map(Value::as_object_mut) {
+            for (method, operation) in item.iter_mut() {
+                let Some(operation) = operation.as_object_mut() else {
+                    continue;
+                };
+                bound_path_parameters(operation);
                 if let Some(responses) = operation
                     .get_mut("responses")
                     .and_then(Value::as_object_mut)
                 {
+                    add_refusals(method, responses);
                     describe_responses(responses);
                 }
             }
@@ -39,6 +44,57 @@ pub fn finish(mut doc: Value) -> Value {
     }
     open_free_form_objects(&mut doc);
     doc
+}
+
+/// A path parameter names a run, a conversation, a tool or an agent: 1 to 256
+/// characters, no control character (what `PathId` takes; anything else is a 400).
+fn bound_path_parameters(operation: &mut Map<String, Value>) {
+    let Some(parameters) = operation
+        .get_mut("parameters")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for parameter in parameters.iter_mut() {
+        if parameter.get("in").and_then(Value::as_str) != Some("path") {
+            continue;
+        }
+        let Some(schema) = parameter.get_mut("schema").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        if schema.get("type").and_then(Value::as_str) == Some("string")
+            && !schema.contains_key("pattern")
+        {
+            schema.insert("minLength".into(), json!(1));
+            schema.insert("maxLength".into(), json!(256));
+            schema.insert(
+                "pattern".into(),
+                json!("^[^\\u0000-\\u001f\\u007f-\\u009f]*$"),
+            );
+        }
+    }
+}
+
+/// The refusals every operation may answer, documented where the handler's own list
+/// leaves them out: 400 (a path or query the extractors refuse) and, for state changes,
+/// 415 (the server's guard wants `Content-Type: application/json` or its client header).
+fn add_refusals(method: &str, responses: &mut Map<String, Value>) {
+    let error = |description: &str| {
+        json!({"description": description,
+               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}})
+    };
+    if !responses.contains_key("400") {
+        responses.insert(
+            "400".into(),
+            error("Bad Request: a path or query the server does not take"),
+        );
+    }
+    if matches!(method, "post" | "put" | "patch" | "delete") && !responses.contains_key("415") {
+        responses.insert(
+            "415".into(),
+            error("Unsupported Media Type: a state change needs Content-Type: application/json (or the client header)"),
+        );
+    }
 }
 
 /// A `description` for each response without one: the status's reason phrase.

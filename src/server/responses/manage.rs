@@ -168,9 +168,18 @@ pub struct InputItemsQuery {
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// `desc` (default: newest first) or `asc`.
-    pub order: Option<String>,
+    #[param(inline)]
+    pub order: Option<Order>,
     /// Items after this item id, in the order asked for.
     pub after: Option<String>,
+}
+
+/// The order of a listed page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    Asc,
+    Desc,
 }
 
 /// A page of input items.
@@ -255,16 +264,10 @@ pub async fn list_input_items(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
     let mut items: Vec<Value> = serde_json::from_str(&stored).unwrap_or_default();
-    match query.order.as_deref() {
-        None | Some("desc") => items.reverse(),
-        Some("asc") => {}
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "order must be asc or desc, not '{other}'"
-            )));
-        }
+    if query.order.unwrap_or(Order::Desc) == Order::Desc {
+        items.reverse();
     }
-    if let Some(after) = &query.after {
+    if let Some(after) = query.after.as_ref().filter(|a| !a.is_empty()) {
         let at = items
             .iter()
             .position(|i| i.get("id").and_then(Value::as_str) == Some(after.as_str()))

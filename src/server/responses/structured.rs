@@ -20,9 +20,13 @@ pub fn read(text: Option<&Value>) -> Result<Option<OutputFormat>, String> {
     let Some(text) = text.filter(|t| !t.is_null()) else {
         return Ok(None);
     };
+    if !text.is_object() {
+        return Err("text must be an object: {\"format\": {...}}".into());
+    }
     let format = match text.get("format") {
         None | Some(Value::Null) => return Ok(None),
-        Some(f) => f,
+        Some(f) if f.is_object() => f,
+        Some(_) => return Err("text.format must be an object with a 'type'".into()),
     };
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
@@ -146,5 +150,6 @@ mod tests {
                 .is_none()
         );
         assert!(read(Some(&json!({"format": {"type": "grammar"}}))).is_err());
+        assert!(read(Some(&json!([null, null]))).is_err());
     }
 }
