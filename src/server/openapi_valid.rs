@@ -179,8 +179,20 @@ fn type_loose_values(schemas: &mut Map<String, Value>) {
     }
 }
 
+/// A conversation id as `check_conversation_id` takes it.
+const CONVERSATION_ID: &str = "^[A-Za-z0-9._:@+=/-]{1,128}$";
+
 /// Examples a client (or schemathesis's stateful phase) can send as they are.
 fn add_examples(schemas: &mut Map<String, Value>) {
+    if let Some(conversation) = schemas
+        .get_mut("CreateRun")
+        .and_then(|s| s.get_mut("properties"))
+        .and_then(|p| p.get_mut("conversation_id"))
+        .and_then(Value::as_object_mut)
+        && !conversation.contains_key("pattern")
+    {
+        conversation.insert("pattern".into(), json!(CONVERSATION_ID));
+    }
     let examples = [
         (
             "CreateRun",

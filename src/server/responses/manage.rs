@@ -170,7 +170,8 @@ pub struct InputItemsQuery {
     /// `desc` (default: newest first) or `asc`.
     #[param(inline)]
     pub order: Option<Order>,
-    /// Items after this item id, in the order asked for.
+    /// Items after this item id, in the order asked for (none after an id the list
+    /// does not hold).
     pub after: Option<String>,
 }
 
@@ -268,11 +269,14 @@ pub async fn list_input_items(
         items.reverse();
     }
     if let Some(after) = query.after.as_ref().filter(|a| !a.is_empty()) {
-        let at = items
+        // After an item the list does not hold: nothing follows it.
+        match items
             .iter()
             .position(|i| i.get("id").and_then(Value::as_str) == Some(after.as_str()))
-            .ok_or_else(|| ApiError::bad_request(format!("no input item '{after}' in {id}")))?;
-        items.drain(..=at);
+        {
+            Some(at) => drop(items.drain(..=at)),
+            None => items.clear(),
+        }
     }
     let limit = query.limit.unwrap_or(20).clamp(1, 100) as usize;
     let has_more = items.len() > limit;
