@@ -21,6 +21,7 @@ if [ -z "${TOOLGATE_BIN:-}" ]; then
 fi
 toolgate() { "$TOOLGATE_BIN" "$@"; }
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT   # the temporary folder goes with the script
 export TOOLGATE_DB="$work/toolgate.db"
 
 echo "\$ toolgate run --agent examples/agents/team/planner.yaml --json ..."

@@ -74,6 +74,9 @@ pub struct Agent {
     /// Who decides its calls (`approvers:` groups) and whether the person who started
     /// a run may approve its calls (`four_eyes:`).
     pub decision_rule: crate::identity::DecisionRule,
+    /// How long an MCP client's CONFIRM call is held for a decision before it is denied
+    /// (`mcp_hold:`; the gateway's `--approval-timeout` when absent).
+    pub mcp_hold: Option<std::time::Duration>,
 }
 
 #[derive(Deserialize)]
@@ -123,6 +126,26 @@ struct RawAgent {
     approvers: Vec<String>,
     #[serde(default)]
     four_eyes: bool,
+    #[serde(default)]
+    mcp_hold: Option<serde_json::Value>,
+}
+
+/// `mcp_hold:` as seconds (`4`) or a duration (`4s`, `1500ms`, `2m`), more than zero.
+fn hold_duration(v: &serde_json::Value) -> Result<std::time::Duration, String> {
+    let parsed = match v {
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| format!("{n} is not a number of seconds")),
+        serde_json::Value::String(s) => crate::policy::parse_duration(s),
+        other => Err(format!("{other} is not a duration")),
+    };
+    match parsed {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("field 'mcp_hold' must be more than zero".into()),
+        Err(m) => Err(format!("field 'mcp_hold': {m} (e.g. 4s, 1500ms, 2m)")),
+    }
 }
 
 /// A broken agent file: which file, which line, what is wrong.
@@ -318,6 +341,10 @@ impl Agent {
             ),
             None => None,
         };
+        let mcp_hold = match &raw.mcp_hold {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(hold_duration(v).map_err(|m| at(&["mcp_hold"], m))?),
+        };
         // A scripted model's file is found next to the agent file.
         let beside = |m: String| match m.split_once(':') {
             Some(("scripted", file)) if Path::new(file).is_relative() => {
@@ -361,6 +388,7 @@ impl Agent {
                 approvers: raw.approvers,
                 four_eyes: raw.four_eyes,
             },
+            mcp_hold,
         })
     }
 

@@ -25,6 +25,6 @@ fn main() -> ExitCode {
 }
 
 fn failed(failure: cli::Failure) -> ExitCode {
-    cli::out::say!("toolgate: {}", failure.message);
+    cli::out::say_failure(format_args!("toolgate: {}", failure.message));
     ExitCode::from(failure.code)
 }

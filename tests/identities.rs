@@ -511,6 +511,21 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
         },
         Row {
             method: "GET",
+            path: format!("/v1/responses/{r}/input_items"),
+            doc: "/v1/responses/{id}/input_items",
+            body: None,
+            expect: read_a,
+        },
+        // Its run has ended: 409 not_cancellable once allowed.
+        Row {
+            method: "POST",
+            path: format!("/v1/responses/{r}/cancel"),
+            doc: "/v1/responses/{id}/cancel",
+            body: Some(json!({})),
+            expect: client_act_a,
+        },
+        Row {
+            method: "GET",
             path: "/metrics".into(),
             doc: "",
             body: None,
@@ -548,6 +563,21 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
                 _ if unauth(w) => 401,
                 OtherApprover | OwnApprover => 403,
                 _ => 200,
+            },
+        },
+        // Last, since it deletes: tenant A's own client deletes it, so the admin after
+        // it finds nothing.
+        Row {
+            method: "DELETE",
+            path: format!("/v1/responses/{r}"),
+            doc: "/v1/responses/{id}",
+            body: Some(json!({})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                OtherApprover | OwnApprover => 403,
+                OtherClient => 404,
+                OwnClient => 200,
+                _ => 404,
             },
         },
     ];

@@ -2,7 +2,7 @@
 //! tests/py/setup.sh makes its venv (these tests fail, never skip, when it cannot), and
 //! tests/py/test_mcp_gateway.py drives `toolgate mcp` over stdio (list, AUTO calls,
 //! errors, `never`, CONFIRM by elicitation, CONFIRM held and approved from another
-//! process, a held call that times out, a held call outliving its gateway) and `toolgate
+//! process, a held call that times out, a held call cancelled when its client leaves) and `toolgate
 //! serve`'s `/mcp/{agent}` (401 without the bearer key; AUTO, `never`, CONFIRM by
 //! elicitation over SSE, CONFIRM held and denied through the HTTP run API). Then every
 //! call is looked up in `toolgate calls --json`.
@@ -121,7 +121,7 @@ fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
             pair("write_file", "succeeded"),
             pair("write_file", "denied"),
             pair("echo", "succeeded"),
-            pair("write_file", "succeeded"),
+            pair("write_file", "cancelled"),
         ],
         "records: {records:#?}"
     );
@@ -153,8 +153,10 @@ fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
     );
     // The held call ran in the run the other process approved.
     assert_eq!(records[8]["run_id"], out["held_run"]);
-    // Held when its gateway went away, approved afterwards: it ran then.
+    // Held when its client went away: cancelled with it, never run (the later approval
+    // was refused).
     assert_eq!(records[11]["run_id"], out["restart_run"]);
+    assert_eq!(records[11]["error_kind"], "cancelled", "{}", records[11]);
 }
 
 /// A running `toolgate serve`, killed when dropped.

@@ -459,6 +459,43 @@ fn a_server_that_does_not_start_is_one_line_and_the_rest_loads() {
     assert!(!listed.contains("broken__"));
 }
 
+/// A desktop `mcp.json` as Cursor and VS Code write them: one entry toolgate cannot take
+/// (legacy SSE, an unset variable, a `${input:...}` prompt) is one line naming it, and the
+/// real mcp-server-time entry beside them (its `TZ` read through `${env:VAR}`) loads.
+#[test]
+fn each_mcp_json_entry_loads_or_is_refused_on_its_own() {
+    let file = json!({"mcpServers": {
+        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        "time": {"command": peers().python, "args": ["-m", "mcp_server_time"],
+                 "env": {"TZ": "${env:TOOLGATE_TEST_TZ}"}},
+        "unset": {"command": "node", "args": ["${TOOLGATE_TEST_SURELY_UNSET_31}"]},
+        "asks": {"command": "node", "env": {"KEY": "${input:api-key}"}},
+    }})
+    .to_string();
+    let w = world(&[("tools/mcp.json", &file)]);
+    let out = command(&["tools", "list", "--json"], w.path())
+        .env("TOOLGATE_TEST_TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warnings = stderr(&out);
+    let warnings: Vec<&str> = warnings.lines().collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    for (name, why) in [
+        ("legacy", "legacy HTTP+SSE"),
+        ("unset", "TOOLGATE_TEST_SURELY_UNSET_31 is not set"),
+        ("asks", "${input:api-key}"),
+    ] {
+        let line = warnings
+            .iter()
+            .find(|l| l.contains(&format!("MCP server '{name}'")))
+            .unwrap_or_else(|| panic!("no line names '{name}': {warnings:?}"));
+        assert!(line.contains("mcp.json:") && line.contains(why), "{line}");
+    }
+    let listed = json_out(&out).to_string();
+    assert!(listed.contains("time__get_current_time"), "{listed}");
+}
+
 /// The rooms server (tests/mcp/rooms_server.py) declared with `extra` lines.
 fn rooms(extra: &str) -> String {
     format!(

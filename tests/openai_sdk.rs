@@ -127,6 +127,21 @@ fn the_openai_python_sdk_talks_to_agents_through_the_responses_endpoint() {
             "tests/py/test_responses.py failed:\n{report}"
         );
         assert!(report.contains("OK"), "{report}");
+        // retrieve(stream=True), cancel, delete and the 405 body ran (issue 31).
+        for name in [
+            "test_retrieve_with_stream_replays_the_stored_response",
+            "test_cancel_ends_a_paused_response_for_good",
+            "test_delete_forgets_the_response",
+            "test_a_method_a_route_does_not_take_is_a_json_error",
+            "test_tool_progress_reaches_the_stream",
+            "test_parse_gets_the_structured_answer_it_asked_for",
+            "test_input_items_lists_what_the_request_sent",
+        ] {
+            assert!(
+                report.contains(&format!("{name} ")),
+                "{name} did not run:\n{report}"
+            );
+        }
         // `server` is killed here, mid-nothing: what was answered must be stored.
     }
     let seen: serde_json::Map<String, Value> =

@@ -53,7 +53,14 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
         ))
         .unwrap();
         let first = rt
-            .block_on(store.create_response("resp_1", "run_a", None, "in_progress", "{}".into()))
+            .block_on(store.create_response(
+                "resp_1",
+                "run_a",
+                None,
+                "in_progress",
+                "{}".into(),
+                r#"[{"type": "message"}]"#.into(),
+            ))
             .unwrap();
         let second = rt
             .block_on(store.create_response(
@@ -62,9 +69,16 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
                 Some("resp_1"),
                 "in_progress",
                 "{}".into(),
+                "[]".into(),
             ))
             .unwrap();
         assert_eq!((first, second), (0, 1));
+        // The input items are kept with the response.
+        assert_eq!(
+            store.response_input("resp_1").unwrap().as_deref(),
+            Some(r#"[{"type": "message"}]"#)
+        );
+        assert_eq!(store.response_input("resp_none").unwrap(), None);
         rt.block_on(store.update_response(
             "resp_2",
             "completed",
@@ -78,7 +92,8 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
                 "run_none",
                 None,
                 "in_progress",
-                "{}".into()
+                "{}".into(),
+                "[]".into()
             )),
             Err(RunsError::NotFound(_))
         ));

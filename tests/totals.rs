@@ -142,7 +142,7 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
     store.close();
     drop(store);
     // Back to schema 6: the totals gone, the records kept (and what schemas 9 and 10
-    // added taken out again).
+    // and the responses' input column added taken out again).
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP INDEX pending_waiting; ALTER TABLE pending DROP COLUMN requested_at;
@@ -158,6 +158,7 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
          ALTER TABLE pending DROP COLUMN decided_as;
          CREATE TABLE secrets_old (name TEXT PRIMARY KEY, sealed TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
          DROP TABLE secrets; ALTER TABLE secrets_old RENAME TO secrets;
+         ALTER TABLE responses DROP COLUMN input;
          PRAGMA user_version = 6;",
     )
     .unwrap();

@@ -43,6 +43,9 @@ pub fn init(
     format: LogFormat,
     otlp: Option<&OtelSettings>,
 ) -> Result<Option<Exporting>, String> {
+    if format == LogFormat::Json {
+        out::say_as_json();
+    }
     let from_env = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());

@@ -20,13 +20,15 @@ pub struct McpArgs {
     /// The tools folder (default ./tools; built-in tools are always there).
     #[arg(long, env = "TOOLGATE_TOOLS")]
     tools: Option<PathBuf>,
-    /// The root for file tools (default: the agent's workspace, else the current folder).
+    /// The root for file tools, created when missing (default: the agent's workspace,
+    /// else the current folder).
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// How long a held CONFIRM call waits for a decision (toolgate approve RUN, from
     /// any process) before it is denied, when the client cannot ask its user
-    /// (e.g. 300s, 5m, 1500ms).
-    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    /// (e.g. 4s, 5m, 1500ms); an agent's `mcp_hold:` wins. Shorter than the client's
+    /// own timeout, so it reads the reason rather than giving up.
+    #[arg(long, default_value = "4s", value_parser = parse_duration)]
     approval_timeout: Duration,
     /// How often the tools folder is looked at for added, changed and removed files;
     /// the client is told its tool list changed (e.g. 1s, 500ms; 0 turns it off).
@@ -53,7 +55,7 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
     let gateway = Gateway {
         runner,
         tools_dir,
-        workspace: args.workspace,
+        workspace: super::workspace_dir(args.workspace)?,
         approval_timeout: args.approval_timeout,
         owner: super::tenant().map(|t| toolgate::identity::RunOwner {
             tenant: t.to_string(),

@@ -206,7 +206,19 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 /// Opens the database for writing; a foreign or newer file is bad input.
+/// Opens (or creates) the database, creating its folder first when it does not exist
+/// yet (a desktop config naming `~/.local/share/toolgate/toolgate.db` on a new machine).
 pub fn open_store(db: &Path) -> Result<Store, Failure> {
+    if let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
+        && !folder.exists()
+    {
+        std::fs::create_dir_all(folder).map_err(|e| {
+            Failure::bad_input(format!(
+                "{}: cannot create the database's folder: {e}",
+                db.display()
+            ))
+        })?;
+    }
     Store::open(db).map_err(store_failure)
 }
 
@@ -243,6 +255,29 @@ pub const DEFAULT_TOOLS: &str = "tools";
 
 /// The tools folder a command runs with: the one named (which must exist), else
 /// `./tools` when there is one, else none (built-ins only).
+/// `--workspace DIR` made ready: created (with its parents) when it does not exist yet,
+/// and made absolute; one line when it cannot be created or is not a folder.
+pub fn workspace_dir(named: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
+    let Some(dir) = named else { return Ok(None) };
+    if dir.as_os_str().is_empty() {
+        return Err(Failure::bad_input("--workspace needs a folder"));
+    }
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Failure::bad_input(format!(
+                "--workspace {}: cannot create the folder: {e}",
+                dir.display()
+            ))
+        })?;
+    } else if !dir.is_dir() {
+        return Err(Failure::bad_input(format!(
+            "--workspace {}: not a folder",
+            dir.display()
+        )));
+    }
+    Ok(Some(std::path::absolute(&dir).unwrap_or(dir)))
+}
+
 pub fn tools_dir(named: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
     match named {
         Some(dir) if !dir.is_dir() => Err(Failure::bad_input(format!(
@@ -273,7 +308,7 @@ pub fn load_tools(dir: Option<&Path>) -> Result<ToolLibrary, Failure> {
     }
     let library = ToolLibrary::load(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     for e in library.errors() {
-        out::say!("toolgate: warning: {e} (tool skipped)");
+        out::say!("toolgate: warning: {e} (skipped)");
     }
     Ok(library)
 }

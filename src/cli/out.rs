@@ -109,11 +109,52 @@ pub fn print_json(
         .map_err(write_failure)
 }
 
-/// One line on stderr (use [`say!`]).
+static STDERR_JSON: AtomicBool = AtomicBool::new(false);
+
+/// From now on, [`say!`] lines are JSON objects shaped like the log lines of
+/// `--log-format json`, so that stderr stays one JSON object per line.
+pub fn say_as_json() {
+    STDERR_JSON.store(true, Ordering::Relaxed);
+}
+
+/// One line on stderr (use [`say!`]): as it is, or as a JSON log object after
+/// [`say_as_json`].
 pub fn say_line(args: fmt::Arguments<'_>) {
+    say_at(None, args);
+}
+
+/// A failure's line on stderr: as [`say_line`], at level `ERROR` in JSON.
+pub fn say_failure(args: fmt::Arguments<'_>) {
+    say_at(Some("ERROR"), args);
+}
+
+fn say_at(level: Option<&str>, args: fmt::Arguments<'_>) {
     let mut err = io::stderr().lock();
-    let _ = err.write_fmt(args);
+    if STDERR_JSON.load(Ordering::Relaxed) {
+        let line = json_line(level, &args.to_string());
+        let _ = err.write_all(line.as_bytes());
+    } else {
+        let _ = err.write_fmt(args);
+    }
     let _ = err.write_all(b"\n");
+}
+
+/// `text` as a JSON log object: `{"timestamp", "level", "fields": {"message"},
+/// "target"}`; without a `level`, `WARN` for a `toolgate: warning:` line, else `INFO`.
+fn json_line(level: Option<&str>, text: &str) -> String {
+    let message = text.trim();
+    let level = level.unwrap_or(if message.starts_with("toolgate: warning:") {
+        "WARN"
+    } else {
+        "INFO"
+    });
+    serde_json::json!({
+        "timestamp": jiff::Timestamp::now().to_string(),
+        "level": level,
+        "fields": {"message": message},
+        "target": "toolgate",
+    })
+    .to_string()
 }
 
 /// `eprintln!` that never panics: one line on stderr, dropped if stderr is gone.

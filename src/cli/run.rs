@@ -34,7 +34,8 @@ pub struct RunArgs {
     /// The tools folder (default ./tools; built-in tools are always there).
     #[arg(long, env = "TOOLGATE_TOOLS")]
     tools: Option<PathBuf>,
-    /// The root for file tools (default: the agent's workspace, else the current folder).
+    /// The root for file tools, created when missing (default: the agent's workspace,
+    /// else the current folder).
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// The run's priority under the `priority` strategy (default: the agent's
@@ -215,7 +216,7 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
         conversation: args.conversation,
         message,
         tools_dir,
-        workspace: args.workspace,
+        workspace: super::workspace_dir(args.workspace)?,
     };
     let rt = runtime()?;
     rt.block_on(async {

@@ -21,7 +21,8 @@ pub struct ServeArgs {
     /// The tools folder (default ./tools; built-in tools are always there).
     #[arg(long, env = "TOOLGATE_TOOLS")]
     tools: Option<PathBuf>,
-    /// The root for file tools (default: each agent's workspace, else the current folder).
+    /// The root for file tools, created when missing (default: each agent's workspace,
+    /// else the current folder).
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// A file holding the API key (else TOOLGATE_API_KEY); every /v1 request then needs
@@ -29,8 +30,8 @@ pub struct ServeArgs {
     #[arg(long)]
     api_key_file: Option<PathBuf>,
     /// How long a held CONFIRM call from an MCP client (`/mcp/{agent}`) waits for a
-    /// decision before it is denied (e.g. 300s, 5m).
-    #[arg(long, default_value = "300s", value_parser = super::mcp::parse_duration)]
+    /// decision before it is denied (e.g. 4s, 5m); an agent's `mcp_hold:` wins.
+    #[arg(long, default_value = "4s", value_parser = super::mcp::parse_duration)]
     mcp_approval_timeout: std::time::Duration,
     /// How long before an approval's deadline (`approval_timeout` in agent and tool
     /// files) `approval.expiring` is sent, as an event and a notification (e.g. 5m).
@@ -129,7 +130,7 @@ fn api_key(file: Option<&Path>) -> Result<Option<String>, Failure> {
 
 pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.openapi {
-        let doc = toolgate::server::openapi();
+        let doc = toolgate::server::document();
         super::out::print_json(&mut super::out::stdout(), &doc, true)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -163,7 +164,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         addr: args.addr,
         agents_dir: args.agents,
         tools_dir,
-        workspace: args.workspace,
+        workspace: super::workspace_dir(args.workspace)?,
         api_key: api_key(args.api_key_file.as_deref())?,
         mcp_approval_timeout: args.mcp_approval_timeout,
         notify_urls: args.notify_url,

@@ -259,7 +259,7 @@ fn call(
         Ok(_) => return Err(Failure::bad_input("--args must be a JSON object")),
         Err(e) => return Err(Failure::bad_input(format!("--args is not valid JSON: {e}"))),
     };
-    let root = ws.unwrap_or_else(|| PathBuf::from("."));
+    let root = super::workspace_dir(ws)?.unwrap_or_else(|| PathBuf::from("."));
     let root = workspace::canonical_root(&root)
         .map_err(|e| Failure::bad_input(format!("workspace {}: {e}", root.display())))?;
     let new_conversation = conversation.is_none();

@@ -115,9 +115,28 @@ fn parse_value(path: &Path, text: &str) -> Result<Value, LoadError> {
     }
 }
 
-/// The servers declared in one file; a wrong one is an error naming the file (and the
-/// line of the key at fault).
-pub fn read(path: &Path) -> Result<Vec<Declaration>, LoadError> {
+/// What one file declares: the servers that can be used, and one error per entry that
+/// cannot (naming the entry, its line and why), so that one entry toolgate cannot take
+/// never drops the others.
+#[derive(Debug, Default)]
+pub struct Read {
+    pub servers: Vec<Declaration>,
+    pub errors: Vec<LoadError>,
+}
+
+/// The servers declared in one file. A file that cannot be read or parsed is one error;
+/// in a desktop `mcpServers` map each entry is taken or refused on its own.
+pub fn read(path: &Path) -> Read {
+    match read_file(path) {
+        Ok(read) => read,
+        Err(e) => Read {
+            servers: Vec::new(),
+            errors: vec![e],
+        },
+    }
+}
+
+fn read_file(path: &Path) -> Result<Read, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| LoadError {
         path: path.to_path_buf(),
         line: None,
@@ -139,10 +158,12 @@ pub fn read(path: &Path) -> Result<Vec<Declaration>, LoadError> {
                 "mcpServers must be a map of servers".into(),
             ));
         };
-        let mut out = Vec::new();
+        let mut out = Read::default();
         for (name, raw) in servers {
-            if let Some(d) = desktop(path, name, raw).map_err(|m| fail(&[name], m))? {
-                out.push(d);
+            match desktop(path, name, raw) {
+                Ok(Some(d)) => out.servers.push(d),
+                Ok(None) => {}
+                Err(m) => out.errors.push(fail(&[name], m)),
             }
         }
         return Ok(out);
@@ -153,9 +174,11 @@ pub fn read(path: &Path) -> Result<Vec<Declaration>, LoadError> {
         fail(&[&key], format!("MCP server: {message}"))
     })?;
     let name = raw.mcp_server.clone().unwrap_or_default();
-    declaration(path, &name, raw)
-        .map(|d| vec![d])
-        .map_err(|(key, m)| fail(&[key.as_str()], m))
+    let d = declaration(path, &name, raw).map_err(|(key, m)| fail(&[key.as_str()], m))?;
+    Ok(Read {
+        servers: vec![d],
+        errors: Vec::new(),
+    })
 }
 
 /// One server of a desktop client's `mcpServers` map, or `None` when it is disabled.
@@ -168,15 +191,22 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
     if obj.get("disabled").and_then(Value::as_bool) == Some(true) {
         return Ok(None);
     }
-    if let Some(kind) = obj.get("type").and_then(Value::as_str)
-        && !matches!(
-            kind,
-            "stdio" | "http" | "streamable-http" | "streamableHttp"
-        )
-    {
-        return Err(format!(
-            "server '{name}': transport type '{kind}' is not supported (stdio, http)"
-        ));
+    if let Some(kind) = obj.get("type").and_then(Value::as_str) {
+        match kind {
+            "stdio" | "http" | "streamable-http" | "streamableHttp" => {}
+            "sse" => {
+                return Err(format!(
+                    "MCP server '{name}': type 'sse' is the legacy HTTP+SSE transport, which \
+                     toolgate's MCP client (rmcp 3) does not speak; give the server's \
+                     streamable HTTP endpoint (type 'http', often its /mcp path) instead"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "MCP server '{name}': transport type '{other}' is not supported (stdio, http)"
+                ));
+            }
+        }
     }
     const KEYS: [&str; 10] = [
         "command",
@@ -195,11 +225,11 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
         .filter(|(k, _)| KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let raw: RawServer =
-        serde_json::from_value(Value::Object(used)).map_err(|e| format!("server '{name}': {e}"))?;
+    let raw: RawServer = serde_json::from_value(Value::Object(used))
+        .map_err(|e| format!("MCP server '{name}': {e}"))?;
     declaration(path, name, raw)
         .map(Some)
-        .map_err(|(_, m)| format!("server '{name}': {m}"))
+        .map_err(|(_, m)| format!("MCP server '{name}': {m}"))
 }
 
 /// Checks a server as written; the error names the key at fault.
@@ -220,9 +250,7 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
             ),
         ));
     }
-    let expand = |key: &str, s: &str| {
-        crate::tool::http::expand_env(s).map_err(|e| fail(key, format!("{key}: {e}")))
-    };
+    let expand = |key: &str, s: &str| expand(s).map_err(|e| fail(key, format!("{key}: {e}")));
     let sandbox = match (&raw.command, &raw.sandbox) {
         (Some(_), None) => Some(Policy::default()),
         (Some(_), Some(v)) => {
@@ -315,6 +343,45 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
     })
 }
 
+/// `template` with its variables filled from the environment: `${VAR}` and `${env:VAR}`
+/// (Cursor's and VS Code's form). `${input:ID}` (a value VS Code asks its user for) and
+/// any other `${kind:...}` cannot be answered here and are refused, naming the variable.
+pub fn expand(template: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let name = match inner.split_once(':') {
+            None => inner,
+            Some(("env", name)) => name,
+            Some(("input", id)) => {
+                return Err(format!(
+                    "${{input:{id}}} is a value the editor asks its user for, which toolgate \
+                     cannot ask; put it in an environment variable and write ${{env:VAR}}"
+                ));
+            }
+            Some((kind, _)) => {
+                return Err(format!(
+                    "${{{inner}}}: '{kind}:' variables are not supported (${{VAR}} and \
+                     ${{env:VAR}} are)"
+                ));
+            }
+        };
+        let value = std::env::var(name)
+            .map_err(|_| format!("the environment variable {name} is not set"))?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// `30`, `"30"`, `"30s"`, `"2m"`, `"500ms"` as seconds (positive).
 fn seconds(v: &Value) -> Option<f64> {
     let secs = match v {
@@ -362,7 +429,7 @@ mod tests {
              permission: confirm\npermissions: {get_current_time: auto}\ntimeout: 30s\n",
         );
         assert!(declares_servers(&p));
-        let d = read(&p).unwrap().remove(0);
+        let d = read(&p).servers.remove(0);
         assert_eq!(d.name, "time");
         assert_eq!(d.timeout, Some(30.0));
         assert_eq!(d.permission, Some(Permission::Confirm));
@@ -386,7 +453,7 @@ mod tests {
                 "off": {"command": "x", "disabled": true}
             }}"#,
         );
-        let all = read(&p).unwrap();
+        let all = read(&p).servers;
         let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["everything", "remote"]);
         assert!(matches!(all[1].connect, Connect::Http { .. }));
@@ -396,7 +463,7 @@ mod tests {
     fn mistakes_name_the_line() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "bad.yaml", "mcp_server: t\ncomand: x\n");
-        let e = read(&p).unwrap_err();
+        let e = read(&p).errors.remove(0);
         assert_eq!(e.line, Some(2), "{e}");
         assert!(e.message.contains("comand"), "{e}");
         let p = write(
@@ -404,14 +471,48 @@ mod tests {
             "both.yaml",
             "mcp_server: t\ncommand: x\nurl: http://h/\n",
         );
-        assert!(read(&p).unwrap_err().message.contains("not both"));
+        assert!(read(&p).errors[0].message.contains("not both"));
         let p = write(
             dir.path(),
             "t.yaml",
             "mcp_server: t\ncommand: x\ntimeout: soon\n",
         );
-        assert_eq!(read(&p).unwrap_err().line, Some(3));
+        assert_eq!(read(&p).errors[0].line, Some(3));
         let p = write(dir.path(), "tool.yaml", "name: mcp_server_thing\n");
         assert!(!declares_servers(&p));
+    }
+
+    #[test]
+    fn each_desktop_entry_is_taken_or_refused_on_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::env::var("HOME").unwrap_or_default();
+        let p = write(
+            dir.path(),
+            "mcp.json",
+            r#"{"mcpServers": {
+                "good": {"command": "x", "env": {"H": "${env:HOME}"}},
+                "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+                "unset": {"command": "x", "args": ["${TOOLGATE_TEST_SURELY_UNSET_31}"]},
+                "asks": {"command": "x", "env": {"K": "${input:api-key}"}},
+                "also_good": {"url": "http://127.0.0.1:9/mcp"}
+            }}"#,
+        );
+        let read = read(&p);
+        let names: Vec<&str> = read.servers.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["good", "also_good"]);
+        let Connect::Stdio { env, .. } = &read.servers[0].connect else {
+            panic!("stdio")
+        };
+        assert_eq!(env["H"], home);
+        assert_eq!(read.errors.len(), 3, "{:?}", read.errors);
+        for (e, (name, why)) in read.errors.iter().zip([
+            ("legacy", "legacy HTTP+SSE"),
+            ("unset", "TOOLGATE_TEST_SURELY_UNSET_31 is not set"),
+            ("asks", "${input:api-key}"),
+        ]) {
+            assert!(e.message.contains(&format!("'{name}'")), "{e}");
+            assert!(e.message.contains(why), "{e}");
+            assert!(e.line.is_some(), "{e}");
+        }
     }
 }

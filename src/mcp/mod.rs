@@ -31,10 +31,9 @@ pub(crate) fn load(files: &[PathBuf]) -> Loaded {
     };
     let mut decls = Vec::new();
     for path in files {
-        match config::read(path) {
-            Ok(found) => decls.extend(found),
-            Err(e) => out.errors.push(e),
-        }
+        let found = config::read(path);
+        decls.extend(found.servers);
+        out.errors.extend(found.errors);
     }
     let servers: Vec<_> = decls.iter().map(client::server).collect();
     let listing = {

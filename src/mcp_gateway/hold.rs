@@ -1,13 +1,19 @@
 //! A CONFIRM call from an MCP client: asked through elicitation when the client can,
 //! otherwise held as the run's waiting item until someone decides it (`toolgate
-//! approve`/`deny`, the HTTP API, from any process) or the approval timeout denies it.
-//! The decision is the store's, so it outlives this process.
+//! approve`/`deny`, the HTTP API, from any process) or the hold's time denies it. While
+//! it is held the client gets progress notifications (when its request carried a
+//! progress token), so clients that extend their timeout on progress keep waiting. A
+//! hold ends with its client: `notifications/cancelled` for the request, or the end of
+//! its session or connection, ends the wait (the caller then cancels the run).
 
 use std::time::{Duration, Instant};
 
 use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, ProgressNotificationParam,
+};
 use rmcp::service::{ElicitationMode, RequestContext};
+use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
 use crate::protocol::{Decision, RequiredItem, RunObject, RunStatus};
@@ -15,15 +21,40 @@ use crate::protocol::{Decision, RequiredItem, RunObject, RunStatus};
 /// How often a held call looks at the store.
 const POLL: Duration = Duration::from_millis(200);
 
+/// How often a held call tells its client it is still waiting (progress notifications).
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
 /// How a held call ended.
 pub(super) enum Held {
     /// The run ended (the call ran, or was denied): its result is the run's.
     Ended(Box<RunObject>),
     /// Nobody decided in time, or the wait stopped: what the client is told.
     NotDecided(String),
+    /// The client gave up: it cancelled the request, or its session or connection
+    /// ended. The run is still waiting; the caller cancels it.
+    Abandoned(String),
 }
 
-/// Waits for the decision on `run`'s waiting call and returns the run once it ended.
+/// What a held call waits with: how long, and the signals that end it early.
+pub(super) struct Hold<'a> {
+    pub gateway: &'a Gateway,
+    /// How long the call is held before it is denied.
+    pub limit: Duration,
+    pub ctx: &'a RequestContext<RoleServer>,
+    /// Cancelled when the client's session or connection ends.
+    pub ended: &'a CancellationToken,
+}
+
+impl Hold<'_> {
+    /// Why the client is gone, once it is.
+    async fn client_gone(&self) -> String {
+        tokio::select! {
+            _ = self.ctx.ct.cancelled() => "the MCP client cancelled the request".to_string(),
+            _ = self.ended.cancelled() => "the MCP client's session ended".to_string(),
+        }
+    }
+}
+
 /// Who the client's user is when it answers an elicitation.
 pub(super) enum Asker {
     /// No identity (stdio): the client's user decides, as before identities.
@@ -35,12 +66,9 @@ pub(super) enum Asker {
     Nobody,
 }
 
-pub(super) async fn settle(
-    gateway: &Gateway,
-    run: &RunObject,
-    ctx: &RequestContext<RoleServer>,
-    asker: Asker,
-) -> Held {
+/// Waits for the decision on `run`'s waiting call and returns the run once it ended.
+pub(super) async fn settle(hold: &Hold<'_>, run: &RunObject, asker: Asker) -> Held {
+    let (gateway, ctx) = (hold.gateway, hold.ctx);
     let started = Instant::now();
     let Some(item) = run
         .required_action
@@ -48,7 +76,7 @@ pub(super) async fn settle(
         .and_then(|a| a.items.first())
         .cloned()
     else {
-        return wait(gateway, run, None, started, ctx).await;
+        return wait(hold, run, None, started).await;
     };
     let elicits = ctx
         .peer
@@ -58,9 +86,9 @@ pub(super) async fn settle(
         Asker::Anyone => None,
         Asker::Identity(d) => Some(d),
         // The caller may not decide this call: it waits for one who may.
-        Asker::Nobody => return wait(gateway, run, Some(&item), started, ctx).await,
+        Asker::Nobody => return wait(hold, run, Some(&item), started).await,
     };
-    if elicits && let Some(decision) = ask(gateway, run, &item, ctx).await {
+    if elicits && let Some(decision) = ask(hold, run, &item).await {
         let decided = match decider {
             Some(d) => {
                 gateway
@@ -87,17 +115,24 @@ pub(super) async fn settle(
             }
         }
     }
-    wait(gateway, run, Some(&item), started, ctx).await
+    wait(hold, run, Some(&item), started).await
+}
+
+/// Waits on a run another request of the session holds (a retried identical call):
+/// no second question to the client, the same hold.
+pub(super) async fn follow(hold: &Hold<'_>, run: &RunObject) -> Held {
+    let item = run
+        .required_action
+        .as_ref()
+        .and_then(|a| a.items.first())
+        .cloned();
+    wait(hold, run, item.as_ref(), Instant::now()).await
 }
 
 /// Asks the client's user to approve the call. `None` when the client could not ask
 /// (an error, or no answer in time): the call is then held in the store.
-async fn ask(
-    gateway: &Gateway,
-    run: &RunObject,
-    item: &RequiredItem,
-    ctx: &RequestContext<RoleServer>,
-) -> Option<Decision> {
+async fn ask(hold: &Hold<'_>, run: &RunObject, item: &RequiredItem) -> Option<Decision> {
+    let ctx = hold.ctx;
     let message = format!(
         "Approve this call?\n\ntool: {}\ncall: {} (run {})\narguments: {}\n\nAccept runs it; decline or cancel denies it.",
         item.tool, item.call_id, run.id, item.arguments
@@ -108,8 +143,8 @@ async fn ask(
         requested_schema: ElicitationSchema::new(Default::default()),
     };
     let answer = tokio::select! {
-        a = ctx.peer.create_elicitation_with_timeout(params, Some(gateway.approval_timeout)) => a,
-        _ = ctx.ct.cancelled() => return None,
+        a = ctx.peer.create_elicitation_with_timeout(params, Some(hold.limit)) => a,
+        _ = hold.client_gone() => return None,
     };
     match answer {
         Ok(r) => Some(match r.action {
@@ -135,13 +170,15 @@ async fn ask(
 /// Polls the store until the run ends. A decision recorded without continuing the run
 /// (`--no-resume`) is carried on here; at the timeout the call is denied.
 async fn wait(
-    gateway: &Gateway,
+    hold: &Hold<'_>,
     run: &RunObject,
     item: Option<&RequiredItem>,
     started: Instant,
-    ctx: &RequestContext<RoleServer>,
 ) -> Held {
-    let timeout = gateway.approval_timeout;
+    let gateway = hold.gateway;
+    let timeout = hold.limit;
+    let progress = hold.ctx.meta.get_progress_token();
+    let mut told = Instant::now();
     let mut denied_at: Option<Instant> = None;
     let mut denied_here = false;
     let mut decided_seen = 0u32;
@@ -170,9 +207,9 @@ async fn wait(
             _ => {
                 return match denied_here {
                     true => Held::NotDecided(format!(
-                        "'{}' was not approved in time ({}s); the call was not run (run {})",
+                        "'{}' was not approved in time ({}); the call was not run (run {})",
                         item.map_or("the tool", |i| i.tool.as_str()),
-                        timeout.as_secs(),
+                        shown(timeout),
                         run.id
                     )),
                     false => Held::Ended(Box::new(current)),
@@ -184,7 +221,7 @@ async fn wait(
             None if now.duration_since(started) >= timeout => {
                 denied_at = Some(now);
                 if let Some(item) = item {
-                    let reason = format!("not approved within {}s", timeout.as_secs());
+                    let reason = format!("not approved within {}", shown(timeout));
                     match gateway
                         .runner
                         .decide(
@@ -215,14 +252,36 @@ async fn wait(
             }
             _ => {}
         }
-        tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
-            _ = ctx.ct.cancelled() => {
-                return Held::NotDecided(format!(
-                    "the client cancelled the request; the call stays held as run {} (toolgate approve or deny it)",
+        if let Some(token) = &progress
+            && now.duration_since(told) >= PROGRESS_EVERY
+        {
+            told = now;
+            let waited = now.duration_since(started).as_secs_f64();
+            let note = ProgressNotificationParam::new(token.clone(), waited)
+                .with_total(timeout.as_secs_f64())
+                .with_message(format!(
+                    "waiting for approval: toolgate approve {} (or deny it)",
                     run.id
                 ));
+            if let Err(e) = hold.ctx.peer.notify_progress(note).await {
+                tracing::debug!(run_id = %run.id, error = %e, "progress not delivered");
             }
         }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            why = hold.client_gone() => return Held::Abandoned(why),
+        }
+    }
+}
+
+/// A hold's length as people write it: `4s`, `1500ms`, `5m`.
+fn shown(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(60_000) && ms >= 60_000 {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
     }
 }

@@ -8,7 +8,9 @@
 
 mod hold;
 pub mod http;
+mod joined;
 mod session;
+mod stdin;
 mod stdout;
 
 use std::path::PathBuf;
@@ -22,8 +24,12 @@ pub use session::Session;
 use crate::agent::Agent;
 use crate::run::Runner;
 
-/// How long a held CONFIRM call waits for a decision by default.
-pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a held CONFIRM call waits for a decision by default: shorter than the
+/// timeouts MCP clients give up after (the OpenAI Agents SDK's 5 s is the shortest in
+/// common use), so the client reads "not approved in time" rather than its own
+/// timeout. An agent sets its own (`mcp_hold:`); clients that ask their user
+/// (elicitation) or extend their timeout on progress can be given longer.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// What every session of one gateway shares.
 #[derive(Clone)]
@@ -66,13 +72,13 @@ impl Gateway {
         tracing::info!(%conversation, "MCP session on stdio");
         let closed = tokio_util::sync::CancellationToken::new();
         let output = stdout::Output::new(closed.clone());
-        let running = session
-            .serve((tokio::io::stdin(), output))
-            .await
-            .map_err(|e| match e {
-                rmcp::service::ServerInitializeError::ConnectionClosed(_) => GatewayError::Closed,
-                other => GatewayError::Handshake(other.to_string()),
-            })?;
+        // Stdin closing ends the session's held calls at once (rmcp would otherwise
+        // wait for them before it stops).
+        let input = stdin::Input::new(tokio::io::stdin(), session.ended());
+        let running = session.serve((input, output)).await.map_err(|e| match e {
+            rmcp::service::ServerInitializeError::ConnectionClosed(_) => GatewayError::Closed,
+            other => GatewayError::Handshake(other.to_string()),
+        })?;
         let stop = running.cancellation_token();
         let ended = running.waiting();
         tokio::pin!(ended);

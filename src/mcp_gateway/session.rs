@@ -1,6 +1,7 @@
 //! One MCP session: the rmcp `ServerHandler` that lists the agent's toolkit, runs each
 //! `tools/call` as a single-call run in the session's conversation, and tells the client
-//! when the tools folder changed (`notifications/tools/list_changed`).
+//! when the tools folder changed (`notifications/tools/list_changed`). A held call ends
+//! with its client: when every request waiting on it gave up, its run is cancelled.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,11 +16,12 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use super::Gateway;
-use super::hold::{self, Held};
+use super::hold::{self, Held, Hold};
+use super::joined::{HeldCalls, call_key};
 use crate::agent::Agent;
-use crate::protocol::{CallStatus, RunObject, RunStatus};
+use crate::protocol::{CallStatus, CallerKind, RunObject, RunStatus};
 use crate::run::StartCall;
-use crate::store::CallQuery;
+use crate::store::{CallQuery, CallRecord};
 use crate::tool::{LoadedTool, Permission};
 
 /// One client connection: the agent it is served, its conversation, and a lock that
@@ -31,6 +33,17 @@ pub struct Session {
     turn: tokio::sync::Mutex<()>,
     /// Tells the client about changes of the tools folder, until the session drops.
     watching: std::sync::Mutex<Option<tokio_util::task::AbortOnDropHandle<()>>>,
+    /// Cancelled when the client's session or connection ends (stdin closed, the HTTP
+    /// session deleted or dropped): held calls end with it.
+    ended: tokio_util::sync::CancellationToken,
+    /// The calls held now, for retried identical calls to join.
+    held: HeldCalls,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.ended.cancel();
+    }
 }
 
 impl Session {
@@ -41,7 +54,98 @@ impl Session {
             conversation: crate::run::new_id("conv_mcp"),
             turn: tokio::sync::Mutex::new(()),
             watching: std::sync::Mutex::new(None),
+            ended: tokio_util::sync::CancellationToken::new(),
+            held: HeldCalls::default(),
         }
+    }
+
+    /// The token cancelled when this session's client goes away.
+    pub(super) fn ended(&self) -> tokio_util::sync::CancellationToken {
+        self.ended.clone()
+    }
+
+    /// How a call of this session is held: the agent's `mcp_hold`, else the gateway's.
+    fn hold<'a>(&'a self, ctx: &'a RequestContext<RoleServer>) -> Hold<'a> {
+        Hold {
+            gateway: &self.gateway,
+            limit: self.agent.mcp_hold.unwrap_or(self.gateway.approval_timeout),
+            ctx,
+            ended: &self.ended,
+        }
+    }
+
+    /// A held call's end, as the client reads it. The last request to give up on a held
+    /// call cancels its run: it never runs later.
+    async fn after_hold(&self, key: &str, run_id: &str, held: Held) -> CallToolResult {
+        let last = self.held.leave(key);
+        match held {
+            Held::Ended(run) => self.result(&run).await,
+            Held::NotDecided(message) => error(message),
+            Held::Abandoned(why) if last => self.cancel_held(run_id, &why).await,
+            Held::Abandoned(why) => error(format!(
+                "{why}; an identical call still waits on run {run_id}"
+            )),
+        }
+    }
+
+    /// Cancels a held call's run (the client gave up on it) and records the call as
+    /// `cancelled`: it never runs, whoever approves it later.
+    async fn cancel_held(&self, run_id: &str, why: &str) -> CallToolResult {
+        let runner = &self.gateway.runner;
+        let item = runner
+            .get(run_id)
+            .await
+            .ok()
+            .and_then(|r| r.required_action)
+            .and_then(|a| a.items.into_iter().next());
+        if let Err(e) = runner.cancel(run_id).await {
+            // Decided (or ended) meanwhile: that stands.
+            return error(format!("{why}; run {run_id}: {e}"));
+        }
+        tracing::info!(run_id, reason = %why, "held call cancelled with its client");
+        if let Some(item) = item {
+            let record = CallRecord {
+                call_id: item.call_id,
+                run_id: Some(run_id.to_string()),
+                conversation_id: self.conversation.clone(),
+                agent: Some(self.agent.name.clone()),
+                caller: CallerKind::Agent,
+                tool: item.tool,
+                arguments: item.arguments,
+                result: None,
+                result_size: 0,
+                status: CallStatus::Cancelled,
+                error_kind: Some("cancelled".into()),
+                error_message: Some(format!("{why} while the call waited for approval")),
+                started_at: jiff::Timestamp::now().as_millisecond(),
+                duration_ms: 0.0,
+                replaced: false,
+            };
+            if let Err(e) = runner.store.record_calls(vec![record]).await {
+                tracing::warn!(run_id, error = %e, "cannot record the cancelled call");
+            }
+        }
+        error(format!(
+            "{why}: the held call was cancelled and will not run (run {run_id})"
+        ))
+    }
+
+    /// A retried identical call: waits on the run already held for it.
+    async fn join(
+        &self,
+        key: &str,
+        run_id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        tracing::info!(run_id, "an identical call joins the held one");
+        let held = match self.gateway.runner.get(run_id).await {
+            Ok(run) if run.status == RunStatus::RequiresAction => {
+                hold::follow(&self.hold(ctx), &run).await
+            }
+            Ok(run) => Held::Ended(Box::new(run)),
+            Err(e) => Held::NotDecided(format!("cannot read run {run_id}: {e}")),
+        };
+        self.after_hold(key, run_id, held).await
     }
 
     /// The conversation this session's calls are recorded under.
@@ -74,8 +178,13 @@ impl Session {
         request: CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let _one_at_a_time = self.turn.lock().await;
         let name = request.name.to_string();
+        let arguments = request.arguments.unwrap_or_default();
+        let key = call_key(&name, &arguments);
+        if let Some(run_id) = self.held.join(&key) {
+            return self.join(&key, &run_id, ctx).await;
+        }
+        let _one_at_a_time = self.turn.lock().await;
         let gateway = &self.gateway;
         // Who decides this tool's calls: the agent's rule, with the tool's own.
         let mut rule = self.agent.decision_rule.clone();
@@ -101,7 +210,7 @@ impl Session {
                 &uuid::Uuid::new_v4().simple().to_string()[..12]
             ),
             &name,
-            request.arguments.unwrap_or_default(),
+            arguments,
         );
         let started = gateway
             .runner
@@ -124,7 +233,7 @@ impl Session {
             Ok(run) => run,
             Err(e) => return error(format!("toolgate could not run '{name}': {e}")),
         };
-        let run = if run.status == RunStatus::RequiresAction {
+        if run.status == RunStatus::RequiresAction {
             let asker = match ctx
                 .extensions
                 .get::<axum::http::request::Parts>()
@@ -140,13 +249,10 @@ impl Session {
                     }),
                 },
             };
-            match hold::settle(gateway, &run, ctx, asker).await {
-                Held::Ended(run) => *run,
-                Held::NotDecided(message) => return error(message),
-            }
-        } else {
-            run
-        };
+            self.held.hold(&key, &run.id);
+            let held = hold::settle(&self.hold(ctx), &run, asker).await;
+            return self.after_hold(&key, &run.id, held).await;
+        }
         self.result(&run).await
     }
 

@@ -4,6 +4,7 @@
 //! else. `find` says which values are secret; `seal` rewrites stored JSON.
 
 mod find;
+mod home;
 mod seal;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use chacha20poly1305::aead::{Aead, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
 pub use find::{has_secrets, mask_args, restore_masked, secret_values};
+pub use home::{KEY_DIR_ENV, key_file};
 pub use seal::{
     SEALED_VALUE, mask_stored, mask_tokens, mask_values, seal_arguments, seal_json, unseal_json,
 };
@@ -55,16 +57,14 @@ pub struct Keyring {
 }
 
 impl Keyring {
-    /// The key for the database at `db`: `TOOLGATE_SECRET_KEY` when set, else the file
-    /// `DB.key` beside it (created, mode 0600, when a secret is first sealed).
+    /// The key for the database at `db`: `TOOLGATE_SECRET_KEY` when set, else the key
+    /// file [`key_file`] names (created, mode 0600, when a secret is first sealed):
+    /// `DB.key` beside it when that exists or the database is outside any git work tree,
+    /// otherwise in the per-user data folder.
     pub fn for_database(db: &Path) -> Keyring {
         let source = match std::env::var(KEY_ENV) {
             Ok(v) if !v.trim().is_empty() => Source::Env(v.trim().to_string()),
-            _ => {
-                let mut name = db.as_os_str().to_owned();
-                name.push(".key");
-                Source::File(PathBuf::from(name))
-            }
+            _ => Source::File(key_file(db)),
         };
         Keyring {
             source,
@@ -200,6 +200,18 @@ fn read_key_file(path: &Path, create: bool) -> Result<Option<Vec<u8>>, SecretErr
             let mut key = [0u8; 32];
             getrandom::fill(&mut key).map_err(|e| fail(format!("no randomness: {e}")))?;
             let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                let mut folder = std::fs::DirBuilder::new();
+                folder.recursive(true);
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::DirBuilderExt;
+                    folder.mode(0o700);
+                }
+                folder
+                    .create(parent)
+                    .map_err(|e| fail(format!("cannot create the key's folder: {e}")))?;
+            }
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
             #[cfg(unix)]

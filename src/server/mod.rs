@@ -17,6 +17,7 @@ pub mod listen;
 mod metrics;
 pub mod notify;
 mod openapi;
+pub mod openapi_valid;
 pub mod rate;
 mod records;
 pub mod responses;
@@ -41,7 +42,7 @@ pub use auth::key_hash;
 pub use error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 pub use hub::Hub;
 pub use notify::NotifyConfig;
-pub use openapi::openapi;
+pub use openapi::{document, openapi};
 
 use crate::agent::Agent;
 use crate::protocol::{RunEvent, RunObject};
@@ -265,7 +266,9 @@ pub fn router_with(
             crate::mcp_gateway::http::handle(state, Arc::clone(&mcp), agent, request)
         },
     );
-    let doc = Arc::new(doc);
+    let doc = Arc::new(openapi_valid::finish(
+        serde_json::to_value(&doc).unwrap_or_default(),
+    ));
     api.route(
         "/openapi.json",
         axum::routing::get(move || {
@@ -277,6 +280,7 @@ pub fn router_with(
     .route("/metrics", axum::routing::get(metrics::scrape))
     .merge(inbox::routes())
     .fallback(unknown_route)
+    .method_not_allowed_fallback(wrong_method)
     .layer(axum::middleware::from_fn(trace::continue_trace))
     .layer(axum::middleware::from_fn_with_state(
         Arc::clone(&state),
@@ -295,6 +299,19 @@ async fn unknown_route(uri: axum::http::Uri) -> ApiError {
         "there is no route {} (GET /openapi.json lists them)",
         uri.path()
     ))
+}
+
+/// A route asked with a method it does not take: 405, in the API's error shape.
+async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{} {} is not a route (GET /openapi.json lists the methods each path takes)",
+            method,
+            uri.path()
+        ),
+    )
 }
 
 /// Runs the server until SIGTERM or Ctrl-C; then stops accepting, stops the runs it

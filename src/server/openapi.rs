@@ -253,7 +253,13 @@ fn cross_field_rules(doc: &mut utoipa::openapi::OpenApi) {
     );
 }
 
-/// The document alone (for `toolgate serve --openapi`, tests and tools).
+/// The document as derived from the handlers (before [`super::openapi_valid::finish`]).
 pub fn openapi() -> utoipa::openapi::OpenApi {
     routes().into_openapi()
+}
+
+/// The document as served at `/openapi.json` (for `toolgate serve --openapi`, tests and
+/// tools): valid OpenAPI 3.1, typed for client generators.
+pub fn document() -> serde_json::Value {
+    super::openapi_valid::finish(serde_json::to_value(openapi()).unwrap_or_default())
 }

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_requested_at.sql"),
     include_str!("migrations/0010_approval_policy.sql"),
     include_str!("migrations/0011_identities.sql"),
+    include_str!("migrations/0012_response_input.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

@@ -48,6 +48,7 @@ const RESPONSE_COLUMNS: &str =
 impl Store {
     /// Records a new response of run `run_id`, at the run's next step, and returns that
     /// step. Refused when the run does not exist.
+    /// `input` is the request's input items (a JSON array), kept for `input_items`.
     pub async fn create_response(
         &self,
         id: &str,
@@ -55,6 +56,7 @@ impl Store {
         previous_id: Option<&str>,
         status: &str,
         body: String,
+        input: String,
     ) -> Result<u32, RunsError> {
         let (id, run_id, previous_id, status) = (
             id.to_string(),
@@ -77,8 +79,8 @@ impl Store {
             )?;
             let now = now_ms();
             tx.execute(
-                "INSERT INTO responses (id, run_id, step, previous_id, status, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                params![id, run_id, step, previous_id, status, body, now],
+                "INSERT INTO responses (id, run_id, step, previous_id, status, body, created_at, updated_at, input) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+                params![id, run_id, step, previous_id, status, body, now, input],
             )?;
             Ok(step)
         })
@@ -104,6 +106,25 @@ impl Store {
             Ok(())
         })
         .await
+    }
+
+    /// Deletes one response by its exact id; false when there was none. Its run, the
+    /// run's records and the other responses of the run stay.
+    pub async fn delete_response(&self, id: &str) -> Result<bool, RunsError> {
+        let id = id.to_string();
+        self.transact(move |tx| Ok(tx.execute("DELETE FROM responses WHERE id = ?1", [&id])? > 0))
+            .await
+    }
+
+    /// The input items response `id` was created with (a JSON array), if it exists.
+    pub fn response_input(&self, id: &str) -> Result<Option<String>, RunsError> {
+        self.read_runs(|conn| {
+            Ok(conn
+                .query_row("SELECT input FROM responses WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .optional()?)
+        })
     }
 
     /// One response by its exact id.

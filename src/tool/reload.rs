@@ -36,7 +36,7 @@ impl ToolLibrary {
                 if kept_from.contains(e.path.as_path()) {
                     format!("{e} (keeping the last good version)")
                 } else {
-                    format!("{e} (tool skipped)")
+                    format!("{e} (skipped)")
                 }
             })
             .collect();
@@ -95,6 +95,6 @@ mod tests {
         let mut lib = ToolLibrary::load(dir.path()).unwrap();
         let lines = lib.keep_last_good(&ToolLibrary::default());
         assert_eq!(lines.len(), 1);
-        assert!(lines[0].contains("bad.yaml") && lines[0].ends_with("(tool skipped)"));
+        assert!(lines[0].contains("bad.yaml") && lines[0].ends_with("(skipped)"));
     }
 }

@@ -76,7 +76,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/agents" "$work/workspace"
-cp "$root"/examples/agents/* "$work/agents/"
+cp "$root"/examples/agents/*.yaml "$work/agents/"   # files only (team/ is a folder of its own)
 # The served assistant plays scripted replies, so runs go on offline.
 cp "$root"/examples/serve/agents/* "$work/agents/"
 key="schemathesis-$RANDOM$RANDOM"

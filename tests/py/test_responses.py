@@ -2,8 +2,8 @@
 Python package: responses created whole and streamed (the `client.responses.stream`
 helper and `stream=True`), an AUTO call shown as `mcp_call`, a CONFIRM call approved
 through `mcp_approval_response` and another denied, a client tool answered with
-`function_call_output`, continuation with `previous_response_id`, `retrieve`, and the
-errors the SDK raises for bad requests.
+`function_call_output`, continuation with `previous_response_id`, `retrieve` (also with
+`stream=True`), `cancel`, `delete`, and the errors the SDK raises for bad requests.
 
 Run by tests/openai_sdk.rs against a `toolgate serve` on the agents in
 tests/fixtures/responses/. Environment:
@@ -224,6 +224,121 @@ class ApprovalsAndClientTools(Lifecycle):
         self.assertEqual([o.type for o in last.output], ["message"], "a denied call gets no mcp_call")
         self.assertEqual(last.output_text, "Understood, nothing was saved.")
         self.assertFalse(os.path.exists(os.path.join(WORKSPACE, "denied.txt")))
+
+
+class StoredResponses(unittest.TestCase):
+    """retrieve with stream=True, cancel and delete, as the SDK calls them."""
+
+    def test_retrieve_with_stream_replays_the_stored_response(self):
+        c = client()
+        r = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        events = list(c.responses.retrieve(r.id, stream=True))
+        types = [e.type for e in events]
+        self.assertEqual(types[:2], ["response.created", "response.in_progress"], types)
+        self.assertEqual(types[-1], "response.completed", types)
+        self.assertEqual([e.sequence_number for e in events], list(range(len(events))))
+        added = [e.item.type for e in events if e.type == "response.output_item.added"]
+        self.assertEqual(added, [o.type for o in r.output])
+        self.assertEqual(events[-1].response.output_text, r.output_text)
+
+    def test_tool_progress_reaches_the_stream(self):
+        c = client()
+        events = list(c.responses.create(model="agent:counting", input="Count.", stream=True))
+        self.assertEqual(events[-1].type, "response.completed", [e.type for e in events])
+        said = [
+            (e.model_extra or {}).get("progress")
+            for e in events
+            if e.type == "response.mcp_call.in_progress" and (e.model_extra or {}).get("progress")
+        ]
+        self.assertEqual([p["text"] for p in said], ["step 1 of 3", "step 2 of 3", "step 3 of 3"], said)
+        calls = [o for o in events[-1].response.output if o.type == "mcp_call"]
+        self.assertEqual(calls[0].output.strip().splitlines()[-1], "step 3 of 3")
+
+    def test_parse_gets_the_structured_answer_it_asked_for(self):
+        from pydantic import BaseModel
+
+        class Sum(BaseModel):
+            expression: str
+            answer: int
+
+        c = client()
+        parsed = c.responses.parse(model="agent:structured", input="What is 2+3*4?", text_format=Sum)
+        self.assertEqual(parsed.status, "completed")
+        self.assertEqual(parsed.output_parsed, Sum(expression="2+3*4", answer=14))
+        self.assertEqual(parsed.text.format.type, "json_schema")
+        # The next answer is prose: it does not match, and the response says so.
+        loose = c.responses.create(
+            model="agent:structured",
+            input="And in words?",
+            previous_response_id=parsed.id,
+            text={"format": {"type": "json_schema", "name": "Sum", "strict": True,
+                             "schema": Sum.model_json_schema()}},
+        )
+        self.assertEqual(loose.status, "failed", loose)
+        self.assertIn("not JSON", loose.error.message)
+        with self.assertRaises(openai.BadRequestError):
+            c.responses.create(model="agent:structured", input="hi", text={"format": {"type": "grammar"}})
+
+    def test_input_items_lists_what_the_request_sent(self):
+        c = client()
+        r = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        page = c.responses.input_items.list(r.id)
+        self.assertEqual([i.type for i in page.data], ["message"])
+        self.assertEqual(page.data[0].role, "user")
+        self.assertEqual(page.data[0].content[0].text, "What is 2+3*4?")
+        follow = c.responses.create(
+            model="agent:helper",
+            previous_response_id=r.id,
+            input=[{"role": "user", "content": "Thanks!"}, {"role": "user", "content": [{"type": "input_text", "text": "Bye."}]}],
+        )
+        asc = c.responses.input_items.list(follow.id, order="asc")
+        self.assertEqual([i.content[0].text for i in asc.data], ["Thanks!", "Bye."])
+        desc = c.responses.input_items.list(follow.id)
+        self.assertEqual([i.content[0].text for i in desc.data], ["Bye.", "Thanks!"])
+        with self.assertRaises(openai.NotFoundError):
+            c.responses.input_items.list("resp_missing")
+
+    def test_cancel_ends_a_paused_response_for_good(self):
+        c = client()
+        first = c.responses.create(model="agent:writer", input="Save 2+3*4 and ask my colour.")
+        request = first.output[1]
+        self.assertEqual(request.type, "mcp_approval_request")
+        cancelled = c.responses.cancel(first.id)
+        self.assertEqual(cancelled.status, "cancelled")
+        self.assertEqual(c.responses.retrieve(first.id).status, "cancelled")
+        # Its run is cancelled: a later approval is refused, and nothing runs.
+        with self.assertRaises(openai.ConflictError):
+            c.responses.create(
+                model="agent:writer",
+                previous_response_id=first.id,
+                input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+            )
+        with self.assertRaises(openai.ConflictError):
+            c.responses.cancel(first.id)
+        done = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        with self.assertRaises(openai.ConflictError):
+            c.responses.cancel(done.id)
+
+    def test_delete_forgets_the_response(self):
+        c = client()
+        r = c.responses.create(model="agent:helper", input="What is 2+3*4?")
+        c.responses.delete(r.id)
+        with self.assertRaises(openai.NotFoundError):
+            c.responses.retrieve(r.id)
+        with self.assertRaises(openai.NotFoundError):
+            c.responses.delete(r.id)
+
+    def test_a_method_a_route_does_not_take_is_a_json_error(self):
+        import httpx
+
+        answer = httpx.put(
+            f"{BASE_URL}/responses/resp_x",
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            json={},
+            timeout=30,
+        )
+        self.assertEqual(answer.status_code, 405, answer.text)
+        self.assertEqual(answer.json()["error"]["type"], "method_not_allowed", answer.text)
 
 
 class Errors(unittest.TestCase):

@@ -12,7 +12,9 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use super::ending::{Ending, ending};
 use super::translate::{StreamEvent, Translator};
-use super::wire::{ResponseObject, ResponseStatus, ResponseUsage};
+use super::wire::{
+    OutputContent, OutputItem, ResponseError, ResponseObject, ResponseStatus, ResponseUsage,
+};
 use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, Usage};
 use crate::run::{Runner, StartRun};
 use crate::server::{AppState, Drive, Driving, joined};
@@ -48,6 +50,10 @@ pub struct Job {
     pub previous: Option<String>,
     /// Calls the client answers (true: approval items).
     pub answered: HashMap<String, bool>,
+    /// The `text.format` the final answer is checked against.
+    pub format: Option<super::structured::OutputFormat>,
+    /// The request's input items (ids added), kept for `input_items`.
+    pub input: serde_json::Value,
 }
 
 /// How long a finished `mcp_call` first waits between looks for its record (committed
@@ -80,11 +86,11 @@ async fn drive(
     tx: &UnboundedSender<Report>,
 ) -> Option<ResponseObject> {
     let runner = &state.runner;
-    let mut t = Translator::new(job.response, job.answered);
+    let mut t = Translator::new(job.response.clone(), job.answered.clone());
     let (driving, before) = match plan {
         Plan::Waiting { run, waiting } => {
             note_run(&mut t, &run.id, &run.conversation_id);
-            let report = begin(runner, &mut t, &run.id, job.previous.as_deref()).await;
+            let report = begin(runner, &mut t, &run.id, job.previous.as_deref(), &job.input).await;
             let _ = tx.send(Report::Events(report));
             let end = Ending {
                 status: ResponseStatus::Completed,
@@ -103,7 +109,7 @@ async fn drive(
         Plan::Resume { run_id, before } => (state.spawn_drive(Drive::Resume(run_id)), before),
     };
     let Driving { events, done } = driving;
-    let started = pump(runner, &mut t, events, &job.previous, tx).await;
+    let started = pump(runner, &mut t, events, (&job.previous, &job.input), tx).await;
     let result = joined(done.await);
     let Some(run_id) = started else {
         // Nothing began: the request is refused as a whole.
@@ -120,10 +126,42 @@ async fn drive(
         Ok(run) => (Some(run), None),
         Err(e) => (runner.get(&run_id).await.ok(), Some(e.message)),
     };
-    let out = t.finish(ending(run.as_ref(), error.as_deref(), before, now_s()));
+    let mut end = ending(run.as_ref(), error.as_deref(), before, now_s());
+    if let Some(format) = &job.format
+        && end.status == ResponseStatus::Completed
+        && end.waiting.is_empty()
+        && let Err(why) = format.check(&final_text(t.response()))
+    {
+        end.status = ResponseStatus::Failed;
+        end.error = Some(ResponseError {
+            code: "server_error".into(),
+            message: why,
+        });
+    }
+    let out = t.finish(end);
     let _ = tx.send(Report::Events(out));
     store_final(runner, t.response()).await;
     Some(t.response().clone())
+}
+
+/// The text of the response's last message: the final answer.
+fn final_text(response: &ResponseObject) -> String {
+    response
+        .output
+        .iter()
+        .rev()
+        .find_map(|item| match item {
+            OutputItem::Message { content, .. } => Some(
+                content
+                    .iter()
+                    .map(|c| match c {
+                        OutputContent::OutputText { text, .. } => text.as_str(),
+                    })
+                    .collect::<String>(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Feeds the run's events to the translator until the drive ends; returns the run id
@@ -132,7 +170,7 @@ async fn pump(
     runner: &Runner,
     t: &mut Translator,
     mut events: UnboundedReceiver<RunEvent>,
-    previous: &Option<String>,
+    (previous, input): (&Option<String>, &serde_json::Value),
     tx: &UnboundedSender<Report>,
 ) -> Option<String> {
     let mut run_id: Option<String> = None;
@@ -177,7 +215,7 @@ async fn pump(
             && run_id.is_none()
         {
             note_run(t, id, conversation_id);
-            out.extend(begin(runner, t, id, previous.as_deref()).await);
+            out.extend(begin(runner, t, id, previous.as_deref(), input).await);
             run_id = Some(id.clone());
         }
         if let Some(id) = &run_id
@@ -207,11 +245,19 @@ async fn begin(
     t: &mut Translator,
     run_id: &str,
     previous: Option<&str>,
+    input: &serde_json::Value,
 ) -> Vec<StreamEvent> {
     let body = serde_json::to_string(t.response()).unwrap_or_default();
     if let Err(e) = runner
         .store
-        .create_response(&t.response().id, run_id, previous, "in_progress", body)
+        .create_response(
+            &t.response().id,
+            run_id,
+            previous,
+            "in_progress",
+            body,
+            input.to_string(),
+        )
         .await
     {
         tracing::warn!(response_id = %t.response().id, run_id, "the response could not be stored: {e}");

@@ -13,6 +13,8 @@ pub mod drive;
 pub mod ending;
 pub mod input;
 mod input_doc;
+pub mod manage;
+pub mod structured;
 pub mod translate;
 pub mod wire;
 
@@ -35,7 +37,7 @@ use self::wire::{
     new_response_id,
 };
 use super::AppState;
-use super::error::{ApiError, ApiJson, ErrorBody, PathId};
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 use crate::agent::Agent;
 use crate::protocol::{ItemKind, RunStatus};
 use crate::tool::Permission;
@@ -44,7 +46,9 @@ use crate::tool::Permission;
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new()
         .routes(routes!(create_response))
-        .routes(routes!(get_response))
+        .routes(routes!(get_response, manage::delete_response))
+        .routes(routes!(manage::cancel_response))
+        .routes(routes!(manage::list_input_items))
 }
 
 impl From<InputError> for ApiError {
@@ -83,10 +87,17 @@ pub async fn create_response(
             "'instructions' is not accepted: an agent's instructions come from its agent file",
         ));
     }
-    let input = parse_input(body.input.as_ref())?;
+    let mut input = parse_input(body.input.as_ref())?;
+    let format = structured::read(body.text.as_ref()).map_err(ApiError::bad_request)?;
+    if let (Some(format), Some(message)) = (&format, input.message.as_mut()) {
+        // The model is asked for the format along with the message.
+        message.push_str("\n\n");
+        message.push_str(&format.instruction());
+    }
     let agent = state.agent(agent_name)?;
+    let response_id = new_response_id();
     let mut response = ResponseObject::begin(
-        &new_response_id(),
+        &response_id,
         &body.model,
         now_s(),
         body.previous_response_id.as_deref(),
@@ -95,6 +106,9 @@ pub async fn create_response(
         response.metadata = metadata.clone();
     }
     response.tools = tools_of(&state, &agent).await;
+    if let Some(format) = &format {
+        response.text = format.requested.clone();
+    }
     let (plan, answered) = match &body.previous_response_id {
         None => {
             if !input.answers.is_empty() {
@@ -124,6 +138,8 @@ pub async fn create_response(
         response,
         previous: body.previous_response_id.clone(),
         answered,
+        format,
+        input: manage::input_items(&response_id, body.input.as_ref()),
     };
     let reports = drive::spawn(&state, plan, job);
     if body.stream.unwrap_or(false) {
@@ -331,7 +347,7 @@ async fn whole(mut reports: UnboundedReceiver<Report>) -> Result<Response, ApiEr
     ))
 }
 
-fn sse_event(event: &Value) -> super::sse::Frame {
+pub(super) fn sse_event(event: &Value) -> super::sse::Frame {
     let kind = event
         .get("type")
         .and_then(Value::as_str)
@@ -376,16 +392,34 @@ async fn stream(
 
 /// A response as last stored: after it ended, the whole response; while its run is
 /// driven, the response as begun; one whose server stopped before finishing it, failed
-/// (its run goes on with `previous_response_id`).
+/// (its run goes on with `previous_response_id`). With `stream=true`, the same response
+/// replayed as stream events.
 #[utoipa::path(get, path = "/v1/responses/{id}", tag = "responses",
-    params(("id" = String, Path, description = "A response id, resp_...")),
-    responses((status = 200, body = ResponseObject), (status = 401, body = ErrorBody),
+    params(("id" = String, Path, description = "A response id, resp_..."), manage::RetrieveQuery),
+    responses((status = 200, description = "The response; with `stream=true`, its stream events",
+            content((ResponseObject = "application/json"), (String = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 500, body = ErrorBody)))]
 pub async fn get_response(
     State(state): State<Arc<AppState>>,
     super::scope::Caller(who): super::scope::Caller,
     PathId(id): PathId,
-) -> Result<Json<Map<String, Value>>, ApiError> {
+    ApiQuery(query): ApiQuery<manage::RetrieveQuery>,
+) -> Result<Response, ApiError> {
+    let body = stored_response(&state, &who, &id).await?;
+    if query.stream.unwrap_or(false) {
+        return Ok(manage::replay(&state, body));
+    }
+    Ok(Json(body).into_response())
+}
+
+/// The stored response `id`, failed when its server stopped before finishing it.
+async fn stored_response(
+    state: &Arc<AppState>,
+    who: &crate::identity::Identity,
+    id: &str,
+) -> Result<Map<String, Value>, ApiError> {
+    let id = id.to_string();
     let key = id.clone();
     let unknown = || ApiError::not_found(format!("there is no response '{id}'"));
     let row = state
@@ -393,7 +427,7 @@ pub async fn get_response(
         .read(move |store| Ok(store.response(&key)?))
         .await?
         .ok_or_else(unknown)?;
-    if who.scope().is_some() && state.run_for(&who, &row.run_id).await.is_err() {
+    if who.scope().is_some() && state.run_for(who, &row.run_id).await.is_err() {
         return Err(unknown());
     }
     let mut body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
@@ -418,7 +452,7 @@ pub async fn get_response(
             }),
         );
     }
-    Ok(Json(body))
+    Ok(body)
 }
 
 /// How long after its run's last change a response may still be in progress: the drive

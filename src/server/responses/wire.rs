@@ -41,6 +41,12 @@ pub struct CreateResponse {
     #[serde(default)]
     #[schema(value_type = Option<()>)]
     pub instructions: Option<Value>,
+    /// `{"format": {"type": "json_schema", "name", "schema", "strict"?}}` (as
+    /// `responses.parse` sends it), `json_object` or `text`: the model is asked for JSON
+    /// matching the schema, and a final answer that does not match fails the response.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub text: Option<Value>,
 }
 
 /// Where a response stands.
@@ -273,6 +279,10 @@ pub struct ResponseObject {
     /// Always true: every response is kept.
     pub store: bool,
     pub background: bool,
+    /// Always null (no access programs); the official Node SDK's type requires it.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub access_programs: Option<Value>,
 }
 
 impl ResponseObject {
@@ -298,10 +308,11 @@ impl ResponseObject {
             temperature: None,
             top_p: None,
             max_output_tokens: None,
-            text: serde_json::json!({"format": {"type": "text"}}),
+            text: super::structured::plain(),
             truncation: "disabled".into(),
             store: true,
             background: false,
+            access_programs: None,
         }
     }
 }

@@ -180,15 +180,15 @@ impl Translator {
             | RunEvent::RunCancelled { .. } => {
                 self.close_message(&mut out, ItemStatus::Completed);
             }
+            RunEvent::Tool {
+                event: Event::ToolOutput { call_id, part },
+                ..
+            } => self.progress(&mut out, call_id, part),
             RunEvent::RunStarted { .. }
             | RunEvent::ContextCompacted { .. }
             | RunEvent::ParseProblem { .. }
             | RunEvent::ApprovalExpiring { .. }
-            | RunEvent::ApprovalExpired { .. }
-            | RunEvent::Tool {
-                event: Event::ToolOutput { .. },
-                ..
-            } => {}
+            | RunEvent::ApprovalExpired { .. } => {}
         }
         out
     }
@@ -362,6 +362,26 @@ impl Translator {
             out,
             "response.mcp_call.in_progress",
             json!({"item_id": id, "output_index": index}),
+        );
+    }
+
+    /// A running call's progress (a line it wrote): `response.mcp_call.in_progress` for
+    /// its `mcp_call`, with the part under `progress`.
+    fn progress(
+        &mut self,
+        out: &mut Vec<StreamEvent>,
+        call_id: &str,
+        part: &impl serde::Serialize,
+    ) {
+        let Some(&index) = self.calls.get(call_id) else {
+            return;
+        };
+        let id = self.response.output[index].id().to_string();
+        let part = serde_json::to_value(part).unwrap_or(Value::Null);
+        self.emit(
+            out,
+            "response.mcp_call.in_progress",
+            json!({"item_id": id, "output_index": index, "progress": part}),
         );
     }
 

@@ -1,0 +1,117 @@
+//! Where a database's key file lives when `TOOLGATE_SECRET_KEY` is not set: a key
+//! already beside the database keeps working; a database in a folder outside any git
+//! work tree gets `DB.key` beside it; a database inside a git work tree gets its key in
+//! the per-user data folder, keyed by the database's absolute path, so that a
+//! `git add .` never commits the key that opens every secret.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The environment variable naming the folder for per-user key files (default
+/// `$XDG_DATA_HOME/toolgate/keys`, else `~/.local/share/toolgate/keys`).
+pub const KEY_DIR_ENV: &str = "TOOLGATE_KEY_DIR";
+
+/// The key file for the database at `db`.
+pub fn key_file(db: &Path) -> PathBuf {
+    let beside = beside(db);
+    if beside.exists() {
+        return beside;
+    }
+    let db_abs = absolute_db(db);
+    let folder = db_abs.parent().unwrap_or(Path::new("/"));
+    if !inside_git_work_tree(folder) {
+        return beside;
+    }
+    match user_key_dir() {
+        Some(dir) => dir.join(format!("{}.key", database_id(&db_abs))),
+        // No home to put it in: beside the database, as before.
+        None => beside,
+    }
+}
+
+/// `DB.key` beside the database (the only home before keys moved out of work trees).
+fn beside(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".key");
+    PathBuf::from(name)
+}
+
+/// The database's absolute path with its folder resolved (the file may not exist yet).
+fn absolute_db(db: &Path) -> PathBuf {
+    let abs = std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(parent), Some(name)) => parent
+            .canonicalize()
+            .map(|p| p.join(name))
+            .unwrap_or(abs.clone()),
+        _ => abs,
+    }
+}
+
+/// Whether `folder` or one of its ancestors holds `.git` (a folder, or a file for a
+/// linked worktree or submodule).
+fn inside_git_work_tree(folder: &Path) -> bool {
+    folder.ancestors().any(|a| a.join(".git").exists())
+}
+
+/// The per-user folder for key files, when a home can be found.
+fn user_key_dir() -> Option<PathBuf> {
+    let set = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = set(KEY_DIR_ENV) {
+        return Some(dir);
+    }
+    let data = set("XDG_DATA_HOME").or_else(|| set("HOME").map(|h| h.join(".local/share")))?;
+    Some(data.join("toolgate").join("keys"))
+}
+
+/// A stable name for a database: the file's name and a hash of its absolute path.
+fn database_id(db_abs: &Path) -> String {
+    let digest = Sha256::digest(db_abs.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let stem: String = db_abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{stem}-{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn beside_outside_a_work_tree_and_in_the_user_folder_inside_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        assert_eq!(key_file(&plain.join("a.db")), plain.join("a.db.key"));
+
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("sub")).unwrap();
+        let inside = key_file(&repo.join("sub/a.db"));
+        assert!(!inside.starts_with(&repo), "{}", inside.display());
+        assert!(inside.to_string_lossy().ends_with(".key"));
+        // Keyed by the database: another database, another file.
+        assert_ne!(inside, key_file(&repo.join("b.db")));
+
+        // A key already beside the database keeps working.
+        std::fs::write(repo.join("sub/a.db.key"), "x").unwrap();
+        assert_eq!(key_file(&repo.join("sub/a.db")), repo.join("sub/a.db.key"));
+    }
+}
