@@ -384,3 +384,52 @@ fn a_bad_context_block_is_one_clear_line() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+/// An agent without a `context:` block still has the model's default budget: a result
+/// over it reaches the model cut, and the marker does not send the model to
+/// `read_result`, a tool it was never offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_context_block_a_cut_result_names_no_tool_it_lacks() {
+    let turn = Arc::new(AtomicUsize::new(0));
+    let t = Arc::clone(&turn);
+    let server = FakeOpenAi::respond(move |_| match t.fetch_add(1, Ordering::SeqCst) {
+        0 => calls_reply("", &[("call_1", "read_file", json!({"path": "big.txt"}))]),
+        _ => text_reply("Read it.", 5),
+    })
+    .await;
+    let w = world(
+        &server,
+        "name: reader\nmodel: openai:gpt-4o-mini\ntools: [read_file]\nmax_iterations: 4\n",
+    );
+    let run = run(&w, "Read big.txt.").await;
+    assert_eq!(run.status, RunStatus::Completed, "{:?}", run.last_error);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let offered: Vec<&str> = requests[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["read_file"]);
+    let result = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "call_1")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(result.len() < 200_000, "the result was not cut");
+    assert!(
+        result.contains("[result cut to fit the context"),
+        "{}",
+        &result[result.len().saturating_sub(300)..]
+    );
+    assert!(
+        !result.contains("read_result"),
+        "{}",
+        &result[result.len() - 300..]
+    );
+}

@@ -5,8 +5,15 @@
 use super::tokens::Counter;
 
 /// `output` as the model sees it: whole when it fits in `limit` tokens, else its
-/// beginning and a marker naming `call_id` and where to go on.
-pub fn cut_result(counter: &Counter, output: &str, call_id: &str, limit: u64) -> String {
+/// beginning and a marker saying how much was left out and, when the model has
+/// `read_result` (`read_on`), naming `call_id` and where to go on.
+pub fn cut_result(
+    counter: &Counter,
+    output: &str,
+    call_id: &str,
+    limit: u64,
+    read_on: bool,
+) -> String {
     let Some(at) = counter.cut_at(output, limit) else {
         return output.to_string();
     };
@@ -14,6 +21,11 @@ pub fn cut_result(counter: &Counter, output: &str, call_id: &str, limit: u64) ->
     let kept_chars = kept.chars().count();
     let total_chars = kept_chars + output[at..].chars().count();
     let left = total_chars - kept_chars;
+    if !read_on {
+        return format!(
+            "{kept}\n[result cut to fit the context: {left} of {total_chars} characters left out. The whole result is kept in the call record ({call_id}).]"
+        );
+    }
     format!(
         "{kept}\n[result cut to fit the context: {left} of {total_chars} characters left out. The whole result is kept: call read_result with call_id \"{call_id}\", offset {kept_chars} and a length (in characters) to read on.]"
     )
@@ -58,9 +70,9 @@ mod tests {
     #[test]
     fn a_long_result_is_cut_with_a_marker_and_a_short_one_kept() {
         let c = Counter::Estimate;
-        assert_eq!(cut_result(&c, "short", "call_1", 100), "short");
+        assert_eq!(cut_result(&c, "short", "call_1", 100, true), "short");
         let long = "x".repeat(1_000);
-        let cut = cut_result(&c, &long, "call_1", 100);
+        let cut = cut_result(&c, &long, "call_1", 100, true);
         assert!(cut.starts_with(&"x".repeat(400)));
         assert!(cut.contains("600 of 1000 characters left out"), "{cut}");
         assert!(cut.contains("offset 400"), "{cut}");

@@ -632,7 +632,9 @@ fn all_done(live: &Live) -> bool {
 /// call order, each cut to the budget's `result_tokens`.
 fn feed_back(live: &mut Live, ctx: &ContextLive) {
     let turn = live.state.turn.take().unwrap_or_default();
-    let cut = Some((&ctx.counter, ctx.budget.result_tokens));
+    // The marker points to `read_result` only when the model has it.
+    let read_on = live.toolkit.resolve(super::READ_RESULT).is_ok();
+    let cut = Some((&ctx.counter, ctx.budget.result_tokens, read_on));
     let results = conversation::results(live.state.mode, &turn, "", cut, ctx.vision);
     live.state.messages.extend(results);
 }

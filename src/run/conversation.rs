@@ -67,7 +67,8 @@ fn status_word(status: CallStatus) -> &'static str {
 /// The messages that return a turn's results, in call order: one tool message per call
 /// (native), or one user message of `<tool_result>` blocks (xml). A call without a
 /// result is answered with `unfinished`. With `cut` (a counter and a token limit), a
-/// result over the limit is cut, with a marker saying how to read the rest.
+/// result over the limit is cut, with a marker saying how much was left out (and how
+/// to read the rest, when the model has `read_result`).
 /// Images a call's result carried go with its message when the model takes them
 /// (`vision`) and they are under the size cap; otherwise a line of text says what was
 /// left out.
@@ -75,14 +76,14 @@ pub(crate) fn results(
     mode: Mode,
     turn: &[TurnCall],
     unfinished: &str,
-    cut: Option<(&crate::context::Counter, u64)>,
+    cut: Option<(&crate::context::Counter, u64, bool)>,
     vision: bool,
 ) -> Vec<Message> {
     // Each call's text, and the images that go to the model.
     let shown = |c: &TurnCall| -> (String, Vec<crate::model::ImagePart>) {
         let mut text = match (&c.phase, cut) {
-            (Phase::Done { output, .. }, Some((counter, limit))) => {
-                crate::context::cut_result(counter, output, &c.call.id, limit)
+            (Phase::Done { output, .. }, Some((counter, limit, read_on))) => {
+                crate::context::cut_result(counter, output, &c.call.id, limit, read_on)
             }
             (Phase::Done { output, .. }, None) => output.clone(),
             _ => unfinished.to_string(),
