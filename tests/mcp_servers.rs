@@ -461,13 +461,15 @@ fn a_server_that_does_not_start_is_one_line_and_the_rest_loads() {
 
 /// A desktop `mcp.json` as Cursor and VS Code write them: one entry toolgate cannot take
 /// (legacy SSE, an unset variable, a `${input:...}` prompt) is one line naming it, and the
-/// real mcp-server-time entry beside them (its `TZ` read through `${env:VAR}`) loads.
+/// real mcp-server-time entry beside them (its `TZ` read through `${env:VAR}`, its `LANG`
+/// through `${VAR:-default}`) loads.
 #[test]
 fn each_mcp_json_entry_loads_or_is_refused_on_its_own() {
     let file = json!({"mcpServers": {
         "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
         "time": {"command": peers().python, "args": ["-m", "mcp_server_time"],
-                 "env": {"TZ": "${env:TOOLGATE_TEST_TZ}"}},
+                 "env": {"TZ": "${env:TOOLGATE_TEST_TZ}",
+                         "LANG": "${TOOLGATE_TEST_SURELY_UNSET_LANG:-C.UTF-8}"}},
         "unset": {"command": "node", "args": ["${TOOLGATE_TEST_SURELY_UNSET_31}"]},
         "asks": {"command": "node", "env": {"KEY": "${input:api-key}"}},
     }})

@@ -1,5 +1,5 @@
-//! The SQLite record: schema and migrations, files toolgate must refuse, a locked and
-//! a full database, summaries and queries checked against hand-computed numbers, and a
+//! The SQLite record: schema and migrations (also by several processes opening one new
+//! file at once), files toolgate must refuse, a locked and a full database, summaries and queries checked against hand-computed numbers, and a
 //! process killed while it records.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -76,6 +76,47 @@ fn schema_is_marked_and_reopens() {
         again.conversation_summary("c").unwrap().calls.total_calls,
         1
     );
+}
+
+/// Several commands started at once on a new database (each records a call): each migrates what is left, none runs a migration twice, and every one
+/// opens the file. Before the version was read again under the write lock, one in a
+/// few rounds failed with `duplicate column name` and left the file at an old version
+/// with the newer schema: no command could open it again.
+#[test]
+fn commands_opening_a_new_database_at_once_all_migrate_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..12 {
+        let db = dir.path().join(format!("r{round}.db"));
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                    .arg("--db")
+                    .arg(&db)
+                    .args(["tools", "call", "calculator", "--args"])
+                    .arg(r#"{"expression": "1+1"}"#)
+                    .env_remove("TOOLGATE_DB")
+                    .current_dir(dir.path())
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let version: i64 = Connection::open(&db)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION, "round {round}");
+    }
 }
 
 #[test]

@@ -343,43 +343,10 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
     })
 }
 
-/// `template` with its variables filled from the environment: `${VAR}` and `${env:VAR}`
-/// (Cursor's and VS Code's form). `${input:ID}` (a value VS Code asks its user for) and
-/// any other `${kind:...}` cannot be answered here and are refused, naming the variable.
+/// `template` with its variables filled from the environment (see
+/// [`crate::tool::vars`]).
 pub fn expand(template: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let inner = &after[..end];
-        let name = match inner.split_once(':') {
-            None => inner,
-            Some(("env", name)) => name,
-            Some(("input", id)) => {
-                return Err(format!(
-                    "${{input:{id}}} is a value the editor asks its user for, which toolgate \
-                     cannot ask; put it in an environment variable and write ${{env:VAR}}"
-                ));
-            }
-            Some((kind, _)) => {
-                return Err(format!(
-                    "${{{inner}}}: '{kind}:' variables are not supported (${{VAR}} and \
-                     ${{env:VAR}} are)"
-                ));
-            }
-        };
-        let value = std::env::var(name)
-            .map_err(|_| format!("the environment variable {name} is not set"))?;
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    crate::tool::vars::expand(template)
 }
 
 /// `30`, `"30"`, `"30s"`, `"2m"`, `"500ms"` as seconds (positive).

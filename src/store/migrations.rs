@@ -67,10 +67,19 @@ pub fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
     })
 }
 
-/// Applies the migrations after `from`, one transaction each.
+/// Applies the migrations after `from`, one transaction each. Another process may be
+/// migrating the same file (two commands started at once on a new database): each
+/// transaction reads the version again once it holds the write lock, and skips what
+/// the other already applied, so that no migration runs twice (one that can, like a
+/// table rebuilt, would otherwise set the version back under the later ones).
 pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let now: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if now > i as i64 {
+            tx.commit()?;
+            continue;
+        }
         tx.execute_batch(sql)?;
         if i == TOTALS {
             super::totals::fold_all(&tx)?;

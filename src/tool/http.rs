@@ -374,37 +374,10 @@ pub fn expand_context(
     Ok(out)
 }
 
-/// Replaces `${VAR}` with the environment variable (`${VAR:-default}`: the default when
-/// it is not set).
+/// Fills `${VAR}`, `${VAR:-default}` and `${env:VAR}` from the environment (see
+/// [`crate::tool::vars`]).
 pub fn expand_env(template: &str) -> Result<String, ToolError> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        // `${VAR:-default}`: the default when VAR is not set.
-        let (name, default) = match after[..end].split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (&after[..end], None),
-        };
-        let value = match (std::env::var(name), default) {
-            (Ok(v), _) => v,
-            (Err(_), Some(d)) => d.to_string(),
-            (Err(_), None) => {
-                return Err(ToolError::Execution(format!(
-                    "the environment variable {name} is not set"
-                )));
-            }
-        };
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    super::vars::expand(template).map_err(ToolError::Execution)
 }
 
 /// The parameters a `{name}` template refers to.

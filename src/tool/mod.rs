@@ -21,6 +21,7 @@ mod runnable;
 mod schema;
 mod sources;
 mod spec;
+pub mod vars;
 pub mod workspace;
 
 pub use credentials::{Credential, Resolver};

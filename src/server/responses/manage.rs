@@ -303,7 +303,7 @@ pub async fn list_input_items(
 
 /// The stored row and body of response `id`.
 /// Another tenant's response answers 404, as an unknown one does.
-async fn stored(
+pub(super) async fn stored(
     state: &Arc<AppState>,
     who: &crate::identity::Identity,
     id: &str,

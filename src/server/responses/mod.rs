@@ -419,22 +419,7 @@ async fn stored_response(
     who: &crate::identity::Identity,
     id: &str,
 ) -> Result<Map<String, Value>, ApiError> {
-    let id = id.to_string();
-    let key = id.clone();
-    let unknown = || ApiError::not_found(format!("there is no response '{id}'"));
-    let row = state
-        .runner
-        .read(move |store| Ok(store.response(&key)?))
-        .await?
-        .ok_or_else(unknown)?;
-    if who.scope().is_some() && state.run_for(who, &row.run_id).await.is_err() {
-        return Err(unknown());
-    }
-    let mut body: Map<String, Value> = serde_json::from_str(&row.body).map_err(|e| {
-        ApiError::internal(format!(
-            "response {id}: its stored body cannot be read: {e}"
-        ))
-    })?;
+    let (row, mut body) = manage::stored(state, who, id).await?;
     if row.status == ResponseStatus::InProgress.as_str()
         && let Ok(run) = state.runner.get(&row.run_id).await
         && abandoned(run.status, run.updated_at, crate::engine::now_ms())
