@@ -521,7 +521,7 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             method: "POST",
             path: format!("/v1/responses/{r}/cancel"),
             doc: "/v1/responses/{id}/cancel",
-            body: Some(json!({})),
+            body: None,
             expect: client_act_a,
         },
         Row {
@@ -571,7 +571,7 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             method: "DELETE",
             path: format!("/v1/responses/{r}"),
             doc: "/v1/responses/{id}",
-            body: Some(json!({})),
+            body: None,
             expect: |w| match w {
                 _ if unauth(w) => 401,
                 OtherApprover | OwnApprover => 403,

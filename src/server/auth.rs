@@ -112,7 +112,7 @@ fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
 
 /// Whether a request without credentials is refused: a key, JWT settings or a live
 /// issued key exist.
-fn needs_key(state: &AppState) -> Result<bool, String> {
+pub(super) fn needs_key(state: &AppState) -> Result<bool, String> {
     if state.api_key.is_some() || state.jwt.is_some() {
         return Ok(true);
     }

@@ -2,7 +2,8 @@
 //! allow-list (a page at a name that resolves to this server — DNS rebinding — is
 //! refused with 421); for state changes (`POST`, `PUT`, `PATCH`, `DELETE`), a foreign
 //! `Origin` (another site's page, or another local port) refused with 403, and a body a
-//! browser could send cross-site without asking first (a form post) refused with 415.
+//! browser could send cross-site without asking first (a form post) refused with 415
+//! where the server is open (no key needed; else the key check answers 401).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -149,7 +150,9 @@ pub async fn check(State(state): State<Arc<AppState>>, req: Request, next: Next)
             ),
         );
     }
-    if changes && !announced(req.headers()) {
+    // A form post rides on nothing but the server being open: where every request
+    // needs a key, one without it is refused by the key check (401) instead.
+    if changes && !announced(req.headers()) && !matches!(super::auth::needs_key(&state), Ok(true)) {
         return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
