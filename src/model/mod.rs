@@ -6,6 +6,7 @@ mod anthropic;
 mod fallback;
 pub mod image;
 mod openai;
+mod retry;
 mod scripted;
 mod settings;
 

@@ -12,6 +12,7 @@ use async_openai::middleware::ReqwestService;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
+use super::retry::{Failure, Retries};
 use super::{Message, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, Role};
 use crate::protocol::Usage;
 
@@ -96,11 +97,6 @@ pub struct OpenAiModel {
     client: Client<OpenAIConfig>,
     config: OpenAiConfig,
     settings: ModelSettings,
-}
-
-enum Failure {
-    Retry(String),
-    Fatal(String),
 }
 
 impl OpenAiModel {
@@ -355,33 +351,18 @@ impl Model for OpenAiModel {
         sink: &mut dyn ReplySink,
     ) -> Result<ModelReply, ModelError> {
         let body = request_body(&self.model, &request, &self.settings);
-        let attempts = self.config.attempts.max(1);
-        let mut wait = self.config.backoff;
-        for attempt in 1..=attempts {
-            match self.attempt(&body, sink).await {
+        let mut retries = Retries::new(self.config.attempts, self.config.backoff);
+        loop {
+            let failure = match self.attempt(&body, sink).await {
                 Ok(reply) => return Ok(reply),
                 Err(Failure::Fatal(message)) if super::says_context_exceeded(&message) => {
-                    return Err(ModelError::ContextExceeded(message));
+                    Failure::TooLong(message)
                 }
-                Err(Failure::Fatal(message)) => return Err(ModelError::Rejected(message)),
-                Err(Failure::Retry(message)) if attempt == attempts => {
-                    tracing::warn!(attempts, error = %message, "model request failed on its last attempt");
-                    return Err(ModelError::Unavailable {
-                        attempts,
-                        last: message,
-                    });
-                }
-                Err(Failure::Retry(message)) => {
-                    tracing::warn!(attempt, wait_ms = wait.as_millis() as u64, error = %message, "model request failed; retrying");
-                    sink.retrying(attempt, wait, &message);
-                    tokio::time::sleep(wait).await;
-                    wait = wait.saturating_mul(2).min(Duration::from_secs(30));
-                }
+                Err(failure) => failure,
+            };
+            if let Some(error) = retries.after(failure, sink).await {
+                return Err(error);
             }
         }
-        Err(ModelError::Unavailable {
-            attempts,
-            last: "no attempt was made".into(),
-        })
     }
 }
