@@ -9,48 +9,9 @@ mod serving;
 
 use std::process::Command;
 
-use jsonwebtoken::{EncodingKey, Header, encode};
 use serde_json::{Value, json};
+use serving::identity::{SECRET, jwt, keys_create, now};
 use serving::{Server, Site, bin, serve_command};
-
-const SECRET: &str = "an-hs256-secret-of-at-least-32-bytes!!";
-
-fn keys_create(site: &Site, tenant: &str, name: &str, role: &str, groups: &str) -> String {
-    let mut cmd = Command::new(bin());
-    cmd.arg("--db").arg(site.db()).args([
-        "--tenant", tenant, "keys", "create", "--name", name, "--role", role, "--json",
-    ]);
-    if !groups.is_empty() {
-        cmd.args(["--groups", groups]);
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["name"], name);
-    assert_eq!(v["role"], role);
-    assert_eq!(v["tenant"], tenant);
-    v["key"].as_str().unwrap().to_string()
-}
-
-fn jwt(secret: &str, claims: Value) -> String {
-    encode(
-        &Header::default(),
-        &claims,
-        &EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .unwrap()
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
 
 fn claims(sub: &str, org: &str, roles: &[&str], groups: &[&str], aud: &str, exp: i64) -> Value {
     json!({"sub": sub, "org_id": org, "roles": roles, "groups": groups, "aud": aud, "iss": "https://login.example", "exp": exp, "nbf": now() - 10})

@@ -2,6 +2,8 @@
 //! fresh database, an agents folder with scripted models, and a reqwest client.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+pub mod identity;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
