@@ -13,7 +13,7 @@
 mod serving;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 use serving::Site;
@@ -22,30 +22,6 @@ const KEY: &str = "mcp-clients-key";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn setup(script: &str) -> PathBuf {
-    let out = Command::new(root().join(script))
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
-    assert!(
-        out.status.success(),
-        "{script} failed: the clients these tests need are not installed"
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(text.lines().last().unwrap_or_default().trim())
-}
-
-fn ran(what: &str, out: Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 fn last_json(stdout: &str) -> Value {
@@ -75,7 +51,7 @@ fn site() -> Site {
 }
 
 fn holds_script(python: &Path, mode: &str, base: &str) -> Value {
-    let stdout = ran(
+    let stdout = serving::ran(
         &format!("tests/py/test_mcp_holds.py {mode}"),
         Command::new(python)
             .arg(root().join("tests/py/test_mcp_holds.py"))
@@ -88,7 +64,7 @@ fn holds_script(python: &Path, mode: &str, base: &str) -> Value {
 
 #[test]
 fn the_agents_sdk_giving_up_cancels_the_held_call_for_good() {
-    let python = setup("tests/py/setup.sh");
+    let python = serving::python("the MCP client tests");
     let site = site();
     let server = site.serve(Some(KEY));
     let out = holds_script(&python, "agents", &server.base);
@@ -109,7 +85,7 @@ fn the_agents_sdk_giving_up_cancels_the_held_call_for_good() {
 
 #[test]
 fn a_retried_identical_call_joins_the_held_one() {
-    let python = setup("tests/py/setup.sh");
+    let python = serving::python("the MCP client tests");
     let site = site();
     let server = site.serve(Some(KEY));
     let out = holds_script(&python, "join", &server.base);
@@ -123,7 +99,7 @@ fn a_retried_identical_call_joins_the_held_one() {
 
 #[test]
 fn the_mcp_inspector_cli_lists_calls_and_reads_the_hold_s_end() {
-    let tools = setup("tests/node/setup.sh");
+    let tools = serving::node_tools("the MCP client tests");
     let modules = tools.join("node_modules");
     let node = modules.join("node/bin/node");
     let cli = modules.join("@modelcontextprotocol/inspector-cli/build/index.js");
@@ -143,7 +119,7 @@ fn the_mcp_inspector_cli_lists_calls_and_reads_the_hold_s_end() {
             .arg(site.db())
             .args(extra)
             .env_remove("TOOLGATE_DB");
-        let stdout = ran(
+        let stdout = serving::ran(
             &format!("the MCP Inspector CLI {extra:?}"),
             cmd.output().unwrap(),
         );

@@ -21,21 +21,7 @@ fn root() -> PathBuf {
 
 #[test]
 fn the_openai_node_sdk_creates_streams_retrieves_cancels_and_deletes() {
-    let out = Command::new(root().join("tests/node/setup.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cannot run tests/node/setup.sh");
-    assert!(
-        out.status.success(),
-        "tests/node/setup.sh failed: Node 22 and the openai package are not installed"
-    );
-    let tools = PathBuf::from(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap()
-            .trim(),
-    );
+    let tools = serving::node_tools("the Node SDK test");
     let modules = tools.join("node_modules");
 
     let dir = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@
 mod serving;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 use serving::Site;
@@ -19,30 +19,6 @@ const KEY: &str = "openapi-clients-key";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn setup(script: &str) -> PathBuf {
-    let out = Command::new(root().join(script))
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
-    assert!(
-        out.status.success(),
-        "{script} failed: the tools these tests need are not installed"
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(text.lines().last().unwrap_or_default().trim())
-}
-
-fn ran(what: &str, out: Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// The served document, written to `dir/openapi.json`.
@@ -61,7 +37,7 @@ fn last_json(stdout: &str) -> Value {
 
 #[tokio::test]
 async fn the_document_is_valid_openapi_3_1_and_a_generated_python_client_drives_a_run() {
-    let python = setup("tests/py/setup.sh");
+    let python = serving::python("the generated-client tests");
     let site = Site::new();
     let server = site.serve(Some(KEY));
     let work = tempfile::tempdir().unwrap();
@@ -69,7 +45,7 @@ async fn the_document_is_valid_openapi_3_1_and_a_generated_python_client_drives_
     assert_eq!(doc["openapi"], "3.1.0");
 
     let validator = python.with_file_name("openapi-spec-validator");
-    ran(
+    serving::ran(
         "openapi-spec-validator",
         Command::new(&validator).arg(&file).output().unwrap(),
     );
@@ -106,7 +82,7 @@ async fn the_document_is_valid_openapi_3_1_and_a_generated_python_client_drives_
         import toolgate_client\n\
         for m in pkgutil.walk_packages(toolgate_client.__path__, 'toolgate_client.'):\n    importlib.import_module(m.name)\n\
         print('imported')";
-    ran(
+    serving::ran(
         "importing the generated client",
         Command::new(&python)
             .args(["-c", import_all])
@@ -115,7 +91,7 @@ async fn the_document_is_valid_openapi_3_1_and_a_generated_python_client_drives_
             .unwrap(),
     );
 
-    let stdout = ran(
+    let stdout = serving::ran(
         "tests/py/openapi_client_run.py",
         Command::new(&python)
             .arg(root().join("tests/py/openapi_client_run.py"))
@@ -139,7 +115,7 @@ async fn the_document_is_valid_openapi_3_1_and_a_generated_python_client_drives_
 
 #[tokio::test]
 async fn openapi_typescript_types_compile_strict_and_drive_a_run() {
-    let tools = setup("tests/node/setup.sh");
+    let tools = serving::node_tools("the generated-client tests");
     let modules = tools.join("node_modules");
     let node = modules.join("node/bin/node");
     let site = Site::new();
@@ -148,7 +124,7 @@ async fn openapi_typescript_types_compile_strict_and_drive_a_run() {
     let (doc, file) = document(&server, work.path()).await;
 
     let types = work.path().join("api.d.ts");
-    ran(
+    serving::ran(
         "openapi-typescript",
         Command::new(&node)
             .arg(modules.join("openapi-typescript/bin/cli.js"))
@@ -190,7 +166,7 @@ async fn openapi_typescript_types_compile_strict_and_drive_a_run() {
             "files": ["openapi_client_run.ts", "api.d.ts"]}"#,
     )
     .unwrap();
-    ran(
+    serving::ran(
         "tsc --strict",
         Command::new(&node)
             .arg(modules.join("typescript/bin/tsc"))
@@ -200,7 +176,7 @@ async fn openapi_typescript_types_compile_strict_and_drive_a_run() {
             .output()
             .unwrap(),
     );
-    let stdout = ran(
+    let stdout = serving::ran(
         "the compiled TypeScript client",
         Command::new(&node)
             .arg(work.path().join("out/openapi_client_run.js"))

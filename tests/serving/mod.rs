@@ -354,25 +354,57 @@ pub fn parse_sse(text: &str) -> Vec<(String, Value)> {
     out
 }
 
-/// The venv's python with the cross-language test clients, made by the project's own
-/// script (tests/py/setup.sh); `who` names the test in the failure.
-pub fn python(who: &str) -> PathBuf {
+/// What the project's own install script `script` (idempotent) made: the path it
+/// prints last, which must exist; `who` names the test in the failure.
+fn installed(script: &str, who: &str, needs: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("bash")
-        .arg(root.join("tests/py/setup.sh"))
+        .arg(root.join(script))
         .stderr(Stdio::inherit())
         .output()
-        .expect("bash must be there to run tests/py/setup.sh");
+        .unwrap_or_else(|e| panic!("bash must be there to run {script}: {e}"));
     assert!(
         out.status.success(),
-        "tests/py/setup.sh failed ({}): {who} needs Python 3 with venv and PyPI access",
+        "{script} failed ({}): {who} needs {needs}",
         out.status
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let python = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
+    let made = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
     assert!(
-        python.is_file(),
-        "tests/py/setup.sh did not name a python: {stdout:?}"
+        made.exists(),
+        "{script} did not name what it made: {stdout:?}"
     );
-    python
+    made
+}
+
+/// The venv's python with the cross-language test clients (tests/py/setup.sh).
+pub fn python(who: &str) -> PathBuf {
+    installed(
+        "tests/py/setup.sh",
+        who,
+        "Python 3 with venv and PyPI access",
+    )
+}
+
+/// The folder of Node 22 and the npm test clients, its `node_modules` inside
+/// (tests/node/setup.sh).
+pub fn node_tools(who: &str) -> PathBuf {
+    installed(
+        "tests/node/setup.sh",
+        who,
+        "Node 22 and the npm test clients",
+    )
+}
+
+/// The stdout of a finished command, which must have succeeded (else both its outputs
+/// in the failure).
+pub fn ran(what: &str, out: std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
