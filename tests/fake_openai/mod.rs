@@ -4,12 +4,14 @@
 //! Small constructors build the chunks the way OpenAI sends them.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod request;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 /// One queued answer.
@@ -96,34 +98,9 @@ async fn serve(
     heads: Arc<Mutex<Vec<String>>>,
     responder: Option<Responder>,
 ) {
-    // Read the head, then the body by Content-Length.
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        let n = socket.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some((head, body)) = request::read(&mut socket).await else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = socket.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body: Value =
-        serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
     let reply = match &responder {
         Some(f) => Some(f(&body)),
         None => replies.lock().unwrap().pop_front(),
