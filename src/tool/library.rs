@@ -1,6 +1,6 @@
 //! `ToolLibrary`, the global set of tools (built-ins, tool files, tools added by a
-//! program), and `Toolkit`, one agent's view of it: the tools it was given, by name,
-//! with its own permission overrides. A toolkit never reaches a tool it was not given.
+//! program), each a `LoadedTool`: its spec, compiled schemas, source and runner. One
+//! agent's view of it is a `Toolkit` (toolkit.rs).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,8 +16,8 @@ use super::output::{Part, ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
+use super::toolkit::{Toolkit, ToolkitError};
 use crate::parse::Schemas;
-use crate::policy::{AgentPolicy, Deadline, Facts, Hook, Ruling, rules::word};
 
 /// Where a tool was defined.
 #[derive(Debug, Clone, PartialEq)]
@@ -453,187 +453,6 @@ impl ToolLibrary {
                 "a permission is given for '{bad}', which is not in the tool list"
             )));
         }
-        Ok(Toolkit {
-            library: Arc::clone(self),
-            names: names.to_vec(),
-            overrides,
-            policy: Arc::default(),
-            confined: HashMap::new(),
-        })
+        Ok(Toolkit::new(Arc::clone(self), names.to_vec(), overrides))
     }
-}
-
-/// One agent's tools.
-#[derive(Clone)]
-pub struct Toolkit {
-    library: Arc<ToolLibrary>,
-    names: Vec<String>,
-    overrides: HashMap<String, Permission>,
-    /// The agent's rules, hooks and deadline.
-    policy: Arc<AgentPolicy>,
-    /// Tools whose sandbox the agent's made stricter, in place of the library's.
-    confined: HashMap<String, Arc<LoadedTool>>,
-}
-
-impl Toolkit {
-    /// The toolkit with `ceiling` (an agent's `sandbox:`) over the sandbox of each tool
-    /// that starts programs: for each setting, the stricter of the two.
-    pub fn confined(mut self, ceiling: &crate::sandbox::Ceiling) -> Toolkit {
-        for name in &self.names {
-            let Some(tool) = self.library.get(name) else {
-                continue;
-            };
-            let Some(policy) = &tool.spec.sandbox else {
-                continue;
-            };
-            let met = policy.meet(ceiling);
-            if met != *policy
-                && let Some(stricter) = tool.with_sandbox(met)
-            {
-                self.confined.insert(name.clone(), Arc::new(stricter));
-            }
-        }
-        self
-    }
-
-    /// The library's tool `name`, or the agent's stricter version of it.
-    fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
-        self.confined.get(name).or_else(|| self.library.get(name))
-    }
-
-    /// The tool `name`, if this toolkit has it; otherwise an error for the model that
-    /// names the tools it does have.
-    pub fn resolve(&self, name: &str) -> Result<&Arc<LoadedTool>, ToolError> {
-        if self.names.iter().any(|n| n == name)
-            && let Some(t) = self.get(name)
-        {
-            return Ok(t);
-        }
-        Err(ToolError::NotFound {
-            name: name.to_string(),
-            available: self.names.clone(),
-        })
-    }
-
-    /// The permission for `name` in this toolkit: the agent's override, else the
-    /// tool's; `Never` for a tool the toolkit was not given.
-    pub fn permission(&self, name: &str) -> Permission {
-        if !self.names.iter().any(|n| n == name) {
-            return Permission::Never;
-        }
-        self.overrides
-            .get(name)
-            .copied()
-            .or_else(|| self.library.get(name).map(|t| t.spec.permission))
-            .unwrap_or(Permission::Never)
-    }
-
-    /// This toolkit with the agent's rules, hooks and deadline.
-    pub fn with_policy(mut self, policy: Arc<AgentPolicy>) -> Toolkit {
-        self.policy = policy;
-        self
-    }
-
-    /// What the policy says about one call of `name` (its arguments in `facts`): the
-    /// agent's word or rules for the tool, else the tool file's rules, else its word;
-    /// and which of them said it.
-    pub fn ruling(&self, name: &str, facts: &Facts<'_>) -> Ruling {
-        let Some(tool) = self.resolve(name).ok() else {
-            return Ruling {
-                permission: Permission::Never,
-                reason: format!("'{name}' is not one of this agent's tools"),
-            };
-        };
-        let said = |permission: Permission| Ruling {
-            permission,
-            reason: format!("permission: {}", word(permission)),
-        };
-        if let Some(p) = self.overrides.get(name)
-            && !self.policy.rules.contains_key(name)
-        {
-            return said(*p);
-        }
-        match self.policy.rules.get(name).or(tool.policy.rules.as_ref()) {
-            Some(rules) => rules.decide(facts, tool.spec.permission),
-            None => said(tool.spec.permission),
-        }
-    }
-
-    /// The hooks a call of `name` goes through, the tool's first, then the agent's:
-    /// `before_call` ones (`after: false`) or `after_result` ones.
-    pub fn hooks(&self, name: &str, after: bool) -> Vec<&Hook> {
-        fn pick(h: &crate::policy::Hooks, after: bool) -> Option<&Hook> {
-            if after {
-                h.after_result.as_ref()
-            } else {
-                h.before_call.as_ref()
-            }
-        }
-        let tool = self
-            .library
-            .get(name)
-            .and_then(|t| pick(&t.policy.hooks, after));
-        let agent = pick(&self.policy.hooks, after);
-        tool.into_iter().chain(agent).collect()
-    }
-
-    /// The approval deadline for a call of `name`: the shorter of the agent's and the
-    /// tool's.
-    pub fn deadline(&self, name: &str) -> Option<Deadline> {
-        let tool = self.library.get(name).and_then(|t| t.policy.deadline);
-        Deadline::stricter(self.policy.deadline, tool)
-    }
-
-    /// A short fingerprint of everything that decides about `name` (its word, rules and
-    /// hooks, the agent's and the tool's): a standing approval holds while it is the
-    /// same.
-    pub fn fingerprint(&self, name: &str) -> String {
-        use sha2::Digest;
-        let mut text = format!("in={};", self.names.iter().any(|n| n == name));
-        if let Some(p) = self.overrides.get(name) {
-            text.push_str(&format!("agent={};", word(*p)));
-        }
-        if let Some(r) = self.policy.rules.get(name) {
-            text.push_str(&format!("agent_rules={};", r.describe()));
-        }
-        text.push_str(&format!("agent_hooks={};", self.policy.hooks.describe()));
-        if let Some(t) = self.library.get(name) {
-            text.push_str(&format!("tool={};", word(t.spec.permission)));
-            if let Some(r) = &t.policy.rules {
-                text.push_str(&format!("tool_rules={};", r.describe()));
-            }
-            text.push_str(&format!("tool_hooks={};", t.policy.hooks.describe()));
-            text.push_str(&format!("client={};", t.definition_only()));
-        }
-        let digest = sha2::Sha256::digest(text.as_bytes());
-        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-    }
-
-    /// The tools, in the order the agent lists them.
-    pub fn tools(&self) -> Vec<&Arc<LoadedTool>> {
-        self.names.iter().filter_map(|n| self.get(n)).collect()
-    }
-
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
-    /// Name -> parameter schema, for the parser.
-    pub fn schemas(&self) -> Schemas {
-        self.tools()
-            .into_iter()
-            .map(|t| (t.spec.name.clone(), t.schema.coercion_schema().clone()))
-            .collect()
-    }
-}
-
-/// Why a toolkit could not be made from a list of names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ToolkitError {
-    /// Names the library does not have (the message lists the ones it has).
-    #[error("{0}")]
-    UnknownTools(String),
-    /// A permission override for a tool that is not in the list.
-    #[error("{0}")]
-    StrayPermission(String),
 }

@@ -21,13 +21,15 @@ mod runnable;
 mod schema;
 mod sources;
 mod spec;
+mod toolkit;
 pub mod vars;
 pub mod workspace;
 
 pub use credentials::{Credential, Resolver};
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
-pub use library::{LoadedTool, Source, ToolLibrary, Toolkit, ToolkitError};
+pub use library::{LoadedTool, Source, ToolLibrary};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
 pub use runnable::{RunContext, Tool, ToolContext};
 pub use schema::{Schema, SchemaError};
 pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, ToolSpec};
+pub use toolkit::{Toolkit, ToolkitError};
