@@ -42,14 +42,18 @@ pub enum Found {
 }
 
 /// Looks at a database before anything is written to it.
+/// The three reads share one snapshot: another process migrating the same new file
+/// meanwhile must not show its tables beside the header of before.
 pub fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
-    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    let tables: i64 = conn.query_row(
+    let snapshot = conn.unchecked_transaction()?;
+    let app: i64 = snapshot.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version: i64 = snapshot.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables: i64 = snapshot.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
         [],
         |r| r.get(0),
     )?;
+    snapshot.finish()?;
     Ok(if app == APPLICATION_ID {
         if version > LATEST {
             Found::Newer(version)

@@ -91,13 +91,15 @@ pub enum StoreError {
     WriterGone { path: PathBuf },
 }
 
+/// How a busy or locked database is described.
+const LOCKED: &str = "the database is locked by another process";
+
 /// Turns an SQLite error into a message a user can act on.
 fn describe(path: &Path, busy: std::time::Duration, e: rusqlite::Error) -> StoreError {
     let message = match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
-            "the database is locked by another process (waited {:.1} s)",
-            busy.as_secs_f64()
-        ),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            format!("{LOCKED} (waited {:.1} s)", busy.as_secs_f64())
+        }
         Some(ErrorCode::ReadOnly) => {
             "the database is read-only; toolgate needs to write to it".to_string()
         }
@@ -147,8 +149,28 @@ impl Store {
     }
 
     /// [`Store::open`] with options.
+    ///
+    /// Several processes opening one new file at once (it is being laid out, switched
+    /// to WAL, migrated) can find it busy at once, before any wait: the open is tried
+    /// again until the busy timeout has passed.
     pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        let path = path.as_ref().to_path_buf();
+        let path = path.as_ref();
+        let deadline = std::time::Instant::now() + options.busy_timeout;
+        loop {
+            match Self::open_once(path, options.clone()) {
+                Err(StoreError::Sqlite { message, .. })
+                    if message.starts_with(LOCKED) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    /// One attempt of [`Store::open_with`].
+    fn open_once(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        let path = path.to_path_buf();
         // No tool's sandbox shows it, nor its key file, even inside a workspace.
         crate::sandbox::protect_database(&path);
         let busy = options.busy_timeout;
