@@ -24,6 +24,11 @@ impl Active {
         }
     }
 
+    /// Whether this process drives `run_id` now.
+    pub fn has(&self, run_id: &str) -> bool {
+        self.0.lock().is_ok_and(|m| m.contains_key(run_id))
+    }
+
     /// Stops the drive of `run_id`, when this process has one.
     pub fn stop(&self, run_id: &str) -> bool {
         let cancel = self.0.lock().ok().and_then(|m| m.get(run_id).cloned());

@@ -32,6 +32,8 @@ enum End {
     Paused(Vec<RequiredItem>),
     Incomplete(String),
     Failed(String),
+    /// Given back at a shutdown, still in progress, for another process to take up.
+    HandedBack,
 }
 
 impl Runner {
@@ -124,49 +126,11 @@ impl Runner {
             })
         };
         // A cancel from this process stops the run at once; one from another process
-        // is seen within a second (the status is read), a lost lease at the renewal.
+        // is seen through the change feed, a lost lease at the renewal.
         let _active = self.active.register(&live.run_id, &cancel);
-        let heartbeat = {
-            let (store, id, owner, cancel) = (
-                self.store.clone(),
-                live.run_id.clone(),
-                live.owner.clone(),
-                cancel.clone(),
-            );
-            tokio::spawn(
-                async move {
-                    let tick = std::time::Duration::from_secs(1);
-                    let renew_every = ((super::LEASE_MS / 3) / 1000).max(1);
-                    let mut ticks = 0i64;
-                    loop {
-                        tokio::time::sleep(tick).await;
-                        ticks += 1;
-                        let (s, i) = (store.clone(), id.clone());
-                        let status = tokio::task::spawn_blocking(move || s.run_status(&i)).await;
-                        if let Ok(Ok(RunStatus::Cancelled)) = status {
-                            tracing::info!("cancelled from elsewhere; stopping the run here");
-                            cancel.cancel();
-                            break;
-                        }
-                        if ticks % renew_every != 0 {
-                            continue;
-                        }
-                        match store.renew_lease(&id, &owner, super::LEASE_MS).await {
-                            Ok(()) => tracing::debug!("lease renewed"),
-                            Err(e) => {
-                                // Cancelled or taken over: stop what is running.
-                                tracing::warn!(error = %e, "lease lost; stopping the run here");
-                                cancel.cancel();
-                                break;
-                            }
-                        }
-                    }
-                }
-                .instrument(tracing::Span::current()),
-            )
-        };
+        let keeper = super::keeper::keep(&self.store, &live.run_id, &live.owner, &cancel);
         let result = self.steps(&mut live, &engine, &mut tool_rx, &cancel).await;
-        heartbeat.abort();
+        drop(keeper);
         interrupt.abort();
         let run_id = live.run_id.clone();
         let end = match result {
@@ -209,27 +173,33 @@ impl Runner {
                 End::Paused(_) => "requires_action",
                 End::Incomplete(_) => "incomplete",
                 End::Failed(_) => "failed",
+                End::HandedBack => "handed_back",
             },
             iteration = live.state.iteration,
             "run stopped"
         );
-        self.emit(match end {
-            End::Completed => RunEvent::RunCompleted {
+        let event = match end {
+            End::Completed => Some(RunEvent::RunCompleted {
                 run_id: run_id.clone(),
-            },
-            End::Paused(items) => RunEvent::RunRequiresAction {
+            }),
+            End::Paused(items) => Some(RunEvent::RunRequiresAction {
                 run_id: run_id.clone(),
                 items,
-            },
-            End::Incomplete(reason) => RunEvent::RunIncomplete {
+            }),
+            End::Incomplete(reason) => Some(RunEvent::RunIncomplete {
                 run_id: run_id.clone(),
                 reason,
-            },
-            End::Failed(error) => RunEvent::RunFailed {
+            }),
+            End::Failed(error) => Some(RunEvent::RunFailed {
                 run_id: run_id.clone(),
                 error,
-            },
-        });
+            }),
+            // Nothing ended: the run goes on in the process that takes it up.
+            End::HandedBack => None,
+        };
+        if let Some(event) = event {
+            self.emit(event);
+        }
         // A read by key, here: a hop to the blocking pool would cost more than it.
         self.show(&run_id)
     }
@@ -247,6 +217,11 @@ impl Runner {
         let tools = conversation::tools(&live.agent, &live.toolkit);
         let mut ctx = ContextLive::new(&live.agent, &live.state.model, &system, &tools);
         loop {
+            if cancel.is_cancelled() && self.hand_back && self.interrupt.is_cancelled() {
+                // The process is shutting down: the run goes on elsewhere.
+                self.save(live, Save::hand_back()).await?;
+                return Ok(End::HandedBack);
+            }
             if cancel.is_cancelled() {
                 // Interrupted, or the lease is gone (then this save is refused).
                 let message = format!(

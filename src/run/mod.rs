@@ -12,6 +12,7 @@ mod error;
 mod final_tool;
 mod guard;
 mod hidden;
+mod keeper;
 mod model_call;
 mod object;
 mod paths;
@@ -50,8 +51,9 @@ use crate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, Usage}
 use crate::store::{Decided, PendingRow, Refusal, RunRow, Store};
 use crate::tool::{ToolLibrary, Toolkit};
 
-/// How long a lease lasts without renewal; the holder renews it every third of this.
-pub const LEASE_MS: i64 = 30_000;
+/// How long a lease lasts without renewal; the holder renews it every third of this. A
+/// run whose driver died is free to take up again this long after its last renewal.
+pub const LEASE_MS: i64 = 10_000;
 
 /// Loads the tool library for a tools folder (`None`: built-ins only).
 pub type LibraryLoader = Arc<dyn Fn(Option<&Path>) -> Result<ToolLibrary, String> + Send + Sync>;
@@ -100,6 +102,9 @@ pub struct Runner {
     pub keyring: Arc<crate::secrets::Keyring>,
     /// The runs this process drives now, so that a cancel here stops one at once.
     pub active: Active,
+    /// On `interrupt`, give runs back (still in progress, lease let go) for another
+    /// process to take up, rather than save them failed: what a server does at shutdown.
+    pub hand_back: bool,
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -147,6 +152,7 @@ impl Runner {
             loaded: Arc::new(Loaded::default()),
             keyring: Arc::new(crate::secrets::Keyring::for_database(store.path())),
             active: Active::default(),
+            hand_back: false,
             store,
         }
     }
@@ -323,7 +329,51 @@ impl Runner {
     /// model error, or one whose process died. Refused while another process holds it.
     /// A sub-agent's run continues through the top run of its tree, which continues it
     /// and then the runs above it.
+    ///
+    /// A lease held by a process that stopped renewing it (it died, or its machine did)
+    /// is waited out: the resume goes on once the lease has run out (at most
+    /// [`LEASE_MS`]); a lease its holder renews meanwhile is refused.
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
+        match self.take_up(run_id).await {
+            Err(RunError::Refused {
+                kind: Refusal::LeaseHeld,
+                message,
+            }) => {
+                if self.lease_ran_out(run_id).await? {
+                    self.take_up(run_id).await
+                } else {
+                    Err(RunError::refused(Refusal::LeaseHeld, message))
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Waits for the lease of run `id` to run out unrenewed; false when its holder
+    /// renewed it (or another process took it) meanwhile.
+    async fn lease_ran_out(&self, id: &str) -> Result<bool, RunError> {
+        let look = |id: String| async move {
+            let (row, _) = self.read(move |store| Ok(store.run(&id)?)).await?;
+            Ok::<_, RunError>((row.lease_owner, row.lease_until))
+        };
+        let before = look(id.to_string()).await?;
+        let Some(until) = before.1 else {
+            return Ok(true);
+        };
+        let left = (until - crate::engine::now_ms()).clamp(0, LEASE_MS) as u64;
+        tracing::info!(
+            run_id = id,
+            holder = before.0.as_deref().unwrap_or("?"),
+            wait_ms = left,
+            "the run's lease is held; waiting to see whether its holder renews it"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(left + 100)).await;
+        Ok(look(id.to_string()).await? == before)
+    }
+
+    /// [`Runner::resume`] without waiting for a held lease: what a server taking up
+    /// runs nobody drives does (another server may have taken it first).
+    pub async fn take_up(&self, run_id: &str) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
         // Deadlines first: an approval that expired is denied (or cancels the run).

@@ -26,6 +26,15 @@ impl Save {
         }
     }
 
+    /// Gives the run back at a shutdown: still in progress, its lease let go, for the
+    /// next process to take up.
+    pub(super) fn hand_back() -> Self {
+        Self {
+            release: true,
+            ..Self::step()
+        }
+    }
+
     pub(super) fn end(status: RunStatus, last_error: Option<String>) -> Self {
         Self {
             status,

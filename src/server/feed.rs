@@ -1,7 +1,8 @@
-//! `GET /v1/events`: every run this server drives, live, on one stream: each run's
-//! events by their names, and `event: run` with the run object each time a drive
-//! stops (paused, ended or failed, as saved). What the inbox follows to update
-//! without a reload.
+//! `GET /v1/events`: every run, live, on one stream: each run's events by their names
+//! (a run driven by another process: its end, as the run event), and `event: run` with
+//! the run object each time a drive stops (paused, ended or failed, as saved; here or
+//! in another process) or an item is added or decided elsewhere. What the inbox
+//! follows to update without a reload.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ pub async fn all_events(
 ) -> Response {
     let mut events = state.hub.subscribe_all();
     let mut settled = state.hub.subscribe_settled();
+    let mut changed = state.hub.subscribe_changed();
     let reader = Arc::clone(&state);
     sse::from_task(&state, move |tx| async move {
         // Each run's tenant, read once: a caller sees only its tenant's runs.
@@ -62,6 +64,12 @@ pub async fn all_events(
                     Err(RecvError::Closed) => return,
                 },
                 r = settled.recv() => match r {
+                    Ok(run) if who.sees(&run.tenant) => sse::run_object(&run),
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(n)) => sse::lagged(n),
+                    Err(RecvError::Closed) => return,
+                },
+                r = changed.recv() => match r {
                     Ok(run) if who.sees(&run.tenant) => sse::run_object(&run),
                     Ok(_) => continue,
                     Err(RecvError::Lagged(n)) => sse::lagged(n),

@@ -1,7 +1,10 @@
 //! Live events by run, within this process: the drive of a run publishes, any number
 //! of watchers subscribe; when the drive ends, its channel closes and watchers finish.
 //! Every event also goes to one feed of all runs, and each drive's end (the run object
-//! as saved) to another: what the inbox and the notifications follow.
+//! as saved) to another: what the inbox and the notifications follow. Runs changed by
+//! other processes come in through the store's change feed (`follow.rs`): their ends
+//! settle here too (once each, whoever reports them first), and their other changes go
+//! to a third feed, for the inbox.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +25,14 @@ pub struct Hub {
     channels: Arc<Mutex<Channels>>,
     all: broadcast::Sender<RunEvent>,
     settled: broadcast::Sender<RunObject>,
+    changed: broadcast::Sender<RunObject>,
+    /// The status and save time each run was last settled with, so that an end told
+    /// twice (by its drive here and by the change feed) is settled once.
+    last_settled: Arc<Mutex<HashMap<String, (crate::protocol::RunStatus, i64)>>>,
 }
+
+/// Settled runs remembered for [`Hub::settle`]'s check; past this the memory starts over.
+const REMEMBERED: usize = 10_000;
 
 impl Default for Hub {
     fn default() -> Hub {
@@ -30,6 +40,8 @@ impl Default for Hub {
             channels: Arc::default(),
             all: broadcast::channel(BACKLOG).0,
             settled: broadcast::channel(BACKLOG).0,
+            changed: broadcast::channel(BACKLOG).0,
+            last_settled: Arc::default(),
         }
     }
 }
@@ -73,9 +85,36 @@ impl Hub {
         self.settled.subscribe()
     }
 
-    /// A drive ended with its run saved as `run`.
+    /// A drive ended with its run saved as `run` (here or in another process). The
+    /// same end told again is dropped.
     pub fn settle(&self, run: RunObject) {
+        if let Ok(mut m) = self.last_settled.lock() {
+            let now = (run.status, run.updated_at);
+            if m.get(&run.id) == Some(&now) {
+                return;
+            }
+            if m.len() >= REMEMBERED {
+                m.clear();
+            }
+            m.insert(run.id.clone(), now);
+        }
         let _ = self.settled.send(run);
+    }
+
+    /// Runs changed by another process without ending a drive (an item added or
+    /// decided) from now on.
+    pub fn subscribe_changed(&self) -> broadcast::Receiver<RunObject> {
+        self.changed.subscribe()
+    }
+
+    /// `run` changed elsewhere (see [`Hub::subscribe_changed`]).
+    pub fn changed(&self, run: RunObject) {
+        let _ = self.changed.send(run);
+    }
+
+    /// An event no drive here carries (a run driven elsewhere), to the feed of all runs.
+    pub fn announce(&self, event: RunEvent) {
+        let _ = self.all.send(event);
     }
 }
 

@@ -9,6 +9,7 @@ mod deadlines;
 mod error;
 mod feed;
 pub mod guard;
+mod follow;
 mod hub;
 mod inbox;
 pub mod jwt;
@@ -25,6 +26,7 @@ mod roles;
 mod runs;
 mod scope;
 mod sse;
+mod takeup;
 mod timeline;
 mod trace;
 
@@ -134,6 +136,8 @@ pub struct AppState {
 pub enum Drive {
     Start(Box<StartRun>),
     Resume(String),
+    /// A run nobody drives, taken up without waiting for a held lease.
+    TakeUp(String),
 }
 
 /// A drive in flight: its events as they happen (they end when it does), and its end.
@@ -172,6 +176,7 @@ impl AppState {
                 match drive {
                     Drive::Start(start) => runner.start(*start).await,
                     Drive::Resume(id) => runner.resume(&id).await,
+                    Drive::TakeUp(id) => runner.take_up(&id).await,
                 }
             },
             // The request's span (a caller's trace, when it sent one) goes with the run.
@@ -315,8 +320,12 @@ async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> ApiEr
 }
 
 /// Runs the server until SIGTERM or Ctrl-C; then stops accepting, stops the runs it
-/// drives at their next step (saved as failed, ready to resume), and returns.
-pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError> {
+/// drives at their next step (given back, still in progress, for the next server to
+/// take up), and returns.
+pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeError> {
+    // At shutdown its runs are given back, for this server's next start or another
+    // server on the same store to take up.
+    runner.hand_back = true;
     let keys_issued = runner
         .store
         .any_live_key()
@@ -420,6 +429,9 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
         );
         notify::spawn(&state.hub, n.clone(), state.shutdown.clone());
     }
+    // What other processes do to runs, and the runs nobody drives.
+    follow::spawn(Arc::clone(&state));
+    takeup::spawn(Arc::clone(&state));
     // Deadlines, from the start: those that passed while no server ran go first.
     deadlines::spawn(Arc::clone(&state), config.approval_warning, notifier);
     let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
@@ -429,7 +441,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
     let stopped = stop.clone();
     tokio::spawn(async move {
         stop_signal().await;
-        tracing::info!("shutting down: no new requests; running runs are saved as resumable");
+        tracing::info!("shutting down: no new requests; running runs are given back for the next server to take up");
         stopping.shutdown.cancel();
         stopping.runner.interrupt.cancel();
         stopped.cancel();

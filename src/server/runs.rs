@@ -2,7 +2,6 @@
 //! answer, resume or cancel a paused one. Every door goes through the shared `Runner`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
@@ -18,9 +17,6 @@ use super::{AppState, Drive, sse};
 use crate::protocol::{Decision, RunObject, RunStatus};
 use crate::run::run_object;
 use crate::store::Refusal;
-
-/// How often a watcher re-reads a run that another process drives.
-const POLL: Duration = Duration::from_millis(200);
 
 /// `POST /v1/runs`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -243,8 +239,8 @@ pub async fn run_tree(
 }
 
 /// Watches a run: its current run object, then its events live until it pauses or
-/// ends, then the run object again. A run driven by another process is followed by
-/// reading it again (`event: run` each time it changes).
+/// ends, then the run object again. A run driven by another process is followed
+/// through the store's change feed (`event: run` each time it changes).
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
     params(("id" = String, Path, description = "A run id or a unique prefix")),
     responses((status = 200, description = "SSE: `event: run` (the run object), the run's events, `event: run` last", content_type = "text/event-stream", body = String),
@@ -257,11 +253,11 @@ pub async fn watch_run(
     let id = state.run_for(&who, &id).await?.id;
     // Subscribed before the run is read, so that nothing falls between the two.
     let live = state.hub.subscribe(&id);
+    let mut changes = state.runner.store.watch();
     let current = state.runner.get(&id).await?;
     let watcher = Arc::clone(&state);
     Ok(sse::from_task(&state, move |tx| async move {
-        let mut last = current.updated_at;
-        let mut status = current.status;
+        let mut last = (current.updated_at, current.status);
         if tx.send(sse::run_object(&current)).await.is_err() {
             return;
         }
@@ -290,39 +286,32 @@ pub async fn watch_run(
                     Err(RecvError::Closed) => break,
                 }
             }
-            // The drive saves before it reports its end; wait for that save.
-            for _ in 0..50 {
-                match watcher.runner.get(&id).await {
-                    Ok(run) if run.status != RunStatus::InProgress => {
-                        let _ = tx.send(sse::run_object(&run)).await;
-                        return;
-                    }
-                    Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-                    Err(e) => {
-                        let _ = tx.send(sse::error(&e.into())).await;
-                        return;
-                    }
-                }
-            }
         }
+        // Driven elsewhere, or its drive here has told its end: the run object each
+        // time the store says the run changed, until it is no longer in progress (the
+        // drive here saves before it reports its end: that save comes through too).
         loop {
-            tokio::time::sleep(POLL).await;
-            match watcher.runner.get(&id).await {
-                Ok(run) => {
-                    if run.updated_at != last || run.status != status {
-                        last = run.updated_at;
-                        status = run.status;
-                        if tx.send(sse::run_object(&run)).await.is_err() {
-                            return;
-                        }
-                    }
-                    if run.status != RunStatus::InProgress {
-                        return;
-                    }
-                }
+            let run = match watcher.runner.get(&id).await {
+                Ok(run) => run,
                 Err(e) => {
                     let _ = tx.send(sse::error(&e.into())).await;
                     return;
+                }
+            };
+            if (run.updated_at, run.status) != last {
+                last = (run.updated_at, run.status);
+                if tx.send(sse::run_object(&run)).await.is_err() {
+                    return;
+                }
+            }
+            if run.status != RunStatus::InProgress {
+                return;
+            }
+            loop {
+                match changes.recv().await {
+                    Ok(c) if c.run_id != id => continue,
+                    Ok(_) | Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return,
                 }
             }
         }

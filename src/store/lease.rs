@@ -1,41 +1,63 @@
-//! Lease owners: the name a process writes into a run's lease, and whether the process a
-//! lease names may still be alive.
+//! Lease owners: the name a process writes into a run's lease. A lease is held until its
+//! time runs out unless its holder renews it; nothing reads the host's process table,
+//! so a lease means the same to processes on any machine sharing the store.
 
-use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Whether the process named in a lease may still be running. A lease names
-/// `pid/host/nonce`; on the same host a dead (or zombie) pid frees the lease at once,
-/// elsewhere only its expiry does.
-pub fn lease_holder_alive(owner: &str) -> bool {
-    let mut parts = owner.splitn(3, '/');
-    let (Some(pid), Some(host)) = (parts.next(), parts.next()) else {
-        return true;
-    };
-    if host != this_host() || !Path::new("/proc/self").exists() {
-        return true;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses.
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
-        Err(_) => false,
-    }
+/// This process's random name: every lease it takes carries it.
+fn process_nonce() -> &'static str {
+    static NONCE: OnceLock<String> = OnceLock::new();
+    NONCE.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_string())
 }
 
-/// This machine's name, for leases.
-pub fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string())
+/// This machine's name, for people reading a lease.
+fn host() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
 }
 
-/// A lease owner name for this process.
+/// A new lease owner name for this process: `pid/host/PROCESS.N`, the same process part
+/// in every lease it takes, a new `N` each time.
 pub fn lease_owner_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
     format!(
-        "{}/{}/{}",
+        "{}/{}/{}.{}",
         std::process::id(),
-        this_host(),
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
+        host(),
+        process_nonce(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Whether `owner` names a lease this process took.
+pub fn is_this_process(owner: &str) -> bool {
+    owner
+        .rsplit('/')
+        .next()
+        .and_then(|last| last.split('.').next())
+        .is_some_and(|nonce| nonce == process_nonce())
+}
+
+/// The process id a lease owner name starts with, for messages.
+pub fn lease_pid(owner: &str) -> &str {
+    owner.split('/').next().unwrap_or("?")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_knows_its_own_leases_and_no_others() {
+        let a = lease_owner_name();
+        let b = lease_owner_name();
+        assert_ne!(a, b);
+        assert!(is_this_process(&a) && is_this_process(&b));
+        assert!(!is_this_process("12/otherhost/abcdef12.1"));
+        assert!(!is_this_process("garbage"));
+        assert_eq!(lease_pid(&a), std::process::id().to_string());
+    }
 }

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_approval_policy.sql"),
     include_str!("migrations/0011_identities.sql"),
     include_str!("migrations/0012_response_input.sql"),
+    include_str!("migrations/0013_changes.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

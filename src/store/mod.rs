@@ -3,8 +3,10 @@
 //! checkpoints), read connections for queries,
 //! and errors that name the file and say what is wrong with it.
 
+mod changes;
 mod deadlines;
 mod decisions;
+mod feed;
 mod keys;
 mod lease;
 mod migrations;
@@ -19,6 +21,7 @@ mod summary;
 mod timeline;
 mod totals;
 mod tree;
+mod unheld;
 mod upkeep;
 mod waiting;
 mod writer;
@@ -31,8 +34,9 @@ use tokio::sync::oneshot;
 
 pub use deadlines::{DEADLINE, DueItem, EXPIRED};
 pub use decisions::{Decided, Decider};
+pub use feed::{Change, ChangeKind, Watched};
 pub use keys::{KeyInfo, KeyLookup, NewKey};
-pub use lease::{lease_holder_alive, lease_owner_name, this_host};
+pub use lease::{is_this_process, lease_owner_name, lease_pid};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, RESULT_CAP, StoredCall};
@@ -140,6 +144,10 @@ struct Inner {
     options: StoreOptions,
     writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// The change feed's watchers, once someone watches (`Store::watch`).
+    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<Change>>,
+    /// Held while the store is open: the feed's thread ends with it.
+    alive: Arc<()>,
 }
 
 impl Store {
@@ -264,6 +272,8 @@ impl Store {
                 options,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                feed: std::sync::OnceLock::new(),
+                alive: Arc::new(()),
             }),
         })
     }
@@ -336,6 +346,27 @@ impl Store {
             pool.push(conn);
         }
         result
+    }
+
+    /// Every run's changes from now on, whoever makes them (this process or another on
+    /// the same store), in commit order. The first watcher starts the store's one
+    /// follower; a watcher that falls behind is told how many it missed.
+    pub fn watch(&self) -> tokio::sync::broadcast::Receiver<Change> {
+        self.inner
+            .feed
+            .get_or_init(|| {
+                let (tx, _) = tokio::sync::broadcast::channel(changes::BACKLOG);
+                if let Err(e) = changes::start(
+                    &self.inner.path,
+                    self.inner.options.busy_timeout,
+                    tx.clone(),
+                    Arc::downgrade(&self.inner.alive),
+                ) {
+                    tracing::error!(error = %e, "the change feed cannot start; other processes' changes are not seen");
+                }
+                tx
+            })
+            .subscribe()
     }
 
     /// Stops the writer after everything sent so far is written, and closes its

@@ -3,8 +3,6 @@
 //! Every change is one IMMEDIATE transaction on the writer, so two processes
 //! racing for the same run are serialised by SQLite itself.
 
-use super::lease::lease_holder_alive;
-
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -331,9 +329,8 @@ impl Store {
             let now = now_ms();
             if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
                 && until > now
-                && lease_holder_alive(holder)
             {
-                let pid = holder.split('/').next().unwrap_or("?");
+                let pid = super::lease::lease_pid(holder);
                 return Err(RunsError::Refused(Refusal::LeaseHeld, format!(
                     "run {} is being continued by another process (pid {pid}); nothing was changed",
                     run.id

@@ -1,9 +1,13 @@
 //! Upkeep off the hot path, on a thread of its own: it folds new records into the
 //! running totals (`totals.rs`) when no one waits to write (or, under constant load,
-//! once the tail grows long), and checkpoints the WAL with its own connection when the
-//! WAL has grown (PASSIVE: commits go on meanwhile; the writer's connection never
-//! checkpoints inside a commit). It wakes when the writer nudges it and every quarter
-//! second, and ends with the store.
+//! once the tail grows long), prunes the change feed's old rows, and checkpoints the
+//! WAL with its own connection when the WAL has grown (PASSIVE: commits go on
+//! meanwhile; the writer's connection never checkpoints inside a commit). Under
+//! constant load a passive checkpoint never finds a moment without readers, so the WAL
+//! is never reset and grows without end: past [`WAL_BOUND`] the writer itself runs a
+//! TRUNCATE checkpoint, holding this process's writes (and, through SQLite's lock,
+//! other processes') for the moment it takes. It wakes when the writer nudges it and
+//! every quarter second, and ends with the store.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -23,6 +27,11 @@ pub(crate) const WAL_BYTES: u64 = 4 << 20;
 /// live a few milliseconds (`toolgate run` to a pause) never stay for a checkpoint:
 /// without this, each of them reads a WAL that only grows.
 const WAL_OPEN_BYTES: u64 = 1 << 20;
+/// The WAL size past which the writer resets it (a TRUNCATE checkpoint), whatever the
+/// load.
+pub(crate) const WAL_BOUND: u64 = 32 << 20;
+/// Commits between two prunes of the change feed.
+const PRUNE_EVERY: u64 = 2000;
 /// How often it looks without being nudged.
 const TICK: Duration = Duration::from_millis(250);
 
@@ -43,6 +52,7 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
     let mut conn: Option<Connection> = None;
     // A WAL left long by short-lived processes was emptied at open (`empty_long_wal`).
     let mut seen = 0;
+    let mut pruned = 0;
     loop {
         if let Err(RecvTimeoutError::Disconnected) = rx.recv_timeout(TICK) {
             break;
@@ -78,8 +88,14 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cannot read the totals' mark"),
         }
-        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES) {
+        let wal_len = std::fs::metadata(&wal).map_or(0, |m| m.len());
+        if wal_len > WAL_BOUND {
+            let _ = w.queue_job(reset_job(wal_len, busy));
+        } else if wal_len > WAL_BYTES {
             checkpoint(c);
+        }
+        if commits >= pruned + PRUNE_EVERY && w.try_idle_job(prune_job()) {
+            pruned = commits;
         }
         if caught_up {
             seen = commits;
@@ -107,6 +123,40 @@ fn fold_job() -> Job {
             // The totals stay behind; summaries read the tail meanwhile.
             Err(e) => tracing::warn!(error = %e, "totals not folded"),
         }
+    })
+}
+
+/// Prunes the change feed's old rows.
+fn prune_job() -> Job {
+    Box::new(|conn: &mut Connection| match super::changes::prune(conn) {
+        Ok(n) => tracing::debug!(rows = n, "change feed pruned"),
+        Err(e) => tracing::warn!(error = %e, "change feed not pruned"),
+    })
+}
+
+/// How long a reset waits for readers of older snapshots before it gives up until the
+/// next tick (writes wait meanwhile, so not long).
+const RESET_WAIT: Duration = Duration::from_millis(200);
+
+/// On the writer: checkpoints the whole WAL and empties it. It waits (at most
+/// [`RESET_WAIT`]) for readers of older snapshots to finish; new writes wait for it.
+fn reset_job(wal_len: u64, busy: Duration) -> Job {
+    Box::new(move |conn: &mut Connection| {
+        let started = Instant::now();
+        let _ = conn.busy_timeout(RESET_WAIT);
+        match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        }) {
+            Ok((blocked, pages)) => tracing::debug!(
+                wal_bytes = wal_len,
+                reset = blocked == 0,
+                wal_pages = pages,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "long wal reset"
+            ),
+            Err(e) => tracing::debug!(error = %e, "the long wal could not be reset yet"),
+        }
+        let _ = conn.busy_timeout(busy);
     })
 }
 

@@ -1,0 +1,87 @@
+//! Runs changed by other processes, followed through the store's change feed: a run
+//! another server, `toolgate approve` or `toolgate resume` drove to a pause or an end
+//! settles here as if this server had driven it (the inbox, `GET /v1/events` and the
+//! notifications see it), its end is announced as the run event a drive here would
+//! have sent, and an item added or decided elsewhere refreshes the inbox.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast::error::RecvError;
+
+use super::AppState;
+use crate::protocol::{RunEvent, RunObject, RunStatus};
+use crate::store::{Change, ChangeKind};
+
+/// Follows the feed until shutdown.
+pub fn spawn(state: Arc<AppState>) {
+    let mut changes = state.runner.store.watch();
+    tokio::spawn(async move {
+        loop {
+            let change = tokio::select! {
+                c = changes.recv() => c,
+                _ = state.shutdown.cancelled() => return,
+            };
+            match change {
+                Ok(c) => seen(&state, c).await,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "the change feed fell behind; {n} changes made elsewhere were not followed");
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+}
+
+/// One change: passed on unless a drive here made it (that drive tells of it itself).
+async fn seen(state: &AppState, change: Change) {
+    if change.made_here() || state.runner.active.has(&change.run_id) {
+        return;
+    }
+    let ends = change.kind == ChangeKind::Status && change.status != RunStatus::InProgress;
+    let refreshes = matches!(change.kind, ChangeKind::PendingAdded | ChangeKind::Decided);
+    if !ends && !refreshes {
+        return;
+    }
+    let run = match state.runner.get(&change.run_id).await {
+        Ok(run) => run,
+        Err(e) => {
+            tracing::debug!(run_id = %change.run_id, error = %e, "a run changed elsewhere cannot be read");
+            return;
+        }
+    };
+    if ends && run.status == change.status {
+        if let Some(event) = end_event(&run) {
+            state.hub.announce(event);
+        }
+        state.hub.settle(run);
+    } else if refreshes {
+        state.hub.changed(run);
+    }
+}
+
+/// The run event a drive here would have sent at this end.
+fn end_event(run: &RunObject) -> Option<RunEvent> {
+    let run_id = run.id.clone();
+    let reason = || run.last_error.clone().unwrap_or_default();
+    Some(match run.status {
+        RunStatus::RequiresAction => RunEvent::RunRequiresAction {
+            run_id,
+            items: run
+                .required_action
+                .as_ref()
+                .map(|a| a.items.clone())
+                .unwrap_or_default(),
+        },
+        RunStatus::Completed => RunEvent::RunCompleted { run_id },
+        RunStatus::Incomplete => RunEvent::RunIncomplete {
+            run_id,
+            reason: reason(),
+        },
+        RunStatus::Failed => RunEvent::RunFailed {
+            run_id,
+            error: reason(),
+        },
+        RunStatus::Cancelled => RunEvent::RunCancelled { run_id },
+        RunStatus::InProgress => return None,
+    })
+}
