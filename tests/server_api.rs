@@ -599,14 +599,14 @@ async fn two_servers_on_one_database_share_runs() {
 }
 
 #[tokio::test]
-async fn sigterm_saves_a_running_run_as_resumable() {
+async fn sigterm_gives_a_running_run_back_and_the_next_server_takes_it_up() {
     let site = Site::new();
     let mut server = site.serve(None);
     let (starter, id) = slow_run(&server).await;
     let status = server.terminate(Duration::from_secs(10));
     assert!(status.success(), "{status:?}");
     let _ = starter.await;
-    // Stopped where it was, saved as failed, and another process resumes it.
+    // Stopped where it was and given back: still in progress, nothing failed.
     let out = std::process::Command::new(bin())
         .current_dir(site.path())
         .arg("--db")
@@ -615,17 +615,20 @@ async fn sigterm_saves_a_running_run_as_resumable() {
         .output()
         .unwrap();
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(run["status"], "failed", "{run}");
-    assert!(
-        run["last_error"].as_str().unwrap().contains("resume"),
-        "{run}"
-    );
+    assert_eq!(run["status"], "in_progress", "{run}");
+    assert_eq!(run["last_error"], Value::Null, "{run}");
+    // The next server takes it up at its start, without being asked.
     let server = site.serve(None);
-    let (s, resumed) = server
-        .post(&format!("/v1/runs/{id}/resume"), json!({}))
-        .await;
-    assert_eq!(s, 200, "{resumed}");
-    assert_eq!(resumed["status"], "completed", "{resumed}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let (_, run) = server.get(&format!("/v1/runs/{id}")).await;
+        if run["status"] != "in_progress" {
+            break run;
+        }
+        assert!(std::time::Instant::now() < deadline, "never taken up: {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
     // The call cut short by the stop is recorded as cancelled, then the model went on.
     let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
     assert_eq!(calls["calls"][0]["status"], "cancelled", "{calls}");

@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 use super::Gateway;
 use crate::protocol::{Decision, RequiredItem, RunObject, RunStatus};
 
-/// How often a held call looks at the store.
-const POLL: Duration = Duration::from_millis(200);
+/// How long a decision recorded without continuing the run (`--no-resume`) is left to
+/// its decider before the hold continues the run itself.
+const DECIDER_GRACE: Duration = Duration::from_millis(500);
 
 /// How often a held call tells its client it is still waiting (progress notifications).
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -167,8 +168,9 @@ async fn ask(hold: &Hold<'_>, run: &RunObject, item: &RequiredItem) -> Option<De
     }
 }
 
-/// Polls the store until the run ends. A decision recorded without continuing the run
-/// (`--no-resume`) is carried on here; at the timeout the call is denied.
+/// Follows the run through the store's change feed until it ends. A decision recorded
+/// without continuing the run (`--no-resume`) is carried on here; at the timeout the
+/// call is denied.
 async fn wait(
     hold: &Hold<'_>,
     run: &RunObject,
@@ -181,7 +183,9 @@ async fn wait(
     let mut told = Instant::now();
     let mut denied_at: Option<Instant> = None;
     let mut denied_here = false;
-    let mut decided_seen = 0u32;
+    let mut decided_since: Option<Instant> = None;
+    // Subscribed before the first read, so that no change falls between the two.
+    let mut changes = gateway.runner.store.watch();
     tracing::info!(run_id = %run.id, "call held for a decision: toolgate approve {} (or deny)", run.id);
     loop {
         let current = match gateway.runner.get(&run.id).await {
@@ -194,9 +198,13 @@ async fn wait(
                     .required_action
                     .as_ref()
                     .is_some_and(|a| !a.items.is_empty());
-                decided_seen = if waiting { 0 } else { decided_seen + 1 };
+                let decided = *decided_since.get_or_insert_with(Instant::now);
+                if waiting {
+                    decided_since = None;
+                }
                 // Decided but nobody continues it (give the decider a moment first).
-                if decided_seen >= 3
+                if !waiting
+                    && decided.elapsed() >= DECIDER_GRACE
                     && let Ok(ended) = gateway.runner.resume(&run.id).await
                     && ended.status != RunStatus::RequiresAction
                 {
@@ -267,9 +275,35 @@ async fn wait(
                 tracing::debug!(run_id = %run.id, error = %e, "progress not delivered");
             }
         }
+        // Woken by a change of the run, the next progress note, the timeout, or the
+        // decider's grace running out.
+        let mut next = match denied_at {
+            Some(at) => at + timeout,
+            None => started + timeout,
+        };
+        if progress.is_some() {
+            next = next.min(told + PROGRESS_EVERY);
+        }
+        if let Some(at) = decided_since {
+            next = next.min(at + DECIDER_GRACE);
+        }
         tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
+            _ = changed(&mut changes, &run.id) => {}
+            _ = tokio::time::sleep_until(next.into()) => {}
             why = hold.client_gone() => return Held::Abandoned(why),
+        }
+    }
+}
+
+/// Returns at the next change of run `id`, or when the feed fell behind (the run is
+/// read again either way); never, once the feed has closed (the timers go on).
+async fn changed(changes: &mut tokio::sync::broadcast::Receiver<crate::store::Change>, id: &str) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match changes.recv().await {
+            Ok(c) if c.run_id != id => continue,
+            Ok(_) | Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => std::future::pending().await,
         }
     }
 }

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
@@ -15,7 +14,7 @@ use super::translate::{StreamEvent, Translator};
 use super::wire::{
     OutputContent, OutputItem, ResponseError, ResponseObject, ResponseStatus, ResponseUsage,
 };
-use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, Usage};
+use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage};
 use crate::run::{Runner, StartRun};
 use crate::server::{AppState, Drive, Driving, joined};
 
@@ -56,11 +55,6 @@ pub struct Job {
     pub input: serde_json::Value,
 }
 
-/// How long a finished `mcp_call` first waits between looks for its record (committed
-/// with the step, a moment after the batch's last call ends); the wait doubles while
-/// nothing comes, up to `RECORD_POLL_MAX`.
-const RECORD_POLL: Duration = Duration::from_millis(20);
-const RECORD_POLL_MAX: Duration = Duration::from_secs(1);
 
 /// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
 /// so that a client that goes away does not stop the run; the reports arrive on the
@@ -174,19 +168,30 @@ async fn pump(
     tx: &UnboundedSender<Report>,
 ) -> Option<String> {
     let mut run_id: Option<String> = None;
-    let mut poll = RECORD_POLL;
+    // A finished `mcp_call` waits for its record, committed with the step a moment
+    // after the batch's last call ends: the store's change feed says when a step of the
+    // run is saved.
+    let mut changes = runner.store.watch();
+    let mut feed_open = true;
     loop {
-        let next = if t.awaiting().is_empty() || run_id.is_none() {
+        let next = if t.awaiting().is_empty() || run_id.is_none() || !feed_open {
             events.recv().await
         } else {
             tokio::select! {
                 e = events.recv() => e,
-                _ = tokio::time::sleep(poll) => {
-                    if let Some(id) = &run_id {
+                saved = changes.recv() => {
+                    use tokio::sync::broadcast::error::RecvError;
+                    let ours = match &saved {
+                        Ok(c) => Some(&c.run_id) == run_id.as_ref(),
+                        Err(RecvError::Lagged(_)) => true,
+                        Err(RecvError::Closed) => {
+                            feed_open = false;
+                            false
+                        }
+                    };
+                    if ours && let Some(id) = &run_id {
                         let out = fetch_records(runner, t, id).await;
-                        if out.is_empty() {
-                            poll = (poll * 2).min(RECORD_POLL_MAX);
-                        } else {
+                        if !out.is_empty() {
                             let _ = tx.send(Report::Events(out));
                         }
                     }
@@ -194,15 +199,6 @@ async fn pump(
                 }
             }
         };
-        if matches!(
-            next,
-            Some(RunEvent::Tool {
-                event: Event::ToolFinished { .. },
-                ..
-            })
-        ) {
-            poll = RECORD_POLL;
-        }
         let Some(event) = next else {
             return run_id;
         };

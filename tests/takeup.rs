@@ -1,0 +1,306 @@
+//! Runs that go on whoever drives them: a `serve` killed (SIGKILL) or stopped (SIGTERM)
+//! while it drives a run leaves it to the next `serve` on the same database, which
+//! takes it up without anyone typing `resume` and drives it to its pause (the webhook
+//! fires for it); the slow call it was running ran at most once. And a run approved
+//! from the CLI that pauses again reaches the server's `/v1/events`, the run's SSE and
+//! the webhook within a second, though the server never drove it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod serving;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use serving::{Server, Site, toolgate_in};
+
+const SECRET: &str = "takeup-test-secret";
+
+/// Every webhook body received, with when it came.
+#[derive(Clone, Default)]
+struct Hooks(Arc<Mutex<Vec<(Instant, Value)>>>);
+
+impl Hooks {
+    /// A receiver on a free port; its URL.
+    async fn listen(&self) -> String {
+        let seen = self.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |body: Bytes| {
+                let seen = seen.clone();
+                async move {
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    seen.0.lock().unwrap().push((Instant::now(), v));
+                    axum::http::StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    /// Waits (at most `limit`) for a `run.requires_action` notification of run `id`
+    /// waiting on `call`; when it came.
+    async fn paused(&self, id: &str, call: &str, limit: Duration) -> Instant {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some((at, _)) = self.0.lock().unwrap().iter().find(|(_, v)| {
+                v["event"] == "run.requires_action"
+                    && v["run_id"] == id
+                    && v["waiting"]
+                        .as_array()
+                        .is_some_and(|w| w.iter().any(|i| i["call_id"] == call))
+            }) {
+                return *at;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no pause notification for {id} on {call}: {:?}",
+                self.0.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// `mover`: one call of `mark` (AUTO: it notes each start in `ws/marks.txt`, then sleeps
+/// 3 s), then one of `write_file` (CONFIRM), then an answer.
+fn mover(site: &Site) {
+    let marks = site.path().join("ws/marks.txt");
+    std::fs::write(
+        site.path().join("tools/mark.yaml"),
+        format!(
+            "name: mark\ndescription: Marks, then waits.\npermission: auto\ntimeout: 60\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo ran >> {}; sleep 3; echo marked\"]\n",
+            marks.display()
+        ),
+    )
+    .unwrap();
+    site.agent(
+        "mover",
+        "[mark, write_file]",
+        "  - content: Marking.\n    tool_calls: [{id: call_mark, name: mark, arguments: {}}]\n  - content: Saving.\n    tool_calls: [{id: call_save, name: write_file, arguments: {path: out.txt, content: done}}]\n  - content: All done.\n",
+    );
+}
+
+fn marks(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("ws/marks.txt"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+fn serve(site: &Site, hook: &str) -> Server {
+    Server::start_env(
+        site,
+        None,
+        &["--notify-url", hook],
+        &[("TOOLGATE_NOTIFY_SECRET", SECRET)],
+    )
+}
+
+/// Starts a `mover` run on `server` (its answer is not awaited) and waits until `mark`
+/// has started; the run id.
+async fn mover_marking(server: &Server, dir: &Path) -> String {
+    let client = server.client.clone();
+    let url = server.url("/v1/runs");
+    tokio::spawn(async move {
+        let _ = client
+            .post(url)
+            .json(&json!({"agent": "mover", "input": "go"}))
+            .send()
+            .await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while marks(dir) == 0 {
+        assert!(Instant::now() < deadline, "mark never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, runs) = server.get("/v1/runs?status=in_progress").await;
+    runs[0]["id"].as_str().unwrap().to_string()
+}
+
+fn show(site: &Site, id: &str) -> Value {
+    let out = toolgate_in(site.path(), &site.db(), &["show", id, "--json"]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn records(site: &Site, id: &str) -> Vec<Value> {
+    let out = toolgate_in(site.path(), &site.db(), &["calls", "--run", id, "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v.as_array()
+        .cloned()
+        .or_else(|| v["calls"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// The second server takes the run up and drives it to the `write_file` pause; the
+/// webhook tells of it.
+async fn taken_up_to_the_pause(site: &Site, hooks: &Hooks, hook: &str, id: &str) {
+    let second = serve(site, hook);
+    // A lease runs out 10 s after its last renewal; the server looks every 5 s.
+    hooks
+        .paused(id, "call_save", Duration::from_secs(45))
+        .await;
+    let (_, run) = second.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(run["status"], "requires_action", "{run}");
+    assert_eq!(
+        run["required_action"]["items"][0]["call_id"], "call_save",
+        "{run}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_server_s_run_is_taken_up_by_the_next_and_its_call_never_runs_again() {
+    let site = Site::new();
+    mover(&site);
+    let hooks = Hooks::default();
+    let hook = hooks.listen().await;
+    let first = serve(&site, &hook);
+    let id = mover_marking(&first, site.path()).await;
+    drop(first); // SIGKILL, mid-call
+    assert_eq!(show(&site, &id)["status"], "in_progress");
+
+    taken_up_to_the_pause(&site, &hooks, &hook, &id).await;
+    assert_eq!(marks(site.path()), 1, "the killed call never ran again");
+    let recs = records(&site, &id);
+    let mark: Vec<&Value> = recs.iter().filter(|r| r["tool"] == "mark").collect();
+    assert_eq!(mark.len(), 1, "{recs:?}");
+    assert_eq!(mark[0]["status"], "failed", "{recs:?}");
+    assert_eq!(mark[0]["error_kind"], "interrupted", "{recs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_server_hands_its_run_back_and_the_next_takes_it_up() {
+    let site = Site::new();
+    mover(&site);
+    let hooks = Hooks::default();
+    let hook = hooks.listen().await;
+    let mut first = serve(&site, &hook);
+    let id = mover_marking(&first, site.path()).await;
+    let stopped = first.terminate(Duration::from_secs(20));
+    assert!(stopped.success(), "{stopped:?}");
+    // Given back: still in progress, no lease, nothing failed.
+    let run = show(&site, &id);
+    assert_eq!(run["status"], "in_progress", "{run}");
+    assert_eq!(run["last_error"], Value::Null, "{run}");
+
+    taken_up_to_the_pause(&site, &hooks, &hook, &id).await;
+    assert_eq!(marks(site.path()), 1, "the stopped call never ran again");
+    let recs = records(&site, &id);
+    let mark: Vec<&Value> = recs.iter().filter(|r| r["tool"] == "mark").collect();
+    assert_eq!(mark.len(), 1, "{recs:?}");
+    assert_eq!(mark[0]["status"], "cancelled", "{recs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
+    let site = Site::new();
+    // `mark` (CONFIRM here), then `write_file`: approving the first from the CLI
+    // drives the run (3 s of `mark`) to its second pause, in the CLI's process.
+    mover(&site);
+    std::fs::write(
+        site.path().join("agents/mover.yaml"),
+        "name: mover\nmodel: scripted:mover.replies.yaml\ninstructions: Go.\ntools: [mark, write_file]\npermissions: {mark: confirm}\n",
+    )
+    .unwrap();
+    let hooks = Hooks::default();
+    let hook = hooks.listen().await;
+    let server = serve(&site, &hook);
+    let (s, run) = server
+        .post("/v1/runs", json!({"agent": "mover", "input": "go"}))
+        .await;
+    assert_eq!(s, 200, "{run}");
+    assert_eq!(run["status"], "requires_action", "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    hooks.paused(&id, "call_mark", Duration::from_secs(20)).await;
+
+    // Everything the server streams, from now on.
+    let events = server
+        .client
+        .get(server.url("/v1/events"))
+        .send()
+        .await
+        .unwrap();
+    let all: Arc<Mutex<Vec<(Instant, String, Value)>>> = Arc::default();
+    {
+        let all = Arc::clone(&all);
+        tokio::spawn(async move {
+            let mut body = events.bytes_stream();
+            let mut text = String::new();
+            while let Some(Ok(chunk)) = body.next().await {
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = text.find("\n\n") {
+                    let frame: String = text.drain(..end + 2).collect();
+                    for (event, data) in serving::parse_sse(&frame) {
+                        all.lock().unwrap().push((Instant::now(), event, data));
+                    }
+                }
+            }
+        });
+    }
+
+    let (dir, db, cli_id) = (site.path().to_path_buf(), site.db(), id.clone());
+    let approver = std::thread::spawn(move || {
+        toolgate_in(&dir, &db, &["approve", &cli_id, "--call", "call_mark"])
+    });
+    // While the CLI drives it: the run's SSE follows it to the second pause.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while marks(site.path()) == 0 {
+        assert!(Instant::now() < deadline, "the approved call never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let watched = server.get_sse(&format!("/v1/runs/{id}/events")).await;
+    let sse_end = Instant::now();
+    let out = approver.join().unwrap();
+    assert_eq!(out.status.code(), Some(3), "paused again: {out:?}");
+    let cli_end = Instant::now();
+
+    let last = watched.last().unwrap();
+    assert_eq!(last.0, "run", "{watched:?}");
+    assert_eq!(last.1["status"], "requires_action", "{watched:?}");
+    assert_eq!(
+        last.1["required_action"]["items"][0]["call_id"], "call_save",
+        "{watched:?}"
+    );
+    let hooked = hooks.paused(&id, "call_save", Duration::from_secs(5)).await;
+    let streamed = {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let found = all.lock().unwrap().iter().find_map(|(at, event, data)| {
+                (event == "run"
+                    && data["id"] == id.as_str()
+                    && data["required_action"]["items"][0]["call_id"] == "call_save")
+                    .then_some(*at)
+            });
+            if let Some(at) = found {
+                break at;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "/v1/events never carried the second pause: {:?}",
+                all.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    assert!(
+        all.lock()
+            .unwrap()
+            .iter()
+            .any(|(_, e, d)| e == "run.requires_action" && d["run_id"] == id.as_str()),
+        "the pause as a run event too: {:?}",
+        all.lock().unwrap()
+    );
+    // Within a second of the CLI's pause (it exits a moment after saving it).
+    for (what, at) in [("SSE", sse_end), ("webhook", hooked), ("/v1/events", streamed)] {
+        assert!(
+            at <= cli_end + Duration::from_secs(1),
+            "{what} came {:?} after the CLI ended",
+            at.saturating_duration_since(cli_end)
+        );
+    }
+}
