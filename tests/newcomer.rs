@@ -167,12 +167,18 @@ fn json_logs_keep_stderr_pure_json() {
 }
 
 fn set_secret(db: &Path, dir: &Path, key_dir: &Path) -> Output {
+    set_secret_with(db, dir, key_dir, &[])
+}
+
+fn set_secret_with(db: &Path, dir: &Path, key_dir: &Path, env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
     let mut child = cmd
         .args(["--db", db.to_str().unwrap(), "secrets", "set", "api.TOKEN"])
         .current_dir(dir)
         .env_remove("TOOLGATE_SECRET_KEY")
+        .env_remove("TOOLGATE_SECRET_KEY_FILE")
         .env("TOOLGATE_KEY_DIR", key_dir)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -247,6 +253,27 @@ fn the_secrets_key_stays_out_of_a_git_work_tree() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("api.TOKEN"));
+}
+
+#[test]
+fn a_configured_key_file_is_used_wherever_the_database_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("conf/toolgate.key");
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    let key_dir = dir.path().join("keys");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    // Two databases, one key file named by the configuration: nothing derived from
+    // either database's place.
+    for db in [a.join("one.db"), b.join("two.db")] {
+        let out = set_secret_with(&db, dir.path(), &key_dir, &[("TOOLGATE_SECRET_KEY_FILE", &key)]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert!(key.exists());
+    assert_eq!(key_files(&a), Vec::<String>::new());
+    assert_eq!(key_files(&b), Vec::<String>::new());
+    assert_eq!(key_files(&key_dir), Vec::<String>::new());
 }
 
 #[test]

@@ -304,3 +304,71 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_continues_with_the_agent_of_its_name_in_the_server_s_own_folders() {
+    // Started by the CLI from one checkout (its agent file and tools there), paused;
+    // that checkout is then gone. A server deployed elsewhere with the same agent,
+    // under another file name, on the same database, continues it.
+    let site = Site::new();
+    mover(&site);
+    let first = tempfile::tempdir().unwrap();
+    for d in ["agents", "tools"] {
+        std::fs::create_dir(first.path().join(d)).unwrap();
+    }
+    for f in ["agents/mover.yaml", "agents/mover.replies.yaml", "tools/mark.yaml"] {
+        std::fs::copy(site.path().join(f), first.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        first.path().join("agents/mover.yaml"),
+        "name: mover\nmodel: scripted:mover.replies.yaml\ninstructions: Go.\ntools: [mark, write_file]\npermissions: {mark: confirm}\n",
+    )
+    .unwrap();
+    let out = toolgate_in(
+        first.path(),
+        &site.db(),
+        &[
+            "run",
+            "--agent",
+            first.path().join("agents/mover.yaml").to_str().unwrap(),
+            "--tools",
+            first.path().join("tools").to_str().unwrap(),
+            "--workspace",
+            site.path().join("ws").to_str().unwrap(),
+            "--json",
+            "go",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let paused: Value = serde_json::from_slice(
+        out.stdout
+            .split(|b| *b == b'\n')
+            .rfind(|l| !l.is_empty())
+            .unwrap(),
+    )
+    .unwrap();
+    let id = paused["id"].as_str().unwrap().to_string();
+    drop(first); // the checkout the run started in is gone
+
+    // The server's copy: the same agent under another file name.
+    std::fs::write(
+        site.path().join("agents/deployed-mover.yaml"),
+        "name: mover\nmodel: scripted:mover.replies.yaml\ninstructions: Go.\ntools: [mark, write_file]\npermissions: {mark: confirm}\n",
+    )
+    .unwrap();
+    std::fs::remove_file(site.path().join("agents/mover.yaml")).unwrap();
+    let server = Server::start(&site, None, &[]);
+    let (s, run) = server
+        .post(
+            &format!("/v1/runs/{id}/approve"),
+            json!({"call_id": "call_mark"}),
+        )
+        .await;
+    assert_eq!(s, 200, "{run}");
+    assert_eq!(run["status"], "requires_action", "{run}");
+    assert_eq!(
+        run["required_action"]["items"][0]["call_id"], "call_save",
+        "{run}"
+    );
+    assert_eq!(marks(site.path()), 1, "mark ran with the server's tools");
+}

@@ -147,6 +147,9 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
     conn.execute_batch(
         "DROP INDEX pending_waiting; ALTER TABLE pending DROP COLUMN requested_at;
          DROP TABLE totals_mark; DROP TABLE tool_totals; DROP TABLE duration_totals;
+         DROP TRIGGER changes_run_created; DROP TRIGGER changes_run_updated;
+         DROP TRIGGER changes_pending_added; DROP TRIGGER changes_pending_decided;
+         DROP TABLE changes;
          DROP TABLE conversation_totals; DROP TABLE run_totals;
          DROP INDEX pending_expires;
          ALTER TABLE pending DROP COLUMN reason; ALTER TABLE pending DROP COLUMN expires_at;

@@ -10,6 +10,7 @@ mod conversation;
 mod deadlines;
 mod error;
 mod final_tool;
+mod folders;
 mod guard;
 mod hidden;
 mod keeper;
@@ -37,6 +38,7 @@ pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
 pub use deadlines::Expiry;
 pub use error::RunError;
+pub use folders::{Folders, agent_files};
 pub use object::run_object;
 use paths::absolute_model_name;
 pub(crate) use paths::{absolute, workspace_of};
@@ -105,6 +107,9 @@ pub struct Runner {
     /// On `interrupt`, give runs back (still in progress, lease let go) for another
     /// process to take up, rather than save them failed: what a server does at shutdown.
     pub hand_back: bool,
+    /// This process's agents and tools folders, when it has its own (a server): runs
+    /// continue with the agent of their name there (see `folders`).
+    pub folders: Option<Folders>,
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -153,6 +158,7 @@ impl Runner {
             keyring: Arc::new(crate::secrets::Keyring::for_database(store.path())),
             active: Active::default(),
             hand_back: false,
+            folders: None,
             store,
         }
     }
@@ -261,6 +267,7 @@ impl Runner {
         let toolkit_schemas = toolkit.schemas();
         let state = RunState {
             agent_file: req.agent.path.clone(),
+            agent_hash: folders::file_hash(&req.agent.path),
             agent: req.agent.name.clone(),
             model: model_name,
             mode: req.agent.mode,
@@ -443,7 +450,7 @@ impl Runner {
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
         let schemas = Arc::new(toolkit.schemas());
-        let model = self.model_for(&state.model, &agent)?;
+        let model = self.model_for(&self.continuing_model(&state, &agent), &agent)?;
         let standing = self
             .standing(&row.conversation_id, &row.agent, &toolkit)
             .await?;
@@ -671,12 +678,6 @@ impl Runner {
     }
 
     /// The agent a run was started with, read again from its file, and its toolkit.
-    fn agent_of(&self, state: &RunState) -> Result<(Agent, Toolkit), RunError> {
-        let agent = self.loaded.agent(&state.agent_file)?;
-        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
-        Ok((agent, toolkit))
-    }
-
     /// The tools `agent` has a standing approval for in `conversation`: each only
     /// while the tool's policy is the one it was given under (a stricter word, new
     /// rules or hooks end it).

@@ -54,6 +54,7 @@ impl Runner {
         let run_id = super::new_id("run");
         let state = RunState {
             agent_file: req.agent.path.clone(),
+            agent_hash: super::folders::file_hash(&req.agent.path),
             agent: req.agent.name.clone(),
             model: NO_MODEL.to_string(),
             mode: req.agent.mode,

@@ -18,6 +18,11 @@ use crate::protocol::{CallStatus, Usage};
 pub struct RunState {
     /// The agent file, absolute; it is read again when the run continues.
     pub agent_file: PathBuf,
+    /// The SHA-256 of the agent file the run started with (runs from before it: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_hash: Option<String>,
+    /// The agent's name: a process with its own agents folder continues the run with
+    /// the agent of this name there.
     pub agent: String,
     pub model: String,
     pub mode: Mode,

@@ -30,6 +30,9 @@ pub(crate) const TOKEN_END: &str = "]]";
 
 /// The environment variable holding the key (64 hex digits, or 32 bytes in base64).
 pub const KEY_ENV: &str = "TOOLGATE_SECRET_KEY";
+/// The environment variable naming the key file (created at first use when missing):
+/// how a deployment configures where its key lives, whatever store it uses.
+pub const KEY_FILE_ENV: &str = "TOOLGATE_SECRET_KEY_FILE";
 
 /// Why a secret could not be sealed or opened.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -57,14 +60,23 @@ pub struct Keyring {
 }
 
 impl Keyring {
-    /// The key for the database at `db`: `TOOLGATE_SECRET_KEY` when set, else the key
-    /// file [`key_file`] names (created, mode 0600, when a secret is first sealed):
-    /// `DB.key` beside it when that exists or the database is outside any git work tree,
-    /// otherwise in the per-user data folder.
+    /// The key for the database at `db`, from the configuration: `TOOLGATE_SECRET_KEY`
+    /// when set, else the file `TOOLGATE_SECRET_KEY_FILE` names. Only when neither is
+    /// set (the embedded default, one SQLite file) does the database's place choose the
+    /// key file, as [`key_file`] says (created, mode 0600, when a secret is first
+    /// sealed): `DB.key` beside it when that exists or the database is outside any git
+    /// work tree, otherwise in the per-user data folder.
     pub fn for_database(db: &Path) -> Keyring {
-        let source = match std::env::var(KEY_ENV) {
-            Ok(v) if !v.trim().is_empty() => Source::Env(v.trim().to_string()),
-            _ => Source::File(key_file(db)),
+        let configured = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let source = match (configured(KEY_ENV), configured(KEY_FILE_ENV)) {
+            (Some(key), _) => Source::Env(key),
+            (None, Some(file)) => Source::File(PathBuf::from(file)),
+            (None, None) => Source::File(key_file(db)),
         };
         Keyring {
             source,

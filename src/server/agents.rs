@@ -44,21 +44,7 @@ impl Agents {
     }
 
     fn files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
-                    && !p
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.contains(".replies."))
-            })
-            .collect();
-        files.sort();
-        files
+        crate::run::agent_files(&self.dir)
     }
 
     /// The folder as it starts the paths of its files.

@@ -31,7 +31,7 @@ mod timeline;
 mod trace;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver};
@@ -326,6 +326,12 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     // At shutdown its runs are given back, for this server's next start or another
     // server on the same store to take up.
     runner.hand_back = true;
+    // Runs continue with the agents and tools this server is deployed with.
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    runner.folders = Some(crate::run::Folders {
+        agents: absolute(&config.agents_dir),
+        tools: config.tools_dir.as_deref().map(absolute),
+    });
     let keys_issued = runner
         .store
         .any_live_key()
