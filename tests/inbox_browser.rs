@@ -43,6 +43,16 @@ fn scenario(server: &Server, name: &str) -> Value {
 
 /// [`scenario`], with the keys of other identities (`TOOLGATE_KEYS`).
 fn scenario_with(server: &Server, name: &str, keys: &Value) -> Value {
+    scenario_env(server, name, keys, &[])
+}
+
+/// [`scenario_with`], with more environment variables for the scenario.
+fn scenario_env(
+    server: &Server,
+    name: &str,
+    keys: &Value,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Value {
     let artifacts = root().join("target/browser-artifacts");
     let mut cmd = Command::new("node");
     cmd.arg(root().join("tests/browser/inbox.mjs"))
@@ -50,7 +60,8 @@ fn scenario_with(server: &Server, name: &str, keys: &Value) -> Value {
         .env("TOOLGATE_URL", &server.base)
         .env("PLAYWRIGHT_MODULES", modules())
         .env("ARTIFACTS", &artifacts)
-        .env("TOOLGATE_KEYS", keys.to_string());
+        .env("TOOLGATE_KEYS", keys.to_string())
+        .envs(env.iter().copied());
     match &server.key {
         Some(k) => cmd.env("TOOLGATE_KEY", k),
         None => cmd.env_remove("TOOLGATE_KEY"),
@@ -107,6 +118,26 @@ async fn approve_and_submit_in_the_page() {
         std::fs::read_to_string(site.path().join("ws/result.txt")).unwrap(),
         "14\n"
     );
+}
+
+/// A run paused by the CLI on the server's database shows up on the open page
+/// without a reload, within the scenario's 3 s (the page no longer re-reads: the
+/// server's change feed carries it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_paused_by_another_process_appears_without_a_reload() {
+    let site = Site::new();
+    let server = site.serve(None);
+    let id = run_id(&scenario_env(
+        &server,
+        "elsewhere",
+        &Value::Null,
+        &[
+            ("TOOLGATE_BIN", std::ffi::OsStr::new(serving::bin())),
+            ("TOOLGATE_SITE", site.path().as_os_str()),
+        ],
+    ));
+    let (_, run) = server.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(run["status"], "requires_action", "{run}");
 }
 
 /// A call held by a rule on its arguments: the card names the rule that asked

@@ -267,7 +267,12 @@ fn a_configured_key_file_is_used_wherever_the_database_is() {
     // Two databases, one key file named by the configuration: nothing derived from
     // either database's place.
     for db in [a.join("one.db"), b.join("two.db")] {
-        let out = set_secret_with(&db, dir.path(), &key_dir, &[("TOOLGATE_SECRET_KEY_FILE", &key)]);
+        let out = set_secret_with(
+            &db,
+            dir.path(),
+            &key_dir,
+            &[("TOOLGATE_SECRET_KEY_FILE", &key)],
+        );
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     }
     assert!(key.exists());

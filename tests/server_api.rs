@@ -625,7 +625,10 @@ async fn sigterm_gives_a_running_run_back_and_the_next_server_takes_it_up() {
         if run["status"] != "in_progress" {
             break run;
         }
-        assert!(std::time::Instant::now() < deadline, "never taken up: {run}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never taken up: {run}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(done["status"], "completed", "{done}");

@@ -142,9 +142,7 @@ fn records(site: &Site, id: &str) -> Vec<Value> {
 async fn taken_up_to_the_pause(site: &Site, hooks: &Hooks, hook: &str, id: &str) {
     let second = serve(site, hook);
     // A lease runs out 10 s after its last renewal; the server looks every 5 s.
-    hooks
-        .paused(id, "call_save", Duration::from_secs(45))
-        .await;
+    hooks.paused(id, "call_save", Duration::from_secs(45)).await;
     let (_, run) = second.get(&format!("/v1/runs/{id}")).await;
     assert_eq!(run["status"], "requires_action", "{run}");
     assert_eq!(
@@ -216,7 +214,9 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
     assert_eq!(s, 200, "{run}");
     assert_eq!(run["status"], "requires_action", "{run}");
     let id = run["id"].as_str().unwrap().to_string();
-    hooks.paused(&id, "call_mark", Duration::from_secs(20)).await;
+    hooks
+        .paused(&id, "call_mark", Duration::from_secs(20))
+        .await;
 
     // Everything the server streams, from now on.
     let events = server
@@ -296,7 +296,11 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
         all.lock().unwrap()
     );
     // Within a second of the CLI's pause (it exits a moment after saving it).
-    for (what, at) in [("SSE", sse_end), ("webhook", hooked), ("/v1/events", streamed)] {
+    for (what, at) in [
+        ("SSE", sse_end),
+        ("webhook", hooked),
+        ("/v1/events", streamed),
+    ] {
         assert!(
             at <= cli_end + Duration::from_secs(1),
             "{what} came {:?} after the CLI ended",
@@ -316,7 +320,11 @@ async fn a_run_continues_with_the_agent_of_its_name_in_the_server_s_own_folders(
     for d in ["agents", "tools"] {
         std::fs::create_dir(first.path().join(d)).unwrap();
     }
-    for f in ["agents/mover.yaml", "agents/mover.replies.yaml", "tools/mark.yaml"] {
+    for f in [
+        "agents/mover.yaml",
+        "agents/mover.replies.yaml",
+        "tools/mark.yaml",
+    ] {
         std::fs::copy(site.path().join(f), first.path().join(f)).unwrap();
     }
     std::fs::write(

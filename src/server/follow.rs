@@ -2,7 +2,8 @@
 //! another server, `toolgate approve` or `toolgate resume` drove to a pause or an end
 //! settles here as if this server had driven it (the inbox, `GET /v1/events` and the
 //! notifications see it), its end is announced as the run event a drive here would
-//! have sent, and an item added or decided elsewhere refreshes the inbox.
+//! have sent, and every other change made elsewhere (a run created, a step saved, an
+//! item added or decided) goes to the inbox's feed.
 
 use std::sync::Arc;
 
@@ -24,7 +25,10 @@ pub fn spawn(state: Arc<AppState>) {
             match change {
                 Ok(c) => seen(&state, c).await,
                 Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "the change feed fell behind; {n} changes made elsewhere were not followed");
+                    tracing::warn!(
+                        missed = n,
+                        "the change feed fell behind; {n} changes made elsewhere were not followed"
+                    );
                 }
                 Err(RecvError::Closed) => return,
             }
@@ -38,10 +42,6 @@ async fn seen(state: &AppState, change: Change) {
         return;
     }
     let ends = change.kind == ChangeKind::Status && change.status != RunStatus::InProgress;
-    let refreshes = matches!(change.kind, ChangeKind::PendingAdded | ChangeKind::Decided);
-    if !ends && !refreshes {
-        return;
-    }
     let run = match state.runner.get(&change.run_id).await {
         Ok(run) => run,
         Err(e) => {
@@ -54,7 +54,8 @@ async fn seen(state: &AppState, change: Change) {
             state.hub.announce(event);
         }
         state.hub.settle(run);
-    } else if refreshes {
+    } else if !ends {
+        // Created, a step saved, taken up again, an item added or decided.
         state.hub.changed(run);
     }
 }

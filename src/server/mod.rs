@@ -8,8 +8,8 @@ mod auth;
 mod deadlines;
 mod error;
 mod feed;
-pub mod guard;
 mod follow;
+pub mod guard;
 mod hub;
 mod inbox;
 pub mod jwt;
@@ -447,7 +447,9 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     let stopped = stop.clone();
     tokio::spawn(async move {
         stop_signal().await;
-        tracing::info!("shutting down: no new requests; running runs are given back for the next server to take up");
+        tracing::info!(
+            "shutting down: no new requests; running runs are given back for the next server to take up"
+        );
         stopping.shutdown.cancel();
         stopping.runner.interrupt.cancel();
         stopped.cancel();

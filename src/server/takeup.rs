@@ -54,7 +54,9 @@ async fn look(state: &Arc<AppState>) {
                 Ok(Err(e)) => {
                     tracing::info!(run_id = %id, error = %e, "run not taken up")
                 }
-                Err(e) => tracing::warn!(run_id = %id, error = %e, "a taken-up run's drive stopped"),
+                Err(e) => {
+                    tracing::warn!(run_id = %id, error = %e, "a taken-up run's drive stopped")
+                }
             }
         });
     }

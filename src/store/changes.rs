@@ -56,7 +56,9 @@ pub(crate) fn start(
 
 /// The newest change's number (0 when none).
 fn newest(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT COALESCE(max(seq), 0) FROM changes", [], |r| r.get(0))
+    conn.query_row("SELECT COALESCE(max(seq), 0) FROM changes", [], |r| {
+        r.get(0)
+    })
 }
 
 /// Hands on the changes after `last`, when the store changed since `version`. True

@@ -5,6 +5,7 @@
 // folder for screenshots). Exits non-zero with the reason on stderr when a check fails.
 
 import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -115,6 +116,25 @@ async function until(test, what, ms = 10000) {
 }
 
 const scenarios = {
+  // A run paused by another process (the CLI, on the server's database: TOOLGATE_BIN
+  // and TOOLGATE_SITE) appears without a reload and sooner than any re-read: the
+  // server's change feed carries it.
+  async elsewhere(page, nav) {
+    await openInbox(page);
+    const site = process.env.TOOLGATE_SITE;
+    const cli = spawnSync(process.env.TOOLGATE_BIN, [
+      '--db', join(site, 'toolgate.db'), 'run', '--agent', join(site, 'agents/assistant.yaml'),
+      '--tools', join(site, 'tools'), '--workspace', join(site, 'ws'), '--json', 'Work out 2+3*4 and save it.',
+    ], { encoding: 'utf8' });
+    check(cli.status === 3, `the CLI's run paused (exit ${cli.status}): ${cli.stderr}`);
+    const run = JSON.parse(cli.stdout.trim().split('\n').pop());
+    const write = item(page, run, 'write_file', 'call_write');
+    await write.waitFor({ timeout: 3000 });
+    check(nav.count === 1, `the item appeared without a reload (${nav.count} navigations)`);
+    await shot(page, 'inbox-elsewhere');
+    console.log(JSON.stringify({ run_id: run.id }));
+  },
+
   // An approver of tenant A sees A's waiting item, with its buttons, and not B's.
   async tenants(page) {
     await useKey(page, KEYS.a_approver);

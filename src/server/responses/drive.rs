@@ -55,7 +55,6 @@ pub struct Job {
     pub input: serde_json::Value,
 }
 
-
 /// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
 /// so that a client that goes away does not stop the run; the reports arrive on the
 /// returned channel.

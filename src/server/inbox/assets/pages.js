@@ -66,9 +66,7 @@ export async function inboxPage(signal) {
   follow('/v1/events', (name) => {
     if (name === 'open' || name === 'run' || name === 'lagged' || name === 'run.started') refresh();
   }, signal);
-  // Runs paused by another process (the CLI) are not on this server's feed.
-  const poll = setInterval(() => { if (!document.hidden) refresh(); }, 10000);
-  signal.addEventListener('abort', () => clearInterval(poll));
+  // Runs changed by another process (the CLI, another server) come on the same feed.
 }
 
 export function decisionText(p) {
@@ -184,7 +182,6 @@ export async function runPage(id, signal) {
     h('section', { 'aria-labelledby': 'events-title' }, h('h2', { id: 'events-title' }, 'Live events'),
       h('p', { class: 'muted' }, 'Events of this run appear here as they happen.'), events));
   let runId = id;
-  let status = null;
   let pending = null;
   const load = () => {
     if (pending) return;
@@ -194,7 +191,6 @@ export async function runPage(id, signal) {
         await loadTools();
         const t = await api(`/v1/runs/${enc(id)}/timeline`);
         runId = t.run.id;
-        status = t.run.status;
         head.replaceChildren(runHeader(t.run));
         const wanted = new Map();
         for (const item of (t.run.required_action && t.run.required_action.items) || []) {
@@ -219,9 +215,7 @@ export async function runPage(id, signal) {
     while (events.children.length > 200) events.lastChild.remove();
     if (name === 'run' || name.startsWith('run.') || name === 'tool.finished' || name === 'tool.resolved') load();
   }, signal);
-  // A run driven by another process: read it again while it runs.
-  const poll = setInterval(() => { if (!document.hidden && status === 'in_progress') load(); }, 3000);
-  signal.addEventListener('abort', () => clearInterval(poll));
+  // A run driven by another process comes on the same feed (`run` at each change).
 }
 
 export async function conversationPage(id, signal) {
