@@ -585,3 +585,48 @@ fn killed_while_recording_leaves_a_consistent_database() {
     rt().block_on(store.record_calls(vec![record("kill", "echo", CallStatus::Succeeded, -1, 1.0)]))
         .unwrap();
 }
+
+/// Waits (at most 5 s) for the next change of `run` on `changes`.
+async fn next_change(
+    changes: &mut tokio::sync::broadcast::Receiver<toolgate::store::Change>,
+    run: &str,
+) -> toolgate::store::Change {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let c = changes.recv().await.unwrap();
+            if c.run_id == run {
+                return c;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no change of {run} within 5 s"))
+}
+
+#[test]
+fn a_change_made_through_one_store_is_seen_by_another_on_the_same_file() {
+    use toolgate::protocol::RunStatus;
+    use toolgate::store::ChangeKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feed.db");
+    // Two stores on one file: as two processes would have.
+    let (a, b) = (Store::open(&path).unwrap(), Store::open(&path).unwrap());
+    rt().block_on(async {
+        let mut seen = b.watch();
+        let owner = toolgate::store::lease_owner_name();
+        a.create_run("run_feed", "conv_feed", "a", "{}".into(), &owner, 10_000, vec![], 0)
+            .await
+            .unwrap();
+        let c = next_change(&mut seen, "run_feed").await;
+        assert_eq!((c.kind, c.status), (ChangeKind::Created, RunStatus::InProgress));
+        assert_eq!(c.tenant, "default");
+        assert_eq!(c.origin.as_deref(), Some(owner.as_str()));
+        // Made by a lease this process took: told apart from another process's.
+        assert!(c.made_here());
+        // A lease renewal is no change; a cancel is.
+        a.renew_lease("run_feed", &owner, 10_000).await.unwrap();
+        a.cancel_run("run_feed").await.unwrap();
+        let c = next_change(&mut seen, "run_feed").await;
+        assert_eq!((c.kind, c.status), (ChangeKind::Status, RunStatus::Cancelled), "{c:?}");
+    });
+}
