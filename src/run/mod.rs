@@ -76,6 +76,19 @@ pub struct StartRun {
     pub owner: Option<crate::identity::RunOwner>,
 }
 
+/// What a client adds to a run beyond its agent file (a Responses request): its own
+/// tools and output format, kept in the run's state, and images with the message.
+/// `None` keeps what the run had (on a resume).
+#[derive(Debug, Clone, Default)]
+pub struct Additions {
+    /// Replaces the run's client tools.
+    pub tools: Option<Vec<crate::tool::ClientTool>>,
+    /// Replaces the run's `response_format` (`Some(None)`: none from now on).
+    pub response_format: Option<Option<Value>>,
+    /// Images that go with the user's message (a start only).
+    pub images: Vec<crate::model::ImagePart>,
+}
+
 /// Starts, continues, decides and cancels runs. Clones share the store, the loaded
 /// agents and libraries and the interrupt; a clone may take its own `events` sender, so
 /// each run a server drives streams its own events.
@@ -221,7 +234,16 @@ impl Runner {
     /// Starts a run and drives it until it completes, pauses, fails or runs out of
     /// iterations.
     pub async fn start(&self, req: StartRun) -> Result<RunObject, RunError> {
-        self.start_in_tree(req, None).await
+        self.start_in_tree(req, None, Additions::default()).await
+    }
+
+    /// [`Runner::start`], with what a client adds to the run.
+    pub async fn start_with(
+        &self,
+        req: StartRun,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
+        self.start_in_tree(req, None, additions).await
     }
 
     /// [`Runner::start`], for a top run (`tree` `None`) or a sub-agent's child run.
@@ -229,6 +251,7 @@ impl Runner {
         &self,
         req: StartRun,
         tree: Option<(crate::store::RunLink, TreePlace)>,
+        additions: Additions,
     ) -> Result<RunObject, RunError> {
         let model_name = absolute_model_name(
             req.model
@@ -238,7 +261,11 @@ impl Runner {
         );
         crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
         let tools_dir = req.tools_dir.as_deref().map(absolute);
-        let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
+        let client_tools = additions.tools.unwrap_or_default();
+        let toolkit = self
+            .toolkit(&req.agent, tools_dir.as_deref())?
+            .with_client_tools(&client_tools)
+            .map_err(RunError::BadInput)?;
         let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {
@@ -250,7 +277,9 @@ impl Runner {
             Some(c) => self.history(c).await?,
             None => (Vec::new(), 0),
         };
-        messages.push(Message::user(req.message.clone()));
+        let mut first = Message::user(req.message.clone());
+        first.images = additions.images;
+        messages.push(first);
         let added = messages_json(&messages[persisted..])?;
         let toolkit_schemas = toolkit.schemas();
         let state = RunState {
@@ -271,6 +300,8 @@ impl Runner {
             priority: req.priority,
             trace: None,
             owner: req.owner.clone(),
+            client_tools,
+            response_format: additions.response_format.flatten(),
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;
@@ -324,6 +355,16 @@ impl Runner {
     /// A sub-agent's run continues through the top run of its tree, which continues it
     /// and then the runs above it.
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
+        self.resume_with(run_id, Additions::default()).await
+    }
+
+    /// [`Runner::resume`], the client's tools and output format replaced where
+    /// `additions` says (they apply to the top run).
+    pub async fn resume_with(
+        &self,
+        run_id: &str,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
         // Deadlines first: an approval that expired is denied (or cancels the run).
@@ -335,11 +376,19 @@ impl Runner {
         {
             return self.get(&root.id).await;
         }
-        self.resume_here(&root.id).await
+        self.resume_changed(&root.id, additions).await
     }
 
     /// Continues this very run (a child: without the runs above it).
     pub(crate) async fn resume_here(&self, run_id: &str) -> Result<RunObject, RunError> {
+        self.resume_changed(run_id, Additions::default()).await
+    }
+
+    async fn resume_changed(
+        &self,
+        run_id: &str,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         if row.status == RunStatus::RequiresAction
@@ -360,7 +409,7 @@ impl Runner {
         let before = row.status;
         let (row, pending) = self.store.acquire_run(&row.id, &owner, LEASE_MS).await?;
         let id = row.id.clone();
-        let live = match self.live_from(row, pending, owner.clone()).await {
+        let live = match self.live_from(row, pending, owner.clone(), additions).await {
             Ok(live) => live,
             Err(e) => {
                 // Give the lease back so that a fixed file lets the run go on.
@@ -386,9 +435,16 @@ impl Runner {
         row: RunRow,
         pending: Vec<PendingRow>,
         owner: String,
+        additions: Additions,
     ) -> Result<Live, RunError> {
         let mut state: RunState =
             self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
+        if let Some(tools) = additions.tools {
+            state.client_tools = tools;
+        }
+        if let Some(format) = additions.response_format {
+            state.response_format = format;
+        }
         state.messages = self.messages(&row.conversation_id).await?;
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
@@ -623,7 +679,10 @@ impl Runner {
     /// The agent a run was started with, read again from its file, and its toolkit.
     fn agent_of(&self, state: &RunState) -> Result<(Agent, Toolkit), RunError> {
         let agent = self.loaded.agent(&state.agent_file)?;
-        let toolkit = self.toolkit(&agent, state.tools_dir.as_deref())?;
+        let toolkit = self
+            .toolkit(&agent, state.tools_dir.as_deref())?
+            .with_client_tools(&state.client_tools)
+            .map_err(RunError::BadInput)?;
         Ok((agent, toolkit))
     }
 
