@@ -677,6 +677,24 @@ impl Runner {
     }
 
     /// The agent a run was started with, read again from its file, and its toolkit.
+    /// The tools a run's client declared, as its state keeps them.
+    pub async fn client_tools(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<crate::tool::ClientTool>, RunError> {
+        let id = run_id.to_string();
+        let (row, _) = self.read(move |store| Ok(store.run(&id)?)).await?;
+        let state: RunState =
+            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
+        Ok(state.client_tools)
+    }
+
+    /// The workspace a run of `agent` started with `asked` (a server's `--workspace`)
+    /// works in.
+    pub fn workspace_for(asked: Option<&Path>, agent: &Agent) -> PathBuf {
+        workspace_of(asked, agent)
+    }
+
     fn agent_of(&self, state: &RunState) -> Result<(Agent, Toolkit), RunError> {
         let agent = self.loaded.agent(&state.agent_file)?;
         let toolkit = self
