@@ -67,6 +67,17 @@ pub fn read_part(at: &str, kind: &str, part: &Value) -> Result<Attachment, Input
         return Ok(Attachment::Image(source(at, url, crate::model::image::MAX_IMAGE_BYTES)?));
     }
     let filename = text("filename")?.map(str::to_string);
+    if let Some(name) = &filename
+        && !plain_name(name)
+    {
+        return Err(invalid(
+            at,
+            format!(
+                "filename '{}' is not a plain file name (no folders, no '..', no control characters)",
+                name.escape_debug()
+            ),
+        ));
+    }
     let source = match (text("file_data")?, text("file_url")?) {
         (Some(data), None) => {
             if filename.is_none() {
@@ -86,6 +97,16 @@ pub fn read_part(at: &str, kind: &str, part: &Value) -> Result<Attachment, Input
         }
     };
     Ok(Attachment::File { filename, source })
+}
+
+/// A name without a folder: no `/` or `\\`, not `.` or `..`, no control character,
+/// at most 255 bytes.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !matches!(name, "." | "..")
+        && !name.contains(['/', '\\'])
+        && !name.chars().any(char::is_control)
 }
 
 /// A `data:` URL's bytes, or an `https` URL to fetch.
@@ -218,6 +239,10 @@ mod tests {
         assert!(err("input_image", json!({"image_url": "http://x/a.png"})).contains("https"));
         assert!(err("input_file", json!({"filename": "a", "file_data": "data:text/plain;base64,@@"})).contains("not valid base64"));
         assert!(err("input_file", json!({"file_data": "aGk="})).contains("needs a 'filename'"));
+        for bad in ["../../x", "a/b", "..", "a\\b", "x\u{0}y"] {
+            let e = err("input_file", json!({"filename": bad, "file_data": "aGk="}));
+            assert!(e.contains("not a plain file name"), "{bad}: {e}");
+        }
         let big = "A".repeat(MAX_FILE_BYTES / 3 * 4 + 400);
         assert!(err("input_file", json!({"filename": "a", "file_data": big})).contains("larger than"));
         assert!(image("p", b"hello").is_err());
