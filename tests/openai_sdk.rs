@@ -250,7 +250,11 @@ fn fake_model(body: &Value) -> fake_openai::Reply {
         return fake_openai::text_reply(r#"{"expression": "2+3*4", "answer": 14}"#, 6);
     }
     if text.contains("eather") && body["tools"].is_array() {
-        let city = if text.contains("Oslo") { "Oslo" } else { "Paris" };
+        let city = if text.contains("Oslo") {
+            "Oslo"
+        } else {
+            "Paris"
+        };
         return fake_openai::calls_reply(
             "",
             &[(
@@ -310,7 +314,58 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
         out.status.success(),
         "tests/py/test_responses_client.py failed:\n{report}"
     );
+    for name in [
+        "test_a_declared_tool_is_called_answered_and_used",
+        "test_the_stream_accumulator_takes_the_function_call",
+        "test_an_xml_agent_is_told_of_the_declared_tool",
+        "test_tools_toolgate_cannot_take_are_400s",
+        "test_an_image_goes_to_the_model",
+        "test_a_file_lands_in_the_workspace",
+        "test_bad_attachments_are_400s_and_nothing_is_written",
+        "test_parse_asks_an_openai_model_natively",
+    ] {
+        assert!(
+            report.contains(&format!("{name} ")) && report.contains("OK"),
+            "{name} did not run:\n{report}"
+        );
+    }
+    // A call of a declared tool, answered after a restart: the run's state kept the tool.
+    let half = |what: &str, url: &str| {
+        let out = Command::new(&python)
+            .arg(root().join("tests/py/test_responses_client.py"))
+            .args([what, dir.path().join("asked.json").to_str().unwrap()])
+            .env("TOOLGATE_BASE_URL", format!("{url}/v1"))
+            .env("TOOLGATE_API_KEY", KEY)
+            .env("TOOLGATE_WORKSPACE", &ws)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .expect("the venv's python runs");
+        serving::ran(&format!("test_responses_client.py {what}"), out)
+    };
+    half("declare", &server.url);
+    drop(server);
+    let server = serve_with(
+        dir.path(),
+        &agents,
+        &root().join("tests/fixtures/responses/tools"),
+        &[
+            ("OPENAI_BASE_URL", &model.base_url),
+            ("OPENAI_API_KEY", "sk-test"),
+        ],
+    );
+    let text = half("answer", &server.url);
+    assert!(
+        text.contains("The tool said: rain after the restart"),
+        "{text}"
+    );
+    drop(server);
     let requests = model.requests();
+    let after = requests.last().unwrap();
+    assert!(
+        after["tools"].to_string().contains("\"get_weather\""),
+        "the restarted server's run lost the declared tool: {after}"
+    );
     // Native mode: the declared tool is in `tools`, after the agent's.
     let native = requests
         .iter()
@@ -351,7 +406,11 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
         .find(|p| p["type"] == "image_url")
         .expect("an image part reached the model");
-    let png = [b"\x89PNG\r\n\x1a\n".as_slice(), &(0u8..64).collect::<Vec<_>>()].concat();
+    let png = [
+        b"\x89PNG\r\n\x1a\n".as_slice(),
+        &(0u8..64).collect::<Vec<_>>(),
+    ]
+    .concat();
     use base64::Engine;
     assert_eq!(
         image_url["image_url"]["url"],
@@ -380,8 +439,7 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
     let format = &structured["response_format"];
     assert_eq!(format["type"], "json_schema", "{format}");
     assert_eq!(
-        format["json_schema"]["schema"]["properties"]["answer"]["type"],
-        "integer",
+        format["json_schema"]["schema"]["properties"]["answer"]["type"], "integer",
         "{format}"
     );
 }

@@ -424,8 +424,15 @@ async fn every_error_has_its_status_and_one_shape() {
     // 400: a body that is JSON but not an object (schemathesis sent `[null, null]`,
     // which serde reads as the fields in order); nothing is decided.
     for route in ["approve", "deny", "submit"] {
-        for body in [json!([null, null]), json!(["call_write"]), json!("x"), json!(null)] {
-            let (status, answer) = server.post(&format!("/v1/runs/{id}/{route}"), body.clone()).await;
+        for body in [
+            json!([null, null]),
+            json!(["call_write"]),
+            json!("x"),
+            json!(null),
+        ] {
+            let (status, answer) = server
+                .post(&format!("/v1/runs/{id}/{route}"), body.clone())
+                .await;
             assert_eq!(status, 400, "{route} {body}: {answer}");
             assert_eq!(answer["error"]["type"], "bad_request", "{answer}");
             assert!(

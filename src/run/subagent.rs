@@ -316,7 +316,8 @@ impl Runner {
                 self.announce(&job, &target);
                 match runner
                     .start_in_tree(start, Some((link, place)), Default::default())
-                    .await {
+                    .await
+                {
                     Ok(object) => object,
                     Err(RunError::Refused {
                         kind: Refusal::ChildExists,

@@ -45,10 +45,7 @@ impl Toolkit {
     /// The toolkit with the client's own tools added after the agent's. A name the
     /// agent's toolkit has already is refused, naming it: a client tool never stands in
     /// for one toolgate runs.
-    pub fn with_client_tools(
-        mut self,
-        tools: &[super::ClientTool],
-    ) -> Result<Toolkit, String> {
+    pub fn with_client_tools(mut self, tools: &[super::ClientTool]) -> Result<Toolkit, String> {
         for tool in tools {
             if self.names.iter().any(|n| n == &tool.name) {
                 return Err(format!(

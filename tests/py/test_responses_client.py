@@ -5,6 +5,10 @@ runs a fake OpenAI server behind `toolgate serve`): function tools declared per 
 `function_call_output`, whole and streamed), `input_image` and `input_file` parts, and
 `text.format` as OpenAI's `response_format`; and the 400s for what toolgate refuses.
 
+With arguments, one half of a round trip across a restart of the server:
+  declare FILE   declares get_weather; the response's id and call id go to FILE
+  answer FILE    answers that call (sending no tools) and prints the final text
+
 Environment:
   TOOLGATE_BASE_URL   http://127.0.0.1:PORT/v1
   TOOLGATE_API_KEY    the server's key
@@ -14,6 +18,7 @@ Environment:
 import base64
 import json
 import os
+import sys
 import unittest
 
 import openai
@@ -165,5 +170,27 @@ class StructuredOutput(unittest.TestCase):
         self.assertEqual(r.output_parsed, Sum(expression="2+3*4", answer=14))
 
 
+def declare(path):
+    r = client().responses.create(model="agent:client_tools", input="What is the weather in Paris?",
+                                  tools=[WEATHER])
+    call = r.output[-1]
+    assert call.type == "function_call", r.output
+    with open(path, "w") as f:
+        json.dump({"id": r.id, "call_id": call.call_id}, f)
+
+
+def answer(path):
+    with open(path) as f:
+        asked = json.load(f)
+    r = client().responses.create(
+        model="agent:client_tools", previous_response_id=asked["id"],
+        input=[{"type": "function_call_output", "call_id": asked["call_id"], "output": "rain after the restart"}])
+    assert r.status == "completed", (r.status, r.error)
+    print(r.output_text)
+
+
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    if len(sys.argv) == 3 and sys.argv[1] in ("declare", "answer"):
+        {"declare": declare, "answer": answer}[sys.argv[1]](sys.argv[2])
+    else:
+        unittest.main(verbosity=2)

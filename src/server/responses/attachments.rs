@@ -50,7 +50,11 @@ pub fn read_part(at: &str, kind: &str, part: &Value) -> Result<Attachment, Input
             at,
             format!(
                 "'file_id' is not supported (toolgate has no Files API); send the {} as a data URL or an https URL",
-                if kind == "input_image" { "image" } else { "file" }
+                if kind == "input_image" {
+                    "image"
+                } else {
+                    "file"
+                }
             ),
         ));
     }
@@ -62,9 +66,17 @@ pub fn read_part(at: &str, kind: &str, part: &Value) -> Result<Attachment, Input
         }
     };
     if kind == "input_image" {
-        let url = text("image_url")?
-            .ok_or_else(|| invalid(at, "an input_image needs 'image_url' (a data URL or an https URL)"))?;
-        return Ok(Attachment::Image(source(at, url, crate::model::image::MAX_IMAGE_BYTES)?));
+        let url = text("image_url")?.ok_or_else(|| {
+            invalid(
+                at,
+                "an input_image needs 'image_url' (a data URL or an https URL)",
+            )
+        })?;
+        return Ok(Attachment::Image(source(
+            at,
+            url,
+            crate::model::image::MAX_IMAGE_BYTES,
+        )?));
     }
     let filename = text("filename")?.map(str::to_string);
     if let Some(name) = &filename
@@ -81,7 +93,10 @@ pub fn read_part(at: &str, kind: &str, part: &Value) -> Result<Attachment, Input
     let source = match (text("file_data")?, text("file_url")?) {
         (Some(data), None) => {
             if filename.is_none() {
-                return Err(invalid(at, "an input_file with 'file_data' needs a 'filename'"));
+                return Err(invalid(
+                    at,
+                    "an input_file with 'file_data' needs a 'filename'",
+                ));
             }
             match data.strip_prefix("data:") {
                 Some(_) => source(at, data, MAX_FILE_BYTES)?,
@@ -116,14 +131,20 @@ fn source(at: &str, url: &str, cap: usize) -> Result<Source, InputError> {
             .split_once(',')
             .ok_or_else(|| invalid(at, "a data URL is data:TYPE;base64,DATA"))?;
         if !meta.ends_with(";base64") {
-            return Err(invalid(at, "only base64 data URLs are taken (data:TYPE;base64,DATA)"));
+            return Err(invalid(
+                at,
+                "only base64 data URLs are taken (data:TYPE;base64,DATA)",
+            ));
         }
         return Ok(Source::Bytes(decode(at, data, cap)?));
     }
     if url.starts_with("https://") && reqwest::Url::parse(url).is_ok() {
         return Ok(Source::Url(url.to_string()));
     }
-    Err(invalid(at, "the URL must be a base64 data URL or an https URL"))
+    Err(invalid(
+        at,
+        "the URL must be a base64 data URL or an https URL",
+    ))
 }
 
 fn decode(at: &str, data: &str, cap: usize) -> Result<Vec<u8>, InputError> {
@@ -231,20 +252,36 @@ mod tests {
             }
         );
         assert!(matches!(
-            read_part("p", "input_image", &json!({"image_url": "https://example.com/a.png"})),
+            read_part(
+                "p",
+                "input_image",
+                &json!({"image_url": "https://example.com/a.png"})
+            ),
             Ok(Attachment::Image(Source::Url(_)))
         ));
-        assert!(err("input_image", json!({"file_id": "file_1"})).contains("'file_id' is not supported"));
-        assert!(err("input_file", json!({"file_id": "file_1"})).contains("'file_id' is not supported"));
+        assert!(
+            err("input_image", json!({"file_id": "file_1"})).contains("'file_id' is not supported")
+        );
+        assert!(
+            err("input_file", json!({"file_id": "file_1"})).contains("'file_id' is not supported")
+        );
         assert!(err("input_image", json!({"image_url": "http://x/a.png"})).contains("https"));
-        assert!(err("input_file", json!({"filename": "a", "file_data": "data:text/plain;base64,@@"})).contains("not valid base64"));
+        assert!(
+            err(
+                "input_file",
+                json!({"filename": "a", "file_data": "data:text/plain;base64,@@"})
+            )
+            .contains("not valid base64")
+        );
         assert!(err("input_file", json!({"file_data": "aGk="})).contains("needs a 'filename'"));
         for bad in ["../../x", "a/b", "..", "a\\b", "x\u{0}y"] {
             let e = err("input_file", json!({"filename": bad, "file_data": "aGk="}));
             assert!(e.contains("not a plain file name"), "{bad}: {e}");
         }
         let big = "A".repeat(MAX_FILE_BYTES / 3 * 4 + 400);
-        assert!(err("input_file", json!({"filename": "a", "file_data": big})).contains("larger than"));
+        assert!(
+            err("input_file", json!({"filename": "a", "file_data": big})).contains("larger than")
+        );
         assert!(image("p", b"hello").is_err());
     }
 

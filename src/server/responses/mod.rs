@@ -175,11 +175,11 @@ pub async fn create_response(
         tools: Some(client_tools),
         // Sent to OpenAI models as `response_format`; a request without `text` keeps
         // the run's.
-        response_format: body
-            .text
-            .as_ref()
-            .filter(|t| !t.is_null())
-            .map(|_| format.as_ref().map(structured::OutputFormat::response_format)),
+        response_format: body.text.as_ref().filter(|t| !t.is_null()).map(|_| {
+            format
+                .as_ref()
+                .map(structured::OutputFormat::response_format)
+        }),
         images,
     };
     let job = Job {

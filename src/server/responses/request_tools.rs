@@ -108,9 +108,6 @@ mod tests {
             assert!(err.contains(expected), "{tools}: {err}");
         }
         assert_eq!(clash(&tools, &["calculator".into()]), None);
-        assert_eq!(
-            clash(&tools, &["get_weather".into()]),
-            Some("get_weather")
-        );
+        assert_eq!(clash(&tools, &["get_weather".into()]), Some("get_weather"));
     }
 }

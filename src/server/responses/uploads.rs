@@ -86,7 +86,10 @@ pub fn save(workspace: &Path, name: &str, bytes: &[u8]) -> Result<String, String
             Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
         }
     }
-    Err(format!("{} holds too many files named like {name}", dir.display()))
+    Err(format!(
+        "{} holds too many files named like {name}",
+        dir.display()
+    ))
 }
 
 #[cfg(test)]
@@ -113,9 +116,18 @@ mod tests {
     fn saved_files_never_replace_one() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(save(dir.path(), "a.txt", b"one").unwrap(), "uploads/a.txt");
-        assert_eq!(save(dir.path(), "../a.txt", b"two").unwrap(), "uploads/a-2.txt");
-        assert_eq!(std::fs::read(dir.path().join("uploads/a.txt")).unwrap(), b"one");
-        assert_eq!(std::fs::read(dir.path().join("uploads/a-2.txt")).unwrap(), b"two");
+        assert_eq!(
+            save(dir.path(), "../a.txt", b"two").unwrap(),
+            "uploads/a-2.txt"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("uploads/a.txt")).unwrap(),
+            b"one"
+        );
+        assert_eq!(
+            std::fs::read(dir.path().join("uploads/a-2.txt")).unwrap(),
+            b"two"
+        );
         #[cfg(unix)]
         {
             let other = tempfile::tempdir().unwrap();
