@@ -228,14 +228,14 @@ mod tests {
     #[test]
     fn parts_are_read_and_bad_ones_named() {
         let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nxyz");
-        let image = read_part(
+        let part = read_part(
             "p",
             "input_image",
             &json!({"type": "input_image", "image_url": format!("data:image/png;base64,{png}")}),
         )
         .unwrap();
-        let Attachment::Image(Source::Bytes(bytes)) = image else {
-            panic!("{image:?}")
+        let Attachment::Image(Source::Bytes(bytes)) = part else {
+            panic!("{part:?}")
         };
         assert_eq!(image_mime(&bytes), "image/png");
         let file = read_part(
