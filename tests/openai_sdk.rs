@@ -277,11 +277,15 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
     std::fs::create_dir_all(&ws).unwrap();
     let agents = dir.path().join("agents");
     std::fs::create_dir_all(&agents).unwrap();
-    for (name, mode) in [("client_tools", "native"), ("client_tools_xml", "xml")] {
+    for (name, mode, model) in [
+        ("client_tools", "native", "gpt-4o"),
+        ("client_tools_xml", "xml", "gpt-4o"),
+        ("client_tools_text", "native", "gpt-3.5-turbo"),
+    ] {
         std::fs::write(
             agents.join(format!("{name}.yaml")),
             format!(
-                "name: {name}\nmodel: openai:gpt-4o\nmode: {mode}\ninstructions: You help.\ntools: [calculator]\nmax_iterations: 4\n"
+                "name: {name}\nmodel: openai:{model}\nmode: {mode}\ninstructions: You help.\ntools: [calculator]\nmax_iterations: 4\n"
             ),
         )
         .unwrap();
@@ -320,6 +324,7 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
         "test_an_xml_agent_is_told_of_the_declared_tool",
         "test_tools_toolgate_cannot_take_are_400s",
         "test_an_image_goes_to_the_model",
+        "test_a_text_only_model_is_told_of_the_image_instead",
         "test_a_file_lands_in_the_workspace",
         "test_bad_attachments_are_400s_and_nothing_is_written",
         "test_parse_asks_an_openai_model_natively",
@@ -418,6 +423,17 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
             "data:image/png;base64,{}",
             base64::engine::general_purpose::STANDARD.encode(png)
         )
+    );
+    // A model known to read text only gets a line in the image's place.
+    let text_only = requests
+        .iter()
+        .find(|r| r["model"] == "gpt-3.5-turbo")
+        .expect("the text-only agent asked its model");
+    assert!(!text_only.to_string().contains("image_url"), "{text_only}");
+    assert!(
+        user_text(text_only)
+            .contains("[image image/png, 72 bytes: not shown, the model reads text only]"),
+        "{text_only}"
     );
     // The file's path is in the message; its bytes are in the workspace.
     assert!(

@@ -278,7 +278,16 @@ impl Runner {
             None => (Vec::new(), 0),
         };
         let mut first = Message::user(req.message.clone());
-        first.images = additions.images;
+        if model::image::accepts_images(&model_name, req.agent.model_settings.vision) {
+            first.images = additions.images;
+        } else {
+            for image in &additions.images {
+                first.content.push('\n');
+                first
+                    .content
+                    .push_str(&model::image::withheld(image, "the model reads text only"));
+            }
+        }
         messages.push(first);
         let added = messages_json(&messages[persisted..])?;
         let toolkit_schemas = toolkit.schemas();

@@ -126,6 +126,11 @@ class Attachments(unittest.TestCase):
         self.assertEqual(r.status, "completed", r.error)
         self.assertEqual(r.output_text, "Seen.")
 
+    def test_a_text_only_model_is_told_of_the_image_instead(self):
+        r = client().responses.create(model="agent:client_tools_text", input=[{"role": "user", "content": [
+            {"type": "input_text", "text": "Any picture?"}, {"type": "input_image", "image_url": PNG_URL}]}])
+        self.assertEqual(r.status, "completed", r.error)
+
     def test_a_file_lands_in_the_workspace(self):
         r = client().responses.create(model="agent:client_tools", input=[{"role": "user", "content": [
             {"type": "input_text", "text": "Read my notes."}, file_part("notes.txt", b"first line\n")]}])
@@ -144,6 +149,9 @@ class Attachments(unittest.TestCase):
             ({"type": "input_file", "file_id": "file-abc"}, "'file_id' is not supported"),
             ({"type": "input_image", "file_id": "file-abc"}, "'file_id' is not supported"),
             ({"type": "input_image", "image_url": "http://example.com/a.png"}, "https URL"),
+            # Fetched under the HTTP tools' network rule: no loopback.
+            ({"type": "input_image", "image_url": "https://127.0.0.1:9/a.png"}, "a loopback address"),
+            ({"type": "input_file", "file_url": "https://127.0.0.1:9/notes.txt"}, "a loopback address"),
             ({"type": "input_image", "image_url": "data:image/png;base64," + base64.b64encode(b"text").decode()},
              "not a PNG, JPEG, GIF or WebP"),
         ]
