@@ -237,7 +237,7 @@ fn user_text(body: &Value) -> String {
 }
 
 /// The fake model: echoes a tool result, calls `get_weather` when asked about the
-/// weather, answers JSON when asked for JSON, else "Seen.".
+/// weather and it has the tool, answers JSON when asked for JSON, else "Seen.".
 fn fake_model(body: &Value) -> fake_openai::Reply {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let last = messages.last().cloned().unwrap_or(Value::Null);
@@ -249,7 +249,7 @@ fn fake_model(body: &Value) -> fake_openai::Reply {
     if text.contains("JSON") {
         return fake_openai::text_reply(r#"{"expression": "2+3*4", "answer": 14}"#, 6);
     }
-    if text.contains("eather") && body["tools"].is_array() {
+    if text.contains("eather") && body["tools"].to_string().contains("\"get_weather\"") {
         let city = if text.contains("Oslo") {
             "Oslo"
         } else {

@@ -74,6 +74,20 @@ class FunctionTools(unittest.TestCase):
         self.assertEqual(second.status, "completed", second.error)
         self.assertIn("sunny, 21 C", second.output_text)
         self.assertIn("get_weather", [t.name for t in second.tools if t.type == "function"])
+        # A new message in the chain, again without tools: the new run inherits them.
+        third = c.responses.create(model="agent:client_tools", previous_response_id=second.id,
+                                   input="And the weather in Oslo?")
+        self.assertEqual((third.output[-1].type, third.output[-1].name), ("function_call", "get_weather"))
+        answered = c.responses.create(
+            model="agent:client_tools", previous_response_id=third.id,
+            input=[{"type": "function_call_output", "call_id": third.output[-1].call_id, "output": "fog"}])
+        self.assertIn("fog", answered.output_text)
+        # One that declares an empty set takes them away.
+        fourth = c.responses.create(model="agent:client_tools", previous_response_id=answered.id,
+                                    input="Weather in Oslo, without tools", tools=[])
+        self.assertEqual(fourth.status, "completed", fourth.error)
+        self.assertEqual(fourth.output_text, "Seen.")
+        self.assertNotIn("function", [t.type for t in fourth.tools])
 
     def test_the_stream_accumulator_takes_the_function_call(self):
         c = client()

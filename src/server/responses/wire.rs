@@ -24,7 +24,10 @@ pub struct CreateResponse {
     pub model: String,
     /// A user message as a string, or a list of input items: user messages (content a
     /// string or `input_text` parts), `mcp_approval_response` and
-    /// `function_call_output`.
+    /// `function_call_output`. A user message may also carry `input_image` parts
+    /// (`image_url`: a base64 data URL or an https URL) and `input_file` parts
+    /// (`file_data` in base64 with a plain `filename`, or `file_url`); the schema lists
+    /// only the text forms, since most values of those fields are refused.
     #[serde(default)]
     #[schema(value_type = super::input_doc::InputDoc)]
     pub input: Option<Value>,
