@@ -3,6 +3,7 @@
 //! another with nothing lost. The loop itself is in `agent_loop`.
 
 mod active;
+mod additions;
 mod agent_loop;
 mod cache;
 mod context;
@@ -32,6 +33,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
+pub use additions::Additions;
 pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
 pub use deadlines::Expiry;
@@ -74,19 +76,6 @@ pub struct StartRun {
     pub priority: Option<i32>,
     /// Its tenant and who started it (`None`: the default tenant, nobody named).
     pub owner: Option<crate::identity::RunOwner>,
-}
-
-/// What a client adds to a run beyond its agent file (a Responses request): its own
-/// tools and output format, kept in the run's state, and images with the message.
-/// `None` keeps what the run had (on a resume).
-#[derive(Debug, Clone, Default)]
-pub struct Additions {
-    /// Replaces the run's client tools.
-    pub tools: Option<Vec<crate::tool::ClientTool>>,
-    /// Replaces the run's `response_format` (`Some(None)`: none from now on).
-    pub response_format: Option<Option<Value>>,
-    /// Images that go with the user's message (a start only).
-    pub images: Vec<crate::model::ImagePart>,
 }
 
 /// Starts, continues, decides and cancels runs. Clones share the store, the loaded
@@ -277,18 +266,12 @@ impl Runner {
             Some(c) => self.history(c).await?,
             None => (Vec::new(), 0),
         };
-        let mut first = Message::user(req.message.clone());
-        if model::image::accepts_images(&model_name, req.agent.model_settings.vision) {
-            first.images = additions.images;
-        } else {
-            for image in &additions.images {
-                first.content.push('\n');
-                first
-                    .content
-                    .push_str(&model::image::withheld(image, "the model reads text only"));
-            }
-        }
-        messages.push(first);
+        messages.push(additions::first_message(
+            &req.message,
+            additions.images,
+            &model_name,
+            &req.agent,
+        ));
         let added = messages_json(&messages[persisted..])?;
         let toolkit_schemas = toolkit.schemas();
         let state = RunState {
@@ -686,24 +669,6 @@ impl Runner {
     }
 
     /// The agent a run was started with, read again from its file, and its toolkit.
-    /// The tools a run's client declared, as its state keeps them.
-    pub async fn client_tools(
-        &self,
-        run_id: &str,
-    ) -> Result<Vec<crate::tool::ClientTool>, RunError> {
-        let id = run_id.to_string();
-        let (row, _) = self.read(move |store| Ok(store.run(&id)?)).await?;
-        let state: RunState =
-            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
-        Ok(state.client_tools)
-    }
-
-    /// The workspace a run of `agent` started with `asked` (a server's `--workspace`)
-    /// works in.
-    pub fn workspace_for(asked: Option<&Path>, agent: &Agent) -> PathBuf {
-        workspace_of(asked, agent)
-    }
-
     fn agent_of(&self, state: &RunState) -> Result<(Agent, Toolkit), RunError> {
         let agent = self.loaded.agent(&state.agent_file)?;
         let toolkit = self
