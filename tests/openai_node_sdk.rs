@@ -1,7 +1,8 @@
 //! The Responses endpoint against the official OpenAI Node SDK (npm `openai` 7.x) on
 //! Node 22 (npm `node@22`, from tests/node/setup.sh; this test fails, never skips,
 //! without it): every field the SDK's `Response` type requires, the strict stream
-//! accumulator, `retrieve` with `stream: true`, `cancel` and `delete`
+//! accumulator, `retrieve` with `stream: true`, `cancel`, `delete` and a declared
+//! function tool answered with `function_call_output`
 //! (tests/node/responses_sdk.mjs), against `toolgate serve` on the agents of
 //! tests/fixtures/responses/.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -62,6 +63,7 @@ fn the_openai_node_sdk_creates_streams_retrieves_cancels_and_deletes() {
     let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
     assert!(result["streamed"].as_u64().unwrap() > 2, "{result}");
+    assert_eq!(result["function_call"], "call_weather", "{result}");
     assert!(
         !dir.path().join("ws/approved.txt").exists(),
         "nothing ran after the cancel"

@@ -3,9 +3,13 @@
 //! cannot), `toolgate serve` runs on a free port with an API key, a fresh database and
 //! the agents of tests/fixtures/responses/, and tests/py/test_responses.py drives it.
 //! Then the server is killed and started again on the same database, and every response
-//! the SDK saw is read back with `GET /v1/responses/{id}`.
+//! the SDK saw is read back with `GET /v1/responses/{id}`. What a client brings itself
+//! (function tools, images, files, `text.format`) is driven by
+//! tests/py/test_responses_client.py against agents on the fake OpenAI server, whose
+//! recorded requests show what the model was sent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fake_openai;
 mod serving;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +42,10 @@ fn serve(dir: &Path) -> Server {
 }
 
 fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
+    serve_with(dir, agents, tools, &[])
+}
+
+fn serve_with(dir: &Path, agents: &Path, tools: &Path, env: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.arg("serve")
         .args(["--addr", "127.0.0.1:0"])
@@ -53,6 +61,9 @@ fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
         .env_remove("TOOLGATE_DB")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let (child, url) = serving::listen(&mut cmd);
     Server { child, url }
 }
@@ -205,5 +216,246 @@ fn the_readme_python_example_approves_and_answers() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("ws/result.txt")).unwrap(),
         "2+3*4 = 14\n"
+    );
+}
+
+/// The user's text of a chat request: its last user message, parts joined.
+fn user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let Some(user) = messages.iter().rev().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    match &user["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The fake model: echoes a tool result, calls `get_weather` when asked about the
+/// weather and it has the tool, answers JSON when asked for JSON, else "Seen.".
+fn fake_model(body: &Value) -> fake_openai::Reply {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    if last["role"] == "tool" {
+        let result = last["content"].as_str().unwrap_or_default();
+        return fake_openai::text_reply(&format!("The tool said: {result}"), 7);
+    }
+    let text = user_text(body);
+    if text.contains("JSON") {
+        return fake_openai::text_reply(r#"{"expression": "2+3*4", "answer": 14}"#, 6);
+    }
+    if text.contains("eather") && body["tools"].to_string().contains("\"get_weather\"") {
+        let city = if text.contains("Oslo") {
+            "Oslo"
+        } else {
+            "Paris"
+        };
+        return fake_openai::calls_reply(
+            "",
+            &[(
+                &format!("call_weather_{city}"),
+                "get_weather",
+                serde_json::json!({"city": city}),
+            )],
+        );
+    }
+    fake_openai::text_reply("Seen.", 3)
+}
+
+#[test]
+fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
+    let python = serving::python("the openai SDK test");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let model = rt.block_on(fake_openai::FakeOpenAi::respond(fake_model));
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let agents = dir.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    for (name, mode, model) in [
+        ("client_tools", "native", "gpt-4o"),
+        ("client_tools_xml", "xml", "gpt-4o"),
+        ("client_tools_text", "native", "gpt-3.5-turbo"),
+    ] {
+        std::fs::write(
+            agents.join(format!("{name}.yaml")),
+            format!(
+                "name: {name}\nmodel: openai:{model}\nmode: {mode}\ninstructions: You help.\ntools: [calculator]\nmax_iterations: 4\n"
+            ),
+        )
+        .unwrap();
+    }
+    let server = serve_with(
+        dir.path(),
+        &agents,
+        &root().join("tests/fixtures/responses/tools"),
+        &[
+            ("OPENAI_BASE_URL", &model.base_url),
+            ("OPENAI_API_KEY", "sk-test"),
+            ("TOOLGATE_MODEL_BACKOFF_MS", "5"),
+        ],
+    );
+    let out = Command::new(&python)
+        .arg(root().join("tests/py/test_responses_client.py"))
+        .env("TOOLGATE_BASE_URL", format!("{}/v1", server.url))
+        .env("TOOLGATE_API_KEY", KEY)
+        .env("TOOLGATE_WORKSPACE", &ws)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("the venv's python runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "tests/py/test_responses_client.py failed:\n{report}"
+    );
+    for name in [
+        "test_a_declared_tool_is_called_answered_and_used",
+        "test_the_stream_accumulator_takes_the_function_call",
+        "test_an_xml_agent_is_told_of_the_declared_tool",
+        "test_tools_toolgate_cannot_take_are_400s",
+        "test_an_image_goes_to_the_model",
+        "test_a_text_only_model_is_told_of_the_image_instead",
+        "test_a_file_lands_in_the_workspace",
+        "test_bad_attachments_are_400s_and_nothing_is_written",
+        "test_parse_asks_an_openai_model_natively",
+    ] {
+        assert!(
+            report.contains(&format!("{name} ")) && report.contains("OK"),
+            "{name} did not run:\n{report}"
+        );
+    }
+    // A call of a declared tool, answered after a restart: the run's state kept the tool.
+    let half = |what: &str, url: &str| {
+        let out = Command::new(&python)
+            .arg(root().join("tests/py/test_responses_client.py"))
+            .args([what, dir.path().join("asked.json").to_str().unwrap()])
+            .env("TOOLGATE_BASE_URL", format!("{url}/v1"))
+            .env("TOOLGATE_API_KEY", KEY)
+            .env("TOOLGATE_WORKSPACE", &ws)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .expect("the venv's python runs");
+        serving::ran(&format!("test_responses_client.py {what}"), out)
+    };
+    half("declare", &server.url);
+    drop(server);
+    let server = serve_with(
+        dir.path(),
+        &agents,
+        &root().join("tests/fixtures/responses/tools"),
+        &[
+            ("OPENAI_BASE_URL", &model.base_url),
+            ("OPENAI_API_KEY", "sk-test"),
+        ],
+    );
+    let text = half("answer", &server.url);
+    assert!(
+        text.contains("The tool said: rain after the restart"),
+        "{text}"
+    );
+    drop(server);
+    let requests = model.requests();
+    let after = requests.last().unwrap();
+    assert!(
+        after["tools"].to_string().contains("\"get_weather\""),
+        "the restarted server's run lost the declared tool: {after}"
+    );
+    // Native mode: the declared tool is in `tools`, after the agent's.
+    let native = requests
+        .iter()
+        .find(|r| user_text(r).contains("weather in Paris"))
+        .expect("the weather question reached the model");
+    let names: Vec<&str> = native["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["calculator", "get_weather"], "{native}");
+    // The client's output reached the model as the call's result.
+    assert!(
+        requests.iter().any(|r| r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "tool"
+                && m["content"].as_str().unwrap_or("").contains("sunny, 21 C"))),
+        "no tool message carried the client's output"
+    );
+    // Xml mode: the instructions describe it.
+    let xml = requests
+        .iter()
+        .find(|r| user_text(r).contains("(xml)"))
+        .expect("the xml agent asked the model");
+    let system = xml["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("get_weather") && system.contains("calculator"),
+        "{system}"
+    );
+    // The image is an image part of the user's message, as sent.
+    let image_url = requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().unwrap().clone())
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|p| p["type"] == "image_url")
+        .expect("an image part reached the model");
+    let png = [
+        b"\x89PNG\r\n\x1a\n".as_slice(),
+        &(0u8..64).collect::<Vec<_>>(),
+    ]
+    .concat();
+    use base64::Engine;
+    assert_eq!(
+        image_url["image_url"]["url"],
+        format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(png)
+        )
+    );
+    // A model known to read text only gets a line in the image's place.
+    let text_only = requests
+        .iter()
+        .find(|r| r["model"] == "gpt-3.5-turbo")
+        .expect("the text-only agent asked its model");
+    assert!(!text_only.to_string().contains("image_url"), "{text_only}");
+    assert!(
+        user_text(text_only)
+            .contains("[image image/png, 72 bytes: not shown, the model reads text only]"),
+        "{text_only}"
+    );
+    // The file's path is in the message; its bytes are in the workspace.
+    assert!(
+        requests
+            .iter()
+            .any(|r| user_text(r).contains("saved in your workspace as uploads/notes.txt")),
+        "no request named the saved file"
+    );
+    assert_eq!(
+        std::fs::read(ws.join("uploads/notes.txt")).unwrap(),
+        b"first line\n"
+    );
+    assert!(!dir.path().join("x").exists() && !ws.join("x").exists());
+    // text.format json_schema went out as OpenAI's response_format.
+    let structured = requests
+        .iter()
+        .find(|r| r.get("response_format").is_some())
+        .expect("a request asked for the format natively");
+    let format = &structured["response_format"];
+    assert_eq!(format["type"], "json_schema", "{format}");
+    assert_eq!(
+        format["json_schema"]["schema"]["properties"]["answer"]["type"], "integer",
+        "{format}"
     );
 }

@@ -421,6 +421,29 @@ async fn every_error_has_its_status_and_one_shape() {
         422,
         "invalid_arguments",
     );
+    // 400: a body that is JSON but not an object (schemathesis sent `[null, null]`,
+    // which serde reads as the fields in order); nothing is decided.
+    for route in ["approve", "deny", "submit"] {
+        for body in [
+            json!([null, null]),
+            json!(["call_write"]),
+            json!("x"),
+            json!(null),
+        ] {
+            let (status, answer) = server
+                .post(&format!("/v1/runs/{id}/{route}"), body.clone())
+                .await;
+            assert_eq!(status, 400, "{route} {body}: {answer}");
+            assert_eq!(answer["error"]["type"], "bad_request", "{answer}");
+            assert!(
+                answer["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the request body must be a JSON object"),
+                "{answer}"
+            );
+        }
+    }
     let (_, still) = server.get(&format!("/v1/runs/{id}")).await;
     assert_eq!(
         still["required_action"]["items"].as_array().unwrap().len(),

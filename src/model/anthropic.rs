@@ -556,6 +556,7 @@ mod tests {
             tools: &[
                 json!({"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}),
             ],
+            response_format: None,
         };
         let body = request_body("m", &req, &ModelSettings::default());
         let roles: Vec<&str> = body["messages"]

@@ -126,6 +126,9 @@ pub struct ModelRequest<'a> {
     pub messages: &'a [Message],
     /// OpenAI `tools` entries (native mode); empty in xml mode.
     pub tools: &'a [Value],
+    /// OpenAI's `response_format` (`json_schema`, `json_object`) the client asked for;
+    /// models without it are asked in the message instead.
+    pub response_format: Option<&'a Value>,
 }
 
 /// A model's whole answer.

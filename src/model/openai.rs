@@ -270,6 +270,9 @@ pub(crate) fn request_body(
     if native {
         body["tools"] = Value::Array(request.tools.to_vec());
     }
+    if let Some(format) = request.response_format {
+        body["response_format"] = format.clone();
+    }
     if let Some(t) = settings.temperature {
         body["temperature"] = json!(t);
     }

@@ -288,6 +288,7 @@ impl Runner {
                     system: &system,
                     messages: fitted.messages.as_deref().unwrap_or(&live.state.messages),
                     tools: &tools,
+                    response_format: live.state.response_format.as_ref(),
                 };
                 let span = tracing::info_span!(
                     "turn",

@@ -209,6 +209,7 @@ impl Runner {
             system: SUMMARY_INSTRUCTIONS,
             messages: &messages,
             tools: &[],
+            response_format: None,
         };
         let reply = super::model_call::ask(&*live.model, request, &mut Quiet)
             .await

@@ -76,7 +76,10 @@ impl Runner {
             );
         }
         let agent = self.loaded.agent(&file)?;
-        let toolkit = self.toolkit(&agent, tools.as_deref())?;
+        let toolkit = self
+            .toolkit(&agent, tools.as_deref())?
+            .with_client_tools(&state.client_tools)
+            .map_err(RunError::BadInput)?;
         Ok((agent, toolkit))
     }
 

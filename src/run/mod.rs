@@ -3,6 +3,7 @@
 //! another with nothing lost. The loop itself is in `agent_loop`.
 
 mod active;
+mod additions;
 mod agent_loop;
 mod cache;
 mod context;
@@ -34,6 +35,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
+pub use additions::Additions;
 pub use cache::{Loaded, Report};
 pub use conversation::{system_prompt, tools as request_tools};
 pub use deadlines::Expiry;
@@ -233,7 +235,16 @@ impl Runner {
     /// Starts a run and drives it until it completes, pauses, fails or runs out of
     /// iterations.
     pub async fn start(&self, req: StartRun) -> Result<RunObject, RunError> {
-        self.start_in_tree(req, None).await
+        self.start_in_tree(req, None, Additions::default()).await
+    }
+
+    /// [`Runner::start`], with what a client adds to the run.
+    pub async fn start_with(
+        &self,
+        req: StartRun,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
+        self.start_in_tree(req, None, additions).await
     }
 
     /// [`Runner::start`], for a top run (`tree` `None`) or a sub-agent's child run.
@@ -241,6 +252,7 @@ impl Runner {
         &self,
         req: StartRun,
         tree: Option<(crate::store::RunLink, TreePlace)>,
+        additions: Additions,
     ) -> Result<RunObject, RunError> {
         let model_name = absolute_model_name(
             req.model
@@ -250,7 +262,11 @@ impl Runner {
         );
         crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
         let tools_dir = req.tools_dir.as_deref().map(absolute);
-        let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
+        let client_tools = additions.tools.unwrap_or_default();
+        let toolkit = self
+            .toolkit(&req.agent, tools_dir.as_deref())?
+            .with_client_tools(&client_tools)
+            .map_err(RunError::BadInput)?;
         let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {
@@ -262,7 +278,12 @@ impl Runner {
             Some(c) => self.history(c).await?,
             None => (Vec::new(), 0),
         };
-        messages.push(Message::user(req.message.clone()));
+        messages.push(additions::first_message(
+            &req.message,
+            additions.images,
+            &model_name,
+            &req.agent,
+        ));
         let added = messages_json(&messages[persisted..])?;
         let toolkit_schemas = toolkit.schemas();
         let state = RunState {
@@ -284,6 +305,8 @@ impl Runner {
             priority: req.priority,
             trace: None,
             owner: req.owner.clone(),
+            client_tools,
+            response_format: additions.response_format.flatten(),
         };
         let owner = crate::store::lease_owner_name();
         let text = state_json(&state)?;
@@ -341,13 +364,23 @@ impl Runner {
     /// is waited out: the resume goes on once the lease has run out (at most
     /// [`LEASE_MS`]); a lease its holder renews meanwhile is refused.
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
-        match self.take_up(run_id).await {
+        self.resume_with(run_id, Additions::default()).await
+    }
+
+    /// [`Runner::resume`], the client's tools and output format replaced where
+    /// `additions` says (they apply to the top run).
+    pub async fn resume_with(
+        &self,
+        run_id: &str,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
+        match self.take_up_with(run_id, additions.clone()).await {
             Err(RunError::Refused {
                 kind: Refusal::LeaseHeld,
                 message,
             }) => {
                 if self.lease_ran_out(run_id).await? {
-                    self.take_up(run_id).await
+                    self.take_up_with(run_id, additions).await
                 } else {
                     Err(RunError::refused(Refusal::LeaseHeld, message))
                 }
@@ -381,6 +414,14 @@ impl Runner {
     /// [`Runner::resume`] without waiting for a held lease: what a server taking up
     /// runs nobody drives does (another server may have taken it first).
     pub async fn take_up(&self, run_id: &str) -> Result<RunObject, RunError> {
+        self.take_up_with(run_id, Additions::default()).await
+    }
+
+    async fn take_up_with(
+        &self,
+        run_id: &str,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
         // Deadlines first: an approval that expired is denied (or cancels the run).
@@ -392,11 +433,19 @@ impl Runner {
         {
             return self.get(&root.id).await;
         }
-        self.resume_here(&root.id).await
+        self.resume_changed(&root.id, additions).await
     }
 
     /// Continues this very run (a child: without the runs above it).
     pub(crate) async fn resume_here(&self, run_id: &str) -> Result<RunObject, RunError> {
+        self.resume_changed(run_id, Additions::default()).await
+    }
+
+    async fn resume_changed(
+        &self,
+        run_id: &str,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
         let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
         if row.status == RunStatus::RequiresAction
@@ -417,7 +466,7 @@ impl Runner {
         let before = row.status;
         let (row, pending) = self.store.acquire_run(&row.id, &owner, LEASE_MS).await?;
         let id = row.id.clone();
-        let live = match self.live_from(row, pending, owner.clone()).await {
+        let live = match self.live_from(row, pending, owner.clone(), additions).await {
             Ok(live) => live,
             Err(e) => {
                 // Give the lease back so that a fixed file lets the run go on.
@@ -443,9 +492,16 @@ impl Runner {
         row: RunRow,
         pending: Vec<PendingRow>,
         owner: String,
+        additions: Additions,
     ) -> Result<Live, RunError> {
         let mut state: RunState =
             self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
+        if let Some(tools) = additions.tools {
+            state.client_tools = tools;
+        }
+        if let Some(format) = additions.response_format {
+            state.response_format = format;
+        }
         state.messages = self.messages(&row.conversation_id).await?;
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;
@@ -677,7 +733,6 @@ impl Runner {
         Ok((messages, persisted))
     }
 
-    /// The agent a run was started with, read again from its file, and its toolkit.
     /// The tools `agent` has a standing approval for in `conversation`: each only
     /// while the tool's policy is the one it was given under (a stricter word, new
     /// rules or hooks end it).

@@ -71,6 +71,8 @@ impl Runner {
             priority: None,
             trace: None,
             owner: req.owner.clone(),
+            client_tools: Vec::new(),
+            response_format: None,
         };
         let owner = crate::store::lease_owner_name();
         let text = super::state_json(&state)?;

@@ -59,6 +59,14 @@ pub struct RunState {
     /// Its tenant and who started it: the tools' context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<crate::identity::RunOwner>,
+    /// Tools the client declared (the Responses API's function tools): offered to the
+    /// model after the agent's, each call handed to the client.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_tools: Vec<crate::tool::ClientTool>,
+    /// A JSON Schema output format the client asked for (OpenAI's `response_format`),
+    /// sent to models that take it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
 }
 
 /// A sub-agent run's place in its tree.

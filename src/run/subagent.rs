@@ -314,7 +314,10 @@ impl Runner {
                 };
                 let _slot = self.subagent_slot(engine, cancel).await;
                 self.announce(&job, &target);
-                match runner.start_in_tree(start, Some((link, place))).await {
+                match runner
+                    .start_in_tree(start, Some((link, place)), Default::default())
+                    .await
+                {
                     Ok(object) => object,
                     Err(RunError::Refused {
                         kind: Refusal::ChildExists,

@@ -127,10 +127,39 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
-/// A JSON body whose rejection is an [`ApiError`], not axum's plain text.
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON object body whose rejection is an [`ApiError`], not axum's plain text. Every
+/// body the API takes is an object: any other JSON value (an array, which serde would
+/// otherwise read field by field, a string, `null`) is refused.
 pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let Json(value) = Json::<serde_json::Value>::from_request(req, state).await?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "the request body must be a JSON object, not {}",
+                match value {
+                    serde_json::Value::Array(_) => "an array",
+                    serde_json::Value::String(_) => "a string",
+                    serde_json::Value::Number(_) => "a number",
+                    serde_json::Value::Bool(_) => "a boolean",
+                    _ => "null",
+                }
+            )));
+        }
+        // Read again as T through axum, for its messages naming the field at fault.
+        let bytes = serde_json::to_vec(&value)
+            .map_err(|e| ApiError::bad_request(format!("the body could not be read: {e}")))?;
+        let Json(body) = Json::<T>::from_bytes(&bytes)?;
+        Ok(ApiJson(body))
+    }
+}
 
 /// One path parameter naming something (a run, a conversation, a tool, an agent): text
 /// of at most 256 characters and no control character, or the API's 400 (a path that

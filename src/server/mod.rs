@@ -138,6 +138,10 @@ pub enum Drive {
     Resume(String),
     /// A run nobody drives, taken up without waiting for a held lease.
     TakeUp(String),
+    /// A start with what a client adds (a Responses request).
+    StartWith(Box<StartRun>, Box<crate::run::Additions>),
+    /// A resume with what a client changes (a Responses request).
+    ResumeWith(String, Box<crate::run::Additions>),
 }
 
 /// A drive in flight: its events as they happen (they end when it does), and its end.
@@ -177,6 +181,10 @@ impl AppState {
                     Drive::Start(start) => runner.start(*start).await,
                     Drive::Resume(id) => runner.resume(&id).await,
                     Drive::TakeUp(id) => runner.take_up(&id).await,
+                    Drive::StartWith(start, additions) => {
+                        runner.start_with(*start, *additions).await
+                    }
+                    Drive::ResumeWith(id, additions) => runner.resume_with(&id, *additions).await,
                 }
             },
             // The request's span (a caller's trace, when it sent one) goes with the run.

@@ -60,7 +60,7 @@ impl std::fmt::Debug for LoadedTool {
 }
 
 impl LoadedTool {
-    fn new(
+    pub(super) fn new(
         spec: ToolSpec,
         schema: Schema,
         output: Option<Schema>,

@@ -4,6 +4,7 @@
 //! the built-in tools.
 
 pub mod builtin;
+pub mod client;
 mod command;
 pub mod credentials;
 pub mod dify;
@@ -25,6 +26,7 @@ mod toolkit;
 pub mod vars;
 pub mod workspace;
 
+pub use client::ClientTool;
 pub use credentials::{Credential, Resolver};
 pub use file::{LoadError, LoadedTools, ToolDef, load_dir, load_file};
 pub use library::{LoadedTool, Source, ToolLibrary};

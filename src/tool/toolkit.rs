@@ -21,6 +21,8 @@ pub struct Toolkit {
     policy: Arc<AgentPolicy>,
     /// Tools whose sandbox the agent's made stricter, in place of the library's.
     confined: HashMap<String, Arc<LoadedTool>>,
+    /// Tools the run's client declared (definition-only), after the agent's.
+    client: HashMap<String, Arc<LoadedTool>>,
 }
 
 impl Toolkit {
@@ -36,7 +38,27 @@ impl Toolkit {
             overrides,
             policy: Arc::default(),
             confined: HashMap::new(),
+            client: HashMap::new(),
         }
+    }
+
+    /// The toolkit with the client's own tools added after the agent's. A name the
+    /// agent's toolkit has already is refused, naming it: a client tool never stands in
+    /// for one toolgate runs.
+    pub fn with_client_tools(mut self, tools: &[super::ClientTool]) -> Result<Toolkit, String> {
+        for tool in tools {
+            if self.names.iter().any(|n| n == &tool.name) {
+                return Err(format!(
+                    "tool '{}' is declared twice: the agent has a tool of that name (its tools: {})",
+                    tool.name,
+                    self.names.join(", ")
+                ));
+            }
+            let loaded = tool.loaded()?;
+            self.names.push(tool.name.clone());
+            self.client.insert(tool.name.clone(), Arc::new(loaded));
+        }
+        Ok(self)
     }
 
     /// The toolkit with `ceiling` (an agent's `sandbox:`) over the sandbox of each tool
@@ -61,7 +83,10 @@ impl Toolkit {
 
     /// The library's tool `name`, or the agent's stricter version of it.
     fn get(&self, name: &str) -> Option<&Arc<LoadedTool>> {
-        self.confined.get(name).or_else(|| self.library.get(name))
+        self.confined
+            .get(name)
+            .or_else(|| self.client.get(name))
+            .or_else(|| self.library.get(name))
     }
 
     /// The tool `name`, if this toolkit has it; otherwise an error for the model that
@@ -87,7 +112,7 @@ impl Toolkit {
         self.overrides
             .get(name)
             .copied()
-            .or_else(|| self.library.get(name).map(|t| t.spec.permission))
+            .or_else(|| self.get(name).map(|t| t.spec.permission))
             .unwrap_or(Permission::Never)
     }
 
@@ -132,10 +157,7 @@ impl Toolkit {
                 h.before_call.as_ref()
             }
         }
-        let tool = self
-            .library
-            .get(name)
-            .and_then(|t| pick(&t.policy.hooks, after));
+        let tool = self.get(name).and_then(|t| pick(&t.policy.hooks, after));
         let agent = pick(&self.policy.hooks, after);
         tool.into_iter().chain(agent).collect()
     }
@@ -143,7 +165,7 @@ impl Toolkit {
     /// The approval deadline for a call of `name`: the shorter of the agent's and the
     /// tool's.
     pub fn deadline(&self, name: &str) -> Option<Deadline> {
-        let tool = self.library.get(name).and_then(|t| t.policy.deadline);
+        let tool = self.get(name).and_then(|t| t.policy.deadline);
         Deadline::stricter(self.policy.deadline, tool)
     }
 
@@ -160,7 +182,7 @@ impl Toolkit {
             text.push_str(&format!("agent_rules={};", r.describe()));
         }
         text.push_str(&format!("agent_hooks={};", self.policy.hooks.describe()));
-        if let Some(t) = self.library.get(name) {
+        if let Some(t) = self.get(name) {
             text.push_str(&format!("tool={};", word(t.spec.permission)));
             if let Some(r) = &t.policy.rules {
                 text.push_str(&format!("tool_rules={};", r.describe()));

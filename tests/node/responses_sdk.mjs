@@ -6,7 +6,7 @@
 // create (every field the SDK's `Response` type requires is present), the strict
 // stream accumulator (`responses.stream` ... `finalResponse`), tool progress events,
 // retrieve with `stream: true`, a paused response cancelled (a later approval is
-// refused), delete.
+// refused), a function tool the request declares (called, answered), delete.
 // Every check throws on failure; the last line is a JSON object.
 import OpenAI from "openai";
 
@@ -84,6 +84,35 @@ try {
 }
 check(refused instanceof OpenAI.ConflictError, `approval after cancel: ${refused}`);
 out.cancelled = paused.id;
+
+// A function tool the request declares: the model calls it, the (strict) accumulator
+// builds the function_call, and a function_call_output answers it.
+const weather = {
+  type: "function",
+  name: "get_weather",
+  description: "The weather in a city, now.",
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" } },
+    required: ["city"],
+    additionalProperties: false,
+  },
+  strict: true,
+};
+const asking = client.responses.stream({ model: "agent:declaring", input: "Weather in Paris?", tools: [weather] });
+const asked = await asking.finalResponse();
+const call = asked.output.at(-1);
+check(call.type === "function_call" && call.name === "get_weather", `no function_call: ${JSON.stringify(asked.output)}`);
+check(JSON.parse(call.arguments).city === "Paris", `arguments ${call.arguments}`);
+const answered = await client.responses.create({
+  model: "agent:declaring",
+  previous_response_id: asked.id,
+  input: [{ type: "function_call_output", call_id: call.call_id, output: "sunny" }],
+  tools: [weather],
+});
+check(answered.status === "completed", `answered status ${answered.status}`);
+check(answered.output_text === "It is sunny in Paris.", `answered text ${answered.output_text}`);
+out.function_call = call.call_id;
 
 // delete, then retrieve is a 404.
 await client.responses.delete(r.id);

@@ -53,6 +53,8 @@ pub struct Job {
     pub format: Option<super::structured::OutputFormat>,
     /// The request's input items (ids added), kept for `input_items`.
     pub input: serde_json::Value,
+    /// The client's tools, output format and images, for the run.
+    pub additions: crate::run::Additions,
 }
 
 /// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
@@ -98,8 +100,14 @@ async fn drive(
             store_final(runner, t.response()).await;
             return Some(t.response().clone());
         }
-        Plan::Start(start) => (state.spawn_drive(Drive::Start(start)), Usage::default()),
-        Plan::Resume { run_id, before } => (state.spawn_drive(Drive::Resume(run_id)), before),
+        Plan::Start(start) => (
+            state.spawn_drive(Drive::StartWith(start, Box::new(job.additions.clone()))),
+            Usage::default(),
+        ),
+        Plan::Resume { run_id, before } => (
+            state.spawn_drive(Drive::ResumeWith(run_id, Box::new(job.additions.clone()))),
+            before,
+        ),
     };
     let Driving { events, done } = driving;
     let started = pump(runner, &mut t, events, (&job.previous, &job.input), tx).await;

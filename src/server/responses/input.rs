@@ -1,9 +1,11 @@
 //! Reading a request's `input` (a string, or user messages, `mcp_approval_response` and
 //! `function_call_output` items) and matching its answers to the items a paused run
-//! waits for. Pure: every refusal is a typed error with a sentence for the client.
+//! waits for. Pure: every refusal is a typed error with a sentence for the client. A
+//! message's `input_image` and `input_file` parts are read in attachments.rs.
 
 use serde_json::Value;
 
+use super::attachments::{self, Attachment};
 use crate::protocol::{Decision, ItemKind, RequiredItem};
 
 /// Prefix of an `mcp_approval_request` id: `mcpr_` + the call id.
@@ -20,6 +22,8 @@ pub struct Input {
     pub message: Option<String>,
     /// Answers to a paused run's items, in order.
     pub answers: Vec<Answer>,
+    /// The messages' `input_image` and `input_file` parts, in order.
+    pub attachments: Vec<Attachment>,
 }
 
 /// One answer to a paused run's item.
@@ -65,7 +69,9 @@ pub fn parse_input(input: Option<&Value>) -> Result<Input, InputError> {
                 };
                 let kind = obj.get("type").and_then(Value::as_str);
                 match kind {
-                    None | Some("message") => texts.push(message_text(&at, item)?),
+                    None | Some("message") => {
+                        texts.push(message_text(&at, item, &mut out.attachments)?)
+                    }
                     Some("mcp_approval_response") => {
                         let request_id = string_field(&at, item, "approval_request_id")?;
                         let approve = item
@@ -119,7 +125,11 @@ fn string_field(at: &str, item: &Value, name: &str) -> Result<String, InputError
 }
 
 /// A user message's text: its content as a string, or its text parts joined.
-fn message_text(at: &str, item: &Value) -> Result<String, InputError> {
+fn message_text(
+    at: &str,
+    item: &Value,
+    attachments: &mut Vec<Attachment>,
+) -> Result<String, InputError> {
     match item.get("role").and_then(Value::as_str) {
         Some("user") => {}
         Some(role @ ("system" | "developer")) => {
@@ -153,10 +163,15 @@ fn message_text(at: &str, item: &Value) -> Result<String, InputError> {
                             .ok_or_else(|| invalid(&at, "'text' must be a string"))?;
                         text.push_str(t);
                     }
+                    Some(kind @ ("input_image" | "input_file")) => {
+                        attachments.push(attachments::read_part(&at, kind, part)?);
+                    }
                     Some(other) => {
                         return Err(invalid(
                             &at,
-                            format!("content of type '{other}' is not supported; send input_text"),
+                            format!(
+                                "content of type '{other}' is not supported; send input_text, input_image or input_file"
+                            ),
                         ));
                     }
                     None => return Err(invalid(&at, "a content part needs a 'type'")),
@@ -393,8 +408,12 @@ mod tests {
                 "previous_response_id",
             ),
             (
+                json!([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]),
+                "input[0].content[0]: content of type 'input_audio'",
+            ),
+            (
                 json!([{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]),
-                "input[0].content[0]: content of type 'input_image'",
+                "input[0].content[0]: the URL must be",
             ),
             (
                 json!([{"type": "mcp_approval_response", "approval_request_id": "a"}]),

@@ -9,13 +9,17 @@
 //! answers to waiting items, `translate` turns run events into output items and stream
 //! events, `ending` sets a response's status from its run, `drive` runs one response.
 
+pub mod attachments;
 pub mod drive;
 pub mod ending;
+mod fetch;
 pub mod input;
 mod input_doc;
 pub mod manage;
+pub mod request_tools;
 pub mod structured;
 pub mod translate;
+pub mod uploads;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -88,6 +92,7 @@ pub async fn create_response(
         ));
     }
     let mut input = parse_input(body.input.as_ref())?;
+    let declared = request_tools::read(body.tools.as_ref()).map_err(ApiError::bad_request)?;
     let format = structured::read(body.text.as_ref()).map_err(ApiError::bad_request)?;
     if let (Some(format), Some(message)) = (&format, input.message.as_mut()) {
         // The model is asked for the format along with the message.
@@ -95,6 +100,20 @@ pub async fn create_response(
         message.push_str(&format.instruction());
     }
     let agent = state.agent(agent_name)?;
+    let (agent_tools, agent_names) = tools_of(&state, &agent).await;
+    if let Some(name) = declared
+        .as_deref()
+        .and_then(|d| request_tools::clash(d, &agent_names))
+    {
+        return Err(ApiError::bad_request(format!(
+            "tools: '{name}' is already a tool of agent '{agent_name}'; give your function tool another name"
+        )));
+    }
+    // Attachments are fetched and checked before anything is decided or started.
+    let ready = attachments::fetch(std::mem::take(&mut input.attachments)).await?;
+    if !ready.is_empty() && input.message.as_deref().is_none_or(super::blank) {
+        input.message = Some("See the attachments.".into());
+    }
     let response_id = new_response_id();
     let mut response = ResponseObject::begin(
         &response_id,
@@ -105,11 +124,10 @@ pub async fn create_response(
     if let Some(metadata) = &body.metadata {
         response.metadata = metadata.clone();
     }
-    response.tools = tools_of(&state, &agent).await;
     if let Some(format) = &format {
         response.text = format.requested.clone();
     }
-    let (plan, answered) = match &body.previous_response_id {
+    let (mut plan, answered, earlier) = match &body.previous_response_id {
         None => {
             if !input.answers.is_empty() {
                 return Err(ApiError::bad_request(
@@ -130,9 +148,39 @@ pub async fn create_response(
             let message = input.message.unwrap_or_default();
             let mut start = state.start_request(agent_name, message, None, None)?;
             start.owner = Some(crate::identity::RunOwner::of(&who));
-            (Plan::Start(Box::new(start)), HashMap::new())
+            (Plan::Start(Box::new(start)), HashMap::new(), None)
         }
         Some(previous) => continue_from(&state, &who, agent_name, previous, input).await?,
+    };
+    let images = match &mut plan {
+        Plan::Start(start) => attach(start, ready, &agent).await?,
+        _ if ready.is_empty() => Vec::new(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "attachments go with a user message, and this request continues a paused run",
+            ));
+        }
+    };
+    // A request without `tools` keeps the client tools of the run it continues.
+    let client_tools = match (&declared, &earlier) {
+        (Some(declared), _) => declared.clone(),
+        (None, Some(run_id)) => state.runner.client_tools(run_id).await?,
+        (None, None) => Vec::new(),
+    };
+    response.tools = agent_tools;
+    response
+        .tools
+        .extend(client_tools.iter().map(request_tools::listed));
+    let additions = crate::run::Additions {
+        tools: Some(client_tools),
+        // Sent to OpenAI models as `response_format`; a request without `text` keeps
+        // the run's.
+        response_format: body.text.as_ref().filter(|t| !t.is_null()).map(|_| {
+            format
+                .as_ref()
+                .map(structured::OutputFormat::response_format)
+        }),
+        images,
     };
     let job = Job {
         response,
@@ -140,6 +188,7 @@ pub async fn create_response(
         answered,
         format,
         input: manage::input_items(&response_id, body.input.as_ref()),
+        additions,
     };
     let reports = drive::spawn(&state, plan, job);
     if body.stream.unwrap_or(false) {
@@ -147,6 +196,37 @@ pub async fn create_response(
     } else {
         whole(reports).await
     }
+}
+
+/// The images of `ready`, for the model; its files saved in the run's workspace, the
+/// message telling the model where.
+async fn attach(
+    start: &mut crate::run::StartRun,
+    ready: Vec<attachments::Ready>,
+    agent: &Agent,
+) -> Result<Vec<crate::model::ImagePart>, ApiError> {
+    let workspace = crate::run::Runner::workspace_for(start.workspace.as_deref(), agent);
+    let mut images = Vec::new();
+    for item in ready {
+        match item {
+            attachments::Ready::Image(image) => images.push(image),
+            attachments::Ready::File { filename, bytes } => {
+                let ws = workspace.clone();
+                let size = bytes.len();
+                let saved = tokio::task::spawn_blocking(move || {
+                    uploads::save(&ws, &filename, &bytes).map(|path| (filename, path))
+                })
+                .await
+                .map_err(|e| ApiError::internal(format!("saving an attachment stopped: {e}")))?
+                .map_err(ApiError::internal)?;
+                start.message.push_str(&format!(
+                    "\n\n[The user attached the file '{}' ({size} bytes); it is saved in your workspace as {}]",
+                    saved.0, saved.1
+                ));
+            }
+        }
+    }
+    Ok(images)
 }
 
 /// The agent a `model` names.
@@ -160,14 +240,15 @@ fn agent_name(model: &str) -> Result<&str, ApiError> {
 }
 
 /// What a request with `previous_response_id` does: decide the paused run's items (and
-/// continue it once none waits), or start a new run in its conversation.
+/// continue it once none waits), or start a new run in its conversation. With the plan:
+/// the calls the client answers, and the previous response's run.
 async fn continue_from(
     state: &Arc<AppState>,
     who: &crate::identity::Identity,
     agent_name: &str,
     previous: &str,
     input: input::Input,
-) -> Result<(Plan, HashMap<String, bool>), ApiError> {
+) -> Result<(Plan, HashMap<String, bool>, Option<String>), ApiError> {
     let id = previous.to_string();
     let unknown = || ApiError::not_found(format!("there is no response '{previous}'"));
     let row = state
@@ -241,7 +322,7 @@ async fn continue_from(
                     run_id: run.id.clone(),
                     before: run.usage,
                 };
-                return Ok((plan, answered));
+                return Ok((plan, answered, Some(run.id.clone())));
             }
             let now = state.runner.get(&run.id).await?;
             let waiting = now
@@ -253,7 +334,7 @@ async fn continue_from(
                 run: Box::new(now),
                 waiting,
             };
-            Ok((plan, answered))
+            Ok((plan, answered, Some(run.id.clone())))
         }
         RunStatus::InProgress => Err(conflict(
             "lease_held",
@@ -280,14 +361,18 @@ async fn continue_from(
                 Some(run.conversation_id.clone()),
                 None,
             )?;
-            Ok((Plan::Start(Box::new(start)), HashMap::new()))
+            Ok((
+                Plan::Start(Box::new(start)),
+                HashMap::new(),
+                Some(run.id.clone()),
+            ))
         }
     }
 }
 
-/// The agent's tools as the response lists them: one `mcp` entry for the tools toolgate
-/// runs, one `function` entry per client tool.
-async fn tools_of(state: &Arc<AppState>, agent: &Agent) -> Vec<Value> {
+/// The agent's tools as the response lists them (one `mcp` entry for the tools toolgate
+/// runs, one `function` entry per client tool), and their names.
+async fn tools_of(state: &Arc<AppState>, agent: &Agent) -> (Vec<Value>, Vec<String>) {
     let runner = state.runner.clone();
     let tools_dir = state.tools_dir.clone();
     let agent = agent.clone();
@@ -325,7 +410,7 @@ async fn tools_of(state: &Arc<AppState>, agent: &Agent) -> Vec<Value> {
             }));
         }
         tools.extend(functions);
-        Some(tools)
+        Some((tools, toolkit.names().to_vec()))
     })
     .await
     .ok()

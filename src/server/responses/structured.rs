@@ -74,6 +74,23 @@ impl OutputFormat {
         }
     }
 
+    /// OpenAI's chat `response_format` for this format, so that an OpenAI model is
+    /// asked natively.
+    pub fn response_format(&self) -> Value {
+        match &self.schema {
+            Some(schema) => {
+                let strict = self
+                    .requested
+                    .pointer("/format/strict")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                json!({"type": "json_schema", "json_schema": {
+                    "name": self.name, "schema": schema, "strict": strict}})
+            }
+            None => json!({"type": "json_object"}),
+        }
+    }
+
     /// Why `answer` does not fit, if it does not.
     pub fn check(&self, answer: &str) -> Result<(), String> {
         let body = strip_fences(answer.trim());
@@ -144,6 +161,10 @@ mod tests {
         let e = f.check(r#"{"answer": "14"}"#).unwrap_err();
         assert!(e.contains("/answer"), "{e}");
         assert!(f.instruction().contains("\"answer\""));
+        let native = f.response_format();
+        assert_eq!(native["json_schema"]["name"], "Sum");
+        assert_eq!(native["json_schema"]["strict"], true);
+        assert_eq!(native["json_schema"]["schema"]["required"][0], "answer");
         assert!(
             read(Some(&json!({"format": {"type": "text"}})))
                 .unwrap()

@@ -15,8 +15,8 @@ pub const SERVER_LABEL: &str = "toolgate";
 pub const AGENT_PREFIX: &str = "agent:";
 
 /// `POST /v1/responses`. Fields the Responses API has and toolgate does not use
-/// (`tools`, `temperature`, `store`, ...) are accepted and ignored: the agent file
-/// decides the tools and the model.
+/// (`temperature`, `store`, ...) are accepted and ignored: the agent file decides the
+/// model and the tools toolgate runs.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct CreateResponse {
     /// `agent:NAME`: the agent (from the server's agents folder) that answers.
@@ -24,7 +24,10 @@ pub struct CreateResponse {
     pub model: String,
     /// A user message as a string, or a list of input items: user messages (content a
     /// string or `input_text` parts), `mcp_approval_response` and
-    /// `function_call_output`.
+    /// `function_call_output`. A user message may also carry `input_image` parts
+    /// (`image_url`: a base64 data URL or an https URL) and `input_file` parts
+    /// (`file_data` in base64 with a plain `filename`, or `file_url`); the schema lists
+    /// only the text forms, since most values of those fields are refused.
     #[serde(default)]
     #[schema(value_type = super::input_doc::InputDoc)]
     pub input: Option<Value>,
@@ -47,6 +50,14 @@ pub struct CreateResponse {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub text: Option<Value>,
+    /// The client's own tools, each `{"type": "function", "name", "description",
+    /// "parameters", "strict"}`: the model may call them after the agent's, and a call
+    /// ends the response with a `function_call` item the client answers with a
+    /// `function_call_output`. Kept with the run; a later request in the chain that
+    /// sends `tools` replaces them. Other tool types are refused.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tools: Option<Value>,
 }
 
 /// Where a response stands.

@@ -1,0 +1,128 @@
+//! Client tools a caller declares for one run (the Responses API's request `tools` of
+//! type `function`): definition-only tools, kept in the run's state so that a resume in
+//! any process offers them again, never run by toolgate.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::library::{LoadedTool, Source};
+use super::schema::Schema;
+use super::spec::{Entry, Permission, ToolSpec};
+
+/// The longest tool name a caller may declare (OpenAI's limit).
+pub const MAX_NAME: usize = 64;
+
+/// One tool the client declared: the model may call it, and the run pauses for the
+/// client's output (`requires_action`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientTool {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// A JSON Schema object; `{"type": "object", "properties": {}}` when the client
+    /// declared none.
+    pub parameters: Value,
+}
+
+impl ClientTool {
+    /// A declared tool, its name and parameters checked; the error is a sentence for
+    /// the client.
+    pub fn new(
+        name: &str,
+        description: Option<&str>,
+        parameters: Option<&Value>,
+    ) -> Result<ClientTool, String> {
+        check_name(name)?;
+        let parameters = match parameters {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p) => p.clone(),
+        };
+        if parameters.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(format!(
+                "tool '{name}': 'parameters' must be a JSON Schema with \"type\": \"object\""
+            ));
+        }
+        let tool = ClientTool {
+            name: name.to_string(),
+            description: description.unwrap_or_default().to_string(),
+            parameters,
+        };
+        tool.loaded()?;
+        Ok(tool)
+    }
+
+    /// The tool as a toolkit holds it: definition-only, AUTO (the gate hands every
+    /// call of it to the client).
+    pub fn loaded(&self) -> Result<LoadedTool, String> {
+        let schema = Schema::compile_full(&self.parameters).map_err(|e| {
+            format!(
+                "tool '{}': 'parameters' is not a usable JSON Schema: {e}",
+                self.name
+            )
+        })?;
+        let spec = ToolSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+            permission: Permission::Auto,
+            entry: Entry::Client,
+            category: None,
+            timeout: None,
+            tags: vec!["client".into()],
+            version: None,
+            read_only: false,
+            output: None,
+            credentials: Default::default(),
+            is_final: false,
+            hidden: false,
+            sandbox: None,
+        };
+        LoadedTool::new(spec, schema, None, Source::Program)
+    }
+}
+
+/// A name a model can call: 1 to 64 of `a-z A-Z 0-9 _ -`.
+fn check_name(name: &str) -> Result<(), String> {
+    let fits = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "tool name '{name}' is not usable: 1 to {MAX_NAME} letters, digits, '_' or '-'"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn declared_tools_are_checked() {
+        let t = ClientTool::new("get_weather", Some("Weather"), None).unwrap();
+        assert_eq!(t.parameters["type"], "object");
+        assert!(t.loaded().unwrap().definition_only());
+        let schema = json!({"type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"], "additionalProperties": false});
+        assert!(ClientTool::new("w", None, Some(&schema)).is_ok());
+        let cases = [
+            ("", json!({"type": "object"}), "not usable"),
+            ("a b", json!({"type": "object"}), "not usable"),
+            ("w", json!({"type": "string"}), "\"type\": \"object\""),
+            (
+                "w",
+                json!({"type": "object", "properties": {"x": {"type": "nope"}}}),
+                "not a usable JSON Schema",
+            ),
+        ];
+        for (name, parameters, expected) in cases {
+            let err = ClientTool::new(name, None, Some(&parameters)).unwrap_err();
+            assert!(err.contains(expected), "{name} {parameters}: {err}");
+        }
+    }
+}
