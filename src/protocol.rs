@@ -1,10 +1,41 @@
-//! The wire types every front end reads: events as a run goes, call statuses and
-//! caller kinds. One module, so it reads as the reference of what toolgate emits
-//! (`--json` prints one event per line; the server will stream them as SSE).
+//! The wire types every front end reads: events as a run goes, call statuses, caller
+//! kinds and the parts of a tool's output. One module, so it reads as the reference of
+//! what toolgate emits (`--json` prints one event per line; the server streams them as SSE).
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool::Part;
+use serde_json::Value;
+
+/// One piece of a tool's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    Json {
+        json: Value,
+    },
+    /// An image, as a URL or base64 data with its MIME type.
+    Image {
+        mime: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+    },
+    Link {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// A file the tool wrote or points to (a path in the workspace).
+    File {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime: Option<String>,
+    },
+}
 
 /// How a recorded call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]

@@ -6,36 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One piece of a tool's output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Part {
-    Text {
-        text: String,
-    },
-    Json {
-        json: Value,
-    },
-    /// An image, as a URL or base64 data with its MIME type.
-    Image {
-        mime: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        url: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        data: Option<String>,
-    },
-    Link {
-        url: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-    },
-    /// A file the tool wrote or points to (a path in the workspace).
-    File {
-        path: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        mime: Option<String>,
-    },
-}
+pub use crate::protocol::Part;
 
 /// A tool's result: parts in order, and whether the tool reports an error (the model
 /// still sees it: a failed command's stderr is useful to it).
