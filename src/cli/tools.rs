@@ -219,7 +219,7 @@ fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
         ));
     }
     // MCP servers are started to list their tools.
-    let (mcp_tools, mcp_errors) = toolgate::mcp::check(&loaded.mcp_files);
+    let (mcp_tools, mcp_errors) = toolgate::tool::mcp::check(&loaded.mcp_files);
     for (name, path) in &mcp_tools {
         text.push_str(&format!("ok      {name} ({})\n", path.display()));
     }

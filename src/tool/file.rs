@@ -56,7 +56,7 @@ pub struct ToolDef {
 pub struct LoadedTools {
     pub tools: Vec<ToolDef>,
     pub errors: Vec<LoadError>,
-    /// Files that declare MCP servers rather than a tool (see `crate::mcp`).
+    /// Files that declare MCP servers rather than a tool (see `super::mcp`).
     pub mcp_files: Vec<PathBuf>,
 }
 
@@ -150,7 +150,7 @@ pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
                 continue;
             }
         };
-        if crate::mcp::declares_servers_in(&path, &text) {
+        if crate::tool::mcp::declares_servers_in(&path, &text) {
             loaded.mcp_files.push(path);
             continue;
         }

@@ -302,7 +302,7 @@ impl ToolLibrary {
         if files.is_empty() {
             return;
         }
-        let found = crate::mcp::load(files);
+        let found = crate::tool::mcp::load(files);
         self.errors.extend(found.errors);
         for (tool, schema, decl) in found.tools {
             let spec = tool.spec().clone();

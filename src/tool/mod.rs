@@ -1,7 +1,7 @@
 //! Tools: their specs and files, argument validation, the library and per-agent
 //! toolkits, the ways a tool runs (built-in, external command, HTTP, client), the
-//! sources that bring many tools from one file (OpenAPI documents, Dify providers) and
-//! the built-in tools.
+//! sources that bring many tools from one file (OpenAPI documents, Dify providers, MCP
+//! servers) and the built-in tools.
 
 pub mod builtin;
 mod command;
@@ -12,6 +12,7 @@ pub mod http;
 mod keywords;
 mod library;
 mod list_form;
+pub mod mcp;
 pub mod net;
 pub mod openapi;
 mod output;
