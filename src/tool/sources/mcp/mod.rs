@@ -7,34 +7,51 @@ pub mod config;
 mod tool;
 mod traced;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use client::stop_unused;
 pub use config::{Connect, Declaration, declares_servers, declares_servers_in};
 pub use tool::{McpTool, output_of, tool_name};
 
-use crate::tool::{LoadError, Schema};
+use crate::tool::folder::{LoadError, ToolDef};
+use crate::tool::source::{Claim, Found, ToolSource};
 
-/// The tools of the servers declared in `files`, and one error per file or server
-/// that could not be used (a server that did not start: its tools are absent).
-pub(crate) struct Loaded {
-    pub tools: Vec<(McpTool, Schema, Declaration)>,
-    pub errors: Vec<LoadError>,
+/// The source's name in its tools' origin.
+pub const NAME: &str = "mcp";
+
+/// Files declaring MCP servers (`mcp_server:` files, a desktop client's `mcp.json`).
+pub struct McpServers;
+
+impl ToolSource for McpServers {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn claims(&self, path: &Path, text: &str) -> Claim {
+        if declares_servers_in(path, text) {
+            Claim::Tools
+        } else {
+            Claim::Not
+        }
+    }
+
+    fn load(&self, path: &Path, _text: &str) -> Found {
+        load(path)
+    }
+
+    fn joins_last(&self) -> bool {
+        true
+    }
 }
 
-/// Reads the declarations in `files`, starts their servers (at once, each once per
-/// process) and lists their tools.
-pub(crate) fn load(files: &[PathBuf]) -> Loaded {
-    let mut out = Loaded {
-        tools: Vec::new(),
-        errors: Vec::new(),
-    };
-    let mut decls = Vec::new();
-    for path in files {
-        let found = config::read(path);
-        decls.extend(found.servers);
-        out.errors.extend(found.errors);
-    }
+/// Reads the declarations in `path`, starts their servers (at once, each once per
+/// process) and lists their tools; one error per server that could not be used (a
+/// server that did not start: its tools are absent).
+fn load(path: &Path) -> Found {
+    let mut out = Found::default();
+    let found = config::read(path);
+    let decls = found.servers;
+    out.errors.extend(found.errors);
     let servers: Vec<_> = decls.iter().map(client::server).collect();
     let listing = {
         let servers = servers.clone();
@@ -64,7 +81,10 @@ pub(crate) fn load(files: &[PathBuf]) -> Loaded {
             match tool::mcp_tool(decl, server, t) {
                 Ok((tool, schema)) => {
                     names.push(t["name"].as_str().unwrap_or_default().to_string());
-                    out.tools.push((tool, schema, decl.clone()));
+                    let spec = crate::tool::Tool::spec(&tool).clone();
+                    let runner: std::sync::Arc<dyn crate::tool::Tool> = std::sync::Arc::new(tool);
+                    out.tools
+                        .push(ToolDef::new(spec, schema, &decl.path, NAME, Some(runner)));
                 }
                 Err(why) => out.errors.push(fail(&decl.path, &decl.name, &why)),
             }
@@ -81,18 +101,6 @@ pub(crate) fn load(files: &[PathBuf]) -> Loaded {
         }
     }
     out
-}
-
-/// For `tools check`: the tools of the servers declared in `files` (name and file) and
-/// the problems, each naming its file.
-pub fn check(files: &[PathBuf]) -> (Vec<(String, PathBuf)>, Vec<LoadError>) {
-    let found = load(files);
-    let tools = found
-        .tools
-        .iter()
-        .map(|(t, _, d)| (crate::tool::Tool::spec(t).name.clone(), d.path.clone()))
-        .collect();
-    (tools, found.errors)
 }
 
 fn fail(path: &Path, server: &str, why: &str) -> LoadError {
