@@ -185,6 +185,8 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
 }
 
 fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
+    // A check asks the MCP servers themselves, not the lists kept of them.
+    toolgate::tool::mcp::list_live();
     let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     let mut out = out::stdout();
     let mut text = String::new();

@@ -191,6 +191,10 @@ impl LoadedTool {
             masked = ctx.clone().with_masks(hidden.clone());
             &masked
         };
+        // A server started at the first call starts before the call's time counts.
+        if let Some(ready) = runner.ready() {
+            ready.await?;
+        }
         let timeout = self
             .spec
             .timeout

@@ -1,7 +1,10 @@
 //! MCP servers as tool sources: servers declared in the tools folder (`mcp_server:`
-//! files, a desktop client's `mcp.json`) are started, their tools join the library as
-//! `SERVER__TOOL`, and calls go to the running server.
+//! files, a desktop client's `mcp.json`) bring their tools as `SERVER__TOOL`, from the
+//! list kept of each declaration (`cache.rs`); a server starts at the first call of one
+//! of its tools. A declaration with no kept list (new, or changed) is started once to
+//! list its tools, and stopped.
 
+mod cache;
 mod client;
 pub mod config;
 mod tool;
@@ -9,6 +12,7 @@ mod traced;
 
 use std::path::Path;
 
+pub use cache::list_live;
 pub use client::stop_unused;
 pub use config::{Connect, Declaration, declares_servers, declares_servers_in};
 pub use tool::{McpTool, output_of, tool_name};
@@ -44,30 +48,45 @@ impl ToolSource for McpServers {
     }
 }
 
-/// Reads the declarations in `path`, starts their servers (at once, each once per
-/// process) and lists their tools; one error per server that could not be used (a
-/// server that did not start: its tools are absent).
+/// Reads the declarations in `path` and their servers' tools: the lists kept, else
+/// listed by starting the servers (together, each stopped after); one error per server
+/// that could not be used (a server that did not start: its tools are absent).
 fn load(path: &Path) -> Found {
     let mut out = Found::default();
     let found = config::read(path);
     let decls = found.servers;
     out.errors.extend(found.errors);
     let servers: Vec<_> = decls.iter().map(client::server).collect();
-    let listing = {
-        let servers = servers.clone();
-        client::block_on(async move {
-            futures_util::future::join_all(servers.iter().map(|s| s.tools())).await
-        })
-    };
-    let listing = match listing {
-        Ok(l) => l,
-        Err(why) => {
-            for d in &decls {
-                out.errors.push(fail(&d.path, &d.name, &why));
+    let kept: Vec<Option<Vec<serde_json::Value>>> = decls.iter().map(cache::read).collect();
+    let unknown: Vec<_> = servers
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| k.is_none())
+        .map(|(s, _)| std::sync::Arc::clone(s))
+        .collect();
+    let mut live = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        match client::block_on(async move {
+            futures_util::future::join_all(unknown.iter().map(|s| s.list_once())).await
+        }) {
+            Ok(l) => l,
+            Err(why) => {
+                for d in &decls {
+                    out.errors.push(fail(&d.path, &d.name, &why));
+                }
+                return out;
             }
-            return out;
         }
-    };
+    }
+    .into_iter();
+    let listing: Vec<Result<Vec<serde_json::Value>, String>> = kept
+        .into_iter()
+        .map(|k| match k {
+            Some(tools) => Ok(tools),
+            None => live.next().unwrap_or_else(|| Err("was not listed".into())),
+        })
+        .collect();
     for ((decl, server), listed) in decls.iter().zip(&servers).zip(listing) {
         let listed = match listed {
             Ok(l) => l,
