@@ -38,8 +38,22 @@ pub enum Part {
 }
 
 /// How a recorded call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CallStatus {
     /// The tool ran and returned a result that is not an error.
     Succeeded,
@@ -56,34 +70,130 @@ pub enum CallStatus {
 }
 
 impl CallStatus {
-    pub const ALL: [CallStatus; 6] = [
-        CallStatus::Succeeded,
-        CallStatus::Failed,
-        CallStatus::Denied,
-        CallStatus::Timeout,
-        CallStatus::Cancelled,
-        CallStatus::Client,
-    ];
+    /// Every status, in order.
+    pub const ALL: &'static [CallStatus] = <CallStatus as strum::VariantArray>::VARIANTS;
 
+    /// Its name on the wire and in the store.
     pub fn as_str(self) -> &'static str {
-        match self {
-            CallStatus::Succeeded => "succeeded",
-            CallStatus::Failed => "failed",
-            CallStatus::Denied => "denied",
-            CallStatus::Timeout => "timeout",
-            CallStatus::Cancelled => "cancelled",
-            CallStatus::Client => "client",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<CallStatus> {
-        CallStatus::ALL.into_iter().find(|c| c.as_str() == s)
+        s.parse().ok()
+    }
+}
+
+/// Why a recorded call did not succeed: the one vocabulary of a record's `error_kind`
+/// (and of `tool.finished`, metrics and traces), fed by [`crate::tool::ToolError::kind`]
+/// when a tool fails and by the loop when it answers a call itself (denied, refused by
+/// a hook or a rule, a sub-agent that could not run).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ErrorKind {
+    /// The model named a tool its toolkit does not have.
+    ToolNotFound,
+    /// The arguments do not match the tool's parameters.
+    ValidationError,
+    /// The tool ran and failed (a panic included).
+    ExecutionError,
+    /// The call took longer than its timeout.
+    Timeout,
+    /// The call was stopped before it finished.
+    Cancelled,
+    /// A definition-only tool reached the runtime.
+    Client,
+    /// The tool's server (an MCP server) could not be reached or stopped.
+    ServerUnavailable,
+    /// The network rule refused the address the call would reach.
+    BlockedAddress,
+    /// A credential the tool needs is not set.
+    MissingCredential,
+    /// The tool refused the call (its own check).
+    Rejected,
+    /// The sandbox could not be set up.
+    Sandbox,
+    /// The loop found the arguments unusable (not a JSON object, or no longer valid).
+    InvalidArguments,
+    /// The run stopped while the call was in flight.
+    Interrupted,
+    /// A rule or a `never` permission refused the call.
+    Policy,
+    /// A person denied the call.
+    Denied,
+    /// The call's approval deadline passed.
+    Expired,
+    /// The client submitted an error as the call's output.
+    ClientError,
+    /// A hook refused the call.
+    Hook,
+    /// A hook could not be run or answered nonsense.
+    HookFailed,
+    /// The call's result could not be read from the store.
+    Store,
+    /// A sub-agent named by the call does not exist.
+    SubagentUnknown,
+    /// A sub-agent could not be started here.
+    SubagentUnavailable,
+    /// Sub-agents nest deeper than allowed.
+    MaxDepth,
+    /// A sub-agent's run failed.
+    SubagentFailed,
+    /// A sub-agent's run stopped without an answer.
+    SubagentIncomplete,
+}
+
+impl ErrorKind {
+    /// Every kind, in order.
+    pub const ALL: &'static [ErrorKind] = <ErrorKind as strum::VariantArray>::VARIANTS;
+
+    /// Its name in records and on the wire.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+impl PartialEq<str> for ErrorKind {
+    fn eq(&self, name: &str) -> bool {
+        self.as_str() == name
+    }
+}
+
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
     }
 }
 
 /// Who asked for a call. Workflow callers may bypass the concurrency limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CallerKind {
     /// A model's call in an agent run.
     #[default]
@@ -96,11 +206,7 @@ pub enum CallerKind {
 
 impl CallerKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CallerKind::Agent => "agent",
-            CallerKind::User => "user",
-            CallerKind::Workflow => "workflow",
-        }
+        self.into()
     }
 }
 
@@ -132,8 +238,22 @@ pub enum Event {
 }
 
 /// Where a run stands (the names follow OpenAI's run object).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunStatus {
     /// A process is running the loop (or died while doing so; `resume` takes it over).
     InProgress,
@@ -150,28 +270,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 6] = [
-        RunStatus::InProgress,
-        RunStatus::RequiresAction,
-        RunStatus::Completed,
-        RunStatus::Incomplete,
-        RunStatus::Failed,
-        RunStatus::Cancelled,
-    ];
+    /// Every status, in order.
+    pub const ALL: &'static [RunStatus] = <RunStatus as strum::VariantArray>::VARIANTS;
 
+    /// Its name on the wire and in the store.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::InProgress => "in_progress",
-            RunStatus::RequiresAction => "requires_action",
-            RunStatus::Completed => "completed",
-            RunStatus::Incomplete => "incomplete",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<RunStatus> {
-        RunStatus::ALL.into_iter().find(|c| c.as_str() == s)
+        s.parse().ok()
     }
 
     /// The run will not continue, whatever is done to it.
@@ -184,8 +292,20 @@ impl RunStatus {
 }
 
 /// What a paused item waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ItemKind {
     /// A CONFIRM call: a person approves, edits or denies it.
     Approval,
@@ -195,16 +315,11 @@ pub enum ItemKind {
 
 impl ItemKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ItemKind::Approval => "approval",
-            ItemKind::SubmitToolOutput => "submit_tool_output",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<ItemKind> {
-        [ItemKind::Approval, ItemKind::SubmitToolOutput]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        s.parse().ok()
     }
 }
 

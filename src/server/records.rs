@@ -48,7 +48,11 @@ pub async fn calls(
         Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
-                CallStatus::ALL.map(CallStatus::as_str).join(", ")
+                CallStatus::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?),
     };
