@@ -226,3 +226,81 @@ pub(crate) fn first_line(s: &str) -> String {
         _ => line.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::{Entry, Permission};
+
+    /// A source of its own: `note: NAME` files bring one client tool each.
+    struct Notes;
+
+    impl ToolSource for Notes {
+        fn name(&self) -> &'static str {
+            "notes"
+        }
+
+        fn claims(&self, _path: &Path, text: &str) -> Claim {
+            if text.starts_with("note:") {
+                Claim::Tools
+            } else {
+                Claim::Not
+            }
+        }
+
+        fn load(&self, path: &Path, text: &str) -> Found {
+            let name = text.trim_start_matches("note:").trim().to_string();
+            let parameters = json!({"type": "object", "properties": {}});
+            let spec = ToolSpec {
+                name,
+                description: "a note".into(),
+                parameters: parameters.clone(),
+                permission: Permission::Auto,
+                entry: Entry::Client,
+                category: None,
+                timeout: None,
+                tags: Vec::new(),
+                version: None,
+                read_only: true,
+                output: None,
+                credentials: Default::default(),
+                is_final: false,
+                hidden: false,
+                sandbox: None,
+            };
+            let schema = Schema::compile(&parameters).unwrap();
+            Found {
+                tools: vec![ToolDef::new(spec, schema, path, "notes", None)],
+                errors: Vec::new(),
+            }
+        }
+    }
+
+    #[test]
+    fn a_source_registered_beside_the_others_takes_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), "note: remember\n").unwrap();
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            "name: plain\nentry: {type: client}\n",
+        )
+        .unwrap();
+        let mut sources: Vec<Box<dyn ToolSource>> = vec![Box::new(Notes)];
+        sources.extend(crate::tool::sources::registered());
+        let loaded = read_dir(dir.path(), &sources).unwrap();
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let found: Vec<(&str, &str)> = loaded
+            .tools
+            .iter()
+            .map(|t| (t.spec.name.as_str(), t.source))
+            .collect();
+        assert_eq!(found, [("remember", "notes"), ("plain", "file")]);
+        // Without it, the note is a broken tool file.
+        let plain = load_dir(dir.path()).unwrap();
+        assert_eq!(plain.tools.len(), 1);
+        assert!(plain.errors[0].path.ends_with("a.yaml"));
+    }
+}
