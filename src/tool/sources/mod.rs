@@ -1,4 +1,4 @@
-//! The registered tool sources, each in its own folder. [`registered`] is the one place
+//! The registered tool sources, each in its own folder. `registered` is the one place
 //! that names them: a new source is a folder here and one line there.
 
 pub mod builtin;
