@@ -98,3 +98,49 @@ impl PartialEq<&str> for ErrorKind {
         self.as_str() == *name
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names are a contract (records, `tool.finished`, metrics): each one as it was
+    /// written before the enum.
+    #[test]
+    fn the_names_are_the_recorded_ones() {
+        let names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tool_not_found",
+                "validation_error",
+                "execution_error",
+                "timeout",
+                "cancelled",
+                "client",
+                "server_unavailable",
+                "blocked_address",
+                "missing_credential",
+                "rejected",
+                "sandbox",
+                "invalid_arguments",
+                "interrupted",
+                "policy",
+                "denied",
+                "expired",
+                "client_error",
+                "hook",
+                "hook_failed",
+                "store",
+                "subagent_unknown",
+                "subagent_unavailable",
+                "max_depth",
+                "subagent_failed",
+                "subagent_incomplete",
+            ]
+        );
+        for kind in ErrorKind::ALL {
+            let json = serde_json::to_value(kind).unwrap_or_default();
+            assert_eq!(json, kind.as_str(), "serde and strum agree");
+        }
+    }
+}
