@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::LimitConfig;
-use crate::tool::file::{first_line, line_of};
+use crate::tool::folder::{first_line, line_of};
 use crate::tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
 
 /// The model used when neither the agent file nor `--model` names one.

@@ -18,7 +18,6 @@ pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod identity;
-pub mod mcp;
 pub mod mcp_gateway;
 pub mod model;
 pub mod parse;

@@ -1,14 +1,32 @@
-//! The wire types every front end reads: events as a run goes, call statuses and
-//! caller kinds. One module, so it reads as the reference of what toolgate emits
-//! (`--json` prints one event per line; the server will stream them as SSE).
+//! The wire types every front end reads: events as a run goes, call statuses, caller
+//! kinds and the parts of a tool's output. One module, so it reads as the reference of
+//! what toolgate emits (`--json` prints one event per line; the server streams them as SSE).
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool::Part;
+mod error_kind;
+mod part;
+
+pub use error_kind::ErrorKind;
+pub use part::Part;
 
 /// How a recorded call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CallStatus {
     /// The tool ran and returned a result that is not an error.
     Succeeded,
@@ -25,34 +43,34 @@ pub enum CallStatus {
 }
 
 impl CallStatus {
-    pub const ALL: [CallStatus; 6] = [
-        CallStatus::Succeeded,
-        CallStatus::Failed,
-        CallStatus::Denied,
-        CallStatus::Timeout,
-        CallStatus::Cancelled,
-        CallStatus::Client,
-    ];
+    /// Every status, in order.
+    pub const ALL: &'static [CallStatus] = <CallStatus as strum::VariantArray>::VARIANTS;
 
+    /// Its name on the wire and in the store.
     pub fn as_str(self) -> &'static str {
-        match self {
-            CallStatus::Succeeded => "succeeded",
-            CallStatus::Failed => "failed",
-            CallStatus::Denied => "denied",
-            CallStatus::Timeout => "timeout",
-            CallStatus::Cancelled => "cancelled",
-            CallStatus::Client => "client",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<CallStatus> {
-        CallStatus::ALL.into_iter().find(|c| c.as_str() == s)
+        s.parse().ok()
     }
 }
 
 /// Who asked for a call. Workflow callers may bypass the concurrency limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum CallerKind {
     /// A model's call in an agent run.
     #[default]
@@ -65,11 +83,7 @@ pub enum CallerKind {
 
 impl CallerKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CallerKind::Agent => "agent",
-            CallerKind::User => "user",
-            CallerKind::Workflow => "workflow",
-        }
+        self.into()
     }
 }
 
@@ -101,8 +115,22 @@ pub enum Event {
 }
 
 /// Where a run stands (the names follow OpenAI's run object).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunStatus {
     /// A process is running the loop (or died while doing so; `resume` takes it over).
     InProgress,
@@ -119,28 +147,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 6] = [
-        RunStatus::InProgress,
-        RunStatus::RequiresAction,
-        RunStatus::Completed,
-        RunStatus::Incomplete,
-        RunStatus::Failed,
-        RunStatus::Cancelled,
-    ];
+    /// Every status, in order.
+    pub const ALL: &'static [RunStatus] = <RunStatus as strum::VariantArray>::VARIANTS;
 
+    /// Its name on the wire and in the store.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::InProgress => "in_progress",
-            RunStatus::RequiresAction => "requires_action",
-            RunStatus::Completed => "completed",
-            RunStatus::Incomplete => "incomplete",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<RunStatus> {
-        RunStatus::ALL.into_iter().find(|c| c.as_str() == s)
+        s.parse().ok()
     }
 
     /// The run will not continue, whatever is done to it.
@@ -153,8 +169,20 @@ impl RunStatus {
 }
 
 /// What a paused item waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ItemKind {
     /// A CONFIRM call: a person approves, edits or denies it.
     Approval,
@@ -164,16 +192,11 @@ pub enum ItemKind {
 
 impl ItemKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ItemKind::Approval => "approval",
-            ItemKind::SubmitToolOutput => "submit_tool_output",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<ItemKind> {
-        [ItemKind::Approval, ItemKind::SubmitToolOutput]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        s.parse().ok()
     }
 }
 

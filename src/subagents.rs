@@ -267,7 +267,7 @@ fn peek(path: &Path) -> Result<(String, String), String> {
         format!(
             "{}: {}",
             path.display(),
-            crate::tool::file::first_line(&e.to_string())
+            crate::tool::folder::first_line(&e.to_string())
         )
     })?;
     let name = value

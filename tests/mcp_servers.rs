@@ -14,6 +14,9 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+#[path = "mcp/lazy_start.rs"]
+mod lazy_start;
+
 /// The servers' paths from tests/mcp/setup.sh (run once; a failure fails every test).
 struct Peers {
     python: PathBuf,

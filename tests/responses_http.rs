@@ -45,6 +45,7 @@ impl Api {
             tools_dir: Some(fixtures.join("tools")),
             workspace: Some(workspace.clone()),
             api_key: None,
+            mcp_approval_timeout: toolgate::mcp_gateway::DEFAULT_APPROVAL_TIMEOUT,
             jwt: None,
             rates: None,
             allowed_hosts: Default::default(),

@@ -112,7 +112,11 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
             Failure::bad_input(format!(
                 "unknown status '{s}'; use one of: {}",
-                RunStatus::ALL.map(RunStatus::as_str).join(", ")
+                RunStatus::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?),
         None => None,

@@ -8,9 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 use toolgate::engine::{self, Cancel, Engine, EngineConfig, prepare};
 use toolgate::protocol::CallerKind;
-use toolgate::tool::{
-    Entry, LoadedTool, Part, Source, ToolError, ToolLibrary, ToolOutput, load_dir, workspace,
-};
+use toolgate::tool::{LoadedTool, Part, ToolError, ToolLibrary, ToolOutput, load_dir, workspace};
 
 use super::out::{self, print_json, say};
 use super::{DEFAULT_TOOLS, Failure, find_tool, load_tools, open_store, table};
@@ -78,36 +76,15 @@ pub fn run(args: ToolsArgs, db: &Path) -> Result<ExitCode, Failure> {
     }
 }
 
-fn entry_kind(entry: &Entry) -> String {
-    match entry {
-        Entry::Builtin { handler } => format!("builtin:{handler}"),
-        Entry::Client => "client".into(),
-        Entry::Command { command, .. } => format!("command:{command}"),
-        Entry::Http { method, .. } => format!("http:{method}"),
-        Entry::Mcp { server, .. } => format!("mcp:{server}"),
-        Entry::OpenApi(b) => format!("openapi:{} {}", b.method, b.operation),
-        Entry::Dify(b) => format!("dify:{}", b.provider),
-    }
-}
-
-fn source(tool: &LoadedTool) -> String {
-    match &tool.source {
-        Source::Builtin => "built-in".into(),
-        Source::File(p) => p.display().to_string(),
-        Source::Program => "program".into(),
-        Source::Mcp { file, .. } => file.display().to_string(),
-    }
-}
-
 fn summary(tool: &LoadedTool) -> Value {
     json!({
         "name": tool.spec.name,
         "description": tool.spec.description,
         "permission": tool.spec.permission,
-        "entry": entry_kind(&tool.spec.entry),
+        "entry": tool.spec.entry.label(),
         "definition_only": tool.definition_only(),
         "category": tool.spec.category,
-        "source": source(tool),
+        "source": tool.origin.place(),
         "sandbox": tool.spec.sandbox.as_ref().map(|p| p.to_json()),
     })
 }
@@ -133,7 +110,7 @@ fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
             vec![
                 t.spec.name.clone(),
                 format!("{:?}", t.spec.permission).to_lowercase(),
-                entry_kind(&t.spec.entry),
+                t.spec.entry.label(),
                 sandbox_summary(t),
                 first_sentence(&t.spec.description),
             ]
@@ -175,8 +152,8 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
         tool.spec.name,
         tool.spec.description,
         tool.spec.permission,
-        entry_kind(&tool.spec.entry),
-        source(tool)
+        tool.spec.entry.label(),
+        tool.origin.place()
     );
     if let Some(t) = tool.spec.timeout {
         text.push_str(&format!("  timeout:    {t} s\n"));
@@ -208,7 +185,9 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
 }
 
 fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
-    let mut loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    // A check asks the MCP servers themselves, not the lists kept of them.
+    toolgate::tool::mcp::list_live();
+    let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
     let mut out = out::stdout();
     let mut text = String::new();
     for def in &loaded.tools {
@@ -218,18 +197,12 @@ fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
             def.path.display()
         ));
     }
-    // MCP servers are started to list their tools.
-    let (mcp_tools, mcp_errors) = toolgate::mcp::check(&loaded.mcp_files);
-    for (name, path) in &mcp_tools {
-        text.push_str(&format!("ok      {name} ({})\n", path.display()));
-    }
-    loaded.errors.extend(mcp_errors);
     for e in &loaded.errors {
         text.push_str(&format!("broken  {e}\n"));
     }
     text.push_str(&format!(
         "{} tool(s) loaded, {} problem(s) in {}\n",
-        loaded.tools.len() + mcp_tools.len(),
+        loaded.tools.len(),
         loaded.errors.len(),
         dir.display()
     ));

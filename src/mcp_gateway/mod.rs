@@ -1,13 +1,12 @@
 //! toolgate as an MCP server: one agent's toolkit served to any MCP client, over stdio
 //! (`toolgate mcp --agent FILE`) or streamable HTTP (`toolgate serve`, at
-//! `/mcp/{agent}`). Every `tools/call` is a single-call run in the store (one
+//! `/mcp/{agent}`: the transport is `server/mcp.rs`). Every `tools/call` is a single-call run in the store (one
 //! conversation per MCP session), so it passes the same gate, engine and record as a
 //! model's call, and a CONFIRM call waits as the run's pending item: asked through MCP
 //! elicitation when the client supports it, otherwise held until `toolgate approve`,
 //! `deny` or the HTTP API decides it from any process, or until the approval timeout.
 
 mod hold;
-pub mod http;
 mod joined;
 mod session;
 mod stdin;

@@ -115,7 +115,7 @@ impl Session {
                 result: None,
                 result_size: 0,
                 status: CallStatus::Cancelled,
-                error_kind: Some("cancelled".into()),
+                error_kind: Some(crate::protocol::ErrorKind::Cancelled.as_str().into()),
                 error_message: Some(format!("{why} while the call waited for approval")),
                 started_at: jiff::Timestamp::now().as_millisecond(),
                 duration_ms: 0.0,

@@ -74,7 +74,7 @@ impl ScriptedModel {
             ModelError::Config(format!(
                 "scripted model {}{line}: {}",
                 path.display(),
-                crate::tool::file::first_line(&e.to_string())
+                crate::tool::folder::first_line(&e.to_string())
             ))
         })?;
         Ok(Self {

@@ -362,7 +362,7 @@ impl Runner {
                     live,
                     &call,
                     CallStatus::Failed,
-                    Some("invalid_arguments"),
+                    Some(crate::protocol::ErrorKind::InvalidArguments),
                     message,
                 );
             }
@@ -453,7 +453,7 @@ impl Runner {
                             live,
                             &c.call,
                             CallStatus::Failed,
-                            Some("interrupted"),
+                            Some(crate::protocol::ErrorKind::Interrupted),
                             "The process running this call stopped before it finished, so its outcome is unknown: it may or may not have taken effect. It was not run again.".to_string(),
                         ),
                     };
@@ -474,7 +474,13 @@ impl Runner {
                 // Approved: gated again against the policy of this moment.
                 if let Some(told) = self.recheck(live, c).await {
                     live.pending_updates.push((c.call.id.clone(), "done"));
-                    c.phase = self.answer(live, &c.call, CallStatus::Denied, Some("policy"), told);
+                    c.phase = self.answer(
+                        live,
+                        &c.call,
+                        CallStatus::Denied,
+                        Some(crate::protocol::ErrorKind::Policy),
+                        told,
+                    );
                 }
             }
         }
@@ -527,7 +533,8 @@ impl Runner {
                     output = after.shown;
                     record.replaced = after.replaced;
                     if let Some(failure) = after.failure {
-                        record.error_kind = Some("hook_failed".into());
+                        record.error_kind =
+                            Some(crate::protocol::ErrorKind::HookFailed.as_str().into());
                         record.error_message = Some(failure);
                     }
                 }

@@ -154,41 +154,49 @@ impl Loaded {
     }
 
     /// The library for `dir` (`None`: built-ins only), loaded by `load` only when the
-    /// folder or a file in it changed.
+    /// folder, a file in it, or a file outside it that its tools were read from changed.
     pub fn library(
         &self,
         dir: Option<&Path>,
         load: impl FnOnce(Option<&Path>) -> Result<ToolLibrary, String>,
     ) -> Result<Arc<ToolLibrary>, String> {
         let key = dir.map(Path::to_path_buf);
-        let cached = |stamp: &Stamp| {
-            let found = self
-                .libraries
+        let known = || {
+            self.libraries
                 .lock()
                 .ok()
-                .and_then(|m| m.get(&key).cloned());
-            match found {
-                Some((seen, lib)) if seen == *stamp => Ok(lib),
-                other => Err(other.map(|(_, lib)| lib)),
-            }
+                .and_then(|m| m.get(&key).cloned())
         };
-        let stamp = dir.map_or(Stamp(Vec::new()), Stamp::of_dir);
-        if let Ok(lib) = cached(&stamp) {
+        // The folder, and the files outside it that `lib` was read from
+        // (`ToolSource::watches`).
+        let stamp_of = |mut stamp: Stamp, lib: &ToolLibrary| {
+            for file in lib.watched() {
+                stamp.0.extend(Stamp::of_file(file).0);
+            }
+            stamp
+        };
+        let of_dir = || dir.map_or(Stamp(Vec::new()), Stamp::of_dir);
+        let fresh = || match known() {
+            Some((seen, lib)) if seen == stamp_of(of_dir(), &lib) => Ok(lib),
+            other => Err(other.map(|(_, lib)| lib)),
+        };
+        if let Ok(lib) = fresh() {
             return Ok(lib);
         }
         // Another caller may have loaded it while this one waited.
         let _one = self.loading.lock().unwrap_or_else(|p| p.into_inner());
-        let stamp = dir.map_or(Stamp(Vec::new()), Stamp::of_dir);
-        let previous = match cached(&stamp) {
+        let previous = match fresh() {
             Ok(lib) => return Ok(lib),
             Err(previous) => previous,
         };
+        let before = of_dir();
         let mut lib = load(dir)?;
         let lines = lib.keep_last_good(previous.as_deref().unwrap_or(&ToolLibrary::default()));
         for line in lines {
             (self.report)(&line);
         }
         let lib = Arc::new(lib);
+        let stamp = stamp_of(before, &lib);
         if let Ok(mut m) = self.libraries.lock() {
             m.insert(key, (stamp, Arc::clone(&lib)));
         }
@@ -225,6 +233,32 @@ mod tests {
         let lib = cache.library(Some(dir.path()), load).unwrap();
         assert_eq!(loads.get(), 2);
         assert!(lib.get("t").is_some());
+    }
+
+    #[test]
+    fn a_document_read_from_outside_the_folder_is_watched_too() {
+        let root = tempfile::tempdir().unwrap();
+        let tools = root.path().join("tools");
+        std::fs::create_dir(&tools).unwrap();
+        let doc = |op: &str| {
+            format!(
+                "openapi: 3.0.0\ninfo: {{title: t, version: '1'}}\npaths:\n  /a:\n    get:\n      operationId: {op}\n      responses: {{'200': {{description: ok}}}}\n"
+            )
+        };
+        std::fs::write(root.path().join("api.yaml"), doc("first")).unwrap();
+        std::fs::write(
+            tools.join("api.yaml"),
+            "openapi: ../api.yaml\nname: api\nbase_url: http://127.0.0.1:9\n",
+        )
+        .unwrap();
+        let cache = Loaded::default();
+        let load = |d: Option<&Path>| ToolLibrary::load(d.unwrap()).map_err(|e| e.to_string());
+        let lib = cache.library(Some(&tools), load).unwrap();
+        assert!(lib.get("api__first").is_some(), "{:?}", lib.errors());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(root.path().join("api.yaml"), doc("second") + "\n").unwrap();
+        let lib = cache.library(Some(&tools), load).unwrap();
+        assert!(lib.get("api__second").is_some(), "{:?}", lib.names());
     }
 
     #[test]

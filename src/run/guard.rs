@@ -10,6 +10,7 @@ use crate::parse::ToolCall;
 use crate::permission::{Gate, Who};
 use crate::policy::hooks::OnError;
 use crate::policy::{Before, HookRequest};
+use crate::protocol::ErrorKind;
 
 /// What the `before_call` hooks said about one call.
 pub(super) enum Screen {
@@ -21,7 +22,7 @@ pub(super) enum Screen {
     },
     /// Refused: what the model reads (and the record says), and the record's error
     /// kind (`hook`: a hook said no; `hook_failed`: a hook gave no usable answer).
-    Deny { told: String, kind: &'static str },
+    Deny { told: String, kind: ErrorKind },
 }
 
 impl Screen {
@@ -101,7 +102,7 @@ impl Runner {
                         OnError::Deny => {
                             return Screen::Deny {
                                 told: format!("The call was not run: {e}, and hooks fail closed."),
-                                kind: "hook_failed",
+                                kind: ErrorKind::HookFailed,
                             };
                         }
                         OnError::Confirm => {
@@ -133,7 +134,7 @@ impl Runner {
                             told: format!(
                                 "A before_call hook rewrote the arguments into ones the tool refuses ({e}); the call was not run."
                             ),
-                            kind: "hook_failed",
+                            kind: ErrorKind::HookFailed,
                         };
                     }
                 }
@@ -148,7 +149,7 @@ impl Runner {
                             .unwrap_or_else(|| {
                                 "A before_call hook denied this call; it was not run.".into()
                             }),
-                        kind: "hook",
+                        kind: ErrorKind::Hook,
                     };
                 }
                 Before::Confirm(reason) => {

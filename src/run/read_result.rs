@@ -81,7 +81,13 @@ impl Runner {
         let length = arg("length")
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_PAGE);
-        let fail = |message: String| (CallStatus::Failed, Some("invalid_arguments"), message);
+        let fail = |message: String| {
+            (
+                CallStatus::Failed,
+                Some(crate::protocol::ErrorKind::InvalidArguments),
+                message,
+            )
+        };
         let (status, kind, output) = if call_id.is_empty() {
             fail("read_result needs call_id: the id of the call whose result was cut".into())
         } else if length == 0 {
@@ -103,7 +109,7 @@ impl Runner {
                 )),
                 Err(e) => (
                     CallStatus::Failed,
-                    Some("store"),
+                    Some(crate::protocol::ErrorKind::Store),
                     format!("the records could not be read: {e}"),
                 ),
             }

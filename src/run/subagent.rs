@@ -15,7 +15,7 @@ use crate::engine::{Admission, Cancel, Engine, now_ms};
 use crate::parse::ToolCall;
 use crate::permission::Gate;
 use crate::protocol::{
-    CallStatus, CallerKind, Event, RequiredItem, RunEvent, RunObject, RunStatus,
+    CallStatus, CallerKind, ErrorKind, Event, RequiredItem, RunEvent, RunObject, RunStatus,
 };
 use crate::store::{CallRecord, Refusal, RunLink};
 use crate::subagents::{CATEGORY, Subagent};
@@ -43,7 +43,7 @@ enum ChildEnd {
     Done {
         status: CallStatus,
         output: String,
-        error_kind: Option<&'static str>,
+        error_kind: Option<ErrorKind>,
         started_at: i64,
         duration_ms: f64,
     },
@@ -132,7 +132,7 @@ impl Runner {
                         result: None,
                         result_size: 0,
                         status,
-                        error_kind: error_kind.map(str::to_string),
+                        error_kind: error_kind.map(|k| k.as_str().to_string()),
                         error_message: error_kind.map(|_| output.clone()),
                         started_at,
                         duration_ms,
@@ -149,7 +149,7 @@ impl Runner {
                             tool: c.call.name.clone(),
                             status,
                             duration_ms,
-                            error_kind: error_kind.map(str::to_string),
+                            error_kind: error_kind.map(|k| k.as_str().to_string()),
                         },
                     });
                     if c.gate != Gate::Run {
@@ -210,7 +210,7 @@ impl Runner {
         engine: &Engine,
         cancel: &Cancel,
     ) -> Result<ChildEnd, RunError> {
-        let refused = |kind: &'static str, output: String| ChildEnd::Done {
+        let refused = |kind: ErrorKind, output: String| ChildEnd::Done {
             status: CallStatus::Failed,
             output,
             error_kind: Some(kind),
@@ -219,7 +219,7 @@ impl Runner {
         };
         let target = match job.target.clone() {
             Ok(t) => t,
-            Err(e) => return Ok(refused("subagent_unknown", e)),
+            Err(e) => return Ok(refused(ErrorKind::SubagentUnknown, e)),
         };
         let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
         let existing = self
@@ -257,7 +257,7 @@ impl Runner {
                         .iter()
                         .any(|a| a == &target.name);
                     return Ok(refused(
-                        "max_depth",
+                        ErrorKind::MaxDepth,
                         format!(
                             "The sub-agent '{}' was not started: it would run {} levels below the top run, past max_depth {} ({}){}. Do the task without it.",
                             target.name,
@@ -276,7 +276,7 @@ impl Runner {
                     Ok(a) => a,
                     Err(e) => {
                         return Ok(refused(
-                            "subagent_unavailable",
+                            ErrorKind::SubagentUnavailable,
                             format!("The sub-agent '{}' could not start: {e}", target.name),
                         ));
                     }
@@ -336,7 +336,7 @@ impl Runner {
                     }
                     Err(e) => {
                         return Ok(refused(
-                            "subagent_unavailable",
+                            ErrorKind::SubagentUnavailable,
                             format!("The sub-agent '{}' could not start: {e}", target.name),
                         ));
                     }
@@ -399,12 +399,12 @@ fn end_of(job: &ChildJob, target: &Subagent, child: RunObject, cancel: &Cancel) 
         RunStatus::Incomplete => done(
             CallStatus::Failed,
             format!("{who} stopped without a final answer: {why}"),
-            Some("subagent_incomplete"),
+            Some(ErrorKind::SubagentIncomplete),
         ),
         RunStatus::Cancelled => done(
             CallStatus::Cancelled,
             format!("{who} was cancelled."),
-            Some("cancelled"),
+            Some(ErrorKind::Cancelled),
         ),
         RunStatus::RequiresAction => {
             let items = child
@@ -430,7 +430,7 @@ fn end_of(job: &ChildJob, target: &Subagent, child: RunObject, cancel: &Cancel) 
         RunStatus::Failed | RunStatus::InProgress => done(
             CallStatus::Failed,
             format!("{who} failed: {why}"),
-            Some("subagent_failed"),
+            Some(ErrorKind::SubagentFailed),
         ),
     }
 }

@@ -13,7 +13,9 @@ use crate::engine::{CallOutcome, PreparedCall, now_ms};
 use crate::parse::ToolCall;
 use crate::permission::{Gate, Verdict};
 use crate::prompt::cdata_escape;
-use crate::protocol::{CallStatus, CallerKind, Decision, ItemKind, RequiredItem, RunEvent};
+use crate::protocol::{
+    CallStatus, CallerKind, Decision, ErrorKind, ItemKind, RequiredItem, RunEvent,
+};
 use crate::store::CallRecord;
 
 impl Runner {
@@ -35,12 +37,15 @@ impl Runner {
                 let (output, kind) =
                     match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
                         Some(crate::store::EXPIRED) => {
-                            (crate::store::EXPIRED.to_string(), "expired")
+                            (crate::store::EXPIRED.to_string(), ErrorKind::Expired)
                         }
-                        Some(r) => (format!("A person denied this call. Reason: {r}"), "denied"),
+                        Some(r) => (
+                            format!("A person denied this call. Reason: {r}"),
+                            ErrorKind::Denied,
+                        ),
                         None => (
                             "A person denied this call; no reason was given.".to_string(),
-                            "denied",
+                            ErrorKind::Denied,
                         ),
                     };
                 live.pending_updates.push((c.call.id.clone(), "done"));
@@ -57,7 +62,7 @@ impl Runner {
                     live,
                     &c.call,
                     status,
-                    is_error.then_some("client_error"),
+                    is_error.then_some(ErrorKind::ClientError),
                     output,
                 );
             }
@@ -164,7 +169,13 @@ impl Runner {
                             c.call.name
                         ),
                     };
-                    self.answer(live, &c.call, CallStatus::Denied, Some("policy"), output)
+                    self.answer(
+                        live,
+                        &c.call,
+                        CallStatus::Denied,
+                        Some(ErrorKind::Policy),
+                        output,
+                    )
                 }
             };
             turn.push(c);
@@ -238,7 +249,7 @@ impl Runner {
         live: &mut Live,
         call: &ToolCall,
         status: CallStatus,
-        error_kind: Option<&str>,
+        error_kind: Option<ErrorKind>,
         output: String,
     ) -> Phase {
         let mut record = CallRecord {
@@ -252,13 +263,13 @@ impl Runner {
             result: None,
             result_size: 0,
             status,
-            error_kind: error_kind.map(str::to_string),
+            error_kind: error_kind.map(|k| k.as_str().to_string()),
             error_message: error_kind.map(|_| output.clone()),
             started_at: now_ms(),
             duration_ms: 0.0,
             replaced: false,
         };
-        if status == CallStatus::Client || error_kind == Some("client_error") {
+        if status == CallStatus::Client || error_kind == Some(ErrorKind::ClientError) {
             record.set_result(&output);
         }
         live.records.push(record);

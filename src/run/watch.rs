@@ -33,7 +33,7 @@ impl Runner {
                     if let Err(e) = loaded {
                         tracing::warn!(folder = %dir.display(), "cannot load the tools folder: {e}");
                     }
-                    crate::mcp::stop_unused()
+                    crate::tool::mcp::stop_unused()
                 })
                 .await;
                 if let Ok(stopped) = looked

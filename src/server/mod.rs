@@ -15,6 +15,7 @@ mod inbox;
 pub mod jwt;
 mod limits;
 pub mod listen;
+mod mcp;
 mod metrics;
 pub mod notify;
 mod openapi;
@@ -117,6 +118,8 @@ pub struct AppState {
     pub tools_dir: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub api_key: Option<String>,
+    /// How long a held CONFIRM call from an MCP client (`/mcp/{agent}`) waits.
+    pub mcp_approval_timeout: std::time::Duration,
     /// An app's JWTs, when accepted.
     pub jwt: Option<Arc<jwt::JwtVerifier>>,
     /// Rate limits, when configured.
@@ -260,23 +263,16 @@ pub fn joined(
     }
 }
 
-/// The router: every route, with its OpenAPI document at `/openapi.json`.
+/// The router: every route, with its OpenAPI document at `/openapi.json` and the MCP
+/// gateway at `/mcp/{agent}` (held calls wait `state.mcp_approval_timeout`).
 pub fn router(state: Arc<AppState>) -> axum::Router {
-    let mcp = crate::mcp_gateway::http::McpHttp::new(crate::mcp_gateway::DEFAULT_APPROVAL_TIMEOUT);
-    router_with(state, mcp)
-}
-
-/// [`router`], with the MCP gateway's services at `/mcp/{agent}`.
-pub fn router_with(
-    state: Arc<AppState>,
-    mcp: Arc<crate::mcp_gateway::http::McpHttp>,
-) -> axum::Router {
+    let mcp = Arc::new(mcp::McpHttp::default());
     let (api, doc) = openapi::routes().split_for_parts();
     let mcp_route = axum::routing::any(
         move |axum::extract::State(state): axum::extract::State<Arc<AppState>>,
               PathId(agent): PathId,
               request: axum::extract::Request| {
-            crate::mcp_gateway::http::handle(state, Arc::clone(&mcp), agent, request)
+            mcp::handle(state, Arc::clone(&mcp), agent, request)
         },
     );
     let doc = Arc::new(openapi_valid::finish(
@@ -399,6 +395,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         tools_dir: config.tools_dir,
         workspace: config.workspace,
         api_key: config.api_key,
+        mcp_approval_timeout: config.mcp_approval_timeout,
         jwt,
         rates: config
             .rate_limits
@@ -448,8 +445,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     takeup::spawn(Arc::clone(&state));
     // Deadlines, from the start: those that passed while no server ran go first.
     deadlines::spawn(Arc::clone(&state), config.approval_warning, notifier);
-    let mcp = crate::mcp_gateway::http::McpHttp::new(config.mcp_approval_timeout);
-    let app = router_with(Arc::clone(&state), mcp);
+    let app = router(Arc::clone(&state));
     let stopping = Arc::clone(&state);
     let stop = CancellationToken::new();
     let stopped = stop.clone();

@@ -13,7 +13,7 @@ use super::error::{ApiError, ApiQuery, ErrorBody, PathId};
 use super::{AgentInfo, AppState};
 use crate::protocol::CallStatus;
 use crate::store::{CallQuery, ConversationSummary, GlobalStats, Page, ToolStats};
-use crate::tool::{Entry, Permission};
+use crate::tool::Permission;
 
 /// `GET /v1/calls` filters.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -48,7 +48,11 @@ pub async fn calls(
         Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
-                CallStatus::ALL.map(CallStatus::as_str).join(", ")
+                CallStatus::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?),
     };
@@ -242,16 +246,7 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
                     Permission::Never => "never",
                 }
                 .into(),
-                runs: match spec.entry {
-                    Entry::Builtin { .. } => "builtin",
-                    Entry::Client => "client",
-                    Entry::Command { .. } => "command",
-                    Entry::Http { .. } => "http",
-                    Entry::Mcp { .. } => "mcp",
-                    Entry::OpenApi(_) => "openapi",
-                    Entry::Dify(_) => "dify",
-                }
-                .into(),
+                runs: spec.entry.kind().into(),
                 definition_only: spec.definition_only(),
                 read_only: spec.read_only,
                 category: spec.category.clone(),

@@ -189,7 +189,11 @@ pub async fn list_runs(
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
-                RunStatus::ALL.map(RunStatus::as_str).join(", ")
+                RunStatus::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?),
     };

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::library::{LoadedTool, Source};
+use super::library::LoadedTool;
+use super::source::Origin;
 use super::schema::Schema;
 use super::spec::{Entry, Permission, ToolSpec};
 
@@ -77,7 +78,8 @@ impl ClientTool {
             hidden: false,
             sandbox: None,
         };
-        LoadedTool::new(spec, schema, None, Source::Program)
+        // Definition only: the client runs it.
+        Ok(LoadedTool::new(spec, schema, None, Origin::PROGRAM, None))
     }
 }
 

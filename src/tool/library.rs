@@ -1,6 +1,6 @@
-//! `ToolLibrary`, the global set of tools (built-ins, tool files, tools added by a
-//! program), each a `LoadedTool`: its spec, compiled schemas, source and runner. One
-//! agent's view of it is a `Toolkit` (toolkit.rs).
+//! `ToolLibrary`, the global set of tools (those of every registered source, and tools
+//! added by a program), each a `LoadedTool`: its spec, compiled schemas, origin and
+//! runner. One agent's view of it is a `Toolkit` (toolkit.rs).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -8,29 +8,14 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::builtin;
-use super::command::CommandTool;
-use super::file::{LoadError, ToolDef, load_dir};
-use super::http::HttpTool;
+use super::folder::{LoadError, ToolDef, read_dir};
 use super::output::{Part, ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
-use super::spec::{Entry, Permission, ToolSpec};
+use super::source::Origin;
+use super::spec::{Permission, ToolSpec};
 use super::toolkit::{Toolkit, ToolkitError};
 use crate::parse::Schemas;
-
-/// Where a tool was defined.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Source {
-    Builtin,
-    File(PathBuf),
-    Program,
-    /// A tool of the MCP server `server`, declared in `file`.
-    Mcp {
-        server: String,
-        file: PathBuf,
-    },
-}
 
 /// A tool ready to use: its spec, compiled schema and what runs it (`None` for
 /// definition-only tools).
@@ -39,7 +24,8 @@ pub struct LoadedTool {
     pub schema: Schema,
     /// The compiled [`ToolSpec::output`], checked against every output the tool returns.
     pub output: Option<Schema>,
-    pub source: Source,
+    /// Where it came from.
+    pub origin: Origin,
     runner: Option<Arc<dyn Tool>>,
     /// Whether its parameters mark anything secret (most tools: no, and then no call
     /// of it needs a look for secret values).
@@ -54,42 +40,31 @@ impl std::fmt::Debug for LoadedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoadedTool")
             .field("spec", &self.spec)
-            .field("source", &self.source)
+            .field("origin", &self.origin)
             .finish()
     }
 }
 
 impl LoadedTool {
-    pub(super) fn new(
+    /// A tool of `origin` run by `runner` (`None`: definition only), with no rules of
+    /// its own.
+    pub fn new(
         spec: ToolSpec,
         schema: Schema,
         output: Option<Schema>,
-        source: Source,
-    ) -> Result<Self, String> {
-        let runner: Option<Arc<dyn Tool>> = match &spec.entry {
-            Entry::Client => None,
-            Entry::Builtin { handler } => Some(
-                builtin::handler(handler, spec.clone())
-                    .ok_or_else(|| format!("there is no built-in handler '{handler}'"))?,
-            ),
-            Entry::Command { .. } => Some(Arc::new(CommandTool::new(spec.clone()))),
-            Entry::Http { .. } => Some(Arc::new(HttpTool::new(spec.clone()))),
-            Entry::OpenApi(_) => Some(Arc::new(super::openapi::OpenApiTool::new(spec.clone()))),
-            Entry::Dify(_) => Some(Arc::new(super::dify::DifyTool::new(spec.clone()))),
-            Entry::Mcp { .. } => {
-                return Err("an MCP tool comes from its server's declaration (mcp_server:)".into());
-            }
-        };
-        Ok(Self {
+        origin: Origin,
+        runner: Option<Arc<dyn Tool>>,
+    ) -> Self {
+        Self {
             secret: crate::secrets::has_secrets(&spec.parameters),
             spec,
             schema,
             output,
-            source,
+            origin,
             runner,
             policy: Default::default(),
             rule: Default::default(),
-        })
+        }
     }
 
     pub fn definition_only(&self) -> bool {
@@ -104,7 +79,7 @@ impl LoadedTool {
             spec: self.spec.with_sandbox(policy),
             schema: self.schema.clone(),
             output: self.output.clone(),
-            source: self.source.clone(),
+            origin: self.origin.clone(),
             runner: Some(runner),
             secret: self.secret,
             policy: self.policy.clone(),
@@ -216,6 +191,10 @@ impl LoadedTool {
             masked = ctx.clone().with_masks(hidden.clone());
             &masked
         };
+        // A server started at the first call starts before the call's time counts.
+        if let Some(ready) = runner.ready() {
+            ready.await?;
+        }
         let timeout = self
             .spec
             .timeout
@@ -263,103 +242,51 @@ fn mask_strings(v: &mut Value, hidden: &[String]) {
 pub struct ToolLibrary {
     tools: BTreeMap<String, Arc<LoadedTool>>,
     errors: Vec<LoadError>,
+    watched: Vec<PathBuf>,
 }
 
 impl ToolLibrary {
-    /// The built-in tools only.
+    /// The built-in tools only: what the registered sources bring with no file.
     pub fn builtin() -> Self {
         let mut lib = Self::default();
-        for spec in builtin::specs() {
-            // Built-in schemas are written in this crate and compile.
-            if let Ok(schema) = Schema::compile(&spec.parameters)
-                && let Ok(tool) = LoadedTool::new(spec, schema, None, Source::Builtin)
-            {
+        for source in super::sources::registered() {
+            for tool in source.fixed() {
                 lib.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
         }
         lib
     }
 
-    /// The built-ins plus the tool files in `dir`. A file that cannot be used is in
-    /// [`ToolLibrary::errors`] and does not stop the others. A file may redefine a
-    /// built-in of the same name.
+    /// The built-ins plus the tools of `dir`, read by the registered sources. A file
+    /// that cannot be used is in [`ToolLibrary::errors`] and does not stop the others.
+    /// A file may redefine a built-in of the same name.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
         // No tool's sandbox shows the tools folder, even inside a workspace.
         crate::sandbox::protect(dir);
         let mut lib = Self::builtin();
-        let loaded = load_dir(dir)?;
+        let loaded = read_dir(dir, &super::sources::registered())?;
         lib.errors = loaded.errors;
+        lib.watched = loaded.watched;
         for def in loaded.tools {
             lib.add_def(def);
         }
-        lib.add_mcp(&loaded.mcp_files);
         Ok(lib)
     }
 
-    /// The tools of the MCP servers declared in `files` (started if need be); a server
-    /// that does not start is one error naming its file, and its tools are absent.
-    fn add_mcp(&mut self, files: &[PathBuf]) {
-        if files.is_empty() {
-            return;
-        }
-        let found = crate::mcp::load(files);
-        self.errors.extend(found.errors);
-        for (tool, schema, decl) in found.tools {
-            let spec = tool.spec().clone();
-            let first = match self.tools.get(&spec.name).map(|t| &t.source) {
-                Some(Source::File(p) | Source::Mcp { file: p, .. }) => Some(p.display()),
-                _ => None,
-            };
-            if let Some(first) = first {
-                self.errors.push(LoadError {
-                    message: format!(
-                        "MCP server '{}': a tool named '{}' is already defined in {first}",
-                        decl.name, spec.name
-                    ),
-                    path: decl.path.clone(),
-                    line: None,
-                });
-                continue;
-            }
-            let loaded = LoadedTool {
-                secret: crate::secrets::has_secrets(&spec.parameters),
-                spec,
-                schema,
-                output: None,
-                source: Source::Mcp {
-                    server: decl.name.clone(),
-                    file: decl.path.clone(),
-                },
-                runner: Some(Arc::new(tool)),
-                policy: Default::default(),
-                rule: Default::default(),
-            };
-            self.tools
-                .insert(loaded.spec.name.clone(), Arc::new(loaded));
-        }
+    fn add_def(&mut self, def: ToolDef) {
+        let origin = Origin {
+            source: def.source,
+            file: Some(def.path),
+        };
+        let mut tool = LoadedTool::new(def.spec, def.schema, def.output, origin, def.runner);
+        tool.policy = def.policy;
+        tool.rule = def.rule;
+        self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
     }
 
-    fn add_def(&mut self, def: ToolDef) {
-        let ToolDef {
-            spec,
-            schema,
-            output,
-            path,
-            policy,
-            rule,
-        } = def;
-        match LoadedTool::new(spec, schema, output, Source::File(path.clone())) {
-            Ok(mut tool) => {
-                tool.policy = policy;
-                tool.rule = rule;
-                self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
-            }
-            Err(message) => self.errors.push(LoadError {
-                path,
-                line: None,
-                message,
-            }),
-        }
+    /// Files outside the tools folder that its tools were read from.
+    pub fn watched(&self) -> &[PathBuf] {
+        &self.watched
     }
 
     /// Adds a tool implemented by the program itself.
@@ -371,16 +298,7 @@ impl ToolLibrary {
             None => None,
             Some(v) => Some(Schema::compile(v).map_err(|e| format!("{}: output: {e}", spec.name))?),
         };
-        let loaded = LoadedTool {
-            secret: crate::secrets::has_secrets(&spec.parameters),
-            spec,
-            schema,
-            output,
-            source: Source::Program,
-            runner: Some(tool),
-            policy: Default::default(),
-            rule: Default::default(),
-        };
+        let loaded = LoadedTool::new(spec, schema, output, Origin::PROGRAM, Some(tool));
         self.tools
             .insert(loaded.spec.name.clone(), Arc::new(loaded));
         Ok(())
@@ -392,6 +310,7 @@ impl ToolLibrary {
         let mut lib = ToolLibrary {
             tools: self.tools.clone(),
             errors: self.errors.clone(),
+            watched: self.watched.clone(),
         };
         for tool in tools {
             lib.add(tool)?;

@@ -6,36 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One piece of a tool's output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Part {
-    Text {
-        text: String,
-    },
-    Json {
-        json: Value,
-    },
-    /// An image, as a URL or base64 data with its MIME type.
-    Image {
-        mime: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        url: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        data: Option<String>,
-    },
-    Link {
-        url: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-    },
-    /// A file the tool wrote or points to (a path in the workspace).
-    File {
-        path: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        mime: Option<String>,
-    },
-}
+pub use crate::protocol::{ErrorKind, Part};
 
 /// A tool's result: parts in order, and whether the tool reports an error (the model
 /// still sees it: a failed command's stderr is useful to it).
@@ -189,19 +160,19 @@ pub enum ToolError {
 
 impl ToolError {
     /// The error kind recorded with the call.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            ToolError::NotFound { .. } => "tool_not_found",
-            ToolError::InvalidArguments { .. } => "validation_error",
-            ToolError::Execution(_) | ToolError::Panicked(_) => "execution_error",
-            ToolError::Timeout(_) => "timeout",
-            ToolError::Cancelled => "cancelled",
-            ToolError::ClientSide(_) => "client",
-            ToolError::ServerUnavailable(_) => "server_unavailable",
-            ToolError::BlockedAddress { .. } => "blocked_address",
-            ToolError::MissingCredential(_) => "missing_credential",
-            ToolError::Rejected(_) => "rejected",
-            ToolError::Sandbox(_) => "sandbox",
+            ToolError::NotFound { .. } => ErrorKind::ToolNotFound,
+            ToolError::InvalidArguments { .. } => ErrorKind::ValidationError,
+            ToolError::Execution(_) | ToolError::Panicked(_) => ErrorKind::ExecutionError,
+            ToolError::Timeout(_) => ErrorKind::Timeout,
+            ToolError::Cancelled => ErrorKind::Cancelled,
+            ToolError::ClientSide(_) => ErrorKind::Client,
+            ToolError::ServerUnavailable(_) => ErrorKind::ServerUnavailable,
+            ToolError::BlockedAddress { .. } => ErrorKind::BlockedAddress,
+            ToolError::MissingCredential(_) => ErrorKind::MissingCredential,
+            ToolError::Rejected(_) => ErrorKind::Rejected,
+            ToolError::Sandbox(_) => ErrorKind::Sandbox,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::library::{LoadedTool, Source, ToolLibrary};
+use super::library::{LoadedTool, ToolLibrary};
 
 impl ToolLibrary {
     /// Completes a library just loaded from a folder with what `previous` (the one it
@@ -49,10 +49,7 @@ impl ToolLibrary {
 
 /// The file a tool was read from, if it came from one.
 fn file_of(tool: &LoadedTool) -> Option<&Path> {
-    match &tool.source {
-        Source::File(p) | Source::Mcp { file: p, .. } => Some(p),
-        Source::Builtin | Source::Program => None,
-    }
+    tool.origin.file.as_deref()
 }
 
 #[cfg(test)]

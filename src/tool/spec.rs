@@ -94,6 +94,36 @@ pub enum Entry {
     Dify(Box<super::dify::Binding>),
 }
 
+impl Entry {
+    /// Its `type`, as written: `builtin`, `client`, `command`, `http`, `mcp`, `openapi`,
+    /// `dify`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Entry::Builtin { .. } => "builtin",
+            Entry::Client => "client",
+            Entry::Command { .. } => "command",
+            Entry::Http { .. } => "http",
+            Entry::Mcp { .. } => "mcp",
+            Entry::OpenApi(_) => "openapi",
+            Entry::Dify(_) => "dify",
+        }
+    }
+
+    /// How a tool runs, in a word and its main setting (`builtin:echo`, `command:./x`,
+    /// `http:GET`, `mcp:time`, `openapi:GET getPet`, `dify:provider`, `client`).
+    pub fn label(&self) -> String {
+        match self {
+            Entry::Builtin { handler } => format!("builtin:{handler}"),
+            Entry::Client => "client".into(),
+            Entry::Command { command, .. } => format!("command:{command}"),
+            Entry::Http { method, .. } => format!("http:{method}"),
+            Entry::Mcp { server, .. } => format!("mcp:{server}"),
+            Entry::OpenApi(b) => format!("openapi:{} {}", b.method, b.operation),
+            Entry::Dify(b) => format!("dify:{}", b.provider),
+        }
+    }
+}
+
 fn default_method() -> String {
     "GET".to_string()
 }

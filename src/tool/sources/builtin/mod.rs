@@ -14,9 +14,47 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::output::{ToolError, ToolOutput};
-use super::runnable::{Tool, ToolContext};
-use super::spec::{Entry, Permission, ToolSpec};
+use crate::tool::source::{Origin, ToolSource};
+use crate::tool::{
+    Entry, LoadedTool, Permission, Schema, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+/// The source's name in its tools' origin.
+pub const NAME: &str = "built-in";
+
+/// The built-in tools: in every library, with no file.
+pub struct Builtins;
+
+impl ToolSource for Builtins {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn fixed(&self) -> Vec<LoadedTool> {
+        let origin = Origin {
+            source: NAME,
+            file: None,
+        };
+        specs()
+            .into_iter()
+            .filter_map(|spec| {
+                // Built-in schemas are written in this crate and compile.
+                let schema = Schema::compile(&spec.parameters).ok()?;
+                let Entry::Builtin { handler: name } = &spec.entry else {
+                    return None;
+                };
+                let runner = handler(name, spec.clone())?;
+                Some(LoadedTool::new(
+                    spec,
+                    schema,
+                    None,
+                    origin.clone(),
+                    Some(runner),
+                ))
+            })
+            .collect()
+    }
+}
 
 /// The handler names, with the default spec of the tool of the same name.
 pub fn specs() -> Vec<ToolSpec> {

@@ -110,7 +110,7 @@ fn parse_value(path: &Path, text: &str) -> Result<Value, LoadError> {
     } else {
         serde_saphyr::from_str(text).map_err(|e| {
             let line = e.location().map(|l| l.line() as usize);
-            fail(line, crate::tool::file::first_line(&e.to_string()))
+            fail(line, crate::tool::folder::first_line(&e.to_string()))
         })
     }
 }
@@ -145,7 +145,7 @@ fn read_file(path: &Path) -> Result<Read, LoadError> {
     let value = parse_value(path, &text)?;
     let fail = |keys: &[&str], message: String| LoadError {
         path: path.to_path_buf(),
-        line: crate::tool::file::line_of(&text, keys),
+        line: crate::tool::folder::line_of(&text, keys),
         message,
     };
     let Some(top) = value.as_object() else {

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::tool::command::CommandTool;
+use crate::tool::sources::tool_file::command::CommandTool;
 use crate::tool::{Entry, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The adapter's source.

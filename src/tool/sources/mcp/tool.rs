@@ -44,6 +44,15 @@ impl Tool for McpTool {
         ))
     }
 
+    /// Its server, started if it is not running (within its start timeout, not the
+    /// call's).
+    fn ready(&self) -> Option<futures_util::future::BoxFuture<'_, Result<(), ToolError>>> {
+        let server = Arc::clone(&self.server);
+        Some(Box::pin(async move {
+            on_runtime(async move { server.start_if_stopped().await }).await?
+        }))
+    }
+
     /// The tool on a server of its own, started in `policy`'s sandbox.
     fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
         let server = self.server.with_sandbox(policy.clone())?;

@@ -1,10 +1,10 @@
-//! The gateway over streamable HTTP: `toolgate serve` answers MCP at `/mcp/{agent}`
+//! The MCP gateway over streamable HTTP: `toolgate serve` answers MCP at `/mcp/{agent}`
 //! (behind the same bearer key as `/v1`), one rmcp service per agent, one session
-//! (and conversation) per MCP client connection.
+//! (and conversation) per MCP client connection, every one with the server's approval
+//! timeout (`AppState::mcp_approval_timeout`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -14,25 +14,18 @@ use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tower::ServiceExt;
 
-use super::{Gateway, Session};
-use crate::server::{ApiError, AppState};
+use super::{ApiError, AppState};
+use crate::mcp_gateway::{Gateway, Session};
 
 type Service = StreamableHttpService<Session, LocalSessionManager>;
 
 /// The `/mcp` services of one server, by agent name.
+#[derive(Default)]
 pub struct McpHttp {
-    approval_timeout: Duration,
     services: Mutex<HashMap<String, Service>>,
 }
 
 impl McpHttp {
-    pub fn new(approval_timeout: Duration) -> Arc<Self> {
-        Arc::new(Self {
-            approval_timeout,
-            services: Mutex::new(HashMap::new()),
-        })
-    }
-
     /// The service for `agent`, made on first use. Each new session reads the agent
     /// file again, so an edited agent applies to the next connection.
     fn service(&self, state: &Arc<AppState>, agent: &str) -> Result<Service, ApiError> {
@@ -47,7 +40,7 @@ impl McpHttp {
             runner: state.runner.clone(),
             tools_dir: state.tools_dir.clone(),
             workspace: state.workspace.clone(),
-            approval_timeout: self.approval_timeout,
+            approval_timeout: state.mcp_approval_timeout,
             owner: None,
         };
         let (state, name) = (Arc::clone(state), agent.to_string());

@@ -6,6 +6,7 @@
 mod files;
 mod params;
 mod run;
+mod source;
 
 use std::path::{Path, PathBuf};
 
@@ -13,10 +14,11 @@ use serde_json::Value;
 
 pub use params::env_name;
 pub use run::{ADAPTER, Binding, DifyTool};
+pub use source::{DifyFiles, NAME};
 
-use super::file::{LoadError, ToolDef, line_of};
-use super::schema::Schema;
-use super::{Entry, Permission, ToolSpec};
+use crate::tool::folder::{LoadError, ToolDef, line_of};
+use crate::tool::schema::Schema;
+use crate::tool::{Entry, Permission, ToolSpec};
 use files::{RawProvider, RawTool, english};
 
 /// What a YAML file is, as far as Dify goes.
@@ -37,7 +39,7 @@ fn read_value(path: &Path) -> Result<(String, Value), LoadError> {
     let value = serde_saphyr::from_str::<Value>(&text).map_err(|e| {
         fail(
             e.location().map(|l| l.line() as usize),
-            super::file::first_line(&e.to_string()),
+            crate::tool::folder::first_line(&e.to_string()),
         )
     })?;
     Ok((text, value))
@@ -189,7 +191,7 @@ fn tool_def(
     path: &Path,
     provider: &str,
     root: &Path,
-    provider_credentials: &std::collections::BTreeMap<String, super::Credential>,
+    provider_credentials: &std::collections::BTreeMap<String, crate::tool::Credential>,
 ) -> Result<ToolDef, LoadError> {
     let (text, value) = read_value(path)?;
     let fail = |keys: &[&str], message: String| LoadError {
@@ -265,14 +267,9 @@ fn tool_def(
         hidden: false,
         sandbox: Some(crate::sandbox::Policy::default()),
     };
-    Ok(ToolDef {
-        spec,
-        schema,
-        output: None,
-        path: path.to_path_buf(),
-        policy: Default::default(),
-        rule: Default::default(),
-    })
+    let runner: std::sync::Arc<dyn crate::tool::Tool> =
+        std::sync::Arc::new(DifyTool::new(spec.clone()));
+    Ok(ToolDef::new(spec, schema, path, NAME, Some(runner)))
 }
 
 #[cfg(test)]

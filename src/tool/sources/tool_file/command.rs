@@ -11,11 +11,11 @@ use serde_json::{Map, Value};
 use tokio::process::Command;
 
 use super::http::expand_env;
-use super::output::{Part, ToolError, ToolOutput};
-use super::process;
-use super::runnable::{Tool, ToolContext};
-use super::spec::{Entry, ToolSpec};
 use crate::sandbox;
+use crate::tool::process;
+use crate::tool::{Entry, ToolSpec};
+use crate::tool::{Part, ToolError, ToolOutput};
+use crate::tool::{Tool, ToolContext};
 
 /// Output bytes kept per stream when a tool does not say.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;

@@ -8,6 +8,7 @@ mod call;
 mod config;
 mod document;
 mod operations;
+mod source;
 
 use std::path::Path;
 
@@ -16,9 +17,10 @@ use serde_json::Value;
 pub use binding::{Auth, Binding, BodyBinding, BodyShape, Field, Location, Param};
 pub use call::{ERROR_EXCERPT, OpenApiTool, request};
 pub use document::{Document, Version};
+pub use source::{NAME, OpenApiFiles};
 
-use super::file::{LoadError, ToolDef, line_of};
-use super::schema::Schema;
+use crate::tool::folder::{LoadError, ToolDef, line_of};
+use crate::tool::schema::Schema;
 
 /// What a YAML or JSON file in the tools folder is, as far as OpenAPI goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,14 +178,11 @@ fn tools(
                 .map_err(|e| format!("its input schema does not compile: {e}"))
         });
         match compiled {
-            Ok((spec, schema)) => defs.push(ToolDef {
-                spec,
-                schema,
-                output: None,
-                path: path.to_path_buf(),
-                policy: Default::default(),
-                rule: Default::default(),
-            }),
+            Ok((spec, schema)) => {
+                let runner: std::sync::Arc<dyn crate::tool::Tool> =
+                    std::sync::Arc::new(OpenApiTool::new(spec.clone()));
+                defs.push(ToolDef::new(spec, schema, path, NAME, Some(runner)));
+            }
             // Operations toolgate cannot call (file uploads, binary bodies) are left
             // out, and named only when the file asks for them.
             Err(why) if raw.operations.is_some() => errors.push(fail(

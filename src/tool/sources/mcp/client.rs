@@ -1,6 +1,8 @@
 //! Running MCP servers: one per declaration in a process, shared by every run, on a
 //! runtime of their own (so a server outlives the command or request that started it);
-//! started when the library is loaded, started again by the next call after it died.
+//! started by the first call of one of its tools (or to list its tools when none are
+//! kept, then stopped), started again by the next call after it died. A server's
+//! `notifications/tools/list_changed` keeps its new list (see `cache.rs`).
 //! A call's progress notifications become `tool.output` events; a call dropped before
 //! its reply (cancelled, timed out) sends `notifications/cancelled`.
 
@@ -80,13 +82,39 @@ pub async fn on_runtime<T: Send + 'static>(
 /// Calls in flight by progress token, so that progress reaches the right call.
 type Listeners = Arc<Mutex<HashMap<String, ToolContext>>>;
 
-/// toolgate's side of a connection: routes progress notifications.
+/// A server's tool list (`tools/list`, as JSON) once known in this process.
+type Listed = Arc<tokio::sync::Mutex<Option<Vec<Value>>>>;
+
+/// toolgate's side of a connection: routes progress notifications, and keeps the new
+/// tool list a server announces.
 #[derive(Clone, Default)]
 struct Handler {
     listeners: Listeners,
+    /// The server's name, its tool list in this process and where it is kept.
+    server: String,
+    tools: Listed,
+    cache: Option<std::path::PathBuf>,
 }
 
 impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let listed = tokio::time::timeout(START_TIMEOUT, context.peer.list_all_tools()).await;
+        let Ok(Ok(listed)) = listed else {
+            // (A server stopped just after it was listed cannot answer any more.)
+            tracing::debug!(server = %self.server, "the MCP server's tools changed, but it did not list them");
+            return;
+        };
+        let tools: Vec<Value> = listed
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        if let Some(file) = &self.cache {
+            super::cache::write(file, &self.server, &tools);
+        }
+        tracing::info!(server = %self.server, tools = tools.len(), "the MCP server's tools changed; the next load of the library has them");
+        *self.tools.lock().await = Some(tools);
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -148,8 +176,11 @@ pub struct Server {
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
     /// The last lines a stdio server wrote to stderr.
     stderr: Arc<Mutex<VecDeque<String>>>,
-    /// Its tools as listed when it first started (`tools/list`, as JSON).
-    tools: tokio::sync::Mutex<Option<Vec<Value>>>,
+    /// Its tools as listed when it first started (`tools/list`, as JSON), or as it
+    /// last announced them.
+    tools: Listed,
+    /// Where its tool list is kept between processes.
+    cache: Option<std::path::PathBuf>,
 }
 
 /// A server's name, how it is reached and its sandbox: equal keys share one server in a
@@ -166,11 +197,18 @@ pub fn server(decl: &Declaration) -> Arc<Server> {
         &decl.connect,
         decl.sandbox.clone(),
         decl.path.display().to_string(),
+        super::cache::file_of(decl),
     )
 }
 
 /// The process's server of this name, connection and sandbox.
-fn shared(name: &str, connect: &Connect, policy: Option<Policy>, file: String) -> Arc<Server> {
+fn shared(
+    name: &str,
+    connect: &Connect,
+    policy: Option<Policy>,
+    file: String,
+    cache: Option<std::path::PathBuf>,
+) -> Arc<Server> {
     let key = (name.to_string(), connect.clone(), policy.clone());
     let make = || {
         Arc::new(Server {
@@ -180,7 +218,8 @@ fn shared(name: &str, connect: &Connect, policy: Option<Policy>, file: String) -
             file: file.clone(),
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
-            tools: tokio::sync::Mutex::new(None),
+            tools: Arc::default(),
+            cache: cache.clone(),
         })
     };
     match SERVERS.lock() {
@@ -235,7 +274,46 @@ impl Server {
             &self.connect,
             Some(policy),
             self.file.clone(),
+            self.cache.clone(),
         ))
+    }
+
+    /// Its tools, listed by starting it when it is not running; a server started only
+    /// for this is stopped again (its first call starts it). Keeps the list.
+    pub async fn list_once(&self) -> Result<Vec<Value>, String> {
+        let running = self
+            .connection
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|c| c.alive());
+        let listed = self.tools().await;
+        if !running {
+            self.stop().await;
+        }
+        let tools = listed?;
+        if let Some(file) = &self.cache {
+            super::cache::write(file, &self.name, &tools);
+        }
+        Ok(tools)
+    }
+
+    /// Starts it if it is not running; the error says why it could not start.
+    pub async fn start_if_stopped(&self) -> Result<(), ToolError> {
+        self.connection().await.map(|_| ()).map_err(|why| {
+            ToolError::ServerUnavailable(format!(
+                "the MCP server '{}' ({}) {why}",
+                self.name, self.file
+            ))
+        })
+    }
+
+    /// Stops it, if it runs (a later call starts it again).
+    async fn stop(&self) {
+        let conn = self.connection.lock().await.take();
+        if let Some(Ok(c)) = conn.map(Arc::try_unwrap) {
+            let _ = c.service.cancel().await;
+        }
     }
 
     /// Its tools (`tools/list`, every page), starting it if need be; listed once per
@@ -279,7 +357,12 @@ impl Server {
         if let Ok(mut k) = self.stderr.lock() {
             k.clear();
         }
-        let handler = Handler::default();
+        let handler = Handler {
+            server: self.name.clone(),
+            tools: Arc::clone(&self.tools),
+            cache: self.cache.clone(),
+            ..Handler::default()
+        };
         let listeners = Arc::clone(&handler.listeners);
         let mut confined = None;
         let started = match &self.connect {

@@ -12,10 +12,10 @@ use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use super::net::{self, AllowList, Resolve, SystemResolver};
-use super::output::{Part, ToolError, ToolOutput};
-use super::runnable::{Tool, ToolContext};
-use super::spec::{Entry, ToolSpec};
+use crate::tool::net::{self, AllowList, Resolve, SystemResolver};
+use crate::tool::{Entry, ToolSpec};
+use crate::tool::{Part, ToolError, ToolOutput};
+use crate::tool::{Tool, ToolContext};
 
 /// Response bytes kept when a tool does not say.
 pub const DEFAULT_MAX_RESPONSE: usize = 1024 * 1024;
@@ -377,7 +377,7 @@ pub fn expand_context(
 /// Fills `${VAR}`, `${VAR:-default}` and `${env:VAR}` from the environment (see
 /// [`crate::tool::vars`]).
 pub fn expand_env(template: &str) -> Result<String, ToolError> {
-    super::vars::expand(template).map_err(ToolError::Execution)
+    crate::tool::vars::expand(template).map_err(ToolError::Execution)
 }
 
 /// The parameters a `{name}` template refers to.

@@ -1,74 +1,22 @@
-//! Tool files (`tools/*.yaml`, `*.yml`, `*.json`, one tool each): reading, checking,
-//! and the list form of parameters. Every key in a file is either used or refused: an
-//! unknown key, an unknown or misspelt schema keyword, or a misspelt rule is an error;
-//! every JSON Schema keyword is accepted (see `schema/tool_file.rs`). A broken file is reported with its path, line and what is wrong, and does not
-//! stop the others from loading.
+//! Reading one tool file (`tools/*.yaml`, `*.yml`, `*.json`): parsing, checking, the list
+//! form of parameters. Every key in a file is either used or refused: an unknown key, an
+//! unknown or misspelt schema keyword, or a misspelt rule is an error; every JSON Schema
+//! keyword is accepted (see `schema/tool_file.rs`). A broken file is reported with its
+//! path, line and what is wrong.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::credentials::{self, Credential};
-use super::list_form::{ListError, list_form};
-use super::schema::{Schema, SchemaError};
-use super::spec::{Entry, ToolSpec};
-use super::{builtin, http};
-use crate::parse::Schemas;
-
-/// Why a tool file could not be used.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadError {
-    pub path: PathBuf,
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{line}: {}", self.path.display(), self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
-        }
-    }
-}
-
-impl std::error::Error for LoadError {}
-
-/// One tool read from a file: its spec, its compiled schemas, where it came from.
-#[derive(Debug, Clone)]
-pub struct ToolDef {
-    pub spec: ToolSpec,
-    pub schema: Schema,
-    /// The compiled `output:` schema, when the file declares one.
-    pub output: Option<Schema>,
-    pub path: PathBuf,
-    /// Its rules, hooks and approval deadline.
-    pub policy: crate::policy::Policy,
-    /// Who decides its calls (`approvers:`, `four_eyes:`).
-    pub rule: crate::identity::DecisionRule,
-}
-
-/// Everything read from a folder of tool files.
-#[derive(Debug, Default)]
-pub struct LoadedTools {
-    pub tools: Vec<ToolDef>,
-    pub errors: Vec<LoadError>,
-    /// Files that declare MCP servers rather than a tool (see `crate::mcp`).
-    pub mcp_files: Vec<PathBuf>,
-}
-
-impl LoadedTools {
-    /// Tool name -> parameter schema, for the parser's coercion.
-    pub fn schemas(&self) -> Schemas {
-        self.tools
-            .iter()
-            .map(|t| (t.spec.name.clone(), t.schema.coercion_schema().clone()))
-            .collect()
-    }
-}
+use super::super::builtin;
+use super::http;
+use crate::tool::credentials::{self, Credential};
+use crate::tool::folder::{LoadError, ToolDef, first_line, line_of};
+use crate::tool::list_form::{ListError, list_form};
+use crate::tool::schema::{Schema, SchemaError};
+use crate::tool::spec::{Entry, ToolSpec};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,54 +67,6 @@ struct RawTool {
     four_eyes: bool,
 }
 
-/// Reads every tool file in `dir` (not recursive), in name order.
-pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| LoadError {
-        path: dir.to_path_buf(),
-        line: None,
-        message: format!("cannot read the tools folder: {e}"),
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            )
-        })
-        .collect();
-    paths.sort();
-    let mut loaded = LoadedTools::default();
-    for path in paths {
-        // Read once: what kind of file it is, then the tool it holds.
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) => {
-                loaded.errors.push(LoadError {
-                    message: format!("cannot read: {e}"),
-                    path,
-                    line: None,
-                });
-                continue;
-            }
-        };
-        if crate::mcp::declares_servers_in(&path, &text) {
-            loaded.mcp_files.push(path);
-            continue;
-        }
-        // OpenAPI and Dify files: many tools from one file (see `super::sources`).
-        if loaded.take_source(&path, &text) {
-            continue;
-        }
-        match load_text(&path, &text) {
-            Ok(tool) => loaded.push(tool),
-            Err(e) => loaded.errors.push(e),
-        }
-    }
-    loaded.take_provider_dirs(dir);
-    Ok(loaded)
-}
-
 /// Reads one tool file: parses it, compiles its schema, checks its entry.
 pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
     let fail = |line: Option<usize>, message: String| LoadError {
@@ -180,7 +80,7 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
 }
 
 /// [`load_file`] for a file already read: `text` is its content.
-fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
+pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     let fail = |line: Option<usize>, message: String| LoadError {
         path: path.to_path_buf(),
         line,
@@ -344,6 +244,7 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         hidden: raw.hidden,
         sandbox,
     };
+    let runner = super::runner(&spec).map_err(|m| fail_at(&["entry"], m))?;
     Ok(ToolDef {
         spec,
         schema,
@@ -358,6 +259,8 @@ fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             approvers: raw.approvers,
             four_eyes: raw.four_eyes,
         },
+        source: super::NAME,
+        runner,
     })
 }
 
@@ -426,41 +329,5 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
             "entry: OpenAPI and Dify tools come from an `openapi:` file or a Dify provider".into(),
         ),
         _ => Ok(()),
-    }
-}
-
-/// The line (1-based) where `keys` appear one after the other as keys (`key:`,
-/// `"key"`, or `name: key` in the list form); the deepest one found.
-pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut from = 0;
-    let mut found = None;
-    for key in keys {
-        let patterns = [
-            format!("{key}:"),
-            format!("\"{key}\""),
-            format!("name: {key}"),
-        ];
-        match (from..lines.len()).find(|&i| patterns.iter().any(|p| lines[i].contains(p.as_str())))
-        {
-            Some(i) => {
-                found = Some(i + 1);
-                from = i;
-            }
-            None => break,
-        }
-    }
-    found
-}
-
-pub(crate) fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or_default();
-    let line = line.strip_prefix("error: ").unwrap_or(line);
-    match line
-        .strip_prefix("line ")
-        .and_then(|rest| rest.split_once(": "))
-    {
-        Some((position, message)) if position.contains("column") => message.to_string(),
-        _ => line.to_string(),
     }
 }

@@ -1,0 +1,306 @@
+//! A tools folder read through the registered sources (`sources/mod.rs`): each YAML or
+//! JSON file goes to the first source that claims it, folders to the sources that take
+//! them. A file that cannot be used is one error naming its path (and line, when known)
+//! and never stops the others from loading.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::runnable::Tool;
+use super::schema::Schema;
+use super::source::{Claim, Found, ToolSource};
+use super::spec::ToolSpec;
+use crate::parse::Schemas;
+
+/// Why a tool file could not be used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// One tool read from a file: its spec, its compiled schemas, where it came from and
+/// what runs it.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub spec: ToolSpec,
+    pub schema: Schema,
+    /// The compiled `output:` schema, when the file declares one.
+    pub output: Option<Schema>,
+    pub path: PathBuf,
+    /// Its rules, hooks and approval deadline.
+    pub policy: crate::policy::Policy,
+    /// Who decides its calls (`approvers:`, `four_eyes:`).
+    pub rule: crate::identity::DecisionRule,
+    /// The source that read it ([`ToolSource::name`]).
+    pub source: &'static str,
+    /// What runs its calls; `None` for a definition-only tool.
+    pub runner: Option<Arc<dyn Tool>>,
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("spec", &self.spec)
+            .field("path", &self.path)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl ToolDef {
+    /// A tool of `source` read from `path`, with no rules of its own.
+    pub fn new(
+        spec: ToolSpec,
+        schema: Schema,
+        path: &Path,
+        source: &'static str,
+        runner: Option<Arc<dyn Tool>>,
+    ) -> Self {
+        ToolDef {
+            spec,
+            schema,
+            output: None,
+            path: path.to_path_buf(),
+            policy: Default::default(),
+            rule: Default::default(),
+            source,
+            runner,
+        }
+    }
+}
+
+/// Everything read from a folder of tool files.
+#[derive(Debug, Default)]
+pub struct LoadedTools {
+    pub tools: Vec<ToolDef>,
+    pub errors: Vec<LoadError>,
+    /// Files outside the folder its tools were read from ([`ToolSource::watches`]).
+    pub watched: Vec<PathBuf>,
+}
+
+impl LoadedTools {
+    /// Tool name -> parameter schema, for the parser's coercion.
+    pub fn schemas(&self) -> Schemas {
+        self.tools
+            .iter()
+            .map(|t| (t.spec.name.clone(), t.schema.coercion_schema().clone()))
+            .collect()
+    }
+
+    /// Adds `tool`, unless a tool of its name is already there (then an error naming
+    /// both files).
+    pub(crate) fn push(&mut self, tool: ToolDef) {
+        if let Some(first) = self.tools.iter().find(|t| t.spec.name == tool.spec.name) {
+            self.errors.push(LoadError {
+                message: format!(
+                    "a tool named '{}' is already defined in {}",
+                    tool.spec.name,
+                    first.path.display()
+                ),
+                path: tool.path,
+                line: None,
+            });
+        } else {
+            self.tools.push(tool);
+        }
+    }
+
+    fn extend(&mut self, found: Found) {
+        self.errors.extend(found.errors);
+        for t in found.tools {
+            self.push(t);
+        }
+    }
+}
+
+/// Reads every tool file in `dir` (not recursive), in name order, through the
+/// registered sources.
+pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
+    read_dir(dir, &super::sources::registered())
+}
+
+/// [`load_dir`] with the sources `sources`, asked in their order.
+pub(crate) fn read_dir(
+    dir: &Path,
+    sources: &[Box<dyn ToolSource>],
+) -> Result<LoadedTools, LoadError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| LoadError {
+        path: dir.to_path_buf(),
+        line: None,
+        message: format!("cannot read the tools folder: {e}"),
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            )
+        })
+        .collect();
+    paths.sort();
+    let mut loaded = LoadedTools::default();
+    let mut last = Vec::new();
+    for path in paths {
+        // Read once: which source takes it, then the tools it holds.
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) => {
+                loaded.errors.push(LoadError {
+                    message: format!("cannot read: {e}"),
+                    path,
+                    line: None,
+                });
+                continue;
+            }
+        };
+        let claimed = sources
+            .iter()
+            .find_map(|s| Some((s, s.claims(&path, &text))).filter(|(_, c)| *c != Claim::Not));
+        let Some((source, Claim::Tools)) = claimed else {
+            continue;
+        };
+        loaded.watched.extend(source.watches(&path, &text));
+        let found = source.load(&path, &text);
+        if source.joins_last() {
+            last.push(found);
+        } else {
+            loaded.extend(found);
+        }
+    }
+    for source in sources {
+        loaded.extend(source.load_folders(dir));
+    }
+    for found in last {
+        loaded.extend(found);
+    }
+    Ok(loaded)
+}
+
+/// The line (1-based) where `keys` appear one after the other as keys (`key:`,
+/// `"key"`, or `name: key` in the list form); the deepest one found.
+pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut from = 0;
+    let mut found = None;
+    for key in keys {
+        let patterns = [
+            format!("{key}:"),
+            format!("\"{key}\""),
+            format!("name: {key}"),
+        ];
+        match (from..lines.len()).find(|&i| patterns.iter().any(|p| lines[i].contains(p.as_str())))
+        {
+            Some(i) => {
+                found = Some(i + 1);
+                from = i;
+            }
+            None => break,
+        }
+    }
+    found
+}
+
+pub(crate) fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    match line
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((position, message)) if position.contains("column") => message.to_string(),
+        _ => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::{Entry, Permission};
+
+    /// A source of its own: `note: NAME` files bring one client tool each.
+    struct Notes;
+
+    impl ToolSource for Notes {
+        fn name(&self) -> &'static str {
+            "notes"
+        }
+
+        fn claims(&self, _path: &Path, text: &str) -> Claim {
+            if text.starts_with("note:") {
+                Claim::Tools
+            } else {
+                Claim::Not
+            }
+        }
+
+        fn load(&self, path: &Path, text: &str) -> Found {
+            let name = text.trim_start_matches("note:").trim().to_string();
+            let parameters = json!({"type": "object", "properties": {}});
+            let spec = ToolSpec {
+                name,
+                description: "a note".into(),
+                parameters: parameters.clone(),
+                permission: Permission::Auto,
+                entry: Entry::Client,
+                category: None,
+                timeout: None,
+                tags: Vec::new(),
+                version: None,
+                read_only: true,
+                output: None,
+                credentials: Default::default(),
+                is_final: false,
+                hidden: false,
+                sandbox: None,
+            };
+            let schema = Schema::compile(&parameters).unwrap();
+            Found {
+                tools: vec![ToolDef::new(spec, schema, path, "notes", None)],
+                errors: Vec::new(),
+            }
+        }
+    }
+
+    #[test]
+    fn a_source_registered_beside_the_others_takes_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), "note: remember\n").unwrap();
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            "name: plain\nentry: {type: client}\n",
+        )
+        .unwrap();
+        let mut sources: Vec<Box<dyn ToolSource>> = vec![Box::new(Notes)];
+        sources.extend(crate::tool::sources::registered());
+        let loaded = read_dir(dir.path(), &sources).unwrap();
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let found: Vec<(&str, &str)> = loaded
+            .tools
+            .iter()
+            .map(|t| (t.spec.name.as_str(), t.source))
+            .collect();
+        assert_eq!(found, [("remember", "notes"), ("plain", "file")]);
+        // Without it, the note is a broken tool file.
+        let plain = load_dir(dir.path()).unwrap();
+        assert_eq!(plain.tools.len(), 1);
+        assert!(plain.errors[0].path.ends_with("a.yaml"));
+    }
+}

@@ -1,0 +1,131 @@
+//! MCP servers as tool sources: servers declared in the tools folder (`mcp_server:`
+//! files, a desktop client's `mcp.json`) bring their tools as `SERVER__TOOL`, from the
+//! list kept of each declaration (`cache.rs`); a server starts at the first call of one
+//! of its tools. A declaration with no kept list (new, or changed) is started once to
+//! list its tools, and stopped.
+
+mod cache;
+mod client;
+pub mod config;
+mod tool;
+mod traced;
+
+use std::path::Path;
+
+pub use cache::list_live;
+pub use client::stop_unused;
+pub use config::{Connect, Declaration, declares_servers, declares_servers_in};
+pub use tool::{McpTool, output_of, tool_name};
+
+use crate::tool::folder::{LoadError, ToolDef};
+use crate::tool::source::{Claim, Found, ToolSource};
+
+/// The source's name in its tools' origin.
+pub const NAME: &str = "mcp";
+
+/// Files declaring MCP servers (`mcp_server:` files, a desktop client's `mcp.json`).
+pub struct McpServers;
+
+impl ToolSource for McpServers {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn claims(&self, path: &Path, text: &str) -> Claim {
+        if declares_servers_in(path, text) {
+            Claim::Tools
+        } else {
+            Claim::Not
+        }
+    }
+
+    fn load(&self, path: &Path, _text: &str) -> Found {
+        load(path)
+    }
+
+    fn joins_last(&self) -> bool {
+        true
+    }
+}
+
+/// Reads the declarations in `path` and their servers' tools: the lists kept, else
+/// listed by starting the servers (together, each stopped after); one error per server
+/// that could not be used (a server that did not start: its tools are absent).
+fn load(path: &Path) -> Found {
+    let mut out = Found::default();
+    let found = config::read(path);
+    let decls = found.servers;
+    out.errors.extend(found.errors);
+    let servers: Vec<_> = decls.iter().map(client::server).collect();
+    let kept: Vec<Option<Vec<serde_json::Value>>> = decls.iter().map(cache::read).collect();
+    let unknown: Vec<_> = servers
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| k.is_none())
+        .map(|(s, _)| std::sync::Arc::clone(s))
+        .collect();
+    let mut live = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        match client::block_on(async move {
+            futures_util::future::join_all(unknown.iter().map(|s| s.list_once())).await
+        }) {
+            Ok(l) => l,
+            Err(why) => {
+                for d in &decls {
+                    out.errors.push(fail(&d.path, &d.name, &why));
+                }
+                return out;
+            }
+        }
+    }
+    .into_iter();
+    let listing: Vec<Result<Vec<serde_json::Value>, String>> = kept
+        .into_iter()
+        .map(|k| match k {
+            Some(tools) => Ok(tools),
+            None => live.next().unwrap_or_else(|| Err("was not listed".into())),
+        })
+        .collect();
+    for ((decl, server), listed) in decls.iter().zip(&servers).zip(listing) {
+        let listed = match listed {
+            Ok(l) => l,
+            Err(why) => {
+                out.errors.push(fail(&decl.path, &decl.name, &why));
+                continue;
+            }
+        };
+        let mut names = Vec::new();
+        for t in &listed {
+            match tool::mcp_tool(decl, server, t) {
+                Ok((tool, schema)) => {
+                    names.push(t["name"].as_str().unwrap_or_default().to_string());
+                    let spec = crate::tool::Tool::spec(&tool).clone();
+                    let runner: std::sync::Arc<dyn crate::tool::Tool> = std::sync::Arc::new(tool);
+                    out.tools
+                        .push(ToolDef::new(spec, schema, &decl.path, NAME, Some(runner)));
+                }
+                Err(why) => out.errors.push(fail(&decl.path, &decl.name, &why)),
+            }
+        }
+        for stray in decl.permissions.keys().filter(|k| !names.contains(k)) {
+            out.errors.push(fail(
+                &decl.path,
+                &decl.name,
+                &format!(
+                    "permissions names '{stray}', which the server does not have (it has: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    out
+}
+
+fn fail(path: &Path, server: &str, why: &str) -> LoadError {
+    LoadError {
+        path: path.to_path_buf(),
+        line: None,
+        message: format!("MCP server '{server}': {why}"),
+    }
+}
