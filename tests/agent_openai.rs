@@ -4,7 +4,7 @@
 //! failures that a later resume recovers from.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_openai;
+use crate::fake_openai;
 
 use std::path::Path;
 use std::time::Duration;

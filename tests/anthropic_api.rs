@@ -7,8 +7,8 @@
 //! usage with the cache counts, xml mode, and the agent's settings in the request.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_anthropic;
-mod launching;
+use crate::fake_anthropic;
+use crate::launching;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! an expired item and `resume` denies it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! that end when the policy gets stricter, and deadlines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! and files, `--stream`, `--jsonl`, `--tools`, `--strict`, `--dialect`, exit codes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! processes resuming the same run at once, of which exactly one wins.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod launching;
+use crate::launching;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

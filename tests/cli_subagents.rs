@@ -5,7 +5,7 @@
 //! example script of the README runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod launching;
+use crate::launching;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

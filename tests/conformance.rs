@@ -2,10 +2,10 @@
 //! transcribed as data in tests/corpus/conformance/*.yaml (each names its source), run
 //! whole and streamed at every split. Prints the pass count; fails below the floor.
 //!
-//! Run: `cargo test --test conformance -- --nocapture`
+//! Run: `cargo test --test all -- conformance:: --nocapture`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

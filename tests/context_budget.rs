@@ -6,8 +6,8 @@
 //! "context length exceeded" triggers one compaction and a retry, and only then fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_openai;
-mod launching;
+use crate::fake_openai;
+use crate::launching;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! result for fixed chunk sizes and for every split into two chunks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Case, cases, chunked, options, split_at, whole};
 use toolgate::parse::ParsedTurn;

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-mod launching;
+use crate::launching;
 use launching::{all, with_tools};
 
 const TOOL: &str = r#"name: gh

@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-mod launching;
+use crate::launching;
 use launching::{all, with_tools};
 
 const KEY: &str = "wx-key-3f9a61c2d0";

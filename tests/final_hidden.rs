@@ -4,7 +4,7 @@
 //! `run --json` nor the human output shows it, and the server's SSE leaves it out too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -5,7 +5,7 @@
 //! whose declaration changed is stopped and the new one used.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

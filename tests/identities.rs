@@ -5,7 +5,7 @@
 //! `GET /v1/events` per tenant; the stdio gateway with `--tenant`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! RS256 from a file).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 //! second, runs at once) answered 429 with `Retry-After`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::process::Command;
 

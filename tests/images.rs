@@ -6,9 +6,9 @@
 //! or `vision: false`) gets a line of text instead.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_anthropic;
-mod fake_openai;
-mod launching;
+use crate::fake_anthropic;
+use crate::fake_openai;
+use crate::launching;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! run (`GET /v1/events`), and a run's timeline (`GET /v1/runs/{id}/timeline`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! in target/browser-artifacts/.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,7 +6,7 @@
 //! the limits refuse is recorded as `rejected`; `GET /v1/limits` shows the limiter live.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::time::Duration;
 

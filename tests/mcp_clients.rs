@@ -10,7 +10,7 @@
 //! tests/node/setup.sh; these tests fail, never skip, without them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,7 +8,7 @@
 //! call is looked up in `toolgate calls --json`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

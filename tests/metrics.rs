@@ -7,8 +7,8 @@
 //! argument or made-up name in any label.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_openai;
-mod serving;
+use crate::fake_openai;
+use crate::serving;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -4,8 +4,8 @@
 //! failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_openai;
-mod launching;
+use crate::fake_openai;
+use crate::launching;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! the key they need.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

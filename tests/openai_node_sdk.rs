@@ -7,7 +7,7 @@
 //! tests/fixtures/responses/.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -9,8 +9,8 @@
 //! recorded requests show what the model was sent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod fake_openai;
-mod serving;
+use crate::fake_openai;
+use crate::serving;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -5,7 +5,7 @@
 //! entry's network rule (loopback refused unless `TOOLGATE_HTTP_ALLOW` opens it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -8,7 +8,7 @@
 //! arguments are in, secret ones masked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -6,8 +6,8 @@
 //! `TOOLGATE_SANDBOX_ABI`); `toolgate doctor` says what the machine supports.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod launching;
-mod serving;
+use crate::launching;
+use crate::serving;
 
 use std::path::Path;
 use std::process::Output;

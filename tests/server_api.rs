@@ -4,7 +4,7 @@
 //! and SIGTERM in the middle of a run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::time::Duration;
 

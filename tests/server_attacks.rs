@@ -5,7 +5,7 @@
 //! bearer scheme in lower case. Each test is the attack first, then what must hold.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use reqwest::header::{CONTENT_TYPE, HOST, ORIGIN};
 use serde_json::{Value, json};

@@ -2,10 +2,10 @@
 //! headers and bodies that dribble in, a server with few descriptors, SSE readers that
 //! never read, and HTTPS with its own certificate. The soak of 1,000 idle and 1,000
 //! slow connections (with /healthz latency printed) is `cargo test --release --test
-//! server_connections -- --ignored`.
+//! all -- server_connections:: --ignored`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -268,7 +268,7 @@ async fn https_with_its_own_certificate() {
 /// open (and reopened when closed) while /healthz is timed 500 times. Prints p50, p99
 /// and the worst; every /healthz must answer 200.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "a soak: cargo test --release --test server_connections -- --ignored --nocapture"]
+#[ignore = "a soak: cargo test --release --test all -- server_connections:: --ignored --nocapture"]
 async fn soak_idle_and_slow_connections() {
     // 2,000 sockets here, and as many there: both processes at their hard limit (the
     // server raises its own).

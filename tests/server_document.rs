@@ -2,7 +2,7 @@
 //! (tests/py/schemathesis.sh) kept as regression checks, against the built binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use serde_json::{Value, json};
 use serving::Site;

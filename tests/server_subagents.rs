@@ -5,7 +5,7 @@
 //! runs, and the OpenAPI document describes the tree.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use serde_json::json;
 use serving::Site;

@@ -543,7 +543,7 @@ fn killed_while_recording_leaves_a_consistent_database() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "recorder_child",
+            "store::recorder_child",
             "--nocapture",
             "--test-threads",
             "1",
@@ -614,11 +614,23 @@ fn a_change_made_through_one_store_is_seen_by_another_on_the_same_file() {
     rt().block_on(async {
         let mut seen = b.watch();
         let owner = toolgate::store::lease_owner_name();
-        a.create_run("run_feed", "conv_feed", "a", "{}".into(), &owner, 10_000, vec![], 0)
-            .await
-            .unwrap();
+        a.create_run(
+            "run_feed",
+            "conv_feed",
+            "a",
+            "{}".into(),
+            &owner,
+            10_000,
+            vec![],
+            0,
+        )
+        .await
+        .unwrap();
         let c = next_change(&mut seen, "run_feed").await;
-        assert_eq!((c.kind, c.status), (ChangeKind::Created, RunStatus::InProgress));
+        assert_eq!(
+            (c.kind, c.status),
+            (ChangeKind::Created, RunStatus::InProgress)
+        );
         assert_eq!(c.tenant, "default");
         assert_eq!(c.origin.as_deref(), Some(owner.as_str()));
         // Made by a lease this process took: told apart from another process's.
@@ -627,6 +639,10 @@ fn a_change_made_through_one_store_is_seen_by_another_on_the_same_file() {
         a.renew_lease("run_feed", &owner, 10_000).await.unwrap();
         a.cancel_run("run_feed").await.unwrap();
         let c = next_change(&mut seen, "run_feed").await;
-        assert_eq!((c.kind, c.status), (ChangeKind::Status, RunStatus::Cancelled), "{c:?}");
+        assert_eq!(
+            (c.kind, c.status),
+            (ChangeKind::Status, RunStatus::Cancelled),
+            "{c:?}"
+        );
     });
 }

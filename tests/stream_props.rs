@@ -4,7 +4,7 @@
 //! parser meets combinations nobody wrote down.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use toolgate::parse::{Dialect, ParseOptions};

@@ -6,7 +6,7 @@
 //! did not stream would leave the tool waiting until its timeout and the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

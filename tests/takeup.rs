@@ -6,7 +6,7 @@
 //! the webhook within a second, though the server never drove it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

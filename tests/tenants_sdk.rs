@@ -5,7 +5,7 @@
 //! A's tenant only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use crate::serving;
 
 use std::path::PathBuf;
 use std::process::Command;

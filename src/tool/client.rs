@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::library::LoadedTool;
-use super::source::Origin;
 use super::schema::Schema;
+use super::source::Origin;
 use super::spec::{Entry, Permission, ToolSpec};
 
 /// The longest tool name a caller may declare (OpenAI's limit).

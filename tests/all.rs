@@ -1,0 +1,80 @@
+//! Every integration test in one binary (one link instead of one per file): a module
+//! per area, and the launch helpers they share. `sandbox` and `logs` stay binaries of
+//! their own: they set process-wide state (the environment, the global log
+//! subscriber) that the other tests must not see.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Shared helpers.
+mod common;
+mod fake_anthropic;
+mod fake_openai;
+mod launching;
+mod serving;
+
+// The areas.
+mod agent_openai;
+mod anthropic_api;
+mod approval_deadlines;
+mod approval_policy;
+mod cancel;
+mod cli_parse;
+mod cli_pipes;
+mod cli_runs;
+mod cli_store;
+mod cli_subagents;
+mod cli_tools;
+mod conformance;
+mod context_budget;
+mod corpus;
+mod credentials;
+mod dialect_runs;
+mod dialects_cli;
+mod dify_tools;
+mod engine;
+mod final_hidden;
+mod hot_reload;
+mod identities;
+mod identity_keys;
+mod identity_rules;
+mod images;
+mod inbox_api;
+mod inbox_browser;
+mod limits_process;
+mod mcp_clients;
+mod mcp_gateway;
+mod mcp_servers;
+mod metrics;
+mod model_settings;
+mod network;
+mod newcomer;
+mod notify;
+mod openai_node_sdk;
+mod openai_sdk;
+mod openapi_clients;
+mod openapi_tools;
+mod otel;
+mod parse_api;
+mod process_groups;
+mod responses_http;
+mod responses_store;
+mod sandbox_settings;
+mod scenarios;
+mod schema_unions;
+mod secrets;
+mod server_api;
+mod server_attacks;
+mod server_connections;
+mod server_document;
+mod server_subagents;
+mod store;
+mod stream_props;
+mod streamed_output;
+mod subagents;
+mod takeup;
+mod tenants_sdk;
+mod tool_files;
+mod tool_runtime;
+mod tool_validation;
+mod totals;
+mod wal_upkeep;
+mod workspace_confinement;
