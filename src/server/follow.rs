@@ -86,3 +86,22 @@ fn end_event(run: &RunObject) -> Option<RunEvent> {
         RunStatus::InProgress => return None,
     })
 }
+
+/// Waits for run `id` to pause or end (through the change feed), and returns it: what a
+/// request to continue a run this server already drives (it took it up) answers.
+pub async fn until_settled(state: &AppState, id: &str) -> Result<RunObject, super::ApiError> {
+    let mut changes = state.runner.store.watch();
+    loop {
+        let run = state.runner.get(id).await?;
+        if run.status != RunStatus::InProgress {
+            return Ok(run);
+        }
+        loop {
+            match changes.recv().await {
+                Ok(c) if c.run_id != id => continue,
+                Ok(_) | Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => return Ok(run),
+            }
+        }
+    }
+}

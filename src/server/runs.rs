@@ -511,6 +511,10 @@ pub async fn resume(
             .unwrap_or_default()
     };
     let id = exact_run(&state, &who, &id).await?.id;
+    if !body.stream && state.runner.active.has(&id) {
+        // This server drives it already (it took it up): its next pause or end.
+        return Ok(reply(super::follow::until_settled(&state, &id).await?));
+    }
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(Drive::Resume(id))).into_response());
     }
