@@ -6,13 +6,18 @@
 //! Exits 1 when a check fails.
 //!
 //! Run: `cargo build --release && cargo run --release --example serve_load -- [CLIENTS] [RUNS]`
-//! (defaults 200 and 1). Traffic stays on 127.0.0.1; the server is the release binary
-//! next to this example (`target/release/toolgate`), started on a free port.
+//! (defaults 200 and 1), or `... -- [CLIENTS] --seconds N` for a timed load: each
+//! client keeps starting runs until N seconds have passed. Every 10 s a `wal_bytes`
+//! line gives the sizes of the database's WAL and main file (and the runs completed so
+//! far); the largest WAL seen is printed at the end. Traffic stays on 127.0.0.1; the
+//! server is the release binary next to this example (`target/release/toolgate`), or
+//! the one named by `TOOLGATE_BIN`, started on a free port.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -60,21 +65,58 @@ const KINDS: [&str; 5] = ["start", "approve", "submit", "get", "calls"];
 /// Most failures printed in full.
 const SHOW_FAILURES: usize = 10;
 
+/// How often the WAL's size is looked at (for its largest size), and every how many
+/// looks it is printed.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+const PRINT_EVERY: u64 = 10;
+
+/// How much load each client brings.
+#[derive(Clone, Copy)]
+enum Plan {
+    /// This many runs.
+    Runs(usize),
+    /// Runs started until this long after the start.
+    For(Duration),
+}
+
 type Res<T> = Result<T, String>;
 
 #[derive(Default)]
 struct Tally {
     latencies: BTreeMap<&'static str, Vec<Duration>>,
     failures: Vec<String>,
+    started: usize,
     completed: usize,
     run_ids: Vec<String>,
 }
 
+const USAGE: &str = "usage: serve_load [CLIENTS] [RUNS_PER_CLIENT | --seconds N]";
+
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let seconds = match args.iter().position(|a| a == "--seconds") {
+        Some(i) if i + 1 < args.len() => {
+            let n = arg(Some(args[i + 1].clone()), 0);
+            args.drain(i..i + 2);
+            Some(n)
+        }
+        Some(_) => {
+            eprintln!("serve_load: --seconds needs a number; {USAGE}");
+            std::process::exit(2);
+        }
+        None => None,
+    };
+    let mut args = args.into_iter();
     let clients = arg(args.next(), 200);
-    let runs = arg(args.next(), 1);
-    match main_inner(clients, runs) {
+    let plan = match seconds {
+        Some(n) => Plan::For(Duration::from_secs(n as u64)),
+        None => Plan::Runs(arg(args.next(), 1)),
+    };
+    if let Some(extra) = args.next() {
+        eprintln!("serve_load: unexpected '{extra}'; {USAGE}");
+        std::process::exit(2);
+    }
+    match main_inner(clients, plan) {
         Ok(true) => {}
         Ok(false) => std::process::exit(1),
         Err(e) => {
@@ -90,18 +132,23 @@ fn arg(a: Option<String>, default: usize) -> usize {
         Some(s) => match s.parse::<usize>() {
             Ok(n) if n > 0 && n <= 10_000 => n,
             _ => {
-                eprintln!(
-                    "serve_load: '{s}' is not a count from 1 to 10000; usage: serve_load [CLIENTS] [RUNS_PER_CLIENT]"
-                );
+                eprintln!("serve_load: '{s}' is not a count from 1 to 10000; {USAGE}");
                 std::process::exit(2);
             }
         },
     }
 }
 
-/// The `toolgate` binary of the same profile: `target/release/examples/serve_load` ->
-/// `target/release/toolgate`.
+/// `TOOLGATE_BIN` when set, else the `toolgate` binary of the same profile:
+/// `target/release/examples/serve_load` -> `target/release/toolgate`.
 fn server_binary() -> Res<PathBuf> {
+    if let Some(bin) = std::env::var_os("TOOLGATE_BIN") {
+        let bin = PathBuf::from(bin);
+        if !bin.is_file() {
+            return Err(format!("TOOLGATE_BIN: {} is not a file", bin.display()));
+        }
+        return Ok(bin);
+    }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let dir = exe
         .parent()
@@ -231,9 +278,52 @@ fn proc_kb(pid: u32, field: &str) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
-fn main_inner(clients: usize, runs: usize) -> Res<bool> {
+/// A file's length in bytes; 0 when it is not there (a WAL not yet made, or removed).
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// Until `stop` is dropped, a `wal_bytes` line with the sizes of the WAL and the
+/// database every [`PRINT_EVERY`] looks; when it ends, the largest WAL seen and how
+/// many times the WAL was seen shorter than at the look before (reset).
+fn sample_wal(
+    db: PathBuf,
+    completed: Arc<AtomicUsize>,
+    stop: std::sync::mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<(u64, usize)> {
+    std::thread::spawn(move || {
+        let mut wal_name = db.clone().into_os_string();
+        wal_name.push("-wal");
+        let wal = PathBuf::from(wal_name);
+        let start = Instant::now();
+        let (mut max, mut looks, mut last, mut shrank) = (0, 0, 0, 0);
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(SAMPLE_EVERY)
+        {
+            let (w, d) = (file_len(&wal), file_len(&db));
+            max = max.max(w);
+            shrank += usize::from(w < last);
+            last = w;
+            looks += 1;
+            if looks % PRINT_EVERY != 0 {
+                continue;
+            }
+            println!(
+                "wal_bytes t={}s wal={w} db={d} runs={} (WAL {:.1} MiB, database {:.1} MiB)",
+                start.elapsed().as_secs(),
+                completed.load(Ordering::Relaxed),
+                mib(w),
+                mib(d),
+            );
+        }
+        (max.max(file_len(&wal)), shrank)
+    })
+}
+
+fn main_inner(clients: usize, plan: Plan) -> Res<bool> {
     let bin = server_binary()?;
     let dir = setup()?;
+    let db = dir.join("load.db");
     let mut server = Server::start(&bin, &dir)?;
     let pid = server.pid();
     let idle_kb = proc_kb(pid, "VmRSS");
@@ -243,7 +333,13 @@ fn main_inner(clients: usize, runs: usize) -> Res<bool> {
         .build()
         .map_err(|e| e.to_string())?;
     let base = server.base.clone();
-    let (tally, elapsed) = rt.block_on(load(base.clone(), clients, runs))?;
+    let completed = Arc::new(AtomicUsize::new(0));
+    let (stop_sampler, stop) = std::sync::mpsc::channel();
+    let sampler = sample_wal(db.clone(), Arc::clone(&completed), stop);
+    let loaded = rt.block_on(load(base.clone(), clients, plan, completed));
+    drop(stop_sampler);
+    let (wal_max, wal_shrank) = sampler.join().unwrap_or_default();
+    let (tally, elapsed) = loaded?;
     let peak_kb = proc_kb(pid, "VmHWM");
     let mut failures = tally.failures;
     let stats = rt.block_on(global_stats(&base));
@@ -262,14 +358,22 @@ fn main_inner(clients: usize, runs: usize) -> Res<bool> {
         failures.push(e);
     }
     let stopped = stopping.elapsed();
+    let (wal_stopped, db_stopped) = (file_len(&dir.join("load.db-wal")), file_len(&db));
     let checking = Instant::now();
-    failures.extend(check_db(&dir.join("load.db"), clients * runs));
+    let total = match plan {
+        Plan::Runs(runs) => clients * runs,
+        Plan::For(_) => tally.started,
+    };
+    failures.extend(check_db(&db, total));
     failures.extend(check_log(&dir.join("server.log")));
     let checked = checking.elapsed();
 
-    let total = clients * runs;
+    let load = match plan {
+        Plan::Runs(runs) => format!("{clients} clients x {runs} runs"),
+        Plan::For(d) => format!("{clients} clients for {} s", d.as_secs()),
+    };
     println!(
-        "toolgate serve under load: {clients} clients x {runs} runs = {total} runs, each start -> approve -> submit -> get -> calls"
+        "toolgate serve under load: {load} = {total} runs, each start -> approve -> submit -> get -> calls"
     );
     println!(
         "completed {}/{total} runs in {:.2} s: {:.1} runs/s ({:.1} requests/s)",
@@ -311,6 +415,13 @@ fn main_inner(clients: usize, runs: usize) -> Res<bool> {
         stopped.as_secs_f64(),
         checked.as_secs_f64(),
     );
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0));
+    println!(
+        "wal_bytes max={wal_max} ({}) under load, seen shrinking {wal_shrank} times; after SIGTERM: WAL {}, database {}",
+        mib(wal_max),
+        mib(wal_stopped),
+        mib(db_stopped),
+    );
     if failures.is_empty() {
         println!(
             "checks: ok ({total} runs completed; {} calls, each recorded exactly once; no 5xx, no server errors logged)",
@@ -340,7 +451,12 @@ fn rank(sorted: &[Duration], q: f64) -> Duration {
     sorted[i]
 }
 
-async fn load(base: String, clients: usize, runs: usize) -> Res<(Tally, Duration)> {
+async fn load(
+    base: String,
+    clients: usize,
+    plan: Plan,
+    completed: Arc<AtomicUsize>,
+) -> Res<(Tally, Duration)> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .pool_max_idle_per_host(clients)
@@ -352,28 +468,38 @@ async fn load(base: String, clients: usize, runs: usize) -> Res<(Tally, Duration
     let gate = Arc::new(tokio::sync::Barrier::new(clients + 1));
     let mut set = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let (http, base, tally, gate) = (
+        let (http, base, tally, gate, completed) = (
             http.clone(),
             base.clone(),
             Arc::clone(&tally),
             Arc::clone(&gate),
+            Arc::clone(&completed),
         );
         set.spawn(async move {
             gate.wait().await;
-            for r in 0..runs {
+            let start = Instant::now();
+            let more = |r: usize| match plan {
+                Plan::Runs(runs) => r < runs,
+                Plan::For(d) => start.elapsed() < d,
+            };
+            let mut r = 0;
+            while more(r) {
                 let outcome = one_run(&http, &base, c, r).await;
                 let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
                 let (timings, result) = outcome;
                 for (kind, d) in timings {
                     t.latencies.entry(kind).or_default().push(d);
                 }
+                t.started += 1;
                 match result {
                     Ok(id) => {
                         t.completed += 1;
+                        completed.fetch_add(1, Ordering::Relaxed);
                         t.run_ids.push(id);
                     }
                     Err(e) => t.failures.push(format!("client {c} run {r}: {e}")),
                 }
+                r += 1;
             }
         });
     }
