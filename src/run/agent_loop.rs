@@ -141,9 +141,7 @@ impl Runner {
                     loop {
                         tokio::time::sleep(tick).await;
                         ticks += 1;
-                        let (s, i) = (store.clone(), id.clone());
-                        let status = tokio::task::spawn_blocking(move || s.run_status(&i)).await;
-                        if let Ok(Ok(RunStatus::Cancelled)) = status {
+                        if let Ok(RunStatus::Cancelled) = store.run_status(&id).await {
                             tracing::info!("cancelled from elsewhere; stopping the run here");
                             cancel.cancel();
                             break;
@@ -230,8 +228,7 @@ impl Runner {
                 error,
             },
         });
-        // A read by key, here: a hop to the blocking pool would cost more than it.
-        self.show(&run_id)
+        self.get(&run_id).await
     }
 
     /// The loop.
@@ -457,7 +454,7 @@ impl Runner {
                             limit: Some(10_000),
                             ..CallQuery::default()
                         };
-                        recorded = Some(self.store.calls(&q)?.calls);
+                        recorded = Some(self.store.calls(&q).await?.calls);
                     }
                     let found = recorded
                         .iter()

@@ -159,18 +159,6 @@ impl Runner {
         }
     }
 
-    /// Runs a store read on the blocking pool, so that a slow query never stalls the
-    /// async workers driving other runs.
-    pub async fn read<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> Result<T, RunError> + Send + 'static,
-    ) -> Result<T, RunError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| RunError::Corrupt(format!("a database read stopped: {e}")))?
-    }
-
     fn emit(&self, event: RunEvent) {
         if let Some(tx) = &self.events {
             let _ = tx.send(event);
@@ -325,7 +313,7 @@ impl Runner {
     /// and then the runs above it.
     pub async fn resume(&self, run_id: &str) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
-        let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
+        let root = self.store.root_run(&id).await?;
         // Deadlines first: an approval that expired is denied (or cancels the run).
         if self
             .expire(Some(&root.id))
@@ -341,7 +329,7 @@ impl Runner {
     /// Continues this very run (a child: without the runs above it).
     pub(crate) async fn resume_here(&self, run_id: &str) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
-        let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
+        let (row, pending) = self.store.run(&id).await?;
         if row.status == RunStatus::RequiresAction
             && let Some(p) = pending.iter().find(|p| p.state == "waiting")
         {
@@ -504,7 +492,7 @@ impl Runner {
         arguments: Map<String, Value>,
     ) -> Result<Map<String, Value>, RunError> {
         let id = run_id.to_string();
-        let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
+        let (row, pending) = self.store.run(&id).await?;
         let item = pending
             .iter()
             .find(|p| {
@@ -561,7 +549,7 @@ impl Runner {
     pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
         let (id, _) = self.store.cancel_run(run_id).await?;
         let top = id.clone();
-        let below = self.read(move |store| Ok(store.runs_below(&top)?)).await?;
+        let below = self.store.runs_below(&top).await?;
         for run in below.iter().rev().chain(std::iter::once(&id)) {
             self.active.stop(run);
             self.emit(RunEvent::RunCancelled {
@@ -574,23 +562,13 @@ impl Runner {
     /// The execution summary of `run_id` and every sub-agent run below it.
     pub async fn tree(&self, run_id: &str) -> Result<crate::protocol::RunTree, RunError> {
         let id = run_id.to_string();
-        self.read(move |store| Ok(store.run_tree(&id)?)).await
+        Ok(self.store.run_tree(&id).await?)
     }
 
     /// The run object for `run_id` (an id or a unique prefix).
-    pub fn show(&self, run_id: &str) -> Result<RunObject, RunError> {
-        let (row, pending) = self.store.run(run_id)?;
-        Ok(run_object(&row, &pending))
-    }
-
-    /// [`Runner::show`], read off the async workers.
     pub async fn get(&self, run_id: &str) -> Result<RunObject, RunError> {
-        let id = run_id.to_string();
-        self.read(move |store| {
-            let (row, pending) = store.run(&id)?;
-            Ok(run_object(&row, &pending))
-        })
-        .await
+        let (row, pending) = self.store.run(run_id).await?;
+        Ok(run_object(&row, &pending))
     }
 
     /// The history a new run in `conversation` starts from, and how much of it is
@@ -598,9 +576,7 @@ impl Runner {
     /// left without a result.
     async fn history(&self, conversation: &str) -> Result<(Vec<Message>, usize), RunError> {
         let conv = conversation.to_string();
-        let last = self
-            .read(move |store| Ok(store.runs(None, Some(&conv), 1)?))
-            .await?;
+        let last = self.store.runs(None, Some(&conv), 1).await?;
         let Some(last) = last.into_iter().next() else {
             return Ok((Vec::new(), 0));
         };
@@ -637,9 +613,7 @@ impl Runner {
         toolkit: &Toolkit,
     ) -> Result<Vec<String>, RunError> {
         let (conv, agent) = (conversation.to_string(), agent.to_string());
-        let rows = self
-            .read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
-            .await?;
+        let rows = self.store.standing_approvals(&conv, &agent).await?;
         Ok(rows
             .into_iter()
             .filter(|(tool, policy)| *policy == toolkit.fingerprint(tool))
@@ -649,17 +623,13 @@ impl Runner {
 
     /// A conversation's stored messages.
     async fn messages(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
-        let conv = conversation.to_string();
-        let keyring = Arc::clone(&self.keyring);
-        self.read(move |store| {
-            let what = format!("conversation {conv}: a stored message");
-            store
-                .conversation_messages(&conv)?
-                .iter()
-                .map(|m| sealing::opened(&keyring, m, &what))
-                .collect()
-        })
-        .await
+        let what = format!("conversation {conversation}: a stored message");
+        self.store
+            .conversation_messages(conversation)
+            .await?
+            .iter()
+            .map(|m| sealing::opened(&self.keyring, m, &what))
+            .collect()
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{Live, RunError, Runner};
 use crate::protocol::{CallStatus, RunStatus};
-use crate::store::{Refusal, RunSave, RunsError};
+use crate::store::{Refusal, RunSave, StoreError};
 use crate::telemetry::metrics;
 
 /// One state save.
@@ -68,7 +68,7 @@ impl Runner {
         };
         let saved = self.store.save_run(&live.run_id, &live.owner, record).await;
         // The records are committed with the step (and even when the lease was lost).
-        if saved.is_ok() || matches!(&saved, Err(RunsError::Refused(Refusal::LeaseLost, _))) {
+        if saved.is_ok() || matches!(&saved, Err(StoreError::Refused(Refusal::LeaseLost, _))) {
             for (tool, status, kind) in &counted {
                 metrics::call_recorded(
                     tool,

@@ -142,7 +142,9 @@ impl Runner {
                 images: Vec::new(),
             };
             c.phase = match gate {
-                Gate::Run if self.is_read_result(live, &c.call) => self.read_result(live, &c.call),
+                Gate::Run if self.is_read_result(live, &c.call) => {
+                    self.read_result(live, &c.call).await
+                }
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
                     let item = self.required_item(live, &c);

@@ -320,6 +320,7 @@ pub async fn serve(config: ServeConfig, runner: Runner) -> Result<(), ServeError
     let keys_issued = runner
         .store
         .any_live_key()
+        .await
         .map_err(|e| ServeError::Config(e.to_string()))?;
     if config.api_key.is_none()
         && config.jwt.is_none()

@@ -111,10 +111,7 @@ pub async fn timeline(
     PathId(id): PathId,
 ) -> Result<Json<Timeline>, ApiError> {
     let id = state.run_for(&who, &id).await?.id;
-    let rows = state
-        .runner
-        .read(move |store| Ok(store.run_timeline(&id)?))
-        .await?;
+    let rows = state.runner.store.run_timeline(&id).await?;
     Ok(Json(build(rows)))
 }
 

@@ -3,7 +3,7 @@
 //! Every change is one IMMEDIATE transaction on the writer, so two processes
 //! racing for the same run are serialised by SQLite itself.
 
-use super::lease::lease_holder_alive;
+use crate::store::lease::lease_holder_alive;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use serde_json::Value;
@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use super::record::{self, CallRecord, INSERT};
 use super::tree::NewRun;
-use super::{Store, StoreError, describe, writer};
+use super::{SqliteStore, StoreError, describe, writer};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
 
@@ -183,7 +183,7 @@ pub(super) fn pending_with_below(
     Ok(pending)
 }
 
-impl Store {
+impl SqliteStore {
     /// Runs `f` in an IMMEDIATE transaction on the writer and commits it, unless `f`
     /// fails.
     pub(crate) async fn transact<T: Send + 'static>(
@@ -229,7 +229,7 @@ impl Store {
             Ok(())
         })?;
         out.ok_or_else(|| {
-            RunsError::Store(StoreError::Sqlite {
+            RunsError::Store(StoreError::Database {
                 path: self.inner.path.clone(),
                 message: "the read did not run".into(),
             })
@@ -266,7 +266,7 @@ impl Store {
         self.create_linked_run(new).await
     }
 
-    /// [`Store::create_run`], for a run that may be a sub-agent's (`link`). A child is
+    /// [`SqliteStore::create_run`], for a run that may be a sub-agent's (`link`). A child is
     /// refused when its parent's call already has one ([`Refusal::ChildExists`]).
     pub async fn create_linked_run(&self, new: NewRun) -> Result<(), RunsError> {
         self.transact(move |tx| {
@@ -505,17 +505,7 @@ impl Store {
         })
     }
 
-    /// Runs, newest first.
-    pub fn runs(
-        &self,
-        status: Option<RunStatus>,
-        conversation: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<RunRow>, RunsError> {
-        self.runs_of(None, status, conversation, limit)
-    }
-
-    /// [`Store::runs`], of one tenant (`None`: every tenant).
+    /// [`SqliteStore::runs`], of one tenant (`None`: every tenant).
     pub fn runs_of(
         &self,
         tenant: Option<&str>,

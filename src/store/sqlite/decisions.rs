@@ -4,7 +4,7 @@
 
 use rusqlite::params;
 
-use super::Store;
+use super::SqliteStore;
 use super::runs::{PendingRow, Refusal, RunsError, find_run, pending_with_below};
 use crate::engine::now_ms;
 use crate::protocol::{Decision, ItemKind, RunStatus};
@@ -30,35 +30,8 @@ pub struct Decider {
     pub shown: Option<String>,
 }
 
-impl Store {
-    /// Records a decision (or a client's output) for the waiting items of a paused run.
-    /// `call_id` `None` decides every waiting approval. `ApproveAlways` also stores a
-    /// standing approval and approves the other waiting calls of the same tool.
-    pub async fn decide(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-    ) -> Result<Decided, RunsError> {
-        self.decide_by(run_id, call_id, decision, None).await
-    }
-
-    /// [`Store::decide`], recording who decided (`by`) beside when.
-    pub async fn decide_by(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-        by: Option<String>,
-    ) -> Result<Decided, RunsError> {
-        let decider = by.map(|by| Decider {
-            by,
-            ..Decider::default()
-        });
-        self.decide_as(run_id, call_id, decision, decider).await
-    }
-
-    /// [`Store::decide`], recording the [`Decider`].
+impl SqliteStore {
+    /// [`SqliteStore::decide`], recording the [`Decider`].
     pub async fn decide_as(
         &self,
         run_id: &str,

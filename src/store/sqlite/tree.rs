@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::Store;
+use super::SqliteStore;
 use super::runs::{
     PendingRow, RUN_COLUMNS, RunRow, RunsError, find_run, pending_from_row, run_from_row,
 };
@@ -24,7 +24,7 @@ pub struct RunLink {
     pub depth: u32,
 }
 
-/// A run to create (see [`Store::create_linked_run`]).
+/// A run to create (see [`SqliteStore::create_linked_run`]).
 #[derive(Debug, Clone)]
 pub struct NewRun {
     pub id: String,
@@ -97,7 +97,7 @@ pub(super) fn root_of(conn: &Connection, mut run: RunRow) -> Result<RunRow, Runs
     Ok(run)
 }
 
-impl Store {
+impl SqliteStore {
     /// The sub-agent run started by `call_id` of `parent_run_id`, if there is one.
     pub fn child_run(
         &self,
