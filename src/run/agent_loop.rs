@@ -479,7 +479,8 @@ impl Runner {
                         ),
                     };
                     if c.gate != Gate::Run {
-                        live.pending_updates.push((c.call.id.clone(), "done"));
+                        live.pending_updates
+                            .push((c.call.id.clone(), crate::store::PendingState::Done));
                     }
                 }
                 Phase::Waiting => {
@@ -494,7 +495,8 @@ impl Runner {
             if c.gate == Gate::Approval && c.phase == Phase::Ready {
                 // Approved: gated again against the policy of this moment.
                 if let Some(told) = self.recheck(live, c).await {
-                    live.pending_updates.push((c.call.id.clone(), "done"));
+                    live.pending_updates
+                        .push((c.call.id.clone(), crate::store::PendingState::Done));
                     c.phase = self.answer(live, &c.call, CallStatus::Denied, Some("policy"), told);
                 }
             }
@@ -505,8 +507,10 @@ impl Runner {
         for &i in &delegated {
             turn[i].phase = Phase::Delegated;
             if turn[i].gate != Gate::Run {
-                live.pending_updates
-                    .push((turn[i].call.id.clone(), "executing"));
+                live.pending_updates.push((
+                    turn[i].call.id.clone(),
+                    crate::store::PendingState::Executing,
+                ));
             }
         }
         if !ready.is_empty() {
@@ -516,8 +520,10 @@ impl Runner {
                 turn[i].phase = Phase::Executing;
                 fenced |= !self.harmless(live, &turn[i]);
                 if turn[i].gate != Gate::Run {
-                    save.set_pending
-                        .push((turn[i].call.id.clone(), "executing"));
+                    save.set_pending.push((
+                        turn[i].call.id.clone(),
+                        crate::store::PendingState::Executing,
+                    ));
                 }
             }
             if fenced {
@@ -563,7 +569,8 @@ impl Runner {
                     );
                 }
                 if turn[i].gate != Gate::Run {
-                    live.pending_updates.push((turn[i].call.id.clone(), "done"));
+                    live.pending_updates
+                        .push((turn[i].call.id.clone(), crate::store::PendingState::Done));
                 }
                 turn[i].phase = Phase::Done {
                     status: outcome.status,

@@ -58,7 +58,9 @@ impl Runner {
             let id = top.clone();
             let (row, pending) = self.store.run(&id).await?;
             if row.status == RunStatus::RequiresAction
-                && !pending.iter().any(|p| p.state == "waiting")
+                && !pending
+                    .iter()
+                    .any(|p| p.state == crate::store::PendingState::Waiting)
             {
                 expiry.ready.push(top);
             }

@@ -115,7 +115,7 @@ pub(crate) struct Live {
     /// Decisions read from the store, by call id.
     pub decisions: std::collections::HashMap<String, Decision>,
     /// Pending-item states to write with the next save.
-    pub pending_updates: Vec<(String, &'static str)>,
+    pub pending_updates: Vec<(String, crate::store::PendingState)>,
     /// How many of `state.messages` are stored.
     pub persisted: usize,
     /// Call records to commit with the next save.
@@ -331,7 +331,9 @@ impl Runner {
         let id = run_id.to_string();
         let (row, pending) = self.store.run(&id).await?;
         if row.status == RunStatus::RequiresAction
-            && let Some(p) = pending.iter().find(|p| p.state == "waiting")
+            && let Some(p) = pending
+                .iter()
+                .find(|p| p.state == crate::store::PendingState::Waiting)
         {
             return Err(RunError::refused(
                 Refusal::StillWaiting,
@@ -386,7 +388,10 @@ impl Runner {
             .standing(&row.conversation_id, &row.agent, &toolkit)
             .await?;
         let mut decisions = std::collections::HashMap::new();
-        for p in pending.into_iter().filter(|p| p.state == "decided") {
+        for p in pending
+            .into_iter()
+            .filter(|p| p.state == crate::store::PendingState::Decided)
+        {
             if let Some(d) = p.decision {
                 let d = match d {
                     Decision::Edit { arguments } => Decision::Edit {

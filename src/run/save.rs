@@ -11,7 +11,7 @@ use crate::telemetry::metrics;
 pub(super) struct Save {
     pub(super) status: RunStatus,
     pub(super) last_error: Option<String>,
-    pub(super) set_pending: Vec<(String, &'static str)>,
+    pub(super) set_pending: Vec<(String, crate::store::PendingState)>,
     pub(super) release: bool,
 }
 

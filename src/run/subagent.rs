@@ -153,7 +153,8 @@ impl Runner {
                         },
                     });
                     if c.gate != Gate::Run {
-                        live.pending_updates.push((c.call.id.clone(), "done"));
+                        live.pending_updates
+                            .push((c.call.id.clone(), crate::store::PendingState::Done));
                     }
                     c.phase = Phase::Done { status, output };
                 }

@@ -43,7 +43,8 @@ impl Runner {
                             "denied",
                         ),
                     };
-                live.pending_updates.push((c.call.id.clone(), "done"));
+                live.pending_updates
+                    .push((c.call.id.clone(), crate::store::PendingState::Done));
                 c.phase = self.answer(live, &c.call, CallStatus::Denied, Some(kind), output);
             }
             Decision::Submit { output, is_error } => {
@@ -52,7 +53,8 @@ impl Runner {
                 } else {
                     CallStatus::Client
                 };
-                live.pending_updates.push((c.call.id.clone(), "done"));
+                live.pending_updates
+                    .push((c.call.id.clone(), crate::store::PendingState::Done));
                 c.phase = self.answer(
                     live,
                     &c.call,

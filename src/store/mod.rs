@@ -8,17 +8,20 @@
 mod error;
 mod facade;
 pub mod lease;
+pub mod model;
 mod sqlite;
 
 use std::path::Path;
 
 pub use error::{Refusal, StoreError};
 pub use lease::{lease_holder_alive, lease_owner_name, this_host};
+pub use model::{
+    CallRecord, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow, RunSave, StoredCall,
+};
 pub use sqlite::{
-    APPLICATION_ID, CallCounts, CallQuery, CallRecord, ConversationSummary, DEADLINE, Decided,
-    Decider, DueItem, Durations, EXPIRED, GlobalStats, KeyInfo, KeyLookup, NewKey, NewRun, Page,
-    PauseRow, PendingRow, RESULT_CAP, ResponseRow, RunLink, RunRow, RunSave, SCHEMA_VERSION,
-    SecretInfo, StoreOptions, StoredCall, TimelineRows, ToolStats, Waiting,
+    APPLICATION_ID, CallCounts, CallQuery, ConversationSummary, DEADLINE, Decided, Decider,
+    DueItem, Durations, EXPIRED, GlobalStats, KeyInfo, KeyLookup, NewKey, Page, PauseRow,
+    ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows, ToolStats, Waiting,
 };
 
 use sqlite::SqliteStore;

@@ -218,7 +218,10 @@ async fn continue_from(
             let (_, pending) = state.runner.store.run(&run_id).await?;
             let answered: HashMap<String, bool> = pending
                 .iter()
-                .filter(|p| p.state == "waiting" || p.state == "decided")
+                .filter(|p| {
+                    p.state == crate::store::PendingState::Waiting
+                        || p.state == crate::store::PendingState::Decided
+                })
                 .map(|p| (p.item.call_id.clone(), p.item.kind == ItemKind::Approval))
                 .collect();
             let mut left = waiting.len();

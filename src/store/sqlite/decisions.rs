@@ -59,7 +59,7 @@ impl SqliteStore {
             let holder = |p: &PendingRow| p.item.run_id.clone().unwrap_or_else(|| run.id.clone());
             let qualified = |p: &PendingRow| format!("{}/{}", holder(p), p.item.call_id);
             let waiting: Vec<&PendingRow> =
-                pending.iter().filter(|p| p.state == "waiting").collect();
+                pending.iter().filter(|p| p.state == crate::store::PendingState::Waiting).collect();
             let wants = match decision {
                 Decision::Submit { .. } => ItemKind::SubmitToolOutput,
                 _ => ItemKind::Approval,
@@ -88,10 +88,10 @@ impl SqliteStore {
                             if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
                         )));
                     };
-                    if p.state != "waiting" {
+                    if p.state != crate::store::PendingState::Waiting {
                         return Err(RunsError::Refused(Refusal::DecisionConflict, format!(
                             "call {c} of run {} is already decided ({})",
-                            run.id, p.state
+                            run.id, p.state.as_str()
                         )));
                     }
                     if p.item.kind != wants {

@@ -34,14 +34,13 @@ pub use decisions::{Decided, Decider};
 pub use keys::{KeyInfo, KeyLookup, NewKey};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
-pub use record::{CallRecord, RESULT_CAP, StoredCall};
+pub use record::{CallRecord, StoredCall};
 pub use responses::ResponseRow;
 pub(crate) use run_errors::RunsError;
-pub use runs::{PendingRow, RunRow, RunSave};
+pub use runs::{PendingRow, RunRow};
 pub use secrets::SecretInfo;
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use timeline::{PauseRow, TimelineRows};
-pub use tree::{NewRun, RunLink};
 pub use waiting::Waiting;
 
 use migrations::Found;

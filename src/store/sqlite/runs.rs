@@ -9,68 +9,13 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::record::{self, CallRecord, INSERT};
-use super::tree::NewRun;
+use super::record::{self, INSERT};
 use super::{SqliteStore, StoreError, describe, writer};
 use crate::engine::now_ms;
-use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
+use crate::protocol::{ItemKind, RequiredItem, RunStatus};
+pub use crate::store::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
 
 pub use super::run_errors::{Refusal, RunsError};
-
-/// A run as stored.
-#[derive(Debug, Clone)]
-pub struct RunRow {
-    pub id: String,
-    pub conversation_id: String,
-    pub agent: String,
-    pub status: RunStatus,
-    /// The run's state as JSON (see `run::RunState`).
-    pub state: String,
-    pub iteration: u32,
-    pub last_error: Option<String>,
-    pub lease_owner: Option<String>,
-    pub lease_until: Option<i64>,
-    pub created_at: i64,
-    pub updated_at: i64,
-    /// For a sub-agent's run: the run and call that started it, and its depth (0 top).
-    pub parent_run_id: Option<String>,
-    pub parent_call_id: Option<String>,
-    pub depth: u32,
-    /// The tenant it belongs to (its calls, items and responses with it).
-    pub tenant: String,
-    /// The identity that started it (a key's name, a JWT's subject), when known.
-    pub started_by: Option<String>,
-}
-
-/// One item of a paused turn, as stored.
-#[derive(Debug, Clone)]
-pub struct PendingRow {
-    pub item: RequiredItem,
-    pub decision: Option<Decision>,
-    /// `waiting`, `decided`, `executing` or `done`.
-    pub state: String,
-}
-
-/// A save of a run's state by the process holding its lease.
-#[derive(Debug, Clone)]
-pub struct RunSave {
-    pub status: RunStatus,
-    pub state: String,
-    pub iteration: u32,
-    pub last_error: Option<String>,
-    /// New pending items (state `waiting`).
-    pub add_pending: Vec<RequiredItem>,
-    /// Pending items whose state changes: call id and new state.
-    pub set_pending: Vec<(String, &'static str)>,
-    /// Give up the lease with this save (the run pauses or ends).
-    pub release: bool,
-    /// Call records committed in the same transaction.
-    pub records: Vec<CallRecord>,
-    /// Messages the step added to the conversation (JSON), the first at position
-    /// `first_seq`.
-    pub messages: Vec<String>,
-    pub first_seq: usize,
-}
 
 pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by";
 
@@ -123,7 +68,8 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
-        state: row.get(5)?,
+        // A state this toolgate does not know (a newer one wrote it) is acted on: done.
+        state: PendingState::parse(&row.get::<_, String>(5)?).unwrap_or(PendingState::Done),
     })
 }
 
@@ -434,7 +380,7 @@ impl SqliteStore {
                     "UPDATE pending SET state = ?3 WHERE run_id = ?1 AND call_id = ?2",
                 )?;
                 for (call_id, state) in &save.set_pending {
-                    set.execute(params![id, call_id, state])?;
+                    set.execute(params![id, call_id, state.as_str()])?;
                 }
                 let mut insert = tx.prepare_cached(INSERT)?;
                 for r in &save.records {

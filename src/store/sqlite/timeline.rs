@@ -11,8 +11,7 @@ use crate::protocol::{Decision, RequiredItem};
 pub struct PauseRow {
     pub item: RequiredItem,
     pub decision: Option<Decision>,
-    /// `waiting`, `decided`, `executing` or `done`.
-    pub state: String,
+    pub state: crate::store::PendingState,
     /// Unix milliseconds, once decided.
     pub decided_at: Option<i64>,
     /// Who decided, when it was recorded.

@@ -15,34 +15,6 @@ use super::runs::{
 };
 use crate::protocol::{RunTree, ToolTally, TreeTally, Usage};
 
-/// What links a sub-agent's run to its parent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunLink {
-    pub parent_run_id: String,
-    pub parent_call_id: String,
-    /// The parent's depth plus one.
-    pub depth: u32,
-}
-
-/// A run to create (see [`SqliteStore::create_linked_run`]).
-#[derive(Debug, Clone)]
-pub struct NewRun {
-    pub id: String,
-    pub conversation_id: String,
-    pub agent: String,
-    pub state: String,
-    pub owner: String,
-    pub lease_ms: i64,
-    /// Messages it adds to its conversation (JSON), the first at `first_seq`.
-    pub messages: Vec<String>,
-    pub first_seq: usize,
-    pub link: Option<RunLink>,
-    /// The tenant it belongs to (a sub-agent's run: its parent's).
-    pub tenant: String,
-    /// Who started it.
-    pub started_by: Option<String>,
-}
-
 /// The runs below `run_id`, each with the path of run ids from `run_id`'s child down
 /// to it, parents before children.
 const BELOW: &str = "WITH RECURSIVE below(id, path) AS (
