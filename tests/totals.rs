@@ -176,6 +176,10 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
          CREATE TABLE secrets_old (name TEXT PRIMARY KEY, sealed TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
          DROP TABLE secrets; ALTER TABLE secrets_old RENAME TO secrets;
          ALTER TABLE responses DROP COLUMN input;
+         ALTER TABLE runs DROP COLUMN prompt_tokens; ALTER TABLE runs DROP COLUMN completion_tokens;
+         ALTER TABLE runs DROP COLUMN total_tokens; ALTER TABLE runs DROP COLUMN model_calls;
+         ALTER TABLE runs DROP COLUMN cache_read_tokens;
+         ALTER TABLE runs DROP COLUMN cache_creation_tokens; ALTER TABLE runs DROP COLUMN compactions;
          PRAGMA user_version = 6;",
     )
     .unwrap();

@@ -65,6 +65,7 @@ impl Runner {
             first_seq,
             set_pending,
             release: save.release,
+            usage: live.state.usage,
         };
         let saved = self.store.save_run(&live.run_id, &live.owner, record).await;
         // The records are committed with the step (and even when the lease was lost).

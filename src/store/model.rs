@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::{CallStatus, CallerKind, Decision, RequiredItem, RunStatus};
+use crate::protocol::{CallStatus, CallerKind, Decision, RequiredItem, RunStatus, Usage};
 
 /// Where a pending item of a paused run is. It moves one way: `Waiting` (nobody decided
 /// yet) to `Decided` (a decision or a client's output is recorded) to `Executing` (the
@@ -68,6 +68,8 @@ pub struct RunRow {
     pub tenant: String,
     /// The identity that started it (a key's name, a JWT's subject), when known.
     pub started_by: Option<String>,
+    /// The tokens its model calls used so far (as of its last save).
+    pub usage: Usage,
 }
 
 /// One item of a paused turn, as stored.
@@ -92,6 +94,8 @@ pub struct RunSave {
     pub set_pending: Vec<(String, PendingState)>,
     /// Give up the lease with this save (the run pauses or ends).
     pub release: bool,
+    /// The tokens the run's model calls used so far (kept in columns of their own).
+    pub usage: Usage,
     /// Call records committed in the same transaction.
     pub records: Vec<CallRecord>,
     /// Messages the step added to the conversation (JSON), the first at position

@@ -12,12 +12,12 @@ use tokio::sync::oneshot;
 use super::record::{self, INSERT};
 use super::{SqliteStore, StoreError, describe, writer};
 use crate::engine::now_ms;
-use crate::protocol::{ItemKind, RequiredItem, RunStatus};
+use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
 pub use crate::store::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
 
 pub use super::run_errors::{Refusal, RunsError};
 
-pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by";
+pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by, prompt_tokens, completion_tokens, total_tokens, model_calls, cache_read_tokens, cache_creation_tokens, compactions";
 
 pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let status: String = row.get(3)?;
@@ -38,7 +38,21 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         depth: row.get(13)?,
         tenant: row.get(14)?,
         started_by: row.get(15)?,
+        usage: Usage {
+            prompt_tokens: tokens(row, 16)?,
+            completion_tokens: tokens(row, 17)?,
+            total_tokens: tokens(row, 18)?,
+            model_calls: tokens(row, 19)?,
+            cache_read_tokens: tokens(row, 20)?,
+            cache_creation_tokens: tokens(row, 21)?,
+            compactions: tokens(row, 22)?,
+        },
     })
+}
+
+/// A count column (never negative; a negative one reads as 0).
+fn tokens(row: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
 }
 
 /// The columns [`pending_from_row`] reads, in its order.
@@ -335,7 +349,9 @@ impl SqliteStore {
             let n = tx.prepare_cached(
                 "UPDATE runs SET status = ?3, state = ?4, iteration = ?5, last_error = ?6, updated_at = ?7,
                    lease_owner = CASE WHEN ?8 THEN NULL ELSE lease_owner END,
-                   lease_until = CASE WHEN ?8 THEN NULL ELSE lease_until END
+                   lease_until = CASE WHEN ?8 THEN NULL ELSE lease_until END,
+                   prompt_tokens = ?9, completion_tokens = ?10, total_tokens = ?11, model_calls = ?12,
+                   cache_read_tokens = ?13, cache_creation_tokens = ?14, compactions = ?15
                  WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'",
             )?
             .execute(params![
@@ -346,7 +362,14 @@ impl SqliteStore {
                     save.iteration,
                     save.last_error,
                     now,
-                    save.release
+                    save.release,
+                    count(save.usage.prompt_tokens),
+                    count(save.usage.completion_tokens),
+                    count(save.usage.total_tokens),
+                    count(save.usage.model_calls),
+                    count(save.usage.cache_read_tokens),
+                    count(save.usage.cache_creation_tokens),
+                    count(save.usage.compactions),
                 ],
             )?;
             if n == 0 {
@@ -513,6 +536,11 @@ pub(super) fn append_messages(
             })?;
     }
     Ok(())
+}
+
+/// A count as SQLite stores it (at most `i64::MAX`).
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn lost_lease(id: &str) -> RunsError {

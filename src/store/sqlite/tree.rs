@@ -7,13 +7,12 @@
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
 use super::SqliteStore;
 use super::runs::{
     PendingRow, RUN_COLUMNS, RunRow, RunsError, find_run, pending_from_row, run_from_row,
 };
-use crate::protocol::{RunTree, ToolTally, TreeTally, Usage};
+use crate::protocol::{RunTree, ToolTally, TreeTally};
 
 /// The runs below `run_id`, each with the path of run ids from `run_id`'s child down
 /// to it, parents before children.
@@ -168,11 +167,7 @@ fn node(conn: &Connection, row: &RunRow, mark: i64) -> Result<RunTree, RunsError
             }
         }
     }
-    summary.usage = serde_json::from_str::<Value>(&row.state)
-        .ok()
-        .and_then(|s| s.get("usage").cloned())
-        .and_then(|u| serde_json::from_value::<Usage>(u).ok())
-        .unwrap_or_default();
+    summary.usage = row.usage;
     summary.run_ms = (row.updated_at - row.created_at).max(0);
     summary.rate();
     Ok(RunTree {
