@@ -8,6 +8,7 @@ mod cache;
 mod context;
 mod conversation;
 mod deadlines;
+mod decision_rule;
 mod error;
 mod final_tool;
 mod guard;
@@ -481,13 +482,37 @@ impl Runner {
             other => other,
         };
         let decided = self
-            .store
-            .decide_as(run_id, call_id, decision, decider)
+            .record_decision(run_id, call_id, decision, decider)
             .await?;
         for (agent, waited_ms) in &decided.waited {
             crate::telemetry::metrics::decided(agent, *waited_ms);
         }
         Ok(decided)
+    }
+
+    /// Reads the run, chooses the items `decision` applies to (`decision_rule`), and has
+    /// the store record it while they are as read; a decision that lost a race to
+    /// another is chosen again from what that one left.
+    async fn record_decision(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: Option<crate::store::Decider>,
+    ) -> Result<Decided, RunError> {
+        loop {
+            let (row, pending) = self.store.run(run_id).await?;
+            let changes =
+                decision_rule::choose(&row, &pending, call_id, &decision, crate::engine::now_ms())
+                    .map_err(|r| RunError::refused(r.kind(), r.message()))?;
+            if let Some(decided) = self
+                .store
+                .apply_decision(changes, decision.clone(), decider.clone())
+                .await?
+            {
+                return Ok(decided);
+            }
+        }
     }
 
     async fn validate_edit(

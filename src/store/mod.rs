@@ -16,7 +16,8 @@ use std::path::Path;
 pub use error::{Refusal, StoreError};
 pub use lease::{lease_holder_alive, lease_owner_name, this_host};
 pub use model::{
-    CallRecord, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow, RunSave, StoredCall,
+    CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
+    RunSave, StoredCall,
 };
 pub use sqlite::{
     APPLICATION_ID, CallCounts, CallQuery, ConversationSummary, DEADLINE, Decided, Decider,

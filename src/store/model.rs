@@ -200,3 +200,19 @@ pub struct StoredCall {
     #[serde(flatten)]
     pub record: CallRecord,
 }
+
+/// The row changes a decision makes, as `run::decision_rule` chose them from the rows it
+/// read; the store applies them only while every item is still waiting and the run
+/// still paused (compare-and-set).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DecisionChanges {
+    /// The run decided (the top run, for items waiting in its sub-agents' runs).
+    pub run_id: String,
+    /// The items decided: the run holding each, and its call id.
+    pub items: Vec<(String, String)>,
+    /// Standing approvals to record ("approve always"): the run that asked (its agent and
+    /// conversation), the tool, and the fingerprint of the tool's policy.
+    pub standing: Vec<(String, String, String)>,
+    /// Items of the run still waiting after this decision.
+    pub still_waiting: usize,
+}

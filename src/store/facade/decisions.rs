@@ -1,47 +1,24 @@
 //! Decisions through the facade: recording them on a paused run's items, the standing
 //! approvals a conversation keeps, approval deadlines, and what waits for whom.
 
-use super::super::{Backend, Decided, Decider, DueItem, Store, StoreError, Waiting};
+use super::super::{
+    Backend, Decided, Decider, DecisionChanges, DueItem, Store, StoreError, Waiting,
+};
 use crate::protocol::Decision;
 
 impl Store {
-    /// Records a decision (or a client's output) for the waiting items of a paused run.
-    /// `call_id` `None` decides every waiting approval. `ApproveAlways` also stores a
-    /// standing approval and approves the other waiting calls of the same tool.
-    pub async fn decide(
+    /// Records `decision` (by `decider`) on the items `changes` names, as
+    /// `run::decision_rule` chose them from the rows it read: only while every one of
+    /// them still waits and the run is still paused. `None` when another decision or a
+    /// cancel came first (nothing is written; read again and choose again).
+    pub async fn apply_decision(
         &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-    ) -> Result<Decided, StoreError> {
-        self.decide_as(run_id, call_id, decision, None).await
-    }
-
-    /// [`Store::decide`], recording who decided (`by`) beside when.
-    pub async fn decide_by(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-        by: Option<String>,
-    ) -> Result<Decided, StoreError> {
-        let decider = by.map(|by| Decider {
-            by,
-            ..Decider::default()
-        });
-        self.decide_as(run_id, call_id, decision, decider).await
-    }
-
-    /// [`Store::decide`], recording the [`Decider`].
-    pub async fn decide_as(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
+        changes: DecisionChanges,
         decision: Decision,
         decider: Option<Decider>,
-    ) -> Result<Decided, StoreError> {
+    ) -> Result<Option<Decided>, StoreError> {
         match &self.backend {
-            Backend::Sqlite(s) => Ok(s.decide_as(run_id, call_id, decision, decider).await?),
+            Backend::Sqlite(s) => Ok(s.apply_decision(changes, decision, decider).await?),
         }
     }
 

@@ -17,6 +17,10 @@ pub enum RunsError {
     Refused(Refusal, String),
     #[error("{0}")]
     Sql(#[from] rusqlite::Error),
+    /// A compare-and-set found a row changed since it was read (the transaction is
+    /// rolled back; the caller reads again).
+    #[error("the rows changed since they were read")]
+    Changed,
 }
 
 impl From<RunsError> for StoreError {
@@ -28,6 +32,9 @@ impl From<RunsError> for StoreError {
             RunsError::NotFound(id) => StoreError::NotFound(id),
             RunsError::Refused(kind, message) => StoreError::Refused(kind, message),
             RunsError::Sql(e) => StoreError::Corrupt(e.to_string()),
+            RunsError::Changed => {
+                StoreError::Refused(Refusal::DecisionConflict, RunsError::Changed.to_string())
+            }
         }
     }
 }
