@@ -7,7 +7,7 @@
 
 mod error;
 mod facade;
-pub mod lease;
+mod lease;
 pub mod model;
 mod sqlite;
 
