@@ -26,6 +26,15 @@ fn main() {
 const CALLS: usize = 20_000;
 const STEP: usize = 10;
 
+/// Waits for a store read from the synchronous timing closures.
+trait On: std::future::Future + Sized {
+    fn on(self, rt: &tokio::runtime::Runtime) -> Self::Output {
+        rt.block_on(self)
+    }
+}
+
+impl<F: std::future::Future> On for F {}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -381,6 +390,7 @@ fn tree(store: &Store) -> String {
 
 #[divan::bench(sample_count = 1, sample_size = 1)]
 fn summaries_over_a_million_records(bencher: Bencher) {
+    let rt = runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let store = million(&dir);
     // Print the three timings; divan measures the whole group below.
@@ -398,32 +408,54 @@ fn summaries_over_a_million_records(bencher: Bencher) {
     time("conversation summary (1,000 records of 1,000,000)", &|| {
         let s = store
             .conversation_summary("conv42")
+            .on(&rt)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.calls.total_calls, 1000);
     });
     time("tool stats (125,000 records)", &|| {
-        divan::black_box(store.tool_stats("shell").unwrap_or_else(|e| panic!("{e}")));
+        divan::black_box(
+            store
+                .tool_stats("shell")
+                .on(&rt)
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
     });
     let start = std::time::Instant::now();
-    let g = store.global_stats().unwrap_or_else(|e| panic!("{e}"));
+    let g = store
+        .global_stats()
+        .on(&rt)
+        .unwrap_or_else(|e| panic!("{e}"));
     println!(
         "global stats (1,000,000 records, 8 tools), first call: {:.1} ms (goal 100 ms)",
         start.elapsed().as_secs_f64() * 1000.0
     );
     assert_eq!(g.calls.total_calls, 1_000_000);
     time("global stats (1,000,000 records, 8 tools)", &|| {
-        divan::black_box(store.global_stats().unwrap_or_else(|e| panic!("{e}")));
+        divan::black_box(
+            store
+                .global_stats()
+                .on(&rt)
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
     });
     let top = tree(&store);
     time("run tree summary, its records not folded yet", &|| {
-        divan::black_box(store.run_tree(&top).unwrap_or_else(|e| panic!("{e}")));
+        divan::black_box(
+            store
+                .run_tree(&top)
+                .on(&rt)
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
     });
     // The upkeep thread folds idle records within a quarter second.
     std::thread::sleep(std::time::Duration::from_millis(600));
     time(
         "run tree summary (a top run and 10 sub-agent runs, 1,100 of 1,001,100 records)",
         &|| {
-            let t = store.run_tree(&top).unwrap_or_else(|e| panic!("{e}"));
+            let t = store
+                .run_tree(&top)
+                .on(&rt)
+                .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(t.totals.calls, 1_100);
         },
     );
@@ -431,6 +463,7 @@ fn summaries_over_a_million_records(bencher: Bencher) {
         divan::black_box(
             store
                 .conversation_summary("conv7")
+                .on(&rt)
                 .unwrap_or_else(|e| panic!("{e}")),
         )
     });

@@ -176,6 +176,7 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
         add_pending: Vec::new(),
         set_pending: Vec::new(),
         release: false,
+        usage: Default::default(),
         records,
         messages: Vec::new(),
         first_seq: 0,

@@ -233,7 +233,7 @@ async fn a_denial_reaches_the_model_with_its_reason() {
             .unwrap()
             .contains("Reason: not today")
     );
-    let page = s.runner.store.calls(&CallQuery::default()).unwrap();
+    let page = s.runner.store.calls(&CallQuery::default()).await.unwrap();
     assert_eq!(page.calls.len(), 1);
     assert_eq!(page.calls[0].record.status.as_str(), "denied");
 }
@@ -298,7 +298,7 @@ async fn auto_calls_run_at_once_and_results_keep_the_call_order() {
         run_id: Some(run.id.clone()),
         ..CallQuery::default()
     };
-    let recorded = s.runner.store.calls(&q).unwrap().calls;
+    let recorded = s.runner.store.calls(&q).await.unwrap().calls;
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0].record.tool, "calculator");
     s.runner
@@ -457,7 +457,7 @@ async fn a_call_with_unreadable_arguments_is_sent_back_to_the_model() {
         run_id: Some(run.id.clone()),
         ..Default::default()
     };
-    let calls = s.runner.store.calls(&q).unwrap().calls;
+    let calls = s.runner.store.calls(&q).await.unwrap().calls;
     let bad = calls.iter().find(|c| c.record.call_id == "call_x").unwrap();
     assert_eq!(bad.record.tool, "calculator");
     assert_eq!(bad.record.status, toolgate::protocol::CallStatus::Failed);

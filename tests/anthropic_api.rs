@@ -159,6 +159,7 @@ async fn parallel_tool_use_blocks_run_and_answer_in_order() {
             run_id: Some(run.id.clone()),
             ..CallQuery::default()
         })
+        .await
         .unwrap();
     assert_eq!(calls.total, 2);
 }
@@ -224,6 +225,7 @@ async fn a_stream_cut_mid_block_is_retried_and_the_call_runs_once() {
             run_id: Some(run.id.clone()),
             ..CallQuery::default()
         })
+        .await
         .unwrap();
     assert_eq!(calls.total, 1);
     assert_eq!(calls.calls[0].record.result.as_deref(), Some("4"));

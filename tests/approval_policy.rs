@@ -104,19 +104,20 @@ impl World {
             .unwrap()
     }
 
-    fn records(&self, run: &str) -> Vec<StoredCall> {
+    async fn records(&self, run: &str) -> Vec<StoredCall> {
         let q = CallQuery {
             run_id: Some(run.to_string()),
             ..CallQuery::default()
         };
-        self.runner.store.calls(&q).unwrap().calls
+        self.runner.store.calls(&q).await.unwrap().calls
     }
 
     /// What the model was told for `call_id`: its tool message.
-    fn told(&self, run: &RunObject, call_id: &str) -> String {
+    async fn told(&self, run: &RunObject, call_id: &str) -> String {
         self.runner
             .store
             .conversation_messages(&run.conversation_id)
+            .await
             .unwrap()
             .iter()
             .map(|m| serde_json::from_str::<Value>(m).unwrap())
@@ -312,7 +313,7 @@ async fn run_row(row: &Row) -> Result<(), String> {
             return Err(format!("the run ended {:?}", end.status));
         }
     }
-    let records = w.records(&run.id);
+    let records = w.records(&run.id).await;
     let record = records
         .iter()
         .find(|r| r.record.call_id == "call_pay")
@@ -320,7 +321,7 @@ async fn run_row(row: &Row) -> Result<(), String> {
     if record.record.status.as_str() != row.status {
         return Err(format!("recorded {:?}", record.record));
     }
-    let told = w.told(&run, "call_pay");
+    let told = w.told(&run, "call_pay").await;
     if !told.contains(row.told) {
         return Err(format!("the model read '{told}', wanted '{}'", row.told));
     }
@@ -674,7 +675,7 @@ async fn run_hook_row(row: &HookRow) -> Result<(), String> {
         }
         (want, got) => return Err(format!("wanted a hold {want:?}, got {got:?}")),
     }
-    let records = w.records(&run.id);
+    let records = w.records(&run.id).await;
     let r = &records.first().ok_or("no record")?.record;
     if r.status.as_str() != row.status
         || r.error_kind.as_deref() != row.error_kind
@@ -692,7 +693,7 @@ async fn run_hook_row(row: &HookRow) -> Result<(), String> {
     {
         return Err(format!("the record lost what the tool returned: {r:?}"));
     }
-    let told = w.told(&run, "call_pay");
+    let told = w.told(&run, "call_pay").await;
     if !told.contains(row.told) {
         return Err(format!("the model read '{told}', wanted '{}'", row.told));
     }
@@ -741,12 +742,12 @@ async fn an_expired_approval_is_denied_or_cancels_the_run() {
     }
     let end = w.runner.resume(&run.id).await.unwrap();
     assert_eq!(end.status, RunStatus::Completed);
-    let r = &w.records(&run.id)[0].record;
+    let r = &w.records(&run.id).await[0].record;
     assert_eq!(
         (r.status.as_str(), r.error_kind.as_deref()),
         ("denied", Some("expired"))
     );
-    assert!(w.told(&run, "call_pay").contains("expired"));
+    assert!(w.told(&run, "call_pay").await.contains("expired"));
 
     let w = World::new(
         None,

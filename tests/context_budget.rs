@@ -224,6 +224,7 @@ async fn a_300_turn_run_of_200_kb_results_stays_under_the_budget() {
     let store = Store::open(w.dir.path().join("t.db")).unwrap();
     let whole = store
         .call_result(&run.conversation_id, "call_2")
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(whole.len(), text.len());
@@ -231,7 +232,7 @@ async fn a_300_turn_run_of_200_kb_results_stays_under_the_budget() {
 
     // The compaction turns are in the timeline, with their prompt sizes; every model
     // turn records its prompt size.
-    let timeline = store.run_timeline(&run.id).unwrap();
+    let timeline = store.run_timeline(&run.id).await.unwrap();
     let messages: Vec<Value> = timeline
         .messages
         .iter()

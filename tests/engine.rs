@@ -226,6 +226,7 @@ async fn batch_in_call_order_with_every_outcome_recorded() {
             conversation_id: Some("conv".into()),
             ..Default::default()
         })
+        .await
         .unwrap();
     assert_eq!(page.total, 8);
     let by_id: HashMap<&str, _> = page
@@ -484,6 +485,7 @@ async fn cancel_stops_running_and_waiting_calls() {
             status: Some(CallStatus::Cancelled),
             ..Default::default()
         })
+        .await
         .unwrap();
     assert_eq!(page.total, 6);
 }

@@ -39,10 +39,10 @@ async fn issued_keys_expire_and_are_revoked() {
     store.create_key(new("live", "h2", None)).await.unwrap();
     assert!(store.create_key(new("live", "h3", None)).await.is_err());
     assert_eq!(
-        store.key_by_hash("h1").unwrap(),
+        store.key_by_hash("h1").await.unwrap(),
         KeyLookup::Expired("old".into())
     );
-    match store.key_by_hash("h2").unwrap() {
+    match store.key_by_hash("h2").await.unwrap() {
         KeyLookup::Valid(who) => {
             assert_eq!(
                 (who.name.as_str(), who.role, who.tenant.as_str()),
@@ -52,15 +52,15 @@ async fn issued_keys_expire_and_are_revoked() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(store.any_live_key().unwrap());
+    assert!(store.any_live_key().await.unwrap());
     assert!(store.revoke_key("live").await.unwrap());
     assert!(!store.revoke_key("live").await.unwrap());
     assert_eq!(
-        store.key_by_hash("h2").unwrap(),
+        store.key_by_hash("h2").await.unwrap(),
         KeyLookup::Revoked("live".into())
     );
-    assert_eq!(store.key_by_hash("nope").unwrap(), KeyLookup::Unknown);
-    assert!(!store.any_live_key().unwrap());
+    assert_eq!(store.key_by_hash("nope").await.unwrap(), KeyLookup::Unknown);
+    assert!(!store.any_live_key().await.unwrap());
 }
 
 /// `--jwks URL` (fetched at start): an ES256 token signed with the JWKS's key is

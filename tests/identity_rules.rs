@@ -317,18 +317,33 @@ async fn secrets_resolve_in_the_tenant_then_the_shared_scope() {
         .await
         .unwrap();
     assert_eq!(
-        store.secret_for(Some("a"), "TOKEN").unwrap().as_deref(),
+        store
+            .secret_for(Some("a"), "TOKEN")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("for-a")
     );
     assert_eq!(
-        store.secret_for(Some("b"), "TOKEN").unwrap().as_deref(),
+        store
+            .secret_for(Some("b"), "TOKEN")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("shared")
     );
-    assert_eq!(store.secret("TOKEN").unwrap().as_deref(), Some("shared"));
-    assert_eq!(store.secrets_in("a").unwrap().len(), 1);
+    assert_eq!(
+        store.secret("TOKEN").await.unwrap().as_deref(),
+        Some("shared")
+    );
+    assert_eq!(store.secrets_in("a").await.unwrap().len(), 1);
     assert!(store.remove_secret_in("a", "TOKEN").await.unwrap());
     assert_eq!(
-        store.secret_for(Some("a"), "TOKEN").unwrap().as_deref(),
+        store
+            .secret_for(Some("a"), "TOKEN")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("shared")
     );
 }

@@ -5,7 +5,16 @@
 
 use serde_json::json;
 use toolgate::protocol::{CallStatus, CallerKind};
-use toolgate::store::{CallRecord, RunsError, Store};
+use toolgate::store::{CallRecord, Store, StoreError};
+
+/// Waits for a store operation from a synchronous test.
+trait Block: std::future::Future + Sized {
+    fn block(self) -> Self::Output {
+        rt().block_on(self)
+    }
+}
+
+impl<F: std::future::Future> Block for F {}
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -75,10 +84,10 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
         assert_eq!((first, second), (0, 1));
         // The input items are kept with the response.
         assert_eq!(
-            store.response_input("resp_1").unwrap().as_deref(),
+            store.response_input("resp_1").block().unwrap().as_deref(),
             Some(r#"[{"type": "message"}]"#)
         );
-        assert_eq!(store.response_input("resp_none").unwrap(), None);
+        assert_eq!(store.response_input("resp_none").block().unwrap(), None);
         rt.block_on(store.update_response(
             "resp_2",
             "completed",
@@ -95,11 +104,11 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
                 "{}".into(),
                 "[]".into()
             )),
-            Err(RunsError::NotFound(_))
+            Err(StoreError::NotFound(_))
         ));
         assert!(matches!(
             rt.block_on(store.update_response("resp_none", "completed", "{}".into())),
-            Err(RunsError::NotFound(_))
+            Err(StoreError::NotFound(_))
         ));
         rt.block_on(store.record_calls(vec![
             record("run_a", "c1"),
@@ -110,7 +119,7 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
         store.close();
     }
     let store = Store::open(&path).unwrap();
-    let row = store.response("resp_2").unwrap().unwrap();
+    let row = store.response("resp_2").block().unwrap().unwrap();
     assert_eq!(
         (row.run_id.as_str(), row.step, row.previous_id.as_deref()),
         ("run_a", 1, Some("resp_1"))
@@ -120,9 +129,10 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
         serde_json::from_str::<serde_json::Value>(&row.body).unwrap()["status"],
         "completed"
     );
-    assert!(store.response("resp_none").unwrap().is_none());
+    assert!(store.response("resp_none").block().unwrap().is_none());
     let steps: Vec<u32> = store
         .run_responses("run_a")
+        .block()
         .unwrap()
         .iter()
         .map(|r| r.step)
@@ -130,11 +140,18 @@ fn responses_map_to_run_and_step_and_survive_a_reopen() {
     assert_eq!(steps, [0, 1]);
     let found = store
         .run_call_records("run_a", &["c2".to_string(), "c9".to_string()])
+        .block()
         .unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(
         (found[0].call_id.as_str(), found[0].run_id.as_deref()),
         ("c2", Some("run_a"))
     );
-    assert!(store.run_call_records("run_a", &[]).unwrap().is_empty());
+    assert!(
+        store
+            .run_call_records("run_a", &[])
+            .block()
+            .unwrap()
+            .is_empty()
+    );
 }

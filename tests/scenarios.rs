@@ -110,12 +110,12 @@ impl World {
         }
     }
 
-    fn records(&self, run: &RunObject) -> Vec<StoredCall> {
+    async fn records(&self, run: &RunObject) -> Vec<StoredCall> {
         let q = CallQuery {
             run_id: Some(run.id.clone()),
             ..CallQuery::default()
         };
-        self.runner.store.calls(&q).unwrap().calls
+        self.runner.store.calls(&q).await.unwrap().calls
     }
 
     /// The text that carried tool results in the last request.
@@ -227,7 +227,7 @@ async fn the_scenario_table() {
                 assert_eq!(items[0].tool, row.tool, "{label}");
                 assert_eq!(items[0].arguments, row.args, "{label}");
                 assert!(
-                    w.records(&run).is_empty(),
+                    w.records(&run).await.is_empty(),
                     "{label}: nothing recorded before the decision"
                 );
                 let decided = w
@@ -248,7 +248,7 @@ async fn the_scenario_table() {
             ),
         }
         assert_eq!(run.status, row.status, "{label}: {run:?}");
-        let records = w.records(&run);
+        let records = w.records(&run).await;
         assert_eq!(records.len(), 1, "{label}");
         assert_eq!(records[0].record.status.as_str(), row.record.0, "{label}");
         assert_eq!(
@@ -311,7 +311,12 @@ async fn an_always_approval_stands_for_the_conversation() {
         w.runner.resume(&run.id).await.unwrap().status,
         RunStatus::Completed
     );
-    let standing = w.runner.store.standing_approvals("conv_a", "t").unwrap();
+    let standing = w
+        .runner
+        .store
+        .standing_approvals("conv_a", "t")
+        .await
+        .unwrap();
     assert_eq!(
         standing.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
         ["write_file"]
@@ -320,6 +325,7 @@ async fn an_always_approval_stands_for_the_conversation() {
         w.runner
             .store
             .standing_approvals("conv_a", "another_agent")
+            .await
             .unwrap()
             .is_empty(),
         "an always given to one agent is not another agent's"
@@ -415,7 +421,7 @@ async fn max_iterations_ends_the_run_incomplete() {
             .unwrap()
             .contains("max_iterations (2)")
     );
-    assert_eq!(w.records(&run).len(), 2);
+    assert_eq!(w.records(&run).await.len(), 2);
     assert_eq!(w.model.requests.lock().unwrap().len(), 2);
 }
 
@@ -464,7 +470,7 @@ async fn a_scripted_model_that_runs_out_fails_clearly_and_resumes_once_extended(
     assert_eq!(run.output.as_deref(), Some("Said hi."));
     // The echo ran once, before the failure; the resume did not run it again.
     let q = CallQuery::default();
-    assert_eq!(runner.store.calls(&q).unwrap().calls.len(), 1);
+    assert_eq!(runner.store.calls(&q).await.unwrap().calls.len(), 1);
 }
 
 #[tokio::test]
@@ -538,7 +544,7 @@ async fn decisions_that_do_not_fit_change_nothing() {
         RunError::NotFound(_)
     ));
     // Both items still wait; resuming now is refused and names what waits.
-    let shown = w.runner.show(&run.id).unwrap();
+    let shown = w.runner.get(&run.id).await.unwrap();
     assert_eq!(shown.required_action.unwrap().items.len(), 2);
     conflict(
         w.runner.resume(&run.id).await.unwrap_err(),
@@ -674,6 +680,7 @@ async fn sealed_secrets_replay_to_the_model_in_clear() {
         .runner
         .store
         .conversation_messages(&run.conversation_id)
+        .await
         .unwrap();
     assert!(
         stored.iter().all(|m| !m.contains("PIN-4242-secret")),
@@ -753,7 +760,7 @@ async fn approved_calls_wait_for_a_slot_whatever_the_queue_bound() {
         limit: Some(1000),
         ..CallQuery::default()
     };
-    let records = w.runner.store.calls(&q).unwrap().calls;
+    let records = w.runner.store.calls(&q).await.unwrap().calls;
     assert_eq!(records.len(), 60);
     assert!(
         records

@@ -41,6 +41,15 @@ fn record(
     }
 }
 
+/// Waits for a store operation from a synchronous test.
+trait Block: std::future::Future + Sized {
+    fn block(self) -> Self::Output {
+        rt().block_on(self)
+    }
+}
+
+impl<F: std::future::Future> Block for F {}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -73,7 +82,12 @@ fn schema_is_marked_and_reopens() {
     drop(conn);
     let again = Store::open(&path).unwrap();
     assert_eq!(
-        again.conversation_summary("c").unwrap().calls.total_calls,
+        again
+            .conversation_summary("c")
+            .block()
+            .unwrap()
+            .calls
+            .total_calls,
         1
     );
 }
@@ -194,7 +208,12 @@ fn a_locked_database_is_a_clear_error() {
     rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 2, 1.0)]))
         .unwrap();
     assert_eq!(
-        store.conversation_summary("c").unwrap().calls.total_calls,
+        store
+            .conversation_summary("c")
+            .block()
+            .unwrap()
+            .calls
+            .total_calls,
         1
     );
 }
@@ -231,7 +250,12 @@ fn a_full_database_is_a_clear_error_and_keeps_what_it_had() {
     assert!(m.contains("full.db") && m.contains("is full"), "{m}");
     assert!(written > 0, "the first batch failed: {m}");
     assert_eq!(
-        store.conversation_summary("c").unwrap().calls.total_calls,
+        store
+            .conversation_summary("c")
+            .block()
+            .unwrap()
+            .calls
+            .total_calls,
         written as u64 * 10
     );
 }
@@ -255,7 +279,7 @@ fn summaries_match_hand_computed_numbers() {
     records.push(record("b", "echo", CallStatus::Cancelled, 5002, 3.0));
     rt().block_on(store.record_calls(records)).unwrap();
 
-    let a = store.conversation_summary("a").unwrap();
+    let a = store.conversation_summary("a").block().unwrap();
     assert_eq!(
         a.calls,
         CallCounts {
@@ -286,7 +310,7 @@ fn summaries_match_hand_computed_numbers() {
     }
     assert!(json["duration_ms"]["p50"].is_number() && json["duration_ms"]["p95"].is_number());
 
-    let b = store.conversation_summary("b").unwrap();
+    let b = store.conversation_summary("b").block().unwrap();
     assert_eq!(
         b.calls,
         CallCounts {
@@ -298,10 +322,10 @@ fn summaries_match_hand_computed_numbers() {
         }
     );
 
-    let none = store.conversation_summary("nobody").unwrap();
+    let none = store.conversation_summary("nobody").block().unwrap();
     assert_eq!(none.calls, CallCounts::default());
 
-    let echo = store.tool_stats("echo").unwrap();
+    let echo = store.tool_stats("echo").block().unwrap();
     assert_eq!(
         echo.calls,
         CallCounts {
@@ -314,12 +338,12 @@ fn summaries_match_hand_computed_numbers() {
             ..CallCounts::default()
         }
     );
-    let search = store.tool_stats("web_search").unwrap();
+    let search = store.tool_stats("web_search").block().unwrap();
     assert_eq!(
         (search.calls.client_calls, search.calls.success_rate),
         (1, 0.0)
     );
-    let g = store.global_stats().unwrap();
+    let g = store.global_stats().block().unwrap();
     assert_eq!(
         g.calls,
         CallCounts {
@@ -367,9 +391,10 @@ fn every_summary_has_one_shape_of_counters() {
         record("c", "echo", CallStatus::Client, 3, 0.0),
     ];
     rt().block_on(store.record_calls(records)).unwrap();
-    let conversation = serde_json::to_value(store.conversation_summary("c").unwrap()).unwrap();
-    let tool = serde_json::to_value(store.tool_stats("echo").unwrap()).unwrap();
-    let global = serde_json::to_value(store.global_stats().unwrap()).unwrap();
+    let conversation =
+        serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap();
+    let tool = serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap();
+    let global = serde_json::to_value(store.global_stats().block().unwrap()).unwrap();
     // One conversation, one tool: the three count the same calls the same way.
     assert_eq!(counters(&conversation), counters(&tool));
     assert_eq!(counters(&tool), counters(&global));
@@ -428,15 +453,15 @@ fn summary_schemas_match_their_json() {
     let cases = [
         (
             schema(ConversationSummary::schema()),
-            serde_json::to_value(store.conversation_summary("c").unwrap()).unwrap(),
+            serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap(),
         ),
         (
             schema(ToolStats::schema()),
-            serde_json::to_value(store.tool_stats("echo").unwrap()).unwrap(),
+            serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap(),
         ),
         (
             schema(GlobalStats::schema()),
-            serde_json::to_value(store.global_stats().unwrap()).unwrap(),
+            serde_json::to_value(store.global_stats().block().unwrap()).unwrap(),
         ),
         (
             schema(Durations::schema()),
@@ -468,7 +493,7 @@ fn queries_filter_and_page() {
         })
         .collect();
     rt().block_on(store.record_calls(records)).unwrap();
-    let q = |q: CallQuery| store.calls(&q).unwrap();
+    let q = |q: CallQuery| store.calls(&q).block().unwrap();
     let page = q(CallQuery {
         conversation_id: Some("a".into()),
         limit: Some(7),
@@ -572,6 +597,7 @@ fn killed_while_recording_leaves_a_consistent_database() {
     let store = Store::open(&path).unwrap();
     let total = store
         .conversation_summary("kill")
+        .block()
         .unwrap()
         .calls
         .total_calls as i64;

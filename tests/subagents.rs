@@ -160,11 +160,12 @@ impl World {
     }
 
     /// Every run of the tree under `top`, with its agent and status.
-    fn statuses(&self) -> Vec<(String, RunStatus)> {
+    async fn statuses(&self) -> Vec<(String, RunStatus)> {
         let mut out: Vec<(String, RunStatus)> = self
             .runner
             .store
             .runs(None, None, 100)
+            .await
             .unwrap()
             .into_iter()
             .map(|r| (r.agent, r.status))
@@ -173,7 +174,7 @@ impl World {
         out
     }
 
-    fn record_statuses(&self, run_id: &str) -> Vec<(String, String)> {
+    async fn record_statuses(&self, run_id: &str) -> Vec<(String, String)> {
         let q = CallQuery {
             run_id: Some(run_id.to_string()),
             ..CallQuery::default()
@@ -181,6 +182,7 @@ impl World {
         self.runner
             .store
             .calls(&q)
+            .await
             .unwrap()
             .calls
             .into_iter()
@@ -338,7 +340,7 @@ async fn scenario(row: &Row, depth: usize) {
         }
     }
     assert_eq!(run.status, row.top, "{name}: {run:?}");
-    let statuses = w.statuses();
+    let statuses = w.statuses().await;
     let leaf_status = statuses.iter().find(|(a, _)| a == "leaf").unwrap().1;
     assert_eq!(leaf_status, row.leaf_status, "{name}: {statuses:?}");
     if row.leaf == Leaf::Cancel {
@@ -361,6 +363,7 @@ async fn scenario(row: &Row, depth: usize) {
         .runner
         .store
         .runs(None, None, 100)
+        .await
         .unwrap()
         .into_iter()
         .find(|r| r.agent == "leaf")
@@ -369,7 +372,7 @@ async fn scenario(row: &Row, depth: usize) {
         Leaf::Deny => {
             assert!(w.seen_by("leaf").contains("not today"), "{name}");
             assert_eq!(
-                w.record_statuses(&leaf_run.id),
+                w.record_statuses(&leaf_run.id).await,
                 [("write_file".to_string(), "denied".to_string())]
             );
         }
@@ -377,14 +380,14 @@ async fn scenario(row: &Row, depth: usize) {
         Leaf::Confirm => {
             assert!(w.dir.path().join("ws/a.txt").exists(), "{name}");
             assert_eq!(
-                w.record_statuses(&leaf_run.id),
+                w.record_statuses(&leaf_run.id).await,
                 [("write_file".to_string(), "succeeded".to_string())]
             );
         }
         _ => {}
     }
     // The top's record of its sub-agent call.
-    let top_records = w.record_statuses(&run.id);
+    let top_records = w.record_statuses(&run.id).await;
     let expected = if row.leaf_status == RunStatus::Completed || depth == 2 {
         "succeeded"
     } else {
@@ -470,7 +473,7 @@ async fn parallel_sub_agents_one_pausing_one_finishing() {
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].tool, "write_file");
     // The sibling finished while the other waits, and its result is recorded.
-    let statuses = w.statuses();
+    let statuses = w.statuses().await;
     assert!(
         statuses.contains(&("quick".into(), RunStatus::Completed)),
         "{statuses:?}"
@@ -480,7 +483,7 @@ async fn parallel_sub_agents_one_pausing_one_finishing() {
         "{statuses:?}"
     );
     assert_eq!(
-        w.record_statuses(&run.id),
+        w.record_statuses(&run.id).await,
         [("quick".to_string(), "succeeded".to_string())]
     );
     // A call id unique in the tree is enough; the qualified form works too.
@@ -573,7 +576,7 @@ async fn a_cycle_is_cut_off_at_max_depth() {
     );
     let run = w.start("loop").await;
     assert_eq!(run.status, RunStatus::Completed, "{run:?}");
-    let runs = w.runner.store.runs(None, None, 100).unwrap();
+    let runs = w.runner.store.runs(None, None, 100).await.unwrap();
     assert_eq!(runs.len(), 3, "the top and two levels below it");
     let deepest = runs.iter().max_by_key(|r| r.depth).unwrap();
     assert_eq!(deepest.depth, 2);
@@ -621,15 +624,16 @@ async fn child_events_reach_the_parent_stream_tagged_with_the_child_run() {
     let run = w.start("top").await;
     assert_eq!(run.status, RunStatus::Completed);
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let events = w.events.lock().unwrap();
     let leaf_run = w
         .runner
         .store
         .runs(None, None, 10)
+        .await
         .unwrap()
         .into_iter()
         .find(|r| r.agent == "leaf")
         .unwrap();
+    let events = w.events.lock().unwrap();
     let of_leaf: Vec<&str> = events
         .iter()
         .filter(|e| e.run_id() == leaf_run.id)

@@ -39,6 +39,15 @@ fn record(n: usize) -> CallRecord {
     }
 }
 
+/// Waits for a store operation from a synchronous test.
+trait Block: std::future::Future + Sized {
+    fn block(self) -> Self::Output {
+        rt().block_on(self)
+    }
+}
+
+impl<F: std::future::Future> Block for F {}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -100,7 +109,7 @@ fn summaries_are_exact_before_and_after_the_fold() {
     // A few records: all in the tail.
     rt.block_on(store.record_calls((0..50).map(record).collect()))
         .unwrap();
-    check(&store.global_stats().unwrap(), 50);
+    check(&store.global_stats().block().unwrap(), 50);
     // Enough that the idle writer folds them, then a tail on top.
     rt.block_on(store.record_calls((50..9_000).map(record).collect()))
         .unwrap();
@@ -111,11 +120,19 @@ fn summaries_are_exact_before_and_after_the_fold() {
     assert!(folded_to(&path) > 0, "the writer never folded");
     rt.block_on(store.record_calls((9_000..9_100).map(record).collect()))
         .unwrap();
-    let stats = store.global_stats().unwrap();
+    let stats = store.global_stats().block().unwrap();
     check(&stats, 9_100);
-    let shell = store.tool_stats("shell").unwrap();
+    let shell = store.tool_stats("shell").block().unwrap();
     assert_eq!(stats.tools.iter().find(|t| t.tool == "shell"), Some(&shell));
-    assert_eq!(store.tool_stats("nothing").unwrap().calls.total_calls, 0);
+    assert_eq!(
+        store
+            .tool_stats("nothing")
+            .block()
+            .unwrap()
+            .calls
+            .total_calls,
+        0
+    );
 }
 
 #[test]
@@ -125,10 +142,10 @@ fn durations_above_a_millisecond_keep_three_significant_digits() {
     let mut r = record(0);
     r.duration_ms = 12_345.678;
     rt().block_on(store.record_calls(vec![r])).unwrap();
-    let s = store.tool_stats("echo").unwrap();
+    let s = store.tool_stats("echo").block().unwrap();
     assert_eq!((s.duration_ms.p50, s.duration_ms.p95), (12_300.0, 12_300.0));
     // The conversation summary stays exact (to the microsecond).
-    let c = store.conversation_summary("conv0").unwrap();
+    let c = store.conversation_summary("conv0").block().unwrap();
     assert_eq!(c.duration_ms.p50, 12_345.678);
 }
 
@@ -162,13 +179,17 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
          CREATE TABLE secrets_old (name TEXT PRIMARY KEY, sealed TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
          DROP TABLE secrets; ALTER TABLE secrets_old RENAME TO secrets;
          ALTER TABLE responses DROP COLUMN input;
+         ALTER TABLE runs DROP COLUMN prompt_tokens; ALTER TABLE runs DROP COLUMN completion_tokens;
+         ALTER TABLE runs DROP COLUMN total_tokens; ALTER TABLE runs DROP COLUMN model_calls;
+         ALTER TABLE runs DROP COLUMN cache_read_tokens;
+         ALTER TABLE runs DROP COLUMN cache_creation_tokens; ALTER TABLE runs DROP COLUMN compactions;
          PRAGMA user_version = 6;",
     )
     .unwrap();
     drop(conn);
     let store = Store::open(&path).unwrap();
     assert_eq!(folded_to(&path), 3_000);
-    check(&store.global_stats().unwrap(), 3_000);
+    check(&store.global_stats().block().unwrap(), 3_000);
 }
 
 #[test]
@@ -202,7 +223,7 @@ fn a_run_tree_counts_folded_and_unfolded_records() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     rt.block_on(store.record_calls(mine(5_000..5_010))).unwrap();
-    let tree = store.run_tree("run_top").unwrap();
+    let tree = store.run_tree("run_top").block().unwrap();
     let records: Vec<CallRecord> = (0..5_010).map(record).collect();
     assert_eq!(tree.summary.calls, 5_010);
     let ok = records

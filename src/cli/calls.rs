@@ -1,5 +1,6 @@
 //! `toolgate calls`: the recorded calls, filtered and paged, as a table or JSON.
 
+use super::Wait;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -84,7 +85,7 @@ pub fn run(args: CallsArgs, db: &Path) -> Result<ExitCode, Failure> {
         tenant: super::tenant().map(str::to_string),
     };
     let store = open_existing_store(db)?;
-    let page = store.calls(&query).map_err(super::store_failure)?;
+    let page = store.calls(&query).wait()?.map_err(super::store_failure)?;
     let mut out = out::stdout();
     if args.json {
         print_json(&mut out, &page, false)?;

@@ -2,6 +2,7 @@
 //! prints a new key once (only its SHA-256 is stored), `list` shows them without the
 //! key, `revoke` ends one for good.
 
+use super::Wait;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -161,7 +162,10 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
         }
         KeysCommand::List { json } => {
             let store = open_existing_store(db)?;
-            let keys = store.keys().map_err(|e| Failure::other(e.to_string()))?;
+            let keys = store
+                .keys()
+                .wait()?
+                .map_err(|e| Failure::other(e.to_string()))?;
             if json {
                 print_json(&mut out::stdout(), &keys, false)?;
             } else {

@@ -68,6 +68,20 @@ pub struct Cli {
     command: Command,
 }
 
+/// Waits for a store operation from a synchronous command, on a small runtime of its
+/// own (the store reads on its blocking pool).
+pub trait Wait: std::future::Future + Sized {
+    fn wait(self) -> Result<Self::Output, Failure> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
+        Ok(rt.block_on(self))
+    }
+}
+
+impl<F: std::future::Future> Wait for F {}
+
 static TENANT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
 
 /// The `--tenant` the CLI works as (`None`: admin of every tenant).
@@ -82,7 +96,7 @@ pub fn check_run_tenant(store: &Store, id: &str) -> Result<(), Failure> {
         return Ok(());
     };
     let unknown = || Failure::other(format!("there is no run '{id}' (toolgate runs lists them)"));
-    match toolgate::run::Runner::new(store.clone()).show(id) {
+    match toolgate::run::Runner::new(store.clone()).get(id).wait()? {
         Ok(run) if run.tenant == t => Ok(()),
         _ => Err(unknown()),
     }
@@ -235,7 +249,9 @@ pub fn open_existing_store(db: &Path) -> Result<Store, Failure> {
 
 pub fn store_failure(e: StoreError) -> Failure {
     match e {
-        StoreError::Foreign { .. } | StoreError::TooNew { .. } => Failure::bad_input(e.to_string()),
+        StoreError::Foreign { .. } | StoreError::TooNew { .. } | StoreError::NotFound(_) => {
+            Failure::bad_input(e.to_string())
+        }
         other => Failure::other(other.to_string()),
     }
 }

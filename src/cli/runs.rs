@@ -2,6 +2,7 @@
 //! `resume` and `cancel`. A decision that resolves a run's last waiting item continues
 //! the run in the same command, unless `--no-resume`.
 
+use super::Wait;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -129,6 +130,7 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
             args.conversation.as_deref(),
             args.limit,
         )
+        .wait()?
         .map_err(|e| run_failure(e.into()))?;
     if args.json {
         // The run objects `show --json` gives, waiting items included.
@@ -172,7 +174,10 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
 pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open(db)?;
     super::check_run_tenant(&store, &args.run)?;
-    let run = runner(store.clone()).show(&args.run).map_err(run_failure)?;
+    let run = runner(store.clone())
+        .get(&args.run)
+        .wait()?
+        .map_err(run_failure)?;
     if args.json {
         out::print_json(&mut out::stdout(), &run, false)?;
     } else {
@@ -188,6 +193,7 @@ pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
         // Who decided each item: the identity, the typed name beside it.
         let rows = store
             .run_timeline(&run.id)
+            .wait()?
             .map_err(|e| run_failure(e.into()))?;
         for p in rows.pauses.iter().filter(|p| p.decided_by.is_some()) {
             text.push_str(&format!(
@@ -212,8 +218,14 @@ pub fn show(args: ShowArgs, db: &Path) -> Result<ExitCode, Failure> {
             ));
         }
         // A run with sub-agents (or one itself): the tree it is in, from its top.
-        let top = store.root_run(&run.id).map_err(|e| run_failure(e.into()))?;
-        let tree = store.run_tree(&top.id).map_err(|e| run_failure(e.into()))?;
+        let top = store
+            .root_run(&run.id)
+            .wait()?
+            .map_err(|e| run_failure(e.into()))?;
+        let tree = store
+            .run_tree(&top.id)
+            .wait()?
+            .map_err(|e| run_failure(e.into()))?;
         if !tree.children.is_empty() {
             text.push_str(
                 "tree
@@ -373,7 +385,8 @@ fn decide(
         }
         if decided.waiting > 0 || common.no_resume {
             let run = runner(store.clone())
-                .show(&common.run)
+                .get(&common.run)
+                .await
                 .map_err(run_failure)?;
             render::outcome(&run, common.json)?;
             return Ok(ExitCode::from(3));
@@ -387,7 +400,8 @@ fn decide(
                 message,
             }) => {
                 let run = runner(store.clone())
-                    .show(&common.run)
+                    .get(&common.run)
+                    .await
                     .map_err(run_failure)?;
                 if !common.json {
                     say!("toolgate: the decision is recorded; {message}");
@@ -416,7 +430,10 @@ pub fn resume(args: ResumeArgs, db: &Path) -> Result<ExitCode, Failure> {
     super::check_run_tenant(&store, &args.run)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let current = runner(store.clone()).show(&args.run).map_err(run_failure)?;
+        let current = runner(store.clone())
+            .get(&args.run)
+            .await
+            .map_err(run_failure)?;
         let waiting = current
             .required_action
             .as_ref()

@@ -2,6 +2,7 @@
 //! database (`set` reads the value from stdin or an environment variable, never from
 //! the command line), listed by name only, removed.
 
+use super::Wait;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
@@ -85,6 +86,7 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
             let store = open_existing_store(db)?;
             let list = store
                 .secrets_in(super::tenant().unwrap_or(""))
+                .wait()?
                 .map_err(|e| Failure::other(e.to_string()))?;
             if json {
                 print_json(&mut out::stdout(), &list, false)?;

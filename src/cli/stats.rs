@@ -1,6 +1,7 @@
 //! `toolgate stats`: a conversation's summary, one tool's statistics, or the whole
 //! database's, as text or JSON.
 
+use super::Wait;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -104,10 +105,12 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let text = if let Some(conv) = &args.conversation {
         let s = store
             .conversation_summary(conv)
+            .wait()?
             .map_err(super::store_failure)?;
         // The conversation's runs and what they asked of the model.
         let runs = store
             .runs(None, Some(conv), 100_000)
+            .wait()?
             .map_err(|e| super::run::run_failure(e.into()))?;
         let mut usage = Usage::default();
         for r in &runs {
@@ -116,6 +119,7 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         // Each top run with its sub-agent runs below it, and the totals with them.
         let trees = store
             .conversation_trees(conv)
+            .wait()?
             .map_err(|e| super::run::run_failure(e.into()))?;
         let mut totals = toolgate::protocol::TreeTally::default();
         for t in &trees {
@@ -180,13 +184,16 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         }
         text
     } else if let Some(tool) = &args.tool {
-        let t = store.tool_stats(tool).map_err(super::store_failure)?;
+        let t = store
+            .tool_stats(tool)
+            .wait()?
+            .map_err(super::store_failure)?;
         if args.json {
             return print_json(&mut out, &t, false).map(|()| ExitCode::SUCCESS);
         }
         tool_rows(std::slice::from_ref(&t))
     } else {
-        let g = store.global_stats().map_err(super::store_failure)?;
+        let g = store.global_stats().wait()?.map_err(super::store_failure)?;
         if args.json {
             return print_json(&mut out, &g, false).map(|()| ExitCode::SUCCESS);
         }

@@ -267,19 +267,18 @@ impl Session {
                 run.last_error.as_deref().unwrap_or("no reason recorded")
             ));
         }
-        let id = run.id.clone();
+        let q = CallQuery {
+            run_id: Some(run.id.clone()),
+            limit: Some(1),
+            ..CallQuery::default()
+        };
         let record = self
             .gateway
             .runner
-            .read(move |store| {
-                let q = CallQuery {
-                    run_id: Some(id),
-                    limit: Some(1),
-                    ..CallQuery::default()
-                };
-                Ok(store.calls(&q)?.calls.into_iter().next())
-            })
-            .await;
+            .store
+            .calls(&q)
+            .await
+            .map(|page| page.calls.into_iter().next());
         let output = run.output.clone().unwrap_or_default();
         match record {
             Ok(Some(r)) if r.record.status == CallStatus::Succeeded => {

@@ -29,8 +29,7 @@ impl Runner {
         &self,
         run_id: &str,
     ) -> Result<Vec<crate::tool::ClientTool>, RunError> {
-        let id = run_id.to_string();
-        let (row, _) = self.read(move |store| Ok(store.run(&id)?)).await?;
+        let (row, _) = self.store.run(run_id).await?;
         let state: RunState =
             self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
         Ok(state.client_tools)

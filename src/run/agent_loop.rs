@@ -200,8 +200,7 @@ impl Runner {
         if let Some(event) = event {
             self.emit(event);
         }
-        // A read by key, here: a hop to the blocking pool would cost more than it.
-        self.show(&run_id)
+        self.get(&run_id).await
     }
 
     /// The loop.
@@ -433,7 +432,7 @@ impl Runner {
                             limit: Some(10_000),
                             ..CallQuery::default()
                         };
-                        recorded = Some(self.store.calls(&q)?.calls);
+                        recorded = Some(self.store.calls(&q).await?.calls);
                     }
                     let found = recorded
                         .iter()
@@ -458,7 +457,8 @@ impl Runner {
                         ),
                     };
                     if c.gate != Gate::Run {
-                        live.pending_updates.push((c.call.id.clone(), "done"));
+                        live.pending_updates
+                            .push((c.call.id.clone(), crate::store::PendingState::Done));
                     }
                 }
                 Phase::Waiting => {
@@ -473,7 +473,8 @@ impl Runner {
             if c.gate == Gate::Approval && c.phase == Phase::Ready {
                 // Approved: gated again against the policy of this moment.
                 if let Some(told) = self.recheck(live, c).await {
-                    live.pending_updates.push((c.call.id.clone(), "done"));
+                    live.pending_updates
+                        .push((c.call.id.clone(), crate::store::PendingState::Done));
                     c.phase = self.answer(
                         live,
                         &c.call,
@@ -490,8 +491,10 @@ impl Runner {
         for &i in &delegated {
             turn[i].phase = Phase::Delegated;
             if turn[i].gate != Gate::Run {
-                live.pending_updates
-                    .push((turn[i].call.id.clone(), "executing"));
+                live.pending_updates.push((
+                    turn[i].call.id.clone(),
+                    crate::store::PendingState::Executing,
+                ));
             }
         }
         if !ready.is_empty() {
@@ -501,8 +504,10 @@ impl Runner {
                 turn[i].phase = Phase::Executing;
                 fenced |= !self.harmless(live, &turn[i]);
                 if turn[i].gate != Gate::Run {
-                    save.set_pending
-                        .push((turn[i].call.id.clone(), "executing"));
+                    save.set_pending.push((
+                        turn[i].call.id.clone(),
+                        crate::store::PendingState::Executing,
+                    ));
                 }
             }
             if fenced {
@@ -549,7 +554,8 @@ impl Runner {
                     );
                 }
                 if turn[i].gate != Gate::Run {
-                    live.pending_updates.push((turn[i].call.id.clone(), "done"));
+                    live.pending_updates
+                        .push((turn[i].call.id.clone(), crate::store::PendingState::Done));
                 }
                 turn[i].phase = Phase::Done {
                     status: outcome.status,

@@ -56,9 +56,11 @@ impl Runner {
                 continue;
             }
             let id = top.clone();
-            let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
+            let (row, pending) = self.store.run(&id).await?;
             if row.status == RunStatus::RequiresAction
-                && !pending.iter().any(|p| p.state == "waiting")
+                && !pending
+                    .iter()
+                    .any(|p| p.state == crate::store::PendingState::Waiting)
             {
                 expiry.ready.push(top);
             }

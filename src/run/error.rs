@@ -3,7 +3,7 @@
 
 use crate::agent::{AgentError, AgentErrorKind};
 use crate::model::ModelError;
-use crate::store::{Refusal, RunsError, StoreError};
+use crate::store::{Refusal, StoreError};
 
 /// Why a run operation failed (a run that starts and then fails is not an error: its
 /// status says so).
@@ -25,7 +25,7 @@ pub enum RunError {
     Refused { kind: Refusal, message: String },
     /// The database failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// A secret could not be sealed or opened: no key, a wrong key, an unreadable key
     /// file. Nothing was changed.
     #[error("{0}")]
@@ -61,13 +61,13 @@ impl RunError {
     }
 }
 
-impl From<RunsError> for RunError {
-    fn from(e: RunsError) -> Self {
+impl From<StoreError> for RunError {
+    fn from(e: StoreError) -> Self {
         match e {
-            RunsError::Store(s) => RunError::Store(s),
-            RunsError::NotFound(id) => RunError::NotFound(id),
-            RunsError::Refused(kind, message) => RunError::Refused { kind, message },
-            RunsError::Sql(e) => RunError::Corrupt(e.to_string()),
+            StoreError::NotFound(id) => RunError::NotFound(id),
+            StoreError::Refused(kind, message) => RunError::Refused { kind, message },
+            StoreError::Corrupt(message) => RunError::Corrupt(message),
+            other => RunError::Store(other),
         }
     }
 }

@@ -39,11 +39,7 @@ pub(super) fn keep(store: &Store, id: &str, owner: &str, cancel: &Cancel) -> Kee
                         Ok(c) => c.run_id == id && c.status == RunStatus::Cancelled,
                         // Fell behind: the run's status says it.
                         Err(RecvError::Lagged(_)) => {
-                            let (s, i) = (store.clone(), id.clone());
-                            matches!(
-                                tokio::task::spawn_blocking(move || s.run_status(&i)).await,
-                                Ok(Ok(RunStatus::Cancelled))
-                            )
+                            matches!(store.run_status(&id).await, Ok(RunStatus::Cancelled))
                         }
                         Err(RecvError::Closed) => return,
                     };

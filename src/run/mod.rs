@@ -9,6 +9,8 @@ mod cache;
 mod context;
 mod conversation;
 mod deadlines;
+mod decide;
+mod decision_rule;
 mod error;
 mod final_tool;
 mod folders;
@@ -31,7 +33,7 @@ mod watch;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
@@ -51,8 +53,8 @@ pub use state::{Ask, Phase, RunState, TreePlace, TurnCall};
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::{LimitConfig, ProcessLimits};
 use crate::model::{self, Message, Model, OpenAiConfig};
-use crate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, Usage};
-use crate::store::{Decided, PendingRow, Refusal, RunRow, Store};
+use crate::protocol::{Decision, RunEvent, RunObject, RunStatus, Usage};
+use crate::store::{PendingRow, Refusal, RunRow, Store};
 use crate::tool::{ToolLibrary, Toolkit};
 
 /// How long a lease lasts without renewal; the holder renews it every third of this. A
@@ -127,7 +129,7 @@ pub(crate) struct Live {
     /// Decisions read from the store, by call id.
     pub decisions: std::collections::HashMap<String, Decision>,
     /// Pending-item states to write with the next save.
-    pub pending_updates: Vec<(String, &'static str)>,
+    pub pending_updates: Vec<(String, crate::store::PendingState)>,
     /// How many of `state.messages` are stored.
     pub persisted: usize,
     /// Call records to commit with the next save.
@@ -171,18 +173,6 @@ impl Runner {
             events: Some(events),
             ..self.clone()
         }
-    }
-
-    /// Runs a store read on the blocking pool, so that a slow query never stalls the
-    /// async workers driving other runs.
-    pub async fn read<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> Result<T, RunError> + Send + 'static,
-    ) -> Result<T, RunError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| RunError::Corrupt(format!("a database read stopped: {e}")))?
     }
 
     fn emit(&self, event: RunEvent) {
@@ -393,7 +383,7 @@ impl Runner {
     /// renewed it (or another process took it) meanwhile.
     async fn lease_ran_out(&self, id: &str) -> Result<bool, RunError> {
         let look = |id: String| async move {
-            let (row, _) = self.read(move |store| Ok(store.run(&id)?)).await?;
+            let (row, _) = self.store.run(&id).await?;
             Ok::<_, RunError>((row.lease_owner, row.lease_until))
         };
         let before = look(id.to_string()).await?;
@@ -423,7 +413,7 @@ impl Runner {
         additions: Additions,
     ) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
-        let root = self.read(move |store| Ok(store.root_run(&id)?)).await?;
+        let root = self.store.root_run(&id).await?;
         // Deadlines first: an approval that expired is denied (or cancels the run).
         if self
             .expire(Some(&root.id))
@@ -447,9 +437,11 @@ impl Runner {
         additions: Additions,
     ) -> Result<RunObject, RunError> {
         let id = run_id.to_string();
-        let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
+        let (row, pending) = self.store.run(&id).await?;
         if row.status == RunStatus::RequiresAction
-            && let Some(p) = pending.iter().find(|p| p.state == "waiting")
+            && let Some(p) = pending
+                .iter()
+                .find(|p| p.state == crate::store::PendingState::Waiting)
         {
             return Err(RunError::refused(
                 Refusal::StillWaiting,
@@ -511,7 +503,10 @@ impl Runner {
             .standing(&row.conversation_id, &row.agent, &toolkit)
             .await?;
         let mut decisions = std::collections::HashMap::new();
-        for p in pending.into_iter().filter(|p| p.state == "decided") {
+        for p in pending
+            .into_iter()
+            .filter(|p| p.state == crate::store::PendingState::Decided)
+        {
             if let Some(d) = p.decision {
                 let d = match d {
                     Decision::Edit { arguments } => Decision::Edit {
@@ -543,138 +538,11 @@ impl Runner {
         })
     }
 
-    /// Records a decision. Edited arguments are validated against the tool's schema
-    /// first; invalid ones change nothing.
-    pub async fn decide(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-    ) -> Result<Decided, RunError> {
-        self.decide_by(run_id, call_id, decision, None).await
-    }
-
-    /// [`Runner::decide`], recording who decided (`by`: a person's name, `cli:USER`).
-    pub async fn decide_by(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-        by: Option<String>,
-    ) -> Result<Decided, RunError> {
-        let decider = by.map(|by| crate::store::Decider {
-            by,
-            ..Default::default()
-        });
-        self.decide_with(run_id, call_id, decision, decider).await
-    }
-
-    /// [`Runner::decide`], recording who decided as an identity.
-    pub async fn decide_as(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-        decider: crate::store::Decider,
-    ) -> Result<Decided, RunError> {
-        self.decide_with(run_id, call_id, decision, Some(decider))
-            .await
-    }
-
-    async fn decide_with(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
-        decider: Option<crate::store::Decider>,
-    ) -> Result<Decided, RunError> {
-        let decision = match decision {
-            Decision::Edit { arguments } => {
-                let Some(call_id) = call_id else {
-                    return Err(RunError::BadInput(
-                        "edited arguments need the call they are for (--call ID)".into(),
-                    ));
-                };
-                let arguments = self.validate_edit(run_id, call_id, arguments).await?;
-                Decision::Edit { arguments }
-            }
-            other => other,
-        };
-        let decided = self
-            .store
-            .decide_as(run_id, call_id, decision, decider)
-            .await?;
-        for (agent, waited_ms) in &decided.waited {
-            crate::telemetry::metrics::decided(agent, *waited_ms);
-        }
-        Ok(decided)
-    }
-
-    async fn validate_edit(
-        &self,
-        run_id: &str,
-        call_id: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Map<String, Value>, RunError> {
-        let id = run_id.to_string();
-        let (row, pending) = self.read(move |store| Ok(store.run(&id)?)).await?;
-        let item = pending
-            .iter()
-            .find(|p| {
-                let qualified = p
-                    .item
-                    .run_id
-                    .as_ref()
-                    .map(|r| format!("{r}/{}", p.item.call_id));
-                (p.item.call_id == call_id || qualified.as_deref() == Some(call_id))
-                    && p.item.kind == ItemKind::Approval
-            })
-            .ok_or_else(|| {
-                RunError::refused(
-                    Refusal::DecisionConflict,
-                    format!("run {} has no approval item '{call_id}'", row.id),
-                )
-            })?;
-        if let Some(holder) = item.item.run_id.clone() {
-            // A sub-agent's item: its own run's tools check the arguments.
-            let plain = item.item.call_id.clone();
-            return Box::pin(self.validate_edit(&holder, &plain, arguments)).await;
-        }
-        let state: RunState =
-            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
-        let (_, toolkit) = self.agent_of(&state)?;
-        let tool = toolkit
-            .resolve(&item.item.tool)
-            .map_err(|e| RunError::UnknownTool(e.to_string()))?;
-        let schema = &tool.spec.parameters;
-        // Secret values were shown as [secret]; left so, they keep what the model wrote.
-        let mut arguments = Value::Object(arguments);
-        if let Some(original) = state.turn.iter().flatten().find(|c| c.call.id == call_id) {
-            crate::secrets::restore_masked(
-                schema,
-                &mut arguments,
-                &Value::Object(original.call.arguments.clone()),
-            );
-        }
-        let Value::Object(arguments) = arguments else {
-            return Err(RunError::BadInput(
-                "edited arguments must be an object".into(),
-            ));
-        };
-        let checked = tool.check(arguments).map_err(|e| {
-            RunError::InvalidArguments(format!("the edited arguments were refused: {e}"))
-        })?;
-        // Stored with the decision: sealed like everything else.
-        let mut secrets = Vec::new();
-        crate::secrets::secret_values(schema, &checked, &mut secrets);
-        sealing::sealed_arguments(&self.keyring, &checked, &secrets)
-    }
-
     /// Cancels a run that has not ended.
     pub async fn cancel(&self, run_id: &str) -> Result<RunObject, RunError> {
         let (id, _) = self.store.cancel_run(run_id).await?;
         let top = id.clone();
-        let below = self.read(move |store| Ok(store.runs_below(&top)?)).await?;
+        let below = self.store.runs_below(&top).await?;
         for run in below.iter().rev().chain(std::iter::once(&id)) {
             self.active.stop(run);
             self.emit(RunEvent::RunCancelled {
@@ -687,23 +555,13 @@ impl Runner {
     /// The execution summary of `run_id` and every sub-agent run below it.
     pub async fn tree(&self, run_id: &str) -> Result<crate::protocol::RunTree, RunError> {
         let id = run_id.to_string();
-        self.read(move |store| Ok(store.run_tree(&id)?)).await
+        Ok(self.store.run_tree(&id).await?)
     }
 
     /// The run object for `run_id` (an id or a unique prefix).
-    pub fn show(&self, run_id: &str) -> Result<RunObject, RunError> {
-        let (row, pending) = self.store.run(run_id)?;
-        Ok(run_object(&row, &pending))
-    }
-
-    /// [`Runner::show`], read off the async workers.
     pub async fn get(&self, run_id: &str) -> Result<RunObject, RunError> {
-        let id = run_id.to_string();
-        self.read(move |store| {
-            let (row, pending) = store.run(&id)?;
-            Ok(run_object(&row, &pending))
-        })
-        .await
+        let (row, pending) = self.store.run(run_id).await?;
+        Ok(run_object(&row, &pending))
     }
 
     /// The history a new run in `conversation` starts from, and how much of it is
@@ -711,9 +569,7 @@ impl Runner {
     /// left without a result.
     async fn history(&self, conversation: &str) -> Result<(Vec<Message>, usize), RunError> {
         let conv = conversation.to_string();
-        let last = self
-            .read(move |store| Ok(store.runs(None, Some(&conv), 1)?))
-            .await?;
+        let last = self.store.runs(None, Some(&conv), 1).await?;
         let Some(last) = last.into_iter().next() else {
             return Ok((Vec::new(), 0));
         };
@@ -743,9 +599,7 @@ impl Runner {
         toolkit: &Toolkit,
     ) -> Result<Vec<String>, RunError> {
         let (conv, agent) = (conversation.to_string(), agent.to_string());
-        let rows = self
-            .read(move |store| Ok(store.standing_approvals(&conv, &agent)?))
-            .await?;
+        let rows = self.store.standing_approvals(&conv, &agent).await?;
         Ok(rows
             .into_iter()
             .filter(|(tool, policy)| *policy == toolkit.fingerprint(tool))
@@ -755,17 +609,13 @@ impl Runner {
 
     /// A conversation's stored messages.
     async fn messages(&self, conversation: &str) -> Result<Vec<Message>, RunError> {
-        let conv = conversation.to_string();
-        let keyring = Arc::clone(&self.keyring);
-        self.read(move |store| {
-            let what = format!("conversation {conv}: a stored message");
-            store
-                .conversation_messages(&conv)?
-                .iter()
-                .map(|m| sealing::opened(&keyring, m, &what))
-                .collect()
-        })
-        .await
+        let what = format!("conversation {conversation}: a stored message");
+        self.store
+            .conversation_messages(conversation)
+            .await?
+            .iter()
+            .map(|m| sealing::opened(&self.keyring, m, &what))
+            .collect()
     }
 }
 

@@ -9,7 +9,7 @@ pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
     let state: Option<RunState> = serde_json::from_str(&row.state).ok();
     let items: Vec<_> = pending
         .iter()
-        .filter(|p| p.state == "waiting")
+        .filter(|p| p.state == crate::store::PendingState::Waiting)
         .map(|p| p.item.clone())
         .collect();
     RunObject {

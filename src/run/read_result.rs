@@ -74,7 +74,7 @@ impl Runner {
 
     /// Answers a `read_result` call from the conversation's records: the page, or an
     /// error the model can act on.
-    pub(super) fn read_result(&self, live: &mut Live, call: &ToolCall) -> Phase {
+    pub(super) async fn read_result(&self, live: &mut Live, call: &ToolCall) -> Phase {
         let arg = |k: &str| call.arguments.get(k);
         let call_id = arg("call_id").and_then(Value::as_str).unwrap_or_default();
         let offset = arg("offset").and_then(Value::as_u64).unwrap_or(0);
@@ -93,7 +93,7 @@ impl Runner {
         } else if length == 0 {
             fail("read_result: length must be at least 1".into())
         } else {
-            match self.store.call_result(&live.conversation_id, call_id) {
+            match self.store.call_result(&live.conversation_id, call_id).await {
                 Ok(Some(text)) => (
                     CallStatus::Succeeded,
                     None,

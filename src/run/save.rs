@@ -4,14 +4,14 @@
 
 use super::{Live, RunError, Runner};
 use crate::protocol::{CallStatus, RunStatus};
-use crate::store::{Refusal, RunSave, RunsError};
+use crate::store::{Refusal, RunSave, StoreError};
 use crate::telemetry::metrics;
 
 /// One state save.
 pub(super) struct Save {
     pub(super) status: RunStatus,
     pub(super) last_error: Option<String>,
-    pub(super) set_pending: Vec<(String, &'static str)>,
+    pub(super) set_pending: Vec<(String, crate::store::PendingState)>,
     pub(super) release: bool,
 }
 
@@ -74,10 +74,11 @@ impl Runner {
             first_seq,
             set_pending,
             release: save.release,
+            usage: live.state.usage,
         };
         let saved = self.store.save_run(&live.run_id, &live.owner, record).await;
         // The records are committed with the step (and even when the lease was lost).
-        if saved.is_ok() || matches!(&saved, Err(RunsError::Refused(Refusal::LeaseLost, _))) {
+        if saved.is_ok() || matches!(&saved, Err(StoreError::Refused(Refusal::LeaseLost, _))) {
             for (tool, status, kind) in &counted {
                 metrics::call_recorded(
                     tool,

@@ -62,13 +62,15 @@ impl Runner {
     }
 
     /// [`Runner::credentials`] for a run of `tenant`: its own secrets first, then the
-    /// shared ones.
+    /// shared ones. The resolver waits for the store: it is called on the blocking pool
+    /// (the engine resolves a call's credentials there), never on an async task.
     pub fn credentials_for(&self, tenant: Option<String>) -> crate::tool::Resolver {
         let (store, keyring) = (self.store.clone(), Arc::clone(&self.keyring));
         crate::tool::Resolver(Arc::new(move |source: &Credential| match source {
             Credential::Env(var) => Ok(std::env::var(var).ok()),
-            Credential::Secret(name) => match store
-                .secret_for(tenant.as_deref(), name)
+            Credential::Secret(name) => match tokio::runtime::Handle::try_current()
+                .map_err(|e| format!("stored secrets need the runtime: {e}"))?
+                .block_on(store.secret_for(tenant.as_deref(), name))
                 .map_err(|e| e.to_string())?
             {
                 Some(sealed) => keyring

@@ -153,7 +153,8 @@ impl Runner {
                         },
                     });
                     if c.gate != Gate::Run {
-                        live.pending_updates.push((c.call.id.clone(), "done"));
+                        live.pending_updates
+                            .push((c.call.id.clone(), crate::store::PendingState::Done));
                     }
                     c.phase = Phase::Done { status, output };
                 }
@@ -222,9 +223,7 @@ impl Runner {
             Err(e) => return Ok(refused(ErrorKind::SubagentUnknown, e)),
         };
         let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
-        let existing = self
-            .read(move |store| Ok(store.child_run(&parent, &call_id)?))
-            .await?;
+        let existing = self.store.child_run(&parent, &call_id).await?;
         // A child of its own: the parent's interrupt (or lost lease) stops it too.
         let runner = Runner {
             interrupt: cancel.clone(),
@@ -326,7 +325,8 @@ impl Runner {
                         // Another process started it a moment ago: go on with that one.
                         let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
                         let row = self
-                            .read(move |store| Ok(store.child_run(&parent, &call_id)?))
+                            .store
+                            .child_run(&parent, &call_id)
                             .await?
                             .ok_or_else(|| RunError::Corrupt("a sub-agent run vanished".into()))?;
                         continue_child(&runner, &row.id).await?

@@ -48,7 +48,8 @@ impl Runner {
                             ErrorKind::Denied,
                         ),
                     };
-                live.pending_updates.push((c.call.id.clone(), "done"));
+                live.pending_updates
+                    .push((c.call.id.clone(), crate::store::PendingState::Done));
                 c.phase = self.answer(live, &c.call, CallStatus::Denied, Some(kind), output);
             }
             Decision::Submit { output, is_error } => {
@@ -57,7 +58,8 @@ impl Runner {
                 } else {
                     CallStatus::Client
                 };
-                live.pending_updates.push((c.call.id.clone(), "done"));
+                live.pending_updates
+                    .push((c.call.id.clone(), crate::store::PendingState::Done));
                 c.phase = self.answer(
                     live,
                     &c.call,
@@ -147,7 +149,9 @@ impl Runner {
                 images: Vec::new(),
             };
             c.phase = match gate {
-                Gate::Run if self.is_read_result(live, &c.call) => self.read_result(live, &c.call),
+                Gate::Run if self.is_read_result(live, &c.call) => {
+                    self.read_result(live, &c.call).await
+                }
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
                     let item = self.required_item(live, &c);

@@ -43,7 +43,7 @@ pub async fn require_key(
         .and_then(|v| v.to_str().ok())
         .and_then(bearer)
         .map(|g| g.trim().to_string());
-    let who = match identify(&state, given.as_deref()) {
+    let who = match identify(&state, given.as_deref()).await {
         Ok(who) => who,
         Err(message) => return unauthorized(&message),
     };
@@ -77,9 +77,9 @@ pub fn too_many(wait: std::time::Duration, message: &str) -> Response {
 }
 
 /// The identity `given` credentials stand for, or the one line saying why not.
-fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
+async fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
     let Some(given) = given.filter(|g| !g.is_empty()) else {
-        if needs_key(state)? {
+        if needs_key(state).await? {
             return Err("this server needs an API key: send Authorization: Bearer KEY".into());
         }
         return Ok(Identity::admin("local"));
@@ -94,6 +94,7 @@ fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
             .runner
             .store
             .key_by_hash(&key_hash(given))
+            .await
             .map_err(|e| format!("cannot check the key: {e}"))?;
         return match found {
             KeyLookup::Valid(who) => Ok(who),
@@ -112,7 +113,7 @@ fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
 
 /// Whether a request without credentials is refused: a key, JWT settings or a live
 /// issued key exist.
-pub(super) fn needs_key(state: &AppState) -> Result<bool, String> {
+pub(super) async fn needs_key(state: &AppState) -> Result<bool, String> {
     if state.api_key.is_some() || state.jwt.is_some() {
         return Ok(true);
     }
@@ -120,6 +121,7 @@ pub(super) fn needs_key(state: &AppState) -> Result<bool, String> {
         .runner
         .store
         .any_live_key()
+        .await
         .map_err(|e| format!("cannot check the keys: {e}"))
 }
 

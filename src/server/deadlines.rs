@@ -58,10 +58,7 @@ async fn tick(
         publish(state, &event);
     }
     for (run_id, item) in expiry.expired {
-        let top = state
-            .runner
-            .read(move |store| Ok(store.root_run(&run_id)?.id))
-            .await?;
+        let top = state.runner.store.root_run(&run_id).await?.id;
         notify(state, notifier, "approval.expired", &top, item).await;
     }
     for top in &expiry.cancelled {

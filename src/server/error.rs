@@ -110,8 +110,9 @@ impl From<RunError> for ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// As the run's error: a run not found is a 404, a refusal a 409, the database 500.
     fn from(e: StoreError) -> Self {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string())
+        ApiError::from(RunError::from(e))
     }
 }
 

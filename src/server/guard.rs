@@ -152,7 +152,10 @@ pub async fn check(State(state): State<Arc<AppState>>, req: Request, next: Next)
     }
     // A form post rides on nothing but the server being open: where every request
     // needs a key, one without it is refused by the key check (401) instead.
-    if changes && !announced(req.headers()) && !matches!(super::auth::needs_key(&state), Ok(true)) {
+    if changes
+        && !announced(req.headers())
+        && !matches!(super::auth::needs_key(&state).await, Ok(true))
+    {
         return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",

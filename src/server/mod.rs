@@ -339,6 +339,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     let keys_issued = runner
         .store
         .any_live_key()
+        .await
         .map_err(|e| ServeError::Config(e.to_string()))?;
     if config.api_key.is_none()
         && config.jwt.is_none()

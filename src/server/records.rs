@@ -67,12 +67,7 @@ pub async fn calls(
         tenant,
         ..CallQuery::default()
     };
-    Ok(Json(
-        state
-            .runner
-            .read(move |store| Ok(store.calls(&query)?))
-            .await?,
-    ))
+    Ok(Json(state.runner.store.calls(&query).await?))
 }
 
 /// A query's count: its default when absent, refused outside `min..=max` (the range the
@@ -121,14 +116,10 @@ pub async fn conversation_stats(
 ) -> Result<Json<ConversationStats>, ApiError> {
     state.conversation_for(&who, &id).await?;
     let conv = id.clone();
-    let (summary, runs, run_trees) = state
-        .runner
-        .read(move |store| {
-            let runs = store.runs(None, Some(&conv), 1)?.len();
-            let trees = store.conversation_trees(&conv)?;
-            Ok((store.conversation_summary(&conv)?, runs, trees))
-        })
-        .await?;
+    let store = &state.runner.store;
+    let runs = store.runs(None, Some(&conv), 1).await?.len();
+    let run_trees = store.conversation_trees(&conv).await?;
+    let summary = store.conversation_summary(&conv).await?;
     if summary.calls.total_calls == 0 && runs == 0 {
         return Err(ApiError::not_found(format!(
             "there is no conversation '{id}' (no runs and no calls recorded)"
@@ -154,17 +145,11 @@ pub async fn global_stats(
     super::scope::Caller(who): super::scope::Caller,
 ) -> Result<Json<GlobalStats>, ApiError> {
     let tenant = who.scope().map(str::to_string);
-    Ok(Json(
-        state
-            .runner
-            .read(move |store| {
-                Ok(match &tenant {
-                    Some(t) => store.global_stats_of(t)?,
-                    None => store.global_stats()?,
-                })
-            })
-            .await?,
-    ))
+    let store = &state.runner.store;
+    Ok(Json(match &tenant {
+        Some(t) => store.global_stats_of(t).await?,
+        None => store.global_stats().await?,
+    }))
 }
 
 /// One tool's figures over every conversation.
@@ -178,17 +163,11 @@ pub async fn tool_stats(
     PathId(name): PathId,
 ) -> Result<Json<ToolStats>, ApiError> {
     let tenant = who.scope().map(str::to_string);
-    Ok(Json(
-        state
-            .runner
-            .read(move |store| {
-                Ok(match &tenant {
-                    Some(t) => store.tool_stats_of(t, &name)?,
-                    None => store.tool_stats(&name)?,
-                })
-            })
-            .await?,
-    ))
+    let store = &state.runner.store;
+    Ok(Json(match &tenant {
+        Some(t) => store.tool_stats_of(t, &name).await?,
+        None => store.tool_stats(&name).await?,
+    }))
 }
 
 /// A tool as `GET /v1/tools` lists it.
@@ -287,10 +266,7 @@ pub struct Health {
 #[utoipa::path(get, path = "/healthz", tag = "health", security(()),
     responses((status = 200, body = Health), (status = 500, body = ErrorBody)))]
 pub async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Health>, ApiError> {
-    state
-        .runner
-        .read(|store| Ok(store.runs(None, None, 1)?))
-        .await?;
+    state.runner.store.runs(None, None, 1).await?;
     Ok(Json(Health {
         status: "ok".into(),
     }))

@@ -201,14 +201,12 @@ pub async fn list_runs(
     let conversation = q.conversation_id;
     let runs = state
         .runner
-        .read(move |store| {
-            Ok(store
-                .runs_with_pending_of(tenant.as_deref(), status, conversation.as_deref(), limit)?
-                .iter()
-                .map(|(row, pending)| run_object(row, pending))
-                .collect())
-        })
-        .await?;
+        .store
+        .runs_with_pending_of(tenant.as_deref(), status, conversation.as_deref(), limit)
+        .await?
+        .iter()
+        .map(|(row, pending)| run_object(row, pending))
+        .collect();
     Ok(Json(runs))
 }
 

@@ -93,10 +93,7 @@ impl AppState {
             return Ok(());
         };
         let conv = id.to_string();
-        let runs = self
-            .runner
-            .read(move |store| Ok(store.runs(None, Some(&conv), 1)?))
-            .await?;
+        let runs = self.runner.store.runs(None, Some(&conv), 1).await?;
         if runs.iter().any(|r| r.tenant != tenant) {
             return Err(ApiError::not_found(format!(
                 "there is no conversation '{id}'"
@@ -176,10 +173,7 @@ impl AppState {
             return Ok(());
         }
         let (tenant, user) = (who.tenant.clone(), who.name.clone());
-        let (by_key, by_tenant) = self
-            .runner
-            .read(move |store| Ok(store.runs_in_progress(&tenant, &user)?))
-            .await?;
+        let (by_key, by_tenant) = self.runner.store.runs_in_progress(&tenant, &user).await?;
         if key_cap.is_some_and(|cap| by_key >= u64::from(cap))
             || tenant_cap.is_some_and(|cap| by_tenant >= u64::from(cap))
         {

@@ -31,14 +31,12 @@ pub fn spawn(state: Arc<AppState>) {
 }
 
 async fn look(state: &Arc<AppState>) {
-    let store = state.runner.store.clone();
-    let ids = match tokio::task::spawn_blocking(move || store.unheld_runs(BATCH)).await {
-        Ok(Ok(ids)) => ids,
-        Ok(Err(e)) => {
+    let ids = match state.runner.store.unheld_runs(BATCH).await {
+        Ok(ids) => ids,
+        Err(e) => {
             tracing::warn!(error = %e, "cannot look for runs nobody drives");
             return;
         }
-        Err(_) => return,
     };
     for id in ids {
         if state.runner.active.has(&id) || state.shutdown.is_cancelled() {

@@ -15,7 +15,7 @@ use super::error::{ApiError, ErrorBody, PathId};
 use crate::protocol::{Decision, RequiredItem, RunObject};
 use crate::run::run_object;
 use crate::secrets::{mask_stored, mask_tokens};
-use crate::store::{PauseRow, PendingRow, StoredCall, TimelineRows};
+use crate::store::{PauseRow, PendingRow, PendingState, StoredCall, TimelineRows};
 
 /// `GET /v1/runs/{id}/timeline`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -111,10 +111,7 @@ pub async fn timeline(
     PathId(id): PathId,
 ) -> Result<Json<Timeline>, ApiError> {
     let id = state.run_for(&who, &id).await?.id;
-    let rows = state
-        .runner
-        .read(move |store| Ok(store.run_timeline(&id)?))
-        .await?;
+    let rows = state.runner.store.run_timeline(&id).await?;
     Ok(Json(build(rows)))
 }
 
@@ -130,7 +127,7 @@ fn build(rows: TimelineRows) -> Timeline {
         .map(|p| PendingRow {
             item: p.item.clone(),
             decision: p.decision.clone(),
-            state: p.state.clone(),
+            state: p.state,
         })
         .collect();
     Timeline {
@@ -171,11 +168,11 @@ fn pause(p: PauseRow) -> Pause {
     });
     Pause {
         item: p.item,
-        state: match p.state.as_str() {
-            "waiting" => PauseState::Waiting,
-            "decided" => PauseState::Decided,
-            "executing" => PauseState::Executing,
-            _ => PauseState::Done,
+        state: match p.state {
+            PendingState::Waiting => PauseState::Waiting,
+            PendingState::Decided => PauseState::Decided,
+            PendingState::Executing => PauseState::Executing,
+            PendingState::Done => PauseState::Done,
         },
         decision,
         decided_at: p.decided_at,

@@ -1,153 +1,48 @@
-//! The SQLite record: opening (WAL, migrations, refusing foreign or newer files), the
-//! writer that commits call records in groups, the upkeep thread (running totals, WAL
-//! checkpoints), read connections for queries,
-//! and errors that name the file and say what is wrong with it.
+//! The store: one `Store` facade over a backend (SQLite, in `sqlite/`, the only place
+//! with SQL), every operation async, one `StoreError`.
+//!
+//! The backend is an enum, not a trait object: a second backend (PostgreSQL) is coming,
+//! and an enum keeps the record hot path free of boxed futures (`async_trait`), while
+//! every `match` in `facade/` names the operations a new backend must answer.
 
-mod changes;
-mod deadlines;
-mod decisions;
+mod error;
+mod facade;
 mod feed;
-mod keys;
 mod lease;
-mod migrations;
-mod queries;
-mod record;
-mod responses;
-mod run_errors;
-mod run_list;
-mod runs;
-mod secrets;
-mod summary;
-mod timeline;
-mod totals;
-mod tree;
-mod unheld;
-mod upkeep;
-mod waiting;
-mod writer;
+pub mod model;
+mod sqlite;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
-use tokio::sync::oneshot;
-
-pub use deadlines::{DEADLINE, DueItem, EXPIRED};
-pub use decisions::{Decided, Decider};
+pub use error::{Refusal, StoreError};
 pub use feed::{Change, ChangeKind, Watched};
-pub use keys::{KeyInfo, KeyLookup, NewKey};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
-pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
-pub use queries::{CallQuery, Page};
-pub use record::{CallRecord, RESULT_CAP, StoredCall};
-pub use responses::ResponseRow;
-pub use runs::{PendingRow, Refusal, RunRow, RunSave, RunsError};
-pub use secrets::SecretInfo;
-pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
-pub use timeline::{PauseRow, TimelineRows};
-pub use tree::{NewRun, RunLink};
-pub use waiting::Waiting;
+pub use model::{
+    CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
+    RunSave, StoredCall,
+};
+pub use sqlite::{
+    APPLICATION_ID, CallCounts, CallQuery, ConversationSummary, DEADLINE, Decided, Decider,
+    DueItem, Durations, EXPIRED, GlobalStats, KeyInfo, KeyLookup, NewKey, Page, PauseRow,
+    ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows, ToolStats, Waiting,
+};
 
-use migrations::Found;
+use sqlite::SqliteStore;
 
 /// The default database file, relative to the current folder.
 pub const DEFAULT_DB: &str = "toolgate.db";
 
-/// Prepared statements kept per connection.
-const STATEMENT_CACHE: usize = 64;
-
-/// Settings for opening the store.
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    /// How long a write waits for another process's lock before it fails.
-    pub busy_timeout: std::time::Duration,
-    /// A cap on the database size (SQLite's `max_page_count`); `None` for no cap.
-    pub max_bytes: Option<u64>,
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        Self {
-            busy_timeout: std::time::Duration::from_secs(5),
-            max_bytes: None,
-        }
-    }
-}
-
-/// What went wrong with the database; every message names the file.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum StoreError {
-    #[error("{path}: {message}")]
-    Sqlite { path: PathBuf, message: String },
-    #[error("{path} is not a toolgate database ({why}); use another --db file")]
-    Foreign { path: PathBuf, why: String },
-    #[error(
-        "{path} was written by a newer toolgate (schema {found}; this one knows up to {known}); it was left untouched"
-    )]
-    TooNew {
-        path: PathBuf,
-        found: i64,
-        known: i64,
-    },
-    #[error(
-        "{path}: the writer has stopped (the store was closed); the last records may not be saved"
-    )]
-    WriterGone { path: PathBuf },
-}
-
-/// How a busy or locked database is described.
-const LOCKED: &str = "the database is locked by another process";
-
-/// Turns an SQLite error into a message a user can act on.
-fn describe(path: &Path, busy: std::time::Duration, e: rusqlite::Error) -> StoreError {
-    let message = match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-            format!("{LOCKED} (waited {:.1} s)", busy.as_secs_f64())
-        }
-        Some(ErrorCode::ReadOnly) => {
-            "the database is read-only; toolgate needs to write to it".to_string()
-        }
-        Some(ErrorCode::DiskFull) => "the disk (or the database's size limit) is full".to_string(),
-        Some(ErrorCode::NotADatabase) => "this file is not an SQLite database".to_string(),
-        Some(ErrorCode::CannotOpen) => {
-            "the database cannot be opened (does its folder exist?)".to_string()
-        }
-        Some(ErrorCode::PermissionDenied) => "permission denied".to_string(),
-        Some(ErrorCode::DatabaseCorrupt) => "the database file is corrupt".to_string(),
-        _ => e.to_string(),
-    };
-    StoreError::Sqlite {
-        path: path.to_path_buf(),
-        message,
-    }
-}
-
-/// A connection closing (the process ending) leaves the WAL as it is, for the next
-/// process to go on with, rather than checkpointing it there and then: checkpoints
-/// belong to the upkeep thread, off every command's path.
-pub(crate) fn keep_wal_on_close(conn: &Connection) -> rusqlite::Result<()> {
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-        true,
-    )
-    .map(|_| ())
-}
-
-/// The record: one writer (group commit), a pool of read connections.
+/// The record of every run, call and decision, behind one backend.
 #[derive(Clone)]
 pub struct Store {
-    inner: Arc<Inner>,
+    backend: Backend,
 }
 
-struct Inner {
-    path: PathBuf,
-    options: StoreOptions,
-    writer: Arc<writer::Writer>,
-    readers: Mutex<Vec<Connection>>,
-    /// The change feed's watchers, once someone watches (`Store::watch`).
-    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<Change>>,
-    /// Held while the store is open: the feed's thread ends with it.
-    alive: Arc<()>,
+/// The backends a [`Store`] can hold.
+#[derive(Clone)]
+enum Backend {
+    /// A SQLite file (WAL, one writer, pooled readers).
+    Sqlite(SqliteStore),
 }
 
 impl Store {
@@ -158,220 +53,43 @@ impl Store {
 
     /// [`Store::open`] with options.
     ///
-    /// Several processes opening one new file at once (it is being laid out, switched
-    /// to WAL, migrated) can find it busy at once, before any wait: the open is tried
-    /// again until the busy timeout has passed.
+    /// Several processes opening one new file at once can find it busy at once: the
+    /// open is tried again until the busy timeout has passed.
     pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        let path = path.as_ref();
-        let deadline = std::time::Instant::now() + options.busy_timeout;
-        loop {
-            match Self::open_once(path, options.clone()) {
-                Err(StoreError::Sqlite { message, .. })
-                    if message.starts_with(LOCKED) && std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                opened => return opened,
-            }
-        }
-    }
-
-    /// One attempt of [`Store::open_with`].
-    fn open_once(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
-        let path = path.to_path_buf();
-        // No tool's sandbox shows it, nor its key file, even inside a workspace.
-        crate::sandbox::protect_database(&path);
-        let busy = options.busy_timeout;
-        let fail = |e| describe(&path, busy, e);
-        let mut conn = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(fail)?;
-        conn.busy_timeout(busy).map_err(fail)?;
-        // Every statement the writer runs stays prepared (rusqlite keeps 16 by default,
-        // fewer than the writer uses, and a statement prepared again costs more than
-        // the row it writes).
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        keep_wal_on_close(&conn).map_err(fail)?;
-        match migrations::inspect(&conn).map_err(fail)? {
-            Found::Newer(found) => {
-                return Err(StoreError::TooNew {
-                    path,
-                    found,
-                    known: migrations::LATEST,
-                });
-            }
-            Found::Foreign(why) => return Err(StoreError::Foreign { path, why }),
-            Found::Ours(version) => {
-                // A new, empty file holds nothing to lose: it is laid out (WAL switch,
-                // schema) without waiting for the disk; the first fsync comes with the
-                // first checkpoint. An existing file migrates with full syncs.
-                let fresh = version == 0;
-                if fresh {
-                    conn.pragma_update(None, "synchronous", "OFF")
-                        .map_err(fail)?;
-                }
-                let mode: String = conn
-                    .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-                    .map_err(fail)?;
-                if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
-                    return Err(StoreError::Sqlite {
-                        message: format!(
-                            "cannot switch to WAL mode (the journal mode stays {mode})"
-                        ),
-                        path,
-                    });
-                }
-                if !fresh {
-                    conn.pragma_update(None, "synchronous", "NORMAL")
-                        .map_err(fail)?;
-                }
-                conn.pragma_update(None, "foreign_keys", "ON")
-                    .map_err(fail)?;
-                if version < migrations::LATEST {
-                    migrations::migrate(&mut conn, version).map_err(fail)?;
-                }
-                if fresh {
-                    conn.pragma_update(None, "synchronous", "NORMAL")
-                        .map_err(fail)?;
-                }
-                // Checkpoints happen on the upkeep thread (upkeep.rs), not in a commit,
-                // and at open when short-lived processes left a long WAL behind.
-                conn.pragma_update(None, "wal_autocheckpoint", 0)
-                    .map_err(fail)?;
-                // The WAL file keeps its size after a reset: rewriting blocks it already
-                // has is much cheaper than growing it again (`journal_size_limit`
-                // measured at 0.75x the throughput). Only a long WAL found at open is
-                // emptied.
-                upkeep::empty_long_wal(&conn, &path, busy);
-                if let Some(max) = options.max_bytes {
-                    let page: i64 = conn
-                        .pragma_query_value(None, "page_size", |r| r.get(0))
-                        .map_err(fail)?;
-                    let pages = (max as i64 / page.max(512)).max(1);
-                    conn.pragma_update(None, "max_page_count", pages)
-                        .map_err(fail)?;
-                }
-            }
-        }
-        let writer_path = path.clone();
-        let writer = Arc::new(writer::Writer::new(
-            conn,
-            Box::new(move |e| describe(&writer_path, busy, e)),
-        ));
-        upkeep::start(&writer, &path, busy).map_err(|e| StoreError::Sqlite {
-            path: path.clone(),
-            message: format!("cannot start the upkeep thread: {e}"),
-        })?;
         Ok(Store {
-            inner: Arc::new(Inner {
-                path,
-                options,
-                writer,
-                readers: Mutex::new(Vec::new()),
-                feed: std::sync::OnceLock::new(),
-                alive: Arc::new(()),
-            }),
+            backend: Backend::Sqlite(SqliteStore::open_with(path, options)?),
         })
     }
 
+    /// Where the database is (the file, for SQLite).
     pub fn path(&self) -> &Path {
-        &self.inner.path
+        match &self.backend {
+            Backend::Sqlite(s) => s.path(),
+        }
     }
 
     /// Transactions this store's writer has committed so far (group commits of records
     /// and transactions of their own), for benchmarks and diagnostics.
     pub fn commits(&self) -> u64 {
-        self.inner
-            .writer
-            .commits
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Writes `records` and returns once they are committed (with whatever other
-    /// batches shared the transaction).
-    pub async fn record_calls(&self, records: Vec<CallRecord>) -> Result<(), StoreError> {
-        self.commit_records(records).await.map(drop)
-    }
-
-    /// [`Store::record_calls`], giving the records back once committed (so that a
-    /// caller that still needs them does not copy them first).
-    pub async fn commit_records(
-        &self,
-        records: Vec<CallRecord>,
-    ) -> Result<Vec<CallRecord>, StoreError> {
-        if records.is_empty() {
-            return Ok(records);
+        match &self.backend {
+            Backend::Sqlite(s) => s.commits(),
         }
-        let gone = || StoreError::WriterGone {
-            path: self.inner.path.clone(),
-        };
-        let (ack, done) = oneshot::channel();
-        // Committed here unless another caller is writing (then it commits these too).
-        self.inner
-            .writer
-            .submit(writer::Msg::Calls(records, ack))
-            .map_err(|_| gone())?;
-        done.await.map_err(|_| gone())?
     }
 
-    /// Runs `f` on a read connection from the pool.
-    pub fn read<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
-        let busy = self.inner.options.busy_timeout;
-        let fail = |e| describe(&self.inner.path, busy, e);
-        let pooled = self.inner.readers.lock().ok().and_then(|mut p| p.pop());
-        let conn = match pooled {
-            Some(c) => c,
-            None => {
-                let c = Connection::open_with_flags(
-                    &self.inner.path,
-                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )
-                .map_err(fail)?;
-                c.busy_timeout(busy).map_err(fail)?;
-                c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-                keep_wal_on_close(&c).map_err(fail)?;
-                c.pragma_update(None, "query_only", "ON").map_err(fail)?;
-                c
-            }
-        };
-        let result = f(&conn).map_err(fail);
-        if let Ok(mut pool) = self.inner.readers.lock() {
-            pool.push(conn);
+    /// Stops the writer after everything sent so far is written; later writes fail with
+    /// [`StoreError::WriterGone`].
+    pub fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(s) => s.close(),
         }
-        result
     }
 
     /// Every run's changes from now on, whoever makes them (this process or another on
-    /// the same store), in commit order. The first watcher starts the store's one
-    /// follower; a watcher that falls behind is told how many it missed.
+    /// the same store), in commit order. A watcher that falls behind is told how many
+    /// it missed.
     pub fn watch(&self) -> tokio::sync::broadcast::Receiver<Change> {
-        self.inner
-            .feed
-            .get_or_init(|| {
-                let (tx, _) = tokio::sync::broadcast::channel(changes::BACKLOG);
-                if let Err(e) = changes::start(
-                    &self.inner.path,
-                    self.inner.options.busy_timeout,
-                    tx.clone(),
-                    Arc::downgrade(&self.inner.alive),
-                ) {
-                    tracing::error!(error = %e, "the change feed cannot start; other processes' changes are not seen");
-                }
-                tx
-            })
-            .subscribe()
-    }
-
-    /// Stops the writer after everything sent so far is written, and closes its
-    /// connection; later writes fail with [`StoreError::WriterGone`].
-    pub fn close(&self) {
-        self.inner.writer.close();
+        match &self.backend {
+            Backend::Sqlite(s) => s.watch(),
+        }
     }
 }

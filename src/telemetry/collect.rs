@@ -143,7 +143,15 @@ impl std::fmt::Debug for Approvals {
 
 impl Collector for Approvals {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let waiting = match self.store.waiting_approvals() {
+        // A scrape renders on the blocking pool (see `metrics::render`): waiting for the
+        // store is allowed there.
+        let read = tokio::runtime::Handle::try_current()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(self.store.waiting_approvals())
+                    .map_err(|e| e.to_string())
+            });
+        let waiting = match read {
             Ok(w) => w,
             Err(e) => {
                 // A scrape shows what it can: the rest of the metrics still go out.

@@ -275,9 +275,7 @@ async fn fetch_records(runner: &Runner, t: &mut Translator, run_id: &str) -> Vec
         return Vec::new();
     }
     let run = run_id.to_string();
-    let records = runner
-        .read(move |store| Ok(store.run_call_records(&run, &ids)?))
-        .await;
+    let records = runner.store.run_call_records(&run, &ids).await;
     match records {
         Ok(records) => records.iter().flat_map(|r| t.record(r)).collect(),
         Err(e) => {

@@ -267,7 +267,8 @@ pub async fn list_input_items(
     let key = id.clone();
     let stored = state
         .runner
-        .read(move |store| Ok(store.response_input(&key)?))
+        .store
+        .response_input(&key)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("there is no response '{id}'")))?;
     let mut items: Vec<Value> = serde_json::from_str(&stored).unwrap_or_default();
@@ -312,7 +313,8 @@ pub(super) async fn stored(
     let unknown = || ApiError::not_found(format!("there is no response '{id}'"));
     let row = state
         .runner
-        .read(move |store| Ok(store.response(&key)?))
+        .store
+        .response(&key)
         .await?
         .ok_or_else(unknown)?;
     if who.scope().is_some() && state.run_for(who, &row.run_id).await.is_err() {

@@ -253,7 +253,8 @@ async fn continue_from(
     let unknown = || ApiError::not_found(format!("there is no response '{previous}'"));
     let row = state
         .runner
-        .read(move |store| Ok(store.response(&id)?))
+        .store
+        .response(&id)
         .await?
         .ok_or_else(unknown)?;
     let run = state
@@ -295,13 +296,13 @@ async fn continue_from(
             // an earlier one: none gets an item of its own when it is resolved, and an
             // approval item that runs links its request.
             let run_id = run.id.clone();
-            let (_, pending) = state
-                .runner
-                .read(move |store| Ok(store.run(&run_id)?))
-                .await?;
+            let (_, pending) = state.runner.store.run(&run_id).await?;
             let answered: HashMap<String, bool> = pending
                 .iter()
-                .filter(|p| p.state == "waiting" || p.state == "decided")
+                .filter(|p| {
+                    p.state == crate::store::PendingState::Waiting
+                        || p.state == crate::store::PendingState::Decided
+                })
                 .map(|p| (p.item.call_id.clone(), p.item.kind == ItemKind::Approval))
                 .collect();
             let mut left = waiting.len();

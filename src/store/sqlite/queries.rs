@@ -5,7 +5,7 @@ use rusqlite::types::Value as Sql;
 use serde::Serialize;
 
 use super::record::{COLUMNS, StoredCall, from_row};
-use super::{Store, StoreError};
+use super::{SqliteStore, StoreError};
 use crate::protocol::CallStatus;
 
 /// Which records to list.
@@ -37,7 +37,7 @@ pub struct Page {
     pub calls: Vec<StoredCall>,
 }
 
-impl Store {
+impl SqliteStore {
     /// The records matching `q`, one page.
     pub fn calls(&self, q: &CallQuery) -> Result<Page, StoreError> {
         let mut filters = Vec::new();

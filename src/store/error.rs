@@ -1,20 +1,38 @@
-//! Why an operation on a run failed: refused for a reason code can act on (`Refusal`),
-//! not found, or a database error.
+//! What went wrong with the store, whatever the backend: one `StoreError`, and the
+//! `Refusal` kinds code acts on (the server maps each to 409, the CLI to exit code 1).
 
-use super::StoreError;
+use std::path::PathBuf;
 
-/// Why a run operation was refused, or what went wrong with the database.
-#[derive(Debug, thiserror::Error)]
-pub enum RunsError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
+/// What went wrong with the database or with the operation asked of it; every message
+/// about the database names it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed (locked, read-only, full, corrupt, ...).
+    #[error("{path}: {message}")]
+    Database { path: PathBuf, message: String },
+    #[error("{path} is not a toolgate database ({why}); use another --db file")]
+    Foreign { path: PathBuf, why: String },
+    #[error(
+        "{path} was written by a newer toolgate (schema {found}; this one knows up to {known}); it was left untouched"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error(
+        "{path}: the writer has stopped (the store was closed); the last records may not be saved"
+    )]
+    WriterGone { path: PathBuf },
+    /// No run (or conversation) by that id.
     #[error("there is no run '{0}' (toolgate runs lists them)")]
     NotFound(String),
-    /// The operation does not fit the run's state; the message says why and what to do.
+    /// The operation does not fit the state it found; the message says why and what to do.
     #[error("{1}")]
     Refused(Refusal, String),
+    /// What the store holds cannot be read back (a bug, or a file edited by hand).
     #[error("{0}")]
-    Sql(#[from] rusqlite::Error),
+    Corrupt(String),
 }
 
 /// Why an operation on a run was refused: the kind, for code (the server maps every

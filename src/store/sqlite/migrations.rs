@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0011_identities.sql"),
     include_str!("migrations/0012_response_input.sql"),
     include_str!("migrations/0013_changes.sql"),
+    include_str!("migrations/0014_run_usage.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded
@@ -94,4 +95,47 @@ pub fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
         tx.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// The run usage migration fills the new columns from each run's state JSON, and
+    /// leaves zeros where the state has no usage (or is not JSON).
+    #[test]
+    fn run_usage_is_filled_from_the_state() {
+        let usage = MIGRATIONS
+            .iter()
+            .position(|m| m.contains("ADD COLUMN prompt_tokens"))
+            .unwrap();
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..usage] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", usage as i64)
+            .unwrap();
+        let state = r#"{"usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10, "model_calls": 2, "compactions": 1}}"#;
+        for (id, state) in [("a", state), ("b", "{}"), ("c", "not json")] {
+            conn.execute(
+                "INSERT INTO runs (id, conversation_id, agent, status, state, created_at, updated_at) VALUES (?1, 'c', 'x', 'completed', ?2, 0, 0)",
+                [id, state],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn, usage as i64).unwrap();
+        let read = |id: &str| -> (i64, i64, i64, i64, i64, i64) {
+            conn.query_row(
+                "SELECT prompt_tokens, completion_tokens, total_tokens, model_calls, cache_read_tokens, compactions FROM runs WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
+            .unwrap()
+        };
+        assert_eq!(read("a"), (7, 3, 10, 2, 0, 1));
+        assert_eq!(read("b"), (0, 0, 0, 0, 0, 0));
+        assert_eq!(read("c"), (0, 0, 0, 0, 0, 0));
+    }
 }

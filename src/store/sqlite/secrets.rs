@@ -4,7 +4,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::Store;
+use super::SqliteStore;
 use super::runs::RunsError;
 use crate::engine::now_ms;
 
@@ -17,13 +17,8 @@ pub struct SecretInfo {
     pub updated_at: i64,
 }
 
-impl Store {
-    /// Sets (or replaces) secret `name` to `sealed`, an already sealed value.
-    pub async fn set_secret(&self, name: &str, sealed: String) -> Result<(), RunsError> {
-        self.set_secret_in("", name, sealed).await
-    }
-
-    /// [`Store::set_secret`], in `tenant`'s scope (`""`: the shared scope).
+impl SqliteStore {
+    /// [`SqliteStore::set_secret`], in `tenant`'s scope (`""`: the shared scope).
     pub async fn set_secret_in(
         &self,
         tenant: &str,
@@ -43,12 +38,7 @@ impl Store {
         .await
     }
 
-    /// Removes secret `name`; whether it was there.
-    pub async fn remove_secret(&self, name: &str) -> Result<bool, RunsError> {
-        self.remove_secret_in("", name).await
-    }
-
-    /// [`Store::remove_secret`], in `tenant`'s scope.
+    /// [`SqliteStore::remove_secret`], in `tenant`'s scope.
     pub async fn remove_secret_in(&self, tenant: &str, name: &str) -> Result<bool, RunsError> {
         let (tenant, name) = (tenant.to_string(), name.to_string());
         self.transact(move |tx| {
@@ -58,11 +48,6 @@ impl Store {
             )? > 0)
         })
         .await
-    }
-
-    /// The sealed value of the shared secret `name`.
-    pub fn secret(&self, name: &str) -> Result<Option<String>, RunsError> {
-        self.secret_for(None, name)
     }
 
     /// The sealed value of secret `name` for a run of `tenant`: the tenant's own,
@@ -78,11 +63,6 @@ impl Store {
                 .query_row(params![name, tenant.unwrap_or("")], |r| r.get(0))
                 .optional()?)
         })
-    }
-
-    /// Every shared secret's name, in order.
-    pub fn secrets(&self) -> Result<Vec<SecretInfo>, RunsError> {
-        self.secrets_in("")
     }
 
     /// Every secret's name in `tenant`'s scope (`""`: shared), in order.

@@ -7,70 +7,15 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::record::{self, CallRecord, INSERT};
-use super::tree::NewRun;
-use super::{Store, StoreError, describe, writer};
+use super::record::{self, INSERT};
+use super::{SqliteStore, StoreError, describe, writer};
 use crate::engine::now_ms;
-use crate::protocol::{Decision, ItemKind, RequiredItem, RunStatus};
+use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
+pub use crate::store::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
 
 pub use super::run_errors::{Refusal, RunsError};
 
-/// A run as stored.
-#[derive(Debug, Clone)]
-pub struct RunRow {
-    pub id: String,
-    pub conversation_id: String,
-    pub agent: String,
-    pub status: RunStatus,
-    /// The run's state as JSON (see `run::RunState`).
-    pub state: String,
-    pub iteration: u32,
-    pub last_error: Option<String>,
-    pub lease_owner: Option<String>,
-    pub lease_until: Option<i64>,
-    pub created_at: i64,
-    pub updated_at: i64,
-    /// For a sub-agent's run: the run and call that started it, and its depth (0 top).
-    pub parent_run_id: Option<String>,
-    pub parent_call_id: Option<String>,
-    pub depth: u32,
-    /// The tenant it belongs to (its calls, items and responses with it).
-    pub tenant: String,
-    /// The identity that started it (a key's name, a JWT's subject), when known.
-    pub started_by: Option<String>,
-}
-
-/// One item of a paused turn, as stored.
-#[derive(Debug, Clone)]
-pub struct PendingRow {
-    pub item: RequiredItem,
-    pub decision: Option<Decision>,
-    /// `waiting`, `decided`, `executing` or `done`.
-    pub state: String,
-}
-
-/// A save of a run's state by the process holding its lease.
-#[derive(Debug, Clone)]
-pub struct RunSave {
-    pub status: RunStatus,
-    pub state: String,
-    pub iteration: u32,
-    pub last_error: Option<String>,
-    /// New pending items (state `waiting`).
-    pub add_pending: Vec<RequiredItem>,
-    /// Pending items whose state changes: call id and new state.
-    pub set_pending: Vec<(String, &'static str)>,
-    /// Give up the lease with this save (the run pauses or ends).
-    pub release: bool,
-    /// Call records committed in the same transaction.
-    pub records: Vec<CallRecord>,
-    /// Messages the step added to the conversation (JSON), the first at position
-    /// `first_seq`.
-    pub messages: Vec<String>,
-    pub first_seq: usize,
-}
-
-pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by";
+pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by, prompt_tokens, completion_tokens, total_tokens, model_calls, cache_read_tokens, cache_creation_tokens, compactions";
 
 pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let status: String = row.get(3)?;
@@ -91,7 +36,21 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         depth: row.get(13)?,
         tenant: row.get(14)?,
         started_by: row.get(15)?,
+        usage: Usage {
+            prompt_tokens: tokens(row, 16)?,
+            completion_tokens: tokens(row, 17)?,
+            total_tokens: tokens(row, 18)?,
+            model_calls: tokens(row, 19)?,
+            cache_read_tokens: tokens(row, 20)?,
+            cache_creation_tokens: tokens(row, 21)?,
+            compactions: tokens(row, 22)?,
+        },
     })
+}
+
+/// A count column (never negative; a negative one reads as 0).
+fn tokens(row: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
 }
 
 /// The columns [`pending_from_row`] reads, in its order.
@@ -121,7 +80,8 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
-        state: row.get(5)?,
+        // A state this toolgate does not know (a newer one wrote it) is acted on: done.
+        state: PendingState::parse(&row.get::<_, String>(5)?).unwrap_or(PendingState::Done),
     })
 }
 
@@ -181,7 +141,7 @@ pub(super) fn pending_with_below(
     Ok(pending)
 }
 
-impl Store {
+impl SqliteStore {
     /// Runs `f` in an IMMEDIATE transaction on the writer and commits it, unless `f`
     /// fails.
     pub(crate) async fn transact<T: Send + 'static>(
@@ -227,7 +187,7 @@ impl Store {
             Ok(())
         })?;
         out.ok_or_else(|| {
-            RunsError::Store(StoreError::Sqlite {
+            RunsError::Store(StoreError::Database {
                 path: self.inner.path.clone(),
                 message: "the read did not run".into(),
             })
@@ -264,7 +224,7 @@ impl Store {
         self.create_linked_run(new).await
     }
 
-    /// [`Store::create_run`], for a run that may be a sub-agent's (`link`). A child is
+    /// [`SqliteStore::create_run`], for a run that may be a sub-agent's (`link`). A child is
     /// refused when its parent's call already has one ([`Refusal::ChildExists`]).
     pub async fn create_linked_run(&self, new: NewRun) -> Result<(), RunsError> {
         self.transact(move |tx| {
@@ -330,7 +290,7 @@ impl Store {
             if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
                 && until > now
             {
-                let pid = super::lease::lease_pid(holder);
+                let pid = crate::store::lease_pid(holder);
                 return Err(RunsError::Refused(Refusal::LeaseHeld, format!(
                     "run {} is being continued by another process (pid {pid}); nothing was changed",
                     run.id
@@ -386,7 +346,9 @@ impl Store {
             let n = tx.prepare_cached(
                 "UPDATE runs SET status = ?3, state = ?4, iteration = ?5, last_error = ?6, updated_at = ?7,
                    lease_owner = CASE WHEN ?8 THEN NULL ELSE lease_owner END,
-                   lease_until = CASE WHEN ?8 THEN NULL ELSE lease_until END
+                   lease_until = CASE WHEN ?8 THEN NULL ELSE lease_until END,
+                   prompt_tokens = ?9, completion_tokens = ?10, total_tokens = ?11, model_calls = ?12,
+                   cache_read_tokens = ?13, cache_creation_tokens = ?14, compactions = ?15
                  WHERE id = ?1 AND lease_owner = ?2 AND status = 'in_progress'",
             )?
             .execute(params![
@@ -397,7 +359,14 @@ impl Store {
                     save.iteration,
                     save.last_error,
                     now,
-                    save.release
+                    save.release,
+                    count(save.usage.prompt_tokens),
+                    count(save.usage.completion_tokens),
+                    count(save.usage.total_tokens),
+                    count(save.usage.model_calls),
+                    count(save.usage.cache_read_tokens),
+                    count(save.usage.cache_creation_tokens),
+                    count(save.usage.compactions),
                 ],
             )?;
             if n == 0 {
@@ -431,7 +400,7 @@ impl Store {
                     "UPDATE pending SET state = ?3 WHERE run_id = ?1 AND call_id = ?2",
                 )?;
                 for (call_id, state) in &save.set_pending {
-                    set.execute(params![id, call_id, state])?;
+                    set.execute(params![id, call_id, state.as_str()])?;
                 }
                 let mut insert = tx.prepare_cached(INSERT)?;
                 for r in &save.records {
@@ -502,17 +471,7 @@ impl Store {
         })
     }
 
-    /// Runs, newest first.
-    pub fn runs(
-        &self,
-        status: Option<RunStatus>,
-        conversation: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<RunRow>, RunsError> {
-        self.runs_of(None, status, conversation, limit)
-    }
-
-    /// [`Store::runs`], of one tenant (`None`: every tenant).
+    /// [`SqliteStore::runs`], of one tenant (`None`: every tenant).
     pub fn runs_of(
         &self,
         tenant: Option<&str>,
@@ -574,6 +533,11 @@ pub(super) fn append_messages(
             })?;
     }
     Ok(())
+}
+
+/// A count as SQLite stores it (at most `i64::MAX`).
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn lost_lease(id: &str) -> RunsError {

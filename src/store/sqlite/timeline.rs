@@ -3,7 +3,7 @@
 
 use super::record::{COLUMNS, from_row};
 use super::runs::find_run;
-use super::{RunRow, RunsError, Store, StoredCall};
+use super::{RunRow, RunsError, SqliteStore, StoredCall};
 use crate::protocol::{Decision, RequiredItem};
 
 /// One item a run paused for, decided or not.
@@ -11,8 +11,7 @@ use crate::protocol::{Decision, RequiredItem};
 pub struct PauseRow {
     pub item: RequiredItem,
     pub decision: Option<Decision>,
-    /// `waiting`, `decided`, `executing` or `done`.
-    pub state: String,
+    pub state: crate::store::PendingState,
     /// Unix milliseconds, once decided.
     pub decided_at: Option<i64>,
     /// Who decided, when it was recorded.
@@ -22,7 +21,7 @@ pub struct PauseRow {
     pub decided_as: Option<String>,
 }
 
-/// What [`Store::run_timeline`] reads, in one snapshot.
+/// What [`SqliteStore::run_timeline`] reads, in one snapshot.
 #[derive(Debug, Clone)]
 pub struct TimelineRows {
     pub run: RunRow,
@@ -33,7 +32,7 @@ pub struct TimelineRows {
     pub calls: Vec<StoredCall>,
 }
 
-impl Store {
+impl SqliteStore {
     /// A run (by id or unique prefix) with its messages, pauses and call records.
     pub fn run_timeline(&self, id: &str) -> Result<TimelineRows, RunsError> {
         self.read_runs(|conn| {

@@ -2,24 +2,11 @@
 //! with its row, so a run object in a list is the one `show` gives for that run.
 
 use super::runs::{find_run, pending_with_below};
-use super::{PendingRow, RunRow, RunsError, Store};
+use super::{PendingRow, RunRow, RunsError, SqliteStore};
 use crate::protocol::RunStatus;
 
-impl Store {
-    /// Runs, newest first (as [`Store::runs`]), each with its pending items. A paused
-    /// run's row is read again with its items in one snapshot (one for the whole
-    /// list), so a run listed as `requires_action` always comes with the items it
-    /// waits for, even when another process moves it on meanwhile.
-    pub fn runs_with_pending(
-        &self,
-        status: Option<RunStatus>,
-        conversation: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, RunsError> {
-        self.runs_with_pending_of(None, status, conversation, limit)
-    }
-
-    /// [`Store::runs_with_pending`], of one tenant (`None`: every tenant).
+impl SqliteStore {
+    /// [`SqliteStore::runs_with_pending`], of one tenant (`None`: every tenant).
     pub fn runs_with_pending_of(
         &self,
         tenant: Option<&str>,
@@ -49,7 +36,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Runs in progress (not paused, not ended) started by `user` in `tenant`, and in
     /// `tenant` in all: what `runs_at_once` limits.
     pub fn runs_in_progress(&self, tenant: &str, user: &str) -> Result<(u64, u64), RunsError> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::broadcast;
 
-use super::feed::{Change, ChangeKind};
+use crate::store::feed::{Change, ChangeKind};
 use crate::protocol::RunStatus;
 
 /// How often it looks.

@@ -5,7 +5,7 @@
 
 use rusqlite::{Transaction, params};
 
-use super::Store;
+use super::SqliteStore;
 use super::runs::{
     PENDING_COLUMNS, PENDING_COUNT, PendingRow, RunsError, find_run, pending_from_row,
 };
@@ -28,7 +28,7 @@ pub struct DueItem {
     pub pending: PendingRow,
 }
 
-impl Store {
+impl SqliteStore {
     /// Denies every waiting approval whose deadline has passed, in the runs paused for
     /// a decision (only `tree` and the runs below it, when given). Returns them.
     pub async fn expire_due(&self, tree: Option<String>) -> Result<Vec<DueItem>, RunsError> {
@@ -38,7 +38,7 @@ impl Store {
             let decision = serde_json::to_string(&Decision::Deny {
                 reason: Some(EXPIRED.to_string()),
             })
-            .map_err(|e| RunsError::Refused(super::Refusal::DecisionConflict, e.to_string()))?;
+            .map_err(|e| RunsError::Refused(crate::store::Refusal::DecisionConflict, e.to_string()))?;
             for d in &due {
                 tx.prepare_cached("UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'")?
                     .execute(params![d.run_id, d.pending.item.call_id, decision, now, DEADLINE])?;

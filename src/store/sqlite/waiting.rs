@@ -1,7 +1,7 @@
 //! What waits for a person now: the approval items of paused runs, counted with the
 //! time the oldest was requested (the metrics read it at each scrape).
 
-use super::{Store, StoreError};
+use super::{SqliteStore, StoreError};
 
 /// Approval items waiting now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -11,7 +11,7 @@ pub struct Waiting {
     pub oldest_ms: Option<i64>,
 }
 
-impl Store {
+impl SqliteStore {
     /// The approval items of paused runs that wait for a decision.
     pub fn waiting_approvals(&self) -> Result<Waiting, StoreError> {
         self.read(|conn| {

@@ -5,7 +5,7 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::Store;
+use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
 use crate::engine::now_ms;
 use crate::identity::{Identity, Role};
@@ -63,7 +63,7 @@ fn info(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyInfo> {
 
 const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
 
-impl Store {
+impl SqliteStore {
     /// Stores a new key; refused when the name is taken (a revoked key keeps its name).
     pub async fn create_key(&self, key: NewKey) -> Result<KeyInfo, RunsError> {
         self.transact(move |tx| {

@@ -7,41 +7,12 @@
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
-use super::Store;
+use super::SqliteStore;
 use super::runs::{
     PendingRow, RUN_COLUMNS, RunRow, RunsError, find_run, pending_from_row, run_from_row,
 };
-use crate::protocol::{RunTree, ToolTally, TreeTally, Usage};
-
-/// What links a sub-agent's run to its parent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunLink {
-    pub parent_run_id: String,
-    pub parent_call_id: String,
-    /// The parent's depth plus one.
-    pub depth: u32,
-}
-
-/// A run to create (see [`Store::create_linked_run`]).
-#[derive(Debug, Clone)]
-pub struct NewRun {
-    pub id: String,
-    pub conversation_id: String,
-    pub agent: String,
-    pub state: String,
-    pub owner: String,
-    pub lease_ms: i64,
-    /// Messages it adds to its conversation (JSON), the first at `first_seq`.
-    pub messages: Vec<String>,
-    pub first_seq: usize,
-    pub link: Option<RunLink>,
-    /// The tenant it belongs to (a sub-agent's run: its parent's).
-    pub tenant: String,
-    /// Who started it.
-    pub started_by: Option<String>,
-}
+use crate::protocol::{RunTree, ToolTally, TreeTally};
 
 /// The runs below `run_id`, each with the path of run ids from `run_id`'s child down
 /// to it, parents before children.
@@ -97,7 +68,7 @@ pub(super) fn root_of(conn: &Connection, mut run: RunRow) -> Result<RunRow, Runs
     Ok(run)
 }
 
-impl Store {
+impl SqliteStore {
     /// The sub-agent run started by `call_id` of `parent_run_id`, if there is one.
     pub fn child_run(
         &self,
@@ -196,11 +167,7 @@ fn node(conn: &Connection, row: &RunRow, mark: i64) -> Result<RunTree, RunsError
             }
         }
     }
-    summary.usage = serde_json::from_str::<Value>(&row.state)
-        .ok()
-        .and_then(|s| s.get("usage").cloned())
-        .and_then(|u| serde_json::from_value::<Usage>(u).ok())
-        .unwrap_or_default();
+    summary.usage = row.usage;
     summary.run_ms = (row.updated_at - row.created_at).max(0);
     summary.rate();
     Ok(RunTree {

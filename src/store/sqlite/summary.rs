@@ -9,7 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::totals::{self, ByStatus, Histogram};
-use super::{Store, StoreError};
+use super::{SqliteStore, StoreError};
 use crate::protocol::CallStatus;
 
 /// Duration percentiles, milliseconds (nearest rank).
@@ -139,7 +139,7 @@ fn durations(conn: &Connection, sql: &str, key: Option<&str>) -> rusqlite::Resul
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// The summary of one conversation.
     pub fn conversation_summary(
         &self,
@@ -193,7 +193,7 @@ impl Store {
         })
     }
 
-    /// [`Store::tool_stats`] of one tenant's records (read from the records
+    /// [`SqliteStore::tool_stats`] of one tenant's records (read from the records
     /// themselves: the running totals are the whole database's).
     pub fn tool_stats_of(&self, tenant: &str, tool: &str) -> Result<ToolStats, StoreError> {
         self.read(|conn| {
@@ -202,7 +202,7 @@ impl Store {
         })
     }
 
-    /// [`Store::global_stats`] of one tenant's records and conversations.
+    /// [`SqliteStore::global_stats`] of one tenant's records and conversations.
     pub fn global_stats_of(&self, tenant: &str) -> Result<GlobalStats, StoreError> {
         self.read(|conn| {
             let (by_status, durations, conversations) = tenant_tally(conn, tenant)?;

@@ -3,10 +3,10 @@
 
 use rusqlite::params;
 
-use super::{RunsError, Store};
+use super::{RunsError, SqliteStore};
 use crate::engine::now_ms;
 
-impl Store {
+impl SqliteStore {
     /// Up to `limit` top-level runs in progress whose lease is free, oldest change
     /// first. A sub-agent's run is left to the run above it, which continues it.
     pub fn unheld_runs(&self, limit: usize) -> Result<Vec<String>, RunsError> {

@@ -57,14 +57,18 @@ struct Queue {
     closed: bool,
 }
 
+/// The target of the writer's logs: where they were before the SQLite backend got its
+/// own folder (log filters and readers name it).
+const LOG: &str = "toolgate::store::writer";
+
 /// Work refused because the writer is closed.
 pub(crate) struct Closed;
 
 impl Writer {
     pub(crate) fn new(conn: Connection, describe: Describe) -> Self {
         let db = conn.path().unwrap_or_default().to_string();
-        tracing::debug_span!("store_writer", db = %db)
-            .in_scope(|| tracing::debug!("store writer started"));
+        tracing::debug_span!(target: LOG, "store_writer", db = %db)
+            .in_scope(|| tracing::debug!(target: LOG, "store writer started"));
         Self {
             db,
             queue: Mutex::new(Queue::default()),
@@ -137,7 +141,7 @@ impl Writer {
             }
         }
         let _release = Release(self);
-        let _span = tracing::debug_span!("store_writer", db = %self.db).entered();
+        let _span = tracing::debug_span!(target: LOG, "store_writer", db = %self.db).entered();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             let msgs = {
@@ -174,7 +178,7 @@ impl Writer {
                     totals.jobs += 1;
                     self.commits.fetch_add(1, Ordering::Relaxed);
                     crate::telemetry::metrics::store_committed(false, started.elapsed());
-                    tracing::trace!(ms = elapsed_ms(started), "store transaction done");
+                    tracing::trace!(target: LOG, ms = elapsed_ms(started), "store transaction done");
                 }
             }
         }
@@ -200,6 +204,7 @@ impl Writer {
                 self.commits.fetch_add(1, Ordering::Relaxed);
                 crate::telemetry::metrics::store_committed(true, started.elapsed());
                 tracing::debug!(
+                    target: LOG,
                     batches = batches.len(),
                     records,
                     ms = elapsed_ms(started),
@@ -209,6 +214,7 @@ impl Writer {
             Err(e) => {
                 totals.failed += 1;
                 tracing::warn!(
+                    target: LOG,
                     batches = batches.len(),
                     records,
                     error = %e,
@@ -240,8 +246,9 @@ impl Writer {
         self.queue().closed = true;
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, totals)) = conn.take() {
-            let _span = tracing::debug_span!("store_writer", db = %self.db).entered();
+            let _span = tracing::debug_span!(target: LOG, "store_writer", db = %self.db).entered();
             tracing::debug!(
+                target: LOG,
                 commits = totals.commits,
                 records = totals.records,
                 failed_commits = totals.failed,

@@ -4,7 +4,7 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::Store;
+use super::SqliteStore;
 use super::record::{COLUMNS, CallRecord, from_row};
 use super::runs::RunsError;
 use crate::engine::now_ms;
@@ -45,7 +45,7 @@ fn response_from_row(row: &Row<'_>) -> rusqlite::Result<ResponseRow> {
 const RESPONSE_COLUMNS: &str =
     "id, run_id, step, previous_id, status, body, created_at, updated_at";
 
-impl Store {
+impl SqliteStore {
     /// Records a new response of run `run_id`, at the run's next step, and returns that
     /// step. Refused when the run does not exist.
     /// `input` is the request's input items (a JSON array), kept for `input_items`.

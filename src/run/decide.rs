@@ -1,0 +1,165 @@
+//! Decisions on a paused run: edited arguments checked by the tool's schema, the items
+//! chosen by `decision_rule` and recorded by the store's compare-and-set, each counted
+//! in the metrics.
+
+use serde_json::{Map, Value};
+
+use super::decision_rule;
+use super::sealing;
+use super::state::RunState;
+use super::{RunError, Runner};
+use crate::protocol::{Decision, ItemKind};
+use crate::store::{Decided, Refusal};
+
+impl Runner {
+    /// Records a decision. Edited arguments are validated against the tool's schema
+    /// first; invalid ones change nothing.
+    pub async fn decide(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+    ) -> Result<Decided, RunError> {
+        self.decide_by(run_id, call_id, decision, None).await
+    }
+
+    /// [`Runner::decide`], recording who decided (`by`: a person's name, `cli:USER`).
+    pub async fn decide_by(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        by: Option<String>,
+    ) -> Result<Decided, RunError> {
+        let decider = by.map(|by| crate::store::Decider {
+            by,
+            ..Default::default()
+        });
+        self.decide_with(run_id, call_id, decision, decider).await
+    }
+
+    /// [`Runner::decide`], recording who decided as an identity.
+    pub async fn decide_as(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: crate::store::Decider,
+    ) -> Result<Decided, RunError> {
+        self.decide_with(run_id, call_id, decision, Some(decider))
+            .await
+    }
+
+    async fn decide_with(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: Option<crate::store::Decider>,
+    ) -> Result<Decided, RunError> {
+        let decision = match decision {
+            Decision::Edit { arguments } => {
+                let Some(call_id) = call_id else {
+                    return Err(RunError::BadInput(
+                        "edited arguments need the call they are for (--call ID)".into(),
+                    ));
+                };
+                let arguments = self.validate_edit(run_id, call_id, arguments).await?;
+                Decision::Edit { arguments }
+            }
+            other => other,
+        };
+        let decided = self
+            .record_decision(run_id, call_id, decision, decider)
+            .await?;
+        for (agent, waited_ms) in &decided.waited {
+            crate::telemetry::metrics::decided(agent, *waited_ms);
+        }
+        Ok(decided)
+    }
+
+    /// Reads the run, chooses the items `decision` applies to (`decision_rule`), and has
+    /// the store record it while they are as read; a decision that lost a race to
+    /// another is chosen again from what that one left.
+    async fn record_decision(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: Option<crate::store::Decider>,
+    ) -> Result<Decided, RunError> {
+        loop {
+            let (row, pending) = self.store.run(run_id).await?;
+            let changes =
+                decision_rule::choose(&row, &pending, call_id, &decision, crate::engine::now_ms())
+                    .map_err(|r| RunError::refused(r.kind(), r.message()))?;
+            if let Some(decided) = self
+                .store
+                .apply_decision(changes, decision.clone(), decider.clone())
+                .await?
+            {
+                return Ok(decided);
+            }
+        }
+    }
+
+    async fn validate_edit(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Map<String, Value>, RunError> {
+        let id = run_id.to_string();
+        let (row, pending) = self.store.run(&id).await?;
+        let item = pending
+            .iter()
+            .find(|p| {
+                let qualified = p
+                    .item
+                    .run_id
+                    .as_ref()
+                    .map(|r| format!("{r}/{}", p.item.call_id));
+                (p.item.call_id == call_id || qualified.as_deref() == Some(call_id))
+                    && p.item.kind == ItemKind::Approval
+            })
+            .ok_or_else(|| {
+                RunError::refused(
+                    Refusal::DecisionConflict,
+                    format!("run {} has no approval item '{call_id}'", row.id),
+                )
+            })?;
+        if let Some(holder) = item.item.run_id.clone() {
+            // A sub-agent's item: its own run's tools check the arguments.
+            let plain = item.item.call_id.clone();
+            return Box::pin(self.validate_edit(&holder, &plain, arguments)).await;
+        }
+        let state: RunState =
+            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
+        let (_, toolkit) = self.agent_of(&state)?;
+        let tool = toolkit
+            .resolve(&item.item.tool)
+            .map_err(|e| RunError::UnknownTool(e.to_string()))?;
+        let schema = &tool.spec.parameters;
+        // Secret values were shown as [secret]; left so, they keep what the model wrote.
+        let mut arguments = Value::Object(arguments);
+        if let Some(original) = state.turn.iter().flatten().find(|c| c.call.id == call_id) {
+            crate::secrets::restore_masked(
+                schema,
+                &mut arguments,
+                &Value::Object(original.call.arguments.clone()),
+            );
+        }
+        let Value::Object(arguments) = arguments else {
+            return Err(RunError::BadInput(
+                "edited arguments must be an object".into(),
+            ));
+        };
+        let checked = tool.check(arguments).map_err(|e| {
+            RunError::InvalidArguments(format!("the edited arguments were refused: {e}"))
+        })?;
+        // Stored with the decision: sealed like everything else.
+        let mut secrets = Vec::new();
+        crate::secrets::secret_values(schema, &checked, &mut secrets);
+        sealing::sealed_arguments(&self.keyring, &checked, &secrets)
+    }
+}

@@ -1,0 +1,218 @@
+//! The store's data, whatever the backend: runs and their pending items (with a typed
+//! [`PendingState`]), what a save writes, a run to create, and call records.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::{CallStatus, CallerKind, Decision, RequiredItem, RunStatus, Usage};
+
+/// Where a pending item of a paused run is. It moves one way: `Waiting` (nobody decided
+/// yet) to `Decided` (a decision or a client's output is recorded) to `Executing` (the
+/// approved call is running: the at-most-once fence) to `Done`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PendingState {
+    /// Nobody has decided it yet.
+    Waiting,
+    /// Decided (or answered by the client), not acted on yet.
+    Decided,
+    /// The approved call is running (or was, when its process died): never run again.
+    Executing,
+    /// Acted on.
+    Done,
+}
+
+impl PendingState {
+    /// The stored name: `waiting`, `decided`, `executing`, `done`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingState::Waiting => "waiting",
+            PendingState::Decided => "decided",
+            PendingState::Executing => "executing",
+            PendingState::Done => "done",
+        }
+    }
+
+    /// The state named `name` (as [`PendingState::as_str`] writes it).
+    pub fn parse(name: &str) -> Option<PendingState> {
+        [
+            PendingState::Waiting,
+            PendingState::Decided,
+            PendingState::Executing,
+            PendingState::Done,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// A run as stored.
+#[derive(Debug, Clone)]
+pub struct RunRow {
+    pub id: String,
+    pub conversation_id: String,
+    pub agent: String,
+    pub status: RunStatus,
+    /// The run's state as JSON (see `run::RunState`).
+    pub state: String,
+    pub iteration: u32,
+    pub last_error: Option<String>,
+    pub lease_owner: Option<String>,
+    pub lease_until: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// For a sub-agent's run: the run and call that started it, and its depth (0 top).
+    pub parent_run_id: Option<String>,
+    pub parent_call_id: Option<String>,
+    pub depth: u32,
+    /// The tenant it belongs to (its calls, items and responses with it).
+    pub tenant: String,
+    /// The identity that started it (a key's name, a JWT's subject), when known.
+    pub started_by: Option<String>,
+    /// The tokens its model calls used so far (as of its last save).
+    pub usage: Usage,
+}
+
+/// One item of a paused turn, as stored.
+#[derive(Debug, Clone)]
+pub struct PendingRow {
+    pub item: RequiredItem,
+    pub decision: Option<Decision>,
+    /// Where the item is: waiting, decided, executing or done.
+    pub state: PendingState,
+}
+
+/// A save of a run's state by the process holding its lease.
+#[derive(Debug, Clone)]
+pub struct RunSave {
+    pub status: RunStatus,
+    pub state: String,
+    pub iteration: u32,
+    pub last_error: Option<String>,
+    /// New pending items (state `waiting`).
+    pub add_pending: Vec<RequiredItem>,
+    /// Pending items whose state changes: call id and new state.
+    pub set_pending: Vec<(String, PendingState)>,
+    /// Give up the lease with this save (the run pauses or ends).
+    pub release: bool,
+    /// The tokens the run's model calls used so far (kept in columns of their own).
+    pub usage: Usage,
+    /// Call records committed in the same transaction.
+    pub records: Vec<CallRecord>,
+    /// Messages the step added to the conversation (JSON), the first at position
+    /// `first_seq`.
+    pub messages: Vec<String>,
+    pub first_seq: usize,
+}
+
+/// What links a sub-agent's run to its parent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLink {
+    pub parent_run_id: String,
+    pub parent_call_id: String,
+    /// The parent's depth plus one.
+    pub depth: u32,
+}
+
+/// A run to create (see [`crate::store::Store::create_linked_run`]).
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: String,
+    pub conversation_id: String,
+    pub agent: String,
+    pub state: String,
+    pub owner: String,
+    pub lease_ms: i64,
+    /// Messages it adds to its conversation (JSON), the first at `first_seq`.
+    pub messages: Vec<String>,
+    pub first_seq: usize,
+    pub link: Option<RunLink>,
+    /// The tenant it belongs to (a sub-agent's run: its parent's).
+    pub tenant: String,
+    /// Who started it.
+    pub started_by: Option<String>,
+}
+
+/// Bytes of a result kept in the record (the tools' own output cap, so a result is kept
+/// whole: `read_result` pages through it when the model saw it cut); the full size is
+/// kept beside it.
+pub const RESULT_CAP: usize = 1024 * 1024;
+
+/// A call as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CallRecord {
+    pub call_id: String,
+    pub run_id: Option<String>,
+    pub conversation_id: String,
+    pub agent: Option<String>,
+    pub caller: CallerKind,
+    pub tool: String,
+    /// Secret parameters already redacted.
+    pub arguments: Value,
+    /// The result as text, cut at [`RESULT_CAP`] bytes.
+    pub result: Option<String>,
+    /// The result's full size in bytes.
+    pub result_size: usize,
+    pub status: CallStatus,
+    pub error_kind: Option<String>,
+    pub error_message: Option<String>,
+    /// Unix milliseconds.
+    pub started_at: i64,
+    pub duration_ms: f64,
+    /// An `after_result` hook replaced (or withheld) what the model saw; `result` is
+    /// still what the tool returned.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
+}
+
+impl CallRecord {
+    /// Sets the result, keeping at most [`RESULT_CAP`] bytes (on a character boundary).
+    pub fn set_result(&mut self, text: &str) {
+        let cut = cap_at(text);
+        self.result_size = text.len();
+        self.result = Some(text[..cut].to_string());
+    }
+
+    /// [`CallRecord::set_result`], keeping `text` (cut to the cap) rather than copying it.
+    pub fn set_result_text(&mut self, mut text: String) {
+        self.result_size = text.len();
+        let cut = cap_at(&text);
+        if cut < text.len() {
+            text.truncate(cut);
+            text.shrink_to_fit();
+        }
+        self.result = Some(text);
+    }
+}
+
+/// Where [`RESULT_CAP`] cuts `text` (on a character boundary).
+fn cap_at(text: &str) -> usize {
+    let mut cut = text.len().min(RESULT_CAP);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
+}
+
+/// A record read back, with its record id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct StoredCall {
+    pub id: i64,
+    #[serde(flatten)]
+    pub record: CallRecord,
+}
+
+/// The row changes a decision makes, as `run::decision_rule` chose them from the rows it
+/// read; the store applies them only while every item is still waiting and the run
+/// still paused (compare-and-set).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DecisionChanges {
+    /// The run decided (the top run, for items waiting in its sub-agents' runs).
+    pub run_id: String,
+    /// The items decided: the run holding each, and its call id.
+    pub items: Vec<(String, String)>,
+    /// Standing approvals to record ("approve always"): the run that asked (its agent and
+    /// conversation), the tool, and the fingerprint of the tool's policy.
+    pub standing: Vec<(String, String, String)>,
+    /// Items of the run still waiting after this decision.
+    pub still_waiting: usize,
+}
