@@ -11,6 +11,9 @@
 //! pause and resume across processes); [`protocol`] holds the events, statuses and the
 //! run object front ends read, and [`telemetry`] the metrics and traces an operator
 //! watches it by.
+// The MCP gateway's call future holds a whole drive (tools, hooks, sub-agents, the
+// HTTP clients inside): proving it `Send` goes deeper than the default 128 levels.
+#![recursion_limit = "256"]
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 

@@ -12,6 +12,7 @@ use crate::model::Message;
 use crate::parse::ToolCall;
 use crate::permission::Gate;
 use crate::protocol::{CallStatus, Usage};
+use crate::store::PendingState;
 
 /// Everything saved with a run (`runs.state`, as JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +96,23 @@ pub struct TurnCall {
     /// Images the call's result carried, for the model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<crate::model::ImagePart>,
+}
+
+impl TurnCall {
+    /// Moves the call to `phase`: the one place a call changes phase. Returns the
+    /// change its pending row takes with it (a call that waited for a person or the
+    /// client has one): executing while it runs or its sub-agent does, done once it has
+    /// its result.
+    pub(super) fn enter(&mut self, phase: Phase) -> Option<(String, PendingState)> {
+        let row = match phase {
+            _ if self.gate == Gate::Run => None,
+            Phase::Executing | Phase::Delegated => Some(PendingState::Executing),
+            Phase::Done { .. } => Some(PendingState::Done),
+            Phase::Waiting | Phase::Ready => None,
+        };
+        self.phase = phase;
+        row.map(|state| (self.call.id.clone(), state))
+    }
 }
 
 /// Why a call waits for a person (the rule or hook that asked) and its deadline.

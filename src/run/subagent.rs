@@ -152,11 +152,8 @@ impl Runner {
                             error_kind: error_kind.map(|k| k.as_str().to_string()),
                         },
                     });
-                    if c.gate != Gate::Run {
-                        live.pending_updates
-                            .push((c.call.id.clone(), crate::store::PendingState::Done));
-                    }
-                    c.phase = Phase::Done { status, output };
+                    live.pending_updates
+                        .extend(c.enter(Phase::Done { status, output }));
                 }
             }
         }

@@ -22,16 +22,16 @@ impl Runner {
     /// One decision applied to a waiting call.
     pub(super) fn apply(&self, live: &mut Live, c: &mut TurnCall, decision: Decision) {
         match decision {
-            Decision::Approve => c.phase = Phase::Ready,
+            Decision::Approve => live.pending_updates.extend(c.enter(Phase::Ready)),
             Decision::ApproveAlways => {
                 if !live.standing.contains(&c.call.name) {
                     live.standing.push(c.call.name.clone());
                 }
-                c.phase = Phase::Ready;
+                live.pending_updates.extend(c.enter(Phase::Ready));
             }
             Decision::Edit { arguments } => {
                 c.edited = Some(arguments);
-                c.phase = Phase::Ready;
+                live.pending_updates.extend(c.enter(Phase::Ready));
             }
             Decision::Deny { reason } => {
                 let (output, kind) =
@@ -48,9 +48,8 @@ impl Runner {
                             ErrorKind::Denied,
                         ),
                     };
-                live.pending_updates
-                    .push((c.call.id.clone(), crate::store::PendingState::Done));
-                c.phase = self.answer(live, &c.call, CallStatus::Denied, Some(kind), output);
+                let denied = self.answer(live, &c.call, CallStatus::Denied, Some(kind), output);
+                live.pending_updates.extend(c.enter(denied));
             }
             Decision::Submit { output, is_error } => {
                 let status = if is_error {
@@ -58,15 +57,14 @@ impl Runner {
                 } else {
                     CallStatus::Client
                 };
-                live.pending_updates
-                    .push((c.call.id.clone(), crate::store::PendingState::Done));
-                c.phase = self.answer(
+                let answered = self.answer(
                     live,
                     &c.call,
                     status,
                     is_error.then_some(ErrorKind::ClientError),
                     output,
                 );
+                live.pending_updates.extend(c.enter(answered));
             }
         }
     }
@@ -148,6 +146,7 @@ impl Runner {
                 ask,
                 images: Vec::new(),
             };
+            // A call's first phase, where it is made (its pending row, if any, is new).
             c.phase = match gate {
                 Gate::Run if self.is_read_result(live, &c.call) => {
                     self.read_result(live, &c.call).await
