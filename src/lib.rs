@@ -14,7 +14,6 @@
 // The MCP gateway's call future holds a whole drive (tools, hooks, sub-agents, the
 // HTTP clients inside): proving it `Send` goes deeper than the default 128 levels.
 #![recursion_limit = "256"]
-
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agent;
