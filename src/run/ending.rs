@@ -139,6 +139,7 @@ impl Runner {
         if let Some(event) = event {
             self.emit(event);
         }
-        self.get(&run_id).await
+        let (row, pending) = self.store.run_just_saved(&run_id).await?;
+        Ok(super::run_object(&row, &pending))
     }
 }

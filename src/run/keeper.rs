@@ -11,16 +11,14 @@ use crate::engine::Cancel;
 use crate::protocol::RunStatus;
 use crate::store::Store;
 
-/// The keeper and the watch of one drive; both stop when it is dropped.
+/// The keeper and the watch of one drive (one task); it stops when this is dropped.
 pub(super) struct Keeper {
-    tasks: [JoinHandle<()>; 2],
+    task: JoinHandle<()>,
 }
 
 impl Drop for Keeper {
     fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
+        self.task.abort();
     }
 }
 
@@ -29,57 +27,53 @@ impl Drop for Keeper {
 pub(super) fn keep(store: &Store, id: &str, owner: &str, cancel: &Cancel) -> Keeper {
     // Subscribed before anything else happens, so that no cancel falls before it.
     let changes = store.watch();
-    let watch = {
-        let (store, id, cancel) = (store.clone(), id.to_string(), cancel.clone());
-        tokio::spawn(
-            async move {
-                let mut changes = changes;
-                loop {
-                    let cancelled = match changes.recv().await {
-                        Ok(c) => c.run_id == id && c.status == RunStatus::Cancelled,
-                        // Fell behind: the run's status says it.
-                        Err(RecvError::Lagged(_)) => {
-                            matches!(store.run_status(&id).await, Ok(RunStatus::Cancelled))
-                        }
-                        Err(RecvError::Closed) => return,
-                    };
-                    if cancelled {
-                        tracing::info!("cancelled from elsewhere; stopping the run here");
-                        cancel.cancel();
-                        return;
-                    }
-                }
-            }
-            .instrument(tracing::Span::current()),
-        )
-    };
-    let renew = {
-        let (store, id, owner, cancel) = (
-            store.clone(),
-            id.to_string(),
-            owner.to_string(),
-            cancel.clone(),
-        );
-        tokio::spawn(
-            async move {
-                let every = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
-                loop {
-                    tokio::time::sleep(every).await;
-                    match store.renew_lease(&id, &owner, super::LEASE_MS).await {
-                        Ok(()) => tracing::debug!("lease renewed"),
-                        Err(e) => {
+    let (store, id, owner, cancel) = (
+        store.clone(),
+        id.to_string(),
+        owner.to_string(),
+        cancel.clone(),
+    );
+    let every = std::time::Duration::from_millis((super::LEASE_MS / 3) as u64);
+    let task = tokio::spawn(
+        async move {
+            let mut changes = changes;
+            let mut renew_at = tokio::time::Instant::now() + every;
+            // Without a feed (it closed), the renewal still finds a cancel: the lease is gone.
+            let mut feed_open = true;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(renew_at) => {
+                        renew_at += every;
+                        if let Err(e) = store.renew_lease(&id, &owner, super::LEASE_MS).await {
                             // Cancelled or taken over: stop what is running.
                             tracing::warn!(error = %e, "lease lost; stopping the run here");
+                            cancel.cancel();
+                            return;
+                        }
+                        tracing::debug!("lease renewed");
+                    }
+                    change = changes.recv(), if feed_open => {
+                        let cancelled = match change {
+                            Ok(c) => c.run_id == id && c.status == RunStatus::Cancelled,
+                            // Fell behind: the run's status says it.
+                            Err(RecvError::Lagged(_)) => {
+                                matches!(store.run_status(&id).await, Ok(RunStatus::Cancelled))
+                            }
+                            Err(RecvError::Closed) => {
+                                feed_open = false;
+                                false
+                            }
+                        };
+                        if cancelled {
+                            tracing::info!("cancelled from elsewhere; stopping the run here");
                             cancel.cancel();
                             return;
                         }
                     }
                 }
             }
-            .instrument(tracing::Span::current()),
-        )
-    };
-    Keeper {
-        tasks: [watch, renew],
-    }
+        }
+        .instrument(tracing::Span::current()),
+    );
+    Keeper { task }
 }

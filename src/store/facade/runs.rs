@@ -121,6 +121,15 @@ impl Store {
         }
     }
 
+    /// [`Store::run`] for the end of a drive, just after its save: SQLite reads it by
+    /// key on this thread (a few microseconds from a pooled connection, a hop to the
+    /// blocking pool would cost more than the read).
+    pub async fn run_just_saved(&self, id: &str) -> Result<(RunRow, Vec<PendingRow>), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.run(id).map_err(Into::into),
+        }
+    }
+
     /// Runs, newest first.
     pub async fn runs(
         &self,
