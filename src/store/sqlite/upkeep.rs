@@ -5,7 +5,7 @@
 //! meanwhile; the writer's connection never checkpoints inside a commit). Under
 //! constant load a passive checkpoint never finds a moment without readers, so the WAL
 //! is never reset and grows without end: past [`WAL_BOUND`] the writer itself runs a
-//! TRUNCATE checkpoint, holding this process's writes (and, through SQLite's lock,
+//! RESTART checkpoint (once a passive one has copied it all), holding this process's writes (and, through SQLite's lock,
 //! other processes') for the moment it takes. It wakes when the writer nudges it and
 //! every quarter second, and ends with the store.
 
@@ -27,7 +27,7 @@ pub(crate) const WAL_BYTES: u64 = 4 << 20;
 /// live a few milliseconds (`toolgate run` to a pause) never stay for a checkpoint:
 /// without this, each of them reads a WAL that only grows.
 const WAL_OPEN_BYTES: u64 = 1 << 20;
-/// The WAL size past which the writer resets it (a TRUNCATE checkpoint), whatever the
+/// The WAL size past which the writer resets it (a RESTART checkpoint), whatever the
 /// load.
 pub(crate) const WAL_BOUND: u64 = 32 << 20;
 /// Commits between two prunes of the change feed.
@@ -88,11 +88,17 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cannot read the totals' mark"),
         }
-        let wal_len = std::fs::metadata(&wal).map_or(0, |m| m.len());
-        if wal_len > WAL_BOUND {
-            let _ = w.queue_job(reset_job(wal_len, busy));
-        } else if wal_len > WAL_BYTES {
-            checkpoint(c);
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES)
+            && let Some((log, done)) = checkpoint(c)
+        {
+            // The WAL in use (not the file, which keeps its size) past the bound: once
+            // the passive checkpoint has copied it all, the writer restarts it, which
+            // then costs only the wait for readers; far past the bound, whatever it
+            // copied.
+            let in_use = log.max(0) as u64 * page_size(c);
+            if in_use > WAL_BOUND && (done == log || in_use > 4 * WAL_BOUND) {
+                let _ = w.queue_job(reset_job(in_use, busy));
+            }
         }
         if commits >= pruned + PRUNE_EVERY && w.try_idle_job(prune_job()) {
             pruned = commits;
@@ -138,17 +144,19 @@ fn prune_job() -> Job {
 /// next tick (writes wait meanwhile, so not long).
 const RESET_WAIT: Duration = Duration::from_millis(200);
 
-/// On the writer: checkpoints the whole WAL and empties it. It waits (at most
-/// [`RESET_WAIT`]) for readers of older snapshots to finish; new writes wait for it.
-fn reset_job(wal_len: u64, busy: Duration) -> Job {
+/// On the writer: checkpoints what is left of the WAL and restarts it from its start
+/// (RESTART: the file keeps its size, rewriting its blocks is cheaper than growing it
+/// again). It waits (at most [`RESET_WAIT`]) for readers of older snapshots to finish;
+/// new writes wait for it.
+fn reset_job(in_use: u64, busy: Duration) -> Job {
     Box::new(move |conn: &mut Connection| {
         let started = Instant::now();
         let _ = conn.busy_timeout(RESET_WAIT);
-        match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        match conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
         }) {
             Ok((blocked, pages)) => tracing::debug!(
-                wal_bytes = wal_len,
+                wal_bytes = in_use,
                 reset = blocked == 0,
                 wal_pages = pages,
                 ms = started.elapsed().as_secs_f64() * 1e3,
@@ -189,17 +197,30 @@ fn wal_of(db: &Path) -> PathBuf {
     PathBuf::from(wal)
 }
 
-fn checkpoint(conn: &Connection) {
+/// A PASSIVE checkpoint: the WAL's frames in use, and how many of them are copied now.
+fn checkpoint(conn: &Connection) -> Option<(i64, i64)> {
     let started = Instant::now();
     match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
         Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
     }) {
-        Ok((log, done)) => tracing::debug!(
-            wal_pages = log,
-            checkpointed = done,
-            ms = started.elapsed().as_secs_f64() * 1e3,
-            "wal checkpoint"
-        ),
-        Err(e) => tracing::warn!(error = %e, "wal checkpoint failed"),
+        Ok((log, done)) => {
+            tracing::debug!(
+                wal_pages = log,
+                checkpointed = done,
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "wal checkpoint"
+            );
+            Some((log, done))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "wal checkpoint failed");
+            None
+        }
     }
+}
+
+/// The database's page size (the WAL's frames hold one page each).
+fn page_size(conn: &Connection) -> u64 {
+    conn.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .map_or(4096, |p| p.max(512) as u64)
 }
