@@ -298,13 +298,8 @@ async fn wait(
 /// Returns at the next change of run `id`, or when the feed fell behind (the run is
 /// read again either way); never, once the feed has closed (the timers go on).
 async fn changed(changes: &mut tokio::sync::broadcast::Receiver<crate::store::Change>, id: &str) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        match changes.recv().await {
-            Ok(c) if c.run_id != id => continue,
-            Ok(_) | Err(RecvError::Lagged(_)) => return,
-            Err(RecvError::Closed) => std::future::pending().await,
-        }
+    if !crate::store::next_change_of(changes, id).await {
+        std::future::pending::<()>().await;
     }
 }
 

@@ -96,12 +96,8 @@ pub async fn until_settled(state: &AppState, id: &str) -> Result<RunObject, supe
         if run.status != RunStatus::InProgress {
             return Ok(run);
         }
-        loop {
-            match changes.recv().await {
-                Ok(c) if c.run_id != id => continue,
-                Ok(_) | Err(RecvError::Lagged(_)) => break,
-                Err(RecvError::Closed) => return Ok(run),
-            }
+        if !crate::store::next_change_of(&mut changes, id).await {
+            return Ok(run);
         }
     }
 }

@@ -309,12 +309,8 @@ pub async fn watch_run(
             if run.status != RunStatus::InProgress {
                 return;
             }
-            loop {
-                match changes.recv().await {
-                    Ok(c) if c.run_id != id => continue,
-                    Ok(_) | Err(RecvError::Lagged(_)) => break,
-                    Err(RecvError::Closed) => return,
-                }
+            if !crate::store::next_change_of(&mut changes, &id).await {
+                return;
             }
         }
     })

@@ -68,6 +68,23 @@ impl Change {
     }
 }
 
+/// Waits on `changes` for the next change of run `run_id`. True when it changed, or
+/// when the watcher fell behind (read the run again either way); false once the feed
+/// has closed.
+pub async fn next_change_of(
+    changes: &mut tokio::sync::broadcast::Receiver<Change>,
+    run_id: &str,
+) -> bool {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match changes.recv().await {
+            Ok(c) if c.run_id != run_id => continue,
+            Ok(_) | Err(RecvError::Lagged(_)) => return true,
+            Err(RecvError::Closed) => return false,
+        }
+    }
+}
+
 /// How a watcher of the feed fares: a change, or the news that it fell behind by this
 /// many (it should read what it follows again).
 pub type Watched = Result<Change, tokio::sync::broadcast::error::RecvError>;

@@ -15,7 +15,7 @@ mod sqlite;
 use std::path::Path;
 
 pub use error::{Refusal, StoreError};
-pub use feed::{Change, ChangeKind, Watched};
+pub use feed::{Change, ChangeKind, Watched, next_change_of};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
 pub use model::{
     CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
