@@ -41,6 +41,12 @@ async fn seen(state: &AppState, change: Change) {
     if change.made_here() || state.runner.active.has(&change.run_id) {
         return;
     }
+    // Items are added only by the run's driver, in the save that pauses it: that save's
+    // status change tells of them (and names the driver; the added row, written after
+    // the lease was let go, does not).
+    if change.kind == ChangeKind::PendingAdded {
+        return;
+    }
     let ends = change.kind == ChangeKind::Status && change.status != RunStatus::InProgress;
     let run = match state.runner.get(&change.run_id).await {
         Ok(run) => run,
