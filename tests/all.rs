@@ -6,6 +6,7 @@
 
 // Shared helpers.
 mod common;
+mod databases;
 mod fake_anthropic;
 mod fake_openai;
 mod launching;
@@ -67,6 +68,7 @@ mod server_connections;
 mod server_document;
 mod server_subagents;
 mod store;
+mod store_postgres;
 mod stream_props;
 mod streamed_output;
 mod subagents;

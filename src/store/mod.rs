@@ -10,6 +10,7 @@ mod facade;
 mod feed;
 mod lease;
 pub mod model;
+mod postgres;
 mod sqlite;
 
 use std::path::Path;
@@ -27,6 +28,8 @@ pub use sqlite::{
     ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows, ToolStats, Waiting,
 };
 
+use postgres::PgStore;
+pub use postgres::{POOL_ENV, postgres_url};
 use sqlite::SqliteStore;
 
 /// The default database file, relative to the current folder.
@@ -43,6 +46,8 @@ pub struct Store {
 enum Backend {
     /// A SQLite file (WAL, one writer, pooled readers).
     Sqlite(SqliteStore),
+    /// A PostgreSQL database (a pool of connections), shared by many workers.
+    Postgres(PgStore),
 }
 
 impl Store {
@@ -55,16 +60,29 @@ impl Store {
     ///
     /// Several processes opening one new file at once can find it busy at once: the
     /// open is tried again until the busy timeout has passed.
+    /// A `postgres://` (or `postgresql://`) URL in place of the path opens that
+    /// PostgreSQL database instead (the options are SQLite's and do not apply).
     pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Backend::Sqlite(SqliteStore::open_with(path, options)?),
-        })
+        let path = path.as_ref();
+        let backend = match postgres_url(path) {
+            Some(url) => Backend::Postgres(PgStore::open(url)?),
+            None => Backend::Sqlite(SqliteStore::open_with(path, options)?),
+        };
+        Ok(Store { backend })
     }
 
-    /// Where the database is (the file, for SQLite).
+    /// Whether the store is a PostgreSQL database (shared by workers on many hosts)
+    /// rather than a SQLite file.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
+    /// Where the database is (the file, for SQLite; the URL without its password, for
+    /// PostgreSQL).
     pub fn path(&self) -> &Path {
         match &self.backend {
             Backend::Sqlite(s) => s.path(),
+            Backend::Postgres(s) => s.path(),
         }
     }
 
@@ -73,6 +91,7 @@ impl Store {
     pub fn commits(&self) -> u64 {
         match &self.backend {
             Backend::Sqlite(s) => s.commits(),
+            Backend::Postgres(s) => s.commits(),
         }
     }
 
@@ -81,6 +100,7 @@ impl Store {
     pub fn close(&self) {
         match &self.backend {
             Backend::Sqlite(s) => s.close(),
+            Backend::Postgres(s) => s.close(),
         }
     }
 
@@ -90,6 +110,7 @@ impl Store {
     pub fn watch(&self) -> tokio::sync::broadcast::Receiver<Change> {
         match &self.backend {
             Backend::Sqlite(s) => s.watch(),
+            Backend::Postgres(s) => s.watch(),
         }
     }
 }

@@ -10,6 +10,7 @@ impl Store {
     pub async fn create_key(&self, key: NewKey) -> Result<KeyInfo, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.create_key(key).await?),
+            Backend::Postgres(s) => s.create_key(key).await,
         }
     }
 
@@ -17,6 +18,7 @@ impl Store {
     pub async fn revoke_key(&self, name: &str) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.revoke_key(name).await?),
+            Backend::Postgres(s) => s.revoke_key(name).await,
         }
     }
 
@@ -24,6 +26,7 @@ impl Store {
     pub async fn keys(&self) -> Result<Vec<KeyInfo>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(|s| s.keys()).await,
+            Backend::Postgres(s) => s.keys().await,
         }
     }
 
@@ -32,6 +35,7 @@ impl Store {
     pub async fn any_live_key(&self) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(|s| s.any_live_key()).await,
+            Backend::Postgres(s) => s.any_live_key().await,
         }
     }
 
@@ -40,6 +44,7 @@ impl Store {
         let hash = hash.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.key_by_hash(&hash)).await,
+            Backend::Postgres(s) => s.key_by_hash(&hash).await,
         }
     }
 
@@ -57,6 +62,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.set_secret_in(tenant, name, sealed).await?),
+            Backend::Postgres(s) => s.set_secret_in(tenant, name, sealed).await,
         }
     }
 
@@ -69,6 +75,7 @@ impl Store {
     pub async fn remove_secret_in(&self, tenant: &str, name: &str) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.remove_secret_in(tenant, name).await?),
+            Backend::Postgres(s) => s.remove_secret_in(tenant, name).await,
         }
     }
 
@@ -90,6 +97,7 @@ impl Store {
                 s.blocking(move |s| s.secret_for(tenant.as_deref(), &name))
                     .await
             }
+            Backend::Postgres(s) => s.secret_for(tenant.as_deref(), &name).await,
         }
     }
 
@@ -103,6 +111,7 @@ impl Store {
         let tenant = tenant.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.secrets_in(&tenant)).await,
+            Backend::Postgres(s) => s.secrets_in(&tenant).await,
         }
     }
 
@@ -122,6 +131,10 @@ impl Store {
             Backend::Sqlite(s) => Ok(s
                 .create_response(id, run_id, previous_id, status, body, input)
                 .await?),
+            Backend::Postgres(s) => {
+                s.create_response(id, run_id, previous_id, status, body, input)
+                    .await
+            }
         }
     }
 
@@ -134,6 +147,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.update_response(id, status, body).await?),
+            Backend::Postgres(s) => s.update_response(id, status, body).await,
         }
     }
 
@@ -142,6 +156,7 @@ impl Store {
     pub async fn delete_response(&self, id: &str) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.delete_response(id).await?),
+            Backend::Postgres(s) => s.delete_response(id).await,
         }
     }
 
@@ -150,6 +165,7 @@ impl Store {
         let id = id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.response_input(&id)).await,
+            Backend::Postgres(s) => s.response_input(&id).await,
         }
     }
 
@@ -158,6 +174,7 @@ impl Store {
         let id = id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.response(&id)).await,
+            Backend::Postgres(s) => s.response(&id).await,
         }
     }
 
@@ -166,6 +183,7 @@ impl Store {
         let id = run_id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.run_responses(&id)).await,
+            Backend::Postgres(s) => s.run_responses(&id).await,
         }
     }
 }

@@ -19,6 +19,7 @@ impl Store {
     ) -> Result<Option<Decided>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.apply_decision(changes, decision, decider).await?),
+            Backend::Postgres(s) => s.apply_decision(changes, decision, decider).await,
         }
     }
 
@@ -35,6 +36,7 @@ impl Store {
                 s.blocking(move |s| s.standing_approvals(&conversation, &agent))
                     .await
             }
+            Backend::Postgres(s) => s.standing_approvals(&conversation, &agent).await,
         }
     }
 
@@ -43,6 +45,7 @@ impl Store {
     pub async fn expire_due(&self, tree: Option<String>) -> Result<Vec<DueItem>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.expire_due(tree).await?),
+            Backend::Postgres(s) => s.expire_due(tree).await,
         }
     }
 
@@ -51,6 +54,7 @@ impl Store {
     pub async fn warn_due(&self, lead_ms: i64) -> Result<Vec<DueItem>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.warn_due(lead_ms).await?),
+            Backend::Postgres(s) => s.warn_due(lead_ms).await,
         }
     }
 
@@ -58,6 +62,7 @@ impl Store {
     pub async fn waiting_approvals(&self) -> Result<Waiting, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(|s| s.waiting_approvals()).await,
+            Backend::Postgres(s) => s.waiting_approvals().await,
         }
     }
 }

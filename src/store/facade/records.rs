@@ -12,6 +12,7 @@ impl Store {
     pub async fn record_calls(&self, records: Vec<CallRecord>) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.record_calls(records).await,
+            Backend::Postgres(s) => s.commit_records(records).await.map(drop),
         }
     }
 
@@ -23,6 +24,7 @@ impl Store {
     ) -> Result<Vec<CallRecord>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.commit_records(records).await,
+            Backend::Postgres(s) => s.commit_records(records).await,
         }
     }
 
@@ -31,6 +33,7 @@ impl Store {
         let q = q.clone();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.calls(&q)).await,
+            Backend::Postgres(s) => s.calls(&q).await,
         }
     }
 
@@ -46,6 +49,7 @@ impl Store {
                 s.blocking(move |s| s.call_result(&conversation, &call))
                     .await
             }
+            Backend::Postgres(s) => s.call_result(&conversation, &call).await,
         }
     }
 
@@ -59,6 +63,7 @@ impl Store {
         let (run, calls) = (run_id.to_string(), call_ids.to_vec());
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.run_call_records(&run, &calls)).await,
+            Backend::Postgres(s) => s.run_call_records(&run, &calls).await,
         }
     }
 
@@ -73,6 +78,7 @@ impl Store {
                 s.blocking(move |s| s.conversation_summary(&conversation))
                     .await
             }
+            Backend::Postgres(s) => s.conversation_summary(&conversation).await,
         }
     }
 
@@ -81,6 +87,7 @@ impl Store {
         let tool = tool.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.tool_stats(&tool)).await,
+            Backend::Postgres(s) => s.tool_stats_of(None, &tool).await,
         }
     }
 
@@ -89,6 +96,7 @@ impl Store {
         let (tenant, tool) = (tenant.to_string(), tool.to_string());
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.tool_stats_of(&tenant, &tool)).await,
+            Backend::Postgres(s) => s.tool_stats_of(Some(&tenant), &tool).await,
         }
     }
 
@@ -96,6 +104,7 @@ impl Store {
     pub async fn global_stats(&self) -> Result<GlobalStats, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(|s| s.global_stats()).await,
+            Backend::Postgres(s) => s.global_stats_of(None).await,
         }
     }
 
@@ -104,6 +113,7 @@ impl Store {
         let tenant = tenant.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.global_stats_of(&tenant)).await,
+            Backend::Postgres(s) => s.global_stats_of(Some(&tenant)).await,
         }
     }
 }

@@ -32,6 +32,19 @@ impl Store {
                     first_seq,
                 )
                 .await?),
+            Backend::Postgres(s) => {
+                s.create_run(
+                    id,
+                    conversation_id,
+                    agent,
+                    state,
+                    owner,
+                    lease_ms,
+                    messages,
+                    first_seq,
+                )
+                .await
+            }
         }
     }
 
@@ -40,6 +53,7 @@ impl Store {
     pub async fn create_linked_run(&self, new: NewRun) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.create_linked_run(new).await?),
+            Backend::Postgres(s) => s.create_linked_run(new).await,
         }
     }
 
@@ -54,6 +68,7 @@ impl Store {
     ) -> Result<(RunRow, Vec<PendingRow>), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.acquire_run(id, owner, lease_ms).await?),
+            Backend::Postgres(s) => s.acquire_run(id, owner, lease_ms).await,
         }
     }
 
@@ -67,6 +82,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.renew_lease(id, owner, lease_ms).await?),
+            Backend::Postgres(s) => s.renew_lease(id, owner, lease_ms).await,
         }
     }
 
@@ -79,6 +95,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.release_run(id, owner, status).await?),
+            Backend::Postgres(s) => s.release_run(id, owner, status).await,
         }
     }
 
@@ -86,6 +103,7 @@ impl Store {
     pub async fn save_run(&self, id: &str, owner: &str, save: RunSave) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.save_run(id, owner, save).await?),
+            Backend::Postgres(s) => s.save_run(id, owner, save).await,
         }
     }
 
@@ -93,6 +111,7 @@ impl Store {
     pub async fn cancel_run(&self, id: &str) -> Result<(String, RunStatus), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.cancel_run(id).await?),
+            Backend::Postgres(s) => s.cancel_run(id).await,
         }
     }
 
@@ -102,6 +121,7 @@ impl Store {
     pub async fn unheld_runs(&self, limit: usize) -> Result<Vec<String>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.unheld_runs(limit)).await,
+            Backend::Postgres(s) => s.unheld_runs(limit).await,
         }
     }
 
@@ -109,6 +129,7 @@ impl Store {
         let id = id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.run_status(&id)).await,
+            Backend::Postgres(s) => s.run_status(&id).await,
         }
     }
 
@@ -118,6 +139,7 @@ impl Store {
         let id = id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.run(&id)).await,
+            Backend::Postgres(s) => s.run(&id).await,
         }
     }
 
@@ -127,6 +149,7 @@ impl Store {
     pub async fn run_just_saved(&self, id: &str) -> Result<(RunRow, Vec<PendingRow>), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.run(id).map_err(Into::into),
+            Backend::Postgres(s) => s.run(id).await,
         }
     }
 
@@ -155,6 +178,10 @@ impl Store {
                     s.runs_of(tenant.as_deref(), status, conversation.as_deref(), limit)
                 })
                 .await
+            }
+            Backend::Postgres(s) => {
+                s.runs_of(tenant.as_deref(), status, conversation.as_deref(), limit)
+                    .await
             }
         }
     }
@@ -191,6 +218,10 @@ impl Store {
                 })
                 .await
             }
+            Backend::Postgres(s) => {
+                s.runs_with_pending_of(tenant.as_deref(), status, conversation.as_deref(), limit)
+                    .await
+            }
         }
     }
 
@@ -206,6 +237,7 @@ impl Store {
                 s.blocking(move |s| s.runs_in_progress(&tenant, &user))
                     .await
             }
+            Backend::Postgres(s) => s.runs_in_progress(&tenant, &user).await,
         }
     }
 
@@ -220,6 +252,7 @@ impl Store {
                 s.blocking(move |s| s.conversation_messages(&conversation))
                     .await
             }
+            Backend::Postgres(s) => s.conversation_messages(&conversation).await,
         }
     }
 
@@ -232,6 +265,7 @@ impl Store {
         let (parent, call) = (parent_run_id.to_string(), call_id.to_string());
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.child_run(&parent, &call)).await,
+            Backend::Postgres(s) => s.child_run(&parent, &call).await,
         }
     }
 
@@ -240,6 +274,7 @@ impl Store {
         let id = run_id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.root_run(&id)).await,
+            Backend::Postgres(s) => s.root_run(&id).await,
         }
     }
 
@@ -248,6 +283,7 @@ impl Store {
         let id = run_id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.runs_below(&id)).await,
+            Backend::Postgres(s) => s.runs_below(&id).await,
         }
     }
 
@@ -256,6 +292,7 @@ impl Store {
         let id = run_id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.run_tree(&id)).await,
+            Backend::Postgres(s) => s.run_tree(&id).await,
         }
     }
 
@@ -267,6 +304,7 @@ impl Store {
                 s.blocking(move |s| s.conversation_trees(&conversation))
                     .await
             }
+            Backend::Postgres(s) => s.conversation_trees(&conversation).await,
         }
     }
 
@@ -275,6 +313,7 @@ impl Store {
         let id = id.to_string();
         match &self.backend {
             Backend::Sqlite(s) => s.blocking(move |s| s.run_timeline(&id)).await,
+            Backend::Postgres(s) => s.run_timeline(&id).await,
         }
     }
 }

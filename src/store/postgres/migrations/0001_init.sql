@@ -1,0 +1,166 @@
+-- toolgate's schema on PostgreSQL: the same tables as SQLite's schema 14, in
+-- PostgreSQL's types (BIGINT for integers and unix milliseconds, DOUBLE PRECISION for
+-- durations, BOOLEAN for flags). JSON stays TEXT: it is written and read whole.
+
+CREATE TABLE tool_calls (
+    id              BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- the record id
+    call_id         TEXT    NOT NULL,
+    run_id          TEXT,
+    conversation_id TEXT    NOT NULL,
+    agent           TEXT,
+    caller          TEXT    NOT NULL,      -- agent | user | workflow
+    tool            TEXT    NOT NULL,
+    arguments       TEXT    NOT NULL,      -- JSON, secret parameters sealed
+    result          TEXT,                  -- capped; result_size is the full size
+    result_size     BIGINT  NOT NULL DEFAULT 0,
+    status          TEXT    NOT NULL,      -- succeeded | failed | denied | timeout | cancelled | client
+    error_kind      TEXT,
+    error_message   TEXT,
+    started_at      BIGINT  NOT NULL,      -- unix milliseconds
+    duration_ms     DOUBLE PRECISION NOT NULL,
+    replaced        BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX tool_calls_conversation ON tool_calls (conversation_id, tool, status, started_at, duration_ms);
+CREATE INDEX tool_calls_tool ON tool_calls (tool, status, duration_ms);
+CREATE INDEX tool_calls_run ON tool_calls (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX tool_calls_started ON tool_calls (started_at);
+
+CREATE TABLE runs (
+    id              TEXT    PRIMARY KEY,
+    conversation_id TEXT    NOT NULL,
+    agent           TEXT    NOT NULL,
+    status          TEXT    NOT NULL,      -- in_progress | requires_action | completed | failed | cancelled | incomplete
+    state           TEXT    NOT NULL,      -- the run's state as JSON
+    iteration       BIGINT  NOT NULL DEFAULT 0,
+    last_error      TEXT,
+    lease_owner     TEXT,                  -- the process continuing the run, if any
+    lease_until     BIGINT,                -- unix milliseconds
+    created_at      BIGINT  NOT NULL,
+    updated_at      BIGINT  NOT NULL,
+    parent_run_id   TEXT,                  -- NULL for a top run
+    parent_call_id  TEXT,
+    depth           BIGINT  NOT NULL DEFAULT 0,
+    tenant          TEXT    NOT NULL DEFAULT 'default',
+    started_by      TEXT,
+    prompt_tokens         BIGINT NOT NULL DEFAULT 0,
+    completion_tokens     BIGINT NOT NULL DEFAULT 0,
+    total_tokens          BIGINT NOT NULL DEFAULT 0,
+    model_calls           BIGINT NOT NULL DEFAULT 0,
+    cache_read_tokens     BIGINT NOT NULL DEFAULT 0,
+    cache_creation_tokens BIGINT NOT NULL DEFAULT 0,
+    compactions           BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_status ON runs (status, updated_at);
+CREATE INDEX runs_conversation ON runs (conversation_id, created_at);
+CREATE UNIQUE INDEX runs_parent_call ON runs (parent_run_id, parent_call_id) WHERE parent_run_id IS NOT NULL;
+CREATE INDEX runs_tenant ON runs (tenant, created_at);
+
+CREATE TABLE pending (
+    run_id         TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    call_id        TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,       -- approval | submit_tool_output
+    tool           TEXT    NOT NULL,
+    arguments      TEXT    NOT NULL,       -- exactly as shown to the person
+    decision       TEXT,                   -- JSON once decided
+    state          TEXT    NOT NULL DEFAULT 'waiting',  -- waiting | decided | executing | done
+    decided_at     BIGINT,
+    decided_by     TEXT,
+    requested_at   BIGINT,
+    reason         TEXT,
+    expires_at     BIGINT,
+    on_timeout     TEXT,
+    warned_at      BIGINT,
+    policy         TEXT,
+    decided_by_key TEXT,
+    decided_as     TEXT,
+    PRIMARY KEY (run_id, call_id)
+);
+CREATE INDEX pending_waiting ON pending (state) WHERE state = 'waiting';
+CREATE INDEX pending_expires ON pending (expires_at) WHERE expires_at IS NOT NULL AND state = 'waiting';
+
+CREATE TABLE standing_decisions (
+    conversation_id TEXT    NOT NULL,
+    agent           TEXT    NOT NULL,
+    tool            TEXT    NOT NULL,
+    decision        TEXT    NOT NULL,
+    created_at      BIGINT  NOT NULL,
+    policy          TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (conversation_id, agent, tool)
+);
+
+CREATE TABLE messages (
+    conversation_id TEXT    NOT NULL,
+    seq             BIGINT  NOT NULL,      -- position in the conversation, from 0
+    run_id          TEXT    NOT NULL,      -- the run that added it
+    message         TEXT    NOT NULL,      -- JSON: role, content, tool_calls, tool_call_id
+    PRIMARY KEY (conversation_id, seq)
+);
+
+CREATE TABLE responses (
+    id           TEXT    PRIMARY KEY,      -- resp_...
+    run_id       TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    step         BIGINT  NOT NULL,         -- 0, 1, 2, ... within the run
+    previous_id  TEXT,                     -- the previous_response_id it continued
+    status       TEXT    NOT NULL,
+    body         TEXT    NOT NULL,         -- the response object, JSON
+    created_at   BIGINT  NOT NULL,
+    updated_at   BIGINT  NOT NULL,
+    input        TEXT    NOT NULL DEFAULT '[]',  -- JSON array of items
+    UNIQUE (run_id, step)
+);
+
+CREATE TABLE secrets (
+    tenant      TEXT    NOT NULL DEFAULT '',
+    name        TEXT    NOT NULL,
+    sealed      TEXT    NOT NULL,          -- [[tgsecret:v1:...]]
+    created_at  BIGINT  NOT NULL,
+    updated_at  BIGINT  NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
+
+CREATE TABLE api_keys (
+    id          TEXT    PRIMARY KEY,           -- key_...
+    name        TEXT    NOT NULL UNIQUE,
+    hash        TEXT    NOT NULL UNIQUE,       -- hex SHA-256 of the key
+    role        TEXT    NOT NULL,              -- client | approver | admin
+    tenant      TEXT    NOT NULL,
+    groups      TEXT    NOT NULL DEFAULT '[]', -- JSON array of group names
+    created_at  BIGINT  NOT NULL,
+    expires_at  BIGINT,
+    revoked_at  BIGINT
+);
+
+-- Running totals over tool_calls (summaries read these plus the records not yet folded).
+CREATE TABLE totals_mark (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    folded_to BIGINT  NOT NULL             -- the last record id in the totals
+);
+INSERT INTO totals_mark (id, folded_to) VALUES (1, 0);
+
+CREATE TABLE tool_totals (
+    tool   TEXT    NOT NULL,
+    status TEXT    NOT NULL,
+    calls  BIGINT  NOT NULL,
+    PRIMARY KEY (tool, status)
+);
+
+CREATE TABLE duration_totals (
+    tool   TEXT    NOT NULL,
+    bucket BIGINT  NOT NULL,               -- microseconds, three significant digits
+    calls  BIGINT  NOT NULL,
+    PRIMARY KEY (tool, bucket)
+);
+
+CREATE TABLE conversation_totals (
+    conversation_id TEXT    PRIMARY KEY,
+    calls           BIGINT  NOT NULL
+);
+
+CREATE TABLE run_totals (
+    run_id   TEXT    NOT NULL,
+    tool     TEXT    NOT NULL,
+    status   TEXT    NOT NULL,
+    calls    BIGINT  NOT NULL,
+    total_ms DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (run_id, tool, status)
+);

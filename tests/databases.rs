@@ -1,0 +1,128 @@
+//! The databases a test runs on: a SQLite file in a temporary folder, or a fresh
+//! database on a PostgreSQL server the tests started themselves (tests/postgres/server.sh,
+//! once per test process, stopped when it ends) or the one `TOOLGATE_TEST_POSTGRES_URL`
+//! names. A test that needs PostgreSQL and cannot get it fails; none skips.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use toolgate::store::Store;
+
+/// The environment variable naming a PostgreSQL server to use instead of starting one
+/// (the role must be allowed to create databases).
+pub const POSTGRES_ENV: &str = "TOOLGATE_TEST_POSTGRES_URL";
+
+/// One database for one test.
+pub enum TestDb {
+    Sqlite {
+        _dir: tempfile::TempDir,
+        path: PathBuf,
+    },
+    Postgres {
+        url: String,
+    },
+}
+
+impl TestDb {
+    /// A new SQLite file (not created yet) in a folder of its own.
+    pub fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        TestDb::Sqlite { _dir: dir, path }
+    }
+
+    /// A new, empty database on the tests' PostgreSQL server.
+    pub fn postgres() -> TestDb {
+        TestDb::Postgres {
+            url: fresh_postgres_database(),
+        }
+    }
+
+    /// One database of each backend: what a store test runs on.
+    pub fn both() -> [TestDb; 2] {
+        [TestDb::sqlite(), TestDb::postgres()]
+    }
+
+    /// What `--db` (or `TOOLGATE_DB`) takes to name it.
+    pub fn arg(&self) -> &str {
+        match self {
+            TestDb::Sqlite { path, .. } => path.to_str().unwrap(),
+            TestDb::Postgres { url } => url,
+        }
+    }
+
+    /// `sqlite` or `postgres`, for failure messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TestDb::Sqlite { .. } => "sqlite",
+            TestDb::Postgres { .. } => "postgres",
+        }
+    }
+
+    /// Opens it (creating and migrating it the first time).
+    pub fn open(&self) -> Store {
+        Store::open(Path::new(self.arg()))
+            .unwrap_or_else(|e| panic!("{}: cannot open the store: {e}", self.name()))
+    }
+}
+
+/// The server's URL (its `postgres` database), started at the first call.
+pub fn postgres_server() -> &'static str {
+    static SERVER: OnceLock<String> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        if let Ok(url) = std::env::var(POSTGRES_ENV)
+            && !url.trim().is_empty()
+        {
+            return url.trim().to_string();
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/postgres/server.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(std::process::id().to_string())
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .expect("bash must be there to run tests/postgres/server.sh");
+        assert!(
+            out.status.success(),
+            "tests/postgres/server.sh could not start PostgreSQL (set {POSTGRES_ENV} to use a running server)"
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .expect("tests/postgres/server.sh printed no URL")
+            .to_string()
+    })
+}
+
+/// Creates a new database on the tests' server and returns its URL.
+pub fn fresh_postgres_database() -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let server = postgres_server();
+    let name = format!(
+        "tg_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap()
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(server, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to the tests' PostgreSQL at {server}: {e}"));
+        let conn = tokio::spawn(conn);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+        drop(client);
+        let _ = conn.await;
+    });
+    let mut url = url::Url::parse(server).unwrap();
+    url.set_path(&name);
+    url.to_string()
+}
