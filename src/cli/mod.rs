@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
-use toolgate::store::{Store, StoreError};
+use toolgate::store::{Store, StoreError, postgres_url};
 
 use toolgate::tool::{LoadedTool, ToolLibrary};
 
@@ -38,7 +38,8 @@ use toolgate::tool::{LoadedTool, ToolLibrary};
     about = "An agent-loop runtime: tool calls parsed, gated, run and recorded"
 )]
 pub struct Cli {
-    /// The database file.
+    /// The database: a SQLite file, or a PostgreSQL URL (postgres://USER@HOST:PORT/DB)
+    /// that many workers share.
     #[arg(long, global = true, env = "TOOLGATE_DB", default_value = toolgate::store::DEFAULT_DB)]
     db: PathBuf,
     /// More logs on stderr: -v info, -vv debug, -vvv trace (RUST_LOG, when set, wins).
@@ -185,7 +186,9 @@ impl Cli {
 
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // Before any tool starts (MCP servers start when the library loads).
-    toolgate::sandbox::protect_database(&cli.db);
+    if postgres_url(&cli.db).is_none() {
+        toolgate::sandbox::protect_database(&cli.db);
+    }
     if let Some(t) = &cli.tenant
         && (t.is_empty()
             || !t
@@ -222,8 +225,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
 /// Opens the database for writing; a foreign or newer file is bad input.
 /// Opens (or creates) the database, creating its folder first when it does not exist
 /// yet (a desktop config naming `~/.local/share/toolgate/toolgate.db` on a new machine).
+/// A PostgreSQL URL opens that database (no folder to make).
 pub fn open_store(db: &Path) -> Result<Store, Failure> {
-    if let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
+    if postgres_url(db).is_none()
+        && let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
         && !folder.exists()
     {
         std::fs::create_dir_all(folder).map_err(|e| {
@@ -236,9 +241,10 @@ pub fn open_store(db: &Path) -> Result<Store, Failure> {
     Store::open(db).map_err(store_failure)
 }
 
-/// Opens an existing database to read it.
+/// Opens an existing database to read it (a PostgreSQL database is laid out when first
+/// opened: an empty one reads as empty).
 pub fn open_existing_store(db: &Path) -> Result<Store, Failure> {
-    if !db.exists() {
+    if postgres_url(db).is_none() && !db.exists() {
         return Err(Failure::bad_input(format!(
             "{} does not exist: nothing has been recorded there yet (--db or TOOLGATE_DB choose the file)",
             db.display()

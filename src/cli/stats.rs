@@ -137,7 +137,7 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         if s.calls.total_calls == 0 && runs.is_empty() {
             return Err(Failure::bad_input(format!(
                 "no calls recorded for conversation '{conv}' in {}",
-                db.display()
+                store.path().display()
             )));
         }
         let mut text = format!(

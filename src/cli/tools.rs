@@ -239,6 +239,7 @@ fn call(
     let conversation =
         conversation.unwrap_or_else(|| format!("conv_{}", uuid::Uuid::new_v4().simple()));
     let store = open_store(db)?;
+    let shown_db = store.path().display().to_string();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -284,10 +285,7 @@ fn call(
     drop(engine);
     let _ = runtime.block_on(printer);
     if new_conversation && !json {
-        say!(
-            "toolgate: recorded in conversation {conversation} ({})",
-            db.display()
-        );
+        say!("toolgate: recorded in conversation {conversation} ({shown_db})");
     }
     let mut out = out::stdout();
     if json {

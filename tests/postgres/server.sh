@@ -9,6 +9,7 @@
 # `postgresql` package is installed with apt-get when no initdb is found. As root, the
 # server runs as the `postgres` user (PostgreSQL refuses to run as root).
 # TOOLGATE_PG_DURABLE=1 keeps fsync on (for measurements); the tests turn it off.
+# TOOLGATE_PG_STATEMENTS=1 loads pg_stat_statements (statement counts for the cost model).
 # Fails loudly (non-zero exit, the reason on stderr) when it cannot start one.
 set -euo pipefail
 
@@ -68,6 +69,9 @@ chmod 700 "$dir"
 durable=()
 if [[ "${TOOLGATE_PG_DURABLE:-0}" != 1 ]]; then
     durable=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
+fi
+if [[ "${TOOLGATE_PG_STATEMENTS:-0}" == 1 ]]; then
+    durable+=(-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all)
 fi
 started=""
 for _ in 1 2 3 4 5 6 7 8; do
