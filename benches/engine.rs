@@ -43,28 +43,35 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn engine(dir: &tempfile::TempDir) -> Engine {
+/// An engine, and the store its calls' records are committed to (none: not recorded).
+#[derive(Clone)]
+struct Rig {
+    engine: Engine,
+    store: Option<Store>,
+}
+
+fn engine(dir: &tempfile::TempDir) -> Rig {
     let store = Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}"));
     engine_with(dir, Some(store))
 }
 
-fn engine_with(dir: &tempfile::TempDir, store: Option<Store>) -> Engine {
+fn engine_with(dir: &tempfile::TempDir, store: Option<Store>) -> Rig {
     let limits = LimitConfig {
         global: 64,
         ..LimitConfig::default()
     };
-    Engine::new(
+    let engine = Engine::new(
         EngineConfig {
             limits,
             workspace: dir.path().to_path_buf(),
             ..EngineConfig::default()
         },
-        store,
         None,
-    )
+    );
+    Rig { engine, store }
 }
 
-async fn steps(engine: Engine, lib: Arc<ToolLibrary>, conversation: String, count: usize) {
+async fn steps(rig: Rig, lib: Arc<ToolLibrary>, conversation: String, count: usize) {
     let echo = lib
         .get("echo")
         .cloned()
@@ -86,10 +93,13 @@ async fn steps(engine: Engine, lib: Arc<ToolLibrary>, conversation: String, coun
                 )
             })
             .collect();
-        let out = engine
-            .execute_batch(batch, &cancel)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let out = rig.engine.execute_batch(batch, &cancel).await;
+        let out = match &rig.store {
+            Some(store) => toolgate::run::commit_outcomes(store, out)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+            None => out,
+        };
         assert!(out.iter().all(|o| o.status == CallStatus::Succeeded));
     }
 }
@@ -112,7 +122,7 @@ fn one_conversation_sequential(bencher: Bencher) {
 }
 
 /// 100 conversations at once, 20 steps of 10 calls each, on `engine`.
-fn hundred_conversations(bencher: Bencher, engine: Engine) {
+fn hundred_conversations(bencher: Bencher, engine: Rig) {
     let rt = runtime();
     let lib = Arc::new(ToolLibrary::builtin());
     bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
@@ -228,7 +238,7 @@ fn ratios() {
         CALLS as f64 / start.elapsed().as_secs_f64()
     };
     let mut rows: [Vec<f64>; 4] = Default::default();
-    let commits_before = hundred.store().map_or(0, Store::commits);
+    let commits_before = hundred.store.as_ref().map_or(0, Store::commits);
     for _ in 0..ROUNDS {
         rows[0].push(rate(&mut || floor(&floor_a, 1, STEP)));
         rows[1].push(rate(&mut || {
@@ -253,7 +263,7 @@ fn ratios() {
         }));
     }
     // How many records each of (b)'s group commits held, on average.
-    let commits = hundred.store().map_or(0, Store::commits) - commits_before;
+    let commits = hundred.store.as_ref().map_or(0, Store::commits) - commits_before;
     let per_commit = (ROUNDS * CALLS) as f64 / commits.max(1) as f64;
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);

@@ -17,6 +17,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agent;
+pub mod clock;
 pub mod context;
 pub mod engine;
 pub mod identity;

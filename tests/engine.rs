@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use toolgate::engine::{
-    Cancel, Engine, EngineConfig, LimitConfig, PreparedCall, Strategy, call, prepare,
+    CallOutcome, Cancel, Engine, EngineConfig, LimitConfig, PreparedCall, Strategy, call, prepare,
 };
 use toolgate::protocol::{CallStatus, CallerKind, Event};
 use toolgate::store::{CallQuery, Store};
@@ -171,9 +171,21 @@ fn engine(s: &Setup, limits: LimitConfig) -> Engine {
             workspace: s._dir.path().to_path_buf(),
             ..EngineConfig::default()
         },
-        Some(s.store.clone()),
         None,
     )
+}
+
+/// Runs a batch and commits its records, as `toolgate tools call` does.
+async fn run_and_record(
+    s: &Setup,
+    e: &Engine,
+    batch: Vec<PreparedCall>,
+    cancel: &Cancel,
+) -> Vec<CallOutcome> {
+    let outcomes = e.execute_batch(batch, cancel).await;
+    toolgate::run::commit_outcomes(&s.store, outcomes)
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +212,7 @@ async fn batch_in_call_order_with_every_outcome_recorded() {
             json!({"token": "hunter2", "big": true}),
         ),
     ];
-    let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
+    let out = run_and_record(&s, &e, batch, &Cancel::new()).await;
     let got: Vec<(&str, CallStatus, Option<&str>)> = out
         .iter()
         .map(|o| (o.call_id.as_str(), o.status, o.record.error_kind.as_deref()))
@@ -278,7 +290,7 @@ async fn global_and_category_limits_hold_under_load() {
             json!({"label": i.to_string(), "sleep_ms": 5}),
         ));
     }
-    let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
+    let out = run_and_record(&s, &e, batch, &Cancel::new()).await;
     assert!(out.iter().all(|o| o.status == CallStatus::Succeeded));
     assert!(s.watch.max_running.load(Ordering::SeqCst) <= 4);
     assert!(
@@ -310,7 +322,7 @@ async fn reject_strategy_and_queue_bound() {
     let batch: Vec<_> = (0..5)
         .map(|i| prep(&s.lib, &format!("c{i}"), "probe", json!({"sleep_ms": 100})))
         .collect();
-    let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
+    let out = run_and_record(&s, &e, batch, &Cancel::new()).await;
     let ok = out
         .iter()
         .filter(|o| o.status == CallStatus::Succeeded)
@@ -350,7 +362,7 @@ async fn reject_strategy_and_queue_bound() {
     let batch: Vec<_> = (0..5)
         .map(|i| prep(&s.lib, &format!("q{i}"), "probe", json!({"sleep_ms": 50})))
         .collect();
-    let out = e.execute_batch(batch, &Cancel::new()).await.unwrap();
+    let out = run_and_record(&s, &e, batch, &Cancel::new()).await;
     assert_eq!(
         out.iter()
             .filter(|o| o.status == CallStatus::Succeeded)
@@ -421,12 +433,12 @@ async fn priority_order_and_workflow_bypass() {
     // A workflow call bypasses the limit while the slot is held.
     let mut wf = prep(&s.lib, "wf", "probe", json!({"label": "workflow"}));
     wf.caller = CallerKind::Workflow;
-    let out = e.execute_batch(vec![wf], &Cancel::new()).await.unwrap();
+    let out = run_and_record(&s, &e, vec![wf], &Cancel::new()).await;
     assert_eq!(out[0].status, CallStatus::Succeeded);
     s.watch.gate.notify_one();
-    blocker.await.unwrap().unwrap();
+    blocker.await.unwrap();
     for q in queued {
-        q.await.unwrap().unwrap();
+        q.await.unwrap();
     }
     assert_eq!(
         *s.watch.started.lock().unwrap(),
@@ -467,7 +479,7 @@ async fn cancel_stops_running_and_waiting_calls() {
         })
     };
     let started = Instant::now();
-    let out = e.execute_batch(batch, &cancel).await.unwrap();
+    let out = run_and_record(&s, &e, batch, &cancel).await;
     stopper.await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(out.iter().all(|o| o.status == CallStatus::Cancelled
@@ -499,7 +511,6 @@ async fn events_never_interleave_inside_a_part() {
             workspace: s._dir.path().to_path_buf(),
             ..EngineConfig::default()
         },
-        Some(s.store.clone()),
         Some(tx),
     );
     let batch: Vec<_> = (0..4)
@@ -512,7 +523,7 @@ async fn events_never_interleave_inside_a_part() {
             )
         })
         .collect();
-    e.execute_batch(batch, &Cancel::new()).await.unwrap();
+    run_and_record(&s, &e, batch, &Cancel::new()).await;
     drop(e);
     let mut events = Vec::new();
     while let Some(ev) = rx.recv().await {

@@ -267,7 +267,6 @@ fn call(
             credentials: Some(toolgate::run::Runner::new(store.clone()).credentials()),
             ..EngineConfig::default()
         },
-        Some(store),
         (!json).then_some(tx),
     );
     let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
@@ -278,7 +277,10 @@ fn call(
         CallerKind::User,
     );
     let outcome = runtime
-        .block_on(engine.execute_batch(vec![prepared], &Cancel::new()))
+        .block_on(async {
+            let outcomes = engine.execute_batch(vec![prepared], &Cancel::new()).await;
+            toolgate::run::commit_outcomes(&store, outcomes).await
+        })
         .map_err(super::store_failure)?
         .pop()
         .ok_or_else(|| Failure::other("the call produced no outcome"))?;

@@ -9,7 +9,7 @@ mod shares;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use serde_json::{Map, Value};
@@ -19,9 +19,10 @@ pub use cancel::Cancel;
 pub use limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Strategy};
 pub use shares::{LimiterView, LimitsView, ProcessLimits, Slot, call_priority};
 
+use crate::clock::now_ms;
 use crate::parse::ToolCall;
 use crate::protocol::{CallStatus, CallerKind, Event};
-use crate::store::{CallRecord, Store, StoreError};
+use crate::store::CallRecord;
 use crate::tool::{DEFAULT_TIMEOUT, LoadedTool, ToolContext, ToolError, ToolOutput};
 
 /// How the engine runs calls.
@@ -73,7 +74,7 @@ pub struct CallOutcome {
     pub tool: String,
     pub status: CallStatus,
     pub result: Result<ToolOutput, ToolError>,
-    /// What was written to the store.
+    /// What the caller records (with `run::commit_outcomes`, or in a run's save).
     pub record: CallRecord,
 }
 
@@ -91,26 +92,15 @@ struct Inner {
     share: Option<Arc<Limiter>>,
     /// Slots for the sub-agent runs this engine's run starts (category `subagent`).
     children: Arc<Limiter>,
-    store: Option<Store>,
     events: Option<UnboundedSender<Event>>,
 }
 
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl Engine {
-    /// An engine of its own: its calls pass `config.limits` alone. It records into
-    /// `store` (when given) and sends events to `events`.
-    pub fn new(
-        config: EngineConfig,
-        store: Option<Store>,
-        events: Option<UnboundedSender<Event>>,
-    ) -> Self {
+    /// An engine of its own: its calls pass `config.limits` alone. It sends events to
+    /// `events`; it records nothing itself (its outcomes carry their records).
+    pub fn new(config: EngineConfig, events: Option<UnboundedSender<Event>>) -> Self {
         let limits = ProcessLimits::new(config.limits.clone());
-        Self::shared(config, limits, None, store, events)
+        Self::shared(config, limits, None, events)
     }
 
     /// An engine whose calls take their slots in the process's `limits`, and first in
@@ -121,7 +111,6 @@ impl Engine {
         config: EngineConfig,
         limits: Arc<ProcessLimits>,
         share: Option<Arc<Limiter>>,
-        store: Option<Store>,
         events: Option<UnboundedSender<Event>>,
     ) -> Self {
         let children = Limiter::new(config.limits.clone());
@@ -131,7 +120,6 @@ impl Engine {
                 limits,
                 share,
                 children,
-                store,
                 events,
             }),
         }
@@ -147,63 +135,28 @@ impl Engine {
         &self.inner.children
     }
 
-    pub fn store(&self) -> Option<&Store> {
-        self.inner.store.as_ref()
-    }
-
-    /// Runs `calls` concurrently and returns their outcomes in call order, after their
-    /// records are committed. `cancel` stops what is still running or waiting; those
-    /// calls are recorded as cancelled.
+    /// Runs `calls` concurrently and returns their outcomes in call order, each with
+    /// the record the caller commits. `cancel` stops what is still running or waiting;
+    /// those calls end cancelled.
     pub async fn execute_batch(
         &self,
         calls: Vec<PreparedCall>,
         cancel: &Cancel,
-    ) -> Result<Vec<CallOutcome>, StoreError> {
+    ) -> Vec<CallOutcome> {
         // The calls run concurrently inside this task, tools included (see
         // `LoadedTool::invoke`: panics caught, a dropped call stops its tool): no
         // hand-off between threads to start and collect them.
-        let outcomes: Vec<CallOutcome> =
-            futures_util::future::join_all(calls.into_iter().map(|call| {
-                // A child of the caller's span (a run's turn).
-                let span = crate::telemetry::genai::tool_span(
-                    &tracing::Span::current(),
-                    &call.call.id,
-                    &call.call.name,
-                );
-                // Boxed: the call's future is large.
-                Box::pin(self.run_one(call, cancel).instrument(span))
-            }))
-            .await;
-        let Some(store) = &self.inner.store else {
-            return Ok(outcomes);
-        };
-        // The records go to the store and come back committed: not copied.
-        let (heads, records): (Vec<_>, Vec<_>) = outcomes
-            .into_iter()
-            .map(|o| ((o.call_id, o.tool, o.status, o.result), o.record))
-            .unzip();
-        let records = store.commit_records(records).await?;
-        for (r, (_, _, _, result)) in records.iter().zip(&heads) {
-            // The engine's callers name tools themselves: a tool it found is known.
-            let known = !matches!(result, Err(ToolError::NotFound { .. }));
-            crate::telemetry::metrics::call_recorded(
-                &r.tool,
-                known,
-                r.status,
-                r.error_kind.as_deref(),
+        futures_util::future::join_all(calls.into_iter().map(|call| {
+            // A child of the caller's span (a run's turn).
+            let span = crate::telemetry::genai::tool_span(
+                &tracing::Span::current(),
+                &call.call.id,
+                &call.call.name,
             );
-        }
-        Ok(heads
-            .into_iter()
-            .zip(records)
-            .map(|((call_id, tool, status, result), record)| CallOutcome {
-                call_id,
-                tool,
-                status,
-                result,
-                record,
-            })
-            .collect())
+            // Boxed: the call's future is large.
+            Box::pin(self.run_one(call, cancel).instrument(span))
+        }))
+        .await
     }
 
     /// Sends the event `make` builds, built only when someone listens.

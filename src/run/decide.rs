@@ -91,7 +91,7 @@ impl Runner {
         loop {
             let (row, pending) = self.store.run(run_id).await?;
             let changes =
-                decision_rule::choose(&row, &pending, call_id, &decision, crate::engine::now_ms())
+                decision_rule::choose(&row, &pending, call_id, &decision, crate::clock::now_ms())
                     .map_err(|r| RunError::refused(r.kind(), r.message()))?;
             if let Some(decided) = self
                 .store

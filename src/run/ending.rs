@@ -57,9 +57,6 @@ impl Runner {
             },
             std::sync::Arc::clone(&self.limits),
             share,
-            // The loop commits the records itself, in the transaction that saves the
-            // step, so that the record and the run's state always agree.
-            None,
             Some(tool_tx),
         )
     }

@@ -51,7 +51,7 @@ impl Runner {
         let Some(until) = before.1 else {
             return Ok(true);
         };
-        let left = (until - crate::engine::now_ms()).clamp(0, LEASE_MS) as u64;
+        let left = (until - crate::clock::now_ms()).clamp(0, LEASE_MS) as u64;
         tracing::info!(
             run_id = id,
             holder = before.0.as_deref().unwrap_or("?"),

@@ -220,7 +220,7 @@ async fn run_batch(
                 while let Ok(event) = tool_rx.try_recv() {
                     runner.emit(RunEvent::Tool { run_id: run_id.to_string(), event });
                 }
-                return Ok(outcomes?);
+                return Ok(outcomes);
             }
         }
     }

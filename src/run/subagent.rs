@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use super::state::{Phase, TreePlace, TurnCall};
 use super::{Live, RunError, Runner, StartRun};
-use crate::engine::{Admission, Cancel, Engine, now_ms};
+use crate::clock::now_ms;
+use crate::engine::{Admission, Cancel, Engine};
 use crate::parse::ToolCall;
 use crate::permission::Gate;
 use crate::protocol::{

@@ -159,9 +159,9 @@ impl Collector for Approvals {
                 return Ok(());
             }
         };
-        let age = waiting.oldest_ms.map_or(0.0, |t| {
-            (crate::engine::now_ms() - t).max(0) as f64 / 1000.0
-        });
+        let age = waiting
+            .oldest_ms
+            .map_or(0.0, |t| (crate::clock::now_ms() - t).max(0) as f64 / 1000.0);
         ConstGauge::new(waiting.approvals as i64).encode(encoder.encode_descriptor(
             "approvals_waiting",
             "Approval items of paused runs waiting for a person now.",

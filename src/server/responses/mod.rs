@@ -508,7 +508,7 @@ async fn stored_response(
     let (row, mut body) = manage::stored(state, who, id).await?;
     if row.status == ResponseStatus::InProgress.as_str()
         && let Ok(run) = state.runner.get(&row.run_id).await
-        && abandoned(run.status, run.updated_at, crate::engine::now_ms())
+        && abandoned(run.status, run.updated_at, crate::clock::now_ms())
     {
         body.insert("status".into(), json!(ResponseStatus::Failed));
         body.insert(

@@ -10,7 +10,7 @@ use super::runs::{
     PENDING_COLUMNS, PENDING_COUNT, PendingRow, RunsError, find_run, pending_from_row,
 };
 use super::tree::{ids_below, root_of};
-use crate::engine::now_ms;
+use crate::clock::now_ms;
 use crate::protocol::Decision;
 
 /// Who an expired item is recorded as decided by.

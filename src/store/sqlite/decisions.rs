@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
-use crate::engine::now_ms;
+use crate::clock::now_ms;
 use crate::protocol::{Decision, RunStatus};
 use crate::store::DecisionChanges;
 

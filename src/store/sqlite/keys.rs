@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
-use crate::engine::now_ms;
+use crate::clock::now_ms;
 use crate::identity::{Identity, Role};
 
 /// An issued key as listed (never the key itself).

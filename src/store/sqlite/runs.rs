@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::record::{self, INSERT};
 use super::{SqliteStore, StoreError, describe, writer};
-use crate::engine::now_ms;
+use crate::clock::now_ms;
 use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
 pub use crate::store::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
 

@@ -4,7 +4,7 @@
 use rusqlite::params;
 
 use super::{RunsError, SqliteStore};
-use crate::engine::now_ms;
+use crate::clock::now_ms;
 
 impl SqliteStore {
     /// Up to `limit` top-level runs in progress whose lease is free, oldest change
