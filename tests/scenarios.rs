@@ -156,6 +156,8 @@ fn first_reply(mode: &str, tool: &str, args: &Value) -> Scripted {
 }
 
 struct Row {
+    /// What the row shows, as failures name it.
+    name: &'static str,
     mode: &'static str,
     permissions: &'static str,
     tool: &'static str,
@@ -182,97 +184,154 @@ fn rows() -> Vec<Row> {
     use ItemKind::{Approval, SubmitToolOutput};
     use RunStatus::Completed;
     vec![
-        Row { mode: "native", permissions: "", tool: "echo", args: echo.clone(), decision: None, pauses_for: None, status: Completed, record: ("succeeded", None), model_sees: "hello" },
-        Row { mode: "xml", permissions: "", tool: "echo", args: echo.clone(), decision: None, pauses_for: None, status: Completed, record: ("succeeded", None), model_sees: "<status>ok</status>" },
-        Row { mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::Approve), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
-        Row { mode: "xml", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::Approve), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
-        Row { mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: deny.clone(), pauses_for: Some(Approval), status: Completed, record: ("denied", Some("denied")), model_sees: "Reason: too risky" },
-        Row { mode: "xml", permissions: "", tool: "write_file", args: write.clone(), decision: deny.clone(), pauses_for: Some(Approval), status: Completed, record: ("denied", Some("denied")), model_sees: "<status>denied</status>" },
-        Row { mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::Edit { arguments: json!({"path": "b.txt", "content": "BB"}) .as_object() .unwrap() .clone(), }), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "edited the arguments" },
-        Row { mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::ApproveAlways), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
-        Row { mode: "native", permissions: "permissions: {echo: confirm}", tool: "echo", args: echo.clone(), decision: Some(Decision::Approve), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "hello" },
-        Row { mode: "native", permissions: "permissions: {echo: never}", tool: "echo", args: echo.clone(), decision: None, pauses_for: None, status: Completed, record: ("denied", Some("policy")), model_sees: "not allowed" },
-        Row { mode: "xml", permissions: "permissions: {write_file: never}", tool: "write_file", args: write.clone(), decision: None, pauses_for: None, status: Completed, record: ("denied", Some("policy")), model_sees: "<status>denied</status>" },
-        Row { mode: "native", permissions: "permissions: {write_file: auto}", tool: "write_file", args: write.clone(), decision: None, pauses_for: None, status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
-        Row { mode: "native", permissions: "", tool: "ask_user", args: ask.clone(), decision: submit.clone(), pauses_for: Some(SubmitToolOutput), status: Completed, record: ("client", None), model_sees: "blue" },
-        Row { mode: "xml", permissions: "", tool: "ask_user", args: ask.clone(), decision: submit.clone(), pauses_for: Some(SubmitToolOutput), status: Completed, record: ("client", None), model_sees: "<![CDATA[blue]]>" },
-        Row { mode: "native", permissions: "", tool: "ask_user", args: ask.clone(), decision: Some(Decision::Submit { output: "no screen".into(), is_error: true, }), pauses_for: Some(SubmitToolOutput), status: Completed, record: ("failed", Some("client_error")), model_sees: "no screen" },
-        Row { mode: "native", permissions: "", tool: "rm_rf", args: json!({"path": "/"}), decision: None, pauses_for: None, status: Completed, record: ("failed", Some("tool_not_found")), model_sees: "no tool named 'rm_rf'" },
-        Row { mode: "native", permissions: "", tool: "write_file", args: json!({"path": "a.txt"}), decision: None, pauses_for: None, status: Completed, record: ("failed", Some("validation_error")), model_sees: "'content'" },
-        Row { mode: "xml", permissions: "", tool: "write_file", args: json!({"path": "a.txt"}), decision: None, pauses_for: None, status: Completed, record: ("failed", Some("validation_error")), model_sees: "<status>error</status>" },
+        Row { name: "native auto call runs at once", mode: "native", permissions: "", tool: "echo", args: echo.clone(), decision: None, pauses_for: None, status: Completed, record: ("succeeded", None), model_sees: "hello" },
+        Row { name: "xml auto call runs at once", mode: "xml", permissions: "", tool: "echo", args: echo.clone(), decision: None, pauses_for: None, status: Completed, record: ("succeeded", None), model_sees: "<status>ok</status>" },
+        Row { name: "native confirm call approved", mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::Approve), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
+        Row { name: "xml confirm call approved", mode: "xml", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::Approve), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
+        Row { name: "native confirm call denied with a reason", mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: deny.clone(), pauses_for: Some(Approval), status: Completed, record: ("denied", Some("denied")), model_sees: "Reason: too risky" },
+        Row { name: "xml confirm call denied", mode: "xml", permissions: "", tool: "write_file", args: write.clone(), decision: deny.clone(), pauses_for: Some(Approval), status: Completed, record: ("denied", Some("denied")), model_sees: "<status>denied</status>" },
+        Row { name: "native confirm call approved with edited arguments", mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::Edit { arguments: json!({"path": "b.txt", "content": "BB"}) .as_object() .unwrap() .clone(), }), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "edited the arguments" },
+        Row { name: "native confirm call approved always", mode: "native", permissions: "", tool: "write_file", args: write.clone(), decision: Some(Decision::ApproveAlways), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
+        Row { name: "agent makes an auto tool confirm", mode: "native", permissions: "permissions: {echo: confirm}", tool: "echo", args: echo.clone(), decision: Some(Decision::Approve), pauses_for: Some(Approval), status: Completed, record: ("succeeded", None), model_sees: "hello" },
+        Row { name: "agent forbids a tool (native)", mode: "native", permissions: "permissions: {echo: never}", tool: "echo", args: echo.clone(), decision: None, pauses_for: None, status: Completed, record: ("denied", Some("policy")), model_sees: "not allowed" },
+        Row { name: "agent forbids a tool (xml)", mode: "xml", permissions: "permissions: {write_file: never}", tool: "write_file", args: write.clone(), decision: None, pauses_for: None, status: Completed, record: ("denied", Some("policy")), model_sees: "<status>denied</status>" },
+        Row { name: "agent makes a confirm tool auto", mode: "native", permissions: "permissions: {write_file: auto}", tool: "write_file", args: write.clone(), decision: None, pauses_for: None, status: Completed, record: ("succeeded", None), model_sees: "wrote 1 bytes" },
+        Row { name: "native client tool answered", mode: "native", permissions: "", tool: "ask_user", args: ask.clone(), decision: submit.clone(), pauses_for: Some(SubmitToolOutput), status: Completed, record: ("client", None), model_sees: "blue" },
+        Row { name: "xml client tool answered", mode: "xml", permissions: "", tool: "ask_user", args: ask.clone(), decision: submit.clone(), pauses_for: Some(SubmitToolOutput), status: Completed, record: ("client", None), model_sees: "<![CDATA[blue]]>" },
+        Row { name: "native client tool answered with an error", mode: "native", permissions: "", tool: "ask_user", args: ask.clone(), decision: Some(Decision::Submit { output: "no screen".into(), is_error: true, }), pauses_for: Some(SubmitToolOutput), status: Completed, record: ("failed", Some("client_error")), model_sees: "no screen" },
+        Row { name: "unknown tool", mode: "native", permissions: "", tool: "rm_rf", args: json!({"path": "/"}), decision: None, pauses_for: None, status: Completed, record: ("failed", Some("tool_not_found")), model_sees: "no tool named 'rm_rf'" },
+        Row { name: "native invalid arguments", mode: "native", permissions: "", tool: "write_file", args: json!({"path": "a.txt"}), decision: None, pauses_for: None, status: Completed, record: ("failed", Some("validation_error")), model_sees: "'content'" },
+        Row { name: "xml invalid arguments", mode: "xml", permissions: "", tool: "write_file", args: json!({"path": "a.txt"}), decision: None, pauses_for: None, status: Completed, record: ("failed", Some("validation_error")), model_sees: "<status>error</status>" },
     ]
 }
 
+/// Fails the row with a message naming it, unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($why:tt)*) => {
+        if !$cond {
+            return Err(format!($($why)*));
+        }
+    };
+}
+
+/// Every row is played, and every failing row is reported (not only the first).
 #[tokio::test]
 async fn the_scenario_table() {
-    for (i, row) in rows().into_iter().enumerate() {
-        let label = format!(
-            "row {i}: {} {} {} {:?}",
-            row.mode, row.permissions, row.tool, row.decision
-        );
-        let (w, agent) = World::new(
-            &format!("mode: {}\n{}\n", row.mode, row.permissions),
-            vec![
-                first_reply(row.mode, row.tool, &row.args),
-                ("Finished.".into(), Vec::new()),
-            ],
-        );
-        let mut run = w.runner.start(w.start(agent, None)).await.unwrap();
-        match row.pauses_for {
-            Some(kind) => {
-                assert_eq!(run.status, RunStatus::RequiresAction, "{label}");
-                let items = run.required_action.clone().unwrap().items;
-                assert_eq!(items.len(), 1, "{label}");
-                assert_eq!(items[0].kind, kind, "{label}");
-                assert_eq!(items[0].tool, row.tool, "{label}");
-                assert_eq!(items[0].arguments, row.args, "{label}");
-                assert!(
-                    w.records(&run).await.is_empty(),
-                    "{label}: nothing recorded before the decision"
-                );
-                let decided = w
-                    .runner
-                    .decide(
-                        &run.id,
-                        Some(&items[0].call_id),
-                        row.decision.clone().unwrap(),
-                    )
-                    .await
-                    .unwrap();
-                assert_eq!(decided.waiting, 0, "{label}");
-                run = w.runner.resume(&run.id).await.unwrap();
-            }
-            None => assert!(
-                row.decision.is_none(),
-                "{label}: a decision for a row that never pauses"
-            ),
-        }
-        assert_eq!(run.status, row.status, "{label}: {run:?}");
-        let records = w.records(&run).await;
-        assert_eq!(records.len(), 1, "{label}");
-        assert_eq!(records[0].record.status.as_str(), row.record.0, "{label}");
-        assert_eq!(
-            records[0].record.error_kind.as_deref(),
-            row.record.1,
-            "{label}"
-        );
-        let seen = w.results_seen();
-        assert!(
-            seen.contains(row.model_sees),
-            "{label}: the model saw {seen}"
-        );
-        if let Some(Decision::Edit { arguments }) = &row.decision {
-            // Validated when decided: the defaults are filled in.
-            for (k, v) in arguments {
-                assert_eq!(&records[0].record.arguments[k], v, "{label}");
-            }
-            assert_eq!(
-                std::fs::read_to_string(w.dir.path().join("ws/b.txt")).unwrap(),
-                "BB"
-            );
-            assert!(!w.dir.path().join("ws/a.txt").exists(), "{label}");
+    let mut failed = Vec::new();
+    let rows = rows();
+    for row in &rows {
+        if let Err(why) = play(row).await {
+            failed.push(format!("{}: {why}", row.name));
         }
     }
+    assert!(
+        failed.is_empty(),
+        "{} of {} scenario rows failed:\n  {}",
+        failed.len(),
+        rows.len(),
+        failed.join("\n  ")
+    );
+}
+
+/// One row: the run, its pause and decision, its end, the record, what the model saw.
+async fn play(row: &Row) -> Result<(), String> {
+    let (w, agent) = World::new(
+        &format!("mode: {}\n{}\n", row.mode, row.permissions),
+        vec![
+            first_reply(row.mode, row.tool, &row.args),
+            ("Finished.".into(), Vec::new()),
+        ],
+    );
+    let mut run = w
+        .runner
+        .start(w.start(agent, None))
+        .await
+        .map_err(|e| format!("the start failed: {e}"))?;
+    match row.pauses_for {
+        Some(kind) => {
+            ensure!(
+                run.status == RunStatus::RequiresAction,
+                "expected a pause, the run is {:?}",
+                run.status
+            );
+            let items = run
+                .required_action
+                .clone()
+                .map(|r| r.items)
+                .unwrap_or_default();
+            ensure!(items.len() == 1, "{} items wait: {items:?}", items.len());
+            ensure!(items[0].kind == kind, "it waits for {:?}", items[0].kind);
+            ensure!(
+                items[0].tool == row.tool,
+                "the item's tool is {}",
+                items[0].tool
+            );
+            ensure!(
+                items[0].arguments == row.args,
+                "the item shows {}",
+                items[0].arguments
+            );
+            ensure!(
+                w.records(&run).await.is_empty(),
+                "something was recorded before the decision"
+            );
+            let decision = row
+                .decision
+                .clone()
+                .ok_or("the row pauses but gives no decision")?;
+            let decided = w
+                .runner
+                .decide(&run.id, Some(&items[0].call_id), decision)
+                .await
+                .map_err(|e| format!("the decision failed: {e}"))?;
+            ensure!(decided.waiting == 0, "{} items still wait", decided.waiting);
+            run = w
+                .runner
+                .resume(&run.id)
+                .await
+                .map_err(|e| format!("the resume failed: {e}"))?;
+        }
+        None => ensure!(
+            row.decision.is_none(),
+            "a decision for a row that never pauses"
+        ),
+    }
+    ensure!(
+        run.status == row.status,
+        "the run ended {:?}: {run:?}",
+        run.status
+    );
+    let records = w.records(&run).await;
+    ensure!(records.len() == 1, "{} records", records.len());
+    let record = &records[0].record;
+    ensure!(
+        record.status.as_str() == row.record.0,
+        "recorded {}, expected {}",
+        record.status.as_str(),
+        row.record.0
+    );
+    ensure!(
+        record.error_kind.as_deref() == row.record.1,
+        "error kind {:?}, expected {:?}",
+        record.error_kind,
+        row.record.1
+    );
+    let seen = w.results_seen();
+    ensure!(seen.contains(row.model_sees), "the model saw {seen}");
+    if let Some(Decision::Edit { arguments }) = &row.decision {
+        // Validated when decided: the defaults are filled in.
+        for (k, v) in arguments {
+            ensure!(
+                &record.arguments[k] == v,
+                "the record has {k} = {}",
+                record.arguments[k]
+            );
+        }
+        let written = std::fs::read_to_string(w.dir.path().join("ws/b.txt")).unwrap_or_default();
+        ensure!(written == "BB", "b.txt holds {written:?}");
+        ensure!(!w.dir.path().join("ws/a.txt").exists(), "a.txt was written");
+    }
+    Ok(())
 }
 
 fn write_call(id: &str) -> Scripted {
