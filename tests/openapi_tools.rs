@@ -37,7 +37,7 @@ fn args(v: Value) -> Map<String, Value> {
 
 fn binding(lib: &ToolLibrary, name: &str) -> openapi::Binding {
     match &lib.get(name).unwrap().spec.entry {
-        Entry::OpenApi(b) => (**b).clone(),
+        Entry::Source(b) if b.source == "openapi" => b.decode().unwrap(),
         other => panic!("{name} runs as {other:?}"),
     }
 }

@@ -34,5 +34,5 @@ pub use sources::tool_file::load_file;
 // The sources' modules at the paths the crate's users know them by.
 pub use sources::tool_file::http;
 pub use sources::{builtin, dify, mcp, openapi};
-pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, ToolSpec};
+pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, SourceBinding, ToolSpec};
 pub use toolkit::{Toolkit, ToolkitError};

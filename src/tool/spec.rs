@@ -77,35 +77,62 @@ pub enum Entry {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         retry_non_idempotent: bool,
     },
-    /// A tool of an MCP server declared in the tools folder (never written in a tool
-    /// file: the server's declaration brings its tools).
-    Mcp {
-        /// The server's name in its declaration.
-        server: String,
-        /// The tool's name on the server.
-        tool: String,
-    },
-    /// One operation of an OpenAPI document (never written in a tool file: an
-    /// `openapi:` file brings one tool per operation).
-    #[serde(rename = "openapi")]
-    OpenApi(Box<super::openapi::Binding>),
-    /// A tool of a Dify provider (never written in a tool file: the provider or tool
-    /// YAML brings it), run by python through toolgate's adapter.
-    Dify(Box<super::dify::Binding>),
+    /// A tool some source brings (an MCP server's tool, an OpenAPI operation, a Dify
+    /// provider's tool; never written in a tool file): the source's name as its `type`
+    /// and the source's own binding beside it, as `tools show --json` shows it.
+    #[serde(untagged)]
+    Source(SourceBinding),
+}
+
+/// How a source runs one of its tools: the source's name, a short label, and its
+/// binding as JSON (the source's runner reads it back as its own type).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceBinding {
+    /// The source: `mcp`, `openapi`, `dify`, ...
+    #[serde(rename = "type")]
+    pub source: String,
+    /// How it runs, in a word and its main setting (`mcp:time`, `openapi:GET getPet`).
+    #[serde(skip)]
+    pub label: String,
+    /// The source's binding, field by field.
+    #[serde(flatten)]
+    pub binding: serde_json::Map<String, Value>,
+}
+
+impl SourceBinding {
+    /// The binding `binding` of source `source` (it must serialize as a JSON object).
+    pub fn new(source: &str, label: String, binding: &impl Serialize) -> Entry {
+        let binding = match serde_json::to_value(binding) {
+            Ok(Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        Entry::Source(SourceBinding {
+            source: source.to_string(),
+            label,
+            binding,
+        })
+    }
+
+    /// The binding read back as the source's own type.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_value(Value::Object(self.binding.clone()))
+            .map_err(|e| format!("the {} binding cannot be read: {e}", self.source))
+    }
 }
 
 impl Entry {
-    /// Its `type`, as written: `builtin`, `client`, `command`, `http`, `mcp`, `openapi`,
-    /// `dify`.
-    pub fn kind(&self) -> &'static str {
+    /// The types a tool file may write.
+    pub const FILE_TYPES: [&str; 4] = ["builtin", "client", "command", "http"];
+
+    /// Its `type`: `builtin`, `client`, `command`, `http`, or the source that brings it
+    /// (`mcp`, `openapi`, `dify`, ...).
+    pub fn kind(&self) -> &str {
         match self {
             Entry::Builtin { .. } => "builtin",
             Entry::Client => "client",
             Entry::Command { .. } => "command",
             Entry::Http { .. } => "http",
-            Entry::Mcp { .. } => "mcp",
-            Entry::OpenApi(_) => "openapi",
-            Entry::Dify(_) => "dify",
+            Entry::Source(b) => &b.source,
         }
     }
 
@@ -117,9 +144,7 @@ impl Entry {
             Entry::Client => "client".into(),
             Entry::Command { command, .. } => format!("command:{command}"),
             Entry::Http { method, .. } => format!("http:{method}"),
-            Entry::Mcp { server, .. } => format!("mcp:{server}"),
-            Entry::OpenApi(b) => format!("openapi:{} {}", b.method, b.operation),
-            Entry::Dify(b) => format!("dify:{}", b.provider),
+            Entry::Source(b) => b.label.clone(),
         }
     }
 }

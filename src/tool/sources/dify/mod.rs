@@ -18,7 +18,7 @@ pub use source::{DifyFiles, NAME};
 
 use crate::tool::folder::{LoadError, ToolDef, line_of};
 use crate::tool::schema::Schema;
-use crate::tool::{Entry, Permission, ToolSpec};
+use crate::tool::{Permission, SourceBinding, ToolSpec};
 use files::{RawProvider, RawTool, english};
 
 /// What a YAML file is, as far as Dify goes.
@@ -255,7 +255,7 @@ fn tool_def(
         description,
         parameters: split.schema,
         permission: Permission::Confirm,
-        entry: Entry::Dify(Box::new(binding)),
+        entry: SourceBinding::new("dify", format!("dify:{}", binding.provider), &binding),
         category: Some("dify".into()),
         timeout: None,
         tags: Vec::new(),

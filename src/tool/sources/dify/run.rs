@@ -41,13 +41,19 @@ pub struct Binding {
 /// A Dify tool, run as a command tool by the adapter.
 pub struct DifyTool {
     spec: ToolSpec,
-    command: Option<CommandTool>,
+    /// The provider's tool, read back from the spec's binding, and the adapter that
+    /// runs it.
+    bound: Option<(Binding, CommandTool)>,
 }
 
 impl DifyTool {
     pub fn new(spec: ToolSpec) -> Self {
-        let command = match &spec.entry {
-            Entry::Dify(b) => {
+        let binding: Option<Binding> = match &spec.entry {
+            Entry::Source(b) if b.source == "dify" => b.decode().ok(),
+            _ => None,
+        };
+        let bound = match binding {
+            Some(b) => {
                 let mut inner = spec.clone();
                 inner.entry = Entry::Command {
                     command: b.python.clone(),
@@ -63,11 +69,12 @@ impl DifyTool {
                     // not progress lines for a person.
                     stream: false,
                 };
-                Some(CommandTool::new(inner))
+                let command = CommandTool::new(inner);
+                Some((b, command))
             }
-            _ => None,
+            None => None,
         };
-        Self { spec, command }
+        Self { spec, bound }
     }
 }
 
@@ -82,7 +89,7 @@ impl Tool for DifyTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let (Entry::Dify(b), Some(command)) = (&self.spec.entry, &self.command) else {
+        let Some((b, command)) = &self.bound else {
             return Err(ToolError::Execution("not a Dify tool".into()));
         };
         let mut parameters = b.form_defaults.clone();

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::client::{Server, on_runtime};
 use super::config::Declaration;
 use crate::tool::{
-    Entry, Part, Permission, Schema, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Part, Permission, Schema, SourceBinding, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
 /// One tool of a running server.
@@ -130,10 +130,11 @@ pub fn mcp_tool(
         description,
         parameters,
         permission,
-        entry: Entry::Mcp {
-            server: decl.name.clone(),
-            tool: remote.clone(),
-        },
+        entry: SourceBinding::new(
+            "mcp",
+            format!("mcp:{}", decl.name),
+            &serde_json::json!({"server": decl.name, "tool": remote}),
+        ),
         category: Some("mcp".into()),
         timeout: decl.timeout,
         tags: Vec::new(),

@@ -20,18 +20,23 @@ pub const ERROR_EXCERPT: usize = 2000;
 /// The tool of one operation.
 pub struct OpenApiTool {
     spec: ToolSpec,
+    /// The operation, read back from the spec's binding once.
+    binding: Result<Binding, String>,
 }
 
 impl OpenApiTool {
     pub fn new(spec: ToolSpec) -> Self {
-        Self { spec }
+        let binding = match &spec.entry {
+            Entry::Source(b) if b.source == "openapi" => b.decode(),
+            _ => Err("not an OpenAPI tool".into()),
+        };
+        Self { spec, binding }
     }
 
     fn binding(&self) -> Result<&Binding, ToolError> {
-        match &self.spec.entry {
-            Entry::OpenApi(b) => Ok(b),
-            _ => Err(ToolError::Execution("not an OpenAPI tool".into())),
-        }
+        self.binding
+            .as_ref()
+            .map_err(|e| ToolError::Execution(e.clone()))
     }
 }
 

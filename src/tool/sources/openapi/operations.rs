@@ -12,7 +12,7 @@ use super::binding::{
     Param,
 };
 use super::document::{Document, Version};
-use crate::tool::{Credential, Entry, Permission, ToolSpec};
+use crate::tool::{Credential, Permission, SourceBinding, ToolSpec};
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -305,7 +305,11 @@ fn spec(
         description,
         parameters: json!({"type": "object", "properties": properties, "required": required}),
         permission,
-        entry: Entry::OpenApi(Box::new(binding)),
+        entry: SourceBinding::new(
+            "openapi",
+            format!("openapi:{} {}", binding.method, binding.operation),
+            &binding,
+        ),
         category: Some("openapi".into()),
         timeout: common.timeout,
         tags: op

@@ -299,12 +299,35 @@ fn read_entry(v: Value) -> Result<Entry, (String, String)> {
             format!("entry: unknown field `{extra}`: a client tool takes no settings besides type"),
         ));
     }
+    if let Some(kind) = v.get("type").and_then(Value::as_str)
+        && !Entry::FILE_TYPES.contains(&kind)
+    {
+        return Err(("type".into(), not_a_file_type(kind)));
+    }
     serde_json::from_value(v).map_err(|e| {
         let message = e.to_string();
         // serde names the field at fault in backticks: `shell`.
         let key = message.split('`').nth(1).unwrap_or_default().to_string();
         (key, format!("entry: {message}"))
     })
+}
+
+/// Why a tool file cannot have entry type `kind`.
+fn not_a_file_type(kind: &str) -> String {
+    match kind {
+        "mcp" => {
+            "entry: an MCP server's tools come from a file declaring the server (mcp_server: NAME, \
+             command: ... or url: ...), not from a tool file"
+                .into()
+        }
+        "openapi" | "dify" => {
+            "entry: OpenAPI and Dify tools come from an `openapi:` file or a Dify provider".into()
+        }
+        other => format!(
+            "entry: unknown variant `{other}`, expected one of `{}`",
+            Entry::FILE_TYPES.join("`, `")
+        ),
+    }
 }
 
 /// Entry settings that can be checked before any call.
@@ -320,14 +343,7 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
             Err("entry: command must name a program".into())
         }
         Entry::Http { .. } => http::check_entry(entry),
-        Entry::Mcp { .. } => Err(
-            "entry: an MCP server's tools come from a file declaring the server (mcp_server: NAME, \
-             command: ... or url: ...), not from a tool file"
-                .into(),
-        ),
-        Entry::OpenApi(_) | Entry::Dify(_) => Err(
-            "entry: OpenAPI and Dify tools come from an `openapi:` file or a Dify provider".into(),
-        ),
+        Entry::Source(b) => Err(not_a_file_type(&b.source)),
         _ => Ok(()),
     }
 }
