@@ -21,7 +21,11 @@ fi
 toolgate() { "$TOOLGATE_BIN" "$@"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT   # the temporary folder goes with the script
-export TOOLGATE_DB="$work/toolgate.db"
+# A PostgreSQL database named by TOOLGATE_DB is used as it is; otherwise a new SQLite file.
+case "${TOOLGATE_DB:-}" in
+  postgres://* | postgresql://*) ;;
+  *) export TOOLGATE_DB="$work/toolgate.db" ;;
+esac
 
 if [ -n "${OPENAI_API_KEY:-}" ]; then
   model="openai:${OPENAI_MODEL:-gpt-4o-mini}"

@@ -391,20 +391,34 @@ fn broken_inputs_give_one_clear_line() {
     assert!(stderr(&out).contains("nope.yaml"), "{}", stderr(&out));
 }
 
+/// The demo on its own SQLite file, and on a PostgreSQL database `TOOLGATE_DB` names.
 #[test]
 fn the_readme_demo_runs_end_to_end() {
+    for db in [None, Some(crate::databases::fresh_postgres_database())] {
+        readme_demo(db.as_deref());
+    }
+}
+
+fn readme_demo(db: Option<&str>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash")
-        .arg("examples/demo.sh")
+    let mut demo = Command::new("bash");
+    demo.arg("examples/demo.sh")
         .current_dir(root)
         .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
         .env_remove("OPENAI_API_KEY")
         .env_remove("TOOLGATE_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .stdin(Stdio::null());
+    if let Some(url) = db {
+        demo.env("TOOLGATE_DB", url);
+    }
+    let out = demo.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "on {db:?}: {stdout}\n{}",
+        stderr(&out)
+    );
     for needle in [
         "paused: 2 item(s) wait",
         "$ toolgate approve",
