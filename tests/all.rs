@@ -79,4 +79,5 @@ mod tool_runtime;
 mod tool_validation;
 mod totals;
 mod wal_upkeep;
+mod workers_pg;
 mod workspace_confinement;

@@ -17,15 +17,15 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use serving::{Server, Site, toolgate_in};
 
-const SECRET: &str = "takeup-test-secret";
+pub(crate) const SECRET: &str = "takeup-test-secret";
 
 /// Every webhook body received, with when it came.
 #[derive(Clone, Default)]
-struct Hooks(Arc<Mutex<Vec<(Instant, Value)>>>);
+pub(crate) struct Hooks(Arc<Mutex<Vec<(Instant, Value)>>>);
 
 impl Hooks {
     /// A receiver on a free port; its URL.
-    async fn listen(&self) -> String {
+    pub(crate) async fn listen(&self) -> String {
         let seen = self.clone();
         let app = axum::Router::new().route(
             "/hook",
@@ -46,7 +46,7 @@ impl Hooks {
 
     /// Waits (at most `limit`) for a `run.requires_action` notification of run `id`
     /// waiting on `call`; when it came.
-    async fn paused(&self, id: &str, call: &str, limit: Duration) -> Instant {
+    pub(crate) async fn paused(&self, id: &str, call: &str, limit: Duration) -> Instant {
         let deadline = Instant::now() + limit;
         loop {
             if let Some((at, _)) = self.0.lock().unwrap().iter().find(|(_, v)| {
@@ -70,7 +70,7 @@ impl Hooks {
 
 /// `mover`: one call of `mark` (AUTO: it notes each start in `ws/marks.txt`, then sleeps
 /// 3 s), then one of `write_file` (CONFIRM), then an answer.
-fn mover(site: &Site) {
+pub(crate) fn mover(site: &Site) {
     let marks = site.path().join("ws/marks.txt");
     std::fs::write(
         site.path().join("tools/mark.yaml"),
@@ -87,13 +87,13 @@ fn mover(site: &Site) {
     );
 }
 
-fn marks(dir: &Path) -> usize {
+pub(crate) fn marks(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("ws/marks.txt"))
         .map(|s| s.lines().count())
         .unwrap_or(0)
 }
 
-fn serve(site: &Site, hook: &str) -> Server {
+pub(crate) fn serve(site: &Site, hook: &str) -> Server {
     Server::start_env(
         site,
         None,
@@ -104,7 +104,7 @@ fn serve(site: &Site, hook: &str) -> Server {
 
 /// Starts a `mover` run on `server` (its answer is not awaited) and waits until `mark`
 /// has started; the run id.
-async fn mover_marking(server: &Server, dir: &Path) -> String {
+pub(crate) async fn mover_marking(server: &Server, dir: &Path) -> String {
     let client = server.client.clone();
     let url = server.url("/v1/runs");
     tokio::spawn(async move {
@@ -123,12 +123,12 @@ async fn mover_marking(server: &Server, dir: &Path) -> String {
     runs[0]["id"].as_str().unwrap().to_string()
 }
 
-fn show(site: &Site, id: &str) -> Value {
+pub(crate) fn show(site: &Site, id: &str) -> Value {
     let out = toolgate_in(site.path(), &site.db(), &["show", id, "--json"]);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn records(site: &Site, id: &str) -> Vec<Value> {
+pub(crate) fn records(site: &Site, id: &str) -> Vec<Value> {
     let out = toolgate_in(site.path(), &site.db(), &["calls", "--run", id, "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     v.as_array()

@@ -28,6 +28,8 @@ pub const ASSISTANT_REPLIES: &str = r#"replies:
 /// A folder with agents, tools and a workspace, shared by the servers started on it.
 pub struct Site {
     pub dir: TempDir,
+    /// The database its servers and commands use, when not the SQLite file in `dir`.
+    database: Option<String>,
 }
 
 impl Site {
@@ -70,7 +72,19 @@ impl Site {
             "tools/nap.yaml",
             "name: nap\ndescription: Sleeps a while.\npermission: auto\ntimeout: 60\nentry:\n  type: command\n  command: sh\n  args: [-c, \"sleep ${SLOW_SECONDS}; echo rested\"]\n  env: {SLOW_SECONDS: \"${SLOW_SECONDS:-0}\"}\n",
         );
-        Site { dir }
+        Site {
+            dir,
+            database: None,
+        }
+    }
+
+    /// [`Site::new`], on the database `url` (a PostgreSQL one that several sites share,
+    /// as workers deployed in folders of their own do).
+    pub fn on_database(url: &str) -> Site {
+        Site {
+            database: Some(url.to_string()),
+            ..Site::new()
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -78,7 +92,10 @@ impl Site {
     }
 
     pub fn db(&self) -> PathBuf {
-        self.path().join("toolgate.db")
+        match &self.database {
+            Some(url) => PathBuf::from(url),
+            None => self.path().join("toolgate.db"),
+        }
     }
 
     /// Adds an agent `name` with these tools and scripted replies (the YAML list under
