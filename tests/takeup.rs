@@ -380,3 +380,57 @@ async fn a_run_continues_with_the_agent_of_its_name_in_the_server_s_own_folders(
     );
     assert_eq!(marks(site.path()), 1, "mark ran with the server's tools");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_decider_died_before_continuing_it_is_taken_up() {
+    let site = Site::new();
+    mover(&site);
+    std::fs::write(
+        site.path().join("agents/mover.yaml"),
+        "name: mover\nmodel: scripted:mover.replies.yaml\ninstructions: Go.\ntools: [mark, write_file]\npermissions: {mark: confirm}\n",
+    )
+    .unwrap();
+    let out = toolgate_in(
+        site.path(),
+        &site.db(),
+        &[
+            "run",
+            "--agent",
+            "agents/mover.yaml",
+            "--workspace",
+            "ws",
+            "--json",
+            "go",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "paused: {out:?}");
+    let id = toolgate::store::Store::open(site.db())
+        .unwrap()
+        .runs(None, None, 1)
+        .await
+        .unwrap()[0]
+        .id
+        .clone();
+    // A decider that claims the run to continue it, and is gone before it does.
+    {
+        let store = toolgate::store::Store::open(site.db()).unwrap();
+        let decided = toolgate::run::Runner::new(store)
+            .decide(
+                &id,
+                Some("call_mark"),
+                toolgate::protocol::Decision::Approve,
+            )
+            .await
+            .unwrap();
+        assert_eq!(decided.waiting, 0);
+    }
+    assert_eq!(show(&site, &id)["status"], "requires_action");
+    let hooks = Hooks::default();
+    let hook = hooks.listen().await;
+    let _server = serve(&site, &hook);
+    // The claim runs out 10 s after the decision; the server looks every 5 s.
+    hooks
+        .paused(&id, "call_save", Duration::from_secs(45))
+        .await;
+    assert_eq!(marks(site.path()), 1, "the approved call ran once");
+}

@@ -367,15 +367,18 @@ fn decide(
     super::check_run_tenant(&store, &common.run)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let decided = runner(store.clone())
-            .decide_by(
-                &common.run,
-                call,
-                decision,
-                Some(decider(common.by.as_deref())),
-            )
-            .await
-            .map_err(run_failure)?;
+        let deciding = runner(store.clone());
+        let by = decider(common.by.as_deref());
+        let decided = if common.no_resume {
+            deciding
+                .record_only(&common.run, call, decision, Some(by))
+                .await
+        } else {
+            deciding
+                .decide_by(&common.run, call, decision, Some(by))
+                .await
+        }
+        .map_err(run_failure)?;
         if !common.json {
             say!(
                 "toolgate: recorded for {}; {} item(s) still waiting",

@@ -35,7 +35,8 @@ impl Runner {
             by,
             ..Default::default()
         });
-        self.decide_with(run_id, call_id, decision, decider).await
+        self.decide_with(run_id, call_id, decision, decider, true)
+            .await
     }
 
     /// [`Runner::decide`], recording who decided as an identity.
@@ -46,7 +47,39 @@ impl Runner {
         decision: Decision,
         decider: crate::store::Decider,
     ) -> Result<Decided, RunError> {
-        self.decide_with(run_id, call_id, decision, Some(decider))
+        self.decide_with(run_id, call_id, decision, Some(decider), true)
+            .await
+    }
+
+    /// Records a decision that the caller does not follow by continuing the run
+    /// (`--no-resume`, `"resume": false`): the run stays paused, for whoever resumes it.
+    /// The decisions above are followed by a resume: the last one takes the run's lease
+    /// with it, so that the run is taken up by another process should this one die
+    /// first.
+    pub async fn record_only(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        by: Option<String>,
+    ) -> Result<Decided, RunError> {
+        let decider = by.map(|by| crate::store::Decider {
+            by,
+            ..Default::default()
+        });
+        self.decide_with(run_id, call_id, decision, decider, false)
+            .await
+    }
+
+    /// [`Runner::record_only`], recording who decided as an identity.
+    pub async fn record_only_as(
+        &self,
+        run_id: &str,
+        call_id: Option<&str>,
+        decision: Decision,
+        decider: crate::store::Decider,
+    ) -> Result<Decided, RunError> {
+        self.decide_with(run_id, call_id, decision, Some(decider), false)
             .await
     }
 
@@ -56,6 +89,7 @@ impl Runner {
         call_id: Option<&str>,
         decision: Decision,
         decider: Option<crate::store::Decider>,
+        claim: bool,
     ) -> Result<Decided, RunError> {
         let decision = match decision {
             Decision::Edit { arguments } => {
@@ -70,7 +104,7 @@ impl Runner {
             other => other,
         };
         let decided = self
-            .record_decision(run_id, call_id, decision, decider)
+            .record_decision(run_id, call_id, decision, decider, claim)
             .await?;
         for (agent, waited_ms) in &decided.waited {
             crate::telemetry::metrics::decided(agent, *waited_ms);
@@ -87,12 +121,16 @@ impl Runner {
         call_id: Option<&str>,
         decision: Decision,
         decider: Option<crate::store::Decider>,
+        claim: bool,
     ) -> Result<Decided, RunError> {
         loop {
             let (row, pending) = self.store.run(run_id).await?;
-            let changes =
+            let mut changes =
                 decision_rule::choose(&row, &pending, call_id, &decision, crate::clock::now_ms())
                     .map_err(|r| RunError::refused(r.kind(), r.message()))?;
+            if claim && changes.still_waiting == 0 {
+                changes.claim = Some((crate::store::lease_owner_name(), super::LEASE_MS));
+            }
             if let Some(decided) = self
                 .store
                 .apply_decision(changes, decision.clone(), decider.clone())

@@ -237,6 +237,7 @@ pub fn choose(
             .collect(),
         standing,
         still_waiting: waiting.len() - chosen.len(),
+        claim: None,
     })
 }
 

@@ -348,10 +348,17 @@ async fn decided(
     resume: Option<bool>,
     stream: bool,
 ) -> Result<Response, ApiError> {
-    let d = state
-        .runner
-        .decide_as(run_id, call_id, decision, decider)
-        .await?;
+    let d = if resume == Some(false) {
+        state
+            .runner
+            .record_only_as(run_id, call_id, decision, decider)
+            .await?
+    } else {
+        state
+            .runner
+            .decide_as(run_id, call_id, decision, decider)
+            .await?
+    };
     if d.waiting > 0 || resume == Some(false) {
         let run = state.runner.get(run_id).await?;
         return Ok(if stream {

@@ -215,4 +215,9 @@ pub struct DecisionChanges {
     pub standing: Vec<(String, String, String)>,
     /// Items of the run still waiting after this decision.
     pub still_waiting: usize,
+    /// Taken with the decision when the decider goes on to continue the run and nothing
+    /// still waits: its lease owner name and the lease's length. Should the decider die
+    /// before it continues the run, the lease runs out and another process takes the
+    /// run up (see `unheld_runs`); a decision recorded only takes none.
+    pub claim: Option<(String, i64)>,
 }

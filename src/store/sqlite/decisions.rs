@@ -83,6 +83,10 @@ impl SqliteStore {
                 calls.push(call_id.clone());
             }
             tx.prepare_cached("UPDATE runs SET updated_at = ?2 WHERE id = ?1")?.execute(params![changes.run_id, now])?;
+            if let Some((owner, lease_ms)) = &changes.claim {
+                tx.prepare_cached("UPDATE runs SET lease_owner = ?2, lease_until = ?3 WHERE id = ?1")?
+                    .execute(params![changes.run_id, owner, now + lease_ms])?;
+            }
             Ok(Some(Decided {
                 waiting: changes.still_waiting,
                 calls,

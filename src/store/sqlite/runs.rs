@@ -287,8 +287,10 @@ impl SqliteStore {
                 )));
             }
             let now = now_ms();
+            // A paused run this process claimed with its decision, it continues itself.
             if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
                 && until > now
+                && !(run.status == RunStatus::RequiresAction && crate::store::is_this_process(holder))
             {
                 let pid = crate::store::lease_pid(holder);
                 return Err(RunsError::Refused(Refusal::LeaseHeld, format!(
