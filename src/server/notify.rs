@@ -30,8 +30,8 @@ pub const TIMESTAMP_HEADER: &str = "X-Toolgate-Timestamp";
 pub const TOLERANCE_SECS: u64 = 300;
 /// The header naming the notification (`run.requires_action`, `run.failed`).
 pub const EVENT_HEADER: &str = "X-Toolgate-Event";
-/// The header with one id per notification, the same on every attempt (signed;
-/// receivers drop repeats by it).
+/// The header with one id per notification, the same on every attempt and from every
+/// worker that sends it (signed; receivers drop repeats by it).
 pub const DELIVERY_HEADER: &str = "X-Toolgate-Delivery";
 
 /// Attempts per URL before giving up.
@@ -227,7 +227,7 @@ fn send_all(client: &reqwest::Client, config: &Arc<NotifyConfig>, n: Notificatio
             return;
         }
     };
-    let delivery = uuid::Uuid::new_v4().to_string();
+    let delivery = delivery_id(&n);
     for url in &config.urls {
         let (client, url, body, config) = (
             client.clone(),
@@ -248,6 +248,26 @@ fn send_all(client: &reqwest::Client, config: &Arc<NotifyConfig>, n: Notificatio
             deliver(&client, &to, body).await;
         });
     }
+}
+
+/// The id of notification `n`: made from what it tells (its event, run, the run's last
+/// change and the item), so that every worker on a shared database that sends it (each
+/// sees every run's changes) sends it under the same id, and a receiver keeps one.
+/// Shaped like a UUID.
+fn delivery_id(n: &Notification) -> String {
+    use sha2::Digest;
+    let item = n.item.as_ref().map_or("", |i| i.call_id.as_str());
+    let digest =
+        Sha256::digest(format!("{}\n{}\n{}\n{item}", n.event, n.run_id, n.updated_at).as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// One notification's way to one URL.
@@ -353,6 +373,30 @@ mod tests {
             signature("Jefe", 1, "what do ya want", b"for nothing?"),
             "the delivery id is signed"
         );
+    }
+
+    #[test]
+    fn a_notification_has_one_delivery_id_whoever_sends_it() {
+        let run = |updated_at: i64| {
+            RunObject {
+            updated_at,
+            ..serde_json::from_value(serde_json::json!({
+                "id": "run_1", "object": "run", "conversation_id": "conv_1", "agent": "a",
+                "model": "scripted", "status": "requires_action", "iteration": 1,
+                "max_iterations": 8, "required_action": null, "last_error": null,
+                "output": null, "usage": serde_json::to_value(crate::protocol::Usage::default()).unwrap(), "created_at": 1, "updated_at": 1
+            }))
+            .unwrap()
+        }
+        };
+        let a: Url = "http://worker-a:8080/".parse().unwrap();
+        let b: Url = "http://worker-b:8080/".parse().unwrap();
+        let of = |updated_at, url: &Url| Notification::of(&run(updated_at), url).unwrap();
+        assert_eq!(delivery_id(&of(5, &a)), delivery_id(&of(5, &b)));
+        assert_ne!(delivery_id(&of(5, &a)), delivery_id(&of(6, &a)));
+        let id = delivery_id(&of(5, &a));
+        assert_eq!(id.len(), 36);
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
     }
 
     #[test]
