@@ -96,6 +96,26 @@ pub fn postgres_server() -> &'static str {
     })
 }
 
+/// Runs one SQL batch on the database at `url`.
+pub fn sql(url: &str, batch: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at {url}: {e}"));
+        let conn = tokio::spawn(conn);
+        client
+            .batch_execute(batch)
+            .await
+            .unwrap_or_else(|e| panic!("{batch}: {e}"));
+        drop(client);
+        let _ = conn.await;
+    });
+}
+
 /// Creates a new database on the tests' server and returns its URL.
 pub fn fresh_postgres_database() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -106,22 +126,7 @@ pub fn fresh_postgres_database() -> String {
         N.fetch_add(1, Ordering::Relaxed),
         uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap()
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(server, tokio_postgres::NoTls)
-            .await
-            .unwrap_or_else(|e| panic!("cannot connect to the tests' PostgreSQL at {server}: {e}"));
-        let conn = tokio::spawn(conn);
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
-        drop(client);
-        let _ = conn.await;
-    });
+    sql(server, &format!("CREATE DATABASE {name}"));
     let mut url = url::Url::parse(server).unwrap();
     url.set_path(&name);
     url.to_string()

@@ -6,24 +6,7 @@ use std::path::Path;
 
 use toolgate::store::{Store, StoreError};
 
-use crate::databases::{TestDb, fresh_postgres_database};
-
-/// Runs one SQL batch on the database at `url`.
-fn sql(url: &str, batch: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        let conn = tokio::spawn(conn);
-        client.batch_execute(batch).await.unwrap();
-        drop(client);
-        let _ = conn.await;
-    });
-}
+use crate::databases::{TestDb, fresh_postgres_database, sql};
 
 #[test]
 fn workers_opening_a_new_database_at_once_migrate_it_once() {

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use serving::{Server, Site, toolgate_in};
 
@@ -219,29 +218,7 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
         .await;
 
     // Everything the server streams, from now on.
-    let events = server
-        .client
-        .get(server.url("/v1/events"))
-        .send()
-        .await
-        .unwrap();
-    let all: Arc<Mutex<Vec<(Instant, String, Value)>>> = Arc::default();
-    {
-        let all = Arc::clone(&all);
-        tokio::spawn(async move {
-            let mut body = events.bytes_stream();
-            let mut text = String::new();
-            while let Some(Ok(chunk)) = body.next().await {
-                text.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = text.find("\n\n") {
-                    let frame: String = text.drain(..end + 2).collect();
-                    for (event, data) in serving::parse_sse(&frame) {
-                        all.lock().unwrap().push((Instant::now(), event, data));
-                    }
-                }
-            }
-        });
-    }
+    let all = serving::stream_events(&server).await;
 
     let (dir, db, cli_id) = (site.path().to_path_buf(), site.db(), id.clone());
     let approver = std::thread::spawn(move || {
@@ -267,26 +244,12 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
         "{watched:?}"
     );
     let hooked = hooks.paused(&id, "call_save", Duration::from_secs(5)).await;
-    let streamed = {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let found = all.lock().unwrap().iter().find_map(|(at, event, data)| {
-                (event == "run"
-                    && data["id"] == id.as_str()
-                    && data["required_action"]["items"][0]["call_id"] == "call_save")
-                    .then_some(*at)
-            });
-            if let Some(at) = found {
-                break at;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "/v1/events never carried the second pause: {:?}",
-                all.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let streamed = serving::first_streamed(&all, Duration::from_secs(5), |event, data| {
+        event == "run"
+            && data["id"] == id.as_str()
+            && data["required_action"]["items"][0]["call_id"] == "call_save"
+    })
+    .await;
     assert!(
         all.lock()
             .unwrap()

@@ -4,10 +4,8 @@
 //! its `/v1/events`, the run's SSE and its webhooks, within a second; a decision on the
 //! other worker continues the run there.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::databases::fresh_postgres_database;
@@ -82,32 +80,6 @@ async fn a_stopped_worker_hands_its_run_back_and_another_worker_takes_it_up() {
     assert_eq!(mark[0]["status"], "cancelled", "{mark:?}");
 }
 
-/// Everything `/v1/events` of `server` streams from now on, with when it came.
-async fn all_events(server: &Server) -> Arc<Mutex<Vec<(Instant, String, Value)>>> {
-    let events = server
-        .client
-        .get(server.url("/v1/events"))
-        .send()
-        .await
-        .unwrap();
-    let all: Arc<Mutex<Vec<(Instant, String, Value)>>> = Arc::default();
-    let sink = Arc::clone(&all);
-    tokio::spawn(async move {
-        let mut body = events.bytes_stream();
-        let mut text = String::new();
-        while let Some(Ok(chunk)) = body.next().await {
-            text.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = text.find("\n\n") {
-                let frame: String = text.drain(..end + 2).collect();
-                for (event, data) in serving::parse_sse(&frame) {
-                    sink.lock().unwrap().push((Instant::now(), event, data));
-                }
-            }
-        }
-    });
-    all
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_one_worker_drives_is_live_on_another_and_continues_where_it_is_decided() {
     let (a, b) = two_workers_sites();
@@ -124,7 +96,7 @@ async fn a_run_one_worker_drives_is_live_on_another_and_continues_where_it_is_de
     let hook = hooks.listen().await;
     let worker_a = Server::start(&a, None, &[]);
     let worker_b = serve(&b, &hook);
-    let on_b = all_events(&worker_b).await;
+    let on_b = serving::stream_events(&worker_b).await;
 
     let (s, run) = worker_a
         .post("/v1/runs", json!({"agent": "mover", "input": "go"}))
@@ -174,26 +146,12 @@ async fn a_run_one_worker_drives_is_live_on_another_and_continues_where_it_is_de
         "{watched:?}"
     );
     let hooked = hooks.paused(&id, "call_save", Duration::from_secs(5)).await;
-    let streamed = {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let found = on_b.lock().unwrap().iter().find_map(|(at, event, data)| {
-                (event == "run"
-                    && data["id"] == id.as_str()
-                    && data["required_action"]["items"][0]["call_id"] == "call_save")
-                    .then_some(*at)
-            });
-            if let Some(at) = found {
-                break at;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "B's /v1/events never carried the second pause: {:?}",
-                on_b.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let streamed = serving::first_streamed(&on_b, Duration::from_secs(5), |event, data| {
+        event == "run"
+            && data["id"] == id.as_str()
+            && data["required_action"]["items"][0]["call_id"] == "call_save"
+    })
+    .await;
     for (what, at) in [
         ("SSE", sse_end),
         ("webhook", hooked),

@@ -368,15 +368,14 @@ fn decide(
     let rt = runtime()?;
     rt.block_on(async {
         let deciding = runner(store.clone());
-        let by = decider(common.by.as_deref());
+        let by = toolgate::store::Decider {
+            by: decider(common.by.as_deref()),
+            ..Default::default()
+        };
         let decided = if common.no_resume {
-            deciding
-                .record_only(&common.run, call, decision, Some(by))
-                .await
+            deciding.record_only(&common.run, call, decision, by).await
         } else {
-            deciding
-                .decide_by(&common.run, call, decision, Some(by))
-                .await
+            deciding.decide_as(&common.run, call, decision, by).await
         }
         .map_err(run_failure)?;
         if !common.json {

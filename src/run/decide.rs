@@ -61,22 +61,6 @@ impl Runner {
         run_id: &str,
         call_id: Option<&str>,
         decision: Decision,
-        by: Option<String>,
-    ) -> Result<Decided, RunError> {
-        let decider = by.map(|by| crate::store::Decider {
-            by,
-            ..Default::default()
-        });
-        self.decide_with(run_id, call_id, decision, decider, false)
-            .await
-    }
-
-    /// [`Runner::record_only`], recording who decided as an identity.
-    pub async fn record_only_as(
-        &self,
-        run_id: &str,
-        call_id: Option<&str>,
-        decision: Decision,
         decider: crate::store::Decider,
     ) -> Result<Decided, RunError> {
         self.decide_with(run_id, call_id, decision, Some(decider), false)

@@ -351,7 +351,7 @@ async fn decided(
     let d = if resume == Some(false) {
         state
             .runner
-            .record_only_as(run_id, call_id, decision, decider)
+            .record_only(run_id, call_id, decision, decider)
             .await?
     } else {
         state

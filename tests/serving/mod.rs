@@ -425,3 +425,60 @@ pub fn ran(what: &str, out: std::process::Output) -> String {
     );
     stdout
 }
+
+/// Everything a server's `/v1/events` streamed, with when it came: (time, event, data).
+pub type Streamed = std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, String, Value)>>>;
+
+/// Follows `server`'s `/v1/events` from now on, on a task of its own.
+pub async fn stream_events(server: &Server) -> Streamed {
+    use futures_util::StreamExt;
+    let events = server
+        .client
+        .get(server.url("/v1/events"))
+        .send()
+        .await
+        .unwrap();
+    let all = Streamed::default();
+    let sink = std::sync::Arc::clone(&all);
+    tokio::spawn(async move {
+        let mut body = events.bytes_stream();
+        let mut text = String::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = text.find("\n\n") {
+                let frame: String = text.drain(..end + 2).collect();
+                for (event, data) in parse_sse(&frame) {
+                    sink.lock()
+                        .unwrap()
+                        .push((std::time::Instant::now(), event, data));
+                }
+            }
+        }
+    });
+    all
+}
+
+/// When the first streamed event `matches` came, waiting for it at most `limit`.
+pub async fn first_streamed(
+    all: &Streamed,
+    limit: std::time::Duration,
+    matches: impl Fn(&str, &Value) -> bool,
+) -> std::time::Instant {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let found = all
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|(at, event, data)| matches(event, data).then_some(*at));
+        if let Some(at) = found {
+            return at;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/v1/events never carried it: {:?}",
+            all.lock().unwrap()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
