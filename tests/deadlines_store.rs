@@ -161,7 +161,15 @@ fn expired_approvals_are_denied_once_and_only_in_the_tree_asked() {
     }
 }
 
-/// Items due in many runs, swept by several workers (stores of their own) at once.
+/// How long the items of a sweep test take to fall due, one after the other.
+const SPREAD: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// When the `n`th of `total` items falls due, from `start` on: spread over [`SPREAD`].
+fn falls_due(start: i64, n: usize, total: usize) -> i64 {
+    start + (SPREAD.as_millis() as i64 * n as i64) / total.max(1) as i64
+}
+
+/// Items falling due in many runs, for several workers (stores of their own) to sweep.
 fn many_due(db: &TestDb, runs: usize, per_run: usize) -> BTreeSet<(String, String)> {
     let now = now_ms();
     let mut sql = String::new();
@@ -171,7 +179,13 @@ fn many_due(db: &TestDb, runs: usize, per_run: usize) -> BTreeSet<(String, Strin
         sql += &run(&id, None, "requires_action");
         for i in 0..per_run {
             let call = format!("c_{i}");
-            sql += &item(&id, &call, "approval", Some(now - 1_000 + i as i64));
+            let n = r * per_run + i;
+            sql += &item(
+                &id,
+                &call,
+                "approval",
+                Some(falls_due(now, n, runs * per_run)),
+            );
             all.insert((id.clone(), call));
         }
     }
@@ -194,10 +208,15 @@ where
                 let store = Store::open(Path::new(&url)).unwrap();
                 barrier.wait();
                 let mut got = Vec::new();
-                // Several sweeps each, as a server's timer would.
-                for _ in 0..3 {
+                // Sweeps as a server's timer makes them, while the items fall due one
+                // after the other (and once more after the last).
+                let end =
+                    std::time::Instant::now() + SPREAD + std::time::Duration::from_millis(200);
+                while std::time::Instant::now() < end {
                     got.extend(ids(&sweep(&store).unwrap()));
+                    std::thread::sleep(std::time::Duration::from_millis(3));
                 }
+                got.extend(ids(&sweep(&store).unwrap()));
                 got
             })
         })
@@ -236,7 +255,7 @@ fn workers_sweeping_one_tree_at_once_expire_each_item_exactly_once_on_postgres()
         sql += &run(&kid, Some("top"), "requires_action");
         for i in 0..3 {
             let call = format!("c_{i}");
-            sql += &item(&kid, &call, "approval", Some(now - 500));
+            sql += &item(&kid, &call, "approval", Some(falls_due(now, k * 3 + i, 15)));
             all.insert((kid.clone(), call));
         }
     }
@@ -261,12 +280,14 @@ fn workers_warning_at_once_warn_about_each_item_exactly_once_on_postgres() {
         sql += &run(&id, None, "requires_action");
         for i in 0..4 {
             let call = format!("c_{i}");
-            sql += &item(&id, &call, "approval", Some(now + 120_000 + i as i64));
+            // Within the lead (a minute) one after the other.
+            let due = falls_due(now, r * 4 + i, 40) + 60_000;
+            sql += &item(&id, &call, "approval", Some(due));
             all.insert((id.clone(), call));
         }
     }
     exec(&db, &sql);
-    let got = sweep_at_once(&db, 4, |store| rt().block_on(store.warn_due(600_000)));
+    let got = sweep_at_once(&db, 4, |store| rt().block_on(store.warn_due(60_000)));
     let unique: BTreeSet<_> = got.iter().cloned().collect();
     assert_eq!(
         got.len(),
