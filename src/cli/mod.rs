@@ -221,7 +221,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
 
 /// Opens the database for writing; a foreign or newer file is bad input.
 /// Opens (or creates) the database, creating its folder first when it does not exist
-/// yet (a desktop config naming `~/.local/share/toolgate/toolgate.db` on a new machine).
+/// yet (a desktop config naming `~/.local/share/toolgate/toolgate.db` on a new machine);
+/// a PostgreSQL URL has no folder.
 pub fn open_store(db: &Path) -> Result<Store, Failure> {
     if toolgate::store::postgres_url(db).is_none()
         && let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
@@ -237,7 +238,8 @@ pub fn open_store(db: &Path) -> Result<Store, Failure> {
     Store::open(db).map_err(store_failure)
 }
 
-/// Opens an existing database to read it.
+/// Opens an existing database to read it (a PostgreSQL URL is opened as it is: the
+/// server says whether the database exists).
 pub fn open_existing_store(db: &Path) -> Result<Store, Failure> {
     if toolgate::store::postgres_url(db).is_none() && !db.exists() {
         return Err(Failure::bad_input(format!(
