@@ -55,6 +55,8 @@ async fn issued_keys_on(dbs: [TestDb; 2]) {
             "{name}"
         );
         assert!((old.created_at - now() * 1000).abs() < 60_000, "{name}");
+        // Listed by creation time (then by name): one later.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
         store.create_key(new("live", "h2", None)).await.unwrap();
         let taken = store.create_key(new("live", "h3", None)).await.unwrap_err();
         assert_eq!(
