@@ -20,8 +20,9 @@ const TRIES: usize = 5;
 const DUE_COLUMNS: &str = "due.call_id, due.kind, due.tool, due.arguments, due.decision, due.state, due.reason, due.expires_at, due.on_timeout, due.policy, due.run_id";
 
 /// The waiting approvals of paused runs (`$3`: only these runs, when not NULL) meeting
-/// `condition` (on `p.expires_at`, `$1` now and `$2` a lead), each locked: the run's row
-/// waited for (its status may be changing), the item skipped when another holds it.
+/// `condition` (on `p.expires_at`, `$1` now and `$2` a lead), each item locked (skipped
+/// when another holds it); with `lock_runs`, each run's row too, waited for (its status
+/// may be changing: it is read again once free).
 fn due_cte(condition: &str, lock_runs: bool) -> String {
     let runs = if lock_runs {
         "FOR NO KEY UPDATE OF r "
