@@ -10,6 +10,7 @@ mod databases;
 mod fake_anthropic;
 mod fake_openai;
 mod launching;
+mod rows;
 mod serving;
 
 // The areas.
@@ -28,6 +29,7 @@ mod conformance;
 mod context_budget;
 mod corpus;
 mod credentials;
+mod deadlines_store;
 mod dialect_runs;
 mod dialects_cli;
 mod dify_tools;

@@ -11,6 +11,8 @@ use jsonwebtoken::{EncodingKey, Header, encode};
 use serde_json::{Value, json};
 use serving::{Server, Site};
 
+use crate::databases::TestDb;
+
 fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -18,49 +20,214 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-/// Issued keys are found by their hash: a revoked or expired one is refused by name,
-/// an unknown one is unknown.
-#[tokio::test(flavor = "multi_thread")]
-async fn issued_keys_expire_and_are_revoked() {
+/// Issued keys are found by their hash, on both backends: a revoked or expired one is
+/// refused by name, an unknown one is unknown, a taken name is refused.
+#[test]
+fn issued_keys_expire_and_are_revoked() {
+    // The databases first: making one blocks, which no runtime's thread may do.
+    let dbs = TestDb::both();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(issued_keys_on(dbs));
+}
+
+async fn issued_keys_on(dbs: [TestDb; 2]) {
     use toolgate::identity::Role;
-    use toolgate::store::{KeyLookup, NewKey, Store};
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("k.db")).unwrap();
-    let new = |name: &str, hash: &str, expires_at: Option<i64>| NewKey {
-        id: format!("key_{name}"),
-        name: name.into(),
-        hash: hash.into(),
-        role: Role::Approver,
-        tenant: "a".into(),
-        groups: vec!["finance".into()],
-        expires_at,
-    };
-    store.create_key(new("old", "h1", Some(1))).await.unwrap();
-    store.create_key(new("live", "h2", None)).await.unwrap();
-    assert!(store.create_key(new("live", "h3", None)).await.is_err());
-    assert_eq!(
-        store.key_by_hash("h1").await.unwrap(),
-        KeyLookup::Expired("old".into())
-    );
-    match store.key_by_hash("h2").await.unwrap() {
-        KeyLookup::Valid(who) => {
-            assert_eq!(
-                (who.name.as_str(), who.role, who.tenant.as_str()),
-                ("live", Role::Approver, "a")
-            );
-            assert_eq!(who.groups, ["finance"]);
+    use toolgate::store::{KeyLookup, NewKey, Refusal, StoreError};
+    for db in dbs {
+        let name = db.name();
+        let store = db.open();
+        let new = |name: &str, hash: &str, expires_at: Option<i64>| NewKey {
+            id: format!("key_{name}"),
+            name: name.into(),
+            hash: hash.into(),
+            role: Role::Approver,
+            tenant: "a".into(),
+            groups: vec!["finance".into()],
+            expires_at,
+        };
+        let old = store.create_key(new("old", "h1", Some(1))).await.unwrap();
+        assert_eq!(
+            (old.id.as_str(), old.expires_at, old.revoked_at),
+            ("key_old", Some(1), None),
+            "{name}"
+        );
+        assert!((old.created_at - now() * 1000).abs() < 60_000, "{name}");
+        // Listed by creation time (then by name): one later.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        store.create_key(new("live", "h2", None)).await.unwrap();
+        let taken = store.create_key(new("live", "h3", None)).await.unwrap_err();
+        assert_eq!(
+            taken,
+            StoreError::Refused(
+                Refusal::NameTaken,
+                "a key named 'live' exists already (names are never reused)".into()
+            ),
+            "{name}"
+        );
+        assert_eq!(
+            store.key_by_hash("h1").await.unwrap(),
+            KeyLookup::Expired("old".into()),
+            "{name}"
+        );
+        match store.key_by_hash("h2").await.unwrap() {
+            KeyLookup::Valid(who) => {
+                assert_eq!(
+                    (who.name.as_str(), who.role, who.tenant.as_str()),
+                    ("live", Role::Approver, "a"),
+                    "{name}"
+                );
+                assert_eq!(who.key_id.as_deref(), Some("key_live"), "{name}");
+                assert_eq!(who.groups, ["finance"], "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
         }
-        other => panic!("{other:?}"),
+        assert!(store.any_live_key().await.unwrap(), "{name}");
+        assert!(store.revoke_key("live").await.unwrap(), "{name}");
+        assert!(!store.revoke_key("live").await.unwrap(), "{name}");
+        assert!(!store.revoke_key("nobody").await.unwrap(), "{name}");
+        assert_eq!(
+            store.key_by_hash("h2").await.unwrap(),
+            KeyLookup::Revoked("live".into()),
+            "{name}"
+        );
+        assert_eq!(
+            store.key_by_hash("nope").await.unwrap(),
+            KeyLookup::Unknown,
+            "{name}"
+        );
+        assert!(!store.any_live_key().await.unwrap(), "{name}");
+        // Listed oldest first, revoked ones too, never with the hash.
+        let keys = store.keys().await.unwrap();
+        let listed: Vec<(&str, bool)> = keys
+            .iter()
+            .map(|k| (k.name.as_str(), k.revoked_at.is_some()))
+            .collect();
+        assert_eq!(listed, [("old", false), ("live", true)], "{name}");
+        assert_eq!(keys[1].groups, ["finance"], "{name}");
+        assert!(
+            !serde_json::to_string(&keys).unwrap().contains("h2"),
+            "{name}"
+        );
+        // A key issued without an end is live again.
+        store.create_key(new("again", "h4", None)).await.unwrap();
+        assert!(store.any_live_key().await.unwrap(), "{name}");
     }
-    assert!(store.any_live_key().await.unwrap());
-    assert!(store.revoke_key("live").await.unwrap());
-    assert!(!store.revoke_key("live").await.unwrap());
-    assert_eq!(
-        store.key_by_hash("h2").await.unwrap(),
-        KeyLookup::Revoked("live".into())
-    );
-    assert_eq!(store.key_by_hash("nope").await.unwrap(), KeyLookup::Unknown);
-    assert!(!store.any_live_key().await.unwrap());
+}
+
+/// Workers issuing keys of one name at once: one gets it, the others are refused.
+#[test]
+fn one_name_issued_by_workers_at_once_is_taken_once_on_postgres() {
+    use toolgate::identity::Role;
+    use toolgate::store::{NewKey, Refusal, Store, StoreError};
+    let db = TestDb::postgres();
+    drop(db.open());
+    let workers = 4;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(workers));
+    let results: Vec<_> = (0..workers)
+        .map(|w| {
+            let (url, barrier) = (db.arg().to_string(), barrier.clone());
+            std::thread::spawn(move || {
+                let store = Store::open(std::path::Path::new(&url)).unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                barrier.wait();
+                rt.block_on(store.create_key(NewKey {
+                    id: format!("key_{w}"),
+                    name: "shared".into(),
+                    hash: format!("hash_{w}"),
+                    role: Role::Client,
+                    tenant: "a".into(),
+                    groups: vec![],
+                    expires_at: None,
+                }))
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let made = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(made, 1, "{results:?}");
+    for r in results.iter().filter(|r| r.is_err()) {
+        assert!(
+            matches!(r, Err(StoreError::Refused(Refusal::NameTaken, _))),
+            "{r:?}"
+        );
+    }
+}
+
+/// `toolgate --db DB keys create/list/revoke`, on both backends.
+#[test]
+fn keys_are_issued_listed_and_revoked_from_the_command_line() {
+    for db in TestDb::both() {
+        let name = db.name();
+        drop(db.open());
+        let dir = tempfile::tempdir().unwrap();
+        let toolgate = |args: &[&str]| {
+            let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                .arg("--db")
+                .arg(db.arg())
+                .args(args)
+                .current_dir(dir.path())
+                .env_remove("TOOLGATE_DB")
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                text,
+            )
+        };
+        let (code, stdout, text) = toolgate(&[
+            "--tenant",
+            "a",
+            "keys",
+            "create",
+            "--name",
+            "ops",
+            "--role",
+            "approver",
+            "--groups",
+            "finance,hr",
+            "--json",
+        ]);
+        assert_eq!(code, Some(0), "{name}: {text}");
+        let made: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(
+            (&made["name"], &made["role"], &made["tenant"]),
+            (&json!("ops"), &json!("approver"), &json!("a")),
+            "{name}"
+        );
+        let key = made["key"].as_str().unwrap().to_string();
+        assert!(key.starts_with("tg_"), "{name}");
+        let (code, _, text) = toolgate(&["keys", "create", "--name", "ops", "--role", "client"]);
+        assert_eq!(code, Some(2), "{name}: {text}");
+        assert!(text.contains("exists already"), "{name}: {text}");
+        let (code, stdout, text) = toolgate(&["keys", "list", "--json"]);
+        assert_eq!(code, Some(0), "{name}: {text}");
+        let listed: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(listed.as_array().unwrap().len(), 1, "{name}: {listed}");
+        assert_eq!(listed[0]["groups"], json!(["finance", "hr"]), "{name}");
+        assert_eq!(listed[0]["revoked_at"], Value::Null, "{name}");
+        assert!(!stdout.contains(&key), "{name}: the key is listed");
+        let (code, _, text) = toolgate(&["keys", "revoke", "ops"]);
+        assert_eq!(code, Some(0), "{name}: {text}");
+        let (code, _, text) = toolgate(&["keys", "revoke", "ops"]);
+        assert_ne!(code, Some(0), "{name}: {text}");
+        assert!(text.contains("no active key named 'ops'"), "{name}: {text}");
+        let (_, stdout, _) = toolgate(&["keys", "list"]);
+        assert!(stdout.contains("revoked"), "{name}: {stdout}");
+    }
 }
 
 /// `--jwks URL` (fetched at start): an ES256 token signed with the JWKS's key is

@@ -2,7 +2,8 @@
 //! placements (AUTO, nested in an object, CONFIRM, an invalid call, a client tool,
 //! arguments edited on approval, xml mode), then every byte of the database files, the
 //! event stream and every command's output searched for them. The tools still get
-//! the real values; a wrong or missing key is a clear error that changes nothing.
+//! the real values; a wrong or missing key is a clear error that changes nothing. The
+//! secrets table and `toolgate secrets` on both backends.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -386,4 +387,188 @@ entry:
         "toolgate.db",
         &std::fs::read(p.join("toolgate.db")).unwrap(),
     );
+}
+
+/// The secrets table, on both backends: set and replaced (its created time kept), a
+/// tenant's own preferred over the shared one, listed by name in byte order, removed.
+#[test]
+fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
+    use crate::databases::TestDb;
+    for db in TestDb::both() {
+        let name = db.name();
+        let store = db.open();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for (tenant, secret, sealed) in [
+            ("", "b_token", "[[tgsecret:v1:shared-b]]"),
+            ("", "a_token", "[[tgsecret:v1:shared-a]]"),
+            ("", "Z_token", "[[tgsecret:v1:shared-Z]]"),
+            ("acme", "a_token", "[[tgsecret:v1:acme-a]]"),
+        ] {
+            rt.block_on(store.set_secret_in(tenant, secret, sealed.into()))
+                .unwrap();
+        }
+        let names = |tenant: &str| -> Vec<String> {
+            rt.block_on(store.secrets_in(tenant))
+                .unwrap()
+                .into_iter()
+                .map(|s| s.name)
+                .collect()
+        };
+        // Byte order, as SQLite sorts (capitals first), whatever the database's collation.
+        assert_eq!(names(""), ["Z_token", "a_token", "b_token"], "{name}");
+        assert_eq!(names("acme"), ["a_token"], "{name}");
+        let get = |tenant: Option<&str>, secret: &str| {
+            rt.block_on(store.secret_for(tenant, secret)).unwrap()
+        };
+        assert_eq!(
+            get(Some("acme"), "a_token").as_deref(),
+            Some("[[tgsecret:v1:acme-a]]"),
+            "{name}: the tenant's own first"
+        );
+        assert_eq!(
+            get(Some("acme"), "b_token").as_deref(),
+            Some("[[tgsecret:v1:shared-b]]"),
+            "{name}: else the shared one"
+        );
+        assert_eq!(
+            get(None, "a_token").as_deref(),
+            Some("[[tgsecret:v1:shared-a]]"),
+            "{name}"
+        );
+        assert_eq!(get(Some("other"), "nope"), None, "{name}");
+        // Replaced: the value and its update time change, not its creation.
+        let before = rt.block_on(store.secrets_in("")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        rt.block_on(store.set_secret_in("", "a_token", "[[tgsecret:v1:new]]".into()))
+            .unwrap();
+        let after = rt.block_on(store.secrets_in("")).unwrap();
+        assert_eq!(after[1].created_at, before[1].created_at, "{name}");
+        assert!(after[1].updated_at > before[1].updated_at, "{name}");
+        assert_eq!(before[0].created_at, before[0].updated_at, "{name}");
+        assert_eq!(
+            get(None, "a_token").as_deref(),
+            Some("[[tgsecret:v1:new]]"),
+            "{name}"
+        );
+        // Removed from one scope only.
+        assert!(
+            rt.block_on(store.remove_secret_in("acme", "a_token"))
+                .unwrap(),
+            "{name}"
+        );
+        assert!(
+            !rt.block_on(store.remove_secret_in("acme", "a_token"))
+                .unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            get(Some("acme"), "a_token").as_deref(),
+            Some("[[tgsecret:v1:new]]"),
+            "{name}"
+        );
+        assert!(names("acme").is_empty(), "{name}");
+    }
+}
+
+/// `toolgate --db DB secrets set/list/rm`, on both backends; with neither key variable
+/// set, a PostgreSQL database's key is made (0600) in the per-user key folder, named
+/// from the URL's host, port and database.
+#[test]
+fn secrets_are_set_listed_and_removed_from_the_command_line_on_both_backends() {
+    use crate::databases::TestDb;
+    for db in TestDb::both() {
+        let name = db.name();
+        drop(db.open());
+        let dir = tempfile::tempdir().unwrap();
+        let key_dir = dir.path().join("keys");
+        let toolgate = |args: &[&str], stdin: Option<&str>| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+            cmd.arg("--db")
+                .arg(db.arg())
+                .args(args)
+                .current_dir(dir.path())
+                .env_remove("TOOLGATE_DB")
+                .env_remove("TOOLGATE_SECRET_KEY")
+                .env_remove("TOOLGATE_SECRET_KEY_FILE")
+                .env("TOOLGATE_KEY_DIR", &key_dir)
+                .env("FROM_ENV_VALUE", "S-from-env-3c1d")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = cmd.spawn().unwrap();
+            {
+                use std::io::Write;
+                let mut input = child.stdin.take().unwrap();
+                if let Some(text) = stdin {
+                    input.write_all(text.as_bytes()).unwrap();
+                }
+            }
+            child.wait_with_output().unwrap()
+        };
+        let set = toolgate(&["secrets", "set", "GH_TOKEN"], Some("S-stdin-9f2e\n"));
+        assert_eq!(set.status.code(), Some(0), "{name}: {}", text(&set));
+        let set = toolgate(
+            &["secrets", "set", "api.key", "--from-env", "FROM_ENV_VALUE"],
+            None,
+        );
+        assert_eq!(set.status.code(), Some(0), "{name}: {}", text(&set));
+        let list = toolgate(&["secrets", "list", "--json"], None);
+        assert_eq!(list.status.code(), Some(0), "{name}: {}", text(&list));
+        let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
+        let names: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["GH_TOKEN", "api.key"], "{name}");
+        let shown = text(&list);
+        assert!(
+            !shown.contains("S-stdin-9f2e") && !shown.contains("S-from-env-3c1d"),
+            "{name}: {shown}"
+        );
+        // Where the key went.
+        let key_file = match &db {
+            TestDb::Sqlite { path, .. } => {
+                std::path::PathBuf::from(format!("{}.key", path.display()))
+            }
+            TestDb::Postgres { url } => {
+                let u = url::Url::parse(url).unwrap();
+                key_dir.join(format!(
+                    "postgres-{}-{}-{}.key",
+                    u.host_str().unwrap(),
+                    u.port().unwrap_or(5432),
+                    u.path().trim_start_matches('/')
+                ))
+            }
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&key_file)
+                .unwrap_or_else(|e| panic!("{name}: {}: {e}", key_file.display()))
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}");
+        }
+        let rm = toolgate(&["secrets", "rm", "GH_TOKEN"], None);
+        assert_eq!(rm.status.code(), Some(0), "{name}: {}", text(&rm));
+        let again = toolgate(&["secrets", "rm", "GH_TOKEN"], None);
+        assert_eq!(again.status.code(), Some(2), "{name}: {}", text(&again));
+        assert!(
+            text(&again).contains("no secret named 'GH_TOKEN'"),
+            "{name}: {}",
+            text(&again)
+        );
+        let list = toolgate(&["secrets", "list"], None);
+        assert_eq!(list.status.code(), Some(0), "{name}: {}", text(&list));
+        let table = String::from_utf8_lossy(&list.stdout);
+        assert!(
+            table.contains("api.key") && !table.contains("GH_TOKEN"),
+            "{name}: {table}"
+        );
+    }
 }

@@ -2,7 +2,9 @@
 //! already beside the database keeps working; a database in a folder outside any git
 //! work tree gets `DB.key` beside it; a database inside a git work tree gets its key in
 //! the per-user data folder, keyed by the database's absolute path, so that a
-//! `git add .` never commits the key that opens every secret.
+//! `git add .` never commits the key that opens every secret. A PostgreSQL database
+//! (a URL, no file to sit beside) gets its key in the per-user data folder, named from
+//! the URL's host, port and database (never its user or password).
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +14,13 @@ use sha2::{Digest, Sha256};
 /// `$XDG_DATA_HOME/toolgate/keys`, else `~/.local/share/toolgate/keys`).
 pub const KEY_DIR_ENV: &str = "TOOLGATE_KEY_DIR";
 
-/// The key file for the database at `db`.
+/// The key file for the database at `db` (a file, or a PostgreSQL URL).
 pub fn key_file(db: &Path) -> PathBuf {
+    if let Some(url) = crate::store::postgres_url(db) {
+        let name = postgres_key_name(url);
+        // No home to put it in: in the current folder, as a database file's would be.
+        return user_key_dir().map_or_else(|| PathBuf::from(&name), |dir| dir.join(&name));
+    }
     let beside = beside(db);
     if beside.exists() {
         return beside;
@@ -89,6 +96,71 @@ fn database_id(db_abs: &Path) -> String {
     format!("{stem}-{hex}")
 }
 
+/// The key file's name for the PostgreSQL database at `url`:
+/// `postgres-HOST-PORT-DATABASE.key`, with the defaults a client would use (port 5432,
+/// the database named after the user), and any character that is not a letter, a digit,
+/// `.` or `-` as `_`. The user and password do not count: one database, one key.
+fn postgres_key_name(url: &str) -> String {
+    let parsed = url::Url::parse(url).ok();
+    let param = |name: &str| {
+        parsed.as_ref().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        })
+    };
+    let host = parsed
+        .as_ref()
+        .and_then(|u| u.host_str().filter(|h| !h.is_empty()).map(str::to_string))
+        .or_else(|| param("host"))
+        .unwrap_or_else(|| "localhost".to_string());
+    let port = parsed
+        .as_ref()
+        .and_then(url::Url::port)
+        .map(|p| p.to_string())
+        .or_else(|| param("port"))
+        .unwrap_or_else(|| "5432".to_string());
+    let user = parsed
+        .as_ref()
+        .map(|u| u.username().to_string())
+        .filter(|u| !u.is_empty())
+        .or_else(|| param("user"));
+    let database = parsed
+        .as_ref()
+        .map(|u| u.path().trim_start_matches('/').to_string())
+        .filter(|d| !d.is_empty())
+        .or_else(|| param("dbname"))
+        .or(user)
+        .unwrap_or_else(|| "postgres".to_string());
+    let clean = |part: &str| -> String {
+        let decoded = percent_decode(part);
+        decoded
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "postgres-{}-{}-{}.key",
+        clean(&host),
+        clean(&port),
+        clean(&database)
+    )
+}
+
+/// `%XX` escapes of a URL part decoded (a database named `my db` is `my%20db`).
+fn percent_decode(part: &str) -> String {
+    url::form_urlencoded::parse(format!("x={}", part.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| part.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -113,5 +185,48 @@ mod tests {
         // A key already beside the database keeps working.
         std::fs::write(repo.join("sub/a.db.key"), "x").unwrap();
         assert_eq!(key_file(&repo.join("sub/a.db")), repo.join("sub/a.db.key"));
+    }
+
+    #[test]
+    fn a_postgres_database_has_its_key_in_the_user_folder_named_without_secrets() {
+        let url = "postgres://alice:s3cret@db.example.com:6543/toolgate_prod?sslmode=require";
+        let name = postgres_key_name(url);
+        assert_eq!(name, "postgres-db.example.com-6543-toolgate_prod.key");
+        // The user and password never reach the name: one database, one key.
+        assert_eq!(
+            postgres_key_name("postgresql://bob:other@db.example.com:6543/toolgate_prod"),
+            name
+        );
+        // A client's defaults: port 5432, the database named after the user.
+        assert_eq!(
+            postgres_key_name("postgres://carol@localhost"),
+            "postgres-localhost-5432-carol.key"
+        );
+        assert_eq!(
+            postgres_key_name("postgres:///tg?host=/run/postgresql"),
+            "postgres-_run_postgresql-5432-tg.key"
+        );
+        // Odd characters cannot leave the folder.
+        assert_eq!(
+            postgres_key_name("postgres://h:1/..%2F..%2Fetc"),
+            "postgres-h-1-.._.._etc.key"
+        );
+        // Another database, another key.
+        assert_ne!(
+            postgres_key_name("postgres://db.example.com:6543/toolgate_test"),
+            name
+        );
+
+        let file = key_file(Path::new(url));
+        assert!(file.ends_with(&name), "{}", file.display());
+        let shown = file.display().to_string();
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("alice"),
+            "{shown}"
+        );
+        assert!(!shown.starts_with("postgres:"), "{shown}");
+        if let Some(dir) = user_key_dir() {
+            assert_eq!(file, dir.join(&name));
+        }
     }
 }

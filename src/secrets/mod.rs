@@ -1,5 +1,6 @@
 //! Secret values at rest: sealed with an AEAD (XChaCha20-Poly1305) under a key that is
-//! never in the database (`TOOLGATE_SECRET_KEY`, or a 0600 key file beside it), opened
+//! never in the database (`TOOLGATE_SECRET_KEY`, or a 0600 key file: beside a SQLite
+//! file, or in the per-user data folder for a PostgreSQL database), opened
 //! only to run a tool or replay history to the model, and shown as `[secret]` anywhere
 //! else. `find` says which values are secret; `seal` rewrites stored JSON.
 
@@ -66,6 +67,16 @@ impl Keyring {
     /// key file, as [`key_file`] says (created, mode 0600, when a secret is first
     /// sealed): `DB.key` beside it when that exists or the database is outside any git
     /// work tree, otherwise in the per-user data folder.
+    ///
+    /// A PostgreSQL database (`db` is its URL) has no file to sit beside: its key file
+    /// is `postgres-HOST-PORT-DATABASE.key` in the per-user data folder
+    /// ([`KEY_DIR_ENV`], else `$XDG_DATA_HOME/toolgate/keys`, else
+    /// `~/.local/share/toolgate/keys`), made at first use on the host that first seals
+    /// a secret. Workers on several hosts (or as several users) sharing one database
+    /// must share the key: give every worker the same `TOOLGATE_SECRET_KEY`, or a
+    /// `TOOLGATE_SECRET_KEY_FILE` naming a copy of one key file. Otherwise each makes
+    /// its own key, and a worker cannot open the secrets another sealed: it fails with
+    /// [`SecretError::WrongKey`], changing nothing.
     pub fn for_database(db: &Path) -> Keyring {
         let configured = |name: &str| {
             std::env::var(name)
@@ -256,6 +267,39 @@ fn read_key_file(path: &Path, create: bool) -> Result<Option<Vec<u8>>, SecretErr
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_postgres_databases_key_is_made_0600_in_a_new_folder_and_opens_what_it_sealed() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = Path::new("postgres://tg:pw@db.internal:5432/toolgate");
+        let name = key_file(url).file_name().unwrap().to_owned();
+        assert_eq!(name, "postgres-db.internal-5432-toolgate.key");
+        let file = dir.path().join("keys").join(&name);
+        let ring = Keyring {
+            source: Source::File(file.clone()),
+            cipher: OnceLock::new(),
+        };
+        let token = ring.seal("hunter2").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Another worker with the same key file opens it; one with its own key cannot.
+        let same = Keyring {
+            source: Source::File(file),
+            cipher: OnceLock::new(),
+        };
+        assert_eq!(same.open_token(&token).unwrap(), "hunter2");
+        let own = Keyring {
+            source: Source::File(dir.path().join("other").join(&name)),
+            cipher: OnceLock::new(),
+        };
+        own.seal("x").unwrap();
+        let e = own.open_token(&token).unwrap_err();
+        assert!(matches!(e, SecretError::WrongKey { .. }), "{e}");
+    }
 
     #[test]
     fn a_sealed_value_opens_with_its_key_only() {

@@ -3,12 +3,17 @@
 //! command's short-lived runtime, a test's, the server's) can use it; its numbered
 //! migrations; and errors that name the database (without its password).
 
-mod accounts;
 mod changes;
+mod clock;
+mod deadlines;
+mod keys;
 mod lists;
 mod migrations;
 mod records;
+mod responses;
 mod runs;
+mod secrets;
+mod waiting;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
