@@ -5,10 +5,14 @@
 
 mod accounts;
 mod changes;
+mod decisions;
+mod listener;
 mod lists;
 mod migrations;
 mod records;
+mod run_rows;
 mod runs;
+mod unheld;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,6 +55,9 @@ struct Inner {
     closed: AtomicBool,
     /// The change feed's watchers, once someone watches.
     feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::store::Change>>,
+    /// How to connect outside the pool: the change feed's listener holds a connection
+    /// of its own (LISTEN lasts as long as its session).
+    config: tokio_postgres::Config,
 }
 
 impl Drop for Inner {
@@ -100,7 +107,7 @@ impl PgStore {
             .build()
             .map_err(|e| fail(format!("cannot start the database's runtime: {e}")))?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -121,6 +128,7 @@ impl PgStore {
                 commits: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
+                config,
             }),
         };
         let found = store.wait(|s| async move {

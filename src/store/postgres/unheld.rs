@@ -1,0 +1,34 @@
+//! Runs nobody drives, on PostgreSQL: in progress, with no lease or one that ran out by
+//! the database's clock (their driver gave them back at a shutdown, or died). Workers
+//! looking at once skip the rows another is reading (`FOR UPDATE SKIP LOCKED`); the
+//! lease each then takes decides who drives a run.
+
+use super::run_rows::{NOW_MS, OrStore, rows_to};
+use super::{PgStore, StoreError};
+
+impl PgStore {
+    /// Up to `limit` top-level runs in progress whose lease is free, oldest change
+    /// first. A sub-agent's run is left to the run above it, which continues it.
+    pub async fn unheld_runs(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.on_pool(move |s| async move {
+            let mut client = s.client().await?;
+            let tx = client.transaction().await.or_store(&s)?;
+            let rows = tx
+                .query(
+                    &format!(
+                        "SELECT id FROM runs WHERE status = 'in_progress' AND depth = 0
+                           AND (lease_until IS NULL OR lease_until < {NOW_MS})
+                         ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED"
+                    ),
+                    &[&limit],
+                )
+                .await
+                .or_store(&s)?;
+            let ids = rows_to(rows, &s, |r| r.try_get(0))?;
+            tx.commit().await.or_store(&s)?;
+            Ok(ids)
+        })
+        .await
+    }
+}
