@@ -69,6 +69,8 @@ mod server_document;
 mod server_subagents;
 mod store;
 mod store_postgres;
+mod store_runs;
+mod store_workers;
 mod stream_props;
 mod streamed_output;
 mod subagents;

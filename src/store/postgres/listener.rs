@@ -21,6 +21,8 @@ use crate::store::{Change, ChangeKind};
 
 /// The channel the triggers notify on.
 pub(super) const CHANNEL: &str = "toolgate_changes";
+/// The listener's connection's name, as `pg_stat_activity` shows it.
+pub(super) const APPLICATION_NAME: &str = "toolgate-feed";
 /// Changes a slow watcher may fall behind by before it misses some.
 pub(super) const BACKLOG: usize = 4096;
 /// How long the first watcher waits for the listener to be listening.
@@ -72,6 +74,8 @@ pub(super) fn start(
     config: tokio_postgres::Config,
     tx: broadcast::Sender<Change>,
 ) {
+    let mut config = config;
+    config.application_name(APPLICATION_NAME);
     let (ready, listening) = std::sync::mpsc::channel();
     rt.spawn(listen(inner, config, tx, ready));
     if listening.recv_timeout(FIRST_WAIT).is_err() {
