@@ -21,6 +21,7 @@ mod cancel;
 mod cli_parse;
 mod cli_pipes;
 mod cli_runs;
+mod cli_runs_postgres;
 mod cli_store;
 mod cli_subagents;
 mod cli_tools;

@@ -223,7 +223,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
 /// Opens (or creates) the database, creating its folder first when it does not exist
 /// yet (a desktop config naming `~/.local/share/toolgate/toolgate.db` on a new machine).
 pub fn open_store(db: &Path) -> Result<Store, Failure> {
-    if let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
+    if !toolgate::store::is_server_url(db)
+        && let Some(folder) = db.parent().filter(|p| !p.as_os_str().is_empty())
         && !folder.exists()
     {
         std::fs::create_dir_all(folder).map_err(|e| {
@@ -238,7 +239,7 @@ pub fn open_store(db: &Path) -> Result<Store, Failure> {
 
 /// Opens an existing database to read it.
 pub fn open_existing_store(db: &Path) -> Result<Store, Failure> {
-    if !db.exists() {
+    if !toolgate::store::is_server_url(db) && !db.exists() {
         return Err(Failure::bad_input(format!(
             "{} does not exist: nothing has been recorded there yet (--db or TOOLGATE_DB choose the file)",
             db.display()
