@@ -4,6 +4,7 @@
 //! standing approvals "approve always" records in the same transaction; and the
 //! standing approvals a conversation keeps.
 
+use super::prepared::Prepared;
 use super::run_rows::{OrStore, db_now, rows_to};
 use super::{PgStore, StoreError};
 use crate::protocol::{Decision, RunStatus};
@@ -31,7 +32,7 @@ impl PgStore {
             let tx = client.transaction().await.or_store(&s)?;
             // The run's row lock: a save, a cancel or another decision waits for this one.
             let status: Option<String> = tx
-                .query_opt(
+                .row_opt(
                     "SELECT status FROM runs WHERE id = $1 FOR UPDATE",
                     &[&changes.run_id],
                 )
@@ -48,7 +49,7 @@ impl PgStore {
                 // Standing for the agent of the run that asked, in its conversation,
                 // while the tool's policy stays the one it was asked under.
                 let row = tx
-                    .query_one(
+                    .row(
                         "SELECT conversation_id, agent FROM runs WHERE id = $1",
                         &[holder_id],
                     )
@@ -56,7 +57,7 @@ impl PgStore {
                     .or_store(&s)?;
                 let (conversation, agent): (String, String) =
                     (row.try_get(0).or_store(&s)?, row.try_get(1).or_store(&s)?);
-                tx.execute(
+                tx.exec(
                     "INSERT INTO standing_decisions (conversation_id, agent, tool, decision, created_at, policy) VALUES ($1, $2, $3, 'approve', $4, $5)
                      ON CONFLICT (conversation_id, agent, tool) DO UPDATE SET decision = EXCLUDED.decision, created_at = EXCLUDED.created_at, policy = EXCLUDED.policy",
                     &[&conversation, &agent, tool, &now, policy],
@@ -68,7 +69,7 @@ impl PgStore {
             let mut waited = Vec::new();
             for (holder_id, call_id) in &changes.items {
                 let row = tx
-                    .query_one(
+                    .row(
                         "SELECT r.agent, COALESCE(p.requested_at, r.updated_at) FROM pending p JOIN runs r ON r.id = p.run_id WHERE p.run_id = $1 AND p.call_id = $2",
                         &[holder_id, call_id],
                     )
@@ -78,7 +79,7 @@ impl PgStore {
                     (row.try_get(0).or_store(&s)?, row.try_get(1).or_store(&s)?);
                 waited.push((agent, asked.map_or(0, |t| now - t)));
                 let n = tx
-                    .execute(
+                    .exec(
                         "UPDATE pending SET decision = $3, state = 'decided', decided_at = $4, decided_by = $5, decided_by_key = $6, decided_as = $7 WHERE run_id = $1 AND call_id = $2 AND state = 'waiting'",
                         &[holder_id, call_id, &text, &now, &by, &key_id, &shown],
                     )
@@ -88,7 +89,7 @@ impl PgStore {
                     // Decided by someone else meanwhile: this whole decision rolls back.
                     return Ok(None);
                 }
-                tx.execute(
+                tx.exec(
                     "UPDATE runs SET updated_at = $2 WHERE id = $1",
                     &[holder_id, &now],
                 )
@@ -96,7 +97,7 @@ impl PgStore {
                 .or_store(&s)?;
                 calls.push(call_id.clone());
             }
-            tx.execute(
+            tx.exec(
                 "UPDATE runs SET updated_at = $2 WHERE id = $1",
                 &[&changes.run_id, &now],
             )
@@ -124,7 +125,7 @@ impl PgStore {
         self.on_pool(|s| async move {
             let client = s.client().await?;
             let rows = client
-                .query(
+                .rows(
                     "SELECT tool, policy FROM standing_decisions WHERE conversation_id = $1 AND agent = $2 AND decision = 'approve' ORDER BY tool",
                     &[&conversation, &agent],
                 )

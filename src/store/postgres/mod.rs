@@ -9,6 +9,7 @@ mod decisions;
 mod listener;
 mod lists;
 mod migrations;
+mod prepared;
 mod records;
 mod run_rows;
 mod runs;

@@ -6,6 +6,7 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 use tokio_postgres::Row;
 
+use super::prepared::Prepared;
 use super::{PgStore, StoreError};
 use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
 use crate::store::{PendingRow, PendingState, Refusal, RunRow};
@@ -36,10 +37,7 @@ impl<T> OrStore<T> for Result<T, tokio_postgres::Error> {
 
 /// The database's clock now (see [`NOW_MS`]).
 pub(super) async fn db_now(c: &impl GenericClient, s: &PgStore) -> Result<i64, StoreError> {
-    let row = c
-        .query_one(&format!("SELECT {NOW_MS}"), &[])
-        .await
-        .or_store(s)?;
+    let row = c.row(&format!("SELECT {NOW_MS}"), &[]).await.or_store(s)?;
     row.try_get(0).or_store(s)
 }
 
@@ -134,7 +132,7 @@ pub(super) async fn run_by_id(
         "SELECT {RUN_COLUMNS} FROM runs WHERE id = $1{}",
         if lock { " FOR UPDATE" } else { "" }
     );
-    let row = c.query_opt(&sql, &[&id]).await.or_store(s)?;
+    let row = c.row_opt(&sql, &[&id]).await.or_store(s)?;
     row.as_ref().map(run_from_row).transpose().or_store(s)
 }
 
@@ -149,7 +147,7 @@ pub(super) async fn find_run(
     }
     let sql =
         format!("SELECT {RUN_COLUMNS} FROM runs WHERE starts_with(id, $1) ORDER BY id LIMIT 2");
-    let rows = c.query(&sql, &[&id]).await.or_store(s)?;
+    let rows = c.rows(&sql, &[&id]).await.or_store(s)?;
     let mut found = rows_to(rows, s, run_from_row)?;
     match found.len() {
         1 => found.pop().ok_or_else(|| StoreError::NotFound(id.into())),
@@ -180,7 +178,7 @@ pub(super) async fn pending_rows(
     run_id: &str,
 ) -> Result<Vec<PendingRow>, StoreError> {
     let sql = format!("SELECT {PENDING_COLUMNS} FROM pending WHERE run_id = $1 ORDER BY added");
-    let rows = c.query(&sql, &[&run_id]).await.or_store(s)?;
+    let rows = c.rows(&sql, &[&run_id]).await.or_store(s)?;
     rows_to(rows, s, pending_from_row)
 }
 
@@ -218,7 +216,7 @@ pub(super) async fn waiting_below(
          WHERE r.status = 'requires_action' AND p.state = 'waiting'
          ORDER BY r.depth, r.created_at, p.added"
     );
-    let rows = c.query(&sql, &[&run_id]).await.or_store(s)?;
+    let rows = c.rows(&sql, &[&run_id]).await.or_store(s)?;
     rows_to(rows, s, |row| {
         let mut p = pending_from_row(row)?;
         let holder: String = row.try_get(PENDING_COUNT)?;
@@ -238,7 +236,7 @@ pub(super) async fn ids_below(
     run_id: &str,
 ) -> Result<Vec<String>, StoreError> {
     let rows = c
-        .query(&format!("{BELOW} SELECT id FROM below"), &[&run_id])
+        .rows(&format!("{BELOW} SELECT id FROM below"), &[&run_id])
         .await
         .or_store(s)?;
     rows_to(rows, s, |r| r.try_get(0))

@@ -7,6 +7,7 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 
+use super::prepared::Prepared;
 use super::run_rows::{
     NOW_MS, OrStore, db_now, find_run, find_run_locked, ids_below, pending_rows,
     pending_with_below, root_of, rows_to, run_from_row,
@@ -71,14 +72,14 @@ impl PgStore {
                 started_by,
             } = new;
             // One creation at a time per conversation: the check below holds until commit.
-            tx.execute(
+            tx.exec(
                 "SELECT pg_advisory_xact_lock($1, hashtext($2))",
                 &[&CONVERSATION_LOCK, &conversation_id],
             )
             .await
             .or_store(&s)?;
             if let Some(other) = tx
-                .query_opt(
+                .row_opt(
                     "SELECT id, status FROM runs WHERE conversation_id = $1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
                     &[&conversation_id],
                 )
@@ -104,7 +105,7 @@ impl PgStore {
             };
             if let (Some(p), Some(c)) = (&parent, &call)
                 && let Some(existing) = tx
-                    .query_opt(
+                    .row_opt(
                         "SELECT id FROM runs WHERE parent_run_id = $1 AND parent_call_id = $2",
                         &[p, c],
                     )
@@ -115,7 +116,7 @@ impl PgStore {
                 return Err(child_exists(p, c, Some(&existing)));
             }
             if tx
-                .query_opt(
+                .row_opt(
                     "SELECT tenant FROM runs WHERE conversation_id = $1 AND tenant <> $2 LIMIT 1",
                     &[&conversation_id, &tenant],
                 )
@@ -129,7 +130,7 @@ impl PgStore {
                 )));
             }
             let now = db_now(&tx, &s).await?;
-            tx.execute(
+            tx.exec(
                 "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by) VALUES ($1, $2, $3, 'in_progress', $4, 0, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
                 &[
                     &id,
@@ -204,7 +205,7 @@ impl PgStore {
                 ));
             }
             let pending = pending_rows(&tx, &s, &run.id).await?;
-            tx.execute(
+            tx.exec(
                 "UPDATE runs SET lease_owner = $2, lease_until = $3, status = 'in_progress', updated_at = $4 WHERE id = $1",
                 &[&run.id, &owner, &(now + lease_ms), &now],
             )
@@ -232,7 +233,7 @@ impl PgStore {
         self.on_pool(|s| async move {
             let client = s.client().await?;
             let n = client
-                .execute(
+                .exec(
                     &format!("UPDATE runs SET lease_until = {NOW_MS} + $3 WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress'"),
                     &[&id, &owner, &lease_ms],
                 )
@@ -259,7 +260,7 @@ impl PgStore {
         self.on_pool(|s| async move {
             let client = s.client().await?;
             client
-                .execute(
+                .exec(
                     "UPDATE runs SET status = $3, lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
                     &[&id, &owner, &status.as_str()],
                 )
@@ -284,7 +285,7 @@ impl PgStore {
             let tx = client.transaction().await.or_store(&s)?;
             let now = db_now(&tx, &s).await?;
             let n = tx
-                .execute(
+                .exec(
                     "UPDATE runs SET status = $3, state = $4, iteration = $5, last_error = $6, updated_at = $7,
                        lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
                        lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END,
@@ -320,7 +321,7 @@ impl PgStore {
                 return Err(lost_lease(&id));
             }
             for item in &save.add_pending {
-                tx.execute(
+                tx.exec(
                     "INSERT INTO pending (run_id, call_id, kind, tool, arguments, reason, expires_at, on_timeout, policy, requested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                     &[
                         &id,
@@ -339,7 +340,7 @@ impl PgStore {
                 .or_store(&s)?;
             }
             for (call_id, state) in &save.set_pending {
-                tx.execute(
+                tx.exec(
                     "UPDATE pending SET state = $3 WHERE run_id = $1 AND call_id = $2",
                     &[&id, call_id, &state.as_str()],
                 )
@@ -371,7 +372,7 @@ impl PgStore {
                 ));
             }
             let now = db_now(&tx, &s).await?;
-            tx.execute(
+            tx.exec(
                 "UPDATE runs SET status = 'cancelled', last_error = 'cancelled by the user', lease_owner = NULL, lease_until = NULL, updated_at = $2 WHERE id = $1",
                 &[&run.id, &now],
             )
@@ -379,7 +380,7 @@ impl PgStore {
             .or_store(&s)?;
             // Every sub-agent run below it that has not ended stops with it.
             for below in ids_below(&tx, &s, &run.id).await? {
-                tx.execute(
+                tx.exec(
                     "UPDATE runs SET status = 'cancelled', last_error = 'cancelled with the run above it', lease_owner = NULL, lease_until = NULL, updated_at = $2 WHERE id = $1 AND status IN ('in_progress', 'requires_action', 'failed')",
                     &[&below, &now],
                 )
@@ -399,7 +400,7 @@ impl PgStore {
         self.on_pool(|s| async move {
             let client = s.client().await?;
             let row = client
-                .query_opt("SELECT status FROM runs WHERE id = $1", &[&id])
+                .row_opt("SELECT status FROM runs WHERE id = $1", &[&id])
                 .await
                 .or_store(&s)?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?;
@@ -444,7 +445,7 @@ impl PgStore {
         self.on_pool(|s| async move {
             let client = s.client().await?;
             let rows = client
-                .query(
+                .rows(
                     "SELECT message FROM messages WHERE conversation_id = $1 ORDER BY seq",
                     &[&conversation],
                 )
@@ -468,10 +469,7 @@ impl PgStore {
                 "SELECT {} FROM runs WHERE parent_run_id = $1 AND parent_call_id = $2",
                 super::run_rows::RUN_COLUMNS
             );
-            let row = client
-                .query_opt(&sql, &[&parent, &call])
-                .await
-                .or_store(&s)?;
+            let row = client.row_opt(&sql, &[&parent, &call]).await.or_store(&s)?;
             row.as_ref().map(run_from_row).transpose().or_store(&s)
         })
         .await
@@ -510,7 +508,7 @@ async fn append_messages(
 ) -> Result<(), StoreError> {
     for (i, m) in messages.iter().enumerate() {
         let seq = i64::try_from(first_seq + i).unwrap_or(i64::MAX);
-        tx.execute(
+        tx.exec(
             "INSERT INTO messages (conversation_id, seq, run_id, message) SELECT conversation_id, $2, id, $3 FROM runs WHERE id = $1",
             &[&run_id, &seq, m],
         )
@@ -536,7 +534,7 @@ async fn insert_records(
     records: &[CallRecord],
 ) -> Result<(), StoreError> {
     for r in records {
-        tx.execute(
+        tx.exec(
             "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
             &[
                 &r.call_id,

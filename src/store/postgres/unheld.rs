@@ -3,6 +3,7 @@
 //! looking at once skip the rows another is reading (`FOR UPDATE SKIP LOCKED`); the
 //! lease each then takes decides who drives a run.
 
+use super::prepared::Prepared;
 use super::run_rows::{NOW_MS, OrStore, rows_to};
 use super::{PgStore, StoreError};
 
@@ -15,7 +16,7 @@ impl PgStore {
             let mut client = s.client().await?;
             let tx = client.transaction().await.or_store(&s)?;
             let rows = tx
-                .query(
+                .rows(
                     &format!(
                         "SELECT id FROM runs WHERE status = 'in_progress' AND depth = 0
                            AND (lease_until IS NULL OR lease_until < {NOW_MS})
