@@ -288,3 +288,34 @@ async fn resync(client: &Client, since: i64, tx: &broadcast::Sender<Change>) -> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_payload_is_read_as_the_change_it_tells_of() {
+        let c = parse(r#"{"seq":7,"run_id":"run_1","tenant":"t","kind":"decided","status":"requires_action","origin":null}"#).unwrap();
+        assert_eq!(
+            c,
+            Change {
+                seq: 7,
+                run_id: "run_1".into(),
+                tenant: "t".into(),
+                kind: ChangeKind::Decided,
+                status: RunStatus::RequiresAction,
+                origin: None,
+            }
+        );
+        // A kind or status of a newer toolgate still tells of the run.
+        let c = parse(r#"{"seq":8,"run_id":"run_1","tenant":"t","kind":"later","status":"later","origin":"1/h/n.1"}"#).unwrap();
+        assert_eq!(
+            (c.kind, c.status),
+            (ChangeKind::Saved, RunStatus::InProgress)
+        );
+        assert_eq!(c.origin.as_deref(), Some("1/h/n.1"));
+        assert!(parse("not json").is_none());
+        assert!(parse(r#"{"run_id":"run_1"}"#).is_none());
+    }
+}
