@@ -307,3 +307,72 @@ fn the_feed_connects_again_after_its_connection_dies_and_tells_what_it_missed() 
         panic!("the feed's connection outlived its store");
     });
 }
+
+#[test]
+fn a_save_writes_its_items_records_and_messages_in_order_and_a_refused_one_keeps_its_records() {
+    let (db, a, b) = two_workers();
+    let url = db.arg().to_string();
+    rt().block_on(async {
+        let (mine, theirs) = (lease_owner_name(), lease_owner_name());
+        create(&a, "run_w", "conv_w", &mine, 300).await;
+        let record = |call: &str| toolgate::store::CallRecord {
+            call_id: call.into(),
+            run_id: Some("run_w".into()),
+            conversation_id: "conv_w".into(),
+            agent: None,
+            caller: toolgate::protocol::CallerKind::Agent,
+            tool: "launch".into(),
+            arguments: serde_json::json!({"n": call}),
+            result: None,
+            result_size: 0,
+            status: toolgate::protocol::CallStatus::Failed,
+            error_kind: Some("interrupted".into()),
+            error_message: None,
+            started_at: 5,
+            duration_ms: 0.5,
+            replaced: true,
+        };
+        let step = RunSave {
+            records: vec![record("c1"), record("c2")],
+            messages: vec!["{\"m\":1}".into(), "{\"m\":2}".into()],
+            ..pause(&["p3", "p1", "p2"])
+        };
+        a.save_run("run_w", &mine, step).await.unwrap();
+        let (_, pending) = b.run("run_w").await.unwrap();
+        let calls: Vec<_> = pending.iter().map(|p| p.item.call_id.as_str()).collect();
+        assert_eq!(calls, ["p3", "p1", "p2"]);
+        assert_eq!(
+            b.conversation_messages("conv_w").await.unwrap(),
+            ["{\"role\":\"user\",\"content\":\"hi\"}", "{\"m\":1}", "{\"m\":2}"]
+        );
+        // A save by a holder that lost the lease keeps only its records.
+        let (_, _) = b.acquire_run("run_w", &theirs, 60_000).await.unwrap();
+        let late = RunSave {
+            records: vec![record("c3")],
+            messages: vec!["{\"m\":3}".into()],
+            first_seq: 3,
+            ..save(RunStatus::InProgress)
+        };
+        assert_eq!(
+            refusal(a.save_run("run_w", &mine, late).await, "postgres").0,
+            Refusal::LeaseLost
+        );
+        assert_eq!(b.conversation_messages("conv_w").await.unwrap().len(), 3);
+        let kept = sql(
+            &url,
+            "SELECT string_agg(call_id || ':' || error_kind || ':' || replaced::text, ',' ORDER BY id) FROM tool_calls WHERE run_id = 'run_w'",
+        )
+        .await;
+        assert_eq!(kept, ["c1:interrupted:true,c2:interrupted:true,c3:interrupted:true"]);
+        // A position already taken: the conversation is busy.
+        let clash = RunSave {
+            messages: vec!["{\"m\":\"again\"}".into()],
+            first_seq: 2,
+            ..save(RunStatus::InProgress)
+        };
+        assert_eq!(
+            refusal(b.save_run("run_w", &theirs, clash).await, "postgres").0,
+            Refusal::ConversationBusy
+        );
+    });
+}
