@@ -13,6 +13,7 @@ mod prepared;
 mod records;
 mod run_rows;
 mod runs;
+mod save_rows;
 mod unheld;
 
 use std::path::{Path, PathBuf};
