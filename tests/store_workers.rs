@@ -376,3 +376,40 @@ fn a_save_writes_its_items_records_and_messages_in_order_and_a_refused_one_keeps
         );
     });
 }
+
+#[test]
+fn of_runs_created_at_once_in_one_conversation_by_two_workers_one_is_made() {
+    let (_db, a, b) = two_workers();
+    rt().block_on(async {
+        let tries: Vec<_> = (0..6)
+            .map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                tokio::spawn(async move {
+                    store
+                        .create_run(
+                            &format!("run_same{i}"),
+                            "conv_same",
+                            "assistant",
+                            "{}".into(),
+                            &lease_owner_name(),
+                            60_000,
+                            vec![],
+                            0,
+                        )
+                        .await
+                })
+            })
+            .collect();
+        let mut made = 0;
+        for t in tries {
+            match t.await.unwrap() {
+                Ok(()) => made += 1,
+                Err(e) => assert_eq!(
+                    refusal::<()>(Err(e), "postgres").0,
+                    Refusal::ConversationBusy
+                ),
+            }
+        }
+        assert_eq!(made, 1);
+    });
+}
