@@ -145,8 +145,11 @@ pub(super) async fn find_run(
     if let Some(run) = run_by_id(c, s, id, false).await? {
         return Ok(run);
     }
-    let sql =
-        format!("SELECT {RUN_COLUMNS} FROM runs WHERE starts_with(id, $1) ORDER BY id LIMIT 2");
+    // The byte-wise range finds them on the index `runs_id_prefix` (the statement is
+    // prepared, so `LIKE` with a parameter would not); `starts_with` is what decides.
+    let sql = format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE id ~>=~ $1 AND id ~<~ ($1 || chr(1114111)) AND starts_with(id, $1) ORDER BY id LIMIT 2"
+    );
     let rows = c.rows(&sql, &[&id]).await.or_store(s)?;
     let mut found = rows_to(rows, s, run_from_row)?;
     match found.len() {

@@ -173,6 +173,9 @@ CREATE TABLE run_totals (
 ALTER TABLE pending ADD COLUMN added BIGINT GENERATED ALWAYS AS IDENTITY;
 CREATE INDEX pending_run_added ON pending (run_id, added);
 
+-- Runs found by a prefix of their id (byte-wise, whatever the database's collation).
+CREATE INDEX runs_id_prefix ON runs (id text_pattern_ops);
+
 -- Runs a worker may take up: in progress at the top of their tree, by last change.
 CREATE INDEX runs_unheld ON runs (updated_at) WHERE status = 'in_progress' AND depth = 0;
 
