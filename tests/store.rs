@@ -1,6 +1,7 @@
 //! The SQLite record: schema and migrations (also by several processes opening one new
 //! file at once), files toolgate must refuse, a locked and a full database, summaries and queries checked against hand-computed numbers, and a
-//! process killed while it records.
+//! process killed while it records; and the change feed between two stores on one
+//! database (on both backends).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -630,45 +631,45 @@ async fn next_change(
 }
 
 #[test]
-fn a_change_made_through_one_store_is_seen_by_another_on_the_same_file() {
+fn a_change_made_through_one_store_is_seen_by_another_on_the_same_database() {
     use toolgate::protocol::RunStatus;
     use toolgate::store::ChangeKind;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("feed.db");
-    // Two stores on one file: as two processes would have.
-    let (a, b) = (Store::open(&path).unwrap(), Store::open(&path).unwrap());
-    rt().block_on(async {
-        let mut seen = b.watch();
-        let owner = toolgate::store::lease_owner_name();
-        a.create_run(
-            "run_feed",
-            "conv_feed",
-            "a",
-            "{}".into(),
-            &owner,
-            10_000,
-            vec![],
-            0,
-        )
-        .await
-        .unwrap();
-        let c = next_change(&mut seen, "run_feed").await;
-        assert_eq!(
-            (c.kind, c.status),
-            (ChangeKind::Created, RunStatus::InProgress)
-        );
-        assert_eq!(c.tenant, "default");
-        assert_eq!(c.origin.as_deref(), Some(owner.as_str()));
-        // Made by a lease this process took: told apart from another process's.
-        assert!(c.made_here());
-        // A lease renewal is no change; a cancel is.
-        a.renew_lease("run_feed", &owner, 10_000).await.unwrap();
-        a.cancel_run("run_feed").await.unwrap();
-        let c = next_change(&mut seen, "run_feed").await;
-        assert_eq!(
-            (c.kind, c.status),
-            (ChangeKind::Status, RunStatus::Cancelled),
-            "{c:?}"
-        );
-    });
+    for db in crate::databases::TestDb::both() {
+        // Two stores on one database: as two processes would have.
+        let (a, b) = (db.open(), db.open());
+        rt().block_on(async {
+            let mut seen = b.watch();
+            let owner = toolgate::store::lease_owner_name();
+            a.create_run(
+                "run_feed",
+                "conv_feed",
+                "a",
+                "{}".into(),
+                &owner,
+                10_000,
+                vec![],
+                0,
+            )
+            .await
+            .unwrap();
+            let c = next_change(&mut seen, "run_feed").await;
+            assert_eq!(
+                (c.kind, c.status),
+                (ChangeKind::Created, RunStatus::InProgress)
+            );
+            assert_eq!(c.tenant, "default");
+            assert_eq!(c.origin.as_deref(), Some(owner.as_str()));
+            // Made by a lease this process took: told apart from another process's.
+            assert!(c.made_here());
+            // A lease renewal is no change; a cancel is.
+            a.renew_lease("run_feed", &owner, 10_000).await.unwrap();
+            a.cancel_run("run_feed").await.unwrap();
+            let c = next_change(&mut seen, "run_feed").await;
+            assert_eq!(
+                (c.kind, c.status),
+                (ChangeKind::Status, RunStatus::Cancelled),
+                "{c:?}"
+            );
+        });
+    }
 }

@@ -6,13 +6,19 @@
 mod changes;
 mod clock;
 mod deadlines;
+mod decisions;
 mod keys;
+mod listener;
 mod lists;
 mod migrations;
+mod prepared;
 mod records;
 mod responses;
+mod run_rows;
 mod runs;
+mod save_rows;
 mod secrets;
+mod unheld;
 mod waiting;
 
 use std::path::{Path, PathBuf};
@@ -56,6 +62,9 @@ struct Inner {
     closed: AtomicBool,
     /// The change feed's watchers, once someone watches.
     feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::store::Change>>,
+    /// How to connect outside the pool: the change feed's listener holds a connection
+    /// of its own (LISTEN lasts as long as its session).
+    config: tokio_postgres::Config,
 }
 
 impl Drop for Inner {
@@ -105,7 +114,7 @@ impl PgStore {
             .build()
             .map_err(|e| fail(format!("cannot start the database's runtime: {e}")))?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -126,6 +135,7 @@ impl PgStore {
                 commits: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
+                config,
             }),
         };
         let found = store.wait(|s| async move {

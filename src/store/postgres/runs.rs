@@ -1,119 +1,500 @@
 //! Runs on PostgreSQL: creating one, its lease (expiry by the database's clock), saves
-//! with the executing fence, cancel, decisions, and the reads of one run.
+//! with the executing fence, cancel, and the reads of one run. Every write that needs
+//! the lease checks it in the transaction that writes, holding the run's row lock, so
+//! workers on many hosts are serialised on each run as SQLite's one writer serialises
+//! processes on one file.
 
+use deadpool_postgres::GenericClient;
+use tokio_postgres::error::SqlState;
+
+use super::prepared::Prepared;
+use super::run_rows::{
+    NOW_MS, OrStore, db_now, find_run, find_run_locked, ids_below, pending_rows,
+    pending_with_below, root_of, rows_to, run_from_row,
+};
+use super::save_rows::{add_pending, append_messages, insert_records, set_pending};
 use super::{PgStore, StoreError};
-use crate::protocol::{Decision, RunStatus};
-use crate::store::{Decided, Decider, DecisionChanges, NewRun, PendingRow, RunRow, RunSave};
+use crate::protocol::RunStatus;
+use crate::store::{NewRun, PendingRow, Refusal, RunRow, RunSave};
+
+/// Namespace of the advisory locks taken on a conversation while a run is created in it
+/// (`TGCV`); the second key is the conversation id's hash.
+const CONVERSATION_LOCK: i32 = 0x5447_4356;
 
 impl PgStore {
+    /// A new run, in progress and leased to `owner`, with the messages it adds to its
+    /// conversation (the user's message, at least), the first at position `first_seq`.
     #[allow(clippy::too_many_arguments)]
     pub async fn create_run(
         &self,
-        _id: &str,
-        _conversation_id: &str,
-        _agent: &str,
-        _state: String,
-        _owner: &str,
-        _lease_ms: i64,
-        _messages: Vec<String>,
-        _first_seq: usize,
+        id: &str,
+        conversation_id: &str,
+        agent: &str,
+        state: String,
+        owner: &str,
+        lease_ms: i64,
+        messages: Vec<String>,
+        first_seq: usize,
     ) -> Result<(), StoreError> {
-        Err(self.unbuilt("create_run"))
+        self.create_linked_run(NewRun {
+            id: id.to_string(),
+            conversation_id: conversation_id.to_string(),
+            agent: agent.to_string(),
+            state,
+            owner: owner.to_string(),
+            lease_ms,
+            messages,
+            first_seq,
+            link: None,
+            tenant: crate::identity::DEFAULT_TENANT.to_string(),
+            started_by: None,
+        })
+        .await
     }
 
-    pub async fn create_linked_run(&self, _new: NewRun) -> Result<(), StoreError> {
-        Err(self.unbuilt("create_linked_run"))
+    /// [`PgStore::create_run`], for a run that may be a sub-agent's (`link`). A child is
+    /// refused when its parent's call already has one ([`Refusal::ChildExists`]).
+    pub async fn create_linked_run(&self, new: NewRun) -> Result<(), StoreError> {
+        self.open_for_writes()?;
+        self.on_pool(|s| async move {
+            let mut client = s.client().await?;
+            let tx = client.transaction().await.or_store(&s)?;
+            let NewRun {
+                id,
+                conversation_id,
+                agent,
+                state,
+                owner,
+                lease_ms,
+                messages,
+                first_seq,
+                link,
+                tenant,
+                started_by,
+            } = new;
+            // One creation at a time per conversation: the check below holds until commit.
+            tx.exec(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                &[&CONVERSATION_LOCK, &conversation_id],
+            )
+            .await
+            .or_store(&s)?;
+            if let Some(other) = tx
+                .row_opt(
+                    "SELECT id, status FROM runs WHERE conversation_id = $1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
+                    &[&conversation_id],
+                )
+                .await
+                .or_store(&s)?
+            {
+                let (other_id, status): (String, String) =
+                    (other.try_get(0).or_store(&s)?, other.try_get(1).or_store(&s)?);
+                return Err(StoreError::Refused(
+                    Refusal::ConversationBusy,
+                    format!(
+                        "conversation '{conversation_id}' has an unfinished run {other_id} ({status}); resolve, resume or cancel it first"
+                    ),
+                ));
+            }
+            let (parent, call, depth) = match &link {
+                Some(l) => (
+                    Some(l.parent_run_id.clone()),
+                    Some(l.parent_call_id.clone()),
+                    i64::from(l.depth),
+                ),
+                None => (None, None, 0),
+            };
+            if let (Some(p), Some(c)) = (&parent, &call)
+                && let Some(existing) = tx
+                    .row_opt(
+                        "SELECT id FROM runs WHERE parent_run_id = $1 AND parent_call_id = $2",
+                        &[p, c],
+                    )
+                    .await
+                    .or_store(&s)?
+            {
+                let existing: String = existing.try_get(0).or_store(&s)?;
+                return Err(child_exists(p, c, Some(&existing)));
+            }
+            if tx
+                .row_opt(
+                    "SELECT tenant FROM runs WHERE conversation_id = $1 AND tenant <> $2 LIMIT 1",
+                    &[&conversation_id, &tenant],
+                )
+                .await
+                .or_store(&s)?
+                .is_some()
+            {
+                // Another tenant's conversation: not found, whoever asks.
+                return Err(StoreError::NotFound(format!(
+                    "conversation {conversation_id}"
+                )));
+            }
+            let now = db_now(&tx, &s).await?;
+            tx.exec(
+                "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by) VALUES ($1, $2, $3, 'in_progress', $4, 0, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
+                &[
+                    &id,
+                    &conversation_id,
+                    &agent,
+                    &state,
+                    &owner,
+                    &(now + lease_ms),
+                    &now,
+                    &parent,
+                    &call,
+                    &depth,
+                    &tenant,
+                    &started_by,
+                ],
+            )
+            .await
+            .map_err(|e| match (&parent, &call) {
+                // Another worker created the child meanwhile.
+                (Some(p), Some(c)) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    child_exists(p, c, None)
+                }
+                _ => s.error(e),
+            })?;
+            append_messages(&tx, &s, &id, first_seq, &messages).await?;
+            tx.commit().await.or_store(&s)?;
+            s.committed();
+            Ok(())
+        })
+        .await
     }
 
+    /// Takes the lease of a run so that this process can continue it: refused while
+    /// another holds it (its lease has not run out by the database's clock; only the
+    /// expiry counts, never which host or process holds it), or when the run has ended.
+    /// Returns the run and its pending items.
     pub async fn acquire_run(
         &self,
-        _id: &str,
-        _owner: &str,
-        _lease_ms: i64,
+        id: &str,
+        owner: &str,
+        lease_ms: i64,
     ) -> Result<(RunRow, Vec<PendingRow>), StoreError> {
-        Err(self.unbuilt("acquire_run"))
+        self.open_for_writes()?;
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.on_pool(|s| async move {
+            let mut client = s.client().await?;
+            let tx = client.transaction().await.or_store(&s)?;
+            let mut run = find_run_locked(&tx, &s, &id).await?;
+            if run.status.is_final() {
+                return Err(StoreError::Refused(
+                    Refusal::NotResumable,
+                    format!(
+                        "run {} is {}; it cannot continue (start a new run with --conversation {})",
+                        run.id,
+                        run.status.as_str(),
+                        run.conversation_id
+                    ),
+                ));
+            }
+            let now = db_now(&tx, &s).await?;
+            if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
+                && until > now
+                && *holder != owner
+                // A paused run this process claimed with its decision, it continues.
+                && !(run.status == RunStatus::RequiresAction && crate::store::is_this_process(holder))
+            {
+                let pid = crate::store::lease_pid(holder);
+                return Err(StoreError::Refused(
+                    Refusal::LeaseHeld,
+                    format!(
+                        "run {} is being continued by another process (pid {pid}); nothing was changed",
+                        run.id
+                    ),
+                ));
+            }
+            let pending = pending_rows(&tx, &s, &run.id).await?;
+            tx.exec(
+                "UPDATE runs SET lease_owner = $2, lease_until = $3, status = 'in_progress', updated_at = $4 WHERE id = $1",
+                &[&run.id, &owner, &(now + lease_ms), &now],
+            )
+            .await
+            .or_store(&s)?;
+            tx.commit().await.or_store(&s)?;
+            s.committed();
+            run.lease_owner = Some(owner);
+            run.lease_until = Some(now + lease_ms);
+            Ok((run, pending))
+        })
+        .await
     }
 
+    /// Extends the lease (by the database's clock); fails when this process no longer
+    /// holds it (the run was cancelled, or taken over after the lease ran out).
     pub async fn renew_lease(
         &self,
-        _id: &str,
-        _owner: &str,
-        _lease_ms: i64,
+        id: &str,
+        owner: &str,
+        lease_ms: i64,
     ) -> Result<(), StoreError> {
-        Err(self.unbuilt("renew_lease"))
+        self.open_for_writes()?;
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let n = client
+                .exec(
+                    &format!("UPDATE runs SET lease_until = {NOW_MS} + $3 WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress'"),
+                    &[&id, &owner, &lease_ms],
+                )
+                .await
+                .or_store(&s)?;
+            s.committed();
+            if n == 0 {
+                return Err(lost_lease(&id));
+            }
+            Ok(())
+        })
+        .await
     }
 
+    /// Gives a lease back without running, restoring the status the run had.
     pub async fn release_run(
         &self,
-        _id: &str,
-        _owner: &str,
-        _status: RunStatus,
+        id: &str,
+        owner: &str,
+        status: RunStatus,
     ) -> Result<(), StoreError> {
-        Err(self.unbuilt("release_run"))
+        self.open_for_writes()?;
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            client
+                .exec(
+                    "UPDATE runs SET status = $3, lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
+                    &[&id, &owner, &status.as_str()],
+                )
+                .await
+                .or_store(&s)?;
+            s.committed();
+            Ok(())
+        })
+        .await
     }
 
-    pub async fn save_run(
-        &self,
-        _id: &str,
-        _owner: &str,
-        _save: RunSave,
-    ) -> Result<(), StoreError> {
-        Err(self.unbuilt("save_run"))
+    /// Saves a run's state, status and pending items, as the holder of its lease. The
+    /// lease is checked by the update itself, which holds the run's row until commit:
+    /// a worker that took the run over is ordered before (this save is refused) or after
+    /// (it reads this save), never between. Items moved to `executing` here are the
+    /// at-most-once fence: whoever continues the run later finds them there.
+    pub async fn save_run(&self, id: &str, owner: &str, save: RunSave) -> Result<(), StoreError> {
+        self.open_for_writes()?;
+        let (id, owner) = (id.to_string(), owner.to_string());
+        self.on_pool(|s| async move {
+            let mut client = s.client().await?;
+            let tx = client.transaction().await.or_store(&s)?;
+            let now = db_now(&tx, &s).await?;
+            let n = tx
+                .exec(
+                    "UPDATE runs SET status = $3, state = $4, iteration = $5, last_error = $6, updated_at = $7,
+                       lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
+                       lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END,
+                       prompt_tokens = $9, completion_tokens = $10, total_tokens = $11, model_calls = $12,
+                       cache_read_tokens = $13, cache_creation_tokens = $14, compactions = $15
+                     WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress'",
+                    &[
+                        &id,
+                        &owner,
+                        &save.status.as_str(),
+                        &save.state,
+                        &i64::from(save.iteration),
+                        &save.last_error,
+                        &now,
+                        &save.release,
+                        &count(save.usage.prompt_tokens),
+                        &count(save.usage.completion_tokens),
+                        &count(save.usage.total_tokens),
+                        &count(save.usage.model_calls),
+                        &count(save.usage.cache_read_tokens),
+                        &count(save.usage.cache_creation_tokens),
+                        &count(save.usage.compactions),
+                    ],
+                )
+                .await
+                .or_store(&s)?;
+            if n == 0 {
+                // Cancelled or taken over: the state is not this process's to save, but
+                // the calls it ran happened; their records are kept.
+                insert_records(&tx, &s, &save.records).await?;
+                tx.commit().await.or_store(&s)?;
+                s.committed();
+                return Err(lost_lease(&id));
+            }
+            add_pending(&tx, &s, &id, &save.add_pending, now).await?;
+            set_pending(&tx, &s, &id, &save.set_pending).await?;
+            insert_records(&tx, &s, &save.records).await?;
+            append_messages(&tx, &s, &id, save.first_seq, &save.messages).await?;
+            tx.commit().await.or_store(&s)?;
+            s.committed();
+            Ok(())
+        })
+        .await
     }
 
-    pub async fn cancel_run(&self, _id: &str) -> Result<(String, RunStatus), StoreError> {
-        Err(self.unbuilt("cancel_run"))
+    /// Cancels a run that has not ended, with every run below it; returns its id and
+    /// the status it had.
+    pub async fn cancel_run(&self, id: &str) -> Result<(String, RunStatus), StoreError> {
+        self.open_for_writes()?;
+        let id = id.to_string();
+        self.on_pool(|s| async move {
+            let mut client = s.client().await?;
+            let tx = client.transaction().await.or_store(&s)?;
+            let run = find_run_locked(&tx, &s, &id).await?;
+            if run.status.is_final() {
+                return Err(StoreError::Refused(
+                    Refusal::NotResumable,
+                    format!("run {} is already {}", run.id, run.status.as_str()),
+                ));
+            }
+            let now = db_now(&tx, &s).await?;
+            tx.exec(
+                "UPDATE runs SET status = 'cancelled', last_error = 'cancelled by the user', lease_owner = NULL, lease_until = NULL, updated_at = $2 WHERE id = $1",
+                &[&run.id, &now],
+            )
+            .await
+            .or_store(&s)?;
+            // Every sub-agent run below it that has not ended stops with it.
+            for below in ids_below(&tx, &s, &run.id).await? {
+                tx.exec(
+                    "UPDATE runs SET status = 'cancelled', last_error = 'cancelled with the run above it', lease_owner = NULL, lease_until = NULL, updated_at = $2 WHERE id = $1 AND status IN ('in_progress', 'requires_action', 'failed')",
+                    &[&below, &now],
+                )
+                .await
+                .or_store(&s)?;
+            }
+            tx.commit().await.or_store(&s)?;
+            s.committed();
+            Ok((run.id, run.status))
+        })
+        .await
     }
 
-    pub async fn unheld_runs(&self, _limit: usize) -> Result<Vec<String>, StoreError> {
-        Err(self.unbuilt("unheld_runs"))
+    /// A run's status alone (a cheap read, for a driver watching for a cancel).
+    pub async fn run_status(&self, id: &str) -> Result<RunStatus, StoreError> {
+        let id = id.to_string();
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let row = client
+                .row_opt("SELECT status FROM runs WHERE id = $1", &[&id])
+                .await
+                .or_store(&s)?
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            let status: String = row.try_get(0).or_store(&s)?;
+            RunStatus::parse(&status).ok_or_else(|| {
+                StoreError::Refused(
+                    Refusal::NotResumable,
+                    format!("run {id} has an unknown status '{status}'"),
+                )
+            })
+        })
+        .await
     }
 
-    pub async fn run_status(&self, _id: &str) -> Result<RunStatus, StoreError> {
-        Err(self.unbuilt("run_status"))
+    /// One run, by id or unique id prefix, with its pending items; a paused run's
+    /// items include those waiting in its sub-agents' runs below it (one snapshot).
+    pub async fn run(&self, id: &str) -> Result<(RunRow, Vec<PendingRow>), StoreError> {
+        let id = id.to_string();
+        self.on_pool(|s| async move {
+            let mut client = s.client().await?;
+            let snapshot = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .or_store(&s)?;
+            let run = find_run(&snapshot, &s, &id).await?;
+            let pending = pending_with_below(&snapshot, &s, &run).await?;
+            snapshot.commit().await.or_store(&s)?;
+            Ok((run, pending))
+        })
+        .await
     }
 
-    pub async fn run(&self, _id: &str) -> Result<(RunRow, Vec<PendingRow>), StoreError> {
-        Err(self.unbuilt("run"))
-    }
-
+    /// A conversation's messages (JSON), in order.
     pub async fn conversation_messages(
         &self,
-        _conversation: &str,
+        conversation: &str,
     ) -> Result<Vec<String>, StoreError> {
-        Err(self.unbuilt("conversation_messages"))
+        let conversation = conversation.to_string();
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let rows = client
+                .rows(
+                    "SELECT message FROM messages WHERE conversation_id = $1 ORDER BY seq",
+                    &[&conversation],
+                )
+                .await
+                .or_store(&s)?;
+            rows_to(rows, &s, |r| r.try_get(0))
+        })
+        .await
     }
 
+    /// The sub-agent run started by `call_id` of `parent_run_id`, if there is one.
     pub async fn child_run(
         &self,
-        _parent_run_id: &str,
-        _call_id: &str,
+        parent_run_id: &str,
+        call_id: &str,
     ) -> Result<Option<RunRow>, StoreError> {
-        Err(self.unbuilt("child_run"))
+        let (parent, call) = (parent_run_id.to_string(), call_id.to_string());
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let sql = format!(
+                "SELECT {} FROM runs WHERE parent_run_id = $1 AND parent_call_id = $2",
+                super::run_rows::RUN_COLUMNS
+            );
+            let row = client.row_opt(&sql, &[&parent, &call]).await.or_store(&s)?;
+            row.as_ref().map(run_from_row).transpose().or_store(&s)
+        })
+        .await
     }
 
-    pub async fn root_run(&self, _run_id: &str) -> Result<RunRow, StoreError> {
-        Err(self.unbuilt("root_run"))
+    /// The top run of the tree `run_id` is in (the run itself when it is a top run).
+    pub async fn root_run(&self, run_id: &str) -> Result<RunRow, StoreError> {
+        let id = run_id.to_string();
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let run = find_run(&client, &s, &id).await?;
+            root_of(&client, &s, run).await
+        })
+        .await
     }
 
-    pub async fn runs_below(&self, _run_id: &str) -> Result<Vec<String>, StoreError> {
-        Err(self.unbuilt("runs_below"))
+    /// The ids of every run below `run_id` (its sub-agents' runs, theirs, ...).
+    pub async fn runs_below(&self, run_id: &str) -> Result<Vec<String>, StoreError> {
+        let id = run_id.to_string();
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            ids_below(&client, &s, &id).await
+        })
+        .await
     }
+}
 
-    pub async fn apply_decision(
-        &self,
-        _changes: DecisionChanges,
-        _decision: Decision,
-        _decider: Option<Decider>,
-    ) -> Result<Option<Decided>, StoreError> {
-        Err(self.unbuilt("apply_decision"))
-    }
+/// A count as the database keeps it (at most `i64::MAX`).
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
-    pub async fn standing_approvals(
-        &self,
-        _conversation: &str,
-        _agent: &str,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        Err(self.unbuilt("standing_approvals"))
-    }
+fn lost_lease(id: &str) -> StoreError {
+    StoreError::Refused(
+        Refusal::LeaseLost,
+        format!("run {id} was cancelled or taken over by another process; this process stopped"),
+    )
+}
+
+/// The refusal of a second sub-agent run for one call (`existing`: the first's id, when
+/// it was read; another worker may have created it meanwhile).
+fn child_exists(parent: &str, call: &str, existing: Option<&str>) -> StoreError {
+    let message = match existing {
+        Some(id) => format!("call {call} of run {parent} already has its sub-agent run {id}"),
+        None => format!(
+            "call {call} of run {parent} already has its sub-agent run (created meanwhile by another worker)"
+        ),
+    };
+    StoreError::Refused(Refusal::ChildExists, message)
 }

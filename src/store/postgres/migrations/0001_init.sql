@@ -164,3 +164,75 @@ CREATE TABLE run_totals (
     total_ms DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (run_id, tool, status)
 );
+
+-- Runs, leases and the change feed (the part of the schema runs.rs, decisions.rs and
+-- the change feed's listener rely on).
+
+-- The order pending items were added in (SQLite's rowid): a turn's items in the order
+-- the model asked for them.
+ALTER TABLE pending ADD COLUMN added BIGINT GENERATED ALWAYS AS IDENTITY;
+CREATE INDEX pending_run_added ON pending (run_id, added);
+
+-- Runs found by a prefix of their id (byte-wise, whatever the database's collation).
+CREATE INDEX runs_id_prefix ON runs (id text_pattern_ops);
+
+-- Runs a worker may take up: in progress at the top of their tree, by last change.
+CREATE INDEX runs_unheld ON runs (updated_at) WHERE status = 'in_progress' AND depth = 0;
+
+-- The change feed (SQLite's schema 13, without its table): every change to a run is sent
+-- with NOTIFY on channel `toolgate_changes` by triggers, in the transaction that makes
+-- it, so each worker's listener hears it when (and only if) that transaction commits,
+-- in commit order. The payload is the change itself, as JSON: {seq, run_id, tenant,
+-- kind (created | status | saved | pending_added | decided), status (the run's status
+-- after the change), origin (the lease owner driving the run then, if any)}. `seq`
+-- comes from a sequence: unique and increasing in the order changes are made (they
+-- commit in another order, so nothing reads changes back by it). Lease renewals change
+-- nothing here.
+CREATE SEQUENCE toolgate_change_seq;
+
+CREATE FUNCTION toolgate_change(run_id TEXT, tenant TEXT, kind TEXT, status TEXT, origin TEXT)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('toolgate_changes', json_build_object(
+        'seq', nextval('toolgate_change_seq'), 'run_id', run_id, 'tenant', tenant,
+        'kind', kind, 'status', status, 'origin', origin)::text);
+END
+$$;
+
+CREATE FUNCTION toolgate_run_created() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM toolgate_change(NEW.id, NEW.tenant, 'created', NEW.status, NEW.lease_owner);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER changes_run_created AFTER INSERT ON runs
+    FOR EACH ROW EXECUTE FUNCTION toolgate_run_created();
+
+CREATE FUNCTION toolgate_run_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM toolgate_change(NEW.id, NEW.tenant,
+        CASE WHEN OLD.status IS DISTINCT FROM NEW.status THEN 'status' ELSE 'saved' END,
+        NEW.status, COALESCE(NEW.lease_owner, OLD.lease_owner));
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER changes_run_updated AFTER UPDATE ON runs
+    FOR EACH ROW
+    WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.updated_at IS DISTINCT FROM NEW.updated_at)
+    EXECUTE FUNCTION toolgate_run_updated();
+
+CREATE FUNCTION toolgate_pending_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM toolgate_change(r.id, r.tenant,
+        CASE WHEN TG_OP = 'INSERT' THEN 'pending_added' ELSE 'decided' END,
+        r.status, r.lease_owner)
+    FROM runs r WHERE r.id = NEW.run_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER changes_pending_added AFTER INSERT ON pending
+    FOR EACH ROW EXECUTE FUNCTION toolgate_pending_changed();
+CREATE TRIGGER changes_pending_decided AFTER UPDATE ON pending
+    FOR EACH ROW
+    WHEN (OLD.decision IS DISTINCT FROM NEW.decision)
+    EXECUTE FUNCTION toolgate_pending_changed();

@@ -1,0 +1,262 @@
+//! Runs and their pending items read back from PostgreSQL rows: the columns, a run found
+//! by its id or a unique prefix of it (locked or not), its pending items (with those
+//! waiting in the runs below it), the runs below one, and the database's clock.
+
+use deadpool_postgres::GenericClient;
+use serde_json::Value;
+use tokio_postgres::Row;
+
+use super::prepared::Prepared;
+use super::{PgStore, StoreError};
+use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
+use crate::store::{PendingRow, PendingState, Refusal, RunRow};
+
+/// The database's clock in unix milliseconds: leases run out by it, whichever host
+/// asks.
+pub(super) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// The columns [`run_from_row`] reads, in its order.
+pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by, prompt_tokens, completion_tokens, total_tokens, model_calls, cache_read_tokens, cache_creation_tokens, compactions";
+
+/// The columns [`pending_from_row`] reads, in its order (a query's own come after).
+pub(super) const PENDING_COLUMNS: &str =
+    "call_id, kind, tool, arguments, decision, state, reason, expires_at, on_timeout, policy";
+/// How many they are.
+const PENDING_COUNT: usize = 10;
+
+/// A database error turned into the store's, naming the database.
+pub(super) trait OrStore<T> {
+    fn or_store(self, s: &PgStore) -> Result<T, StoreError>;
+}
+
+impl<T> OrStore<T> for Result<T, tokio_postgres::Error> {
+    fn or_store(self, s: &PgStore) -> Result<T, StoreError> {
+        self.map_err(|e| s.error(e))
+    }
+}
+
+/// The database's clock now (see [`NOW_MS`]).
+pub(super) async fn db_now(c: &impl GenericClient, s: &PgStore) -> Result<i64, StoreError> {
+    let row = c.row(&format!("SELECT {NOW_MS}"), &[]).await.or_store(s)?;
+    row.try_get(0).or_store(s)
+}
+
+/// A count column (never negative; a negative one reads as 0).
+fn count(row: &Row, i: usize) -> Result<u64, tokio_postgres::Error> {
+    Ok(u64::try_from(row.try_get::<_, i64>(i)?).unwrap_or(0))
+}
+
+/// A small count column (iterations, depth).
+fn small(row: &Row, i: usize) -> Result<u32, tokio_postgres::Error> {
+    Ok(u32::try_from(row.try_get::<_, i64>(i)?).unwrap_or(0))
+}
+
+/// A run from a row of [`RUN_COLUMNS`].
+pub(super) fn run_from_row(row: &Row) -> Result<RunRow, tokio_postgres::Error> {
+    let status: String = row.try_get(3)?;
+    Ok(RunRow {
+        id: row.try_get(0)?,
+        conversation_id: row.try_get(1)?,
+        agent: row.try_get(2)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        state: row.try_get(4)?,
+        iteration: small(row, 5)?,
+        last_error: row.try_get(6)?,
+        lease_owner: row.try_get(7)?,
+        lease_until: row.try_get(8)?,
+        created_at: row.try_get(9)?,
+        updated_at: row.try_get(10)?,
+        parent_run_id: row.try_get(11)?,
+        parent_call_id: row.try_get(12)?,
+        depth: small(row, 13)?,
+        tenant: row.try_get(14)?,
+        started_by: row.try_get(15)?,
+        usage: Usage {
+            prompt_tokens: count(row, 16)?,
+            completion_tokens: count(row, 17)?,
+            total_tokens: count(row, 18)?,
+            model_calls: count(row, 19)?,
+            cache_read_tokens: count(row, 20)?,
+            cache_creation_tokens: count(row, 21)?,
+            compactions: count(row, 22)?,
+        },
+    })
+}
+
+/// A pending item from a row of [`PENDING_COLUMNS`].
+pub(super) fn pending_from_row(row: &Row) -> Result<PendingRow, tokio_postgres::Error> {
+    let kind: String = row.try_get(1)?;
+    let arguments: String = row.try_get(3)?;
+    let decision: Option<String> = row.try_get(4)?;
+    let on_timeout: Option<String> = row.try_get(8)?;
+    let state: String = row.try_get(5)?;
+    Ok(PendingRow {
+        item: RequiredItem {
+            call_id: row.try_get(0)?,
+            kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
+            tool: row.try_get(2)?,
+            arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
+            run_id: None,
+            path: Vec::new(),
+            reason: row.try_get(6)?,
+            expires_at: row.try_get(7)?,
+            on_timeout: on_timeout
+                .as_deref()
+                .and_then(crate::policy::OnTimeout::parse),
+            policy: row.try_get(9)?,
+        },
+        decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
+        // A state this toolgate does not know (a newer one wrote it) is acted on: done.
+        state: PendingState::parse(&state).unwrap_or(PendingState::Done),
+    })
+}
+
+/// Rows turned into values, the first error stopping it.
+pub(super) fn rows_to<T>(
+    rows: Vec<Row>,
+    s: &PgStore,
+    f: impl Fn(&Row) -> Result<T, tokio_postgres::Error>,
+) -> Result<Vec<T>, StoreError> {
+    rows.iter().map(|r| f(r).or_store(s)).collect()
+}
+
+/// The run with exactly this id, if any; `lock` takes its row lock until the transaction
+/// ends (what SQLite's single writer gave every write).
+pub(super) async fn run_by_id(
+    c: &impl GenericClient,
+    s: &PgStore,
+    id: &str,
+    lock: bool,
+) -> Result<Option<RunRow>, StoreError> {
+    let sql = format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE id = $1{}",
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    let row = c.row_opt(&sql, &[&id]).await.or_store(s)?;
+    row.as_ref().map(run_from_row).transpose().or_store(s)
+}
+
+/// Finds a run by its id or a unique prefix of it.
+pub(super) async fn find_run(
+    c: &impl GenericClient,
+    s: &PgStore,
+    id: &str,
+) -> Result<RunRow, StoreError> {
+    if let Some(run) = run_by_id(c, s, id, false).await? {
+        return Ok(run);
+    }
+    // The byte-wise range finds them on the index `runs_id_prefix` (the statement is
+    // prepared, so `LIKE` with a parameter would not); `starts_with` is what decides.
+    let sql = format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE id ~>=~ $1 AND id ~<~ ($1 || chr(1114111)) AND starts_with(id, $1) ORDER BY id LIMIT 2"
+    );
+    let rows = c.rows(&sql, &[&id]).await.or_store(s)?;
+    let mut found = rows_to(rows, s, run_from_row)?;
+    match found.len() {
+        1 => found.pop().ok_or_else(|| StoreError::NotFound(id.into())),
+        0 => Err(StoreError::NotFound(id.to_string())),
+        _ => Err(StoreError::Refused(
+            Refusal::AmbiguousId,
+            format!("'{id}' is the start of more than one run id; give more of it"),
+        )),
+    }
+}
+
+/// [`find_run`], then its row locked (and read again under the lock).
+pub(super) async fn find_run_locked(
+    c: &impl GenericClient,
+    s: &PgStore,
+    id: &str,
+) -> Result<RunRow, StoreError> {
+    let found = find_run(c, s, id).await?;
+    run_by_id(c, s, &found.id, true)
+        .await?
+        .ok_or(StoreError::NotFound(found.id))
+}
+
+/// A run's own pending items, in the order they were added.
+pub(super) async fn pending_rows(
+    c: &impl GenericClient,
+    s: &PgStore,
+    run_id: &str,
+) -> Result<Vec<PendingRow>, StoreError> {
+    let sql = format!("SELECT {PENDING_COLUMNS} FROM pending WHERE run_id = $1 ORDER BY added");
+    let rows = c.rows(&sql, &[&run_id]).await.or_store(s)?;
+    rows_to(rows, s, pending_from_row)
+}
+
+/// A run's own pending items, then (while it is paused) those waiting below it.
+pub(super) async fn pending_with_below(
+    c: &impl GenericClient,
+    s: &PgStore,
+    run: &RunRow,
+) -> Result<Vec<PendingRow>, StoreError> {
+    let mut pending = pending_rows(c, s, &run.id).await?;
+    if run.status == RunStatus::RequiresAction {
+        pending.extend(waiting_below(c, s, &run.id).await?);
+    }
+    Ok(pending)
+}
+
+/// The runs below `$1`, each with the path of run ids from `$1`'s child down to it,
+/// parents before children.
+const BELOW: &str = "WITH RECURSIVE below(id, path) AS (
+    SELECT id, id FROM runs WHERE parent_run_id = $1
+    UNION ALL
+    SELECT r.id, below.path || ' ' || r.id FROM runs r JOIN below ON r.parent_run_id = below.id
+)";
+
+/// The items waiting in paused runs below `run_id`, each with the run holding it and
+/// the path to that run from `run_id` (included).
+pub(super) async fn waiting_below(
+    c: &impl GenericClient,
+    s: &PgStore,
+    run_id: &str,
+) -> Result<Vec<PendingRow>, StoreError> {
+    let sql = format!(
+        "{BELOW} SELECT p.call_id, p.kind, p.tool, p.arguments, p.decision, p.state, p.reason, p.expires_at, p.on_timeout, p.policy, below.id, below.path
+         FROM below JOIN runs r ON r.id = below.id JOIN pending p ON p.run_id = below.id
+         WHERE r.status = 'requires_action' AND p.state = 'waiting'
+         ORDER BY r.depth, r.created_at, p.added"
+    );
+    let rows = c.rows(&sql, &[&run_id]).await.or_store(s)?;
+    rows_to(rows, s, |row| {
+        let mut p = pending_from_row(row)?;
+        let holder: String = row.try_get(PENDING_COUNT)?;
+        let path: String = row.try_get(PENDING_COUNT + 1)?;
+        p.item.run_id = Some(holder);
+        p.item.path = std::iter::once(run_id.to_string())
+            .chain(path.split(' ').map(str::to_string))
+            .collect();
+        Ok(p)
+    })
+}
+
+/// The ids of every run below `run_id`.
+pub(super) async fn ids_below(
+    c: &impl GenericClient,
+    s: &PgStore,
+    run_id: &str,
+) -> Result<Vec<String>, StoreError> {
+    let rows = c
+        .rows(&format!("{BELOW} SELECT id FROM below"), &[&run_id])
+        .await
+        .or_store(s)?;
+    rows_to(rows, s, |r| r.try_get(0))
+}
+
+/// The top of the tree `run` is in.
+pub(super) async fn root_of(
+    c: &impl GenericClient,
+    s: &PgStore,
+    mut run: RunRow,
+) -> Result<RunRow, StoreError> {
+    // Bounded: a tree is never deeper than its runs.
+    for _ in 0..=run.depth {
+        let Some(parent) = run.parent_run_id.clone() else {
+            return Ok(run);
+        };
+        run = find_run(c, s, &parent).await?;
+    }
+    Ok(run)
+}
