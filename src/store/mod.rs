@@ -35,12 +35,6 @@ use sqlite::SqliteStore;
 /// The default database file, relative to the current folder.
 pub const DEFAULT_DB: &str = "toolgate.db";
 
-/// Whether `db` names a database on a server (a URL) rather than a file: there is no
-/// file to look for or folder to create.
-pub fn is_server_url(db: &Path) -> bool {
-    postgres_url(db).is_some()
-}
-
 /// The record of every run, call and decision, behind one backend.
 #[derive(Clone)]
 pub struct Store {
