@@ -572,3 +572,6 @@ impl RunEvent {
         )
     }
 }
+
+#[cfg(test)]
+mod wire_tests;
