@@ -1,6 +1,9 @@
 //! Every run event's JSON, byte for byte: what `--json`, SSE and `/v1/events` carry.
-//! Written against the two-level events this module had before, so that the one
-//! tagged enum keeps every field, its order and its name.
+//! Written against the two-level events this module had before (an untagged `Tool`
+//! wrapper around the engine's events), so that the one tagged enum keeps every field,
+//! its order and its name. The one change: `tool.started`, `tool.output` and
+//! `tool.finished` put `type` first, like every other event (the wrapper wrote `run_id`
+//! before it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
@@ -41,172 +44,164 @@ fn every_event() -> Vec<(RunEvent, &'static str)> {
     let run = || "run_1".to_string();
     vec![
         (
-            RunEvent::RunStarted {
+            RunEvent::RunStarted(events::RunStarted {
                 run_id: run(),
                 conversation_id: "conv_1".into(),
                 agent: "assistant".into(),
                 model: "m".into(),
                 resumed: false,
-            },
+            }),
             r#"{"type":"run.started","run_id":"run_1","conversation_id":"conv_1","agent":"assistant","model":"m","resumed":false}"#,
         ),
         (
-            RunEvent::TextDelta {
+            RunEvent::TextDelta(events::TextDelta {
                 run_id: run(),
                 text: "Hi".into(),
-            },
+            }),
             r#"{"type":"text.delta","run_id":"run_1","text":"Hi"}"#,
         ),
         (
-            RunEvent::ToolCallParsed {
+            RunEvent::ToolCallParsed(events::ToolCallParsed {
                 run_id: run(),
                 call_id: "call_1".into(),
                 tool: "pay".into(),
                 arguments: serde_json::json!({"amount": 5}),
-            },
+            }),
             r#"{"type":"tool_call.parsed","run_id":"run_1","call_id":"call_1","tool":"pay","arguments":{"amount":5}}"#,
         ),
         (
-            RunEvent::ParseProblem {
+            RunEvent::ParseProblem(events::ParseProblem {
                 run_id: run(),
                 message: "odd".into(),
-            },
+            }),
             r#"{"type":"parse.problem","run_id":"run_1","message":"odd"}"#,
         ),
         (
-            RunEvent::ApprovalRequested {
+            RunEvent::ApprovalRequested(events::ApprovalRequested {
                 run_id: run(),
                 item: item(),
-            },
+            }),
             r#"{"type":"approval.requested","run_id":"run_1","call_id":"call_1","kind":"approval","tool":"pay","arguments":{"amount":5},"reason":"permission: confirm","expires_at":1700,"on_timeout":"deny"}"#,
         ),
         (
-            RunEvent::ApprovalRequested {
+            RunEvent::ApprovalRequested(events::ApprovalRequested {
                 run_id: run(),
                 item: nested_item(),
-            },
+            }),
             r#"{"type":"approval.requested","run_id":"run_1","call_id":"call_2","kind":"submit_tool_output","tool":"lookup","arguments":{},"run_id":"run_child","path":["run_1","run_child"]}"#,
         ),
         (
-            RunEvent::ApprovalExpiring {
+            RunEvent::ApprovalExpiring(events::ApprovalExpiring {
                 run_id: run(),
                 item: item(),
-            },
+            }),
             r#"{"type":"approval.expiring","run_id":"run_1","call_id":"call_1","kind":"approval","tool":"pay","arguments":{"amount":5},"reason":"permission: confirm","expires_at":1700,"on_timeout":"deny"}"#,
         ),
         (
-            RunEvent::ApprovalExpired {
+            RunEvent::ApprovalExpired(events::ApprovalExpired {
                 run_id: run(),
                 item: item(),
-            },
+            }),
             r#"{"type":"approval.expired","run_id":"run_1","call_id":"call_1","kind":"approval","tool":"pay","arguments":{"amount":5},"reason":"permission: confirm","expires_at":1700,"on_timeout":"deny"}"#,
         ),
         (
-            RunEvent::ToolResolved {
+            RunEvent::ToolResolved(events::ToolResolved {
                 run_id: run(),
                 call_id: "call_1".into(),
                 tool: "pay".into(),
                 status: CallStatus::Denied,
                 output: "no".into(),
-            },
+            }),
             r#"{"type":"tool.resolved","run_id":"run_1","call_id":"call_1","tool":"pay","status":"denied","output":"no"}"#,
         ),
         (
-            RunEvent::ModelRetry {
+            RunEvent::ModelRetry(events::ModelRetry {
                 run_id: run(),
                 attempt: 2,
                 wait_ms: 500,
                 error: "429".into(),
-            },
+            }),
             r#"{"type":"model.retry","run_id":"run_1","attempt":2,"wait_ms":500,"error":"429"}"#,
         ),
         (
-            RunEvent::ContextCompacted {
+            RunEvent::ContextCompacted(events::ContextCompacted {
                 run_id: run(),
                 strategy: "truncate".into(),
                 messages: 4,
                 tokens_before: 900,
                 tokens_after: 300,
-            },
+            }),
             r#"{"type":"context.compacted","run_id":"run_1","strategy":"truncate","messages":4,"tokens_before":900,"tokens_after":300}"#,
         ),
         (
-            RunEvent::RunRequiresAction {
+            RunEvent::RunRequiresAction(events::RunRequiresAction {
                 run_id: run(),
                 items: vec![item()],
-            },
+            }),
             r#"{"type":"run.requires_action","run_id":"run_1","items":[{"call_id":"call_1","kind":"approval","tool":"pay","arguments":{"amount":5},"reason":"permission: confirm","expires_at":1700,"on_timeout":"deny"}]}"#,
         ),
         (
-            RunEvent::RunCompleted { run_id: run() },
+            RunEvent::RunCompleted(events::RunCompleted { run_id: run() }),
             r#"{"type":"run.completed","run_id":"run_1"}"#,
         ),
         (
-            RunEvent::RunIncomplete {
+            RunEvent::RunIncomplete(events::RunIncomplete {
                 run_id: run(),
                 reason: "max_iterations".into(),
-            },
+            }),
             r#"{"type":"run.incomplete","run_id":"run_1","reason":"max_iterations"}"#,
         ),
         (
-            RunEvent::RunFailed {
+            RunEvent::RunFailed(events::RunFailed {
                 run_id: run(),
                 error: "down".into(),
-            },
+            }),
             r#"{"type":"run.failed","run_id":"run_1","error":"down"}"#,
         ),
         (
-            RunEvent::RunCancelled { run_id: run() },
+            RunEvent::RunCancelled(events::RunCancelled { run_id: run() }),
             r#"{"type":"run.cancelled","run_id":"run_1"}"#,
         ),
         (
-            RunEvent::Tool {
+            RunEvent::ToolStarted(events::ToolStarted {
                 run_id: run(),
-                event: Event::ToolStarted {
-                    call_id: "call_1".into(),
-                    tool: "pay".into(),
-                    conversation_id: "conv_1".into(),
-                },
-            },
-            r#"{"run_id":"run_1","type":"tool.started","call_id":"call_1","tool":"pay","conversation_id":"conv_1"}"#,
+                call_id: "call_1".into(),
+                tool: "pay".into(),
+                conversation_id: "conv_1".into(),
+            }),
+            r#"{"type":"tool.started","run_id":"run_1","call_id":"call_1","tool":"pay","conversation_id":"conv_1"}"#,
         ),
         (
-            RunEvent::Tool {
+            RunEvent::ToolOutput(events::ToolOutput {
                 run_id: run(),
-                event: Event::ToolOutput {
-                    call_id: "call_1".into(),
-                    part: Part::Text {
-                        text: "line".into(),
-                    },
+                call_id: "call_1".into(),
+                part: Part::Text {
+                    text: "line".into(),
                 },
-            },
-            r#"{"run_id":"run_1","type":"tool.output","call_id":"call_1","part":{"type":"text","text":"line"}}"#,
+            }),
+            r#"{"type":"tool.output","run_id":"run_1","call_id":"call_1","part":{"type":"text","text":"line"}}"#,
         ),
         (
-            RunEvent::Tool {
+            RunEvent::ToolFinished(events::ToolFinished {
                 run_id: run(),
-                event: Event::ToolFinished {
-                    call_id: "call_1".into(),
-                    tool: "pay".into(),
-                    status: CallStatus::Succeeded,
-                    duration_ms: 1.5,
-                    error_kind: None,
-                },
-            },
-            r#"{"run_id":"run_1","type":"tool.finished","call_id":"call_1","tool":"pay","status":"succeeded","duration_ms":1.5}"#,
+                call_id: "call_1".into(),
+                tool: "pay".into(),
+                status: CallStatus::Succeeded,
+                duration_ms: 1.5,
+                error_kind: None,
+            }),
+            r#"{"type":"tool.finished","run_id":"run_1","call_id":"call_1","tool":"pay","status":"succeeded","duration_ms":1.5}"#,
         ),
         (
-            RunEvent::Tool {
+            RunEvent::ToolFinished(events::ToolFinished {
                 run_id: run(),
-                event: Event::ToolFinished {
-                    call_id: "call_1".into(),
-                    tool: "pay".into(),
-                    status: CallStatus::Failed,
-                    duration_ms: 2.0,
-                    error_kind: Some("timeout".into()),
-                },
-            },
-            r#"{"run_id":"run_1","type":"tool.finished","call_id":"call_1","tool":"pay","status":"failed","duration_ms":2.0,"error_kind":"timeout"}"#,
+                call_id: "call_1".into(),
+                tool: "pay".into(),
+                status: CallStatus::Failed,
+                duration_ms: 2.0,
+                error_kind: Some("timeout".into()),
+            }),
+            r#"{"type":"tool.finished","run_id":"run_1","call_id":"call_1","tool":"pay","status":"failed","duration_ms":2.0,"error_kind":"timeout"}"#,
         ),
     ]
 }
@@ -221,6 +216,16 @@ fn every_event_keeps_its_json() {
         })
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_table_has_every_event() {
+    let mut named: Vec<&str> = every_event().iter().map(|(e, _)| e.name()).collect();
+    named.sort();
+    named.dedup();
+    let mut names = RunEvent::NAMES.to_vec();
+    names.sort();
+    assert_eq!(named, names);
 }
 
 #[test]
@@ -240,13 +245,14 @@ fn every_event_reads_back() {
             continue;
         }
         let mut expected = event.clone();
-        if let RunEvent::ApprovalRequested { item, .. }
-        | RunEvent::ApprovalExpiring { item, .. }
-        | RunEvent::ApprovalExpired { item, .. } = &mut expected
+        if let RunEvent::ApprovalRequested(events::ApprovalRequested { item, .. })
+        | RunEvent::ApprovalExpiring(events::ApprovalExpiring { item, .. })
+        | RunEvent::ApprovalExpired(events::ApprovalExpired { item, .. }) = &mut expected
         {
             item.policy = None;
         }
-        if let RunEvent::RunRequiresAction { items, .. } = &mut expected {
+        if let RunEvent::RunRequiresAction(events::RunRequiresAction { items, .. }) = &mut expected
+        {
             items.iter_mut().for_each(|i| i.policy = None);
         }
         let read: RunEvent = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));

@@ -8,7 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::model::ReplySink;
 use crate::parse::{NativeCalls, ParseOptions, ParsedTurn, StreamEvent, StreamParser, collect};
-use crate::protocol::RunEvent;
+use crate::protocol::{RunEvent, events};
 
 pub(crate) struct TurnSink<'a> {
     run_id: &'a str,
@@ -43,24 +43,30 @@ impl<'a> TurnSink<'a> {
         for event in events {
             let run_id = self.run_id.to_string();
             match &event {
-                StreamEvent::Text(text) => self.emit(RunEvent::TextDelta {
+                StreamEvent::Text(text) => self.emit(RunEvent::TextDelta(events::TextDelta {
                     run_id,
                     text: text.clone(),
-                }),
-                StreamEvent::Call(call) => self.emit(RunEvent::ToolCallParsed {
-                    run_id,
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    // Secret values never leave in an event.
-                    arguments: serde_json::Value::Object(match self.opts.schemas.get(&call.name) {
-                        Some(schema) => crate::secrets::mask_args(schema, &call.arguments),
-                        None => call.arguments.clone(),
-                    }),
-                }),
-                StreamEvent::Problem(p) => self.emit(RunEvent::ParseProblem {
-                    run_id,
-                    message: p.message.clone(),
-                }),
+                })),
+                StreamEvent::Call(call) => {
+                    self.emit(RunEvent::ToolCallParsed(events::ToolCallParsed {
+                        run_id,
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        // Secret values never leave in an event.
+                        arguments: serde_json::Value::Object(
+                            match self.opts.schemas.get(&call.name) {
+                                Some(schema) => crate::secrets::mask_args(schema, &call.arguments),
+                                None => call.arguments.clone(),
+                            },
+                        ),
+                    }))
+                }
+                StreamEvent::Problem(p) => {
+                    self.emit(RunEvent::ParseProblem(events::ParseProblem {
+                        run_id,
+                        message: p.message.clone(),
+                    }))
+                }
             }
             collect(&mut self.turn, std::iter::once(event));
         }
@@ -82,12 +88,12 @@ impl ReplySink for TurnSink<'_> {
     }
 
     fn retrying(&mut self, attempt: u32, wait: Duration, error: &str) {
-        self.emit(RunEvent::ModelRetry {
+        self.emit(RunEvent::ModelRetry(events::ModelRetry {
             run_id: self.run_id.to_string(),
             attempt,
             wait_ms: wait.as_millis() as u64,
             error: error.to_string(),
-        });
+        }));
         self.parser = StreamParser::new(self.opts.clone());
         self.turn = ParsedTurn::default();
     }
