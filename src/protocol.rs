@@ -386,4 +386,4 @@ pub struct ToolTally {
 }
 
 #[cfg(test)]
-mod wire_tests;
+pub(crate) mod wire_tests;

@@ -40,7 +40,7 @@ fn nested_item() -> RequiredItem {
 }
 
 /// One event of every kind, and its JSON.
-fn every_event() -> Vec<(RunEvent, &'static str)> {
+pub(crate) fn every_event() -> Vec<(RunEvent, &'static str)> {
     let run = || "run_1".to_string();
     vec![
         (

@@ -60,13 +60,13 @@ impl Runner {
 
     async fn drive_in_span(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
         tracing::info!(resumed, iteration = live.state.iteration, "run driven");
-        self.emit(RunEvent::RunStarted(events::RunStarted {
+        self.emit(events::RunStarted {
             run_id: live.run_id.clone(),
             conversation_id: live.conversation_id.clone(),
             agent: live.agent.name.clone(),
             model: crate::agent::shown_model(&live.state.model),
             resumed,
-        }));
+        });
         let (tool_tx, mut tool_rx) = mpsc::unbounded_channel();
         let engine = self.engine_for(&live, tool_tx);
         let cancel = Cancel::new();

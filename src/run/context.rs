@@ -178,13 +178,13 @@ impl Runner {
         );
         live.state.messages.push(note);
         live.state.usage.add(usage);
-        self.emit(RunEvent::ContextCompacted(events::ContextCompacted {
+        self.emit(events::ContextCompacted {
             run_id: live.run_id.clone(),
             strategy: strategy.as_str().into(),
             messages: positions.len(),
             tokens_before: before,
             tokens_after: after,
-        }));
+        });
     }
 
     /// Asks the model for a summary of the messages at `positions`: the text, the

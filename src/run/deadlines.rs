@@ -30,10 +30,10 @@ impl Runner {
             let item = d.pending.item;
             let on_timeout = item.on_timeout.unwrap_or_default();
             tracing::info!(run_id = %d.run_id, call_id = %item.call_id, tool = %item.tool, on_timeout = on_timeout.as_str(), "an approval expired");
-            self.emit(RunEvent::ApprovalExpired(events::ApprovalExpired {
+            self.emit(events::ApprovalExpired {
                 run_id: d.run_id.clone(),
                 item: item.clone(),
-            }));
+            });
             if on_timeout == OnTimeout::CancelRun && !cancel.contains(&d.top_run_id) {
                 cancel.push(d.top_run_id.clone());
             }

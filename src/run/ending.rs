@@ -81,7 +81,7 @@ impl Runner {
                 let object = self.get(&run_id).await?;
                 if object.status == RunStatus::Cancelled {
                     tracing::info!("run cancelled while it ran");
-                    self.emit(RunEvent::RunCancelled(events::RunCancelled { run_id }));
+                    self.emit(events::RunCancelled { run_id });
                     return Ok(object);
                 }
                 return Err(e);
@@ -96,10 +96,10 @@ impl Runner {
                         Save::end(RunStatus::Failed, Some(message.clone())),
                     )
                     .await;
-                self.emit(RunEvent::RunFailed(events::RunFailed {
+                self.emit(events::RunFailed {
                     run_id,
                     error: message,
-                }));
+                });
                 return Err(other);
             }
         };

@@ -62,10 +62,10 @@ impl Runner {
             .push(Message::assistant(answer.clone(), Vec::new()));
         // A secret argument the tool echoed stays out of the event.
         let secrets = super::sealing::secrets_of(live);
-        self.emit(RunEvent::TextDelta(events::TextDelta {
+        self.emit(events::TextDelta {
             run_id: live.run_id.clone(),
             text: crate::secrets::mask_values(&answer, &secrets).into_owned(),
-        }));
+        });
         live.state.output = Some(answer);
     }
 }

@@ -180,9 +180,9 @@ impl Runner {
         }
     }
 
-    fn emit(&self, event: RunEvent) {
+    fn emit(&self, event: impl Into<RunEvent>) {
         if let Some(tx) = &self.events {
-            let _ = tx.send(event);
+            let _ = tx.send(event.into());
         }
     }
 
@@ -426,9 +426,9 @@ impl Runner {
         let below = self.store.runs_below(&top).await?;
         for run in below.iter().rev().chain(std::iter::once(&id)) {
             self.active.stop(run);
-            self.emit(RunEvent::RunCancelled(events::RunCancelled {
+            self.emit(events::RunCancelled {
                 run_id: run.clone(),
-            }));
+            });
         }
         self.get(&id).await
     }

@@ -33,9 +33,9 @@ impl<'a> TurnSink<'a> {
         }
     }
 
-    fn emit(&self, event: RunEvent) {
+    fn emit(&self, event: impl Into<RunEvent>) {
         if let Some(tx) = self.events {
-            let _ = tx.send(event);
+            let _ = tx.send(event.into());
         }
     }
 
@@ -43,12 +43,12 @@ impl<'a> TurnSink<'a> {
         for event in events {
             let run_id = self.run_id.to_string();
             match &event {
-                StreamEvent::Text(text) => self.emit(RunEvent::TextDelta(events::TextDelta {
+                StreamEvent::Text(text) => self.emit(events::TextDelta {
                     run_id,
                     text: text.clone(),
-                })),
+                }),
                 StreamEvent::Call(call) => {
-                    self.emit(RunEvent::ToolCallParsed(events::ToolCallParsed {
+                    self.emit(events::ToolCallParsed {
                         run_id,
                         call_id: call.id.clone(),
                         tool: call.name.clone(),
@@ -59,14 +59,12 @@ impl<'a> TurnSink<'a> {
                                 None => call.arguments.clone(),
                             },
                         ),
-                    }))
+                    })
                 }
-                StreamEvent::Problem(p) => {
-                    self.emit(RunEvent::ParseProblem(events::ParseProblem {
-                        run_id,
-                        message: p.message.clone(),
-                    }))
-                }
+                StreamEvent::Problem(p) => self.emit(events::ParseProblem {
+                    run_id,
+                    message: p.message.clone(),
+                }),
             }
             collect(&mut self.turn, std::iter::once(event));
         }
@@ -88,12 +86,12 @@ impl ReplySink for TurnSink<'_> {
     }
 
     fn retrying(&mut self, attempt: u32, wait: Duration, error: &str) {
-        self.emit(RunEvent::ModelRetry(events::ModelRetry {
+        self.emit(events::ModelRetry {
             run_id: self.run_id.to_string(),
             attempt,
             wait_ms: wait.as_millis() as u64,
             error: error.to_string(),
-        }));
+        });
         self.parser = StreamParser::new(self.opts.clone());
         self.turn = ParsedTurn::default();
     }

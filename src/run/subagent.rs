@@ -143,14 +143,14 @@ impl Runner {
                         record.set_result(&output);
                     }
                     live.records.push(record);
-                    self.emit(RunEvent::ToolFinished(events::ToolFinished {
+                    self.emit(events::ToolFinished {
                         run_id: live.run_id.clone(),
                         call_id: c.call.id.clone(),
                         tool: c.call.name.clone(),
                         status,
                         duration_ms,
                         error_kind: error_kind.map(|k| k.as_str().to_string()),
-                    }));
+                    });
                     live.pending_updates
                         .extend(c.enter(Phase::Done { status, output }));
                 }
@@ -357,12 +357,12 @@ impl Runner {
 
     fn announce(&self, job: &ChildJob, target: &Subagent) {
         tracing::info!(call_id = %job.call.id, subagent = %target.name, "sub-agent run driven");
-        self.emit(RunEvent::ToolStarted(events::ToolStarted {
+        self.emit(events::ToolStarted {
             run_id: job.parent_run_id.clone(),
             call_id: job.call.id.clone(),
             tool: job.call.name.clone(),
             conversation_id: job.parent_conversation.clone(),
-        }));
+        });
     }
 }
 

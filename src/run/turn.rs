@@ -155,10 +155,10 @@ impl Runner {
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
                     let item = self.required_item(live, &c);
-                    self.emit(RunEvent::ApprovalRequested(events::ApprovalRequested {
+                    self.emit(events::ApprovalRequested {
                         run_id: live.run_id.clone(),
                         item: item.clone(),
-                    }));
+                    });
                     live.pending_new.push(item);
                     Phase::Waiting
                 }
@@ -277,13 +277,13 @@ impl Runner {
             record.set_result(&output);
         }
         live.records.push(record);
-        self.emit(RunEvent::ToolResolved(events::ToolResolved {
+        self.emit(events::ToolResolved {
             run_id: live.run_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             status,
             output: output.clone(),
-        }));
+        });
         Phase::Done { status, output }
     }
 }
