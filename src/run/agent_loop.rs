@@ -19,7 +19,7 @@ use crate::agent::Mode;
 use crate::engine::{Cancel, Engine};
 use crate::model::{Message, ModelError, ModelReply, ModelRequest};
 use crate::parse::{ParseOptions, ParsedTurn, Problem, ProblemKind};
-use crate::protocol::{CallStatus, Event, RunEvent, RunObject, RunStatus, events};
+use crate::protocol::{CallStatus, Event, RunObject, RunStatus, events};
 use crate::telemetry::{genai, metrics, propagate};
 
 impl Runner {

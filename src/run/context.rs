@@ -15,7 +15,7 @@ use crate::context::{
     view,
 };
 use crate::model::{Message, ModelRequest, ReplySink};
-use crate::protocol::{RunEvent, Usage, events};
+use crate::protocol::{Usage, events};
 
 /// The instructions of a summary request.
 pub const SUMMARY_INSTRUCTIONS: &str = "You compact the history of an agent's work so that it can go on within its context window. Summarize the conversation below: keep the task, the decisions made, the facts and results found (with the file names, ids and numbers that matter), what was done and what is left to do. Write plain text, without a preamble.";

@@ -5,7 +5,7 @@
 
 use super::{RunError, Runner};
 use crate::policy::OnTimeout;
-use crate::protocol::{RequiredItem, RunEvent, RunStatus, events};
+use crate::protocol::{RequiredItem, RunStatus, events};
 
 /// What applying the deadlines did.
 #[derive(Debug, Default)]

@@ -5,7 +5,7 @@
 use super::state::Phase;
 use super::{Live, Runner};
 use crate::model::Message;
-use crate::protocol::{CallStatus, RunEvent, events};
+use crate::protocol::{CallStatus, events};
 
 /// The note a person's edit puts before a result (see the loop's `settle`).
 const EDITED: &str = "(A person edited the arguments before approving;";

@@ -16,7 +16,7 @@ use crate::engine::{Admission, Cancel, Engine};
 use crate::parse::ToolCall;
 use crate::permission::Gate;
 use crate::protocol::{
-    CallStatus, CallerKind, ErrorKind, RequiredItem, RunEvent, RunObject, RunStatus, events,
+    CallStatus, CallerKind, ErrorKind, RequiredItem, RunObject, RunStatus, events,
 };
 use crate::store::{CallRecord, Refusal, RunLink};
 use crate::subagents::{CATEGORY, Subagent};

@@ -15,7 +15,7 @@ use crate::parse::ToolCall;
 use crate::permission::{Gate, Verdict};
 use crate::prompt::cdata_escape;
 use crate::protocol::{
-    CallStatus, CallerKind, Decision, ErrorKind, ItemKind, RequiredItem, RunEvent, events,
+    CallStatus, CallerKind, Decision, ErrorKind, ItemKind, RequiredItem, events,
 };
 use crate::store::CallRecord;
 
