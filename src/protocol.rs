@@ -183,6 +183,7 @@ pub struct RequiredItem {
     pub kind: ItemKind,
     pub tool: String,
     /// Exactly the arguments a decision applies to (secret parameters redacted).
+    #[schema(value_type = Object)]
     pub arguments: serde_json::Value,
     /// The sub-agent run holding the item, when it is not this run's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -211,6 +211,8 @@ pub struct ToolCallParsed {
     pub run_id: String,
     pub call_id: String,
     pub tool: String,
+    /// The call's arguments (secret parameters redacted).
+    #[schema(value_type = Object)]
     pub arguments: serde_json::Value,
 }
 

@@ -156,17 +156,8 @@ fn run_events(doc: &mut utoipa::openapi::OpenApi) -> Vec<(String, String)> {
             .map(|(name, schema)| (name.clone(), format!("{PREFIX}{schema}"))),
     ));
     for (name, schema) in &events {
-        let object = match components.schemas.get_mut(schema) {
-            Some(RefOr::T(Schema::Object(object))) => object,
-            // A struct with a flattened field: its own fields are the inline part.
-            Some(RefOr::T(Schema::AllOf(all))) => match all.items.iter_mut().find_map(|i| match i {
-                RefOr::T(Schema::Object(object)) => Some(object),
-                _ => None,
-            }) {
-                Some(object) => object,
-                None => continue,
-            },
-            _ => continue,
+        let Some(mut object) = event_object(components, schema) else {
+            continue;
         };
         let tag = ObjectBuilder::new()
             .schema_type(Type::String)
@@ -177,8 +168,54 @@ fn run_events(doc: &mut utoipa::openapi::OpenApi) -> Vec<(String, String)> {
         object.properties.insert("type".into(), tag.into());
         object.properties.extend(rest);
         object.required.insert(0, "type".into());
+        components
+            .schemas
+            .insert(schema.clone(), RefOr::T(Schema::Object(object)));
     }
     events
+}
+
+/// An event's schema as one object. A struct with a flattened field (the approval
+/// events' item) is derived as an `allOf` of its own fields and the item's; here its
+/// fields and then the item's, its own first where both have one (the event's `run_id`
+/// is always a string; a sub-agent's item repeats it with the run that holds the item),
+/// so that a client generator does not have to merge a required string with an
+/// optional one.
+fn event_object(
+    components: &utoipa::openapi::Components,
+    schema: &str,
+) -> Option<utoipa::openapi::Object> {
+    use utoipa::openapi::{RefOr, Schema};
+    let all = match components.schemas.get(schema)? {
+        RefOr::T(Schema::Object(object)) => return Some(object.clone()),
+        RefOr::T(Schema::AllOf(all)) => all,
+        _ => return None,
+    };
+    let mut merged = all.items.iter().find_map(|i| match i {
+        RefOr::T(Schema::Object(object)) => Some(object.clone()),
+        _ => None,
+    })?;
+    merged.description = all.description.clone();
+    for item in &all.items {
+        let RefOr::Ref(r) = item else {
+            continue;
+        };
+        let name = r.ref_location.rsplit('/').next().unwrap_or_default();
+        let Some(RefOr::T(Schema::Object(flattened))) = components.schemas.get(name) else {
+            return None;
+        };
+        for (field, property) in &flattened.properties {
+            if !merged.properties.contains_key(field) {
+                merged.properties.insert(field.clone(), property.clone());
+            }
+        }
+        for field in &flattened.required {
+            if !merged.required.contains(field) {
+                merged.required.push(field.clone());
+            }
+        }
+    }
+    Some(merged)
 }
 
 /// Every `text/event-stream` answer documented as what it carries: events whose `data`
