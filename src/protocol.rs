@@ -1,13 +1,16 @@
-//! The wire types every front end reads: events as a run goes, call statuses, caller
-//! kinds and the parts of a tool's output. One module, so it reads as the reference of
-//! what toolgate emits (`--json` prints one event per line; the server streams them as SSE).
+//! The wire types every front end reads: events as a run goes ([`events`]), call
+//! statuses, caller kinds and the parts of a tool's output. One module, so it reads as
+//! the reference of what toolgate emits (`--json` prints one event per line; the server
+//! streams them as SSE).
 
 use serde::{Deserialize, Serialize};
 
 mod error_kind;
+pub mod events;
 mod part;
 
 pub use error_kind::ErrorKind;
+pub use events::{Event, RunEvent};
 pub use part::Part;
 
 /// How a recorded call ended.
@@ -85,33 +88,6 @@ impl CallerKind {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
-}
-
-/// What happens, as it happens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum Event {
-    /// A call got its slot and started.
-    #[serde(rename = "tool.started")]
-    ToolStarted {
-        call_id: String,
-        tool: String,
-        conversation_id: String,
-    },
-    /// A part of a call's output, streamed before the call ends. A part is never split
-    /// across events, so concurrent calls never interleave inside one.
-    #[serde(rename = "tool.output")]
-    ToolOutput { call_id: String, part: Part },
-    /// A call ended (its record is written with the batch).
-    #[serde(rename = "tool.finished")]
-    ToolFinished {
-        call_id: String,
-        tool: String,
-        status: CallStatus,
-        duration_ms: f64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        error_kind: Option<String>,
-    },
 }
 
 /// Where a run stands (the names follow OpenAI's run object).
@@ -207,6 +183,7 @@ pub struct RequiredItem {
     pub kind: ItemKind,
     pub tool: String,
     /// Exactly the arguments a decision applies to (secret parameters redacted).
+    #[schema(value_type = Object)]
     pub arguments: serde_json::Value,
     /// The sub-agent run holding the item, when it is not this run's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,166 +386,5 @@ pub struct ToolTally {
     pub total_ms: f64,
 }
 
-/// What happens in a run, as it happens; `--json` prints one per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum RunEvent {
-    /// A run began (or a paused or failed one continued).
-    #[serde(rename = "run.started")]
-    RunStarted {
-        run_id: String,
-        conversation_id: String,
-        agent: String,
-        model: String,
-        resumed: bool,
-    },
-    /// Model text that is not a tool call, as it streams.
-    #[serde(rename = "text.delta")]
-    TextDelta { run_id: String, text: String },
-    /// A call was found in the model's answer.
-    #[serde(rename = "tool_call.parsed")]
-    ToolCallParsed {
-        run_id: String,
-        call_id: String,
-        tool: String,
-        arguments: serde_json::Value,
-    },
-    /// Something in the answer was odd but recoverable (a dropped call, a value kept as text).
-    #[serde(rename = "parse.problem")]
-    ParseProblem { run_id: String, message: String },
-    /// A call waits for a person's decision or the client's output.
-    #[serde(rename = "approval.requested")]
-    ApprovalRequested {
-        run_id: String,
-        #[serde(flatten)]
-        item: RequiredItem,
-    },
-    /// An approval's deadline is near: sent once, at the lead `serve` is given.
-    #[serde(rename = "approval.expiring")]
-    ApprovalExpiring {
-        run_id: String,
-        #[serde(flatten)]
-        item: RequiredItem,
-    },
-    /// An approval's deadline passed with nobody deciding: the call is denied, or the
-    /// run cancelled (the item's `on_timeout`).
-    #[serde(rename = "approval.expired")]
-    ApprovalExpired {
-        run_id: String,
-        #[serde(flatten)]
-        item: RequiredItem,
-    },
-    /// A call was resolved without running: denied, refused by policy, or answered by
-    /// the client.
-    #[serde(rename = "tool.resolved")]
-    ToolResolved {
-        run_id: String,
-        call_id: String,
-        tool: String,
-        status: CallStatus,
-        output: String,
-    },
-    /// A model request failed and will be tried again.
-    #[serde(rename = "model.retry")]
-    ModelRetry {
-        run_id: String,
-        attempt: u32,
-        wait_ms: u64,
-        error: String,
-    },
-    /// Older turns were compacted to keep the next request within the context budget
-    /// (`summarize`: the model summarized them, in a request of its own; `truncate`:
-    /// they were dropped).
-    #[serde(rename = "context.compacted")]
-    ContextCompacted {
-        run_id: String,
-        strategy: String,
-        /// How many messages of the request were replaced.
-        messages: usize,
-        tokens_before: u64,
-        tokens_after: u64,
-    },
-    /// The run paused; the items are in the run object.
-    #[serde(rename = "run.requires_action")]
-    RunRequiresAction {
-        run_id: String,
-        items: Vec<RequiredItem>,
-    },
-    #[serde(rename = "run.completed")]
-    RunCompleted { run_id: String },
-    #[serde(rename = "run.incomplete")]
-    RunIncomplete { run_id: String, reason: String },
-    #[serde(rename = "run.failed")]
-    RunFailed { run_id: String, error: String },
-    #[serde(rename = "run.cancelled")]
-    RunCancelled { run_id: String },
-    /// An engine event (tool.started, tool.output, tool.finished), with its run.
-    #[serde(untagged)]
-    Tool {
-        run_id: String,
-        #[serde(flatten)]
-        event: Event,
-    },
-}
-
-impl RunEvent {
-    /// The event's name, as in its `type` field (`run.started`, `tool.finished`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            RunEvent::RunStarted { .. } => "run.started",
-            RunEvent::TextDelta { .. } => "text.delta",
-            RunEvent::ToolCallParsed { .. } => "tool_call.parsed",
-            RunEvent::ParseProblem { .. } => "parse.problem",
-            RunEvent::ApprovalRequested { .. } => "approval.requested",
-            RunEvent::ApprovalExpiring { .. } => "approval.expiring",
-            RunEvent::ApprovalExpired { .. } => "approval.expired",
-            RunEvent::ToolResolved { .. } => "tool.resolved",
-            RunEvent::ModelRetry { .. } => "model.retry",
-            RunEvent::ContextCompacted { .. } => "context.compacted",
-            RunEvent::RunRequiresAction { .. } => "run.requires_action",
-            RunEvent::RunCompleted { .. } => "run.completed",
-            RunEvent::RunIncomplete { .. } => "run.incomplete",
-            RunEvent::RunFailed { .. } => "run.failed",
-            RunEvent::RunCancelled { .. } => "run.cancelled",
-            RunEvent::Tool { event, .. } => match event {
-                Event::ToolStarted { .. } => "tool.started",
-                Event::ToolOutput { .. } => "tool.output",
-                Event::ToolFinished { .. } => "tool.finished",
-            },
-        }
-    }
-
-    /// The run it belongs to.
-    pub fn run_id(&self) -> &str {
-        match self {
-            RunEvent::RunStarted { run_id, .. }
-            | RunEvent::TextDelta { run_id, .. }
-            | RunEvent::ToolCallParsed { run_id, .. }
-            | RunEvent::ParseProblem { run_id, .. }
-            | RunEvent::ApprovalRequested { run_id, .. }
-            | RunEvent::ApprovalExpiring { run_id, .. }
-            | RunEvent::ApprovalExpired { run_id, .. }
-            | RunEvent::ToolResolved { run_id, .. }
-            | RunEvent::ModelRetry { run_id, .. }
-            | RunEvent::ContextCompacted { run_id, .. }
-            | RunEvent::RunRequiresAction { run_id, .. }
-            | RunEvent::RunCompleted { run_id }
-            | RunEvent::RunIncomplete { run_id, .. }
-            | RunEvent::RunFailed { run_id, .. }
-            | RunEvent::RunCancelled { run_id }
-            | RunEvent::Tool { run_id, .. } => run_id,
-        }
-    }
-
-    /// The run has stopped being driven (paused or ended).
-    pub fn is_last(&self) -> bool {
-        matches!(
-            self,
-            RunEvent::RunRequiresAction { .. }
-                | RunEvent::RunCompleted { .. }
-                | RunEvent::RunIncomplete { .. }
-                | RunEvent::RunFailed { .. }
-                | RunEvent::RunCancelled { .. }
-        )
-    }
-}
+#[cfg(test)]
+pub(crate) mod wire_tests;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::agent::Agent;
 use toolgate::model::OpenAiConfig;
-use toolgate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus};
+use toolgate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, events};
 use toolgate::run::{Runner, StartRun};
 use toolgate::store::{CallQuery, Store};
 
@@ -169,12 +169,12 @@ async fn native_results_follow_their_calls() {
     let text: String = events
         .iter()
         .filter_map(|e| match e {
-            RunEvent::TextDelta { text, .. } => Some(text.as_str()),
+            RunEvent::TextDelta(events::TextDelta { text, .. }) => Some(text.as_str()),
             _ => None,
         })
         .collect();
     assert_eq!(text, "Let me compute.It is 14.");
-    assert!(matches!(events.last(), Some(RunEvent::RunCompleted { .. })));
+    assert!(matches!(events.last(), Some(RunEvent::RunCompleted(_))));
 }
 
 #[tokio::test]
@@ -343,7 +343,7 @@ async fn server_errors_are_retried_with_backoff() {
     let retries: Vec<u32> = drain(&mut s.events)
         .iter()
         .filter_map(|e| match e {
-            RunEvent::ModelRetry { attempt, .. } => Some(*attempt),
+            RunEvent::ModelRetry(events::ModelRetry { attempt, .. }) => Some(*attempt),
             _ => None,
         })
         .collect();
@@ -411,7 +411,7 @@ async fn a_dead_server_fails_the_run_after_the_retries() {
     assert!(error.contains("failed 3 time(s)"), "{error}");
     let retries = drain(&mut s.events)
         .iter()
-        .filter(|e| matches!(e, RunEvent::ModelRetry { .. }))
+        .filter(|e| matches!(e, RunEvent::ModelRetry(_)))
         .count();
     assert_eq!(retries, 2);
 }

@@ -17,7 +17,7 @@ use fake_openai::{FakeOpenAi, Reply, calls_reply, text_reply};
 use serde_json::{Value, json};
 use toolgate::agent::Agent;
 use toolgate::model::OpenAiConfig;
-use toolgate::protocol::{RunEvent, RunObject, RunStatus};
+use toolgate::protocol::{RunEvent, RunObject, RunStatus, events};
 use toolgate::run::{Runner, StartRun};
 use toolgate::store::Store;
 
@@ -269,7 +269,7 @@ async fn a_300_turn_run_of_200_kb_results_stays_under_the_budget() {
 
     let mut compacted_events = 0;
     while let Ok(e) = w.events.try_recv() {
-        if let RunEvent::ContextCompacted { strategy, .. } = &e {
+        if let RunEvent::ContextCompacted(events::ContextCompacted { strategy, .. }) = &e {
             assert_eq!(strategy, "summarize");
             compacted_events += 1;
         }
@@ -331,7 +331,7 @@ async fn context_length_exceeded_compacts_once_and_retries() {
         }
     }
     let truncations: Vec<RunEvent> = std::iter::from_fn(|| w.events.try_recv().ok())
-        .filter(|e| matches!(e, RunEvent::ContextCompacted { .. }))
+        .filter(|e| matches!(e, RunEvent::ContextCompacted(_)))
         .collect();
     assert_eq!(truncations.len() as u64, run.usage.compactions);
     // A truncation asks the model nothing: one model call per turn.

@@ -6,6 +6,7 @@ use crate::serving;
 
 use serde_json::{Value, json};
 use serving::Site;
+use toolgate::protocol::RunEvent;
 
 fn check(got: (u16, Value), status: u16, kind: &str) {
     assert_eq!(got.0, status, "{}", got.1);
@@ -66,6 +67,30 @@ async fn the_document_states_what_the_handlers_take() {
         schemas["RunStreamEvent"]["properties"]["data"]["contentMediaType"],
         "application/json"
     );
+    // Every run event has its schema, named by its `type`: RunEvent is one of them, and
+    // a run stream's event of that name carries it.
+    let run_event = &schemas["RunEvent"];
+    assert_eq!(run_event["discriminator"]["propertyName"], "type");
+    assert_eq!(
+        run_event["oneOf"].as_array().unwrap().len(),
+        RunEvent::NAMES.len()
+    );
+    let rules = schemas["RunStreamEvent"]["allOf"].as_array().unwrap();
+    for name in RunEvent::NAMES {
+        let reference = &run_event["discriminator"]["mapping"][name];
+        let schema = reference
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .unwrap_or_else(|| panic!("{name}: no schema in {run_event}"));
+        assert!(schemas[schema].is_object(), "{name}: {schema} is missing");
+        assert!(
+            rules
+                .iter()
+                .any(|r| r["if"]["properties"]["event"]["const"] == *name
+                    && r["then"]["properties"]["data"]["contentSchema"]["$ref"] == *reference),
+            "{name}: not in RunStreamEvent"
+        );
+    }
     // A new run links to what reads and decides it.
     assert_eq!(
         doc["paths"]["/v1/runs"]["post"]["responses"]["200"]["links"]["Approve"]["parameters"]["id"],

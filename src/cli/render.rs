@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use toolgate::protocol::{Event, RunEvent, RunObject, RunStatus};
+use toolgate::protocol::{RunEvent, RunObject, RunStatus, events};
 use toolgate::tool::ToolOutput;
 
 use super::{Failure, out};
@@ -33,7 +33,7 @@ impl Printer {
         if self.json {
             return out::print_json(&mut stdout, e, false);
         }
-        if let RunEvent::TextDelta { text, .. } = e {
+        if let RunEvent::TextDelta(events::TextDelta { text, .. }) = e {
             self.text_open = !text.ends_with('\n');
             return stdout
                 .write_all(text.as_bytes())
@@ -45,16 +45,10 @@ impl Printer {
             out::print("\n")?;
         }
         match e {
-            RunEvent::Tool {
-                event: Event::ToolStarted { call_id, tool, .. },
-                ..
-            } => {
+            RunEvent::ToolStarted(events::ToolStarted { call_id, tool, .. }) => {
                 self.tools.insert(call_id.clone(), tool.clone());
             }
-            RunEvent::Tool {
-                event: Event::ToolOutput { call_id, part },
-                ..
-            } => {
+            RunEvent::ToolOutput(events::ToolOutput { call_id, part, .. }) => {
                 // A streamed line, as the tool wrote it, under its tool's name.
                 let tool = self.tools.get(call_id).map_or("tool", String::as_str);
                 // Several calls of one tool in this run: each line says whose it is.
@@ -85,21 +79,21 @@ impl Printer {
 fn human(e: &RunEvent) {
     let mut err = out::stderr();
     match e {
-        RunEvent::RunStarted {
+        RunEvent::RunStarted(events::RunStarted {
             run_id,
             agent,
             model,
             resumed,
             ..
-        } => {
+        }) => {
             let verb = if *resumed { "continuing" } else { "started" };
             let _ = writeln!(err, "· run {run_id} {verb} (agent {agent}, model {model})");
         }
-        RunEvent::TextDelta { .. } | RunEvent::ToolCallParsed { .. } => {}
-        RunEvent::ParseProblem { message, .. } => {
+        RunEvent::TextDelta(_) | RunEvent::ToolCallParsed(_) => {}
+        RunEvent::ParseProblem(events::ParseProblem { message, .. }) => {
             let _ = writeln!(err, "· note: {message}");
         }
-        RunEvent::ApprovalRequested { item, .. } => {
+        RunEvent::ApprovalRequested(events::ApprovalRequested { item, .. }) => {
             let _ = writeln!(
                 err,
                 "· {} waits for {}: {} {}",
@@ -115,14 +109,14 @@ fn human(e: &RunEvent) {
                 let _ = writeln!(err, "  because {reason}");
             }
         }
-        RunEvent::ApprovalExpiring { item, .. } => {
+        RunEvent::ApprovalExpiring(events::ApprovalExpiring { item, .. }) => {
             let _ = writeln!(
                 err,
                 "· the approval of {} ({}) expires soon",
                 item.call_id, item.tool
             );
         }
-        RunEvent::ApprovalExpired { item, .. } => {
+        RunEvent::ApprovalExpired(events::ApprovalExpired { item, .. }) => {
             let _ = writeln!(
                 err,
                 "· the approval of {} ({}) expired: {}",
@@ -131,13 +125,13 @@ fn human(e: &RunEvent) {
                 item.on_timeout.unwrap_or_default().as_str()
             );
         }
-        RunEvent::ToolResolved {
+        RunEvent::ToolResolved(events::ToolResolved {
             call_id,
             tool,
             status,
             output,
             ..
-        } => {
+        }) => {
             let _ = writeln!(
                 err,
                 "· {tool} ({call_id}) {}: {}",
@@ -145,57 +139,47 @@ fn human(e: &RunEvent) {
                 first_line(output)
             );
         }
-        RunEvent::ModelRetry {
+        RunEvent::ModelRetry(events::ModelRetry {
             attempt,
             wait_ms,
             error,
             ..
-        } => {
+        }) => {
             let _ = writeln!(
                 err,
                 "· the model failed (attempt {attempt}): {error}; trying again in {:.1} s",
                 *wait_ms as f64 / 1000.0
             );
         }
-        RunEvent::Tool {
-            event: Event::ToolStarted { call_id, tool, .. },
-            ..
-        } => {
+        RunEvent::ToolStarted(events::ToolStarted { call_id, tool, .. }) => {
             let _ = writeln!(err, "· running {tool} ({call_id})");
         }
-        RunEvent::Tool {
-            event: Event::ToolOutput { .. },
-            ..
-        } => {}
-        RunEvent::ContextCompacted {
+        RunEvent::ToolOutput(events::ToolOutput { .. }) => {}
+        RunEvent::ContextCompacted(events::ContextCompacted {
             strategy,
             messages,
             tokens_before,
             tokens_after,
             ..
-        } => {
+        }) => {
             let _ = writeln!(
                 err,
                 "· context compacted ({strategy}): {messages} message(s), {tokens_before} -> {tokens_after} tokens"
             );
         }
-        RunEvent::Tool {
-            event:
-                Event::ToolFinished {
-                    tool,
-                    status,
-                    duration_ms,
-                    ..
-                },
+        RunEvent::ToolFinished(events::ToolFinished {
+            tool,
+            status,
+            duration_ms,
             ..
-        } => {
+        }) => {
             let _ = writeln!(err, "· {tool} {} in {duration_ms:.0} ms", status.as_str());
         }
-        RunEvent::RunRequiresAction { .. }
-        | RunEvent::RunCompleted { .. }
-        | RunEvent::RunIncomplete { .. }
-        | RunEvent::RunFailed { .. }
-        | RunEvent::RunCancelled { .. } => {}
+        RunEvent::RunRequiresAction(_)
+        | RunEvent::RunCompleted(_)
+        | RunEvent::RunIncomplete(_)
+        | RunEvent::RunFailed(_)
+        | RunEvent::RunCancelled(_) => {}
     }
 }
 

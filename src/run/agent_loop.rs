@@ -19,7 +19,7 @@ use crate::agent::Mode;
 use crate::engine::{Cancel, Engine};
 use crate::model::{Message, ModelError, ModelReply, ModelRequest};
 use crate::parse::{ParseOptions, ParsedTurn, Problem, ProblemKind};
-use crate::protocol::{CallStatus, Event, RunEvent, RunObject, RunStatus};
+use crate::protocol::{CallStatus, Event, RunObject, RunStatus, events};
 use crate::telemetry::{genai, metrics, propagate};
 
 impl Runner {
@@ -60,7 +60,7 @@ impl Runner {
 
     async fn drive_in_span(&self, mut live: Live, resumed: bool) -> Result<RunObject, RunError> {
         tracing::info!(resumed, iteration = live.state.iteration, "run driven");
-        self.emit(RunEvent::RunStarted {
+        self.emit(events::RunStarted {
             run_id: live.run_id.clone(),
             conversation_id: live.conversation_id.clone(),
             agent: live.agent.name.clone(),

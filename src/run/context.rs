@@ -15,7 +15,7 @@ use crate::context::{
     view,
 };
 use crate::model::{Message, ModelRequest, ReplySink};
-use crate::protocol::{RunEvent, Usage};
+use crate::protocol::{Usage, events};
 
 /// The instructions of a summary request.
 pub const SUMMARY_INSTRUCTIONS: &str = "You compact the history of an agent's work so that it can go on within its context window. Summarize the conversation below: keep the task, the decisions made, the facts and results found (with the file names, ids and numbers that matter), what was done and what is left to do. Write plain text, without a preamble.";
@@ -178,7 +178,7 @@ impl Runner {
         );
         live.state.messages.push(note);
         live.state.usage.add(usage);
-        self.emit(RunEvent::ContextCompacted {
+        self.emit(events::ContextCompacted {
             run_id: live.run_id.clone(),
             strategy: strategy.as_str().into(),
             messages: positions.len(),

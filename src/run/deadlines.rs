@@ -5,7 +5,7 @@
 
 use super::{RunError, Runner};
 use crate::policy::OnTimeout;
-use crate::protocol::{RequiredItem, RunEvent, RunStatus};
+use crate::protocol::{RequiredItem, RunStatus, events};
 
 /// What applying the deadlines did.
 #[derive(Debug, Default)]
@@ -30,7 +30,7 @@ impl Runner {
             let item = d.pending.item;
             let on_timeout = item.on_timeout.unwrap_or_default();
             tracing::info!(run_id = %d.run_id, call_id = %item.call_id, tool = %item.tool, on_timeout = on_timeout.as_str(), "an approval expired");
-            self.emit(RunEvent::ApprovalExpired {
+            self.emit(events::ApprovalExpired {
                 run_id: d.run_id.clone(),
                 item: item.clone(),
             });

@@ -8,7 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::save::Save;
 use super::{Live, RunError, Runner};
 use crate::engine::{Engine, EngineConfig};
-use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, RunStatus};
+use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, RunStatus, events};
 use crate::store::Refusal;
 use crate::tool::DEFAULT_TIMEOUT;
 
@@ -81,7 +81,7 @@ impl Runner {
                 let object = self.get(&run_id).await?;
                 if object.status == RunStatus::Cancelled {
                     tracing::info!("run cancelled while it ran");
-                    self.emit(RunEvent::RunCancelled { run_id });
+                    self.emit(events::RunCancelled { run_id });
                     return Ok(object);
                 }
                 return Err(e);
@@ -96,7 +96,7 @@ impl Runner {
                         Save::end(RunStatus::Failed, Some(message.clone())),
                     )
                     .await;
-                self.emit(RunEvent::RunFailed {
+                self.emit(events::RunFailed {
                     run_id,
                     error: message,
                 });
@@ -115,21 +115,21 @@ impl Runner {
             "run stopped"
         );
         let event = match end {
-            End::Completed => Some(RunEvent::RunCompleted {
+            End::Completed => Some(RunEvent::RunCompleted(events::RunCompleted {
                 run_id: run_id.clone(),
-            }),
-            End::Paused(items) => Some(RunEvent::RunRequiresAction {
+            })),
+            End::Paused(items) => Some(RunEvent::RunRequiresAction(events::RunRequiresAction {
                 run_id: run_id.clone(),
                 items,
-            }),
-            End::Incomplete(reason) => Some(RunEvent::RunIncomplete {
+            })),
+            End::Incomplete(reason) => Some(RunEvent::RunIncomplete(events::RunIncomplete {
                 run_id: run_id.clone(),
                 reason,
-            }),
-            End::Failed(error) => Some(RunEvent::RunFailed {
+            })),
+            End::Failed(error) => Some(RunEvent::RunFailed(events::RunFailed {
                 run_id: run_id.clone(),
                 error,
-            }),
+            })),
             // Nothing ended: the run goes on in the process that takes it up.
             End::HandedBack => None,
         };

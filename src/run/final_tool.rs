@@ -5,7 +5,7 @@
 use super::state::Phase;
 use super::{Live, Runner};
 use crate::model::Message;
-use crate::protocol::{CallStatus, RunEvent};
+use crate::protocol::{CallStatus, events};
 
 /// The note a person's edit puts before a result (see the loop's `settle`).
 const EDITED: &str = "(A person edited the arguments before approving;";
@@ -62,7 +62,7 @@ impl Runner {
             .push(Message::assistant(answer.clone(), Vec::new()));
         // A secret argument the tool echoed stays out of the event.
         let secrets = super::sealing::secrets_of(live);
-        self.emit(RunEvent::TextDelta {
+        self.emit(events::TextDelta {
             run_id: live.run_id.clone(),
             text: crate::secrets::mask_values(&answer, &secrets).into_owned(),
         });

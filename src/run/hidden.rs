@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::{Live, Runner};
-use crate::protocol::{Event, RunEvent};
+use crate::protocol::{RunEvent, events};
 
 /// What one run leaves out of its events.
 struct Hiding {
@@ -28,17 +28,13 @@ impl Hiding {
             return true;
         }
         let (call, tool) = match event {
-            RunEvent::ToolCallParsed { call_id, tool, .. }
-            | RunEvent::ToolResolved { call_id, tool, .. }
-            | RunEvent::Tool {
-                event:
-                    Event::ToolStarted { call_id, tool, .. } | Event::ToolFinished { call_id, tool, .. },
-                ..
-            } => (call_id, Some(tool)),
-            RunEvent::Tool {
-                event: Event::ToolOutput { call_id, .. },
-                ..
-            } => (call_id, None),
+            RunEvent::ToolCallParsed(events::ToolCallParsed { call_id, tool, .. })
+            | RunEvent::ToolResolved(events::ToolResolved { call_id, tool, .. })
+            | RunEvent::ToolStarted(events::ToolStarted { call_id, tool, .. })
+            | RunEvent::ToolFinished(events::ToolFinished { call_id, tool, .. }) => {
+                (call_id, Some(tool))
+            }
+            RunEvent::ToolOutput(events::ToolOutput { call_id, .. }) => (call_id, None),
             _ => return true,
         };
         if tool.is_some_and(|t| self.tools.contains(t)) {
@@ -85,7 +81,7 @@ impl Runner {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::protocol::CallStatus;
+    use crate::protocol::{CallStatus, Event};
     use crate::tool::Part;
     use tokio::sync::mpsc::UnboundedSender;
 
@@ -108,10 +104,7 @@ mod tests {
     }
 
     fn tool(run: &str, event: Event) -> RunEvent {
-        RunEvent::Tool {
-            run_id: run.into(),
-            event,
-        }
+        event.in_run(run.into())
     }
 
     #[test]
@@ -143,9 +136,9 @@ mod tests {
         ));
         // A sub-agent's tool of the same name is its own business.
         send(tool("run_child", started("c9", "secretive")));
-        send(RunEvent::RunCompleted {
+        send(RunEvent::RunCompleted(events::RunCompleted {
             run_id: "run_a".into(),
-        });
+        }));
         let mut seen = Vec::new();
         while let Ok(e) = rx.try_recv() {
             seen.push(format!("{} {}", e.name(), e.run_id()));

@@ -58,7 +58,7 @@ pub use state::{Ask, Phase, RunState, TreePlace, TurnCall};
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::{LimitConfig, ProcessLimits};
 use crate::model::{self, Message, Model, OpenAiConfig};
-use crate::protocol::{Decision, RunEvent, RunObject, Usage};
+use crate::protocol::{Decision, RunEvent, RunObject, Usage, events};
 use crate::store::{PendingRow, RunRow, Store};
 use crate::tool::{ToolLibrary, Toolkit};
 
@@ -180,9 +180,9 @@ impl Runner {
         }
     }
 
-    fn emit(&self, event: RunEvent) {
+    fn emit(&self, event: impl Into<RunEvent>) {
         if let Some(tx) = &self.events {
-            let _ = tx.send(event);
+            let _ = tx.send(event.into());
         }
     }
 
@@ -426,7 +426,7 @@ impl Runner {
         let below = self.store.runs_below(&top).await?;
         for run in below.iter().rev().chain(std::iter::once(&id)) {
             self.active.stop(run);
-            self.emit(RunEvent::RunCancelled {
+            self.emit(events::RunCancelled {
                 run_id: run.clone(),
             });
         }

@@ -13,7 +13,7 @@ use super::turn::outcome_text;
 use super::{Live, RunError, Runner};
 use crate::engine::{CallOutcome, Cancel, Engine, PreparedCall};
 use crate::permission::Gate;
-use crate::protocol::{CallStatus, ErrorKind, Event, RequiredItem, RunEvent};
+use crate::protocol::{CallStatus, ErrorKind, Event, RequiredItem};
 use crate::store::{CallQuery, StoredCall};
 
 /// What a dead process's executing call is told, when no record says how it ended.
@@ -215,10 +215,10 @@ async fn run_batch(
     loop {
         tokio::select! {
             biased;
-            Some(event) = tool_rx.recv() => runner.emit(RunEvent::Tool { run_id: run_id.to_string(), event }),
+            Some(event) = tool_rx.recv() => runner.emit(event.in_run(run_id.to_string())),
             outcomes = &mut batch => {
                 while let Ok(event) = tool_rx.try_recv() {
-                    runner.emit(RunEvent::Tool { run_id: run_id.to_string(), event });
+                    runner.emit(event.in_run(run_id.to_string()));
                 }
                 return Ok(outcomes);
             }

@@ -8,7 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::model::ReplySink;
 use crate::parse::{NativeCalls, ParseOptions, ParsedTurn, StreamEvent, StreamParser, collect};
-use crate::protocol::RunEvent;
+use crate::protocol::{RunEvent, events};
 
 pub(crate) struct TurnSink<'a> {
     run_id: &'a str,
@@ -33,9 +33,9 @@ impl<'a> TurnSink<'a> {
         }
     }
 
-    fn emit(&self, event: RunEvent) {
+    fn emit(&self, event: impl Into<RunEvent>) {
         if let Some(tx) = self.events {
-            let _ = tx.send(event);
+            let _ = tx.send(event.into());
         }
     }
 
@@ -43,21 +43,25 @@ impl<'a> TurnSink<'a> {
         for event in events {
             let run_id = self.run_id.to_string();
             match &event {
-                StreamEvent::Text(text) => self.emit(RunEvent::TextDelta {
+                StreamEvent::Text(text) => self.emit(events::TextDelta {
                     run_id,
                     text: text.clone(),
                 }),
-                StreamEvent::Call(call) => self.emit(RunEvent::ToolCallParsed {
-                    run_id,
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    // Secret values never leave in an event.
-                    arguments: serde_json::Value::Object(match self.opts.schemas.get(&call.name) {
-                        Some(schema) => crate::secrets::mask_args(schema, &call.arguments),
-                        None => call.arguments.clone(),
-                    }),
-                }),
-                StreamEvent::Problem(p) => self.emit(RunEvent::ParseProblem {
+                StreamEvent::Call(call) => {
+                    self.emit(events::ToolCallParsed {
+                        run_id,
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        // Secret values never leave in an event.
+                        arguments: serde_json::Value::Object(
+                            match self.opts.schemas.get(&call.name) {
+                                Some(schema) => crate::secrets::mask_args(schema, &call.arguments),
+                                None => call.arguments.clone(),
+                            },
+                        ),
+                    })
+                }
+                StreamEvent::Problem(p) => self.emit(events::ParseProblem {
                     run_id,
                     message: p.message.clone(),
                 }),
@@ -82,7 +86,7 @@ impl ReplySink for TurnSink<'_> {
     }
 
     fn retrying(&mut self, attempt: u32, wait: Duration, error: &str) {
-        self.emit(RunEvent::ModelRetry {
+        self.emit(events::ModelRetry {
             run_id: self.run_id.to_string(),
             attempt,
             wait_ms: wait.as_millis() as u64,

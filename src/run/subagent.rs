@@ -16,7 +16,7 @@ use crate::engine::{Admission, Cancel, Engine};
 use crate::parse::ToolCall;
 use crate::permission::Gate;
 use crate::protocol::{
-    CallStatus, CallerKind, ErrorKind, Event, RequiredItem, RunEvent, RunObject, RunStatus,
+    CallStatus, CallerKind, ErrorKind, RequiredItem, RunObject, RunStatus, events,
 };
 use crate::store::{CallRecord, Refusal, RunLink};
 use crate::subagents::{CATEGORY, Subagent};
@@ -143,15 +143,13 @@ impl Runner {
                         record.set_result(&output);
                     }
                     live.records.push(record);
-                    self.emit(RunEvent::Tool {
+                    self.emit(events::ToolFinished {
                         run_id: live.run_id.clone(),
-                        event: Event::ToolFinished {
-                            call_id: c.call.id.clone(),
-                            tool: c.call.name.clone(),
-                            status,
-                            duration_ms,
-                            error_kind: error_kind.map(|k| k.as_str().to_string()),
-                        },
+                        call_id: c.call.id.clone(),
+                        tool: c.call.name.clone(),
+                        status,
+                        duration_ms,
+                        error_kind: error_kind.map(|k| k.as_str().to_string()),
                     });
                     live.pending_updates
                         .extend(c.enter(Phase::Done { status, output }));
@@ -359,13 +357,11 @@ impl Runner {
 
     fn announce(&self, job: &ChildJob, target: &Subagent) {
         tracing::info!(call_id = %job.call.id, subagent = %target.name, "sub-agent run driven");
-        self.emit(RunEvent::Tool {
+        self.emit(events::ToolStarted {
             run_id: job.parent_run_id.clone(),
-            event: Event::ToolStarted {
-                call_id: job.call.id.clone(),
-                tool: job.call.name.clone(),
-                conversation_id: job.parent_conversation.clone(),
-            },
+            call_id: job.call.id.clone(),
+            tool: job.call.name.clone(),
+            conversation_id: job.parent_conversation.clone(),
         });
     }
 }

@@ -15,7 +15,7 @@ use crate::parse::ToolCall;
 use crate::permission::{Gate, Verdict};
 use crate::prompt::cdata_escape;
 use crate::protocol::{
-    CallStatus, CallerKind, Decision, ErrorKind, ItemKind, RequiredItem, RunEvent,
+    CallStatus, CallerKind, Decision, ErrorKind, ItemKind, RequiredItem, events,
 };
 use crate::store::CallRecord;
 
@@ -155,7 +155,7 @@ impl Runner {
                 Gate::Run => Phase::Ready,
                 Gate::Approval | Gate::Client => {
                     let item = self.required_item(live, &c);
-                    self.emit(RunEvent::ApprovalRequested {
+                    self.emit(events::ApprovalRequested {
                         run_id: live.run_id.clone(),
                         item: item.clone(),
                     });
@@ -277,7 +277,7 @@ impl Runner {
             record.set_result(&output);
         }
         live.records.push(record);
-        self.emit(RunEvent::ToolResolved {
+        self.emit(events::ToolResolved {
             run_id: live.run_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::notify::{Notification, Notifier};
 use super::{AppState, Drive};
-use crate::protocol::{RequiredItem, RunEvent};
+use crate::protocol::{RequiredItem, RunEvent, events};
 use crate::run::RunError;
 
 /// How often deadlines are looked at.
@@ -38,10 +38,10 @@ async fn tick(
 ) -> Result<(), RunError> {
     let lead_ms = i64::try_from(lead.as_millis()).unwrap_or(i64::MAX);
     for due in state.runner.store.warn_due(lead_ms).await? {
-        let event = RunEvent::ApprovalExpiring {
+        let event = RunEvent::ApprovalExpiring(events::ApprovalExpiring {
             run_id: due.run_id.clone(),
             item: due.pending.item.clone(),
-        };
+        });
         publish(state, &event);
         notify(
             state,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
-use crate::protocol::{RunEvent, RunObject, RunStatus};
+use crate::protocol::{RunEvent, RunObject, RunStatus, events};
 use crate::store::{Change, ChangeKind};
 
 /// Follows the feed until shutdown.
@@ -71,24 +71,24 @@ fn end_event(run: &RunObject) -> Option<RunEvent> {
     let run_id = run.id.clone();
     let reason = || run.last_error.clone().unwrap_or_default();
     Some(match run.status {
-        RunStatus::RequiresAction => RunEvent::RunRequiresAction {
+        RunStatus::RequiresAction => RunEvent::RunRequiresAction(events::RunRequiresAction {
             run_id,
             items: run
                 .required_action
                 .as_ref()
                 .map(|a| a.items.clone())
                 .unwrap_or_default(),
-        },
-        RunStatus::Completed => RunEvent::RunCompleted { run_id },
-        RunStatus::Incomplete => RunEvent::RunIncomplete {
+        }),
+        RunStatus::Completed => RunEvent::RunCompleted(events::RunCompleted { run_id }),
+        RunStatus::Incomplete => RunEvent::RunIncomplete(events::RunIncomplete {
             run_id,
             reason: reason(),
-        },
-        RunStatus::Failed => RunEvent::RunFailed {
+        }),
+        RunStatus::Failed => RunEvent::RunFailed(events::RunFailed {
             run_id,
             error: reason(),
-        },
-        RunStatus::Cancelled => RunEvent::RunCancelled { run_id },
+        }),
+        RunStatus::Cancelled => RunEvent::RunCancelled(events::RunCancelled { run_id }),
         RunStatus::InProgress => return None,
     })
 }

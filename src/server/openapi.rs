@@ -8,11 +8,14 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::protocol::RunEvent;
+
 use super::{AppState, feed, limits, records, responses, runs, scope, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "toolgate", description = "The toolgate run API: agent runs with gated tool calls, durable pauses, decisions and records."),
+    components(schemas(RunEvent)),
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
@@ -55,7 +58,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(scope::whoami))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
-    event_streams(router.get_openapi_mut());
+    let events = run_events(router.get_openapi_mut());
+    event_streams(router.get_openapi_mut(), &events);
     identity_answers(router.get_openapi_mut());
     router
 }
@@ -108,12 +112,118 @@ fn identity_answers(doc: &mut utoipa::openapi::OpenApi) {
     }
 }
 
+/// `RunEvent` as a `oneOf` of the events' own schemas with `type` as its discriminator,
+/// each event's schema naming its `type` (derived, each variant is an `allOf` of its
+/// struct and an object holding the `type` alone: a client would see the struct without
+/// its name). Returns each event's name and schema, in the enum's order.
+fn run_events(doc: &mut utoipa::openapi::OpenApi) -> Vec<(String, String)> {
+    use utoipa::openapi::schema::Discriminator;
+    use utoipa::openapi::{ObjectBuilder, Ref, RefOr, Schema, Type};
+    const PREFIX: &str = "#/components/schemas/";
+    let components = doc.components.get_or_insert_with(Default::default);
+    let Some(RefOr::T(Schema::OneOf(one_of))) = components.schemas.get_mut("RunEvent") else {
+        return Vec::new();
+    };
+    let mut events = Vec::new();
+    for item in &mut one_of.items {
+        let RefOr::T(Schema::AllOf(all)) = item else {
+            continue;
+        };
+        let [RefOr::Ref(event), RefOr::T(Schema::Object(tag))] = all.items.as_slice() else {
+            continue;
+        };
+        let name = match tag.properties.get("type") {
+            Some(RefOr::T(Schema::Object(t))) => t
+                .enum_values
+                .as_ref()
+                .and_then(|v| v.first())
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            _ => None,
+        };
+        let (Some(name), Some(schema)) = (name, event.ref_location.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let mut reference = Ref::from_schema_name(schema);
+        reference.description = all.description.clone().unwrap_or_default();
+        events.push((name, schema.to_string()));
+        *item = RefOr::Ref(reference);
+    }
+    one_of.discriminator = Some(Discriminator::with_mapping(
+        "type",
+        events
+            .iter()
+            .map(|(name, schema)| (name.clone(), format!("{PREFIX}{schema}"))),
+    ));
+    for (name, schema) in &events {
+        let Some(mut object) = event_object(components, schema) else {
+            continue;
+        };
+        let tag = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some([name.as_str()]))
+            .description(Some("The event's name"))
+            .build();
+        let rest = std::mem::take(&mut object.properties);
+        object.properties.insert("type".into(), tag.into());
+        object.properties.extend(rest);
+        object.required.insert(0, "type".into());
+        components
+            .schemas
+            .insert(schema.clone(), RefOr::T(Schema::Object(object)));
+    }
+    events
+}
+
+/// An event's schema as one object. A struct with a flattened field (the approval
+/// events' item) is derived as an `allOf` of its own fields and the item's; here its
+/// fields and then the item's, its own first where both have one (the event's `run_id`
+/// is always a string; a sub-agent's item repeats it with the run that holds the item),
+/// so that a client generator does not have to merge a required string with an
+/// optional one.
+fn event_object(
+    components: &utoipa::openapi::Components,
+    schema: &str,
+) -> Option<utoipa::openapi::Object> {
+    use utoipa::openapi::{RefOr, Schema};
+    let all = match components.schemas.get(schema)? {
+        RefOr::T(Schema::Object(object)) => return Some(object.clone()),
+        RefOr::T(Schema::AllOf(all)) => all,
+        _ => return None,
+    };
+    let mut merged = all.items.iter().find_map(|i| match i {
+        RefOr::T(Schema::Object(object)) => Some(object.clone()),
+        _ => None,
+    })?;
+    merged.description = all.description.clone();
+    for item in &all.items {
+        let RefOr::Ref(r) = item else {
+            continue;
+        };
+        let name = r.ref_location.rsplit('/').next().unwrap_or_default();
+        let Some(RefOr::T(Schema::Object(flattened))) = components.schemas.get(name) else {
+            return None;
+        };
+        for (field, property) in &flattened.properties {
+            if !merged.properties.contains_key(field) {
+                merged.properties.insert(field.clone(), property.clone());
+            }
+        }
+        for field in &flattened.required {
+            if !merged.required.contains(field) {
+                merged.required.push(field.clone());
+            }
+        }
+    }
+    Some(merged)
+}
+
 /// Every `text/event-stream` answer documented as what it carries: events whose `data`
-/// is JSON, the run object under `event: run` and the error under `event: error` (run
-/// streams), a Responses stream event otherwise. Each event is checked against this
-/// schema by clients and testers that read SSE (OpenAPI 3.1 `contentMediaType` and
-/// `contentSchema`).
-fn event_streams(doc: &mut utoipa::openapi::OpenApi) {
+/// is JSON, each run event under its name (`events`: name and schema), the run object
+/// under `event: run` and the error under `event: error` (run streams), a Responses
+/// stream event otherwise. Each event is checked against this schema by clients and
+/// testers that read SSE (OpenAPI 3.1 `contentMediaType` and `contentSchema`).
+fn event_streams(doc: &mut utoipa::openapi::OpenApi, events: &[(String, String)]) {
     use serde_json::json;
     use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
     let json_data = |content_schema: Option<serde_json::Value>| {
@@ -161,10 +271,13 @@ fn event_streams(doc: &mut utoipa::openapi::OpenApi) {
     let run_stream = event(
         "One event of a run stream: a run event by its name (`run.started`, `text.delta`, ..., as `run --json` prints them), `run` (the run object) or `error`",
         json_data(Some(json!({"type": "object"}))),
-        Some(json!([
-            when("run", "RunObject"),
-            when("error", "ErrorBody")
-        ])),
+        Some(serde_json::Value::Array(
+            events
+                .iter()
+                .map(|(name, schema)| when(name, schema))
+                .chain([when("run", "RunObject"), when("error", "ErrorBody")])
+                .collect(),
+        )),
     );
     let response_stream = event(
         "One event of a Responses stream (`response.created` ... `response.completed`): its `data` carries the same `type`",
@@ -262,4 +375,53 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// tools): valid OpenAPI 3.1, typed for client generators.
 pub fn document() -> serde_json::Value {
     super::openapi_valid::finish(serde_json::to_value(openapi()).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn every_run_event_has_its_schema_and_its_json_meets_it() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        let run_event = &schemas["RunEvent"];
+        assert_eq!(run_event["discriminator"]["propertyName"], "type");
+        assert_eq!(
+            run_event["oneOf"].as_array().unwrap().len(),
+            RunEvent::NAMES.len()
+        );
+        for name in RunEvent::NAMES {
+            let reference = run_event["discriminator"]["mapping"][name]
+                .as_str()
+                .unwrap();
+            let schema = reference.strip_prefix("#/components/schemas/").unwrap();
+            let fields = match schemas[schema]["allOf"].as_array() {
+                Some(all) => all.iter().find(|s| s["type"] == "object").unwrap(),
+                None => &schemas[schema],
+            };
+            assert_eq!(
+                fields["properties"]["type"]["enum"],
+                serde_json::json!([name])
+            );
+            assert_eq!(fields["required"][0], "type", "{name}");
+        }
+        let mut root = serde_json::json!({"$ref": "#/components/schemas/RunEvent"});
+        root["components"] = doc["components"].clone();
+        let validator = jsonschema::validator_for(&root).unwrap();
+        for (event, json) in crate::protocol::wire_tests::every_event() {
+            let value: serde_json::Value = serde_json::from_str(json).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", event.name());
+            // And not an event of another name.
+            let mut renamed = value.clone();
+            renamed["type"] = "run.elsewhere".into();
+            assert!(!validator.is_valid(&renamed), "{}", event.name());
+        }
+    }
 }

@@ -14,7 +14,7 @@ use super::translate::{StreamEvent, Translator};
 use super::wire::{
     OutputContent, OutputItem, ResponseError, ResponseObject, ResponseStatus, ResponseUsage,
 };
-use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage};
+use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage, events};
 use crate::run::{Runner, StartRun};
 use crate::server::{AppState, Drive, Driving, joined};
 
@@ -210,11 +210,11 @@ async fn pump(
             return run_id;
         };
         let mut out = Vec::new();
-        if let RunEvent::RunStarted {
+        if let RunEvent::RunStarted(events::RunStarted {
             run_id: id,
             conversation_id,
             ..
-        } = &event
+        }) = &event
             && run_id.is_none()
         {
             note_run(t, id, conversation_id);
@@ -222,7 +222,10 @@ async fn pump(
             run_id = Some(id.clone());
         }
         if let Some(id) = &run_id
-            && !matches!(event, RunEvent::Tool { .. })
+            && !matches!(
+                event,
+                RunEvent::ToolStarted(_) | RunEvent::ToolOutput(_) | RunEvent::ToolFinished(_)
+            )
             && !t.awaiting().is_empty()
         {
             // Anything after a batch comes after the save that committed its records.

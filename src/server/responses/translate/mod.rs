@@ -18,7 +18,7 @@ use super::wire::{
     ItemStatus, McpCallError, McpCallStatus, OutputContent, OutputItem, ResponseObject,
     ResponseStatus, SERVER_LABEL,
 };
-use crate::protocol::{CallStatus, Event, ItemKind, RequiredItem, RunEvent};
+use crate::protocol::{CallStatus, ItemKind, RequiredItem, RunEvent, events};
 use crate::store::CallRecord;
 
 /// One stream event: a JSON object with its `type` and `sequence_number`.
@@ -128,26 +128,20 @@ impl Translator {
     pub fn event(&mut self, event: &RunEvent) -> Vec<StreamEvent> {
         let mut out = Vec::new();
         match event {
-            RunEvent::TextDelta { text, .. } => self.text(&mut out, text),
-            RunEvent::ModelRetry { .. } => {
+            RunEvent::TextDelta(events::TextDelta { text, .. }) => self.text(&mut out, text),
+            RunEvent::ModelRetry(_) => {
                 // The model starts its answer again: what was shown of it stays, cut short.
                 self.close_message(&mut out, ItemStatus::Incomplete);
             }
-            RunEvent::ApprovalRequested { item, .. } => {
+            RunEvent::ApprovalRequested(events::ApprovalRequested { item, .. }) => {
                 self.close_message(&mut out, ItemStatus::Completed);
                 self.waiting_item(&mut out, item);
             }
-            RunEvent::Tool {
-                event: Event::ToolStarted { call_id, tool, .. },
-                ..
-            } => {
+            RunEvent::ToolStarted(events::ToolStarted { call_id, tool, .. }) => {
                 self.close_message(&mut out, ItemStatus::Completed);
                 self.mcp_call(&mut out, call_id, tool);
             }
-            RunEvent::Tool {
-                event: Event::ToolFinished { call_id, tool, .. },
-                ..
-            } => {
+            RunEvent::ToolFinished(events::ToolFinished { call_id, tool, .. }) => {
                 // Calls that could not start (unknown tool, invalid arguments) have no
                 // tool.started.
                 self.close_message(&mut out, ItemStatus::Completed);
@@ -156,12 +150,12 @@ impl Translator {
                     self.awaiting.push(call_id.clone());
                 }
             }
-            RunEvent::ToolResolved {
+            RunEvent::ToolResolved(events::ToolResolved {
                 call_id,
                 tool,
                 output,
                 ..
-            } => {
+            }) => {
                 self.close_message(&mut out, ItemStatus::Completed);
                 // A call the client answered is its own doing: no item.
                 if !self.answered.contains_key(call_id) {
@@ -172,23 +166,22 @@ impl Translator {
                     }
                 }
             }
-            RunEvent::ToolCallParsed { .. }
-            | RunEvent::RunRequiresAction { .. }
-            | RunEvent::RunCompleted { .. }
-            | RunEvent::RunIncomplete { .. }
-            | RunEvent::RunFailed { .. }
-            | RunEvent::RunCancelled { .. } => {
+            RunEvent::ToolCallParsed(_)
+            | RunEvent::RunRequiresAction(_)
+            | RunEvent::RunCompleted(_)
+            | RunEvent::RunIncomplete(_)
+            | RunEvent::RunFailed(_)
+            | RunEvent::RunCancelled(_) => {
                 self.close_message(&mut out, ItemStatus::Completed);
             }
-            RunEvent::Tool {
-                event: Event::ToolOutput { call_id, part },
-                ..
-            } => self.progress(&mut out, call_id, part),
-            RunEvent::RunStarted { .. }
-            | RunEvent::ContextCompacted { .. }
-            | RunEvent::ParseProblem { .. }
-            | RunEvent::ApprovalExpiring { .. }
-            | RunEvent::ApprovalExpired { .. } => {}
+            RunEvent::ToolOutput(events::ToolOutput { call_id, part, .. }) => {
+                self.progress(&mut out, call_id, part)
+            }
+            RunEvent::RunStarted(_)
+            | RunEvent::ContextCompacted(_)
+            | RunEvent::ParseProblem(_)
+            | RunEvent::ApprovalExpiring(_)
+            | RunEvent::ApprovalExpired(_) => {}
         }
         out
     }

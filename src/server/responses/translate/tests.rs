@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::protocol::{CallerKind, RunObject, RunStatus, Usage};
+use crate::protocol::{CallerKind, RunObject, RunStatus, Usage, events};
 use crate::server::responses::ending::{Ending, ending};
 use crate::server::responses::wire::{ResponseError, ResponseStatus, ResponseUsage};
 
@@ -18,41 +18,37 @@ fn translator(answered: &[(&str, bool)]) -> Translator {
 }
 
 fn text(t: &str) -> RunEvent {
-    RunEvent::TextDelta {
+    RunEvent::TextDelta(events::TextDelta {
         run_id: RUN.into(),
         text: t.into(),
-    }
+    })
 }
 
 fn started(call: &str, tool: &str) -> RunEvent {
-    RunEvent::Tool {
+    RunEvent::ToolStarted(events::ToolStarted {
         run_id: RUN.into(),
-        event: Event::ToolStarted {
-            call_id: call.into(),
-            tool: tool.into(),
-            conversation_id: "conv".into(),
-        },
-    }
+        call_id: call.into(),
+        tool: tool.into(),
+        conversation_id: "conv".into(),
+    })
 }
 
 fn finished(call: &str, tool: &str, status: CallStatus) -> RunEvent {
-    RunEvent::Tool {
+    RunEvent::ToolFinished(events::ToolFinished {
         run_id: RUN.into(),
-        event: Event::ToolFinished {
-            call_id: call.into(),
-            tool: tool.into(),
-            status,
-            duration_ms: 1.0,
-            error_kind: None,
-        },
-    }
+        call_id: call.into(),
+        tool: tool.into(),
+        status,
+        duration_ms: 1.0,
+        error_kind: None,
+    })
 }
 
 fn requested(call: &str, tool: &str, kind: ItemKind) -> RunEvent {
-    RunEvent::ApprovalRequested {
+    RunEvent::ApprovalRequested(events::ApprovalRequested {
         run_id: RUN.into(),
         item: item(call, tool, kind),
-    }
+    })
 }
 
 fn item(call: &str, tool: &str, kind: ItemKind) -> RequiredItem {
@@ -123,7 +119,10 @@ fn run(
 ) -> Vec<StreamEvent> {
     let mut out = t.start();
     for e in events {
-        let is_tool = matches!(e, RunEvent::Tool { .. });
+        let is_tool = matches!(
+            e,
+            RunEvent::ToolStarted(_) | RunEvent::ToolOutput(_) | RunEvent::ToolFinished(_)
+        );
         if !is_tool {
             for r in records {
                 out.extend(t.record(r));
@@ -147,7 +146,7 @@ fn text_streams_as_one_message_with_the_full_event_sequence() {
             text("\n Hel"),
             text("lo "),
             text("world\n"),
-            RunEvent::RunCompleted { run_id: RUN.into() },
+            RunEvent::RunCompleted(events::RunCompleted { run_id: RUN.into() }),
         ],
         &[],
         done(ResponseStatus::Completed, vec![]),
@@ -208,16 +207,16 @@ fn an_auto_call_becomes_an_mcp_call_finished_from_its_record() {
     let mut t = translator(&[]);
     let events = [
         text("Let me work that out."),
-        RunEvent::ToolCallParsed {
+        RunEvent::ToolCallParsed(events::ToolCallParsed {
             run_id: RUN.into(),
             call_id: "call_calc".into(),
             tool: "calculator".into(),
             arguments: json!({"expression": "2+3*4", "key": "hunter2"}),
-        },
+        }),
         started("call_calc", "calculator"),
         finished("call_calc", "calculator", CallStatus::Succeeded),
         text("It is 14."),
-        RunEvent::RunCompleted { run_id: RUN.into() },
+        RunEvent::RunCompleted(events::RunCompleted { run_id: RUN.into() }),
     ];
     let out = run(
         &mut t,
@@ -271,7 +270,7 @@ fn a_failed_call_carries_its_error() {
         &mut t,
         &[
             finished("c1", "nope", CallStatus::Failed),
-            RunEvent::RunCompleted { run_id: RUN.into() },
+            RunEvent::RunCompleted(events::RunCompleted { run_id: RUN.into() }),
         ],
         &[record(
             "c1",
@@ -299,10 +298,10 @@ fn a_pause_lists_approval_requests_and_function_calls() {
             text("I will save it."),
             requested("call_write", "write_file", ItemKind::Approval),
             requested("call_ask", "ask_user", ItemKind::SubmitToolOutput),
-            RunEvent::RunRequiresAction {
+            RunEvent::RunRequiresAction(events::RunRequiresAction {
                 run_id: RUN.into(),
                 items: vec![],
-            },
+            }),
         ],
         &[],
         done(
@@ -352,16 +351,16 @@ fn answered_calls_get_no_item_and_approved_ones_link_their_request() {
     run(
         &mut t,
         &[
-            RunEvent::ToolResolved {
+            RunEvent::ToolResolved(events::ToolResolved {
                 run_id: RUN.into(),
                 call_id: "call_ask".into(),
                 tool: "ask_user".into(),
                 status: CallStatus::Client,
                 output: "blue".into(),
-            },
+            }),
             started("call_write", "write_file"),
             finished("call_write", "write_file", CallStatus::Succeeded),
-            RunEvent::RunCompleted { run_id: RUN.into() },
+            RunEvent::RunCompleted(events::RunCompleted { run_id: RUN.into() }),
         ],
         &[record(
             "call_write",
@@ -382,13 +381,13 @@ fn a_call_refused_by_policy_is_a_failed_mcp_call_even_without_a_record() {
     let mut t = translator(&[]);
     run(
         &mut t,
-        &[RunEvent::ToolResolved {
+        &[RunEvent::ToolResolved(events::ToolResolved {
             run_id: RUN.into(),
             call_id: "c9".into(),
             tool: "shell".into(),
             status: CallStatus::Denied,
             output: "'shell' is not allowed".into(),
-        }],
+        })],
         &[],
         done(ResponseStatus::Completed, vec![]),
     );
@@ -407,12 +406,12 @@ fn a_retry_cuts_the_message_short_and_a_new_one_follows() {
         &mut t,
         &[
             text("Hal"),
-            RunEvent::ModelRetry {
+            RunEvent::ModelRetry(events::ModelRetry {
                 run_id: RUN.into(),
                 attempt: 1,
                 wait_ms: 10,
                 error: "503".into(),
-            },
+            }),
             text("Hello"),
         ],
         &[],
