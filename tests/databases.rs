@@ -96,23 +96,31 @@ pub fn postgres_server() -> &'static str {
     })
 }
 
-/// Runs one SQL batch on the database at `url`.
+/// Runs one SQL batch on the database at `url` (on a thread of its own: the callers may
+/// be async tests).
 pub fn sql(url: &str, batch: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at {url}: {e}"));
-        let conn = tokio::spawn(conn);
-        client
-            .batch_execute(batch)
-            .await
-            .unwrap_or_else(|e| panic!("{batch}: {e}"));
-        drop(client);
-        let _ = conn.await;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                        .await
+                        .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at {url}: {e}"));
+                    let conn = tokio::spawn(conn);
+                    client
+                        .batch_execute(batch)
+                        .await
+                        .unwrap_or_else(|e| panic!("{batch}: {e}"));
+                    drop(client);
+                    let _ = conn.await;
+                });
+            })
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
     });
 }
 

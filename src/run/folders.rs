@@ -10,11 +10,15 @@ use super::{RunError, RunState, Runner};
 use crate::agent::Agent;
 use crate::tool::Toolkit;
 
-/// A process's agents folder and tools folder.
+/// A process's agents folder, tools folder and workspace.
 #[derive(Debug, Clone)]
 pub struct Folders {
     pub agents: PathBuf,
     pub tools: Option<PathBuf>,
+    /// The workspace every run this process drives uses (a server's `--workspace`),
+    /// whatever workspace the run started in (on another worker, maybe another host);
+    /// `None`: a run keeps its own.
+    pub workspace: Option<PathBuf>,
 }
 
 /// The agent files of `dir` (YAML, scripted replies left out), in name order.

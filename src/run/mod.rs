@@ -375,6 +375,9 @@ impl Runner {
         if let Some(format) = additions.response_format {
             state.response_format = format;
         }
+        if let Some(workspace) = self.folders.as_ref().and_then(|f| f.workspace.clone()) {
+            state.workspace = workspace;
+        }
         state.messages = self.messages(&row.conversation_id).await?;
         let stored = state.messages.len();
         let (agent, toolkit) = self.agent_of(&state)?;

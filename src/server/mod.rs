@@ -335,6 +335,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     runner.folders = Some(crate::run::Folders {
         agents: absolute(&config.agents_dir),
         tools: config.tools_dir.as_deref().map(absolute),
+        workspace: config.workspace.as_deref().map(absolute),
     });
     let keys_issued = runner
         .store
