@@ -8,7 +8,11 @@ mod changes;
 mod lists;
 mod migrations;
 mod records;
+mod rows;
 mod runs;
+mod summary;
+mod totals;
+mod tree;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,6 +55,8 @@ struct Inner {
     closed: AtomicBool,
     /// The change feed's watchers, once someone watches.
     feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::store::Change>>,
+    /// When the running totals are folded next (`totals.rs`).
+    folding: totals::Folding,
 }
 
 impl Drop for Inner {
@@ -121,6 +127,7 @@ impl PgStore {
                 commits: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
+                folding: totals::Folding::default(),
             }),
         };
         let found = store.wait(|s| async move {
