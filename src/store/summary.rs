@@ -199,7 +199,9 @@ pub(crate) fn tool_stats(tool: &str, by_status: &ByStatus, durations: &Histogram
 }
 
 /// Nearest-rank p50 and p95 of a histogram of microsecond buckets, in ascending order.
-pub(crate) fn histogram_percentiles(buckets: impl Iterator<Item = (i64, u64)> + Clone) -> Durations {
+pub(crate) fn histogram_percentiles(
+    buckets: impl Iterator<Item = (i64, u64)> + Clone,
+) -> Durations {
     let n: u64 = buckets.clone().map(|(_, c)| c).sum();
     if n == 0 {
         return Durations::default();

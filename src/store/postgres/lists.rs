@@ -53,7 +53,12 @@ impl PgStore {
             .rows(
                 client,
                 &sql,
-                &[&status.map(RunStatus::as_str), &conversation, &limit, &tenant],
+                &[
+                    &status.map(RunStatus::as_str),
+                    &conversation,
+                    &limit,
+                    &tenant,
+                ],
             )
             .await?;
         rows.iter().map(run_from_row).collect()

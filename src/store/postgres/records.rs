@@ -41,7 +41,8 @@ impl Columns {
             c.tool.push(r.tool.clone());
             c.arguments.push(r.arguments.to_string());
             c.result.push(r.result.clone());
-            c.result_size.push(i64::try_from(r.result_size).unwrap_or(i64::MAX));
+            c.result_size
+                .push(i64::try_from(r.result_size).unwrap_or(i64::MAX));
             c.status.push(r.status.as_str());
             c.error_kind.push(r.error_kind.clone());
             c.error_message.push(r.error_message.clone());

@@ -2,8 +2,8 @@
 //! item), queries through each connection's cache of prepared statements, and finding a
 //! run by its id or a unique prefix of it.
 
-use serde_json::Value;
 use deadpool_postgres::GenericClient;
+use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, ToSql};
 
@@ -135,11 +135,11 @@ impl PgStore {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, StoreError> {
-        let stmt = client.prepare_cached(sql).await.map_err(|e| self.error(e))?;
-        client
-            .query(&stmt, params)
+        let stmt = client
+            .prepare_cached(sql)
             .await
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        client.query(&stmt, params).await.map_err(|e| self.error(e))
     }
 
     /// The run `id` names: the run with that id, or the one run whose id starts with it.

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use deadpool_postgres::GenericClient;
 
 use super::rows::{
-    PENDING_COLUMNS, PENDING_COUNT, PENDING_ORDER, RUN_COLUMNS, get, pending_from_row,
-    run_from_row,
+    PENDING_COLUMNS, PENDING_COUNT, PENDING_ORDER, RUN_COLUMNS, get, pending_from_row, run_from_row,
 };
 use super::{PgStore, StoreError};
 use crate::protocol::{RunStatus, RunTree};
