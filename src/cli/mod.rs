@@ -238,7 +238,7 @@ pub fn open_store(db: &Path) -> Result<Store, Failure> {
 
 /// Opens an existing database to read it.
 pub fn open_existing_store(db: &Path) -> Result<Store, Failure> {
-    if !db.exists() {
+    if toolgate::store::postgres_url(db).is_none() && !db.exists() {
         return Err(Failure::bad_input(format!(
             "{} does not exist: nothing has been recorded there yet (--db or TOOLGATE_DB choose the file)",
             db.display()
