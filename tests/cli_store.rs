@@ -159,28 +159,31 @@ fn recorded_and_summarised(db: &TestDb) {
 
 #[test]
 fn a_new_conversation_id_when_none_is_given() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(
-        &[
-            "tools",
-            "call",
-            "echo",
-            "--args",
-            r#"{"text": "x"}"#,
-            "--json",
-        ],
-        dir.path(),
-        &[],
-    );
-    let v = json(&out);
-    let conv = v["conversation_id"].as_str().unwrap().to_string();
-    assert!(conv.starts_with("conv_"));
-    let s = json(&toolgate(
-        &["stats", "--conversation", &conv, "--json"],
-        dir.path(),
-        &[],
-    ));
-    assert_eq!(s["total_calls"], 1);
+    for db in TestDb::both() {
+        let dir = tempfile::tempdir().unwrap();
+        let on = [("TOOLGATE_DB", db.arg())];
+        let out = toolgate(
+            &[
+                "tools",
+                "call",
+                "echo",
+                "--args",
+                r#"{"text": "x"}"#,
+                "--json",
+            ],
+            dir.path(),
+            &on,
+        );
+        let v = json(&out);
+        let conv = v["conversation_id"].as_str().unwrap().to_string();
+        assert!(conv.starts_with("conv_"), "{}: {conv}", db.name());
+        let s = json(&toolgate(
+            &["stats", "--conversation", &conv, "--json"],
+            dir.path(),
+            &on,
+        ));
+        assert_eq!(s["total_calls"], 1, "{}", db.name());
+    }
 }
 
 #[test]

@@ -25,22 +25,36 @@ const CONVERSATION: &str = "WITH g AS (
 
 /// Rows of (kind, tool, status, bucket, calls): kind 0 counts calls per (tool, status),
 /// 1 per (tool, bucket), 2 is the number of conversations, 3 the records not folded
-/// yet. Every tool's (`$1` NULL) or one tool's, from the totals and the tail above the
-/// mark.
-const TOTALS: &str = "WITH m AS (SELECT folded_to, conversations FROM totals_mark WHERE id = 1),
-    tail AS (
-        SELECT tool, status, duration_ms, conversation_id FROM tool_calls
-        WHERE xact >= (SELECT folded_to FROM m) AND ($1::text IS NULL OR tool = $1)
+/// yet; from the totals and the tail above the mark. Every tool's, or (`one_tool`) the
+/// tool `$1`'s alone, over the totals' primary keys.
+fn totals_sql(one_tool: bool) -> String {
+    let (and, r#where) = if one_tool {
+        ("AND tool = $1", "WHERE tool = $1")
+    } else {
+        ("", "")
+    };
+    let conversations = if one_tool {
+        "0".to_string()
+    } else {
+        "(SELECT conversations FROM m) + (SELECT count(DISTINCT conversation_id) FROM tail t \
+         WHERE NOT EXISTS (SELECT 1 FROM conversation_totals c WHERE c.conversation_id = t.conversation_id))"
+            .to_string()
+    };
+    format!(
+        "WITH m AS (SELECT folded_to, conversations FROM totals_mark WHERE id = 1),
+        tail AS (
+            SELECT tool, status, duration_ms, conversation_id FROM tool_calls
+            WHERE xact >= (SELECT folded_to FROM m) {and}
+        )
+        SELECT 0, tool, status, 0::bigint, calls FROM tool_totals {where}
+        UNION ALL SELECT 0, tool, status, 0, count(*) FROM tail GROUP BY tool, status
+        UNION ALL SELECT 1, tool, '', bucket, calls FROM duration_totals {where}
+        UNION ALL SELECT 1, tool, '', toolgate_bucket(duration_ms), count(*) FROM tail GROUP BY 2, 4
+        UNION ALL SELECT 2, '', '', 0, {conversations}
+        UNION ALL SELECT 3, '', '', 0, (SELECT count(*) FROM tail)",
+        r#where = r#where
     )
-    SELECT 0, tool, status, 0::bigint, calls FROM tool_totals WHERE $1::text IS NULL OR tool = $1
-    UNION ALL SELECT 0, tool, status, 0, count(*) FROM tail GROUP BY tool, status
-    UNION ALL SELECT 1, tool, '', bucket, calls FROM duration_totals WHERE $1::text IS NULL OR tool = $1
-    UNION ALL SELECT 1, tool, '', toolgate_bucket(duration_ms), count(*) FROM tail GROUP BY 2, 4
-    UNION ALL SELECT 2, '', '', 0, CASE WHEN $1::text IS NULL THEN (SELECT conversations FROM m)
-        + (SELECT count(DISTINCT conversation_id) FROM tail t WHERE NOT EXISTS
-            (SELECT 1 FROM conversation_totals c WHERE c.conversation_id = t.conversation_id))
-        ELSE 0 END
-    UNION ALL SELECT 3, '', '', 0, (SELECT count(*) FROM tail)";
+}
 
 /// The same rows (kinds 0, 1 and 2) for one tenant's records (records without a run are
 /// the default tenant's), read from the records themselves: the totals are the whole
@@ -54,7 +68,7 @@ const TENANT: &str = "WITH t AS (
     UNION ALL SELECT 1, tool, '', bucket, count(*) FROM t GROUP BY tool, bucket
     UNION ALL SELECT 2, '', '', 0, count(DISTINCT conversation_id) FROM t";
 
-/// What the rows of [`TOTALS`] or [`TENANT`] come to.
+/// What the rows of [`totals_sql`] or [`TENANT`] come to.
 #[derive(Default)]
 struct Tally {
     by_status: ByStatus,
@@ -139,7 +153,10 @@ impl PgStore {
             let client = s.client().await?;
             let rows = match &tenant {
                 Some(tenant) => s.rows(&client, TENANT, &[tenant]).await?,
-                None => s.rows(&client, TOTALS, &[&tool]).await?,
+                None => match &tool {
+                    Some(tool) => s.rows(&client, &totals_sql(true), &[tool]).await?,
+                    None => s.rows(&client, &totals_sql(false), &[]).await?,
+                },
             };
             let t = Tally::of(&rows)?;
             if t.unfolded >= super::totals::FOLD_AT {
