@@ -3,6 +3,7 @@
 //! conversation, run, tool, status, tenant and time range, in pages; one call's result;
 //! some calls of a run.
 
+use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use super::rows::{CALL_COLUMNS, call_from_row, get};
@@ -55,7 +56,7 @@ impl Columns {
 }
 
 /// Inserts a batch given as arrays, one per column, in one statement.
-pub(super) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) \
+const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) \
      SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[])";
 
 /// Whose runs a record belongs to, for a tenant filter (records without a run are the
@@ -64,6 +65,47 @@ const TENANT_OF: &str =
     "COALESCE((SELECT r.tenant FROM runs r WHERE r.id = tool_calls.run_id), 'default')";
 
 impl PgStore {
+    /// Inserts `records` in one statement, in the caller's transaction (or one of its
+    /// own, on a bare connection). Whoever commits them calls [`PgStore::records_added`].
+    pub(super) async fn insert_records(
+        &self,
+        client: &impl GenericClient,
+        records: &[CallRecord],
+    ) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let c = Columns::of(records);
+        let stmt = client
+            .prepare_cached(INSERT)
+            .await
+            .map_err(|e| self.error(e))?;
+        client
+            .execute(
+                &stmt,
+                &[
+                    &c.call_id,
+                    &c.run_id,
+                    &c.conversation_id,
+                    &c.agent,
+                    &c.caller,
+                    &c.tool,
+                    &c.arguments,
+                    &c.result,
+                    &c.result_size,
+                    &c.status,
+                    &c.error_kind,
+                    &c.error_message,
+                    &c.started_at,
+                    &c.duration_ms,
+                    &c.replaced,
+                ],
+            )
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
     /// Writes `records` in a transaction of their own and gives them back once committed.
     pub async fn commit_records(
         &self,
@@ -76,35 +118,8 @@ impl PgStore {
         self.on_pool(move |s| async move {
             let started = std::time::Instant::now();
             let client = s.client().await?;
-            let c = Columns::of(&records);
-            let stmt = client
-                .prepare_cached(INSERT)
-                .await
-                .map_err(|e| s.error(e))?;
-            let written = client
-                .execute(
-                    &stmt,
-                    &[
-                        &c.call_id,
-                        &c.run_id,
-                        &c.conversation_id,
-                        &c.agent,
-                        &c.caller,
-                        &c.tool,
-                        &c.arguments,
-                        &c.result,
-                        &c.result_size,
-                        &c.status,
-                        &c.error_kind,
-                        &c.error_message,
-                        &c.started_at,
-                        &c.duration_ms,
-                        &c.replaced,
-                    ],
-                )
-                .await;
+            let written = s.insert_records(&client, &records).await;
             if let Err(e) = written {
-                let e = s.error(e);
                 tracing::warn!(records = records.len(), error = %e, "call records not committed");
                 return Err(e);
             }
