@@ -223,36 +223,30 @@ const SUMMARIES: [&str; 6] = [
 
 /// Reads summary `name` once.
 fn summary(store: &Store, rt: &tokio::runtime::Runtime, name: &str) {
-    let fail = |e: toolgate::store::StoreError| panic!("{name}: {e}");
+    fn ok<T>(name: &str, r: Result<T, toolgate::store::StoreError>) -> T {
+        r.unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
     match name {
         "conversation" => {
-            let s = rt
-                .block_on(store.conversation_summary("conv42"))
-                .unwrap_or_else(fail);
+            let s = ok(name, rt.block_on(store.conversation_summary("conv42")));
             assert_eq!(s.calls.total_calls, 1000);
         }
         "tool" => {
-            let s = rt.block_on(store.tool_stats("shell")).unwrap_or_else(fail);
+            let s = ok(name, rt.block_on(store.tool_stats("shell")));
             assert_eq!(s.calls.total_calls, 125_000);
         }
         "global" => {
-            divan::black_box(rt.block_on(store.global_stats()).unwrap_or_else(fail));
+            divan::black_box(ok(name, rt.block_on(store.global_stats())));
         }
         "run_tree" => {
-            let t = rt.block_on(store.run_tree(TOP)).unwrap_or_else(fail);
+            let t = ok(name, rt.block_on(store.run_tree(TOP)));
             assert_eq!(t.totals.calls, 1_100);
         }
         "tenant_tool" => {
-            divan::black_box(
-                rt.block_on(store.tool_stats_of("acme", "list"))
-                    .unwrap_or_else(fail),
-            );
+            divan::black_box(ok(name, rt.block_on(store.tool_stats_of("acme", "list"))));
         }
         _ => {
-            divan::black_box(
-                rt.block_on(store.global_stats_of("acme"))
-                    .unwrap_or_else(fail),
-            );
+            divan::black_box(ok(name, rt.block_on(store.global_stats_of("acme"))));
         }
     }
 }

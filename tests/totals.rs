@@ -316,7 +316,7 @@ fn varied(n: usize) -> CallRecord {
         CallStatus::Cancelled,
         CallStatus::Client,
     ];
-    let in_run = n % 6 != 0;
+    let in_run = !n.is_multiple_of(6);
     let duration_ms = match n % 5 {
         // A run tree sums its durations: binary fractions keep any order of addition
         // exact (decimal ones differ in the last bit with the order).
@@ -342,12 +342,15 @@ fn varied(n: usize) -> CallRecord {
         error_message: None,
         started_at: 10_000 + (n as i64 * 37) % 4_000,
         duration_ms,
-        replaced: n % 50 == 0,
+        replaced: n.is_multiple_of(50),
     }
 }
 
-/// The runs of the cross-backend set: id, parent (and depth), tenant.
-const RUNS: [(&str, Option<(&str, i64)>, &str); 6] = [
+/// A run of the cross-backend set: id, parent (and depth), tenant.
+type Run = (&'static str, Option<(&'static str, i64)>, &'static str);
+
+/// The runs of the cross-backend set.
+const RUNS: [Run; 6] = [
     ("run_top", None, "default"),
     ("run_child", Some(("run_top", 1)), "default"),
     ("run_grandchild", Some(("run_child", 2)), "default"),
