@@ -60,8 +60,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Record `n` of the million: 1,000 conversations, 8 tools, a run for the tree's.
 fn record(n: usize) -> CallRecord {
-    let tree = n % 1000 == 999 && n / 1000 < 1_100;
-    let run = tree.then(|| match (n / 1000) % 11 {
+    let tree = n % 100 == 99 && n < 110_000;
+    let run = tree.then(|| match (n / 100) % 11 {
         0 => TOP.to_string(),
         i => format!("run_tree_{i}"),
     });

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 use serde_json::json;
-use toolgate::protocol::{CallStatus, CallerKind};
+use toolgate::protocol::{CallStatus, CallerKind, RunStatus};
 use toolgate::store::{CallRecord, GlobalStats, Store};
 
 use crate::databases::TestDb;
@@ -453,9 +453,19 @@ fn everything(store: &Store) -> Vec<(String, serde_json::Value)> {
         })
         .collect();
     out.push(("runs with pending".into(), json(&listed)));
+    for tenant in ["default", "t1"] {
+        out.push((
+            format!("in progress in {tenant}"),
+            json(&store.runs_in_progress(tenant, "me").block().unwrap()),
+        ));
+    }
+    let paused = store
+        .runs_of(Some("default"), Some(RunStatus::RequiresAction), None, 2)
+        .block()
+        .unwrap();
     out.push((
-        "in progress".into(),
-        json(&store.runs_in_progress("default", "me").block().unwrap()),
+        "paused, two".into(),
+        json(&paused.iter().map(|r| r.id.clone()).collect::<Vec<_>>()),
     ));
     let timeline = store.run_timeline("run_gr").block().unwrap();
     let mut calls: Vec<_> = timeline
@@ -553,7 +563,7 @@ fn both_backends_summarise_the_same_records_alike() {
                  ('run_grandchild', 'call_p2', 'approval', 'tool3', '{\"x\": 1}', 'waiting'),
                  ('run_grandchild', 'call_p1', 'submit_tool_output', 'tool1', '{}', 'waiting'),
                  ('run_child', 'call_p3', 'approval', 'tool1', '{}', 'done');
-             UPDATE runs SET status = 'in_progress' WHERE id = 'run_t1';",
+             UPDATE runs SET status = 'in_progress', started_by = 'me' WHERE id = 'run_t1';",
         );
         let early = everything(&store);
         wait_for_a_fold(db);
@@ -593,4 +603,10 @@ fn both_backends_summarise_the_same_records_alike() {
         })
         .collect();
     assert_eq!(items, [("call_p0", 0), ("call_p2", 3), ("call_p1", 3)]);
+    let in_t1 = &sqlite
+        .iter()
+        .find(|(n, _)| n == "in progress in t1")
+        .unwrap()
+        .1;
+    assert_eq!(in_t1, &json!([1, 1]));
 }

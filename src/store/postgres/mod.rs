@@ -91,9 +91,13 @@ impl PgStore {
             path: shown.clone(),
             message,
         };
-        let config: tokio_postgres::Config = url
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+        // No JIT: toolgate's statements are short, and a row estimate past the JIT's
+        // threshold (a summary's tail, before it knows the mark) costs 20 ms of compiling.
+        let options = format!("{} -c jit=off", config.get_options().unwrap_or_default());
+        config.options(options.trim());
         let size = std::env::var(POOL_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())

@@ -23,9 +23,10 @@ const CONVERSATION: &str = "WITH g AS (
     )
     SELECT g.tool, g.status, g.n, g.first, g.last, p.p50, p.p95 FROM g, p";
 
-/// Rows of (kind, tool, status, bucket, calls): kind 0 counts calls per (tool, status),
-/// 1 per (tool, bucket), 2 is the number of conversations, 3 the records not folded
-/// yet; from the totals and the tail above the mark. Every tool's, or (`one_tool`) the
+/// Rows of (kind, tool, status, calls, buckets, calls per bucket): kind 0 counts calls
+/// per (tool, status), 1 a tool's histogram (as two arrays: a row per tool rather than
+/// per bucket), 2 is the number of conversations, 3 the records not folded yet; from
+/// the totals and the tail above the mark. Every tool's, or (`one_tool`) the
 /// tool `$1`'s alone, over the totals' primary keys.
 fn totals_sql(one_tool: bool) -> String {
     let (and, r#where) = if one_tool {
@@ -46,12 +47,14 @@ fn totals_sql(one_tool: bool) -> String {
             SELECT tool, status, duration_ms, conversation_id FROM tool_calls
             WHERE xact >= (SELECT folded_to FROM m) {and}
         )
-        SELECT 0, tool, status, 0::bigint, calls FROM tool_totals {where}
-        UNION ALL SELECT 0, tool, status, 0, count(*) FROM tail GROUP BY tool, status
-        UNION ALL SELECT 1, tool, '', bucket, calls FROM duration_totals {where}
-        UNION ALL SELECT 1, tool, '', toolgate_bucket(duration_ms), count(*) FROM tail GROUP BY 2, 4
-        UNION ALL SELECT 2, '', '', 0, {conversations}
-        UNION ALL SELECT 3, '', '', 0, (SELECT count(*) FROM tail)",
+        SELECT 0, tool, status, calls, NULL::bigint[], NULL::bigint[] FROM tool_totals {where}
+        UNION ALL SELECT 0, tool, status, count(*), NULL, NULL FROM tail GROUP BY tool, status
+        UNION ALL SELECT 1, tool, '', 0, array_agg(bucket), array_agg(calls) FROM (
+            SELECT tool, bucket, calls FROM duration_totals {where}
+            UNION ALL SELECT tool, toolgate_bucket(duration_ms), count(*) FROM tail GROUP BY 1, 2
+        ) d GROUP BY tool
+        UNION ALL SELECT 2, '', '', {conversations}, NULL, NULL
+        UNION ALL SELECT 3, '', '', (SELECT count(*) FROM tail), NULL, NULL",
         r#where = r#where
     )
 }
@@ -64,9 +67,11 @@ const TENANT: &str = "WITH t AS (
         FROM tool_calls c LEFT JOIN runs r ON r.id = c.run_id
         WHERE COALESCE(r.tenant, 'default') = $1
     )
-    SELECT 0, tool, status, 0::bigint, count(*) FROM t GROUP BY tool, status
-    UNION ALL SELECT 1, tool, '', bucket, count(*) FROM t GROUP BY tool, bucket
-    UNION ALL SELECT 2, '', '', 0, count(DISTINCT conversation_id) FROM t";
+    SELECT 0, tool, status, count(*), NULL::bigint[], NULL::bigint[] FROM t GROUP BY tool, status
+    UNION ALL SELECT 1, tool, '', 0, array_agg(bucket), array_agg(n) FROM (
+        SELECT tool, bucket, count(*) AS n FROM t GROUP BY tool, bucket
+    ) d GROUP BY tool
+    UNION ALL SELECT 2, '', '', count(DISTINCT conversation_id), NULL, NULL FROM t";
 
 /// What the rows of [`totals_sql`] or [`TENANT`] come to.
 #[derive(Default)]
@@ -82,10 +87,18 @@ impl Tally {
         let mut t = Tally::default();
         for row in rows {
             let kind: i32 = get(row, 0)?;
-            let n = u64::try_from(get::<i64>(row, 4)?).unwrap_or(0);
+            let n = u64::try_from(get::<i64>(row, 3)?).unwrap_or(0);
             match kind {
                 0 => *t.by_status.entry((get(row, 1)?, get(row, 2)?)).or_default() += n,
-                1 => *t.durations.entry((get(row, 1)?, get(row, 3)?)).or_default() += n,
+                1 => {
+                    let tool: String = get(row, 1)?;
+                    let buckets: Vec<i64> = get(row, 4)?;
+                    let calls: Vec<i64> = get(row, 5)?;
+                    for (b, n) in buckets.into_iter().zip(calls) {
+                        *t.durations.entry((tool.clone(), b)).or_default() +=
+                            u64::try_from(n).unwrap_or(0);
+                    }
+                }
                 2 => t.conversations = n,
                 _ => t.unfolded = n,
             }
