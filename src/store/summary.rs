@@ -158,13 +158,17 @@ pub(crate) type ByStatus = BTreeMap<(String, String), u64>;
 pub(crate) type Histogram = BTreeMap<(String, i64), u64>;
 
 /// The statistics of a tally.
-pub(crate) fn global(by_status: ByStatus, durations: Histogram, conversations: u64) -> GlobalStats {
+pub(crate) fn global(
+    by_status: &ByStatus,
+    durations: &Histogram,
+    conversations: u64,
+) -> GlobalStats {
     let mut statuses: BTreeMap<&str, u64> = BTreeMap::new();
-    for ((_, status), n) in &by_status {
+    for ((_, status), n) in by_status {
         *statuses.entry(status.as_str()).or_default() += n;
     }
     let mut all: BTreeMap<i64, u64> = BTreeMap::new();
-    for ((_, b), n) in &durations {
+    for ((_, b), n) in durations {
         *all.entry(*b).or_default() += n;
     }
     let mut names: Vec<&str> = by_status.keys().map(|(t, _)| t.as_str()).collect();
@@ -175,7 +179,7 @@ pub(crate) fn global(by_status: ByStatus, durations: Histogram, conversations: u
         duration_ms: histogram_percentiles(all.iter().map(|(b, n)| (*b, *n))),
         tools: names
             .into_iter()
-            .map(|name| tool_stats(name, &by_status, &durations))
+            .map(|name| tool_stats(name, by_status, durations))
             .collect(),
     }
 }

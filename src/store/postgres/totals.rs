@@ -9,12 +9,15 @@
 //! records of transactions below its snapshot's `xmin`, all of which have ended: no
 //! record can appear there any more. Folds run one at a time (an advisory lock), in the
 //! background of whichever process wrote (or read) enough records since its last fold,
-//! and never hold up a writer: the writers touch no shared row.
+//! and never hold up a writer: the writers touch no shared row. The totals change only
+//! with the mark, so a process keeps the last totals it read beside their mark.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::rows::get;
 use super::{PgStore, StoreError};
+use crate::store::summary::{ByStatus, Histogram};
 
 /// Records written (or seen unfolded by a summary) that start a fold.
 pub(super) const FOLD_AT: u64 = 1024;
@@ -50,13 +53,39 @@ const FOLD: &str = "WITH t AS (
         conversations = conversations + (SELECT count(*) FROM conversations WHERE new)
     WHERE id = 1";
 
-/// When this process folds next.
+/// When this process folds next, and the folded totals it last read.
 #[derive(Default)]
 pub(super) struct Folding {
     /// Records written or seen unfolded since the last fold began.
     unfolded: AtomicU64,
     /// A fold of this process is running.
     running: AtomicBool,
+    /// The totals as of a mark: a fold changes them only with the mark, so a summary
+    /// that finds the same mark reads only the tail (`summary.rs`).
+    folded: std::sync::Mutex<Option<Arc<Folded>>>,
+}
+
+/// The running totals as they were folded up to `mark`.
+#[derive(Debug)]
+pub(super) struct Folded {
+    pub mark: i64,
+    pub by_status: ByStatus,
+    pub durations: Histogram,
+}
+
+impl PgStore {
+    /// The folded totals this process read last, if any.
+    pub(super) fn folded(&self) -> Option<Arc<Folded>> {
+        let folded = self.inner.folding.folded.lock();
+        folded.map(|f| f.clone()).unwrap_or_default()
+    }
+
+    /// Keeps `folded` for the next summary.
+    pub(super) fn keep_folded(&self, folded: Arc<Folded>) {
+        if let Ok(mut kept) = self.inner.folding.folded.lock() {
+            *kept = Some(folded);
+        }
+    }
 }
 
 impl PgStore {

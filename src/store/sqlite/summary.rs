@@ -87,7 +87,7 @@ impl SqliteStore {
     pub fn global_stats_of(&self, tenant: &str) -> Result<GlobalStats, StoreError> {
         self.read(|conn| {
             let (by_status, durations, conversations) = tenant_tally(conn, tenant)?;
-            Ok(global(by_status, durations, conversations))
+            Ok(global(&by_status, &durations, conversations))
         })
     }
 
@@ -99,7 +99,7 @@ impl SqliteStore {
             let (by_status, durations, tail) = totals::tool_totals(&snapshot, None)?;
             let conversations = totals::conversations(&snapshot, &tail)?;
             snapshot.finish()?;
-            Ok(global(by_status, durations, conversations))
+            Ok(global(&by_status, &durations, conversations))
         })
     }
 }
