@@ -1,12 +1,14 @@
 //! The record through the binary: `tools call` records under a conversation, `calls`
-//! and `stats` read it back (tables and the JSON contract), `--db` and `TOOLGATE_DB`
-//! choose the file, and bad files give one clear line.
+//! and `stats` read it back (tables and the JSON contract) on both backends, `--db` and
+//! `TOOLGATE_DB` choose the file, and bad files give one clear line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+use crate::databases::TestDb;
 
 fn toolgate(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -31,8 +33,27 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn calls_are_recorded_and_summarised() {
+    for db in TestDb::both() {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            recorded_and_summarised(&db)
+        }));
+        if let Err(panic) = outcome {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("on {}: {why}", db.name());
+        }
+    }
+}
+
+/// [`calls_are_recorded_and_summarised`] on `db`.
+fn recorded_and_summarised(db: &TestDb) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    let on = [("TOOLGATE_DB", db.arg())];
+    let toolgate = |args: &[&str], d: &Path, _: &[(&str, &str)]| toolgate(args, d, &on);
     for (tool, args) in [
         ("calculator", r#"{"expression": "2*21"}"#),
         ("calculator", r#"{"expression": "1/0"}"#),
@@ -138,28 +159,31 @@ fn calls_are_recorded_and_summarised() {
 
 #[test]
 fn a_new_conversation_id_when_none_is_given() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(
-        &[
-            "tools",
-            "call",
-            "echo",
-            "--args",
-            r#"{"text": "x"}"#,
-            "--json",
-        ],
-        dir.path(),
-        &[],
-    );
-    let v = json(&out);
-    let conv = v["conversation_id"].as_str().unwrap().to_string();
-    assert!(conv.starts_with("conv_"));
-    let s = json(&toolgate(
-        &["stats", "--conversation", &conv, "--json"],
-        dir.path(),
-        &[],
-    ));
-    assert_eq!(s["total_calls"], 1);
+    for db in TestDb::both() {
+        let dir = tempfile::tempdir().unwrap();
+        let on = [("TOOLGATE_DB", db.arg())];
+        let out = toolgate(
+            &[
+                "tools",
+                "call",
+                "echo",
+                "--args",
+                r#"{"text": "x"}"#,
+                "--json",
+            ],
+            dir.path(),
+            &on,
+        );
+        let v = json(&out);
+        let conv = v["conversation_id"].as_str().unwrap().to_string();
+        assert!(conv.starts_with("conv_"), "{}: {conv}", db.name());
+        let s = json(&toolgate(
+            &["stats", "--conversation", &conv, "--json"],
+            dir.path(),
+            &on,
+        ));
+        assert_eq!(s["total_calls"], 1, "{}", db.name());
+    }
 }
 
 #[test]

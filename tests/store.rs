@@ -1,7 +1,8 @@
-//! The SQLite record: schema and migrations (also by several processes opening one new
-//! file at once), files toolgate must refuse, a locked and a full database, summaries and queries checked against hand-computed numbers, and a
-//! process killed while it records; and the change feed between two stores on one
-//! database (on both backends).
+//! The record: schema and migrations (also by several processes opening one new SQLite
+//! file at once), files toolgate must refuse, a locked and a full database, a process
+//! killed while it records (SQLite's), summaries and queries checked against
+//! hand-computed numbers on both backends ([`on_both`]), and the change feed between
+//! two stores on one database (on both backends).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -15,6 +16,24 @@ use toolgate::store::{
     APPLICATION_ID, CallCounts, CallQuery, CallRecord, ConversationSummary, Durations, GlobalStats,
     SCHEMA_VERSION, Store, StoreError, StoreOptions, ToolStats,
 };
+
+use crate::databases::TestDb;
+
+/// Runs `check` on a new database of each backend; a failure names the backend.
+pub fn on_both(check: impl Fn(&TestDb, &Store)) {
+    for db in TestDb::both() {
+        let store = db.open();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&db, &store)));
+        if let Err(panic) = outcome {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("on {}: {why}", db.name());
+        }
+    }
+}
 
 fn record(
     conv: &str,
@@ -263,107 +282,107 @@ fn a_full_database_is_a_clear_error_and_keeps_what_it_had() {
 
 #[test]
 fn summaries_match_hand_computed_numbers() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("s.db")).unwrap();
-    let mut records = Vec::new();
-    // Conversation a: 20 calls with durations 1..=20 ms.
-    for i in 1..=20i64 {
-        let (tool, status) = match i % 4 {
-            0 => ("shell", CallStatus::Denied),
-            1 => ("echo", CallStatus::Failed),
-            _ => ("echo", CallStatus::Succeeded),
-        };
-        records.push(record("a", tool, status, 1000 + i, i as f64));
-    }
-    records.push(record("b", "web_search", CallStatus::Client, 5000, 0.0));
-    records.push(record("b", "echo", CallStatus::Timeout, 5001, 30_000.0));
-    records.push(record("b", "echo", CallStatus::Cancelled, 5002, 3.0));
-    rt().block_on(store.record_calls(records)).unwrap();
-
-    let a = store.conversation_summary("a").block().unwrap();
-    assert_eq!(
-        a.calls,
-        CallCounts {
-            total_calls: 20,
-            successful_calls: 10,
-            failed_calls: 5,
-            denied_calls: 5,
-            success_rate: 50.0,
-            ..CallCounts::default()
+    on_both(|_, store| {
+        let mut records = Vec::new();
+        // Conversation a: 20 calls with durations 1..=20 ms.
+        for i in 1..=20i64 {
+            let (tool, status) = match i % 4 {
+                0 => ("shell", CallStatus::Denied),
+                1 => ("echo", CallStatus::Failed),
+                _ => ("echo", CallStatus::Succeeded),
+            };
+            records.push(record("a", tool, status, 1000 + i, i as f64));
         }
-    );
-    assert_eq!(a.tool_usage.get("echo"), Some(&15));
-    assert_eq!(a.tool_usage.get("shell"), Some(&5));
-    assert_eq!((a.duration_ms.p50, a.duration_ms.p95), (10.0, 19.0));
-    assert_eq!((a.first_call_at, a.last_call_at), (Some(1001), Some(1020)));
-    let json = serde_json::to_value(&a).unwrap();
-    // The design's contract for a conversation summary.
-    for key in [
-        "conversation_id",
-        "total_calls",
-        "successful_calls",
-        "failed_calls",
-        "denied_calls",
-        "success_rate",
-        "tool_usage",
-    ] {
-        assert!(json.get(key).is_some(), "{key}");
-    }
-    assert!(json["duration_ms"]["p50"].is_number() && json["duration_ms"]["p95"].is_number());
+        records.push(record("b", "web_search", CallStatus::Client, 5000, 0.0));
+        records.push(record("b", "echo", CallStatus::Timeout, 5001, 30_000.0));
+        records.push(record("b", "echo", CallStatus::Cancelled, 5002, 3.0));
+        rt().block_on(store.record_calls(records)).unwrap();
 
-    let b = store.conversation_summary("b").block().unwrap();
-    assert_eq!(
-        b.calls,
-        CallCounts {
-            total_calls: 3,
-            timeout_calls: 1,
-            cancelled_calls: 1,
-            client_calls: 1,
-            ..CallCounts::default()
+        let a = store.conversation_summary("a").block().unwrap();
+        assert_eq!(
+            a.calls,
+            CallCounts {
+                total_calls: 20,
+                successful_calls: 10,
+                failed_calls: 5,
+                denied_calls: 5,
+                success_rate: 50.0,
+                ..CallCounts::default()
+            }
+        );
+        assert_eq!(a.tool_usage.get("echo"), Some(&15));
+        assert_eq!(a.tool_usage.get("shell"), Some(&5));
+        assert_eq!((a.duration_ms.p50, a.duration_ms.p95), (10.0, 19.0));
+        assert_eq!((a.first_call_at, a.last_call_at), (Some(1001), Some(1020)));
+        let json = serde_json::to_value(&a).unwrap();
+        // The design's contract for a conversation summary.
+        for key in [
+            "conversation_id",
+            "total_calls",
+            "successful_calls",
+            "failed_calls",
+            "denied_calls",
+            "success_rate",
+            "tool_usage",
+        ] {
+            assert!(json.get(key).is_some(), "{key}");
         }
-    );
+        assert!(json["duration_ms"]["p50"].is_number() && json["duration_ms"]["p95"].is_number());
 
-    let none = store.conversation_summary("nobody").block().unwrap();
-    assert_eq!(none.calls, CallCounts::default());
+        let b = store.conversation_summary("b").block().unwrap();
+        assert_eq!(
+            b.calls,
+            CallCounts {
+                total_calls: 3,
+                timeout_calls: 1,
+                cancelled_calls: 1,
+                client_calls: 1,
+                ..CallCounts::default()
+            }
+        );
 
-    let echo = store.tool_stats("echo").block().unwrap();
-    assert_eq!(
-        echo.calls,
-        CallCounts {
-            total_calls: 17,
-            successful_calls: 10,
-            failed_calls: 5,
-            timeout_calls: 1,
-            cancelled_calls: 1,
-            success_rate: 58.8,
-            ..CallCounts::default()
-        }
-    );
-    let search = store.tool_stats("web_search").block().unwrap();
-    assert_eq!(
-        (search.calls.client_calls, search.calls.success_rate),
-        (1, 0.0)
-    );
-    let g = store.global_stats().block().unwrap();
-    assert_eq!(
-        g.calls,
-        CallCounts {
-            total_calls: 23,
-            successful_calls: 10,
-            failed_calls: 5,
-            denied_calls: 5,
-            timeout_calls: 1,
-            cancelled_calls: 1,
-            client_calls: 1,
-            success_rate: 45.5,
-        }
-    );
-    assert_eq!(g.conversations, 2);
-    assert_eq!(
-        g.tools.iter().map(|t| t.tool.as_str()).collect::<Vec<_>>(),
-        ["echo", "shell", "web_search"]
-    );
-    assert_eq!(g.tools[0], echo);
+        let none = store.conversation_summary("nobody").block().unwrap();
+        assert_eq!(none.calls, CallCounts::default());
+
+        let echo = store.tool_stats("echo").block().unwrap();
+        assert_eq!(
+            echo.calls,
+            CallCounts {
+                total_calls: 17,
+                successful_calls: 10,
+                failed_calls: 5,
+                timeout_calls: 1,
+                cancelled_calls: 1,
+                success_rate: 58.8,
+                ..CallCounts::default()
+            }
+        );
+        let search = store.tool_stats("web_search").block().unwrap();
+        assert_eq!(
+            (search.calls.client_calls, search.calls.success_rate),
+            (1, 0.0)
+        );
+        let g = store.global_stats().block().unwrap();
+        assert_eq!(
+            g.calls,
+            CallCounts {
+                total_calls: 23,
+                successful_calls: 10,
+                failed_calls: 5,
+                denied_calls: 5,
+                timeout_calls: 1,
+                cancelled_calls: 1,
+                client_calls: 1,
+                success_rate: 45.5,
+            }
+        );
+        assert_eq!(g.conversations, 2);
+        assert_eq!(
+            g.tools.iter().map(|t| t.tool.as_str()).collect::<Vec<_>>(),
+            ["echo", "shell", "web_search"]
+        );
+        assert_eq!(g.tools[0], echo);
+    });
 }
 
 /// The counters of a summary's JSON, by the names `CallCounts` gives them.
@@ -384,31 +403,31 @@ fn counters(summary: &Value) -> serde_json::Map<String, Value> {
 
 #[test]
 fn every_summary_has_one_shape_of_counters() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("shape.db")).unwrap();
-    let records = vec![
-        record("c", "echo", CallStatus::Succeeded, 1, 1.0),
-        record("c", "echo", CallStatus::Cancelled, 2, 2.0),
-        record("c", "echo", CallStatus::Client, 3, 0.0),
-    ];
-    rt().block_on(store.record_calls(records)).unwrap();
-    let conversation =
-        serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap();
-    let tool = serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap();
-    let global = serde_json::to_value(store.global_stats().block().unwrap()).unwrap();
-    // One conversation, one tool: the three count the same calls the same way.
-    assert_eq!(counters(&conversation), counters(&tool));
-    assert_eq!(counters(&tool), counters(&global));
-    assert_eq!(counters(&global["tools"][0]), counters(&tool));
-    let c = counters(&tool);
-    assert_eq!(
-        (&c["cancelled_calls"], &c["client_calls"]),
-        (&json!(1), &json!(1))
-    );
-    assert_eq!(c["success_rate"], json!(50.0));
-    for summary in [&conversation, &tool, &global] {
-        assert!(summary["duration_ms"]["p95"].is_number(), "{summary}");
-    }
+    on_both(|_, store| {
+        let records = vec![
+            record("c", "echo", CallStatus::Succeeded, 1, 1.0),
+            record("c", "echo", CallStatus::Cancelled, 2, 2.0),
+            record("c", "echo", CallStatus::Client, 3, 0.0),
+        ];
+        rt().block_on(store.record_calls(records)).unwrap();
+        let conversation =
+            serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap();
+        let tool = serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap();
+        let global = serde_json::to_value(store.global_stats().block().unwrap()).unwrap();
+        // One conversation, one tool: the three count the same calls the same way.
+        assert_eq!(counters(&conversation), counters(&tool));
+        assert_eq!(counters(&tool), counters(&global));
+        assert_eq!(counters(&global["tools"][0]), counters(&tool));
+        let c = counters(&tool);
+        assert_eq!(
+            (&c["cancelled_calls"], &c["client_calls"]),
+            (&json!(1), &json!(1))
+        );
+        assert_eq!(c["success_rate"], json!(50.0));
+        for summary in [&conversation, &tool, &global] {
+            assert!(summary["duration_ms"]["p95"].is_number(), "{summary}");
+        }
+    });
 }
 
 /// The property names a schema gives an object: its own, and those of the schemas
@@ -442,106 +461,106 @@ fn summary_schemas_match_their_json() {
     let components = Value::Object(components);
     assert_eq!(CallCounts::name(), "CallCounts");
 
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("schema.db")).unwrap();
-    rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 1, 1.0)]))
-        .unwrap();
-    let keys = |v: Value| {
-        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
-        k.sort();
-        k
-    };
-    let cases = [
-        (
-            schema(ConversationSummary::schema()),
-            serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap(),
-        ),
-        (
-            schema(ToolStats::schema()),
-            serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap(),
-        ),
-        (
-            schema(GlobalStats::schema()),
-            serde_json::to_value(store.global_stats().block().unwrap()).unwrap(),
-        ),
-        (
-            schema(Durations::schema()),
-            serde_json::to_value(Durations::default()).unwrap(),
-        ),
-    ];
-    for (schema, json) in cases {
-        assert_eq!(
-            schema_properties(&schema, &components),
-            keys(json),
-            "{schema}"
-        );
-    }
+    on_both(|_, store| {
+        rt().block_on(store.record_calls(vec![record("c", "echo", CallStatus::Succeeded, 1, 1.0)]))
+            .unwrap();
+        let keys = |v: Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let cases = [
+            (
+                schema(ConversationSummary::schema()),
+                serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap(),
+            ),
+            (
+                schema(ToolStats::schema()),
+                serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap(),
+            ),
+            (
+                schema(GlobalStats::schema()),
+                serde_json::to_value(store.global_stats().block().unwrap()).unwrap(),
+            ),
+            (
+                schema(Durations::schema()),
+                serde_json::to_value(Durations::default()).unwrap(),
+            ),
+        ];
+        for (schema, json) in cases {
+            assert_eq!(
+                schema_properties(&schema, &components),
+                keys(json),
+                "{schema}"
+            );
+        }
+    });
 }
 
 #[test]
 fn queries_filter_and_page() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("q.db")).unwrap();
-    let records: Vec<_> = (0..30i64)
-        .map(|i| {
-            record(
-                if i < 20 { "a" } else { "b" },
-                if i % 3 == 0 { "shell" } else { "echo" },
-                CallStatus::Succeeded,
-                i * 10,
-                1.0,
-            )
-        })
-        .collect();
-    rt().block_on(store.record_calls(records)).unwrap();
-    let q = |q: CallQuery| store.calls(&q).block().unwrap();
-    let page = q(CallQuery {
-        conversation_id: Some("a".into()),
-        limit: Some(7),
-        offset: 14,
-        ..Default::default()
+    on_both(|_, store| {
+        let records: Vec<_> = (0..30i64)
+            .map(|i| {
+                record(
+                    if i < 20 { "a" } else { "b" },
+                    if i % 3 == 0 { "shell" } else { "echo" },
+                    CallStatus::Succeeded,
+                    i * 10,
+                    1.0,
+                )
+            })
+            .collect();
+        rt().block_on(store.record_calls(records)).unwrap();
+        let q = |q: CallQuery| store.calls(&q).block().unwrap();
+        let page = q(CallQuery {
+            conversation_id: Some("a".into()),
+            limit: Some(7),
+            offset: 14,
+            ..Default::default()
+        });
+        assert_eq!((page.total, page.calls.len()), (20, 6));
+        assert_eq!(page.calls[0].record.started_at, 140);
+        let newest = q(CallQuery {
+            newest_first: true,
+            limit: Some(1),
+            ..Default::default()
+        });
+        assert_eq!(newest.calls[0].record.started_at, 290);
+        assert_eq!(
+            q(CallQuery {
+                tool: Some("shell".into()),
+                ..Default::default()
+            })
+            .total,
+            10
+        );
+        assert_eq!(
+            q(CallQuery {
+                since: Some(100),
+                until: Some(200),
+                ..Default::default()
+            })
+            .total,
+            10
+        );
+        assert_eq!(
+            q(CallQuery {
+                run_id: Some("run_b".into()),
+                ..Default::default()
+            })
+            .total,
+            10
+        );
+        assert_eq!(
+            q(CallQuery {
+                status: Some(CallStatus::Denied),
+                ..Default::default()
+            })
+            .total,
+            0
+        );
     });
-    assert_eq!((page.total, page.calls.len()), (20, 6));
-    assert_eq!(page.calls[0].record.started_at, 140);
-    let newest = q(CallQuery {
-        newest_first: true,
-        limit: Some(1),
-        ..Default::default()
-    });
-    assert_eq!(newest.calls[0].record.started_at, 290);
-    assert_eq!(
-        q(CallQuery {
-            tool: Some("shell".into()),
-            ..Default::default()
-        })
-        .total,
-        10
-    );
-    assert_eq!(
-        q(CallQuery {
-            since: Some(100),
-            until: Some(200),
-            ..Default::default()
-        })
-        .total,
-        10
-    );
-    assert_eq!(
-        q(CallQuery {
-            run_id: Some("run_b".into()),
-            ..Default::default()
-        })
-        .total,
-        10
-    );
-    assert_eq!(
-        q(CallQuery {
-            status: Some(CallStatus::Denied),
-            ..Default::default()
-        })
-        .total,
-        0
-    );
 }
 
 /// When run as the recorder child: record batches of 10 until killed, printing the

@@ -12,6 +12,7 @@ mod lease;
 pub mod model;
 mod postgres;
 mod sqlite;
+mod summary;
 
 use std::path::Path;
 
@@ -23,10 +24,11 @@ pub use model::{
     RunSave, StoredCall,
 };
 pub use sqlite::{
-    APPLICATION_ID, CallCounts, CallQuery, ConversationSummary, DEADLINE, Decided, Decider,
-    DueItem, Durations, EXPIRED, GlobalStats, KeyInfo, KeyLookup, NewKey, Page, PauseRow,
-    ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows, ToolStats, Waiting,
+    APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyInfo, KeyLookup,
+    NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows,
+    Waiting,
 };
+pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use postgres::PgStore;
 pub use postgres::{POOL_ENV, postgres_url};

@@ -14,10 +14,14 @@ mod migrations;
 mod prepared;
 mod records;
 mod responses;
+mod rows;
 mod run_rows;
 mod runs;
 mod save_rows;
 mod secrets;
+mod summary;
+mod totals;
+mod tree;
 mod unheld;
 mod waiting;
 
@@ -65,6 +69,8 @@ struct Inner {
     /// How to connect outside the pool: the change feed's listener holds a connection
     /// of its own (LISTEN lasts as long as its session).
     config: tokio_postgres::Config,
+    /// When the running totals are folded next (`totals.rs`).
+    folding: totals::Folding,
 }
 
 impl Drop for Inner {
@@ -99,9 +105,13 @@ impl PgStore {
             path: shown.clone(),
             message,
         };
-        let config: tokio_postgres::Config = url
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+        // No JIT: toolgate's statements are short, and a row estimate past the JIT's
+        // threshold (a summary's tail, before it knows the mark) costs 20 ms of compiling.
+        let options = format!("{} -c jit=off", config.get_options().unwrap_or_default());
+        config.options(options.trim());
         let size = std::env::var(POOL_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
@@ -136,6 +146,7 @@ impl PgStore {
                 closed: AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
                 config,
+                folding: totals::Folding::default(),
             }),
         };
         let found = store.wait(|s| async move {

@@ -41,7 +41,6 @@ pub use responses::ResponseRow;
 pub(crate) use run_errors::RunsError;
 pub use runs::{PendingRow, RunRow};
 pub use secrets::SecretInfo;
-pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use timeline::{PauseRow, TimelineRows};
 pub use waiting::Waiting;
 

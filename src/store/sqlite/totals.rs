@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+pub(super) use crate::store::summary::{ByStatus, Histogram, bucket};
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Records not yet folded that make an idle writer fold them.
@@ -15,29 +17,6 @@ pub(super) const FOLD_AT: i64 = 1024;
 pub(super) const FOLD_BUSY: i64 = 64 * FOLD_AT;
 /// Most records one fold (one transaction) takes.
 const FOLD_MAX: i64 = 65_536;
-
-/// A duration's histogram bucket: microseconds, exact below one millisecond and to
-/// three significant digits from there (an error under 0.5%).
-pub(super) fn bucket(ms: f64) -> i64 {
-    let us = (ms * 1000.0).round();
-    if !us.is_finite() || us <= 0.0 {
-        return 0;
-    }
-    let us = us.min(1e15) as i64;
-    if us < 1000 {
-        return us;
-    }
-    let mut scale = 1i64;
-    while us / scale >= 1000 {
-        scale *= 10;
-    }
-    (us + scale / 2) / scale * scale
-}
-
-/// Calls per (tool, status).
-pub(super) type ByStatus = BTreeMap<(String, String), u64>;
-/// Calls per (tool, bucket).
-pub(super) type Histogram = BTreeMap<(String, i64), u64>;
 
 /// Aggregates of a set of records.
 #[derive(Debug, Default)]
@@ -231,25 +210,4 @@ pub(super) fn run_totals(
         add(r)?;
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bucket;
-
-    #[test]
-    fn buckets_are_exact_below_a_millisecond_and_three_digits_above() {
-        assert_eq!(bucket(0.0), 0);
-        assert_eq!(bucket(-1.0), 0);
-        assert_eq!(bucket(f64::NAN), 0);
-        assert_eq!(bucket(0.0004), 0);
-        assert_eq!(bucket(0.123), 123);
-        assert_eq!(bucket(0.999), 999);
-        assert_eq!(bucket(10.0), 10_000);
-        assert_eq!(bucket(19.0), 19_000);
-        assert_eq!(bucket(12.345), 12_300);
-        assert_eq!(bucket(12.355), 12_400);
-        assert_eq!(bucket(99.96), 100_000);
-        assert_eq!(bucket(30_000.0), 30_000_000);
-    }
 }

@@ -12,7 +12,8 @@ use super::SqliteStore;
 use super::runs::{
     PendingRow, RUN_COLUMNS, RunRow, RunsError, find_run, pending_from_row, run_from_row,
 };
-use crate::protocol::{RunTree, ToolTally, TreeTally};
+use crate::protocol::RunTree;
+use crate::store::summary::{join_tree, run_node};
 
 /// The runs below `run_id`, each with the path of run ids from `run_id`'s child down
 /// to it, parents before children.
@@ -108,27 +109,14 @@ impl SqliteStore {
             for id in &below {
                 rows.push(find_run(&snapshot, id)?);
             }
-            let mut nodes: HashMap<String, RunTree> = HashMap::new();
             let mark = super::totals::folded_to(&snapshot)?;
+            let mut nodes: HashMap<String, RunTree> = HashMap::new();
             for row in &rows {
-                nodes.insert(row.id.clone(), node(&snapshot, row, mark)?);
+                let calls = super::totals::run_totals(&snapshot, &row.id, mark)?;
+                nodes.insert(row.id.clone(), run_node(row, calls));
             }
             snapshot.finish()?;
-            // Children join their parents deepest first, in the order they started.
-            let mut order: Vec<&RunRow> = rows.iter().skip(1).collect();
-            order.sort_by_key(|r| (std::cmp::Reverse(r.depth), r.created_at));
-            for row in order {
-                let Some(child) = nodes.remove(&row.id) else {
-                    continue;
-                };
-                if let Some(parent) = row.parent_run_id.as_ref().and_then(|p| nodes.get_mut(p)) {
-                    parent.totals.add(&child.totals);
-                    parent.children.push(child);
-                }
-            }
-            nodes
-                .remove(&top.id)
-                .ok_or_else(|| RunsError::NotFound(run_id.to_string()))
+            join_tree(&rows, nodes).ok_or_else(|| RunsError::NotFound(run_id.to_string()))
         })
     }
 
@@ -143,42 +131,4 @@ impl SqliteStore {
         })?;
         ids.iter().map(|id| self.run_tree(id)).collect()
     }
-}
-
-/// One run's own summary, without its children.
-fn node(conn: &Connection, row: &RunRow, mark: i64) -> Result<RunTree, RunsError> {
-    let mut summary = TreeTally::default();
-    let mut tools: std::collections::BTreeMap<String, ToolTally> = Default::default();
-    for ((tool, status), (n, ms)) in super::totals::run_totals(conn, &row.id, mark)? {
-        let t = tools.entry(tool).or_default();
-        t.calls += n;
-        t.total_ms += ms;
-        summary.calls += n;
-        summary.call_ms += ms;
-        match status.as_str() {
-            "succeeded" | "client" => {
-                t.succeeded += n;
-                summary.succeeded += n;
-            }
-            "denied" => summary.denied += n,
-            _ => {
-                t.failed += n;
-                summary.failed += n;
-            }
-        }
-    }
-    summary.usage = row.usage;
-    summary.run_ms = (row.updated_at - row.created_at).max(0);
-    summary.rate();
-    Ok(RunTree {
-        run_id: row.id.clone(),
-        agent: row.agent.clone(),
-        status: row.status,
-        parent_call_id: row.parent_call_id.clone(),
-        depth: row.depth,
-        summary,
-        tools,
-        totals: summary,
-        children: Vec::new(),
-    })
 }

@@ -18,12 +18,16 @@ CREATE TABLE tool_calls (
     error_message   TEXT,
     started_at      BIGINT  NOT NULL,      -- unix milliseconds
     duration_ms     DOUBLE PRECISION NOT NULL,
-    replaced        BOOLEAN NOT NULL DEFAULT FALSE
+    replaced        BOOLEAN NOT NULL DEFAULT FALSE,
+    -- The writing transaction's id: the running totals fold the records of transactions
+    -- that have all ended (ids commit out of order across workers; transactions below
+    -- every open one's cannot add records any more).
+    xact            BIGINT  NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
 );
 CREATE INDEX tool_calls_conversation ON tool_calls (conversation_id, tool, status, started_at, duration_ms);
-CREATE INDEX tool_calls_tool ON tool_calls (tool, status, duration_ms);
-CREATE INDEX tool_calls_run ON tool_calls (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX tool_calls_run ON tool_calls (run_id, xact) WHERE run_id IS NOT NULL;
 CREATE INDEX tool_calls_started ON tool_calls (started_at);
+CREATE INDEX tool_calls_xact ON tool_calls (xact);
 
 CREATE TABLE runs (
     id              TEXT    PRIMARY KEY,
@@ -130,10 +134,12 @@ CREATE TABLE api_keys (
     revoked_at  BIGINT
 );
 
--- Running totals over tool_calls (summaries read these plus the records not yet folded).
+-- Running totals over tool_calls (summaries read these plus the records not yet folded,
+-- in one statement: one snapshot).
 CREATE TABLE totals_mark (
     id        INTEGER PRIMARY KEY CHECK (id = 1),
-    folded_to BIGINT  NOT NULL             -- the last record id in the totals
+    folded_to BIGINT  NOT NULL,            -- records with xact below it are in the totals
+    conversations BIGINT NOT NULL DEFAULT 0  -- rows of conversation_totals
 );
 INSERT INTO totals_mark (id, folded_to) VALUES (1, 0);
 
@@ -236,3 +242,26 @@ CREATE TRIGGER changes_pending_decided AFTER UPDATE ON pending
     FOR EACH ROW
     WHEN (OLD.decision IS DISTINCT FROM NEW.decision)
     EXECUTE FUNCTION toolgate_pending_changed();
+
+-- Call records' summaries and run lists (postgres/totals.rs, summary.rs, lists.rs, tree.rs).
+-- The order runs were added in (SQLite's rowid), for lists (pending.added is above).
+ALTER TABLE runs ADD COLUMN added BIGINT GENERATED ALWAYS AS IDENTITY;
+
+-- A duration's histogram bucket, as store/summary.rs's `bucket` computes it: microseconds
+-- (rounded half away from zero), exact below one millisecond and to three significant
+-- digits from there; 0 for what is not a positive finite number.
+CREATE FUNCTION toolgate_bucket(ms DOUBLE PRECISION) RETURNS BIGINT
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT CASE
+        WHEN us IS NULL OR us <= 0 THEN 0
+        WHEN us < 1000 THEN us
+        ELSE (us + scale / 2) / scale * scale
+    END
+    FROM (SELECT us, (10::bigint ^ (length(us::text) - 3))::bigint AS scale
+          FROM (SELECT CASE
+                    WHEN ms IN ('NaN', 'Infinity', '-Infinity') THEN NULL
+                    ELSE least(trunc(ms * 1000) + CASE WHEN abs(ms * 1000 - trunc(ms * 1000)) >= 0.5
+                                                        THEN sign(ms * 1000) ELSE 0 END,
+                               1e15)::bigint
+                END AS us) r) s
+$$;
