@@ -100,8 +100,9 @@ pub struct SourceBinding {
 }
 
 impl SourceBinding {
-    /// The binding `binding` of source `source` (it must serialize as a JSON object).
-    pub fn new(source: &str, label: String, binding: &impl Serialize) -> Entry {
+    /// The entry of a tool source `source` brings, bound by `binding` (it must serialize
+    /// as a JSON object).
+    pub fn entry(source: &str, label: String, binding: &impl Serialize) -> Entry {
         let binding = match serde_json::to_value(binding) {
             Ok(Value::Object(map)) => map,
             _ => serde_json::Map::new(),

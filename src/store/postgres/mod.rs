@@ -277,12 +277,4 @@ impl PgStore {
                 path: self.inner.shown.clone(),
             })
     }
-
-    /// SCAFFOLD (removed once every operation is built): an operation not built yet.
-    pub(crate) fn unbuilt(&self, op: &str) -> StoreError {
-        StoreError::Database {
-            path: self.inner.shown.clone(),
-            message: format!("{op} is not built on PostgreSQL yet"),
-        }
-    }
 }

@@ -255,7 +255,7 @@ fn tool_def(
         description,
         parameters: split.schema,
         permission: Permission::Confirm,
-        entry: SourceBinding::new("dify", format!("dify:{}", binding.provider), &binding),
+        entry: SourceBinding::entry("dify", format!("dify:{}", binding.provider), &binding),
         category: Some("dify".into()),
         timeout: None,
         tags: Vec::new(),

@@ -130,7 +130,7 @@ pub fn mcp_tool(
         description,
         parameters,
         permission,
-        entry: SourceBinding::new(
+        entry: SourceBinding::entry(
             "mcp",
             format!("mcp:{}", decl.name),
             &serde_json::json!({"server": decl.name, "tool": remote}),

@@ -305,7 +305,7 @@ fn spec(
         description,
         parameters: json!({"type": "object", "properties": properties, "required": required}),
         permission,
-        entry: SourceBinding::new(
+        entry: SourceBinding::entry(
             "openapi",
             format!("openapi:{} {}", binding.method, binding.operation),
             &binding,
