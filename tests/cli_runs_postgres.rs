@@ -76,7 +76,6 @@ fn paused_run(db: &TestDb, dir: &Path) -> Value {
 }
 
 #[test]
-#[ignore = "needs expire_due on PostgreSQL (approval deadlines), built separately"]
 fn paused_in_one_process_approved_in_another_on_postgres() {
     let (w, db) = world();
     let dir = w.path();
@@ -106,7 +105,6 @@ fn paused_in_one_process_approved_in_another_on_postgres() {
 }
 
 #[test]
-#[ignore = "needs expire_due and calls on PostgreSQL (deadlines, call records), built separately"]
 fn killed_during_an_approved_call_resumes_without_running_it_again_on_postgres() {
     let (w, db) = world();
     let dir = w.path();
@@ -126,7 +124,6 @@ fn killed_during_an_approved_call_resumes_without_running_it_again_on_postgres()
 }
 
 #[test]
-#[ignore = "needs expire_due on PostgreSQL (approval deadlines), built separately"]
 fn of_two_concurrent_resumes_exactly_one_wins_on_postgres() {
     let (w, db) = world();
     let dir = w.path();
