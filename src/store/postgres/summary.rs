@@ -35,10 +35,7 @@ const CONVERSATION: &str = "WITH g AS (
 /// folded yet, 6 the mark.
 const TOTALS: &str = "WITH m AS (SELECT folded_to, conversations FROM totals_mark WHERE id = 1),
     stale AS (SELECT folded_to <> $1 AS yes FROM m),
-    tail AS (
-        SELECT tool, status, duration_ms, conversation_id FROM tool_calls
-        WHERE xact >= (SELECT folded_to FROM m)
-    )
+    tail AS (SELECT * FROM toolgate_tail())
     SELECT 0, tool, status, calls, NULL::bigint[], NULL::bigint[] FROM tool_totals
         WHERE (SELECT yes FROM stale)
     UNION ALL SELECT 1, tool, '', 0, array_agg(bucket), array_agg(calls) FROM duration_totals
