@@ -10,8 +10,8 @@ use tokio_postgres::{Row, Transaction};
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::protocol::{Decision, ItemKind, RequiredItem};
-use crate::store::{DEADLINE, DueItem, EXPIRED, PendingRow, PendingState, Refusal};
+use crate::protocol::Decision;
+use crate::store::{DEADLINE, DueItem, EXPIRED, PendingRow, Refusal};
 
 /// Times a sweep is tried again when the database broke a lock cycle it was in.
 const TRIES: usize = 5;
@@ -42,33 +42,11 @@ fn due_cte(condition: &str, lock_runs: bool) -> String {
     )
 }
 
-/// A due item's pending row and the run holding it, from a row of [`DUE_COLUMNS`].
+/// A due item's pending row and the run holding it, from a row of [`DUE_COLUMNS`] (the
+/// pending columns first, as `run_rows` reads them).
 fn due_from_row(row: &Row) -> Result<(PendingRow, String), tokio_postgres::Error> {
-    let kind: String = row.try_get(1)?;
-    let arguments: String = row.try_get(3)?;
-    let decision: Option<String> = row.try_get(4)?;
-    let state: String = row.try_get(5)?;
-    let on_timeout: Option<String> = row.try_get(8)?;
-    let pending = PendingRow {
-        item: RequiredItem {
-            call_id: row.try_get(0)?,
-            kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
-            tool: row.try_get(2)?,
-            arguments: serde_json::from_str(&arguments).unwrap_or(serde_json::Value::Null),
-            run_id: None,
-            path: Vec::new(),
-            reason: row.try_get(6)?,
-            expires_at: row.try_get(7)?,
-            on_timeout: on_timeout
-                .as_deref()
-                .and_then(crate::policy::OnTimeout::parse),
-            policy: row.try_get(9)?,
-        },
-        decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
-        // A state this toolgate does not know (a newer one wrote it) is acted on: done.
-        state: PendingState::parse(&state).unwrap_or(PendingState::Done),
-    };
-    Ok((pending, row.try_get(10)?))
+    let pending = super::run_rows::pending_from_row(row)?;
+    Ok((pending, row.try_get(super::run_rows::PENDING_COUNT)?))
 }
 
 /// What a sweep's transaction ends with: the database's error (a lock cycle is tried

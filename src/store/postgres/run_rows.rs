@@ -11,9 +11,7 @@ use super::{PgStore, StoreError};
 use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
 use crate::store::{PendingRow, PendingState, Refusal, RunRow};
 
-/// The database's clock in unix milliseconds: leases run out by it, whichever host
-/// asks.
-pub(super) const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+pub(super) use super::clock::NOW_MS;
 
 /// The columns [`run_from_row`] reads, in its order.
 pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state, iteration, last_error, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by, prompt_tokens, completion_tokens, total_tokens, model_calls, cache_read_tokens, cache_creation_tokens, compactions";
@@ -22,7 +20,7 @@ pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state,
 pub(super) const PENDING_COLUMNS: &str =
     "call_id, kind, tool, arguments, decision, state, reason, expires_at, on_timeout, policy";
 /// How many they are.
-const PENDING_COUNT: usize = 10;
+pub(super) const PENDING_COUNT: usize = 10;
 
 /// A database error turned into the store's, naming the database.
 pub(super) trait OrStore<T> {
