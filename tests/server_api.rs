@@ -621,12 +621,13 @@ async fn two_servers_on_one_database_share_runs() {
     assert_eq!(calls["total"], 3, "every call recorded once");
 }
 
-#[tokio::test]
-async fn sigterm_gives_a_running_run_back_and_the_next_server_takes_it_up() {
+/// A `slow` run stopped by SIGTERM mid-call (its nap lasting `nap` seconds), given
+/// back and taken up by the next server to completion; the nap's record.
+async fn stopped_mid_call_then_taken_up(nap: &str) -> Value {
     let site = Site::new();
-    let mut server = site.serve(None);
+    let mut server = Server::start_env(&site, None, &[], &[("SLOW_SECONDS", nap)]);
     let (starter, id) = slow_run(&server).await;
-    let status = server.terminate(Duration::from_secs(10));
+    let status = server.terminate(Duration::from_secs(30));
     assert!(status.success(), "{status:?}");
     let _ = starter.await;
     // Stopped where it was and given back: still in progress, nothing failed.
@@ -655,9 +656,24 @@ async fn sigterm_gives_a_running_run_back_and_the_next_server_takes_it_up() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(done["status"], "completed", "{done}");
-    // The call cut short by the stop is recorded as cancelled, then the model went on.
     let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
-    assert_eq!(calls["calls"][0]["status"], "cancelled", "{calls}");
+    assert_eq!(calls["total"], 1, "{calls}");
+    calls["calls"][0].clone()
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_running_call_finish_gives_the_run_back_and_the_next_server_ends_it() {
+    // A 2 s call: within the drain, so it finishes before the run is given back.
+    let nap = stopped_mid_call_then_taken_up("2").await;
+    assert_eq!(nap["status"], "succeeded", "{nap}");
+}
+
+#[tokio::test]
+async fn sigterm_cuts_a_call_that_outlasts_the_drain() {
+    // A 60 s call: cut short when the drain (10 s) runs out, recorded as cancelled,
+    // and the model goes on without it on the next server.
+    let nap = stopped_mid_call_then_taken_up("60").await;
+    assert_eq!(nap["status"], "cancelled", "{nap}");
 }
 
 #[tokio::test]

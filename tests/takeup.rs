@@ -186,11 +186,12 @@ async fn a_stopped_server_hands_its_run_back_and_the_next_takes_it_up() {
     assert_eq!(run["last_error"], Value::Null, "{run}");
 
     taken_up_to_the_pause(&site, &hooks, &hook, &id).await;
-    assert_eq!(marks(site.path()), 1, "the stopped call never ran again");
+    assert_eq!(marks(site.path()), 1, "the call ran once");
     let recs = records(&site, &id);
     let mark: Vec<&Value> = recs.iter().filter(|r| r["tool"] == "mark").collect();
     assert_eq!(mark.len(), 1, "{recs:?}");
-    assert_eq!(mark[0]["status"], "cancelled", "{recs:?}");
+    // Running when the server was stopped: it was let finish (3 s, within the drain).
+    assert_eq!(mark[0]["status"], "succeeded", "{recs:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -77,7 +77,8 @@ async fn a_stopped_worker_hands_its_run_back_and_another_worker_takes_it_up() {
     assert_eq!(marks(a.path()) + marks(b.path()), 1);
     let mark = mark_records(&b, &id);
     assert_eq!(mark.len(), 1, "{mark:?}");
-    assert_eq!(mark[0]["status"], "cancelled", "{mark:?}");
+    // Running when its worker was stopped: let finish there (within the drain).
+    assert_eq!(mark[0]["status"], "succeeded", "{mark:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -22,6 +22,10 @@ use crate::parse::{ParseOptions, ParsedTurn, Problem, ProblemKind};
 use crate::protocol::{CallStatus, Event, RunObject, RunStatus, events};
 use crate::telemetry::{genai, metrics, propagate};
 
+/// How long a server shutting down lets the calls already running finish before it
+/// cuts them short (recorded `cancelled`); runs then go back for another server.
+pub(crate) const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Runner {
     /// Drives a leased run until it ends or pauses, then returns its run object. Logs
     /// go to a `run{run_id}` span (`invoke_agent` in the run's trace), and the drive is
@@ -72,8 +76,14 @@ impl Runner {
         let cancel = Cancel::new();
         let interrupt = {
             let (outer, inner) = (self.interrupt.clone(), cancel.clone());
+            let drain = self.hand_back;
             tokio::spawn(async move {
                 outer.cancelled().await;
+                if drain {
+                    // A server shutting down lets the calls already running finish
+                    // (an approved call's effect is not cut in half), up to a bound.
+                    tokio::time::sleep(DRAIN).await;
+                }
                 inner.cancel();
             })
         };
@@ -155,13 +165,13 @@ impl Runner {
     /// At the loop's top: a shutdown gives the run back, an interrupt (or a lost
     /// lease, then this save is refused) saves it failed, ready to resume.
     async fn stopped(&self, live: &mut Live, cancel: &Cancel) -> Result<Option<End>, RunError> {
-        if !cancel.is_cancelled() {
-            return Ok(None);
-        }
         if self.hand_back && self.interrupt.is_cancelled() {
             // The process is shutting down: the run goes on elsewhere.
             self.save(live, Save::hand_back()).await?;
             return Ok(Some(End::HandedBack));
+        }
+        if !cancel.is_cancelled() {
+            return Ok(None);
         }
         let message = format!(
             "interrupted before it finished; toolgate resume {} continues it",

@@ -57,6 +57,12 @@ impl Runner {
                 }
             }
         }
+        if self.hand_back && self.interrupt.is_cancelled() {
+            // A server shutting down starts nothing new: the run goes back as it stands
+            // (approved calls still decided, not executing) and the next server runs them.
+            live.state.turn = Some(turn);
+            return Ok(Vec::new());
+        }
         let (delegated, ready): (Vec<usize>, Vec<usize>) = (0..turn.len())
             .filter(|&i| turn[i].phase == Phase::Ready)
             .partition(|&i| self.is_subagent_call(live, &turn[i]));
