@@ -1,6 +1,7 @@
 //! Lease owners: the name a process writes into a run's lease. A lease is held until its
 //! time runs out unless its holder renews it; nothing reads the host's process table,
-//! so a lease means the same to processes on any machine sharing the store.
+//! so a lease means the same to processes on any machine sharing the store. Who may
+//! take a run's lease is decided here, for every backend.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +45,52 @@ pub fn is_this_process(owner: &str) -> bool {
 /// The process id a lease owner name starts with, for messages.
 pub fn lease_pid(owner: &str) -> &str {
     owner.split('/').next().unwrap_or("?")
+}
+
+/// Whether `owner` may take run `run`'s lease at `now` (the store's clock): not when the
+/// run has ended, nor while another holder's lease runs, unless this process claimed
+/// the paused run with its decision (it continues the run itself).
+pub(crate) fn may_acquire(
+    run: &super::RunRow,
+    owner: &str,
+    now: i64,
+) -> Result<(), super::StoreError> {
+    use super::{Refusal, StoreError};
+    use crate::protocol::RunStatus;
+    if run.status.is_final() {
+        return Err(StoreError::Refused(
+            Refusal::NotResumable,
+            format!(
+                "run {} is {}; it cannot continue (start a new run with --conversation {})",
+                run.id,
+                run.status.as_str(),
+                run.conversation_id
+            ),
+        ));
+    }
+    if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
+        && until > now
+        && holder != owner
+        && !(run.status == RunStatus::RequiresAction && is_this_process(holder))
+    {
+        return Err(StoreError::Refused(
+            Refusal::LeaseHeld,
+            format!(
+                "run {} is being continued by another process (pid {}); nothing was changed",
+                run.id,
+                lease_pid(holder)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The refusal a holder gets once its lease is gone.
+pub(crate) fn lost_lease(id: &str) -> super::StoreError {
+    super::StoreError::Refused(
+        super::Refusal::LeaseLost,
+        format!("run {id} was cancelled or taken over by another process; this process stopped"),
+    )
 }
 
 #[cfg(test)]

@@ -180,33 +180,8 @@ impl PgStore {
             let mut client = s.client().await?;
             let tx = client.transaction().await.or_store(&s)?;
             let mut run = find_run_locked(&tx, &s, &id).await?;
-            if run.status.is_final() {
-                return Err(StoreError::Refused(
-                    Refusal::NotResumable,
-                    format!(
-                        "run {} is {}; it cannot continue (start a new run with --conversation {})",
-                        run.id,
-                        run.status.as_str(),
-                        run.conversation_id
-                    ),
-                ));
-            }
             let now = db_now(&tx, &s).await?;
-            if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
-                && until > now
-                && *holder != owner
-                // A paused run this process claimed with its decision, it continues.
-                && !(run.status == RunStatus::RequiresAction && crate::store::is_this_process(holder))
-            {
-                let pid = crate::store::lease_pid(holder);
-                return Err(StoreError::Refused(
-                    Refusal::LeaseHeld,
-                    format!(
-                        "run {} is being continued by another process (pid {pid}); nothing was changed",
-                        run.id
-                    ),
-                ));
-            }
+            crate::store::lease::may_acquire(&run, &owner, now)?;
             let pending = pending_rows(&tx, &s, &run.id).await?;
             tx.exec(
                 "UPDATE runs SET lease_owner = $2, lease_until = $3, status = 'in_progress', updated_at = $4 WHERE id = $1",
@@ -244,7 +219,7 @@ impl PgStore {
                 .or_store(&s)?;
             s.committed();
             if n == 0 {
-                return Err(lost_lease(&id));
+                return Err(crate::store::lease::lost_lease(&id));
             }
             Ok(())
         })
@@ -321,7 +296,7 @@ impl PgStore {
                 insert_records(&tx, &s, &save.records).await?;
                 tx.commit().await.or_store(&s)?;
                 s.committed();
-                return Err(lost_lease(&id));
+                return Err(crate::store::lease::lost_lease(&id));
             }
             add_pending(&tx, &s, &id, &save.add_pending, now).await?;
             set_pending(&tx, &s, &id, &save.set_pending).await?;
@@ -478,13 +453,6 @@ impl PgStore {
 /// A count as the database keeps it (at most `i64::MAX`).
 fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn lost_lease(id: &str) -> StoreError {
-    StoreError::Refused(
-        Refusal::LeaseLost,
-        format!("run {id} was cancelled or taken over by another process; this process stopped"),
-    )
 }
 
 /// The refusal of a second sub-agent run for one call (`existing`: the first's id, when

@@ -278,26 +278,8 @@ impl SqliteStore {
         let (id, owner) = (id.to_string(), owner.to_string());
         self.transact(move |tx| {
             let mut run = find_run(tx, &id)?;
-            if run.status.is_final() {
-                return Err(RunsError::Refused(Refusal::NotResumable, format!(
-                    "run {} is {}; it cannot continue (start a new run with --conversation {})",
-                    run.id,
-                    run.status.as_str(),
-                    run.conversation_id
-                )));
-            }
             let now = now_ms();
-            // A paused run this process claimed with its decision, it continues itself.
-            if let (Some(holder), Some(until)) = (&run.lease_owner, run.lease_until)
-                && until > now
-                && !(run.status == RunStatus::RequiresAction && crate::store::is_this_process(holder))
-            {
-                let pid = crate::store::lease_pid(holder);
-                return Err(RunsError::Refused(Refusal::LeaseHeld, format!(
-                    "run {} is being continued by another process (pid {pid}); nothing was changed",
-                    run.id
-                )));
-            }
+            crate::store::lease::may_acquire(&run, &owner, now)?;
             let pending = pending_rows(tx, &run.id)?;
             tx.prepare_cached("UPDATE runs SET lease_owner = ?2, lease_until = ?3, status = 'in_progress', updated_at = ?4 WHERE id = ?1")?.execute(params![run.id, owner, now + lease_ms, now],
             )?;
@@ -543,8 +525,5 @@ fn count(n: u64) -> i64 {
 }
 
 fn lost_lease(id: &str) -> RunsError {
-    RunsError::Refused(
-        Refusal::LeaseLost,
-        format!("run {id} was cancelled or taken over by another process; this process stopped"),
-    )
+    crate::store::lease::lost_lease(id).into()
 }
