@@ -238,19 +238,9 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
     let cli_end = Instant::now();
 
     let last = watched.last().unwrap();
-    assert_eq!(last.0, "run", "{watched:?}");
     assert_eq!(last.1["status"], "requires_action", "{watched:?}");
-    assert_eq!(
-        last.1["required_action"]["items"][0]["call_id"], "call_save",
-        "{watched:?}"
-    );
-    let hooked = hooks.paused(&id, "call_save", Duration::from_secs(5)).await;
-    let streamed = serving::first_streamed(&all, Duration::from_secs(5), |event, data| {
-        event == "run"
-            && data["id"] == id.as_str()
-            && data["required_action"]["items"][0]["call_id"] == "call_save"
-    })
-    .await;
+    // Within a second of the CLI's pause (it exits a moment after saving it).
+    second_pause_seen(&id, &watched, sse_end, &hooks, &all, cli_end).await;
     assert!(
         all.lock()
             .unwrap()
@@ -259,16 +249,41 @@ async fn a_run_approved_from_the_cli_that_pauses_again_reaches_every_watcher() {
         "the pause as a run event too: {:?}",
         all.lock().unwrap()
     );
-    // Within a second of the CLI's pause (it exits a moment after saving it).
+}
+
+/// Run `id`'s pause on `call_save`, made elsewhere, reached every watcher within a
+/// second of `end` (when its maker answered): the run's SSE (`watched`, which ended at
+/// `sse_end`), the webhook and `/v1/events` (`all`).
+pub(crate) async fn second_pause_seen(
+    id: &str,
+    watched: &[(String, Value)],
+    sse_end: Instant,
+    hooks: &Hooks,
+    all: &serving::Streamed,
+    end: Instant,
+) {
+    let last = watched.last().unwrap();
+    assert_eq!(last.0, "run", "{watched:?}");
+    assert_eq!(
+        last.1["required_action"]["items"][0]["call_id"], "call_save",
+        "{watched:?}"
+    );
+    let hooked = hooks.paused(id, "call_save", Duration::from_secs(5)).await;
+    let streamed = serving::first_streamed(all, Duration::from_secs(5), |event, data| {
+        event == "run"
+            && data["id"] == id
+            && data["required_action"]["items"][0]["call_id"] == "call_save"
+    })
+    .await;
     for (what, at) in [
         ("SSE", sse_end),
         ("webhook", hooked),
         ("/v1/events", streamed),
     ] {
         assert!(
-            at <= cli_end + Duration::from_secs(1),
-            "{what} came {:?} after the CLI ended",
-            at.saturating_duration_since(cli_end)
+            at <= end + Duration::from_secs(1),
+            "{what} came {:?} after the pause's maker answered",
+            at.saturating_duration_since(end)
         );
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::databases::fresh_postgres_database;
 use crate::serving::{self, Server, Site};
-use crate::takeup::{Hooks, marks, mover, mover_marking, records, serve, show};
+use crate::takeup::{Hooks, marks, mover, mover_marking, records, second_pause_seen, serve, show};
 
 /// Two sites (folders with their own agents, tools and workspace) on one new database.
 fn two_workers_sites() -> (Site, Site) {
@@ -140,30 +140,7 @@ async fn a_run_one_worker_drives_is_live_on_another_and_continues_where_it_is_de
     assert_eq!(run["status"], "requires_action", "{run}");
     assert_eq!(marks(b.path()), 0, "B never ran the call A drove");
 
-    let last = watched.last().unwrap();
-    assert_eq!(last.0, "run", "{watched:?}");
-    assert_eq!(
-        last.1["required_action"]["items"][0]["call_id"], "call_save",
-        "{watched:?}"
-    );
-    let hooked = hooks.paused(&id, "call_save", Duration::from_secs(5)).await;
-    let streamed = serving::first_streamed(&on_b, Duration::from_secs(5), |event, data| {
-        event == "run"
-            && data["id"] == id.as_str()
-            && data["required_action"]["items"][0]["call_id"] == "call_save"
-    })
-    .await;
-    for (what, at) in [
-        ("SSE", sse_end),
-        ("webhook", hooked),
-        ("/v1/events", streamed),
-    ] {
-        assert!(
-            at <= a_end + Duration::from_secs(1),
-            "B's {what} came {:?} after A's answer",
-            at.saturating_duration_since(a_end)
-        );
-    }
+    second_pause_seen(&id, &watched, sse_end, &hooks, &on_b, a_end).await;
 
     // Decided on B: B continues it to the end; A reads it completed.
     let (s, run) = worker_b
