@@ -1,5 +1,5 @@
-//! HTTP for tools: the declarative `http` entry type (URL, query and body templates
-//! filled from the arguments, `${ENV}` credentials in headers) and the request sender
+//! HTTP for tools: the declarative `http` entry type (URL, query and body templates,
+//! filled in `templates.rs`; `${ENV}` credentials in headers) and the request sender
 //! it shares with the `http_request` built-in: the network rule checked on every hop
 //! (redirects are followed here), retries with backoff, a timeout for the whole call,
 //! a response size cap.
@@ -16,6 +16,10 @@ use crate::tool::net::{self, AllowList, Resolve, SystemResolver};
 use crate::tool::{Entry, ToolSpec};
 use crate::tool::{Part, ToolError, ToolOutput};
 use crate::tool::{Tool, ToolContext};
+
+pub(crate) use super::templates::percent_encode;
+use super::templates::{arg_text, fill, placeholders};
+pub use super::templates::{expand_context, expand_env};
 
 /// Response bytes kept when a tool does not say.
 pub const DEFAULT_MAX_RESPONSE: usize = 1024 * 1024;
@@ -343,94 +347,6 @@ pub fn parse_url(url: &str) -> Result<reqwest::Url, ToolError> {
 pub fn parse_method(method: &str) -> Result<Method, String> {
     Method::from_bytes(method.to_ascii_uppercase().as_bytes())
         .map_err(|_| format!("'{method}' is not an HTTP method"))
-}
-
-/// Replaces `${context:NAME}` with the call's run context (tenant, user, run_id,
-/// conversation_id), and `${VAR}` with the environment variable.
-pub fn expand_context(
-    template: &str,
-    context: &crate::tool::RunContext,
-) -> Result<String, ToolError> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("${context:") {
-        out.push_str(&expand_env(&rest[..start])?);
-        let after = &rest[start + "${context:".len()..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let name = &after[..end];
-        let value = context.get(name).ok_or_else(|| {
-            ToolError::Execution(format!(
-                "'${{context:{name}}}' names nothing; use one of: {}",
-                crate::tool::RunContext::NAMES.join(", ")
-            ))
-        })?;
-        out.push_str(value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(&expand_env(rest)?);
-    Ok(out)
-}
-
-/// Fills `${VAR}`, `${VAR:-default}` and `${env:VAR}` from the environment (see
-/// [`crate::tool::vars`]).
-pub fn expand_env(template: &str) -> Result<String, ToolError> {
-    crate::tool::vars::expand(template).map_err(ToolError::Execution)
-}
-
-/// The parameters a `{name}` template refers to.
-fn placeholders(template: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        let after = &rest[start + 1..];
-        let Some(end) = after.find('}') else { break };
-        let name = &after[..end];
-        if !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            names.push(name);
-        }
-        rest = &after[end + 1..];
-    }
-    names
-}
-
-fn arg_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Fills `{name}` from `args`; `encode` percent-encodes values (for URL paths).
-/// `None` when a referenced parameter is absent.
-fn fill(template: &str, args: &Map<String, Value>, encode: bool) -> Option<String> {
-    let mut out = template.to_string();
-    for name in placeholders(template) {
-        let value = arg_text(args.get(name)?);
-        let value = if encode {
-            percent_encode(&value)
-        } else {
-            value
-        };
-        out = out.replace(&format!("{{{name}}}"), &value);
-    }
-    Some(out)
-}
-
-/// Percent-encodes everything but RFC 3986 unreserved characters (a path segment or
-/// a value placed in a URL).
-pub(crate) fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The most retries a tool file may ask for.

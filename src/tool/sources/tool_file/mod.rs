@@ -6,6 +6,7 @@
 pub(crate) mod command;
 pub mod http;
 mod read;
+mod templates;
 
 use std::path::Path;
 use std::sync::Arc;
