@@ -1,19 +1,19 @@
 //! The dialects framed by special tokens, as the model servers' parsers know them:
 //! Kimi K2, DeepSeek V3 / V3.1 / V3.2 (DSML), gpt-oss Harmony, Mistral (both forms),
 //! Llama 3.x (`<|python_tag|>`) and Llama 4 (`<|python_start|>`). Each has an opener,
-//! a scan for the end of its block, and a parser from the block to a call. Bare Llama
+//! a scan for the end of its block, and a parser from the block to a call (Kimi, DeepSeek,
+//! DSML and Harmony's in `framed_calls.rs`). Bare Llama
 //! JSON and bare pythonic lists (no special token) are framed here too, for when the
 //! dialect is asked for by name; pythonic lists are read in `pythonic.rs`.
 
 use memchr::memchr;
 use serde_json::{Map, Value};
 
-use super::block::{BlockOutcome, RawCall, coerce_json_args, coerce_param, group_args};
-use super::coerce::property;
+use super::block::{BlockOutcome, RawCall, coerce_json_args};
 use super::json_calls::{Joined, joined_next};
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
-use super::tag_lex::{attribute, is_tool_name};
+use super::tag_lex::is_tool_name;
 use super::types::ProblemKind;
 
 /// A dialect whose block starts at a special token (or, for the bare forms, at `{` /
@@ -49,25 +49,25 @@ pub(crate) enum Framed {
 
 pub(crate) const KIMI_CALL: &[u8] = "<|tool_call_begin|>".as_bytes();
 const KIMI_CALL_END: &[u8] = "<|tool_call_end|>".as_bytes();
-const KIMI_ARGS: &str = "<|tool_call_argument_begin|>";
+pub(super) const KIMI_ARGS: &str = "<|tool_call_argument_begin|>";
 pub(crate) const KIMI_SECTION: &[u8] = "<|tool_calls_section_begin|>".as_bytes();
 pub(crate) const KIMI_SECTION_END: &[u8] = "<|tool_calls_section_end|>".as_bytes();
 pub(crate) const DS_CALL: &[u8] = "<｜tool▁call▁begin｜>".as_bytes();
 const DS_CALL_END: &[u8] = "<｜tool▁call▁end｜>".as_bytes();
-const DS_SEP: &str = "<｜tool▁sep｜>";
+pub(super) const DS_SEP: &str = "<｜tool▁sep｜>";
 pub(crate) const DS_CALLS: &[u8] = "<｜tool▁calls▁begin｜>".as_bytes();
 pub(crate) const DS_CALLS_END: &[u8] = "<｜tool▁calls▁end｜>".as_bytes();
 pub(crate) const DSML_INVOKE: &[u8] = "<｜DSML｜invoke ".as_bytes();
 const DSML_INVOKE_END: &[u8] = "</｜DSML｜invoke>".as_bytes();
-const DSML_PARAM: &str = "<｜DSML｜parameter ";
-const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
+pub(super) const DSML_PARAM: &str = "<｜DSML｜parameter ";
+pub(super) const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
 pub(crate) const DSML_CALLS: &[u8] = "<｜DSML｜function_calls>".as_bytes();
 pub(crate) const DSML_CALLS_END: &[u8] = "</｜DSML｜function_calls>".as_bytes();
 pub(crate) const HARMONY: &[u8] = b"<|channel|>";
 pub(crate) const HARMONY_START: &[u8] = b"<|start|>";
 /// The longest Harmony role header read (`assistant to=functions.NAME`).
 const HARMONY_ROLE_MAX: usize = 256;
-const HARMONY_MESSAGE: &str = "<|message|>";
+pub(super) const HARMONY_MESSAGE: &str = "<|message|>";
 pub(crate) const MISTRAL: &[u8] = b"[TOOL_CALLS]";
 pub(crate) const PYTHON_TAG: &[u8] = b"<|python_tag|>";
 pub(crate) const PYTHON_START: &[u8] = b"<|python_start|>";
@@ -395,11 +395,11 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
         }
     }
     match kind {
-        Framed::KimiK2 => kimi(body, tag, opts, &mut out),
-        Framed::DeepSeek => deepseek(body, tag, opts, &mut out),
-        Framed::Dsml => dsml(body, tag, opts, &mut out),
+        Framed::KimiK2 => super::framed_calls::kimi(body, tag, opts, &mut out),
+        Framed::DeepSeek => super::framed_calls::deepseek(body, tag, opts, &mut out),
+        Framed::Dsml => super::framed_calls::dsml(body, tag, opts, &mut out),
         Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
-            harmony(body, tag, opts, &mut out)
+            super::framed_calls::harmony(body, tag, opts, &mut out)
         }
         Framed::Mistral => super::mistral::mistral(body, tag, opts, &mut out),
         Framed::PythonTag | Framed::BareJson => {
@@ -477,193 +477,6 @@ pub(super) fn set_calls(out: &mut BlockOutcome, calls: Vec<RawCall>) {
     let mut it = calls.into_iter();
     out.call = it.next();
     out.more = it.collect();
-}
-
-fn kimi(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let Some((head, args)) = body.split_once(KIMI_ARGS) else {
-        out.problem(
-            ProblemKind::MissingName,
-            at,
-            "a Kimi tool call without <|tool_call_argument_begin|>; kept as text",
-        );
-        return;
-    };
-    let id = head.trim();
-    // `functions.NAME:IDX`: the name between the prefix and the index; a bare `IDX`
-    // (a counter without a name) names the one tool its arguments fit.
-    let bare = id.strip_prefix("functions.").unwrap_or(id);
-    let name = match bare.rsplit_once(':') {
-        Some((n, idx)) if is_index(idx) => n.to_string(),
-        _ if is_index(bare) => match kimi_infer(args, opts) {
-            Some(n) => n,
-            None => {
-                out.problem(
-                    ProblemKind::MissingName,
-                    at,
-                    format!("a Kimi tool call id '{id}' names no tool and its arguments fit no single known tool; kept as text"),
-                );
-                return;
-            }
-        },
-        _ => {
-            out.problem(
-                ProblemKind::MissingName,
-                at,
-                format!(
-                    "a Kimi tool call id '{}' is not functions.NAME:INDEX; kept as text",
-                    super::block::short(id)
-                ),
-            );
-            return;
-        }
-    };
-    out.call = json_call(
-        &name,
-        Some(id.to_string()).filter(|s| !s.is_empty()),
-        args,
-        at,
-        opts,
-        out,
-    );
-}
-
-fn is_index(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())
-}
-
-/// The one known tool whose schema has every key of `args` (a JSON object).
-fn kimi_infer(args: &str, opts: &ParseOptions) -> Option<String> {
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(args.trim()) else {
-        return None;
-    };
-    let mut fits = opts
-        .schemas
-        .iter()
-        .filter(|(_, schema)| map.keys().all(|k| property(Some(schema), k).is_some()));
-    match (fits.next(), fits.next()) {
-        (Some((name, _)), None) => Some(name.clone()),
-        _ => None,
-    }
-}
-
-fn deepseek(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let Some((left, right)) = body.split_once(DS_SEP) else {
-        out.problem(
-            ProblemKind::MissingName,
-            at,
-            "a DeepSeek tool call without <｜tool▁sep｜>; kept as text",
-        );
-        return;
-    };
-    let (name, args) = if left.trim() == "function" {
-        // V3: NAME on the first line, then the arguments in a ```json fence.
-        let (name, rest) = right.split_once('\n').unwrap_or((right, ""));
-        let rest = rest.trim();
-        let rest = rest
-            .strip_prefix("```json")
-            .or_else(|| rest.strip_prefix("```"))
-            .unwrap_or(rest);
-        let rest = rest.trim_end();
-        (name, rest.strip_suffix("```").unwrap_or(rest))
-    } else {
-        (left, right)
-    };
-    out.call = json_call(name, None, args, at, opts, out);
-}
-
-fn dsml(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let Some(gt) = body.find('>') else {
-        out.problem(
-            ProblemKind::MissingName,
-            at,
-            "a DSML invoke without '>'; kept as text",
-        );
-        return;
-    };
-    let Some(name) = attribute(&body[..gt], "name").filter(|n| is_tool_name(n)) else {
-        out.problem(
-            ProblemKind::MissingName,
-            at,
-            "a DSML invoke without a valid name=\"...\"; kept as text",
-        );
-        return;
-    };
-    let schema = opts.schema(&name);
-    let mut rest = &body[gt + 1..];
-    let mut pairs = Vec::new();
-    while let Some(p) = rest.find(DSML_PARAM) {
-        let after = &rest[p + DSML_PARAM.len()..];
-        let Some(gt) = after.find('>') else { break };
-        let attrs = &after[..gt];
-        let value_start = &after[gt + 1..];
-        let (value, next) = match value_start.find(DSML_PARAM_END) {
-            Some(e) => (&value_start[..e], &value_start[e + DSML_PARAM_END.len()..]),
-            None => {
-                out.problem(
-                    ProblemKind::ImplicitClose,
-                    at,
-                    "a DSML parameter was never closed",
-                );
-                (value_start, "")
-            }
-        };
-        rest = next;
-        let Some(key) = attribute(attrs, "name") else {
-            continue;
-        };
-        let is_string = attribute(attrs, "string").as_deref() == Some("true");
-        let prop = property(schema, &key);
-        // With a schema the schema decides the type, whatever `string=` says (as the
-        // peers do); without one, `string="true"` is text and the rest is JSON.
-        let v = if prop.is_some() {
-            coerce_param(&key, value.to_string(), prop, at, out)
-        } else if is_string {
-            Value::String(value.to_string())
-        } else {
-            match serde_json::from_str::<Value>(value.trim()) {
-                Ok(v) => match super::coerce::coerce_json(v, property(schema, &key)) {
-                    Ok(v) => v,
-                    Err(m) => m.kept,
-                },
-                Err(_) => coerce_param(&key, value.to_string(), property(schema, &key), at, out),
-            }
-        };
-        pairs.push((key, v));
-    }
-    let arguments = group_args(pairs, schema, at, out);
-    out.call = Some(RawCall {
-        id: None,
-        name,
-        arguments,
-    });
-}
-
-/// A Harmony message: the recipient is read from the header, after the channel
-/// (`commentary to=functions.NAME <|constrain|>json`) or before it (a role header
-/// `assistant to=functions.NAME<|channel|>commentary json`). A message without a
-/// recipient is no call; one constrained to JSON is reported, since it looks like a
-/// call whose recipient was lost.
-fn harmony(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
-    let Some((header, message)) = body.split_once(HARMONY_MESSAGE) else {
-        return;
-    };
-    let recipient = header
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("to="))
-        .map(|to| to.split("<|").next().unwrap_or(to));
-    let Some(to) = recipient.filter(|to| !to.is_empty()) else {
-        if header.contains("<|constrain|>json") {
-            out.problem(
-                ProblemKind::MissingName,
-                at,
-                "a Harmony message constrained to JSON names no recipient \
-                 (to=functions.NAME); kept as text",
-            );
-        }
-        return;
-    };
-    let name = to.strip_prefix("functions.").unwrap_or(to);
-    out.call = json_call(name, None, message, at, opts, out);
 }
 
 #[cfg(test)]

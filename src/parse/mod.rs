@@ -19,6 +19,7 @@ mod cdata;
 pub mod coerce;
 mod entities;
 mod framed;
+mod framed_calls;
 mod glm;
 mod group;
 mod hermes;
