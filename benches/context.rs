@@ -57,8 +57,10 @@ fn setup(result_bytes: usize) -> Setup {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let agent = Agent::load(&file).unwrap_or_else(|e| panic!("{e}"));
-    let mut runner =
-        Runner::new(Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}")));
+    let mut runner = Runner::new(
+        Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}")),
+        toolgate::tool::sources::standard(),
+    );
     runner.model = Some(Arc::new(
         ScriptedModel::load(&replies_file).unwrap_or_else(|e| panic!("{e}")),
     ));

@@ -110,7 +110,7 @@ fn one_conversation_sequential(bencher: Bencher) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let engine = engine(&dir);
-    let lib = Arc::new(ToolLibrary::builtin());
+    let lib = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
         rt.block_on(steps(
             engine.clone(),
@@ -124,7 +124,7 @@ fn one_conversation_sequential(bencher: Bencher) {
 /// 100 conversations at once, 20 steps of 10 calls each, on `engine`.
 fn hundred_conversations(bencher: Bencher, engine: Rig) {
     let rt = runtime();
-    let lib = Arc::new(ToolLibrary::builtin());
+    let lib = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     bencher.counter(ItemsCount::new(CALLS)).bench_local(|| {
         rt.block_on(async {
             let mut tasks = tokio::task::JoinSet::new();
@@ -226,7 +226,7 @@ fn ratios() {
     const ROUNDS: usize = 5;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let rt = runtime();
-    let lib = Arc::new(ToolLibrary::builtin());
+    let lib = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     let (one, hundred) = (engine(&dir), {
         let store = Store::open(dir.path().join("hundred.db")).unwrap_or_else(|e| panic!("{e}"));
         engine_with(&dir, Some(store))

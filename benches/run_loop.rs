@@ -74,7 +74,7 @@ fn setup_with(iterations: usize, policy: &str) -> Setup {
     Setup {
         workspace: dir.path().to_path_buf(),
         _dir: dir,
-        runner: Runner::new(store),
+        runner: Runner::new(store, toolgate::tool::sources::standard()),
         agent,
         runtime,
     }
@@ -255,7 +255,9 @@ fn policy(kind: &str) -> &'static str {
 #[divan::bench(args = ["plain", "rule"])]
 fn policy_gate(bencher: Bencher, kind: &str) {
     let s = setup_with(CALLS + 1, policy(kind));
-    let library = std::sync::Arc::new(toolgate::tool::ToolLibrary::builtin());
+    let library = std::sync::Arc::new(toolgate::tool::ToolLibrary::builtin(
+        &toolgate::tool::sources::standard(),
+    ));
     let kit = s.agent.toolkit(&library).unwrap_or_else(|e| panic!("{e}"));
     let args = serde_json::json!({"text": "step 1"});
     let call = toolgate::engine::call("c1", "echo", args.as_object().cloned().unwrap_or_default());

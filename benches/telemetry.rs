@@ -181,10 +181,10 @@ fn setup() -> Setup {
         agent(dir.path(), "batch", 1, 16),
     );
     let store = Store::open(dir.path().join("bench.db")).unwrap_or_else(|e| panic!("{e}"));
-    let runner = Runner::new(store);
-    metrics::install(metrics::Sources {
-        limits: Arc::clone(&runner.limits),
-        store: runner.store.clone(),
+    let runner = Runner::new(store, toolgate::tool::sources::standard());
+    let (limits, store) = (Arc::clone(&runner.limits), runner.store.clone());
+    metrics::install(|registry, bounds| {
+        toolgate::server::collect::register(registry, bounds, limits, store);
     });
     install_tracing();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -82,7 +82,8 @@ fn load_1000_files(bencher: Bencher) {
         std::fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("{e}"));
     }
     bencher.counter(ItemsCount::new(1000usize)).bench(|| {
-        let lib = ToolLibrary::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let lib = ToolLibrary::load(&dir, &toolgate::tool::sources::standard())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(lib.errors().is_empty(), "{:?}", lib.errors().first());
         divan::black_box(lib)
     });

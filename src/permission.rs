@@ -47,7 +47,7 @@ impl Gate {
     /// use std::sync::Arc;
     /// use toolgate::permission::Gate;
     /// use toolgate::tool::{Permission, ToolLibrary};
-    /// let library = Arc::new(ToolLibrary::builtin());
+    /// let library = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     /// let kit = library
     ///     .toolkit(&["echo".into(), "shell".into()], [("shell".to_string(), Permission::Confirm)].into())
     ///     .unwrap();
@@ -70,7 +70,7 @@ impl Gate {
     /// let rules = serde_json::json!({"auto_if": "args.path.startsWith('drafts/')", "otherwise": "confirm"});
     /// let rules = Rules::parse(rules.as_object().unwrap()).unwrap();
     /// let policy = AgentPolicy { rules: [("write_file".to_string(), rules)].into(), ..Default::default() };
-    /// let kit = Arc::new(ToolLibrary::builtin())
+    /// let kit = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()))
     ///     .toolkit(&["write_file".into()], Default::default())
     ///     .unwrap()
     ///     .with_policy(Arc::new(policy));

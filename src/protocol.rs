@@ -6,11 +6,15 @@
 use serde::{Deserialize, Serialize};
 
 mod error_kind;
+pub mod error_line;
 pub mod events;
+pub mod image;
 mod part;
+pub mod webhook;
 
 pub use error_kind::ErrorKind;
 pub use events::{Event, RunEvent};
+pub use image::ImagePart;
 pub use part::Part;
 
 /// How a recorded call ended.
@@ -200,7 +204,7 @@ pub struct RequiredItem {
     pub expires_at: Option<i64>,
     /// What happens at `expires_at` when nobody decided: `deny` or `cancel_run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_timeout: Option<crate::policy::OnTimeout>,
+    pub on_timeout: Option<OnTimeout>,
     /// The fingerprint of the tool's policy when the item was asked (kept with a
     /// standing approval given on it; never on the wire).
     #[serde(skip)]
@@ -388,3 +392,29 @@ pub struct ToolTally {
 
 #[cfg(test)]
 pub(crate) mod wire_tests;
+
+/// What happens to a call whose approval was not decided in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    /// The call is denied; the model is told the approval expired and the run goes on.
+    #[default]
+    Deny,
+    /// The whole run is cancelled.
+    CancelRun,
+}
+
+impl OnTimeout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnTimeout::Deny => "deny",
+            OnTimeout::CancelRun => "cancel_run",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OnTimeout> {
+        [OnTimeout::Deny, OnTimeout::CancelRun]
+            .into_iter()
+            .find(|o| o.as_str() == s)
+    }
+}

@@ -31,7 +31,7 @@ fn setup(server: &FakeOpenAi, agent_yaml: &str, attempts: u32) -> (Setup, Agent)
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let agent = Agent::load(&file).unwrap();
     let store = Store::open(dir.path().join("t.db")).unwrap();
-    let mut runner = Runner::new(store);
+    let mut runner = Runner::new(store, toolgate::tool::sources::standard());
     runner.model_config = OpenAiConfig {
         api_key: Some("sk-test".into()),
         base_url: Some(server.base_url.clone()),

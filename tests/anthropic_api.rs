@@ -43,7 +43,10 @@ fn world(server: &FakeAnthropic, model_extra: &str, rest: &str) -> World {
     let file = dir.path().join("agent.yaml");
     std::fs::write(&file, yaml).unwrap();
     let agent = Agent::load(&file).unwrap();
-    let mut runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+    let mut runner = Runner::new(
+        Store::open(dir.path().join("t.db")).unwrap(),
+        toolgate::tool::sources::standard(),
+    );
     runner.model_config = OpenAiConfig {
         attempts: 3,
         backoff: Duration::from_millis(5),

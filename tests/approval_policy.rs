@@ -48,7 +48,10 @@ impl World {
         )
         .unwrap();
         let w = World {
-            runner: Runner::new(Store::open(dir.path().join("t.db")).unwrap()),
+            runner: Runner::new(
+                Store::open(dir.path().join("t.db")).unwrap(),
+                toolgate::tool::sources::standard(),
+            ),
             dir,
         };
         w.write_agent(permission, extra);
@@ -793,7 +796,11 @@ fn a_bad_rule_is_one_line_with_file_and_line() {
     assert!(e.contains("confirm_if"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
     let w = World::new(Some("{deny_if: \"arg.to == 'x'\"}"), "", "", &json!({}));
-    let lib = toolgate::tool::ToolLibrary::load(&w.dir.path().join("tools")).unwrap();
+    let lib = toolgate::tool::ToolLibrary::load(
+        &w.dir.path().join("tools"),
+        &toolgate::tool::sources::standard(),
+    )
+    .unwrap();
     let e = lib.errors()[0].to_string();
     assert!(e.contains("transfer.yaml:") && e.contains("'arg'"), "{e}");
 }

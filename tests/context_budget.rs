@@ -51,7 +51,10 @@ fn world(server: &FakeOpenAi, agent_yaml: &str) -> World {
     let file = dir.path().join("agent.yaml");
     std::fs::write(&file, agent_yaml).unwrap();
     let agent = Agent::load(&file).unwrap();
-    let mut runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+    let mut runner = Runner::new(
+        Store::open(dir.path().join("t.db")).unwrap(),
+        toolgate::tool::sources::standard(),
+    );
     runner.model_config = OpenAiConfig {
         api_key: Some("sk-test".into()),
         base_url: Some(server.base_url.clone()),

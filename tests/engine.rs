@@ -126,7 +126,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let watch = Arc::new(Watch::default());
-    let mut lib = ToolLibrary::builtin();
+    let mut lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     for (name, cat, timeout) in [
         ("probe", None, None),
         ("http_probe", Some("http"), None),

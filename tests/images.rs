@@ -216,8 +216,10 @@ async fn start_with(
     tools_dir: Option<PathBuf>,
 ) -> toolgate::protocol::RunObject {
     let agent = toolgate::agent::Agent::load(agent_file).unwrap();
-    let mut runner =
-        toolgate::run::Runner::new(toolgate::store::Store::open(dir.join("t.db")).unwrap());
+    let mut runner = toolgate::run::Runner::new(
+        toolgate::store::Store::open(dir.join("t.db")).unwrap(),
+        toolgate::tool::sources::standard(),
+    );
     runner.model_config = toolgate::model::OpenAiConfig {
         attempts: 1,
         ..toolgate::model::OpenAiConfig::default()

@@ -24,7 +24,10 @@ async fn run_once(agent_yaml: &str, env_url: &str, attempts: u32) -> (RunStatus,
     let file = dir.path().join("agent.yaml");
     std::fs::write(&file, agent_yaml).unwrap();
     let agent = Agent::load(&file).unwrap();
-    let mut runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+    let mut runner = Runner::new(
+        Store::open(dir.path().join("t.db")).unwrap(),
+        toolgate::tool::sources::standard(),
+    );
     runner.model_config = OpenAiConfig {
         api_key: Some("sk-env".into()),
         base_url: Some(env_url.to_string()),

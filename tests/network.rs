@@ -29,7 +29,7 @@ fn args(v: Value) -> Map<String, Value> {
 fn library_with(yaml: &str) -> (tempfile::TempDir, ToolLibrary) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tool.yaml"), yaml).unwrap();
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     (dir, lib)
 }
@@ -322,7 +322,7 @@ fn a_tool_file_with_a_bad_allow_list_or_retry_setting_does_not_load() {
             format!("name: t\ndescription: x\nentry:\n  type: http\n  url: \"https://api.test/\"\n  {entry}\n"),
         )
         .unwrap();
-        let lib = ToolLibrary::load(dir.path()).unwrap();
+        let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
         let errors: Vec<String> = lib.errors().iter().map(ToString::to_string).collect();
         assert_eq!(errors.len(), 1, "{entry}: {errors:?}");
         assert!(errors[0].contains(says), "{entry}: {errors:?}");
@@ -353,7 +353,7 @@ async fn http_tools_refuse_loopback_by_default_and_send_nothing() {
         format!("http://localhost:{port}/x"),
         format!("http://2130706433:{port}/x"),
     ];
-    let builtin = ToolLibrary::builtin();
+    let builtin = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     for url in &spellings {
         let (_d, lib) = http_tool(url, "");
         for (lib, name, a) in [

@@ -27,7 +27,7 @@ fn fixture(name: &str) -> PathBuf {
 fn library(file: &str) -> (tempfile::TempDir, ToolLibrary) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("api.yaml"), file).unwrap();
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     (dir, lib)
 }
 

@@ -53,7 +53,7 @@ fn command_tool(dir: &Path, line: &str, timeout: Option<f64>) -> ToolLibrary {
     let tools = dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::write(tools.join("slow.yaml"), yaml).unwrap();
-    let lib = ToolLibrary::load(&tools).unwrap();
+    let lib = ToolLibrary::load(&tools, &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     lib
 }
@@ -139,7 +139,7 @@ async fn a_dropped_command_call_takes_its_grandchild_with_it() {
 async fn a_cancelled_shell_call_takes_its_grandchild_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("MARKER");
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     cancelled_in_engine(
         &lib,
         "shell",
@@ -154,7 +154,7 @@ async fn a_cancelled_shell_call_takes_its_grandchild_with_it() {
 async fn a_timed_out_shell_call_takes_its_grandchild_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("MARKER");
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let err = lib
         .get("shell")
         .unwrap()
@@ -174,7 +174,7 @@ async fn a_finished_call_leaves_a_detached_background_program_alone() {
     // behind on purpose (its output redirected, so the call does not wait for it).
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("MARKER");
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let line = format!(
         "(sleep 0.5; touch '{}') >/dev/null 2>&1 & echo started",
         marker.display()

@@ -37,7 +37,7 @@ impl Api {
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
         let store = Store::open(dir.path().join("t.db")).unwrap();
-        let mut runner = Runner::new(store);
+        let mut runner = Runner::new(store, toolgate::tool::sources::standard());
         runner.model = model;
         let state = Arc::new(AppState {
             runner,

@@ -144,7 +144,7 @@ impl Site {
             "name: holder\ndescription: Holds a credential.\ncredentials: {token: {env: OTHER_TOOL_TOKEN}}\n\
              entry: {type: command, command: echo}\n",
         );
-        let lib = ToolLibrary::load(&tools).unwrap();
+        let lib = ToolLibrary::load(&tools, &toolgate::tool::sources::standard()).unwrap();
         assert!(lib.errors().is_empty(), "{:?}", lib.errors());
         Arc::new(lib)
     }

@@ -92,7 +92,10 @@ impl World {
             replies,
             requests: Mutex::new(Vec::new()),
         });
-        let mut runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+        let mut runner = Runner::new(
+            Store::open(dir.path().join("t.db")).unwrap(),
+            toolgate::tool::sources::standard(),
+        );
         runner.model = Some(model.clone());
         (World { dir, runner, model }, agent)
     }
@@ -500,7 +503,10 @@ async fn a_scripted_model_that_runs_out_fails_clearly_and_resumes_once_extended(
     )
     .unwrap();
     let agent = Agent::load(&file).unwrap();
-    let runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+    let runner = Runner::new(
+        Store::open(dir.path().join("t.db")).unwrap(),
+        toolgate::tool::sources::standard(),
+    );
     let start = StartRun {
         priority: None,
         owner: None,
@@ -699,7 +705,9 @@ fn agent_files_name_the_field_at_fault() {
     let file = dir.path().join("b.yaml");
     std::fs::write(&file, "name: b\n\ntools: [echo, nosuch]\n").unwrap();
     let agent = Agent::load(&file).unwrap();
-    let e = match agent.toolkit(&Arc::new(toolgate::tool::ToolLibrary::builtin())) {
+    let e = match agent.toolkit(&Arc::new(toolgate::tool::ToolLibrary::builtin(
+        &toolgate::tool::sources::standard(),
+    ))) {
         Ok(_) => panic!("an unknown tool was accepted"),
         Err(e) => e.to_string(),
     };
@@ -750,7 +758,10 @@ async fn sealed_secrets_replay_to_the_model_in_clear() {
         "{stored:?}"
     );
     // Another runner on the same database, as another process would be.
-    let mut other = Runner::new(Store::open(w.dir.path().join("t.db")).unwrap());
+    let mut other = Runner::new(
+        Store::open(w.dir.path().join("t.db")).unwrap(),
+        toolgate::tool::sources::standard(),
+    );
     other.model = Some(w.model.clone());
     other
         .decide(

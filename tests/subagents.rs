@@ -118,7 +118,10 @@ impl World {
                 sink.lock().unwrap().push(e);
             }
         });
-        let mut runner = Runner::new(Store::open(dir.path().join("t.db")).unwrap());
+        let mut runner = Runner::new(
+            Store::open(dir.path().join("t.db")).unwrap(),
+            toolgate::tool::sources::standard(),
+        );
         runner.model = Some(model.clone());
         let runner = runner.with_events(tx);
         World {
@@ -551,7 +554,9 @@ async fn the_routing_tool_hands_tasks_by_agent_name() {
     assert!(w.seen_by("top").contains("helper says hello"));
     // The tool's description lists the sub-agents with their own descriptions.
     let agent = Agent::load(&w.dir.path().join("top.yaml")).unwrap();
-    let library = std::sync::Arc::new(toolgate::tool::ToolLibrary::builtin());
+    let library = std::sync::Arc::new(toolgate::tool::ToolLibrary::builtin(
+        &toolgate::tool::sources::standard(),
+    ));
     let kit = agent.toolkit(&library).unwrap();
     let tool = kit.resolve("call_subagent").unwrap();
     assert!(

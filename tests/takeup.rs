@@ -393,7 +393,7 @@ async fn a_run_whose_decider_died_before_continuing_it_is_taken_up() {
     // A decider that claims the run to continue it, and is gone before it does.
     {
         let store = toolgate::store::Store::open(site.db()).unwrap();
-        let decided = toolgate::run::Runner::new(store)
+        let decided = toolgate::run::Runner::new(store, toolgate::tool::sources::standard())
             .decide(
                 &id,
                 Some("call_mark"),

@@ -45,7 +45,7 @@ fn broken_files_are_reported_and_the_rest_load() {
         ("bad_name.yaml", "name: \"has space\"\n"),
         ("notes.txt", "not a tool file"),
     ]);
-    let loaded = load_dir(dir.path()).unwrap();
+    let loaded = load_dir(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     let names: Vec<&str> = loaded.tools.iter().map(|t| t.spec.name.as_str()).collect();
     assert_eq!(names, ["good"]);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
@@ -107,7 +107,7 @@ entry: {type: client}
             "name: typo\nparameters:\n  - {name: a, type: string, description: one, two}\n",
         ),
     ]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     let t = lib.get("fetch").unwrap();
     assert_eq!(t.spec.permission, Permission::Confirm);
     assert_eq!(t.spec.category.as_deref(), Some("http"));
@@ -154,7 +154,7 @@ fn files_may_redefine_builtins() {
         "calc.yaml",
         "name: calculator\ndescription: Sums for the team.\npermission: confirm\nparameters:\n  type: object\n  properties:\n    expression: {type: string}\n  required: [expression]\nentry: {type: builtin, handler: calculator}\n",
     )]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     let t = lib.get("calculator").unwrap();
     assert_eq!(t.spec.description, "Sums for the team.");
     assert_eq!(t.spec.permission, Permission::Confirm);
@@ -163,7 +163,7 @@ fn files_may_redefine_builtins() {
 
 #[test]
 fn example_calls_in_the_instructions_parse_back_into_valid_calls() {
-    let lib = Arc::new(ToolLibrary::builtin());
+    let lib = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     let prompts = Prompts::new().unwrap();
     let opts = ParseOptions::default().with_schemas(Arc::new(lib.schemas()));
     for tool in lib.tools() {
@@ -190,7 +190,7 @@ fn example_calls_in_the_instructions_parse_back_into_valid_calls() {
 
 #[test]
 fn instructions_explain_types_defaults_and_the_cdata_escape() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let prompts = Prompts::new().unwrap();
     let tools: Vec<_> = ["http_request", "read_file"]
         .iter()
@@ -244,7 +244,7 @@ fn openai_tools_array() {
         "login.yaml",
         "name: login\ndescription: Log in.\nparameters:\n  type: object\n  properties:\n    user: {type: string}\n    password: {type: string, secret: true}\n  required: [user, password]\n",
     )]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     let tools = openai_tools(&[&**lib.get("login").unwrap(), &**lib.get("echo").unwrap()]);
     assert_eq!(tools[0]["type"], "function");
     assert_eq!(tools[0]["function"]["name"], "login");
@@ -275,7 +275,7 @@ parameters:
   - {name: weight, type: number, validation: {exclusive_min: 0, max: 1}}
 "#,
     )]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     let t = lib.get("pick").unwrap();
     let check = |v: Value| {
@@ -401,7 +401,7 @@ fn every_key_is_enforced_or_refused_with_its_line() {
         ),
     ];
     let dir = folder(&cases.map(|(name, text, _)| (name, text)));
-    let loaded = load_dir(dir.path()).unwrap();
+    let loaded = load_dir(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(loaded.tools.is_empty(), "{:?}", loaded.tools);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
     for (file, _, needle) in cases {
@@ -434,7 +434,7 @@ parameters:
     token: {type: string, writeOnly: true, secret: true}
 "#,
     )]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     // `format` is shown, not checked.
     let t = lib.get("notes").unwrap();
@@ -476,7 +476,7 @@ entry: {type: command, command: cat}
             "name: fields\noutput:\n  - {name: ok, type: boolean, required: true}\n",
         ),
     ]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     let t = lib.get("tally").unwrap();
     assert_eq!(
@@ -537,7 +537,7 @@ output:
 entry: {type: command, command: cat}
 "#,
     )]);
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     let ws = tempfile::tempdir().unwrap();
     let ctx = toolgate::tool::ToolContext::new(ws.path().to_path_buf());

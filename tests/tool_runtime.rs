@@ -62,14 +62,14 @@ fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> To
 fn library_with(yaml: &str) -> (tempfile::TempDir, ToolLibrary) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tool.yaml"), yaml).unwrap();
-    let lib = ToolLibrary::load(dir.path()).unwrap();
+    let lib = ToolLibrary::load(dir.path(), &toolgate::tool::sources::standard()).unwrap();
     assert!(lib.errors().is_empty(), "{:?}", lib.errors());
     (dir, lib)
 }
 
 #[tokio::test]
 async fn echo_and_calculator() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(
         text(
@@ -109,7 +109,7 @@ async fn echo_and_calculator() {
 
 #[tokio::test]
 async fn current_time_in_zones() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let dir = tempfile::tempdir().unwrap();
     let out = run(
         &lib,
@@ -142,7 +142,7 @@ async fn current_time_in_zones() {
 
 #[tokio::test]
 async fn file_tools_stay_in_the_workspace() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
@@ -229,7 +229,7 @@ async fn file_tools_stay_in_the_workspace() {
 
 #[tokio::test]
 async fn shell_exit_codes_timeouts_and_caps() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let dir = tempfile::tempdir().unwrap();
     let ok = run(
         &lib,
@@ -490,7 +490,7 @@ async fn http_request_builtin() {
         .respond_with(ResponseTemplate::new(200).set_body_string("updated"))
         .mount(&server)
         .await;
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     assert_eq!(
         lib.get("http_request").unwrap().spec.permission,
         Permission::Confirm
@@ -557,7 +557,7 @@ impl Tool for Sleeps {
 
 #[tokio::test]
 async fn panics_and_timeouts_become_errors() {
-    let mut lib = ToolLibrary::builtin();
+    let mut lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let params = json!({"type": "object", "properties": {}});
     lib.add(Arc::new(Panics(spec(
         "panics",
@@ -600,7 +600,7 @@ async fn panics_and_timeouts_become_errors() {
 
 #[tokio::test]
 async fn toolkits_reach_only_their_tools() {
-    let lib = Arc::new(ToolLibrary::builtin());
+    let lib = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     let kit = lib
         .toolkit(
             &["calculator".into(), "write_file".into()],

@@ -83,7 +83,7 @@ fn swapper(names: Vec<Swapped>, stop: Arc<AtomicBool>) -> std::thread::JoinHandl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_symlink_swapped_in_during_calls_never_lets_one_escape() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let stash = tempfile::tempdir_in(ws.path()).unwrap();
@@ -174,7 +174,7 @@ async fn a_symlink_swapped_in_during_calls_never_lets_one_escape() {
 
 #[tokio::test]
 async fn hard_links_to_outside_files_are_neither_read_nor_written() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("target.txt");
@@ -221,7 +221,7 @@ async fn hard_links_to_outside_files_are_neither_read_nor_written() {
 
 #[tokio::test]
 async fn escaping_paths_are_refused_by_every_file_tool() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let root = workspace::canonical_root(ws.path()).unwrap();
@@ -334,7 +334,7 @@ async fn escaping_paths_are_refused_by_every_file_tool() {
 
 #[tokio::test]
 async fn a_workspace_root_that_is_a_symlink_is_refused() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let real = tempfile::tempdir().unwrap();
     let holder = tempfile::tempdir().unwrap();
     std::fs::write(real.path().join("a.txt"), "real").unwrap();
@@ -358,7 +358,7 @@ async fn a_workspace_root_that_is_a_symlink_is_refused() {
 
 #[tokio::test]
 async fn special_files_are_not_opened() {
-    let lib = ToolLibrary::builtin();
+    let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
     let ws = tempfile::tempdir().unwrap();
     let mut ctx = ctx(ws.path());
     ctx.default_timeout = Duration::from_secs(3);

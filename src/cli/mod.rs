@@ -97,7 +97,10 @@ pub fn check_run_tenant(store: &Store, id: &str) -> Result<(), Failure> {
         return Ok(());
     };
     let unknown = || Failure::other(format!("there is no run '{id}' (toolgate runs lists them)"));
-    match toolgate::run::Runner::new(store.clone()).get(id).wait()? {
+    match toolgate::run::Runner::new(store.clone(), toolgate::tool::sources::standard())
+        .get(id)
+        .wait()?
+    {
         Ok(run) if run.tenant == t => Ok(()),
         _ => Err(unknown()),
     }
@@ -326,9 +329,10 @@ pub fn load_tools(dir: Option<&Path>) -> Result<ToolLibrary, Failure> {
                 dir.display()
             )));
         }
-        return Ok(ToolLibrary::builtin());
+        return Ok(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
     }
-    let library = ToolLibrary::load(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let library = ToolLibrary::load(&dir, &toolgate::tool::sources::standard())
+        .map_err(|e| Failure::bad_input(e.to_string()))?;
     for e in library.errors() {
         out::say!("toolgate: warning: {e} (skipped)");
     }

@@ -65,11 +65,13 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// A runner whose tool library comes from the run's tools folder, broken tool files
 /// reported on stderr (each once, when it breaks).
 pub fn runner(store: Store) -> Runner {
-    let mut runner = Runner::new(store);
+    let mut runner = Runner::new(store, toolgate::tool::sources::standard());
     runner.limits = super::limits::process();
     runner.load_library = Arc::new(|dir: Option<&Path>| match dir {
-        None => Ok(ToolLibrary::builtin()),
-        Some(dir) => ToolLibrary::load(dir).map_err(|e| e.to_string()),
+        None => Ok(ToolLibrary::builtin(&toolgate::tool::sources::standard())),
+        Some(dir) => {
+            ToolLibrary::load(dir, &toolgate::tool::sources::standard()).map_err(|e| e.to_string())
+        }
     });
     runner.loaded = Arc::new(Loaded::reporting(Arc::new(|line: &str| {
         say!("toolgate: warning: {line}")

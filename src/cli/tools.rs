@@ -187,7 +187,8 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
 fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
     // A check asks the MCP servers themselves, not the lists kept of them.
     toolgate::tool::mcp::list_live();
-    let loaded = load_dir(&dir).map_err(|e| Failure::bad_input(e.to_string()))?;
+    let loaded = load_dir(&dir, &toolgate::tool::sources::standard())
+        .map_err(|e| Failure::bad_input(e.to_string()))?;
     let mut out = out::stdout();
     let mut text = String::new();
     for def in &loaded.tools {
@@ -264,7 +265,10 @@ fn call(
     let engine = Engine::new(
         EngineConfig {
             workspace: root,
-            credentials: Some(toolgate::run::Runner::new(store.clone()).credentials()),
+            credentials: Some(
+                toolgate::run::Runner::new(store.clone(), toolgate::tool::sources::standard())
+                    .credentials(),
+            ),
             ..EngineConfig::default()
         },
         (!json).then_some(tx),

@@ -4,7 +4,6 @@
 
 mod anthropic;
 mod fallback;
-pub mod image;
 mod openai;
 mod retry;
 mod scripted;
@@ -16,9 +15,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::protocol::image::{self, ImagePart};
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
-pub use image::ImagePart;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::ScriptedModel;
 pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};

@@ -74,7 +74,7 @@ impl ScriptedModel {
             ModelError::Config(format!(
                 "scripted model {}{line}: {}",
                 path.display(),
-                crate::tool::folder::first_line(&e.to_string())
+                crate::protocol::error_line::first_line(&e.to_string())
             ))
         })?;
         Ok(Self {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use crate::protocol::OnTimeout;
 
 /// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -39,32 +39,6 @@ pub fn duration_of(value: &serde_json::Value) -> Result<Duration, String> {
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .ok_or_else(|| format!("{n} is not a number of seconds")),
         other => Err(format!("{other} is not a duration (e.g. 30m, 5s, 90)")),
-    }
-}
-
-/// What happens to a call whose approval was not decided in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum OnTimeout {
-    /// The call is denied; the model is told the approval expired and the run goes on.
-    #[default]
-    Deny,
-    /// The whole run is cancelled.
-    CancelRun,
-}
-
-impl OnTimeout {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OnTimeout::Deny => "deny",
-            OnTimeout::CancelRun => "cancel_run",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<OnTimeout> {
-        [OnTimeout::Deny, OnTimeout::CancelRun]
-            .into_iter()
-            .find(|o| o.as_str() == s)
     }
 }
 

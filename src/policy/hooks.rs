@@ -383,9 +383,12 @@ async fn post(url: &url::Url, hook: &'static str, body: Vec<u8>) -> Result<Vec<u
     let mut request = client
         .post(url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(crate::server::notify::EVENT_HEADER, format!("hook.{hook}"));
+        .header(
+            crate::protocol::webhook::EVENT_HEADER,
+            format!("hook.{hook}"),
+        );
     let secret = std::env::var(SECRET_ENV)
-        .or_else(|_| std::env::var(crate::server::notify::SECRET_ENV))
+        .or_else(|_| std::env::var(crate::protocol::webhook::SECRET_ENV))
         .ok()
         .filter(|s| !s.trim().is_empty());
     if let Some(secret) = secret {
@@ -393,14 +396,15 @@ async fn post(url: &url::Url, hook: &'static str, body: Vec<u8>) -> Result<Vec<u
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let delivery = uuid::Uuid::new_v4().to_string();
-        if let Some(sig) = crate::server::notify::signature(&secret, timestamp, &delivery, &body) {
+        if let Some(sig) = crate::protocol::webhook::signature(&secret, timestamp, &delivery, &body)
+        {
             request = request
-                .header(crate::server::notify::SIGNATURE_HEADER, sig)
+                .header(crate::protocol::webhook::SIGNATURE_HEADER, sig)
                 .header(
-                    crate::server::notify::TIMESTAMP_HEADER,
+                    crate::protocol::webhook::TIMESTAMP_HEADER,
                     timestamp.to_string(),
                 )
-                .header(crate::server::notify::DELIVERY_HEADER, delivery);
+                .header(crate::protocol::webhook::DELIVERY_HEADER, delivery);
         }
     }
     let response = request

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Why a recorded call did not succeed: the one vocabulary of a record's `error_kind`
-/// (and of `tool.finished`, metrics and traces), fed by [`crate::tool::ToolError::kind`]
+/// (and of `tool.finished`, metrics and traces), fed by `ToolError::kind`
 /// when a tool fails and by the loop when it answers a call itself (denied, refused by
 /// a hook or a rule, a sub-agent that could not run).
 #[derive(

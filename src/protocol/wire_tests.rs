@@ -18,7 +18,7 @@ fn item() -> RequiredItem {
         path: vec![],
         reason: Some("permission: confirm".into()),
         expires_at: Some(1700),
-        on_timeout: Some(crate::policy::OnTimeout::Deny),
+        on_timeout: Some(crate::protocol::OnTimeout::Deny),
         policy: Some("p".into()),
     }
 }

@@ -220,7 +220,8 @@ mod tests {
         let loads = std::cell::Cell::new(0);
         let load = |d: Option<&Path>| {
             loads.set(loads.get() + 1);
-            ToolLibrary::load(d.unwrap()).map_err(|e| e.to_string())
+            ToolLibrary::load(d.unwrap(), &crate::tool::sources::standard())
+                .map_err(|e| e.to_string())
         };
         cache.library(Some(dir.path()), load).unwrap();
         cache.library(Some(dir.path()), load).unwrap();
@@ -252,7 +253,10 @@ mod tests {
         )
         .unwrap();
         let cache = Loaded::default();
-        let load = |d: Option<&Path>| ToolLibrary::load(d.unwrap()).map_err(|e| e.to_string());
+        let load = |d: Option<&Path>| {
+            ToolLibrary::load(d.unwrap(), &crate::tool::sources::standard())
+                .map_err(|e| e.to_string())
+        };
         let lib = cache.library(Some(&tools), load).unwrap();
         assert!(lib.get("api__first").is_some(), "{:?}", lib.errors());
         std::thread::sleep(std::time::Duration::from_millis(20));

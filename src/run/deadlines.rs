@@ -4,7 +4,7 @@
 //! approval never runs, with a server or without one.
 
 use super::{RunError, Runner};
-use crate::policy::OnTimeout;
+use crate::protocol::OnTimeout;
 use crate::protocol::{RequiredItem, RunStatus, events};
 
 /// What applying the deadlines did.

@@ -60,7 +60,7 @@ use crate::engine::{LimitConfig, ProcessLimits};
 use crate::model::{self, Message, Model, OpenAiConfig};
 use crate::protocol::{Decision, RunEvent, RunObject, Usage, events};
 use crate::store::{PendingRow, RunRow, Store};
-use crate::tool::{ToolLibrary, Toolkit};
+use crate::tool::{Sources, ToolLibrary, Toolkit};
 
 /// How long a lease lasts without renewal; the holder renews it every third of this. A
 /// run whose driver died is free to take up again this long after its last renewal.
@@ -150,13 +150,13 @@ pub(crate) struct Live {
 }
 
 impl Runner {
-    /// A runner on `store` with the built-in library plus the tools folder, OpenAI
-    /// settings from the environment and no event sink.
-    pub fn new(store: Store) -> Self {
+    /// A runner on `store` whose libraries are the built-ins of `sources` plus the tools
+    /// folder read by them, with OpenAI settings from the environment and no event sink.
+    pub fn new(store: Store, sources: Sources) -> Self {
         Self {
-            load_library: Arc::new(|dir: Option<&Path>| match dir {
-                Some(dir) => ToolLibrary::load(dir).map_err(|e| e.to_string()),
-                None => Ok(ToolLibrary::builtin()),
+            load_library: Arc::new(move |dir: Option<&Path>| match dir {
+                Some(dir) => ToolLibrary::load(dir, &sources).map_err(|e| e.to_string()),
+                None => Ok(ToolLibrary::builtin(&sources)),
             }),
             model_config: OpenAiConfig::from_env(),
             limits: ProcessLimits::new(LimitConfig::default()),

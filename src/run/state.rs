@@ -124,7 +124,7 @@ pub struct Ask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_timeout: Option<crate::policy::OnTimeout>,
+    pub on_timeout: Option<crate::protocol::OnTimeout>,
 }
 
 /// Where one call stands.

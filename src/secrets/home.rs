@@ -16,7 +16,7 @@ pub const KEY_DIR_ENV: &str = "TOOLGATE_KEY_DIR";
 
 /// The key file for the database at `db` (a file, or a PostgreSQL URL).
 pub fn key_file(db: &Path) -> PathBuf {
-    if let Some(url) = crate::store::postgres_url(db) {
+    if let Some(url) = database_url(db) {
         let name = postgres_key_name(url);
         // No home to put it in: in the current folder, as a database file's would be.
         return user_key_dir().map_or_else(|| PathBuf::from(&name), |dir| dir.join(&name));
@@ -35,6 +35,11 @@ pub fn key_file(db: &Path) -> PathBuf {
         // No home to put it in: beside the database, as before.
         None => beside,
     }
+}
+
+/// `db` when it is a database server's URL (`scheme://...`), not a file.
+fn database_url(db: &Path) -> Option<&str> {
+    db.to_str().filter(|s| s.contains("://"))
 }
 
 /// `DB.key` beside the database (the only home before keys moved out of work trees).

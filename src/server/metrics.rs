@@ -20,10 +20,9 @@ pub async fn start(
     extra: Option<SocketAddr>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    metrics::install(metrics::Sources {
-        limits: Arc::clone(&state.runner.limits),
-        store: state.runner.store.clone(),
-    });
+    let limits = Arc::clone(&state.runner.limits);
+    let store = state.runner.store.clone();
+    metrics::install(|registry, bounds| super::collect::register(registry, bounds, limits, store));
     let Some(addr) = extra else { return Ok(()) };
     let listener = tokio::net::TcpListener::bind(addr)
         .await

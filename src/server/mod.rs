@@ -5,6 +5,7 @@
 
 mod agents;
 mod auth;
+pub mod collect;
 mod deadlines;
 mod error;
 mod feed;

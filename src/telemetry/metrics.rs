@@ -1,6 +1,7 @@
 //! The process's Prometheus metrics (`prometheus-client`): what runs, model calls, tool
 //! calls, decisions, the store and webhooks did, counted where it happens, plus the
-//! figures read at each scrape (limiters, approvals waiting; see `collect`). Nothing is
+//! figures read at each scrape (limiters, approvals waiting: the collectors [`install`]
+//! is given). Nothing is
 //! counted until a process installs them (`toolgate serve` does): every recording
 //! function is a no-op before, so the CLI pays nothing. Label values are bounded (see
 //! `labels`): agents, tools, models and categories the process meets, never ids or
@@ -17,10 +18,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use super::labels::{Vocabulary, model_name};
-use crate::engine::ProcessLimits;
+pub use super::labels::Vocabulary;
+use super::labels::model_name;
 use crate::protocol::{CallStatus, Usage};
-use crate::store::Store;
 
 /// How many values each kind of label may take before the rest are `other`.
 const AGENTS: usize = 200;
@@ -126,16 +126,20 @@ fn commit_buckets() -> Histogram {
 static METRICS: OnceLock<Metrics> = OnceLock::new();
 static RECORDING: AtomicBool = AtomicBool::new(true);
 
-/// What the scrape-time figures are read from.
-pub struct Sources {
-    pub limits: Arc<ProcessLimits>,
-    pub store: Store,
+/// The label bounds the counted metrics keep, for the collectors read at each scrape to
+/// label by the same vocabularies.
+pub struct Bounds {
+    /// Agent names (`agent/NAME` limiters, `agent` labels).
+    pub agents: Arc<Vocabulary>,
+    /// Tool categories.
+    pub categories: Arc<Vocabulary>,
 }
 
 /// Turns the metrics on for this process (once; a second call keeps the first) and
-/// returns them.
-pub fn install(sources: Sources) -> &'static Metrics {
-    METRICS.get_or_init(|| Metrics::new(sources))
+/// returns them. `collectors` registers the figures read at each scrape (the process
+/// that installs them knows where they are: its limiter, its store).
+pub fn install(collectors: impl FnOnce(&mut Registry, &Bounds)) -> &'static Metrics {
+    METRICS.get_or_init(|| Metrics::new(collectors))
 }
 
 /// The metrics, once installed (and while they record).
@@ -162,7 +166,7 @@ pub fn render() -> Option<Result<String, std::fmt::Error>> {
 }
 
 impl Metrics {
-    fn new(sources: Sources) -> Self {
+    fn new(collectors: impl FnOnce(&mut Registry, &Bounds)) -> Self {
         let mut r = Registry::with_prefix("toolgate");
         let runs = Family::default();
         r.register(
@@ -239,7 +243,13 @@ impl Metrics {
         );
         let agents = Arc::new(Vocabulary::new(AGENTS));
         let categories = Arc::new(Vocabulary::new(TOOLS));
-        super::collect::register(&mut r, sources, Arc::clone(&agents), categories);
+        collectors(
+            &mut r,
+            &Bounds {
+                agents: Arc::clone(&agents),
+                categories,
+            },
+        );
         Self {
             registry: r,
             runs,

@@ -3,10 +3,9 @@
 //! conventions ([`genai`]), and the trace context carried into and out of the process
 //! ([`propagate`]).
 
-mod collect;
 pub mod exposition;
 pub mod genai;
-mod labels;
+pub mod labels;
 pub mod metrics;
 pub mod otel;
 pub mod propagate;

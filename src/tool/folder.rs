@@ -1,4 +1,4 @@
-//! A tools folder read through the registered sources (`sources/mod.rs`): each YAML or
+//! A tools folder read through the sources a program loads with ([`Sources`]): each YAML or
 //! JSON file goes to the first source that claims it, folders to the sources that take
 //! them. A file that cannot be used is one error naming its path (and line, when known)
 //! and never stops the others from loading.
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::runnable::Tool;
 use super::schema::Schema;
-use super::source::{Claim, Found, ToolSource};
+use super::source::{Claim, Found, Sources};
 use super::spec::ToolSpec;
 use crate::parse::Schemas;
 
@@ -128,16 +128,8 @@ impl LoadedTools {
 }
 
 /// Reads every tool file in `dir` (not recursive), in name order, through the
-/// registered sources.
-pub fn load_dir(dir: &Path) -> Result<LoadedTools, LoadError> {
-    read_dir(dir, &super::sources::registered())
-}
-
-/// [`load_dir`] with the sources `sources`, asked in their order.
-pub(crate) fn read_dir(
-    dir: &Path,
-    sources: &[Box<dyn ToolSource>],
-) -> Result<LoadedTools, LoadError> {
+/// `sources`, asked in their order.
+pub fn load_dir(dir: &Path, sources: &Sources) -> Result<LoadedTools, LoadError> {
     let entries = std::fs::read_dir(dir).map_err(|e| LoadError {
         path: dir.to_path_buf(),
         line: None,
@@ -182,7 +174,7 @@ pub(crate) fn read_dir(
             loaded.extend(found);
         }
     }
-    for source in sources {
+    for source in sources.iter() {
         loaded.extend(source.load_folders(dir));
     }
     for found in last {
@@ -215,17 +207,7 @@ pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
     found
 }
 
-pub(crate) fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or_default();
-    let line = line.strip_prefix("error: ").unwrap_or(line);
-    match line
-        .strip_prefix("line ")
-        .and_then(|rest| rest.split_once(": "))
-    {
-        Some((position, message)) if position.contains("column") => message.to_string(),
-        _ => line.to_string(),
-    }
-}
+pub use crate::protocol::error_line::first_line;
 
 #[cfg(test)]
 mod tests {
@@ -233,7 +215,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tool::{Entry, Permission};
+    use crate::tool::{Entry, Permission, ToolSource};
 
     /// A source of its own: `note: NAME` files bring one client tool each.
     struct Notes;
@@ -288,9 +270,9 @@ mod tests {
             "name: plain\nentry: {type: client}\n",
         )
         .unwrap();
-        let mut sources: Vec<Box<dyn ToolSource>> = vec![Box::new(Notes)];
-        sources.extend(crate::tool::sources::registered());
-        let loaded = read_dir(dir.path(), &sources).unwrap();
+        let standard = crate::tool::sources::standard();
+        let sources = standard.with_first(Notes);
+        let loaded = load_dir(dir.path(), &sources).unwrap();
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let found: Vec<(&str, &str)> = loaded
             .tools
@@ -299,7 +281,7 @@ mod tests {
             .collect();
         assert_eq!(found, [("remember", "notes"), ("plain", "file")]);
         // Without it, the note is a broken tool file.
-        let plain = load_dir(dir.path()).unwrap();
+        let plain = load_dir(dir.path(), &standard).unwrap();
         assert_eq!(plain.tools.len(), 1);
         assert!(plain.errors[0].path.ends_with("a.yaml"));
     }

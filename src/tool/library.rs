@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::folder::{LoadError, ToolDef, read_dir};
+use super::folder::{LoadError, ToolDef, load_dir};
 use super::output::{Part, ToolError, ToolOutput};
 use super::runnable::{Tool, ToolContext};
 use super::schema::Schema;
 use super::source::Origin;
+use super::source::Sources;
 use super::spec::{Permission, ToolSpec};
 use super::toolkit::{Toolkit, ToolkitError};
 use crate::parse::Schemas;
@@ -246,10 +247,10 @@ pub struct ToolLibrary {
 }
 
 impl ToolLibrary {
-    /// The built-in tools only: what the registered sources bring with no file.
-    pub fn builtin() -> Self {
+    /// The built-in tools only: what `sources` bring with no file.
+    pub fn builtin(sources: &Sources) -> Self {
         let mut lib = Self::default();
-        for source in super::sources::registered() {
+        for source in sources.iter() {
             for tool in source.fixed() {
                 lib.tools.insert(tool.spec.name.clone(), Arc::new(tool));
             }
@@ -257,14 +258,14 @@ impl ToolLibrary {
         lib
     }
 
-    /// The built-ins plus the tools of `dir`, read by the registered sources. A file
+    /// The built-ins plus the tools of `dir`, read by `sources`. A file
     /// that cannot be used is in [`ToolLibrary::errors`] and does not stop the others.
     /// A file may redefine a built-in of the same name.
-    pub fn load(dir: &Path) -> Result<Self, LoadError> {
+    pub fn load(dir: &Path, sources: &Sources) -> Result<Self, LoadError> {
         // No tool's sandbox shows the tools folder, even inside a workspace.
         crate::sandbox::protect(dir);
-        let mut lib = Self::builtin();
-        let loaded = read_dir(dir, &super::sources::registered())?;
+        let mut lib = Self::builtin(sources);
+        let loaded = load_dir(dir, sources)?;
         lib.errors = loaded.errors;
         lib.watched = loaded.watched;
         for def in loaded.tools {

@@ -29,7 +29,7 @@ pub use library::{LoadedTool, ToolLibrary};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
 pub use runnable::{RunContext, Tool, ToolContext};
 pub use schema::{Schema, SchemaError};
-pub use source::{Claim, Found, Origin, ToolSource};
+pub use source::{Claim, Found, Origin, Sources, ToolSource};
 pub use sources::tool_file::load_file;
 // The sources' modules at the paths the crate's users know them by.
 pub use sources::tool_file::http;

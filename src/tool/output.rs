@@ -19,7 +19,7 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     /// The images with data among the parts, in order.
-    pub fn images(&self) -> Vec<crate::model::ImagePart> {
+    pub fn images(&self) -> Vec<crate::protocol::ImagePart> {
         self.parts
             .iter()
             .filter_map(|p| match p {
@@ -27,7 +27,7 @@ impl ToolOutput {
                     mime,
                     data: Some(data),
                     ..
-                } => Some(crate::model::ImagePart {
+                } => Some(crate::protocol::ImagePart {
                     mime: mime.clone(),
                     data: data.clone(),
                 }),
@@ -76,7 +76,7 @@ impl ToolOutput {
                     mime,
                     data: Some(data),
                     ..
-                } => out.push_str(&crate::model::image::reference(mime, data)),
+                } => out.push_str(&crate::protocol::image::reference(mime, data)),
                 Part::Image { mime, url, .. } => out.push_str(&format!(
                     "[image {mime}{}]",
                     url.as_deref().map(|u| format!(" {u}")).unwrap_or_default()

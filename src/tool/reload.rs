@@ -64,10 +64,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("t.yaml");
         std::fs::write(&file, GOOD).unwrap();
-        let mut first = ToolLibrary::load(dir.path()).unwrap();
+        let mut first = ToolLibrary::load(dir.path(), &crate::tool::sources::standard()).unwrap();
         assert!(first.keep_last_good(&ToolLibrary::default()).is_empty());
         std::fs::write(&file, "name: t\ndescription: [unclosed\n").unwrap();
-        let mut second = ToolLibrary::load(dir.path()).unwrap();
+        let mut second = ToolLibrary::load(dir.path(), &crate::tool::sources::standard()).unwrap();
         let lines = second.keep_last_good(&first);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
@@ -75,12 +75,12 @@ mod tests {
         );
         assert_eq!(second.get("t").unwrap().spec.description, "first");
         // Still broken, unchanged: nothing more to say, and still the old version.
-        let mut third = ToolLibrary::load(dir.path()).unwrap();
+        let mut third = ToolLibrary::load(dir.path(), &crate::tool::sources::standard()).unwrap();
         assert!(third.keep_last_good(&second).is_empty());
         assert!(third.get("t").is_some());
         // Removed: gone.
         std::fs::remove_file(&file).unwrap();
-        let mut fourth = ToolLibrary::load(dir.path()).unwrap();
+        let mut fourth = ToolLibrary::load(dir.path(), &crate::tool::sources::standard()).unwrap();
         assert!(fourth.keep_last_good(&third).is_empty());
         assert!(fourth.get("t").is_none());
     }
@@ -89,7 +89,7 @@ mod tests {
     fn a_new_broken_file_is_skipped_with_one_line() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("bad.yaml"), "name: [\n").unwrap();
-        let mut lib = ToolLibrary::load(dir.path()).unwrap();
+        let mut lib = ToolLibrary::load(dir.path(), &crate::tool::sources::standard()).unwrap();
         let lines = lib.keep_last_good(&ToolLibrary::default());
         assert_eq!(lines.len(), 1);
         assert!(lines[0].contains("bad.yaml") && lines[0].ends_with("(skipped)"));

@@ -1,10 +1,12 @@
 //! `ToolSource`: one way tools come into the library (the built-ins, tool files, OpenAPI
 //! documents, Dify providers, MCP servers). A source says which files of a tools folder
 //! it takes, loads them into tools that carry their own runner, and names the files
-//! beyond the folder its tools were read from. The library asks every registered
-//! source in turn (`sources::registered`) and knows none of them by name.
+//! beyond the folder its tools were read from. The library asks each of the [`Sources`]
+//! it is given in turn and knows none of them by name: the program (the binary, or one
+//! that embeds toolgate) chooses them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::folder::{LoadError, ToolDef};
 use super::library::LoadedTool;
@@ -61,8 +63,42 @@ impl Origin {
     }
 }
 
-/// One way tools come into the library. Registered in `sources/mod.rs`; a new source
-/// is a folder under `sources/` and one line there.
+/// The sources a library is filled from, in the order a file of the tools folder is
+/// offered to them: the first that claims it has it. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Sources(Arc<[Arc<dyn ToolSource>]>);
+
+impl Sources {
+    /// These sources, asked in this order.
+    pub fn new(sources: Vec<Arc<dyn ToolSource>>) -> Self {
+        Sources(sources.into())
+    }
+
+    /// These sources with `source` asked before all of them (a program's own source,
+    /// ahead of a catch-all that takes any file).
+    pub fn with_first(&self, source: impl ToolSource + 'static) -> Self {
+        let mut all: Vec<Arc<dyn ToolSource>> = vec![Arc::new(source)];
+        all.extend(self.0.iter().cloned());
+        Sources(all.into())
+    }
+
+    /// The sources, in their order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn ToolSource>> {
+        self.0.iter()
+    }
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|s| s.name()))
+            .finish()
+    }
+}
+
+/// One way tools come into the library: the built-ins, tool files, OpenAPI documents,
+/// Dify providers and MCP servers are each one, and a program may add its own to the
+/// [`Sources`] it loads with.
 pub trait ToolSource: Send + Sync {
     /// Its name in the tools' [`Origin`].
     fn name(&self) -> &'static str;

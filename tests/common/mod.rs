@@ -109,7 +109,11 @@ fn expand_value(v: &mut Value, token: &str, big: &str) {
 pub fn options(case: &Case) -> ParseOptions {
     static SCHEMAS: std::sync::OnceLock<Arc<toolgate::parse::Schemas>> = std::sync::OnceLock::new();
     let schemas = SCHEMAS.get_or_init(|| {
-        let loaded = toolgate::tool::load_dir(&corpus_dir().join("tools")).unwrap();
+        let loaded = toolgate::tool::load_dir(
+            &corpus_dir().join("tools"),
+            &toolgate::tool::sources::standard(),
+        )
+        .unwrap();
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         Arc::new(loaded.schemas())
     });

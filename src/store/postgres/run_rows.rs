@@ -100,7 +100,7 @@ pub(super) fn pending_from_row(row: &Row) -> Result<PendingRow, tokio_postgres::
             expires_at: row.try_get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(crate::policy::OnTimeout::parse),
+                .and_then(crate::protocol::OnTimeout::parse),
             policy: row.try_get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),

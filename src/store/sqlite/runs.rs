@@ -76,7 +76,7 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             expires_at: row.get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(crate::policy::OnTimeout::parse),
+                .and_then(crate::protocol::OnTimeout::parse),
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
@@ -375,7 +375,7 @@ impl SqliteStore {
                         item.arguments.to_string(),
                         item.reason,
                         item.expires_at,
-                        item.on_timeout.map(crate::policy::OnTimeout::as_str),
+                        item.on_timeout.map(crate::protocol::OnTimeout::as_str),
                         item.policy,
                         now,
                     ])?;

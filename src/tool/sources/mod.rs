@@ -1,5 +1,6 @@
-//! The registered tool sources, each in its own folder. `registered` is the one place
-//! that names them: a new source is a folder here and one line there.
+//! The standard tool sources, each in its own folder. `standard` is the one place that
+//! names them: a new source is a folder here and one line there (or, in a program that
+//! embeds toolgate, a [`ToolSource`] of its own added to the list).
 
 pub mod builtin;
 pub mod dify;
@@ -7,16 +8,19 @@ pub mod mcp;
 pub mod openapi;
 pub mod tool_file;
 
-use super::source::ToolSource;
+use std::sync::Arc;
 
-/// Every source, in the order a file of the tools folder is offered to them: the first
-/// that claims it has it, and one-tool files take whatever is left.
-pub(crate) fn registered() -> Vec<Box<dyn ToolSource>> {
-    vec![
-        Box::new(builtin::Builtins),
-        Box::new(mcp::McpServers),
-        Box::new(openapi::OpenApiFiles),
-        Box::new(dify::DifyFiles),
-        Box::new(tool_file::ToolFiles),
-    ]
+use super::source::{Sources, ToolSource};
+
+/// Every standard source, in the order a file of the tools folder is offered to them:
+/// the first that claims it has it, and one-tool files take whatever is left.
+pub fn standard() -> Sources {
+    let all: Vec<Arc<dyn ToolSource>> = vec![
+        Arc::new(builtin::Builtins),
+        Arc::new(mcp::McpServers),
+        Arc::new(openapi::OpenApiFiles),
+        Arc::new(dify::DifyFiles),
+        Arc::new(tool_file::ToolFiles),
+    ];
+    Sources::new(all)
 }

@@ -140,7 +140,7 @@ fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<ToolOutput, To
         .read_to_end(&mut bytes)
         .map_err(|e| Workspace::io_error("read", requested, e))?;
     let total = meta.len().max(bytes.len() as u64);
-    if let Some(mime) = crate::model::image::sniff(&bytes) {
+    if let Some(mime) = crate::protocol::image::sniff(&bytes) {
         if total > max {
             return Err(ToolError::Execution(format!(
                 "'{}' is an image of {total} bytes, over max_bytes ({max})",

@@ -115,10 +115,10 @@ pub fn output_of(name: &str, done: process::Finished, image: Option<&str>) -> To
         Some(0)
             if !done.stdout.truncated()
                 && (image.is_some()
-                    || crate::model::image::sniff(&done.stdout.bytes).is_some()) =>
+                    || crate::protocol::image::sniff(&done.stdout.bytes).is_some()) =>
         {
             use base64::Engine;
-            let mime = crate::model::image::sniff(&done.stdout.bytes)
+            let mime = crate::protocol::image::sniff(&done.stdout.bytes)
                 .or(image)
                 .unwrap_or("image/png");
             ToolOutput {

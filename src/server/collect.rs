@@ -11,11 +11,11 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::labels::Vocabulary;
-use super::metrics::Sources;
 use crate::engine::limits::Counters;
 use crate::engine::{LimiterView, ProcessLimits};
 use crate::store::Store;
+use crate::telemetry::labels::Vocabulary;
+use crate::telemetry::metrics::Bounds;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimiterLabels {
@@ -25,21 +25,20 @@ struct LimiterLabels {
     category: String,
 }
 
-/// Registers the scrape-time collectors; label values pass the given bounds.
-pub(super) fn register(
+/// Registers the scrape-time collectors of `limits` and `store`; label values pass the
+/// given bounds.
+pub fn register(
     registry: &mut Registry,
-    sources: Sources,
-    agents: Arc<Vocabulary>,
-    categories: Arc<Vocabulary>,
+    bounds: &Bounds,
+    limits: Arc<ProcessLimits>,
+    store: Store,
 ) {
     registry.register_collector(Box::new(Limiters {
-        limits: sources.limits,
-        agents,
-        categories,
+        limits,
+        agents: Arc::clone(&bounds.agents),
+        categories: Arc::clone(&bounds.categories),
     }));
-    registry.register_collector(Box::new(Approvals {
-        store: sources.store,
-    }));
+    registry.register_collector(Box::new(Approvals { store }));
 }
 
 struct Limiters {
