@@ -2,40 +2,38 @@
 //! the answer, checks them against the agent's toolkit, runs, pauses or hands them
 //! over, records them, and feeds the results back.
 //!
-//! The layers, in the order a call meets them: [`parse`] (every written form of a tool
-//! call, whole or streamed), [`tool`] (specs, files, validation, the library, toolkits,
-//! built-ins), [`prompt`] (what a model is told about its tools), [`permission`] (the
-//! gate: run, ask, hand to the client, refuse), [`engine`] (batches within limits) and
-//! [`store`] (the SQLite record, run state and summaries). Above them: [`agent`] (agent
-//! files), [`model`] (OpenAI-compatible and scripted models) and [`run`] (the loop, with
-//! pause and resume across processes); [`protocol`] holds the events, statuses and the
-//! run object front ends read, and [`telemetry`] the metrics and traces an operator
-//! watches it by.
-// The MCP gateway's call future holds a whole drive (tools, hooks, sub-agents, the
-// HTTP clients inside): proving it `Send` goes deeper than the default 128 levels.
-#![recursion_limit = "256"]
-#![deny(clippy::unwrap_used, clippy::expect_used)]
+//! This crate is the binary and a thin facade: each module below is a crate of the
+//! workspace, re-exported at the path library users know it by. The layers, in the
+//! order a call meets them: [`parse`] (`toolgate-parse`: every written form of a tool
+//! call, whole or streamed), [`tool`] (`toolgate-tool`: specs, validation, the library,
+//! toolkits, the gate and its policy, prompts, secrets; the standard sources of
+//! `toolgate-sources` under [`tool::sources`]), [`engine`] and [`run`]
+//! (`toolgate-runtime`: batches within limits, the loop with pause and resume), [`store`]
+//! (`toolgate-store`: SQLite and PostgreSQL), [`model`] (`toolgate-model`), [`server`]
+//! (`toolgate-server`: HTTP, SSE, Responses, the inbox, MCP); [`protocol`]
+//! (`toolgate-protocol`) holds the events, statuses and the run object front ends read,
+//! and [`telemetry`] (`toolgate-telemetry`) the metrics and traces an operator watches.
 
-pub mod agent;
-pub mod clock;
-pub mod context;
-pub mod engine;
-pub mod identity;
-pub mod mcp_gateway;
-pub mod model;
-pub mod parse;
-pub mod permission;
-pub mod policy;
-pub mod prompt;
-pub mod protocol;
-pub mod run;
-pub mod sandbox;
-pub mod secrets;
-pub mod server;
-pub mod store;
-pub mod subagents;
-pub mod telemetry;
-pub mod tool;
+pub use toolgate_model as model;
+pub use toolgate_model::context;
+pub use toolgate_parse as parse;
+pub use toolgate_protocol as protocol;
+pub use toolgate_protocol::{clock, identity};
+pub use toolgate_runtime::{agent, engine, run, subagents};
+pub use toolgate_sandbox as sandbox;
+pub use toolgate_server as server;
+pub use toolgate_server::mcp_gateway;
+pub use toolgate_store as store;
+pub use toolgate_telemetry as telemetry;
+pub use toolgate_tool::{permission, policy, prompt, secrets};
+
+/// Tools: `toolgate-tool`, with the standard sources of `toolgate-sources` beside it
+/// (`tool::sources::standard()`, and each source's module at its old path).
+pub mod tool {
+    pub use toolgate_sources as sources;
+    pub use toolgate_sources::{builtin, dify, http, load_file, mcp, openapi};
+    pub use toolgate_tool::*;
+}
 
 /// The README's Rust examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

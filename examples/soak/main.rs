@@ -11,6 +11,8 @@
 //!
 //! It exits 1 when any invariant broke (each one listed with its run), 2 when it could
 //! not start. Everything stays in a temporary folder and on 127.0.0.1.
+// A harness, not library code: a broken pipe to a child it started is a failed soak.
+#![allow(clippy::expect_used)]
 
 mod check;
 mod procs;

@@ -91,6 +91,7 @@ pub fn process() -> Arc<ProcessLimits> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

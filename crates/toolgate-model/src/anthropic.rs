@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::retry::{Failure, Retries};
 use super::{Message, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, Role};
-use crate::model::OpenAiConfig;
+use crate::OpenAiConfig;
 
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";

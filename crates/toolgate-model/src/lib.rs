@@ -3,6 +3,7 @@
 //! file), chosen by a name like `openai:gpt-4o-mini` or `scripted:replies.yaml`.
 
 mod anthropic;
+pub mod context;
 mod fallback;
 mod openai;
 mod retry;
@@ -15,15 +16,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::protocol::image::{self, ImagePart};
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::ScriptedModel;
 pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};
+pub use toolgate_protocol::image::{self, ImagePart};
 
-use crate::parse::{NativeCalls, ToolCall};
-use crate::protocol::Usage;
+use toolgate_parse::{NativeCalls, ToolCall};
+use toolgate_protocol::Usage;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::retry::{Failure, Retries};
 use super::{Message, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, Role};
-use crate::protocol::Usage;
+use toolgate_protocol::Usage;
 
 /// How to reach the server and how hard to try.
 #[derive(Debug, Clone)]

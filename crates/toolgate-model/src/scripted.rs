@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
-use crate::parse::NativeCalls;
-use crate::protocol::Usage;
+use toolgate_parse::NativeCalls;
+use toolgate_protocol::Usage;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,7 +74,7 @@ impl ScriptedModel {
             ModelError::Config(format!(
                 "scripted model {}{line}: {}",
                 path.display(),
-                crate::protocol::error_line::first_line(&e.to_string())
+                toolgate_protocol::error_line::first_line(&e.to_string())
             ))
         })?;
         Ok(Self {

@@ -10,7 +10,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dialect {
     /// Every text dialect below, told apart call by call; for whole inputs given to
-    /// [`crate::parse::parse_input`], a chat.completion JSON or SSE recording too.
+    /// [`crate::parse_input`], a chat.completion JSON or SSE recording too.
     #[default]
     Auto,
     /// `<tool_call><name>..</name><params><k><![CDATA[v]]></k></params></tool_call>`.

@@ -5,11 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod clock;
 mod error_kind;
 pub mod error_line;
 pub mod events;
+pub mod identity;
 pub mod image;
 mod part;
+pub mod samples;
 pub mod webhook;
 
 pub use error_kind::ErrorKind;

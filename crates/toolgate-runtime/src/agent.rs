@@ -9,8 +9,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::LimitConfig;
-use crate::tool::folder::{first_line, line_of};
-use crate::tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
+use toolgate_tool::Permission;
+use toolgate_tool::ToolLibrary;
+use toolgate_tool::Toolkit;
+use toolgate_tool::ToolkitError;
+use toolgate_tool::folder::{first_line, line_of};
 
 /// The model used when neither the agent file nor `--model` names one.
 pub const DEFAULT_MODEL: &str = "openai:gpt-4o-mini";
@@ -38,18 +41,18 @@ pub struct Agent {
     pub model: Option<String>,
     /// The map form's settings of `model:` (temperature, max_tokens, ...); all unset
     /// for the string form.
-    pub model_settings: crate::model::ModelSettings,
+    pub model_settings: toolgate_model::ModelSettings,
     /// The context budget (`context:`); the model's defaults when absent.
-    pub context: Option<crate::context::ContextConfig>,
+    pub context: Option<toolgate_model::context::ContextConfig>,
     /// Models tried in order when the primary keeps failing (`fallback:`).
-    pub fallback: Vec<crate::model::ModelSpec>,
+    pub fallback: Vec<toolgate_model::ModelSpec>,
     pub mode: Mode,
     pub instructions: String,
     pub tools: Vec<String>,
     /// Permission words by tool (a tool given rules has its `otherwise` here, if any).
     pub permissions: HashMap<String, Permission>,
     /// Rules by tool, hooks around every call, and the deadline of its approvals.
-    pub policy: crate::policy::AgentPolicy,
+    pub policy: toolgate_tool::policy::AgentPolicy,
     pub max_iterations: u32,
     /// The root for file tools (relative paths are taken from the file's folder).
     pub workspace: Option<PathBuf>,
@@ -65,15 +68,15 @@ pub struct Agent {
     /// How deep the tree of runs under a run of this agent may go (default 3).
     pub max_depth: u32,
     /// How text calls are read in xml mode (`dialect:`; `auto` when absent).
-    pub dialect: crate::parse::Dialect,
+    pub dialect: toolgate_parse::Dialect,
     /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
     /// higher goes first. A run started with a priority of its own uses that instead.
     pub priority: i32,
     /// Limits on its tools' sandboxes (`sandbox:`): the stricter of each setting wins.
-    pub sandbox: Option<crate::sandbox::Ceiling>,
+    pub sandbox: Option<toolgate_sandbox::Ceiling>,
     /// Who decides its calls (`approvers:` groups) and whether the person who started
     /// a run may approve its calls (`four_eyes:`).
-    pub decision_rule: crate::identity::DecisionRule,
+    pub decision_rule: toolgate_protocol::identity::DecisionRule,
     /// How long an MCP client's CONFIRM call is held for a decision before it is denied
     /// (`mcp_hold:`; the gateway's `--approval-timeout` when absent).
     pub mcp_hold: Option<std::time::Duration>,
@@ -138,7 +141,7 @@ fn hold_duration(v: &serde_json::Value) -> Result<std::time::Duration, String> {
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(std::time::Duration::from_secs_f64)
             .ok_or_else(|| format!("{n} is not a number of seconds")),
-        serde_json::Value::String(s) => crate::policy::parse_duration(s),
+        serde_json::Value::String(s) => toolgate_tool::policy::parse_duration(s),
         other => Err(format!("{other} is not a duration")),
     };
     match parsed {
@@ -228,7 +231,7 @@ impl Agent {
         }
         let spec = match &raw.model {
             Some(v) => Some(
-                crate::model::ModelSpec::from_value(v)
+                toolgate_model::ModelSpec::from_value(v)
                     .and_then(|s| check_model_spec(&s.name).map(|()| s))
                     .map_err(|m| at(&["model"], format!("field 'model': {m}")))?,
             ),
@@ -236,8 +239,9 @@ impl Agent {
         };
         let context = match &raw.context {
             Some(v) => {
-                let c: crate::context::ContextConfig = serde_json::from_value(v.clone())
-                    .map_err(|e| at(&["context"], format!("field 'context': {e}")))?;
+                let c: toolgate_model::context::ContextConfig =
+                    serde_json::from_value(v.clone())
+                        .map_err(|e| at(&["context"], format!("field 'context': {e}")))?;
                 c.check()
                     .map_err(|m| at(&["context"], format!("field 'context': {m}")))?;
                 Some(c)
@@ -246,7 +250,7 @@ impl Agent {
         };
         let mut fallback = Vec::with_capacity(raw.fallback.len());
         for (i, v) in raw.fallback.iter().enumerate() {
-            let s = crate::model::ModelSpec::from_value(v)
+            let s = toolgate_model::ModelSpec::from_value(v)
                 .and_then(|s| check_model_spec(&s.name).map(|()| s))
                 .map_err(|m| {
                     at(
@@ -303,11 +307,12 @@ impl Agent {
         let mut permissions = HashMap::new();
         let mut rules = HashMap::new();
         for (tool, value) in &raw.permissions {
-            let (word, tool_rules) = crate::policy::read_permission(value).map_err(|(k, m)| {
-                let mut keys = vec!["permissions", tool.as_str()];
-                keys.extend(k.iter().map(String::as_str));
-                at(&keys, format!("field 'permissions': '{tool}': {m}"))
-            })?;
+            let (word, tool_rules) =
+                toolgate_tool::policy::read_permission(value).map_err(|(k, m)| {
+                    let mut keys = vec!["permissions", tool.as_str()];
+                    keys.extend(k.iter().map(String::as_str));
+                    at(&keys, format!("field 'permissions': '{tool}': {m}"))
+                })?;
             if let Some(word) = word {
                 permissions.insert(tool.clone(), word);
             }
@@ -315,7 +320,7 @@ impl Agent {
                 rules.insert(tool.clone(), r);
             }
         }
-        let (hooks, deadline) = crate::policy::read_extras(
+        let (hooks, deadline) = toolgate_tool::policy::read_extras(
             raw.hooks.as_ref(),
             raw.approval_timeout.as_ref(),
             raw.on_timeout.as_ref(),
@@ -332,11 +337,11 @@ impl Agent {
             Some(d) => d
                 .parse()
                 .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
-            None => crate::parse::Dialect::Auto,
+            None => toolgate_parse::Dialect::Auto,
         };
         let sandbox = match &raw.sandbox {
             Some(v) => Some(
-                crate::sandbox::Ceiling::parse(v, &folder)
+                toolgate_sandbox::Ceiling::parse(v, &folder)
                     .map_err(|(key, m)| at(&["sandbox", &key], format!("field 'sandbox': {m}")))?,
             ),
             None => None,
@@ -369,7 +374,7 @@ impl Agent {
             instructions,
             tools: raw.tools,
             permissions,
-            policy: crate::policy::AgentPolicy {
+            policy: toolgate_tool::policy::AgentPolicy {
                 rules,
                 hooks,
                 deadline,
@@ -384,7 +389,7 @@ impl Agent {
             dialect,
             priority: raw.priority,
             sandbox,
-            decision_rule: crate::identity::DecisionRule {
+            decision_rule: toolgate_protocol::identity::DecisionRule {
                 approvers: raw.approvers,
                 four_eyes: raw.four_eyes,
             },

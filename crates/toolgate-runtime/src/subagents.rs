@@ -9,7 +9,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::tool::{Entry, Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolgate_tool::Entry;
+use toolgate_tool::Permission;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
 
 /// The routing tool of an agent that lists its sub-agents without naming each as a tool.
 pub const ROUTER: &str = "call_subagent";
@@ -267,7 +273,7 @@ fn peek(path: &Path) -> Result<(String, String), String> {
         format!(
             "{}: {}",
             path.display(),
-            crate::tool::folder::first_line(&e.to_string())
+            toolgate_tool::folder::first_line(&e.to_string())
         )
     })?;
     let name = value

@@ -7,8 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::agent::Agent;
-use crate::run::Loaded;
+use toolgate_runtime::agent::Agent;
+use toolgate_runtime::run::Loaded;
 
 /// One agent as `GET /v1/agents` lists it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -44,7 +44,7 @@ impl Agents {
     }
 
     fn files(&self) -> Vec<PathBuf> {
-        crate::run::agent_files(&self.dir)
+        toolgate_runtime::run::agent_files(&self.dir)
     }
 
     /// The folder as it starts the paths of its files.
@@ -87,10 +87,10 @@ impl From<&Agent> for AgentInfo {
     fn from(a: &Agent) -> Self {
         AgentInfo {
             name: a.name.clone(),
-            model: a.model.as_deref().map(crate::agent::shown_model),
+            model: a.model.as_deref().map(toolgate_runtime::agent::shown_model),
             mode: match a.mode {
-                crate::agent::Mode::Native => "native".into(),
-                crate::agent::Mode::Xml => "xml".into(),
+                toolgate_runtime::agent::Mode::Native => "native".into(),
+                toolgate_runtime::agent::Mode::Xml => "xml".into(),
             },
             tools: a.tools.clone(),
             max_iterations: a.max_iterations,

@@ -17,8 +17,8 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::identity::Identity;
-use crate::store::KeyLookup;
+use toolgate_protocol::identity::Identity;
+use toolgate_store::KeyLookup;
 
 /// The hex SHA-256 of an issued key: what the database keeps instead of the key.
 pub fn key_hash(key: &str) -> String {

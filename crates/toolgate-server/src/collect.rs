@@ -11,11 +11,11 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use crate::engine::limits::Counters;
-use crate::engine::{LimiterView, ProcessLimits};
-use crate::store::Store;
-use crate::telemetry::labels::Vocabulary;
-use crate::telemetry::metrics::Bounds;
+use toolgate_runtime::engine::limits::Counters;
+use toolgate_runtime::engine::{LimiterView, ProcessLimits};
+use toolgate_store::Store;
+use toolgate_telemetry::labels::Vocabulary;
+use toolgate_telemetry::metrics::Bounds;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimiterLabels {
@@ -158,9 +158,9 @@ impl Collector for Approvals {
                 return Ok(());
             }
         };
-        let age = waiting
-            .oldest_ms
-            .map_or(0.0, |t| (crate::clock::now_ms() - t).max(0) as f64 / 1000.0);
+        let age = waiting.oldest_ms.map_or(0.0, |t| {
+            (toolgate_protocol::clock::now_ms() - t).max(0) as f64 / 1000.0
+        });
         ConstGauge::new(waiting.approvals as i64).encode(encoder.encode_descriptor(
             "approvals_waiting",
             "Approval items of paused runs waiting for a person now.",

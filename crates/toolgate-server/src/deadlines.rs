@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::notify::{Notification, Notifier};
 use super::{AppState, Drive};
-use crate::protocol::{RequiredItem, RunEvent, events};
-use crate::run::RunError;
+use toolgate_protocol::{RequiredItem, RunEvent, events};
+use toolgate_runtime::run::RunError;
 
 /// How often deadlines are looked at.
 pub const TICK: Duration = Duration::from_millis(500);

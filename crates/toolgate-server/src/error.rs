@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::run::RunError;
-use crate::store::StoreError;
+use toolgate_runtime::run::RunError;
+use toolgate_store::StoreError;
 
 /// What every failed request answers.
 #[derive(Debug, Clone, Serialize, ToSchema)]

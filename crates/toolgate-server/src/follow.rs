@@ -10,8 +10,8 @@ use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::AppState;
-use crate::protocol::{RunEvent, RunObject, RunStatus, events};
-use crate::store::{Change, ChangeKind};
+use toolgate_protocol::{RunEvent, RunObject, RunStatus, events};
+use toolgate_store::{Change, ChangeKind};
 
 /// Follows the feed until shutdown.
 pub fn spawn(state: Arc<AppState>) {
@@ -102,7 +102,7 @@ pub async fn until_settled(state: &AppState, id: &str) -> Result<RunObject, supe
         if run.status != RunStatus::InProgress {
             return Ok(run);
         }
-        if !crate::store::next_change_of(&mut changes, id).await {
+        if !toolgate_store::next_change_of(&mut changes, id).await {
             return Ok(run);
         }
     }

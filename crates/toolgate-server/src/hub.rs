@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use crate::protocol::{RunEvent, RunObject};
+use toolgate_protocol::{RunEvent, RunObject};
 
 /// Events a slow watcher may fall behind by before it misses some (it is told, and
 /// reads the run object again).
@@ -28,7 +28,7 @@ pub struct Hub {
     changed: broadcast::Sender<RunObject>,
     /// The status and save time each run was last settled with, so that an end told
     /// twice (by its drive here and by the change feed) is settled once.
-    last_settled: Arc<Mutex<HashMap<String, (crate::protocol::RunStatus, i64)>>>,
+    last_settled: Arc<Mutex<HashMap<String, (toolgate_protocol::RunStatus, i64)>>>,
 }
 
 /// Settled runs remembered for [`Hub::settle`]'s check; past this the memory starts over.

@@ -13,7 +13,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::Value;
 
-use crate::identity::{Identity, Role};
+use toolgate_protocol::identity::{Identity, Role};
 
 /// Which claim holds each part of an identity.
 #[derive(Debug, Clone, PartialEq, Eq)]

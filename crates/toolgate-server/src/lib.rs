@@ -2,6 +2,7 @@
 //! shared [`Runner`], and map typed errors to statuses. Every run is driven on its own
 //! task, so a client that goes away never leaves a run half-done; its events go to the
 //! request that drives it and to anyone watching it (`GET /v1/runs/{id}/events`).
+#![recursion_limit = "256"]
 
 mod agents;
 mod auth;
@@ -17,6 +18,7 @@ pub mod jwt;
 mod limits;
 pub mod listen;
 mod mcp;
+pub mod mcp_gateway;
 mod metrics;
 pub mod notify;
 mod openapi;
@@ -48,9 +50,9 @@ pub use hub::Hub;
 pub use notify::NotifyConfig;
 pub use openapi::{document, openapi};
 
-use crate::agent::Agent;
-use crate::protocol::{RunEvent, RunObject};
-use crate::run::{RunError, Runner, StartRun};
+use toolgate_protocol::{RunEvent, RunObject};
+use toolgate_runtime::agent::Agent;
+use toolgate_runtime::run::{RunError, Runner, StartRun};
 
 /// How a server is set up.
 #[derive(Debug, Clone)]
@@ -143,9 +145,9 @@ pub enum Drive {
     /// A run nobody drives, taken up without waiting for a held lease.
     TakeUp(String),
     /// A start with what a client adds (a Responses request).
-    StartWith(Box<StartRun>, Box<crate::run::Additions>),
+    StartWith(Box<StartRun>, Box<toolgate_runtime::run::Additions>),
     /// A resume with what a client changes (a Responses request).
-    ResumeWith(String, Box<crate::run::Additions>),
+    ResumeWith(String, Box<toolgate_runtime::run::Additions>),
 }
 
 /// A drive in flight: its events as they happen (they end when it does), and its end.
@@ -333,7 +335,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     runner.hand_back = true;
     // Runs continue with the agents and tools this server is deployed with.
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    runner.folders = Some(crate::run::Folders {
+    runner.folders = Some(toolgate_runtime::run::Folders {
         agents: absolute(&config.agents_dir),
         tools: config.tools_dir.as_deref().map(absolute),
         workspace: config.workspace.as_deref().map(absolute),

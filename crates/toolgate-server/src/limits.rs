@@ -8,7 +8,7 @@ use axum::extract::State;
 
 use super::AppState;
 use super::error::ErrorBody;
-use crate::engine::LimitsView;
+use toolgate_runtime::engine::LimitsView;
 
 /// The limiter every run of this server takes its call slots from, and the agents'
 /// shares inside it.

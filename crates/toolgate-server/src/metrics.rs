@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::ApiError;
 use super::{AppState, ServeError};
-use crate::telemetry::{exposition, metrics};
+use toolgate_telemetry::{exposition, metrics};
 
 /// Turns the metrics on, reading the server's limiter and store at each scrape, and
 /// serves them on `extra` too when given (until `shutdown`).

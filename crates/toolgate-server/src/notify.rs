@@ -16,11 +16,11 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::Hub;
-pub use crate::protocol::webhook::{
+pub use toolgate_protocol::webhook::{
     DELIVERY_HEADER, EVENT_HEADER, SECRET_ENV, SIGNATURE_HEADER, TIMESTAMP_HEADER, TOLERANCE_SECS,
     signature,
 };
-use crate::protocol::{RequiredItem, RunObject, RunStatus};
+use toolgate_protocol::{RequiredItem, RunObject, RunStatus};
 
 /// Attempts per URL before giving up.
 const ATTEMPTS: u32 = 6;
@@ -291,7 +291,7 @@ async fn deliver(client: &reqwest::Client, d: &Delivery<'_>, body: Arc<[u8]>) {
             .await;
         let failure = match sent {
             Ok(r) if r.status().is_success() => {
-                crate::telemetry::metrics::webhook_attempt(true, true);
+                toolgate_telemetry::metrics::webhook_attempt(true, true);
                 tracing::info!(%to, run_id, event, attempt, status = r.status().as_u16(), "notification delivered");
                 return;
             }
@@ -310,7 +310,7 @@ async fn deliver(client: &reqwest::Client, d: &Delivery<'_>, body: Arc<[u8]>) {
             Ok(r) => format!("the receiver answered {}", r.status()),
             Err(e) => format!("the request failed: {e}"),
         };
-        crate::telemetry::metrics::webhook_attempt(false, attempt == ATTEMPTS);
+        toolgate_telemetry::metrics::webhook_attempt(false, attempt == ATTEMPTS);
         if attempt == ATTEMPTS {
             tracing::error!(%to, run_id, event, attempt, error = %failure, "notification given up after {ATTEMPTS} attempts");
             return;
@@ -354,7 +354,7 @@ mod tests {
                 "id": "run_1", "object": "run", "conversation_id": "conv_1", "agent": "a",
                 "model": "scripted", "status": "requires_action", "iteration": 1,
                 "max_iterations": 8, "required_action": null, "last_error": null,
-                "output": null, "usage": serde_json::to_value(crate::protocol::Usage::default()).unwrap(), "created_at": 1, "updated_at": 1
+                "output": null, "usage": serde_json::to_value(toolgate_protocol::Usage::default()).unwrap(), "created_at": 1, "updated_at": 1
             }))
             .unwrap()
         }

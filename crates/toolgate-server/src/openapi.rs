@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::protocol::RunEvent;
+use toolgate_protocol::RunEvent;
 
 use super::{AppState, feed, limits, records, responses, runs, scope, timeline};
 
@@ -411,7 +411,7 @@ mod tests {
         let mut root = serde_json::json!({"$ref": "#/components/schemas/RunEvent"});
         root["components"] = doc["components"].clone();
         let validator = jsonschema::validator_for(&root).unwrap();
-        for (event, json) in crate::protocol::wire_tests::every_event() {
+        for (event, json) in toolgate_protocol::samples::every_event() {
             let value: serde_json::Value = serde_json::from_str(json).unwrap();
             let errors: Vec<String> = validator
                 .iter_errors(&value)

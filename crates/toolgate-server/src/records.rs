@@ -11,9 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiQuery, ErrorBody, PathId};
 use super::{AgentInfo, AppState};
-use crate::protocol::CallStatus;
-use crate::store::{CallQuery, ConversationSummary, GlobalStats, Page, ToolStats};
-use crate::tool::Permission;
+use toolgate_protocol::CallStatus;
+use toolgate_store::{CallQuery, ConversationSummary, GlobalStats, Page, ToolStats};
+use toolgate_tool::Permission;
 
 /// `GET /v1/calls` filters.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -96,9 +96,9 @@ pub struct ConversationStats {
     pub summary: ConversationSummary,
     /// Each top run of the conversation, oldest first, with the sub-agent runs below it:
     /// per run its calls, success rate, tokens and time.
-    pub run_trees: Vec<crate::protocol::RunTree>,
+    pub run_trees: Vec<toolgate_protocol::RunTree>,
     /// The conversation's runs and every sub-agent run below them, together.
-    pub totals_with_subagents: crate::protocol::TreeTally,
+    pub totals_with_subagents: toolgate_protocol::TreeTally,
 }
 
 /// One conversation's summary: calls by outcome, success rate, per-tool counts,
@@ -125,7 +125,7 @@ pub async fn conversation_stats(
             "there is no conversation '{id}' (no runs and no calls recorded)"
         )));
     }
-    let mut totals_with_subagents = crate::protocol::TreeTally::default();
+    let mut totals_with_subagents = toolgate_protocol::TreeTally::default();
     for t in &run_trees {
         totals_with_subagents.add(&t.totals);
     }

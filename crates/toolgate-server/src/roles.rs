@@ -5,7 +5,7 @@
 
 use axum::http::Method;
 
-use crate::identity::{Identity, Role};
+use toolgate_protocol::identity::{Identity, Role};
 
 /// Why `who` may not call `method path`, or `None` when it may.
 pub fn refuses(method: &Method, path: &str, who: &Identity) -> Option<String> {

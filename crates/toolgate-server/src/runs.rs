@@ -14,9 +14,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
 use super::scope::Caller;
 use super::{AppState, Drive, sse};
-use crate::protocol::{Decision, RunObject, RunStatus};
-use crate::run::run_object;
-use crate::store::Refusal;
+use toolgate_protocol::{Decision, RunObject, RunStatus};
+use toolgate_runtime::run::run_object;
+use toolgate_store::Refusal;
 
 /// `POST /v1/runs`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -166,7 +166,7 @@ pub async fn create_run(
     let mut start =
         state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
     start.priority = body.priority;
-    start.owner = Some(crate::identity::RunOwner::of(&who));
+    start.owner = Some(toolgate_protocol::identity::RunOwner::of(&who));
     let drive = Drive::Start(Box::new(start));
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(drive)).into_response());
@@ -228,14 +228,14 @@ pub async fn get_run(
 /// success rate, tokens and time, per tool its tally, and totals including children.
 #[utoipa::path(get, path = "/v1/runs/{id}/tree", tag = "runs",
     params(("id" = String, Path, description = "A run id or a unique prefix")),
-    responses((status = 200, body = crate::protocol::RunTree), (status = 401, body = ErrorBody),
+    responses((status = 200, body = toolgate_protocol::RunTree), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, description = "The prefix names more than one run", body = ErrorBody),
         (status = 500, body = ErrorBody)))]
 pub async fn run_tree(
     State(state): State<Arc<AppState>>,
     Caller(who): Caller,
     PathId(id): PathId,
-) -> Result<Json<crate::protocol::RunTree>, ApiError> {
+) -> Result<Json<toolgate_protocol::RunTree>, ApiError> {
     let id = state.run_for(&who, &id).await?.id;
     Ok(Json(state.runner.tree(&id).await?))
 }
@@ -309,7 +309,7 @@ pub async fn watch_run(
             if run.status != RunStatus::InProgress {
                 return;
             }
-            if !crate::store::next_change_of(&mut changes, &id).await {
+            if !toolgate_store::next_change_of(&mut changes, &id).await {
                 return;
             }
         }
@@ -320,9 +320,9 @@ pub async fn watch_run(
 /// Who decides: the caller's identity, with the name a person typed (`by`) kept beside
 /// it, never instead of it.
 fn decider(
-    who: &crate::identity::Identity,
+    who: &toolgate_protocol::identity::Identity,
     by: Option<String>,
-) -> Result<crate::store::Decider, ApiError> {
+) -> Result<toolgate_store::Decider, ApiError> {
     let shown = match by.map(|b| b.trim().to_string()) {
         Some(b) if b.chars().count() > 200 => {
             return Err(ApiError::bad_request("'by' is longer than 200 characters"));
@@ -330,7 +330,7 @@ fn decider(
         Some(b) if !b.is_empty() => Some(b),
         _ => None,
     };
-    Ok(crate::store::Decider {
+    Ok(toolgate_store::Decider {
         by: who.name.clone(),
         key_id: who.key_id.clone(),
         shown,
@@ -344,7 +344,7 @@ async fn decided(
     run_id: &str,
     call_id: Option<&str>,
     decision: Decision,
-    decider: crate::store::Decider,
+    decider: toolgate_store::Decider,
     resume: Option<bool>,
     stream: bool,
 ) -> Result<Response, ApiError> {
@@ -542,11 +542,11 @@ pub async fn cancel(
 /// answer as for an unknown run (no hint of which prefixes exist).
 async fn exact_run(
     state: &AppState,
-    who: &crate::identity::Identity,
+    who: &toolgate_protocol::identity::Identity,
     id: &str,
 ) -> Result<RunObject, ApiError> {
-    if !crate::run::is_run_id(id) {
-        return Err(crate::run::RunError::NotFound(id.to_string()).into());
+    if !toolgate_runtime::run::is_run_id(id) {
+        return Err(toolgate_runtime::run::RunError::NotFound(id.to_string()).into());
     }
     state.run_for(who, id).await
 }

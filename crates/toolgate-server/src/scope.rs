@@ -10,9 +10,9 @@ use axum::http::request::Parts;
 
 use super::AppState;
 use super::error::ApiError;
-use crate::identity::{DecisionRule, Identity};
-use crate::protocol::RunObject;
-use crate::run::RunError;
+use toolgate_protocol::RunObject;
+use toolgate_protocol::identity::{DecisionRule, Identity};
+use toolgate_runtime::run::RunError;
 
 /// The authenticated caller of a request.
 #[derive(Debug, Clone)]
@@ -72,7 +72,7 @@ impl AppState {
     /// Run `id` (a prefix for admins; a full id for everyone else, so that a prefix
     /// never tells of another tenant's runs), when `who` sees its tenant.
     pub async fn run_for(&self, who: &Identity, id: &str) -> Result<RunObject, ApiError> {
-        if who.scope().is_some() && !crate::run::is_run_id(id) {
+        if who.scope().is_some() && !toolgate_runtime::run::is_run_id(id) {
             return Err(not_found(id));
         }
         let run = match self.runner.get(id).await {
@@ -119,7 +119,7 @@ impl AppState {
             .required_action
             .iter()
             .flat_map(|r| &r.items)
-            .filter(|i| i.kind == crate::protocol::ItemKind::Approval)
+            .filter(|i| i.kind == toolgate_protocol::ItemKind::Approval)
             .filter(|i| {
                 call_id.is_none_or(|c| i.call_id == c || c.ends_with(&format!("/{}", i.call_id)))
             })

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::error::ApiError;
 use super::{AppState, Driving, joined};
-use crate::protocol::{RunEvent, RunObject};
+use toolgate_protocol::{RunEvent, RunObject};
 
 /// An SSE response.
 pub type EventStream = axum::response::Response;

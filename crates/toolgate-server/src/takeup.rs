@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{AppState, Drive};
-use crate::run::LEASE_MS;
+use toolgate_runtime::run::LEASE_MS;
 
 /// How often it looks: half a lease, so a dead driver's run waits at most one lease
 /// and a half.

@@ -12,10 +12,10 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody, PathId};
-use crate::protocol::{Decision, RequiredItem, RunObject};
-use crate::run::run_object;
-use crate::secrets::{mask_stored, mask_tokens};
-use crate::store::{PauseRow, PendingRow, PendingState, StoredCall, TimelineRows};
+use toolgate_protocol::{Decision, RequiredItem, RunObject};
+use toolgate_runtime::run::run_object;
+use toolgate_store::{PauseRow, PendingRow, PendingState, StoredCall, TimelineRows};
+use toolgate_tool::secrets::{mask_stored, mask_tokens};
 
 /// `GET /v1/runs/{id}/timeline`.
 #[derive(Debug, Clone, Serialize, ToSchema)]

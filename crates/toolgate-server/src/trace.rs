@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
-use crate::telemetry::propagate;
+use toolgate_telemetry::propagate;
 
 pub async fn continue_trace(req: Request, next: Next) -> Response {
     let Some(cx) = propagate::extract(req.headers()) else {

@@ -10,7 +10,9 @@ pub mod tool_file;
 
 use std::sync::Arc;
 
-use super::source::{Sources, ToolSource};
+use toolgate_tool::{Sources, ToolSource};
+
+pub use tool_file::{http, load_file};
 
 /// Every standard source, in the order a file of the tools folder is offered to them:
 /// the first that claims it has it, and one-tool files take whatever is left.

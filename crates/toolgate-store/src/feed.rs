@@ -3,7 +3,7 @@
 //! stream of [`Change`]s; SQLite's side (one poller per store, reading the rows the
 //! schema's triggers write) is in `changes.rs`.
 
-use crate::protocol::RunStatus;
+use toolgate_protocol::RunStatus;
 
 /// What kind of change a run saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -56,7 +56,7 @@ pub(crate) fn may_acquire(
     now: i64,
 ) -> Result<(), super::StoreError> {
     use super::{Refusal, StoreError};
-    use crate::protocol::RunStatus;
+    use toolgate_protocol::RunStatus;
     if run.status.is_final() {
         return Err(StoreError::Refused(
             Refusal::NotResumable,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::{CallStatus, CallerKind, Decision, RequiredItem, RunStatus, Usage};
+use toolgate_protocol::{CallStatus, CallerKind, Decision, RequiredItem, RunStatus, Usage};
 
 /// Where a pending item of a paused run is. It moves one way: `Waiting` (nobody decided
 /// yet) to `Decided` (a decision or a client's output is recorded) to `Executing` (the
@@ -113,7 +113,7 @@ pub struct RunLink {
     pub depth: u32,
 }
 
-/// A run to create (see [`crate::store::Store::create_linked_run`]).
+/// A run to create (see [`crate::Store::create_linked_run`]).
 #[derive(Debug, Clone)]
 pub struct NewRun {
     pub id: String,

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::protocol::{CallStatus, RunTree, ToolTally, TreeTally};
-use crate::store::RunRow;
+use crate::RunRow;
+use toolgate_protocol::{CallStatus, RunTree, ToolTally, TreeTally};
 
 /// Duration percentiles, milliseconds (nearest rank).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, ToSchema)]

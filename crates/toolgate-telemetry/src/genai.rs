@@ -11,7 +11,7 @@ use std::fmt;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::protocol::Usage;
+use toolgate_protocol::Usage;
 
 /// `{operation} {name}`: a GenAI span's name.
 struct OpName<'a>(&'static str, &'a str);

@@ -20,7 +20,7 @@ use prometheus_client::registry::Registry;
 
 pub use super::labels::Vocabulary;
 use super::labels::model_name;
-use crate::protocol::{CallStatus, Usage};
+use toolgate_protocol::{CallStatus, Usage};
 
 /// How many values each kind of label may take before the rest are `other`.
 const AGENTS: usize = 200;

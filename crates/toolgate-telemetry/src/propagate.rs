@@ -31,24 +31,24 @@ pub(super) fn set(exporting: bool, content: bool) {
     CONTENT.store(content, Ordering::Relaxed);
 }
 
-struct HttpHeaders<'a>(&'a axum::http::HeaderMap);
+struct HttpHeaders<'a>(&'a http::HeaderMap);
 
 impl Extractor for HttpHeaders<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(|v| v.to_str().ok())
     }
     fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(axum::http::HeaderName::as_str).collect()
+        self.0.keys().map(http::HeaderName::as_str).collect()
     }
 }
 
-struct HttpHeadersMut<'a>(&'a mut axum::http::HeaderMap);
+struct HttpHeadersMut<'a>(&'a mut http::HeaderMap);
 
 impl Injector for HttpHeadersMut<'_> {
     fn set(&mut self, key: &str, value: String) {
         if let (Ok(name), Ok(value)) = (
-            axum::http::HeaderName::from_bytes(key.as_bytes()),
-            axum::http::HeaderValue::from_str(&value),
+            http::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
         ) {
             self.0.insert(name, value);
         }
@@ -56,7 +56,7 @@ impl Injector for HttpHeadersMut<'_> {
 }
 
 /// The caller's trace context from request headers, when they carry a valid one.
-pub fn extract(headers: &axum::http::HeaderMap) -> Option<Context> {
+pub fn extract(headers: &http::HeaderMap) -> Option<Context> {
     if !exporting() {
         return None;
     }
@@ -65,7 +65,7 @@ pub fn extract(headers: &axum::http::HeaderMap) -> Option<Context> {
 }
 
 /// Writes the current span's `traceparent` (and `tracestate`) onto outgoing headers.
-pub fn inject(headers: &mut axum::http::HeaderMap) {
+pub fn inject(headers: &mut http::HeaderMap) {
     if !exporting() {
         return;
     }

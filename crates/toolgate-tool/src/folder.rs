@@ -11,7 +11,7 @@ use super::runnable::Tool;
 use super::schema::Schema;
 use super::source::{Claim, Found, Sources};
 use super::spec::ToolSpec;
-use crate::parse::Schemas;
+use toolgate_parse::Schemas;
 
 /// Why a tool file could not be used.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +44,7 @@ pub struct ToolDef {
     /// Its rules, hooks and approval deadline.
     pub policy: crate::policy::Policy,
     /// Who decides its calls (`approvers:`, `four_eyes:`).
-    pub rule: crate::identity::DecisionRule,
+    pub rule: toolgate_protocol::identity::DecisionRule,
     /// The source that read it ([`ToolSource::name`]).
     pub source: &'static str,
     /// What runs its calls; `None` for a definition-only tool.
@@ -185,7 +185,7 @@ pub fn load_dir(dir: &Path, sources: &Sources) -> Result<LoadedTools, LoadError>
 
 /// The line (1-based) where `keys` appear one after the other as keys (`key:`,
 /// `"key"`, or `name: key` in the list form); the deepest one found.
-pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
+pub fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
     let lines: Vec<&str> = text.lines().collect();
     let mut from = 0;
     let mut found = None;
@@ -207,82 +207,4 @@ pub(crate) fn line_of(text: &str, keys: &[&str]) -> Option<usize> {
     found
 }
 
-pub use crate::protocol::error_line::first_line;
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use serde_json::json;
-
-    use super::*;
-    use crate::tool::{Entry, Permission, ToolSource};
-
-    /// A source of its own: `note: NAME` files bring one client tool each.
-    struct Notes;
-
-    impl ToolSource for Notes {
-        fn name(&self) -> &'static str {
-            "notes"
-        }
-
-        fn claims(&self, _path: &Path, text: &str) -> Claim {
-            if text.starts_with("note:") {
-                Claim::Tools
-            } else {
-                Claim::Not
-            }
-        }
-
-        fn load(&self, path: &Path, text: &str) -> Found {
-            let name = text.trim_start_matches("note:").trim().to_string();
-            let parameters = json!({"type": "object", "properties": {}});
-            let spec = ToolSpec {
-                name,
-                description: "a note".into(),
-                parameters: parameters.clone(),
-                permission: Permission::Auto,
-                entry: Entry::Client,
-                category: None,
-                timeout: None,
-                tags: Vec::new(),
-                version: None,
-                read_only: true,
-                output: None,
-                credentials: Default::default(),
-                is_final: false,
-                hidden: false,
-                sandbox: None,
-            };
-            let schema = Schema::compile(&parameters).unwrap();
-            Found {
-                tools: vec![ToolDef::new(spec, schema, path, "notes", None)],
-                errors: Vec::new(),
-            }
-        }
-    }
-
-    #[test]
-    fn a_source_registered_beside_the_others_takes_its_files() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.yaml"), "note: remember\n").unwrap();
-        std::fs::write(
-            dir.path().join("b.yaml"),
-            "name: plain\nentry: {type: client}\n",
-        )
-        .unwrap();
-        let standard = crate::tool::sources::standard();
-        let sources = standard.with_first(Notes);
-        let loaded = load_dir(dir.path(), &sources).unwrap();
-        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-        let found: Vec<(&str, &str)> = loaded
-            .tools
-            .iter()
-            .map(|t| (t.spec.name.as_str(), t.source))
-            .collect();
-        assert_eq!(found, [("remember", "notes"), ("plain", "file")]);
-        // Without it, the note is a broken tool file.
-        let plain = load_dir(dir.path(), &standard).unwrap();
-        assert_eq!(plain.tools.len(), 1);
-        assert!(plain.errors[0].path.ends_with("a.yaml"));
-    }
-}
+pub use toolgate_protocol::error_line::first_line;

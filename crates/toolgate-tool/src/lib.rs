@@ -1,23 +1,28 @@
-//! Tools: their specs, argument validation, the library and per-agent toolkits, and
-//! the [`ToolSource`] trait through which tools come in. The sources themselves (the
-//! built-ins, tool files with their command and HTTP runners, OpenAPI documents, Dify
-//! providers, MCP servers) live in `sources/`, one folder each.
+//! Tools: their specs, argument validation, the library and per-agent toolkits, the
+//! [`ToolSource`] trait through which tools come in, the gate ([`permission`]) with its
+//! policy ([`policy`]), what a model is told about its tools ([`prompt`]) and the
+//! sealing of secret values ([`secrets`]). The sources themselves (built-ins, tool
+//! files, OpenAPI, Dify, MCP) are the `toolgate-sources` crate; a program chooses them.
+#![recursion_limit = "256"]
 
 pub mod client;
 pub mod credentials;
-pub(crate) mod folder;
+pub mod folder;
 mod keywords;
 mod library;
-mod list_form;
+pub mod list_form;
 pub mod net;
 mod output;
+pub mod permission;
+pub mod policy;
 pub mod process;
+pub mod prompt;
 mod reload;
 mod runnable;
-mod schema;
+pub mod schema;
+pub mod secrets;
 pub mod source;
-pub mod sources;
-mod spec;
+pub mod spec;
 mod toolkit;
 pub mod vars;
 pub mod workspace;
@@ -30,9 +35,5 @@ pub use output::{ArgError, Part, ToolError, ToolOutput};
 pub use runnable::{RunContext, Tool, ToolContext};
 pub use schema::{Schema, SchemaError};
 pub use source::{Claim, Found, Origin, Sources, ToolSource};
-pub use sources::tool_file::load_file;
-// The sources' modules at the paths the crate's users know them by.
-pub use sources::tool_file::http;
-pub use sources::{builtin, dify, mcp, openapi};
 pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, SourceBinding, ToolSpec};
 pub use toolkit::{Toolkit, ToolkitError};

@@ -16,7 +16,7 @@ use super::source::Origin;
 use super::source::Sources;
 use super::spec::{Permission, ToolSpec};
 use super::toolkit::{Toolkit, ToolkitError};
-use crate::parse::Schemas;
+use toolgate_parse::Schemas;
 
 /// A tool ready to use: its spec, compiled schema and what runs it (`None` for
 /// definition-only tools).
@@ -34,7 +34,7 @@ pub struct LoadedTool {
     /// Its tool file's rules, hooks and approval deadline.
     pub policy: crate::policy::Policy,
     /// Who decides its calls (`approvers:`, `four_eyes:` in its tool file).
-    pub rule: crate::identity::DecisionRule,
+    pub rule: toolgate_protocol::identity::DecisionRule,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -74,7 +74,7 @@ impl LoadedTool {
 
     /// The same tool with its programs in `policy`'s sandbox; `None` for a tool that
     /// starts no program.
-    pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<LoadedTool> {
+    pub fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<LoadedTool> {
         let runner = self.runner.as_ref()?.with_sandbox(policy.clone())?;
         Some(LoadedTool {
             spec: self.spec.with_sandbox(policy),
@@ -263,7 +263,7 @@ impl ToolLibrary {
     /// A file may redefine a built-in of the same name.
     pub fn load(dir: &Path, sources: &Sources) -> Result<Self, LoadError> {
         // No tool's sandbox shows the tools folder, even inside a workspace.
-        crate::sandbox::protect(dir);
+        toolgate_sandbox::protect(dir);
         let mut lib = Self::builtin(sources);
         let loaded = load_dir(dir, sources)?;
         lib.errors = loaded.errors;

@@ -67,13 +67,13 @@ const RULES: [(&str, &str); 27] = [
 /// A list-form fault: the message and the keys leading to it (the parameter's name,
 /// then the key at fault).
 #[derive(Debug)]
-pub(super) struct ListError {
-    pub(super) keys: Vec<String>,
-    pub(super) message: String,
+pub struct ListError {
+    pub keys: Vec<String>,
+    pub message: String,
 }
 
 /// `[{name, type, required, description, default, validation: {...}}]` to a schema.
-pub(super) fn list_form(list: &[Value]) -> Result<Value, ListError> {
+pub fn list_form(list: &[Value]) -> Result<Value, ListError> {
     let fail = |keys: &[&str], message: String| ListError {
         keys: keys.iter().map(|k| k.to_string()).collect(),
         message,

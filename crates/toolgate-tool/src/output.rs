@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::protocol::{ErrorKind, Part};
+pub use toolgate_protocol::{ErrorKind, Part};
 
 /// A tool's result: parts in order, and whether the tool reports an error (the model
 /// still sees it: a failed command's stderr is useful to it).
@@ -19,7 +19,7 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     /// The images with data among the parts, in order.
-    pub fn images(&self) -> Vec<crate::protocol::ImagePart> {
+    pub fn images(&self) -> Vec<toolgate_protocol::ImagePart> {
         self.parts
             .iter()
             .filter_map(|p| match p {
@@ -27,7 +27,7 @@ impl ToolOutput {
                     mime,
                     data: Some(data),
                     ..
-                } => Some(crate::protocol::ImagePart {
+                } => Some(toolgate_protocol::ImagePart {
                     mime: mime.clone(),
                     data: data.clone(),
                 }),
@@ -76,7 +76,7 @@ impl ToolOutput {
                     mime,
                     data: Some(data),
                     ..
-                } => out.push_str(&crate::protocol::image::reference(mime, data)),
+                } => out.push_str(&toolgate_protocol::image::reference(mime, data)),
                 Part::Image { mime, url, .. } => out.push_str(&format!(
                     "[image {mime}{}]",
                     url.as_deref().map(|u| format!(" {u}")).unwrap_or_default()
@@ -143,7 +143,7 @@ pub enum ToolError {
     /// The program could not be started in its sandbox (this kernel cannot enforce
     /// it, or setting it up failed).
     #[error(transparent)]
-    Sandbox(#[from] crate::sandbox::SandboxError),
+    Sandbox(#[from] toolgate_sandbox::SandboxError),
     /// An HTTP tool was about to connect where the network rule forbids it.
     #[error(
         "refused to connect to {host}: it resolves to {address}, a {range} address, which HTTP tools may not reach by default. To allow it for local development, add \"{host}\" to allow_hosts in the tool's http entry, or to the TOOLGATE_HTTP_ALLOW environment variable (comma-separated)"

@@ -8,10 +8,12 @@ use minijinja::{Environment, context};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::tool::{LoadedTool, Schema, ToolOutput};
+use crate::LoadedTool;
+use crate::Schema;
+use crate::ToolOutput;
 
-const INSTRUCTIONS: &str = include_str!("../prompts/tool_instructions.j2");
-const RESULTS: &str = include_str!("../prompts/tool_results.j2");
+const INSTRUCTIONS: &str = include_str!("../../../prompts/tool_instructions.j2");
+const RESULTS: &str = include_str!("../../../prompts/tool_results.j2");
 
 /// A template failed to render.
 #[derive(Debug, thiserror::Error)]

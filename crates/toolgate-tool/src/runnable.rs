@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::output::{Part, ToolError, ToolOutput};
 use super::spec::{DEFAULT_TIMEOUT, ToolSpec};
-use crate::protocol::Event;
+use toolgate_protocol::Event;
 
 /// For whom a call runs: the run's tenant, the identity that started it, the run and
 /// its conversation. Command tools get them as `TOOLGATE_TENANT`, `TOOLGATE_USER`,
@@ -176,7 +176,7 @@ pub trait Tool: Send + Sync {
 
     /// The same tool with its programs started in `policy`'s sandbox (an agent's
     /// stricter one); `None` for a tool that starts no program.
-    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<Arc<dyn Tool>> {
         let _ = policy;
         None
     }

@@ -134,6 +134,13 @@ pub trait ToolSource: Send + Sync {
         Vec::new()
     }
 
+    /// Called after a library was loaded again: stops whatever the source keeps running
+    /// for tools no loaded library has any more (an MCP server whose declaration went),
+    /// and names what it stopped.
+    fn release_unused(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Its tools join after every other source's, so that a tool file or document
     /// always keeps a name against them (a server's tool list is not the user's to edit).
     fn joins_last(&self) -> bool {

@@ -203,7 +203,7 @@ pub struct ToolSpec {
     /// The sandbox its programs start in: `Some` for tools that start programs
     /// (command, `shell`, Dify, stdio MCP servers), `None` for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<crate::sandbox::Policy>,
+    pub sandbox: Option<toolgate_sandbox::Policy>,
 }
 
 /// The time a call may take when its tool does not say.
@@ -218,7 +218,7 @@ impl ToolSpec {
     }
 
     /// This spec with its programs in `policy`'s sandbox.
-    pub fn with_sandbox(&self, policy: crate::sandbox::Policy) -> ToolSpec {
+    pub fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> ToolSpec {
         ToolSpec {
             sandbox: Some(policy),
             ..self.clone()

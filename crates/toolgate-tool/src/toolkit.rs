@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::library::{LoadedTool, ToolLibrary};
 use super::output::ToolError;
 use super::spec::Permission;
-use crate::parse::Schemas;
 use crate::policy::{AgentPolicy, Deadline, Facts, Hook, Ruling, rules::word};
+use toolgate_parse::Schemas;
 
 /// One agent's tools.
 #[derive(Clone)]
@@ -63,7 +63,7 @@ impl Toolkit {
 
     /// The toolkit with `ceiling` (an agent's `sandbox:`) over the sandbox of each tool
     /// that starts programs: for each setting, the stricter of the two.
-    pub fn confined(mut self, ceiling: &crate::sandbox::Ceiling) -> Toolkit {
+    pub fn confined(mut self, ceiling: &toolgate_sandbox::Ceiling) -> Toolkit {
         for name in &self.names {
             let Some(tool) = self.library.get(name) else {
                 continue;

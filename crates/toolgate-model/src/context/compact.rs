@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Strategy;
-use crate::model::{Message, Role};
+use crate::{Message, Role};
 
 /// What a compaction message stands for (the `compaction` of a [`Message`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,7 +132,7 @@ pub fn transcript(messages: &[Message], positions: &[usize]) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::parse::ToolCall;
+    use toolgate_parse::ToolCall;
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

@@ -18,7 +18,7 @@ pub use windows::{DEFAULT_WINDOW, window_of};
 
 /// The tokens one message takes in a request: its text, its calls, and the framing
 /// ([`PER_MESSAGE`]).
-pub fn message_tokens(counter: &Counter, m: &crate::model::Message) -> u64 {
+pub fn message_tokens(counter: &Counter, m: &crate::Message) -> u64 {
     let calls: u64 = m
         .tool_calls
         .iter()

@@ -19,11 +19,15 @@ pub use cancel::Cancel;
 pub use limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Strategy};
 pub use shares::{LimiterView, LimitsView, ProcessLimits, Slot, call_priority};
 
-use crate::clock::now_ms;
-use crate::parse::ToolCall;
-use crate::protocol::{CallStatus, CallerKind, Event};
-use crate::store::CallRecord;
-use crate::tool::{DEFAULT_TIMEOUT, LoadedTool, ToolContext, ToolError, ToolOutput};
+use toolgate_parse::ToolCall;
+use toolgate_protocol::clock::now_ms;
+use toolgate_protocol::{CallStatus, CallerKind, Event};
+use toolgate_store::CallRecord;
+use toolgate_tool::DEFAULT_TIMEOUT;
+use toolgate_tool::LoadedTool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
 
 /// How the engine runs calls.
 #[derive(Debug, Clone)]
@@ -34,9 +38,9 @@ pub struct EngineConfig {
     /// The root for file tools.
     pub workspace: PathBuf,
     /// Where the tools' credentials come from (`None`: environment variables only).
-    pub credentials: Option<crate::tool::Resolver>,
+    pub credentials: Option<toolgate_tool::Resolver>,
     /// For whom the calls run (tenant, user, run, conversation).
-    pub context: std::sync::Arc<crate::tool::RunContext>,
+    pub context: std::sync::Arc<toolgate_tool::RunContext>,
 }
 
 impl Default for EngineConfig {
@@ -148,7 +152,7 @@ impl Engine {
         // hand-off between threads to start and collect them.
         futures_util::future::join_all(calls.into_iter().map(|call| {
             // A child of the caller's span (a run's turn).
-            let span = crate::telemetry::genai::tool_span(
+            let span = toolgate_telemetry::genai::tool_span(
                 &tracing::Span::current(),
                 &call.call.id,
                 &call.call.name,
@@ -177,7 +181,7 @@ impl Engine {
             .config
             .credentials
             .clone()
-            .unwrap_or_else(crate::tool::Resolver::env_only);
+            .unwrap_or_else(toolgate_tool::Resolver::env_only);
         let (name, wanted) = (tool.spec.name.clone(), tool.spec.credentials.clone());
         tokio::task::spawn_blocking(move || resolver.resolve(&name, &wanted))
             .await
@@ -264,7 +268,7 @@ impl Engine {
                         };
                         execution = start.elapsed();
                         drop(permit);
-                        crate::telemetry::metrics::tool_ran(&name, execution);
+                        toolgate_telemetry::metrics::tool_ran(&name, execution);
                         limits.record_finished(
                             share,
                             category.as_deref(),
@@ -308,18 +312,19 @@ impl Engine {
         match &result {
             Ok(out) => {
                 let text = out.to_text();
-                record.set_result_text(match crate::secrets::mask_values(&text, &secrets) {
+                record.set_result_text(match toolgate_tool::secrets::mask_values(&text, &secrets) {
                     std::borrow::Cow::Owned(masked) => masked,
                     std::borrow::Cow::Borrowed(_) => text,
                 })
             }
             Err(e) => {
                 record.error_kind = Some(e.kind().to_string());
-                record.error_message =
-                    Some(crate::secrets::mask_values(&e.to_string(), &secrets).into_owned());
+                record.error_message = Some(
+                    toolgate_tool::secrets::mask_values(&e.to_string(), &secrets).into_owned(),
+                );
             }
         }
-        crate::telemetry::genai::tool_done(
+        toolgate_telemetry::genai::tool_done(
             &tracing::Span::current(),
             record.error_kind.as_deref(),
             &record.arguments,
@@ -389,7 +394,7 @@ fn mask_output(out: ToolOutput, values: &[String]) -> ToolOutput {
 fn mask_strings(v: &mut Value, values: &[String]) {
     match v {
         Value::String(s) => {
-            if let std::borrow::Cow::Owned(m) = crate::secrets::mask_values(s, values) {
+            if let std::borrow::Cow::Owned(m) = toolgate_tool::secrets::mask_values(s, values) {
                 *s = m;
             }
         }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{RunError, RunState, Runner, workspace_of};
 use crate::agent::Agent;
-use crate::model::{self, ImagePart, Message};
+use toolgate_model::{self as model, ImagePart, Message};
 
 /// What a client adds to a run beyond its agent file (a Responses request): its own
 /// tools and output format, kept in the run's state, and images with the message.
@@ -16,11 +16,11 @@ use crate::model::{self, ImagePart, Message};
 #[derive(Debug, Clone, Default)]
 pub struct Additions {
     /// Replaces the run's client tools.
-    pub tools: Option<Vec<crate::tool::ClientTool>>,
+    pub tools: Option<Vec<toolgate_tool::ClientTool>>,
     /// Replaces the run's `response_format` (`Some(None)`: none from now on).
     pub response_format: Option<Option<Value>>,
     /// Images that go with the user's message (a start only).
-    pub images: Vec<crate::model::ImagePart>,
+    pub images: Vec<toolgate_model::ImagePart>,
 }
 
 impl Runner {
@@ -28,7 +28,7 @@ impl Runner {
     pub async fn client_tools(
         &self,
         run_id: &str,
-    ) -> Result<Vec<crate::tool::ClientTool>, RunError> {
+    ) -> Result<Vec<toolgate_tool::ClientTool>, RunError> {
         let (row, _) = self.store.run(run_id).await?;
         let state: RunState =
             self.opened(&row.state, &format!("run {}: its saved state", row.id))?;

@@ -17,10 +17,10 @@ use super::turn::{mentions_calls, unique_ids, xml_call};
 use super::{Live, RunError, Runner};
 use crate::agent::Mode;
 use crate::engine::{Cancel, Engine};
-use crate::model::{Message, ModelError, ModelReply, ModelRequest};
-use crate::parse::{ParseOptions, ParsedTurn, Problem, ProblemKind};
-use crate::protocol::{CallStatus, Event, RunObject, RunStatus, events};
-use crate::telemetry::{genai, metrics, propagate};
+use toolgate_model::{Message, ModelError, ModelReply, ModelRequest};
+use toolgate_parse::{ParseOptions, ParsedTurn, Problem, ProblemKind};
+use toolgate_protocol::{CallStatus, Event, RunObject, RunStatus, events};
+use toolgate_telemetry::{genai, metrics, propagate};
 
 /// How long a server shutting down lets the calls already running finish before it
 /// cuts them short (recorded `cancelled`); runs then go back for another server.
@@ -314,7 +314,7 @@ impl Runner {
             .filter(|p| p.kind == ProblemKind::InvalidJson)
             .collect();
         for (n, p) in unreadable.iter().enumerate() {
-            let call = crate::parse::ToolCall {
+            let call = toolgate_parse::ToolCall {
                 id: p.call_id.clone().unwrap_or_else(|| {
                     format!("call_unreadable_{}_{}", live.state.iteration, n + 1)
                 }),
@@ -325,7 +325,7 @@ impl Runner {
             let secret = live
                 .schemas
                 .get(&call.name)
-                .is_some_and(crate::secrets::has_secrets);
+                .is_some_and(toolgate_tool::secrets::has_secrets);
             let message = if secret {
                 format!("the arguments of '{}' are not a JSON object", call.name)
             } else {
@@ -335,7 +335,7 @@ impl Runner {
                 live,
                 &call,
                 CallStatus::Failed,
-                Some(crate::protocol::ErrorKind::InvalidArguments),
+                Some(toolgate_protocol::ErrorKind::InvalidArguments),
                 message,
             );
         }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use crate::agent::{Agent, AgentError};
-use crate::tool::ToolLibrary;
+use toolgate_tool::ToolLibrary;
 
 /// What a file or folder looked like when it was read: names, sizes and times of
 /// change. Equal stamps mean nothing was edited since.
@@ -92,7 +92,7 @@ fn file_cached<T: Clone, E>(
 type Libraries = HashMap<Option<PathBuf>, (Stamp, Arc<ToolLibrary>)>;
 
 /// Scripted models by replies file, with the stamp they were read at.
-type Scripted = HashMap<PathBuf, (Stamp, Arc<dyn crate::model::Model>)>;
+type Scripted = HashMap<PathBuf, (Stamp, Arc<dyn toolgate_model::Model>)>;
 
 /// Where the problems of a tools folder are said, one line each.
 pub type Report = Arc<dyn Fn(&str) + Send + Sync>;
@@ -141,10 +141,10 @@ impl Loaded {
     pub fn scripted(
         &self,
         path: &Path,
-    ) -> Result<Arc<dyn crate::model::Model>, crate::model::ModelError> {
+    ) -> Result<Arc<dyn toolgate_model::Model>, toolgate_model::ModelError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         file_cached(&self.scripted, &path, |p| {
-            Ok(Arc::new(crate::model::ScriptedModel::load(p)?) as Arc<dyn crate::model::Model>)
+            Ok(Arc::new(toolgate_model::ScriptedModel::load(p)?) as Arc<dyn toolgate_model::Model>)
         })
     }
 
@@ -220,8 +220,7 @@ mod tests {
         let loads = std::cell::Cell::new(0);
         let load = |d: Option<&Path>| {
             loads.set(loads.get() + 1);
-            ToolLibrary::load(d.unwrap(), &crate::tool::sources::standard())
-                .map_err(|e| e.to_string())
+            ToolLibrary::load(d.unwrap(), &toolgate_sources::standard()).map_err(|e| e.to_string())
         };
         cache.library(Some(dir.path()), load).unwrap();
         cache.library(Some(dir.path()), load).unwrap();
@@ -254,8 +253,7 @@ mod tests {
         .unwrap();
         let cache = Loaded::default();
         let load = |d: Option<&Path>| {
-            ToolLibrary::load(d.unwrap(), &crate::tool::sources::standard())
-                .map_err(|e| e.to_string())
+            ToolLibrary::load(d.unwrap(), &toolgate_sources::standard()).map_err(|e| e.to_string())
         };
         let lib = cache.library(Some(&tools), load).unwrap();
         assert!(lib.get("api__first").is_some(), "{:?}", lib.errors());

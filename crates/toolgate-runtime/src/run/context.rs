@@ -10,12 +10,12 @@ use serde_json::Value;
 
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
-use crate::context::{
+use toolgate_model::context::{
     Budget, Compaction, Counter, PER_MESSAGE, Plan, Strategy, message_tokens, plan, transcript,
     view,
 };
-use crate::model::{Message, ModelRequest, ReplySink};
-use crate::protocol::{Usage, events};
+use toolgate_model::{Message, ModelRequest, ReplySink};
+use toolgate_protocol::{Usage, events};
 
 /// The instructions of a summary request.
 pub const SUMMARY_INSTRUCTIONS: &str = "You compact the history of an agent's work so that it can go on within its context window. Summarize the conversation below: keep the task, the decisions made, the facts and results found (with the file names, ids and numbers that matter), what was done and what is left to do. Write plain text, without a preamble.";
@@ -59,7 +59,7 @@ impl ContextLive {
         Self {
             budget,
             counter,
-            vision: crate::model::image::accepts_images(model, agent.model_settings.vision),
+            vision: toolgate_model::image::accepts_images(model, agent.model_settings.vision),
             counts: Vec::new(),
             fixed: counter.count(system) + PER_MESSAGE + tools_tokens,
         }

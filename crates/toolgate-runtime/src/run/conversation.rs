@@ -7,10 +7,10 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::agent::{Agent, Mode};
-use crate::model::Message;
-use crate::prompt::{Prompts, ResultItem, openai_tools};
-use crate::protocol::CallStatus;
-use crate::tool::Toolkit;
+use toolgate_model::Message;
+use toolgate_protocol::CallStatus;
+use toolgate_tool::Toolkit;
+use toolgate_tool::prompt::{Prompts, ResultItem, openai_tools};
 
 use super::state::{Phase, TurnCall};
 
@@ -28,7 +28,7 @@ pub fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, String>
     let mut system = agent.instructions.trim_end().to_string();
     if agent.mode == Mode::Xml && !toolkit.names().is_empty() {
         let tools = toolkit.tools();
-        let refs: Vec<&crate::tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
+        let refs: Vec<&toolgate_tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
         let text = prompts()?
             .tool_instructions(&refs)
             .map_err(|e| e.to_string())?;
@@ -46,7 +46,7 @@ pub fn tools(agent: &Agent, toolkit: &Toolkit) -> Vec<Value> {
         return Vec::new();
     }
     let tools = toolkit.tools();
-    let refs: Vec<&crate::tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
+    let refs: Vec<&toolgate_tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
     match openai_tools(&refs) {
         Value::Array(list) => list,
         _ => Vec::new(),
@@ -76,14 +76,14 @@ pub(crate) fn results(
     mode: Mode,
     turn: &[TurnCall],
     unfinished: &str,
-    cut: Option<(&crate::context::Counter, u64, bool)>,
+    cut: Option<(&toolgate_model::context::Counter, u64, bool)>,
     vision: bool,
 ) -> Vec<Message> {
     // Each call's text, and the images that go to the model.
-    let shown = |c: &TurnCall| -> (String, Vec<crate::model::ImagePart>) {
+    let shown = |c: &TurnCall| -> (String, Vec<toolgate_model::ImagePart>) {
         let mut text = match (&c.phase, cut) {
             (Phase::Done { output, .. }, Some((counter, limit, read_on))) => {
-                crate::context::cut_result(counter, output, &c.call.id, limit, read_on)
+                toolgate_model::context::cut_result(counter, output, &c.call.id, limit, read_on)
             }
             (Phase::Done { output, .. }, None) => output.clone(),
             _ => unfinished.to_string(),
@@ -92,7 +92,7 @@ pub(crate) fn results(
         for image in &c.images {
             let why = if !vision {
                 Some("the model reads text only")
-            } else if image.bytes() > crate::model::image::MAX_IMAGE_BYTES {
+            } else if image.bytes() > toolgate_model::image::MAX_IMAGE_BYTES {
                 Some("over the 5 MiB image cap")
             } else {
                 None
@@ -100,7 +100,7 @@ pub(crate) fn results(
             match why {
                 Some(why) => {
                     text.push('\n');
-                    text.push_str(&crate::model::image::withheld(image, why));
+                    text.push_str(&toolgate_model::image::withheld(image, why));
                 }
                 None => images.push(image.clone()),
             }

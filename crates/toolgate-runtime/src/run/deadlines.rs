@@ -4,8 +4,8 @@
 //! approval never runs, with a server or without one.
 
 use super::{RunError, Runner};
-use crate::protocol::OnTimeout;
-use crate::protocol::{RequiredItem, RunStatus, events};
+use toolgate_protocol::OnTimeout;
+use toolgate_protocol::{RequiredItem, RunStatus, events};
 
 /// What applying the deadlines did.
 #[derive(Debug, Default)]
@@ -60,7 +60,7 @@ impl Runner {
             if row.status == RunStatus::RequiresAction
                 && !pending
                     .iter()
-                    .any(|p| p.state == crate::store::PendingState::Waiting)
+                    .any(|p| p.state == toolgate_store::PendingState::Waiting)
             {
                 expiry.ready.push(top);
             }

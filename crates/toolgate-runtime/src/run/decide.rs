@@ -8,8 +8,8 @@ use super::decision_rule;
 use super::sealing;
 use super::state::RunState;
 use super::{RunError, Runner};
-use crate::protocol::{Decision, ItemKind};
-use crate::store::{Decided, Refusal};
+use toolgate_protocol::{Decision, ItemKind};
+use toolgate_store::{Decided, Refusal};
 
 impl Runner {
     /// Records a decision. Edited arguments are validated against the tool's schema
@@ -31,7 +31,7 @@ impl Runner {
         decision: Decision,
         by: Option<String>,
     ) -> Result<Decided, RunError> {
-        let decider = by.map(|by| crate::store::Decider {
+        let decider = by.map(|by| toolgate_store::Decider {
             by,
             ..Default::default()
         });
@@ -45,7 +45,7 @@ impl Runner {
         run_id: &str,
         call_id: Option<&str>,
         decision: Decision,
-        decider: crate::store::Decider,
+        decider: toolgate_store::Decider,
     ) -> Result<Decided, RunError> {
         self.decide_with(run_id, call_id, decision, Some(decider), true)
             .await
@@ -61,7 +61,7 @@ impl Runner {
         run_id: &str,
         call_id: Option<&str>,
         decision: Decision,
-        decider: crate::store::Decider,
+        decider: toolgate_store::Decider,
     ) -> Result<Decided, RunError> {
         self.decide_with(run_id, call_id, decision, Some(decider), false)
             .await
@@ -72,7 +72,7 @@ impl Runner {
         run_id: &str,
         call_id: Option<&str>,
         decision: Decision,
-        decider: Option<crate::store::Decider>,
+        decider: Option<toolgate_store::Decider>,
         claim: bool,
     ) -> Result<Decided, RunError> {
         let decision = match decision {
@@ -91,7 +91,7 @@ impl Runner {
             .record_decision(run_id, call_id, decision, decider, claim)
             .await?;
         for (agent, waited_ms) in &decided.waited {
-            crate::telemetry::metrics::decided(agent, *waited_ms);
+            toolgate_telemetry::metrics::decided(agent, *waited_ms);
         }
         Ok(decided)
     }
@@ -104,16 +104,21 @@ impl Runner {
         run_id: &str,
         call_id: Option<&str>,
         decision: Decision,
-        decider: Option<crate::store::Decider>,
+        decider: Option<toolgate_store::Decider>,
         claim: bool,
     ) -> Result<Decided, RunError> {
         loop {
             let (row, pending) = self.store.run(run_id).await?;
-            let mut changes =
-                decision_rule::choose(&row, &pending, call_id, &decision, crate::clock::now_ms())
-                    .map_err(|r| RunError::refused(r.kind(), r.message()))?;
+            let mut changes = decision_rule::choose(
+                &row,
+                &pending,
+                call_id,
+                &decision,
+                toolgate_protocol::clock::now_ms(),
+            )
+            .map_err(|r| RunError::refused(r.kind(), r.message()))?;
             if claim && changes.still_waiting == 0 {
-                changes.claim = Some((crate::store::lease_owner_name(), super::LEASE_MS));
+                changes.claim = Some((toolgate_store::lease_owner_name(), super::LEASE_MS));
             }
             if let Some(decided) = self
                 .store
@@ -165,7 +170,7 @@ impl Runner {
         // Secret values were shown as [secret]; left so, they keep what the model wrote.
         let mut arguments = Value::Object(arguments);
         if let Some(original) = state.turn.iter().flatten().find(|c| c.call.id == call_id) {
-            crate::secrets::restore_masked(
+            toolgate_tool::secrets::restore_masked(
                 schema,
                 &mut arguments,
                 &Value::Object(original.call.arguments.clone()),
@@ -181,7 +186,7 @@ impl Runner {
         })?;
         // Stored with the decision: sealed like everything else.
         let mut secrets = Vec::new();
-        crate::secrets::secret_values(schema, &checked, &mut secrets);
+        toolgate_tool::secrets::secret_values(schema, &checked, &mut secrets);
         sealing::sealed_arguments(&self.keyring, &checked, &secrets)
     }
 }

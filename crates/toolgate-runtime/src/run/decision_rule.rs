@@ -3,8 +3,8 @@
 //! the store makes (compare-and-set), or why the decision does not fit, with its
 //! wording for people.
 
-use crate::protocol::{Decision, ItemKind, RunStatus};
-use crate::store::{DecisionChanges, PendingRow, PendingState, Refusal, RunRow};
+use toolgate_protocol::{Decision, ItemKind, RunStatus};
+use toolgate_store::{DecisionChanges, PendingRow, PendingState, Refusal, RunRow};
 
 /// Why a decision does not fit the run as it was read.
 #[derive(Debug, Clone, PartialEq)]

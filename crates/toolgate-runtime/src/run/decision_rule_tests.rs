@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::protocol::{RequiredItem, Usage};
 use serde_json::json;
+use toolgate_protocol::{RequiredItem, Usage};
 
 const NOW: i64 = 1_000_000;
 

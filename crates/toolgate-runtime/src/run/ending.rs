@@ -8,9 +8,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::save::Save;
 use super::{Live, RunError, Runner};
 use crate::engine::{Engine, EngineConfig};
-use crate::protocol::{Event, RequiredItem, RunEvent, RunObject, RunStatus, events};
-use crate::store::Refusal;
-use crate::tool::DEFAULT_TIMEOUT;
+use toolgate_protocol::{Event, RequiredItem, RunEvent, RunObject, RunStatus, events};
+use toolgate_store::Refusal;
+use toolgate_tool::DEFAULT_TIMEOUT;
 
 /// How a drive ended.
 pub(super) enum End {
@@ -45,9 +45,9 @@ impl Runner {
                 credentials: Some(
                     self.credentials_for(live.state.owner.as_ref().map(|o| o.tenant.clone())),
                 ),
-                context: std::sync::Arc::new(crate::tool::RunContext {
+                context: std::sync::Arc::new(toolgate_tool::RunContext {
                     tenant: Some(live.state.owner.as_ref().map_or_else(
-                        || crate::identity::DEFAULT_TENANT.to_string(),
+                        || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
                         |o| o.tenant.clone(),
                     )),
                     user: live.state.owner.as_ref().and_then(|o| o.user.clone()),

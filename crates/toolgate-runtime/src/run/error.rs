@@ -2,8 +2,8 @@
 //! CLI's exit codes, the server's HTTP statuses), a message for people.
 
 use crate::agent::{AgentError, AgentErrorKind};
-use crate::model::ModelError;
-use crate::store::{Refusal, StoreError};
+use toolgate_model::ModelError;
+use toolgate_store::{Refusal, StoreError};
 
 /// Why a run operation failed (a run that starts and then fails is not an error: its
 /// status says so).

@@ -4,8 +4,8 @@
 
 use super::state::Phase;
 use super::{Live, Runner};
-use crate::model::Message;
-use crate::protocol::{CallStatus, events};
+use toolgate_model::Message;
+use toolgate_protocol::{CallStatus, events};
 
 /// The note a person's edit puts before a result (see the loop's `settle`).
 const EDITED: &str = "(A person edited the arguments before approving;";
@@ -64,7 +64,7 @@ impl Runner {
         let secrets = super::sealing::secrets_of(live);
         self.emit(events::TextDelta {
             run_id: live.run_id.clone(),
-            text: crate::secrets::mask_values(&answer, &secrets).into_owned(),
+            text: toolgate_tool::secrets::mask_values(&answer, &secrets).into_owned(),
         });
         live.state.output = Some(answer);
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::{RunError, RunState, Runner};
 use crate::agent::Agent;
-use crate::tool::Toolkit;
+use toolgate_tool::Toolkit;
 
 /// A process's agents folder, tools folder and workspace.
 #[derive(Debug, Clone)]

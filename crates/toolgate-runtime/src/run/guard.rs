@@ -6,11 +6,11 @@ use serde_json::{Map, Value};
 
 use super::state::TurnCall;
 use super::{Live, Runner};
-use crate::parse::ToolCall;
-use crate::permission::{Gate, Who};
-use crate::policy::hooks::OnError;
-use crate::policy::{Before, HookRequest};
-use crate::protocol::ErrorKind;
+use toolgate_parse::ToolCall;
+use toolgate_protocol::ErrorKind;
+use toolgate_tool::permission::{Gate, Who};
+use toolgate_tool::policy::hooks::OnError;
+use toolgate_tool::policy::{Before, HookRequest};
 
 /// What the `before_call` hooks said about one call.
 pub(super) enum Screen {
@@ -72,7 +72,9 @@ pub(super) fn who(live: &Live) -> Who<'_> {
     Who {
         agent: &live.agent.name,
         user: owner.and_then(|o| o.user.as_deref()).unwrap_or(""),
-        tenant: owner.map_or(crate::identity::DEFAULT_TENANT, |o| o.tenant.as_str()),
+        tenant: owner.map_or(toolgate_protocol::identity::DEFAULT_TENANT, |o| {
+            o.tenant.as_str()
+        }),
     }
 }
 
@@ -115,7 +117,7 @@ impl Runner {
             if let Some(new) = answer.arguments {
                 // Secret values went out as [secret]; left so, they keep their values.
                 let mut new = Value::Object(new);
-                crate::secrets::restore_masked(
+                toolgate_tool::secrets::restore_masked(
                     &tool.spec.parameters,
                     &mut new,
                     &Value::Object(args.clone()),

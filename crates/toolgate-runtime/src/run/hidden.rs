@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::{Live, Runner};
-use crate::protocol::{RunEvent, events};
+use toolgate_protocol::{RunEvent, events};
 
 /// What one run leaves out of its events.
 struct Hiding {
@@ -81,9 +81,9 @@ impl Runner {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::protocol::{CallStatus, Event};
-    use crate::tool::Part;
     use tokio::sync::mpsc::UnboundedSender;
+    use toolgate_protocol::{CallStatus, Event};
+    use toolgate_tool::Part;
 
     /// A sender whose events pass a filter hiding `hidden` in `run_id`.
     fn filtered(

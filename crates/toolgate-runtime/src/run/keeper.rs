@@ -8,8 +8,8 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::engine::Cancel;
-use crate::protocol::RunStatus;
-use crate::store::Store;
+use toolgate_protocol::RunStatus;
+use toolgate_store::Store;
 
 /// The keeper and the watch of one drive (one task); it stops when this is dropped.
 pub(super) struct Keeper {

@@ -57,10 +57,12 @@ pub use state::{Ask, Phase, RunState, TreePlace, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::{LimitConfig, ProcessLimits};
-use crate::model::{self, Message, Model, OpenAiConfig};
-use crate::protocol::{Decision, RunEvent, RunObject, Usage, events};
-use crate::store::{PendingRow, RunRow, Store};
-use crate::tool::{Sources, ToolLibrary, Toolkit};
+use toolgate_model::{self as model, Message, Model, OpenAiConfig};
+use toolgate_protocol::{Decision, RunEvent, RunObject, Usage, events};
+use toolgate_store::{PendingRow, RunRow, Store};
+use toolgate_tool::Sources;
+use toolgate_tool::ToolLibrary;
+use toolgate_tool::Toolkit;
 
 /// How long a lease lasts without renewal; the holder renews it every third of this. A
 /// run whose driver died is free to take up again this long after its last renewal.
@@ -86,7 +88,7 @@ pub struct StartRun {
     /// absent); higher goes first.
     pub priority: Option<i32>,
     /// Its tenant and who started it (`None`: the default tenant, nobody named).
-    pub owner: Option<crate::identity::RunOwner>,
+    pub owner: Option<toolgate_protocol::identity::RunOwner>,
 }
 
 /// Starts, continues, decides and cancels runs. Clones share the store, the loaded
@@ -95,6 +97,8 @@ pub struct StartRun {
 #[derive(Clone)]
 pub struct Runner {
     pub store: Store,
+    /// The tool sources its libraries are read by (the program's choice).
+    pub sources: Sources,
     pub load_library: LibraryLoader,
     pub model_config: OpenAiConfig,
     /// The process's limiter, with the agents' shares: every run this runner (and
@@ -110,7 +114,7 @@ pub struct Runner {
     /// Agents and tool libraries loaded so far, reloaded when their files change.
     pub loaded: Arc<Loaded>,
     /// The key that seals secret values in the store.
-    pub keyring: Arc<crate::secrets::Keyring>,
+    pub keyring: Arc<toolgate_tool::secrets::Keyring>,
     /// The runs this process drives now, so that a cancel here stops one at once.
     pub active: Active,
     /// On `interrupt`, give runs back (still in progress, lease let go) for another
@@ -134,15 +138,15 @@ pub(crate) struct Live {
     /// Decisions read from the store, by call id.
     pub decisions: std::collections::HashMap<String, Decision>,
     /// Pending-item states to write with the next save.
-    pub pending_updates: Vec<(String, crate::store::PendingState)>,
+    pub pending_updates: Vec<(String, toolgate_store::PendingState)>,
     /// How many of `state.messages` are stored.
     pub persisted: usize,
     /// Call records to commit with the next save.
-    pub records: Vec<crate::store::CallRecord>,
+    pub records: Vec<toolgate_store::CallRecord>,
     /// Pending items to add with the next save.
-    pub pending_new: Vec<crate::protocol::RequiredItem>,
+    pub pending_new: Vec<toolgate_protocol::RequiredItem>,
     /// The toolkit's parameter schemas, for the parser.
-    pub schemas: Arc<crate::parse::Schemas>,
+    pub schemas: Arc<toolgate_parse::Schemas>,
     /// Some tool of the toolkit marks a parameter secret.
     pub secret_tools: bool,
     /// Secret values met so far in this drive.
@@ -153,10 +157,12 @@ impl Runner {
     /// A runner on `store` whose libraries are the built-ins of `sources` plus the tools
     /// folder read by them, with OpenAI settings from the environment and no event sink.
     pub fn new(store: Store, sources: Sources) -> Self {
+        let read_by = sources.clone();
         Self {
+            sources,
             load_library: Arc::new(move |dir: Option<&Path>| match dir {
-                Some(dir) => ToolLibrary::load(dir, &sources).map_err(|e| e.to_string()),
-                None => Ok(ToolLibrary::builtin(&sources)),
+                Some(dir) => ToolLibrary::load(dir, &read_by).map_err(|e| e.to_string()),
+                None => Ok(ToolLibrary::builtin(&read_by)),
             }),
             model_config: OpenAiConfig::from_env(),
             limits: ProcessLimits::new(LimitConfig::default()),
@@ -164,7 +170,7 @@ impl Runner {
             model: None,
             interrupt: crate::engine::Cancel::new(),
             loaded: Arc::new(Loaded::default()),
-            keyring: Arc::new(crate::secrets::Keyring::for_database(store.path())),
+            keyring: Arc::new(toolgate_tool::secrets::Keyring::for_database(store.path())),
             active: Active::default(),
             hand_back: false,
             folders: None,
@@ -246,7 +252,7 @@ impl Runner {
     pub(crate) async fn start_in_tree(
         &self,
         req: StartRun,
-        tree: Option<(crate::store::RunLink, TreePlace)>,
+        tree: Option<(toolgate_store::RunLink, TreePlace)>,
         additions: Additions,
     ) -> Result<RunObject, RunError> {
         let model_name = absolute_model_name(
@@ -303,11 +309,11 @@ impl Runner {
             client_tools,
             response_format: additions.response_format.flatten(),
         };
-        let owner = crate::store::lease_owner_name();
+        let owner = toolgate_store::lease_owner_name();
         let text = state_json(&state)?;
         let stored = state.messages.len();
         self.store
-            .create_linked_run(crate::store::NewRun {
+            .create_linked_run(toolgate_store::NewRun {
                 id: run_id.clone(),
                 conversation_id: conversation_id.clone(),
                 agent: req.agent.name.clone(),
@@ -318,7 +324,7 @@ impl Runner {
                 first_seq: persisted,
                 link: tree.map(|(link, _)| link),
                 tenant: req.owner.as_ref().map_or_else(
-                    || crate::identity::DEFAULT_TENANT.to_string(),
+                    || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
                     |o| o.tenant.clone(),
                 ),
                 started_by: req.owner.as_ref().and_then(|o| o.user.clone()),
@@ -389,7 +395,7 @@ impl Runner {
         let mut decisions = std::collections::HashMap::new();
         for p in pending
             .into_iter()
-            .filter(|p| p.state == crate::store::PendingState::Decided)
+            .filter(|p| p.state == toolgate_store::PendingState::Decided)
         {
             if let Some(d) = p.decision {
                 let d = match d {
@@ -437,7 +443,7 @@ impl Runner {
     }
 
     /// The execution summary of `run_id` and every sub-agent run below it.
-    pub async fn tree(&self, run_id: &str) -> Result<crate::protocol::RunTree, RunError> {
+    pub async fn tree(&self, run_id: &str) -> Result<toolgate_protocol::RunTree, RunError> {
         let id = run_id.to_string();
         Ok(self.store.run_tree(&id).await?)
     }

@@ -3,8 +3,8 @@
 
 use tracing::Instrument;
 
-use crate::model::{Model, ModelError, ModelReply, ModelRequest, ReplySink};
-use crate::telemetry::{genai, metrics};
+use toolgate_model::{Model, ModelError, ModelReply, ModelRequest, ReplySink};
+use toolgate_telemetry::{genai, metrics};
 
 /// Asks `model`, streaming its text to `sink`.
 pub(super) async fn ask(

@@ -1,15 +1,15 @@
 //! The run object front ends read, made from a stored run and its pending items.
 
 use super::RunState;
-use crate::protocol::{RequiredAction, RunObject, RunStatus};
-use crate::store::{PendingRow, RunRow};
+use toolgate_protocol::{RequiredAction, RunObject, RunStatus};
+use toolgate_store::{PendingRow, RunRow};
 
 /// The run object of a stored run.
 pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
     let state: Option<RunState> = serde_json::from_str(&row.state).ok();
     let items: Vec<_> = pending
         .iter()
-        .filter(|p| p.state == crate::store::PendingState::Waiting)
+        .filter(|p| p.state == toolgate_store::PendingState::Waiting)
         .map(|p| p.item.clone())
         .collect();
     RunObject {

@@ -3,8 +3,8 @@
 //! step that made them instead (`save.rs`).
 
 use crate::engine::CallOutcome;
-use crate::store::{Store, StoreError};
-use crate::tool::ToolError;
+use toolgate_store::{Store, StoreError};
+use toolgate_tool::ToolError;
 
 /// Commits the records of `outcomes` and returns the outcomes once they are committed
 /// (the records come back from the store, not copied).
@@ -20,7 +20,12 @@ pub async fn commit_outcomes(
     for (r, (_, _, _, result)) in records.iter().zip(&heads) {
         // The engine's callers name tools themselves: a tool it found is known.
         let known = !matches!(result, Err(ToolError::NotFound { .. }));
-        crate::telemetry::metrics::call_recorded(&r.tool, known, r.status, r.error_kind.as_deref());
+        toolgate_telemetry::metrics::call_recorded(
+            &r.tool,
+            known,
+            r.status,
+            r.error_kind.as_deref(),
+        );
     }
     Ok(heads
         .into_iter()

@@ -10,9 +10,15 @@ use serde_json::{Map, Value, json};
 
 use super::state::Phase;
 use super::{Live, Runner};
-use crate::parse::ToolCall;
-use crate::protocol::CallStatus;
-use crate::tool::{Entry, Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolgate_parse::ToolCall;
+use toolgate_protocol::CallStatus;
+use toolgate_tool::Entry;
+use toolgate_tool::Permission;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
 
 /// The tool's name.
 pub const READ_RESULT: &str = "read_result";
@@ -84,7 +90,7 @@ impl Runner {
         let fail = |message: String| {
             (
                 CallStatus::Failed,
-                Some(crate::protocol::ErrorKind::InvalidArguments),
+                Some(toolgate_protocol::ErrorKind::InvalidArguments),
                 message,
             )
         };
@@ -97,7 +103,7 @@ impl Runner {
                 Ok(Some(text)) => (
                     CallStatus::Succeeded,
                     None,
-                    crate::context::page(
+                    toolgate_model::context::page(
                         &text,
                         call_id,
                         usize::try_from(offset).unwrap_or(usize::MAX),
@@ -109,7 +115,7 @@ impl Runner {
                 )),
                 Err(e) => (
                     CallStatus::Failed,
-                    Some(crate::protocol::ErrorKind::Store),
+                    Some(toolgate_protocol::ErrorKind::Store),
                     format!("the records could not be read: {e}"),
                 ),
             }

@@ -2,8 +2,8 @@
 //! expiring its deadlines first, and acquiring its lease before the loop drives it.
 
 use super::{Additions, LEASE_MS, RunError, Runner};
-use crate::protocol::{RunObject, RunStatus};
-use crate::store::Refusal;
+use toolgate_protocol::{RunObject, RunStatus};
+use toolgate_store::Refusal;
 
 impl Runner {
     /// Continues a run: one paused with every item now resolved, one that failed on a
@@ -51,7 +51,7 @@ impl Runner {
         let Some(until) = before.1 else {
             return Ok(true);
         };
-        let left = (until - crate::clock::now_ms()).clamp(0, LEASE_MS) as u64;
+        let left = (until - toolgate_protocol::clock::now_ms()).clamp(0, LEASE_MS) as u64;
         tracing::info!(
             run_id = id,
             holder = before.0.as_deref().unwrap_or("?"),
@@ -102,7 +102,7 @@ impl Runner {
         if row.status == RunStatus::RequiresAction
             && let Some(p) = pending
                 .iter()
-                .find(|p| p.state == crate::store::PendingState::Waiting)
+                .find(|p| p.state == toolgate_store::PendingState::Waiting)
         {
             return Err(RunError::refused(
                 Refusal::StillWaiting,
@@ -115,7 +115,7 @@ impl Runner {
                 ),
             ));
         }
-        let owner = crate::store::lease_owner_name();
+        let owner = toolgate_store::lease_owner_name();
         let before = row.status;
         let (row, pending) = self.store.acquire_run(&row.id, &owner, LEASE_MS).await?;
         let id = row.id.clone();

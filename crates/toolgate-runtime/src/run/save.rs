@@ -3,15 +3,15 @@
 //! lease; the records are counted in the metrics once committed.
 
 use super::{Live, RunError, Runner};
-use crate::protocol::{CallStatus, RunStatus};
-use crate::store::{Refusal, RunSave, StoreError};
-use crate::telemetry::metrics;
+use toolgate_protocol::{CallStatus, RunStatus};
+use toolgate_store::{Refusal, RunSave, StoreError};
+use toolgate_telemetry::metrics;
 
 /// One state save.
 pub(super) struct Save {
     pub(super) status: RunStatus,
     pub(super) last_error: Option<String>,
-    pub(super) set_pending: Vec<(String, crate::store::PendingState)>,
+    pub(super) set_pending: Vec<(String, toolgate_store::PendingState)>,
     pub(super) release: bool,
 }
 

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 use super::{Live, RunError, Runner};
 use std::sync::Arc;
 
-use crate::parse::Schemas;
-use crate::secrets::{self, Keyring, SecretError};
-use crate::tool::Credential;
+use toolgate_parse::Schemas;
+use toolgate_tool::Credential;
+use toolgate_tool::secrets::{self, Keyring, SecretError};
 
 impl From<SecretError> for RunError {
     fn from(e: SecretError) -> Self {
@@ -57,16 +57,16 @@ pub(crate) fn secrets_of(live: &mut Live) -> Vec<String> {
 impl Runner {
     /// Where the tools' credentials come from: environment variables, and secrets
     /// stored sealed in this runner's database, opened with its key.
-    pub fn credentials(&self) -> crate::tool::Resolver {
+    pub fn credentials(&self) -> toolgate_tool::Resolver {
         self.credentials_for(None)
     }
 
     /// [`Runner::credentials`] for a run of `tenant`: its own secrets first, then the
     /// shared ones. The resolver waits for the store: it is called on the blocking pool
     /// (the engine resolves a call's credentials there), never on an async task.
-    pub fn credentials_for(&self, tenant: Option<String>) -> crate::tool::Resolver {
+    pub fn credentials_for(&self, tenant: Option<String>) -> toolgate_tool::Resolver {
         let (store, keyring) = (self.store.clone(), Arc::clone(&self.keyring));
-        crate::tool::Resolver(Arc::new(move |source: &Credential| match source {
+        toolgate_tool::Resolver(Arc::new(move |source: &Credential| match source {
             Credential::Env(var) => Ok(std::env::var(var).ok()),
             Credential::Secret(name) => match tokio::runtime::Handle::try_current()
                 .map_err(|e| format!("stored secrets need the runtime: {e}"))?

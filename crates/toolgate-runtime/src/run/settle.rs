@@ -12,9 +12,9 @@ use super::state::{Phase, TurnCall};
 use super::turn::outcome_text;
 use super::{Live, RunError, Runner};
 use crate::engine::{CallOutcome, Cancel, Engine, PreparedCall};
-use crate::permission::Gate;
-use crate::protocol::{CallStatus, ErrorKind, Event, RequiredItem};
-use crate::store::{CallQuery, StoredCall};
+use toolgate_protocol::{CallStatus, ErrorKind, Event, RequiredItem};
+use toolgate_store::{CallQuery, StoredCall};
+use toolgate_tool::permission::Gate;
 
 /// What a dead process's executing call is told, when no record says how it ended.
 const UNKNOWN_OUTCOME: &str = "The process running this call stopped before it finished, so its outcome is unknown: it may or may not have taken effect. It was not run again.";
@@ -191,7 +191,7 @@ impl Runner {
         }
         if let Some(args) = &c.edited {
             let shown = match live.schemas.get(&c.call.name) {
-                Some(schema) => crate::secrets::mask_args(schema, args),
+                Some(schema) => toolgate_tool::secrets::mask_args(schema, args),
                 None => args.clone(),
             };
             output = format!(

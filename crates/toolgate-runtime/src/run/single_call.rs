@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use super::{LEASE_MS, Live, RunError, RunState, Runner, sealing};
 use crate::agent::Agent;
-use crate::model::{Model, ModelError, ModelReply, ModelRequest, ReplySink};
-use crate::parse::ToolCall;
-use crate::protocol::{RunObject, Usage};
-use crate::tool::Toolkit;
+use toolgate_model::{Model, ModelError, ModelReply, ModelRequest, ReplySink};
+use toolgate_parse::ToolCall;
+use toolgate_protocol::{RunObject, Usage};
+use toolgate_tool::Toolkit;
 
 /// The model name a single-call run carries: no model is ever asked.
 pub const NO_MODEL: &str = "none:single-call";
@@ -29,7 +29,7 @@ pub struct StartCall {
     /// Overrides the agent's workspace.
     pub workspace: Option<PathBuf>,
     /// Its tenant and who started it (`None`: the default tenant).
-    pub owner: Option<crate::identity::RunOwner>,
+    pub owner: Option<toolgate_protocol::identity::RunOwner>,
 }
 
 impl Runner {
@@ -74,10 +74,10 @@ impl Runner {
             client_tools: Vec::new(),
             response_format: None,
         };
-        let owner = crate::store::lease_owner_name();
+        let owner = toolgate_store::lease_owner_name();
         let text = super::state_json(&state)?;
         self.store
-            .create_linked_run(crate::store::NewRun {
+            .create_linked_run(toolgate_store::NewRun {
                 id: run_id.clone(),
                 conversation_id: req.conversation.clone(),
                 agent: req.agent.name.clone(),
@@ -88,7 +88,7 @@ impl Runner {
                 first_seq: 0,
                 link: None,
                 tenant: req.owner.as_ref().map_or_else(
-                    || crate::identity::DEFAULT_TENANT.to_string(),
+                    || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
                     |o| o.tenant.clone(),
                 ),
                 started_by: req.owner.as_ref().and_then(|o| o.user.clone()),

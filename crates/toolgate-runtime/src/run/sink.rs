@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::model::ReplySink;
-use crate::parse::{NativeCalls, ParseOptions, ParsedTurn, StreamEvent, StreamParser, collect};
-use crate::protocol::{RunEvent, events};
+use toolgate_model::ReplySink;
+use toolgate_parse::{NativeCalls, ParseOptions, ParsedTurn, StreamEvent, StreamParser, collect};
+use toolgate_protocol::{RunEvent, events};
 
 pub(crate) struct TurnSink<'a> {
     run_id: &'a str,
@@ -55,7 +55,9 @@ impl<'a> TurnSink<'a> {
                         // Secret values never leave in an event.
                         arguments: serde_json::Value::Object(
                             match self.opts.schemas.get(&call.name) {
-                                Some(schema) => crate::secrets::mask_args(schema, &call.arguments),
+                                Some(schema) => {
+                                    toolgate_tool::secrets::mask_args(schema, &call.arguments)
+                                }
                                 None => call.arguments.clone(),
                             },
                         ),

@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::agent::Mode;
-use crate::model::Message;
-use crate::parse::ToolCall;
-use crate::permission::Gate;
-use crate::protocol::{CallStatus, Usage};
-use crate::store::PendingState;
+use toolgate_model::Message;
+use toolgate_parse::ToolCall;
+use toolgate_protocol::{CallStatus, Usage};
+use toolgate_store::PendingState;
+use toolgate_tool::permission::Gate;
 
 /// Everything saved with a run (`runs.state`, as JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,11 +59,11 @@ pub struct RunState {
     pub trace: Option<String>,
     /// Its tenant and who started it: the tools' context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<crate::identity::RunOwner>,
+    pub owner: Option<toolgate_protocol::identity::RunOwner>,
     /// Tools the client declared (the Responses API's function tools): offered to the
     /// model after the agent's, each call handed to the client.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub client_tools: Vec<crate::tool::ClientTool>,
+    pub client_tools: Vec<toolgate_tool::ClientTool>,
     /// A JSON Schema output format the client asked for (OpenAI's `response_format`),
     /// sent to models that take it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,7 +95,7 @@ pub struct TurnCall {
     pub ask: Option<Ask>,
     /// Images the call's result carried, for the model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<crate::model::ImagePart>,
+    pub images: Vec<toolgate_model::ImagePart>,
 }
 
 impl TurnCall {
@@ -124,7 +124,7 @@ pub struct Ask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_timeout: Option<crate::protocol::OnTimeout>,
+    pub on_timeout: Option<toolgate_protocol::OnTimeout>,
 }
 
 /// Where one call stands.

@@ -11,16 +11,16 @@ use serde_json::Value;
 
 use super::state::{Phase, TreePlace, TurnCall};
 use super::{Live, RunError, Runner, StartRun};
-use crate::clock::now_ms;
 use crate::engine::{Admission, Cancel, Engine};
-use crate::parse::ToolCall;
-use crate::permission::Gate;
-use crate::protocol::{
+use crate::subagents::{CATEGORY, Subagent};
+use toolgate_parse::ToolCall;
+use toolgate_protocol::clock::now_ms;
+use toolgate_protocol::{
     CallStatus, CallerKind, ErrorKind, RequiredItem, RunObject, RunStatus, events,
 };
-use crate::store::{CallRecord, Refusal, RunLink};
-use crate::subagents::{CATEGORY, Subagent};
-use crate::tool::Permission;
+use toolgate_store::{CallRecord, Refusal, RunLink};
+use toolgate_tool::Permission;
+use toolgate_tool::permission::Gate;
 
 /// What a parent needs to start or continue one child.
 struct ChildJob {
@@ -35,7 +35,7 @@ struct ChildJob {
     workspace: std::path::PathBuf,
     /// The priority the parent run was started with, inherited.
     priority: Option<i32>,
-    owner: Option<crate::identity::RunOwner>,
+    owner: Option<toolgate_protocol::identity::RunOwner>,
 }
 
 /// How a child stands after this drive.

@@ -9,15 +9,15 @@ use serde_json::{Map, Value};
 use super::guard::{Screen, who};
 use super::state::{Ask, Phase, RunState, TurnCall};
 use super::{Live, Runner};
-use crate::clock::now_ms;
 use crate::engine::{CallOutcome, PreparedCall};
-use crate::parse::ToolCall;
-use crate::permission::{Gate, Verdict};
-use crate::prompt::cdata_escape;
-use crate::protocol::{
+use toolgate_parse::ToolCall;
+use toolgate_protocol::clock::now_ms;
+use toolgate_protocol::{
     CallStatus, CallerKind, Decision, ErrorKind, ItemKind, RequiredItem, events,
 };
-use crate::store::CallRecord;
+use toolgate_store::CallRecord;
+use toolgate_tool::permission::{Gate, Verdict};
+use toolgate_tool::prompt::cdata_escape;
 
 impl Runner {
     /// One decision applied to a waiting call.
@@ -37,8 +37,8 @@ impl Runner {
             Decision::Deny { reason } => {
                 let (output, kind) =
                     match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                        Some(crate::store::EXPIRED) => {
-                            (crate::store::EXPIRED.to_string(), ErrorKind::Expired)
+                        Some(toolgate_store::EXPIRED) => {
+                            (toolgate_store::EXPIRED.to_string(), ErrorKind::Expired)
                         }
                         Some(r) => (
                             format!("A person denied this call. Reason: {r}"),

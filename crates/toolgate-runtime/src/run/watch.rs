@@ -33,7 +33,8 @@ impl Runner {
                     if let Err(e) = loaded {
                         tracing::warn!(folder = %dir.display(), "cannot load the tools folder: {e}");
                     }
-                    crate::tool::mcp::stop_unused()
+                    let sources = runner.sources.iter();
+                    sources.flat_map(|s| s.release_unused()).collect::<Vec<_>>()
                 })
                 .await;
                 if let Ok(stopped) = looked

@@ -16,7 +16,7 @@ use rmcp::service::{ElicitationMode, RequestContext};
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
-use crate::protocol::{Decision, RequiredItem, RunObject, RunStatus};
+use toolgate_protocol::{Decision, RequiredItem, RunObject, RunStatus};
 
 /// How long a decision recorded without continuing the run (`--no-resume`) is left to
 /// its decider before the hold continues the run itself.
@@ -61,7 +61,7 @@ pub(super) enum Asker {
     /// No identity (stdio): the client's user decides, as before identities.
     Anyone,
     /// The caller, allowed by its role and the agent's rule: recorded as the decider.
-    Identity(crate::store::Decider),
+    Identity(toolgate_store::Decider),
     /// The caller may not decide (a client key, the agent's approvers, four eyes): the
     /// call is held for someone who may.
     Nobody,
@@ -297,8 +297,8 @@ async fn wait(
 
 /// Returns at the next change of run `id`, or when the feed fell behind (the run is
 /// read again either way); never, once the feed has closed (the timers go on).
-async fn changed(changes: &mut tokio::sync::broadcast::Receiver<crate::store::Change>, id: &str) {
-    if !crate::store::next_change_of(changes, id).await {
+async fn changed(changes: &mut tokio::sync::broadcast::Receiver<toolgate_store::Change>, id: &str) {
+    if !toolgate_store::next_change_of(changes, id).await {
         std::future::pending::<()>().await;
     }
 }

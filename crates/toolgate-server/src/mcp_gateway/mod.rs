@@ -20,8 +20,8 @@ use rmcp::ServiceExt;
 
 pub use session::Session;
 
-use crate::agent::Agent;
-use crate::run::Runner;
+use toolgate_runtime::agent::Agent;
+use toolgate_runtime::run::Runner;
 
 /// How long a held CONFIRM call waits for a decision by default: shorter than the
 /// timeouts MCP clients give up after (the OpenAI Agents SDK's 5 s is the shortest in
@@ -42,7 +42,7 @@ pub struct Gateway {
     pub approval_timeout: Duration,
     /// For whom calls run when the request names no caller (`toolgate mcp --tenant T`
     /// over stdio); over HTTP each call runs for the authenticated caller.
-    pub owner: Option<crate::identity::RunOwner>,
+    pub owner: Option<toolgate_protocol::identity::RunOwner>,
 }
 
 /// Why the stdio gateway stopped with an error.

@@ -18,11 +18,12 @@ use serde_json::{Map, Value};
 use super::Gateway;
 use super::hold::{self, Held, Hold};
 use super::joined::{HeldCalls, call_key};
-use crate::agent::Agent;
-use crate::protocol::{CallStatus, CallerKind, RunObject, RunStatus};
-use crate::run::StartCall;
-use crate::store::{CallQuery, CallRecord};
-use crate::tool::{LoadedTool, Permission};
+use toolgate_protocol::{CallStatus, CallerKind, RunObject, RunStatus};
+use toolgate_runtime::agent::Agent;
+use toolgate_runtime::run::StartCall;
+use toolgate_store::{CallQuery, CallRecord};
+use toolgate_tool::LoadedTool;
+use toolgate_tool::Permission;
 
 /// One client connection: the agent it is served, its conversation, and a lock that
 /// takes its calls one at a time (a conversation has one unfinished run at most).
@@ -51,7 +52,7 @@ impl Session {
         Self {
             gateway,
             agent,
-            conversation: crate::run::new_id("conv_mcp"),
+            conversation: toolgate_runtime::run::new_id("conv_mcp"),
             turn: tokio::sync::Mutex::new(()),
             watching: std::sync::Mutex::new(None),
             ended: tokio_util::sync::CancellationToken::new(),
@@ -115,7 +116,7 @@ impl Session {
                 result: None,
                 result_size: 0,
                 status: CallStatus::Cancelled,
-                error_kind: Some(crate::protocol::ErrorKind::Cancelled.as_str().into()),
+                error_kind: Some(toolgate_protocol::ErrorKind::Cancelled.as_str().into()),
                 error_message: Some(format!("{why} while the call waited for approval")),
                 started_at: jiff::Timestamp::now().as_millisecond(),
                 duration_ms: 0.0,
@@ -204,7 +205,7 @@ impl Session {
                 }
             }
         }
-        let call = crate::engine::call(
+        let call = toolgate_runtime::engine::call(
             &format!(
                 "call_mcp_{}",
                 &uuid::Uuid::new_v4().simple().to_string()[..12]
@@ -224,8 +225,8 @@ impl Session {
                 owner: ctx
                     .extensions
                     .get::<axum::http::request::Parts>()
-                    .and_then(|p| p.extensions.get::<crate::identity::Identity>())
-                    .map(crate::identity::RunOwner::of)
+                    .and_then(|p| p.extensions.get::<toolgate_protocol::identity::Identity>())
+                    .map(toolgate_protocol::identity::RunOwner::of)
                     .or_else(|| gateway.owner.clone()),
             })
             .await;
@@ -237,12 +238,12 @@ impl Session {
             let asker = match ctx
                 .extensions
                 .get::<axum::http::request::Parts>()
-                .and_then(|p| p.extensions.get::<crate::identity::Identity>())
+                .and_then(|p| p.extensions.get::<toolgate_protocol::identity::Identity>())
             {
                 None => hold::Asker::Anyone,
                 Some(who) => match rule.refuses(who, run.started_by.as_deref()) {
                     Some(_) => hold::Asker::Nobody,
-                    None => hold::Asker::Identity(crate::store::Decider {
+                    None => hold::Asker::Identity(toolgate_store::Decider {
                         by: who.name.clone(),
                         key_id: who.key_id.clone(),
                         shown: None,

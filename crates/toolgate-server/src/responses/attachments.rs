@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::input::InputError;
-use crate::model::ImagePart;
+use toolgate_model::ImagePart;
 
 /// The largest file a request may attach, decoded.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;
@@ -75,7 +75,7 @@ pub fn read_part(at: &str, kind: &str, part: &Value) -> Result<Attachment, Input
         return Ok(Attachment::Image(source(
             at,
             url,
-            crate::model::image::MAX_IMAGE_BYTES,
+            toolgate_model::image::MAX_IMAGE_BYTES,
         )?));
     }
     let filename = text("filename")?.map(str::to_string);
@@ -167,7 +167,7 @@ fn too_large(at: &str, cap: usize) -> InputError {
 
 /// An image's bytes as the model gets them, or why they are not an image it takes.
 pub fn image(at: &str, bytes: &[u8]) -> Result<ImagePart, InputError> {
-    let mime = crate::model::image::sniff(bytes)
+    let mime = toolgate_model::image::sniff(bytes)
         .ok_or_else(|| invalid(at, "the image is not a PNG, JPEG, GIF or WebP image"))?;
     Ok(ImagePart {
         mime: mime.to_string(),
@@ -183,7 +183,7 @@ pub async fn fetch(list: Vec<Attachment>) -> Result<Vec<Ready>, InputError> {
         let at = format!("attachments[{i}]");
         out.push(match attachment {
             Attachment::Image(source) => {
-                let bytes = bytes_of(&at, source, crate::model::image::MAX_IMAGE_BYTES).await?;
+                let bytes = bytes_of(&at, source, toolgate_model::image::MAX_IMAGE_BYTES).await?;
                 Ready::Image(image(&at, &bytes)?)
             }
             Attachment::File { filename, source } => {

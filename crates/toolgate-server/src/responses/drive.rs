@@ -14,9 +14,9 @@ use super::translate::{StreamEvent, Translator};
 use super::wire::{
     OutputContent, OutputItem, ResponseError, ResponseObject, ResponseStatus, ResponseUsage,
 };
-use crate::protocol::{RequiredItem, RunEvent, RunObject, Usage, events};
-use crate::run::{Runner, StartRun};
-use crate::server::{AppState, Drive, Driving, joined};
+use crate::{AppState, Drive, Driving, joined};
+use toolgate_protocol::{RequiredItem, RunEvent, RunObject, Usage, events};
+use toolgate_runtime::run::{Runner, StartRun};
 
 /// What a request asks of a run, once its input is checked and its answers recorded.
 pub enum Plan {
@@ -40,7 +40,7 @@ pub enum Plan {
 pub enum Report {
     Events(Vec<StreamEvent>),
     Done(Box<ResponseObject>),
-    Refused(crate::server::ApiError),
+    Refused(crate::ApiError),
 }
 
 /// The response being built and where it goes.
@@ -54,7 +54,7 @@ pub struct Job {
     /// The request's input items (ids added), kept for `input_items`.
     pub input: serde_json::Value,
     /// The client's tools, output format and images, for the run.
-    pub additions: crate::run::Additions,
+    pub additions: toolgate_runtime::run::Additions,
 }
 
 /// Starts driving `plan` on a task of its own (one the server waits for at shutdown),
@@ -116,7 +116,7 @@ async fn drive(
         // Nothing began: the request is refused as a whole.
         let err = result
             .err()
-            .unwrap_or_else(|| crate::server::ApiError::internal("the run ended without starting"));
+            .unwrap_or_else(|| crate::ApiError::internal("the run ended without starting"));
         let _ = tx.send(Report::Refused(err));
         return None;
     };

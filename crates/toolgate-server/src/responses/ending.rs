@@ -6,7 +6,7 @@ use super::wire::{
     IncompleteDetails, InputTokensDetails, OutputTokensDetails, ResponseError, ResponseStatus,
     ResponseUsage,
 };
-use crate::protocol::{RequiredItem, RunObject, RunStatus, Usage};
+use toolgate_protocol::{RequiredItem, RunObject, RunStatus, Usage};
 
 /// How the run's part in a response ended.
 #[derive(Debug, Clone, PartialEq)]

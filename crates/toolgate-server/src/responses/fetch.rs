@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::tool::net::{self, AllowList, SystemResolver};
+use toolgate_tool::net::{self, AllowList, SystemResolver};
 
 /// How long a fetch may take, whole.
 const TIMEOUT: Duration = Duration::from_secs(20);

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::attachments::{self, Attachment};
-use crate::protocol::{Decision, ItemKind, RequiredItem};
+use toolgate_protocol::{Decision, ItemKind, RequiredItem};
 
 /// Prefix of an `mcp_approval_request` id: `mcpr_` + the call id.
 pub const APPROVAL_PREFIX: &str = "mcpr_";

@@ -105,7 +105,7 @@ fn replay_events(body: Map<String, Value>) -> Vec<Value> {
         (status = 500, body = ErrorBody)))]
 pub async fn cancel_response(
     State(state): State<Arc<AppState>>,
-    crate::server::scope::Caller(who): crate::server::scope::Caller,
+    crate::scope::Caller(who): crate::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
     let (row, mut body) = stored(&state, &who, &id).await?;
@@ -143,7 +143,7 @@ pub async fn cancel_response(
         (status = 500, body = ErrorBody)))]
 pub async fn delete_response(
     State(state): State<Arc<AppState>>,
-    crate::server::scope::Caller(who): crate::server::scope::Caller,
+    crate::scope::Caller(who): crate::scope::Caller,
     PathId(id): PathId,
 ) -> Result<Json<DeletedResponse>, ApiError> {
     // Another tenant's response is as unknown as one that never was.
@@ -259,7 +259,7 @@ pub fn input_items(response_id: &str, input: Option<&Value>) -> Value {
         (status = 500, body = ErrorBody)))]
 pub async fn list_input_items(
     State(state): State<Arc<AppState>>,
-    crate::server::scope::Caller(who): crate::server::scope::Caller,
+    crate::scope::Caller(who): crate::scope::Caller,
     PathId(id): PathId,
     ApiQuery(query): ApiQuery<InputItemsQuery>,
 ) -> Result<Json<InputItemList>, ApiError> {
@@ -306,9 +306,9 @@ pub async fn list_input_items(
 /// Another tenant's response answers 404, as an unknown one does.
 pub(super) async fn stored(
     state: &Arc<AppState>,
-    who: &crate::identity::Identity,
+    who: &toolgate_protocol::identity::Identity,
     id: &str,
-) -> Result<(crate::store::ResponseRow, Map<String, Value>), ApiError> {
+) -> Result<(toolgate_store::ResponseRow, Map<String, Value>), ApiError> {
     let key = id.to_string();
     let unknown = || ApiError::not_found(format!("there is no response '{id}'"));
     let row = state

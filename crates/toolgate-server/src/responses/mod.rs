@@ -42,9 +42,9 @@ use self::wire::{
 };
 use super::AppState;
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody, PathId};
-use crate::agent::Agent;
-use crate::protocol::{ItemKind, RunStatus};
-use crate::tool::Permission;
+use toolgate_protocol::{ItemKind, RunStatus};
+use toolgate_runtime::agent::Agent;
+use toolgate_tool::Permission;
 
 /// The Responses routes.
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
@@ -134,7 +134,7 @@ pub async fn create_response(
                     "mcp_approval_response and function_call_output answer a paused response: send them with its previous_response_id",
                 ));
             }
-            if who.role == crate::identity::Role::Approver {
+            if who.role == toolgate_protocol::identity::Role::Approver {
                 return Err(ApiError::new(
                     StatusCode::FORBIDDEN,
                     "forbidden",
@@ -147,7 +147,7 @@ pub async fn create_response(
             state.may_start(&who).await?;
             let message = input.message.unwrap_or_default();
             let mut start = state.start_request(agent_name, message, None, None)?;
-            start.owner = Some(crate::identity::RunOwner::of(&who));
+            start.owner = Some(toolgate_protocol::identity::RunOwner::of(&who));
             (Plan::Start(Box::new(start)), HashMap::new(), None)
         }
         Some(previous) => continue_from(&state, &who, agent_name, previous, input).await?,
@@ -171,7 +171,7 @@ pub async fn create_response(
     response
         .tools
         .extend(client_tools.iter().map(request_tools::listed));
-    let additions = crate::run::Additions {
+    let additions = toolgate_runtime::run::Additions {
         tools: Some(client_tools),
         // Sent to OpenAI models as `response_format`; a request without `text` keeps
         // the run's.
@@ -201,11 +201,11 @@ pub async fn create_response(
 /// The images of `ready`, for the model; its files saved in the run's workspace, the
 /// message telling the model where.
 async fn attach(
-    start: &mut crate::run::StartRun,
+    start: &mut toolgate_runtime::run::StartRun,
     ready: Vec<attachments::Ready>,
     agent: &Agent,
-) -> Result<Vec<crate::model::ImagePart>, ApiError> {
-    let workspace = crate::run::Runner::workspace_for(start.workspace.as_deref(), agent);
+) -> Result<Vec<toolgate_model::ImagePart>, ApiError> {
+    let workspace = toolgate_runtime::run::Runner::workspace_for(start.workspace.as_deref(), agent);
     let mut images = Vec::new();
     for item in ready {
         match item {
@@ -244,7 +244,7 @@ fn agent_name(model: &str) -> Result<&str, ApiError> {
 /// the calls the client answers, and the previous response's run.
 async fn continue_from(
     state: &Arc<AppState>,
-    who: &crate::identity::Identity,
+    who: &toolgate_protocol::identity::Identity,
     agent_name: &str,
     previous: &str,
     input: input::Input,
@@ -300,14 +300,14 @@ async fn continue_from(
             let answered: HashMap<String, bool> = pending
                 .iter()
                 .filter(|p| {
-                    p.state == crate::store::PendingState::Waiting
-                        || p.state == crate::store::PendingState::Decided
+                    p.state == toolgate_store::PendingState::Waiting
+                        || p.state == toolgate_store::PendingState::Decided
                 })
                 .map(|p| (p.item.call_id.clone(), p.item.kind == ItemKind::Approval))
                 .collect();
             let mut left = waiting.len();
             for (call_id, decision) in plan {
-                let decider = crate::store::Decider {
+                let decider = toolgate_store::Decider {
                     by: who.name.clone(),
                     key_id: who.key_id.clone(),
                     shown: None,
@@ -502,13 +502,17 @@ pub async fn get_response(
 /// The stored response `id`, failed when its server stopped before finishing it.
 async fn stored_response(
     state: &Arc<AppState>,
-    who: &crate::identity::Identity,
+    who: &toolgate_protocol::identity::Identity,
     id: &str,
 ) -> Result<Map<String, Value>, ApiError> {
     let (row, mut body) = manage::stored(state, who, id).await?;
     if row.status == ResponseStatus::InProgress.as_str()
         && let Ok(run) = state.runner.get(&row.run_id).await
-        && abandoned(run.status, run.updated_at, crate::clock::now_ms())
+        && abandoned(
+            run.status,
+            run.updated_at,
+            toolgate_protocol::clock::now_ms(),
+        )
     {
         body.insert("status".into(), json!(ResponseStatus::Failed));
         body.insert(

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::tool::ClientTool;
+use toolgate_tool::ClientTool;
 
 /// The function tools a request declares: `None` when it sends no `tools` (the run
 /// keeps the ones it has), else the new set; an error sentence for anything else.

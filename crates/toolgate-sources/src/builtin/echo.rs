@@ -3,7 +3,10 @@
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use crate::tool::{Permission, ToolContext, ToolOutput, ToolSpec};
+use toolgate_tool::Permission;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {

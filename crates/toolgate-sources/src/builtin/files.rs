@@ -1,5 +1,5 @@
 //! `read_file`, `list_dir` (auto) and `write_file` (confirm), confined to the
-//! workspace: every path is opened beneath the root (see [`crate::tool::workspace`]),
+//! workspace: every path is opened beneath the root (see [`toolgate_tool::workspace`]),
 //! so `..`, absolute paths and symlinks out are refused even while the workspace
 //! changes under a call; files with more than one hard link are neither read nor written.
 
@@ -10,8 +10,13 @@ use cap_std::fs::OpenOptions;
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use crate::tool::workspace::{Workspace, shown, single_link};
-use crate::tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolgate_tool::Part;
+use toolgate_tool::Permission;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::workspace::{Workspace, shown, single_link};
 
 pub fn read_spec() -> ToolSpec {
     ToolSpec {
@@ -140,7 +145,7 @@ fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<ToolOutput, To
         .read_to_end(&mut bytes)
         .map_err(|e| Workspace::io_error("read", requested, e))?;
     let total = meta.len().max(bytes.len() as u64);
-    if let Some(mime) = crate::protocol::image::sniff(&bytes) {
+    if let Some(mime) = toolgate_protocol::image::sniff(&bytes) {
         if total > max {
             return Err(ToolError::Execution(format!(
                 "'{}' is an image of {total} bytes, over max_bytes ({max})",
@@ -149,7 +154,7 @@ fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<ToolOutput, To
         }
         use base64::Engine;
         return Ok(ToolOutput {
-            parts: vec![crate::tool::Part::Image {
+            parts: vec![toolgate_tool::Part::Image {
                 mime: mime.to_string(),
                 url: None,
                 data: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),

@@ -6,11 +6,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use crate::tool::http::{
+use crate::tool_file::http::{
     Body, DEFAULT_MAX_RESPONSE, Request, Retry, headers_from, parse_method, parse_url, send,
 };
-use crate::tool::net::AllowList;
-use crate::tool::{Permission, ToolContext, ToolError, ToolSpec};
+use toolgate_tool::Permission;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::net::AllowList;
 
 pub fn spec() -> ToolSpec {
     builtin_spec(

@@ -1,5 +1,5 @@
 //! `shell`: a shell command in the workspace (confirm by default), with a timeout and
-//! an output cap, in the tool's sandbox (see `crate::sandbox`).
+//! an output cap, in the tool's sandbox (see `toolgate_sandbox`).
 
 use std::time::Duration;
 
@@ -9,9 +9,14 @@ use tokio::process::Command;
 use async_trait::async_trait;
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use crate::sandbox;
-use crate::tool::process;
-use crate::tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolgate_sandbox as sandbox;
+use toolgate_tool::Permission;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::process;
 
 /// Bytes of stdout and of stderr kept.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -27,7 +32,7 @@ pub fn spec() -> ToolSpec {
         }, "required": ["command"], "additionalProperties": false}),
     );
     s.timeout = Some(600.0);
-    s.sandbox = Some(crate::sandbox::Policy::default());
+    s.sandbox = Some(toolgate_sandbox::Policy::default());
     s
 }
 

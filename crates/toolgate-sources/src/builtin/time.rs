@@ -6,7 +6,11 @@ use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use crate::tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolgate_tool::Permission;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {

@@ -16,10 +16,12 @@ pub use params::env_name;
 pub use run::{ADAPTER, Binding, DifyTool};
 pub use source::{DifyFiles, NAME};
 
-use crate::tool::folder::{LoadError, ToolDef, line_of};
-use crate::tool::schema::Schema;
-use crate::tool::{Permission, SourceBinding, ToolSpec};
 use files::{RawProvider, RawTool, english};
+use toolgate_tool::Permission;
+use toolgate_tool::SourceBinding;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::folder::{LoadError, ToolDef, line_of};
+use toolgate_tool::schema::Schema;
 
 /// What a YAML file is, as far as Dify goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +41,7 @@ fn read_value(path: &Path) -> Result<(String, Value), LoadError> {
     let value = serde_saphyr::from_str::<Value>(&text).map_err(|e| {
         fail(
             e.location().map(|l| l.line() as usize),
-            crate::tool::folder::first_line(&e.to_string()),
+            toolgate_tool::folder::first_line(&e.to_string()),
         )
     })?;
     Ok((text, value))
@@ -191,7 +193,7 @@ fn tool_def(
     path: &Path,
     provider: &str,
     root: &Path,
-    provider_credentials: &std::collections::BTreeMap<String, crate::tool::Credential>,
+    provider_credentials: &std::collections::BTreeMap<String, toolgate_tool::Credential>,
 ) -> Result<ToolDef, LoadError> {
     let (text, value) = read_value(path)?;
     let fail = |keys: &[&str], message: String| LoadError {
@@ -265,9 +267,9 @@ fn tool_def(
         credentials,
         is_final: false,
         hidden: false,
-        sandbox: Some(crate::sandbox::Policy::default()),
+        sandbox: Some(toolgate_sandbox::Policy::default()),
     };
-    let runner: std::sync::Arc<dyn crate::tool::Tool> =
+    let runner: std::sync::Arc<dyn toolgate_tool::Tool> =
         std::sync::Arc::new(DifyTool::new(spec.clone()));
     Ok(ToolDef::new(spec, schema, path, NAME, Some(runner)))
 }
@@ -289,7 +291,8 @@ mod tests {
         let r = read_value(&tool);
         assert!(r.is_ok(), "{:?}", r.err());
         assert_eq!(kind(&tool), Some(Kind::Tool));
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dify/weather");
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/dify/weather");
         let provider = provider_in(&fixture).unwrap();
         assert!(provider.ends_with("provider/weather.yaml"));
         assert_eq!(kind(&provider), Some(Kind::Provider));

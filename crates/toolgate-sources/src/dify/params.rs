@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::files::{RawCredential, RawParam, english};
-use crate::tool::Credential;
+use toolgate_tool::Credential;
 
 /// The model's schema, the values from configuration and the form defaults.
 #[derive(Debug, Default)]

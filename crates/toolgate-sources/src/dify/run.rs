@@ -10,8 +10,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::tool::sources::tool_file::command::CommandTool;
-use crate::tool::{Entry, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool_file::command::CommandTool;
+use toolgate_tool::Entry;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
 
 /// The adapter's source.
 pub const ADAPTER: &str = include_str!("adapter.py");
@@ -108,7 +113,7 @@ impl Tool for DifyTool {
         command.call(ctx, request).await
     }
 
-    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<Arc<dyn Tool>> {
         Some(Arc::new(DifyTool::new(self.spec.with_sandbox(policy))))
     }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::{Kind, kind_in, load_provider, load_tool, provider_in};
-use crate::tool::source::{Claim, Found, ToolSource};
+use toolgate_tool::source::{Claim, Found, ToolSource};
 
 /// The source's name in its tools' origin.
 pub const NAME: &str = "dify";

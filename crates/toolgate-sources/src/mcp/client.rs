@@ -23,8 +23,10 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{Connect, Declaration};
-use crate::sandbox::{self, Policy};
-use crate::tool::{Part, ToolContext, ToolError};
+use toolgate_sandbox::{self as sandbox, Policy};
+use toolgate_tool::Part;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
 
 /// The time a server has to start and answer `initialize` and `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -420,10 +422,10 @@ impl Server {
             Connect::Http { url, headers } => {
                 let mut custom = HashMap::new();
                 for (k, v) in headers {
-                    let name = axum::http::HeaderName::from_bytes(k.as_bytes())
+                    let name = http::HeaderName::from_bytes(k.as_bytes())
                         .map_err(|e| format!("header '{k}': {e}"))?;
-                    let value = axum::http::HeaderValue::from_str(v)
-                        .map_err(|e| format!("header '{k}': {e}"))?;
+                    let value =
+                        http::HeaderValue::from_str(v).map_err(|e| format!("header '{k}': {e}"))?;
                     custom.insert(name, value);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::sandbox::Policy;
-use crate::tool::{LoadError, Permission};
+use toolgate_sandbox::Policy;
+use toolgate_tool::LoadError;
+use toolgate_tool::Permission;
 
 /// How toolgate reaches a server. Two declarations with the same name and the same
 /// `Connect` share one running server in a process.
@@ -110,7 +111,7 @@ fn parse_value(path: &Path, text: &str) -> Result<Value, LoadError> {
     } else {
         serde_saphyr::from_str(text).map_err(|e| {
             let line = e.location().map(|l| l.line() as usize);
-            fail(line, crate::tool::folder::first_line(&e.to_string()))
+            fail(line, toolgate_tool::folder::first_line(&e.to_string()))
         })
     }
 }
@@ -145,7 +146,7 @@ fn read_file(path: &Path) -> Result<Read, LoadError> {
     let value = parse_value(path, &text)?;
     let fail = |keys: &[&str], message: String| LoadError {
         path: path.to_path_buf(),
-        line: crate::tool::folder::line_of(&text, keys),
+        line: toolgate_tool::folder::line_of(&text, keys),
         message,
     };
     let Some(top) = value.as_object() else {
@@ -344,9 +345,9 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
 }
 
 /// `template` with its variables filled from the environment (see
-/// [`crate::tool::vars`]).
+/// [`toolgate_tool::vars`]).
 pub fn expand(template: &str) -> Result<String, String> {
-    crate::tool::vars::expand(template)
+    toolgate_tool::vars::expand(template)
 }
 
 /// `30`, `"30"`, `"30s"`, `"2m"`, `"500ms"` as seconds (positive).

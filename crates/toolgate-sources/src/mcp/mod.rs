@@ -17,8 +17,8 @@ pub use client::stop_unused;
 pub use config::{Connect, Declaration, declares_servers, declares_servers_in};
 pub use tool::{McpTool, output_of, tool_name};
 
-use crate::tool::folder::{LoadError, ToolDef};
-use crate::tool::source::{Claim, Found, ToolSource};
+use toolgate_tool::folder::{LoadError, ToolDef};
+use toolgate_tool::source::{Claim, Found, ToolSource};
 
 /// The source's name in its tools' origin.
 pub const NAME: &str = "mcp";
@@ -29,6 +29,10 @@ pub struct McpServers;
 impl ToolSource for McpServers {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn release_unused(&self) -> Vec<String> {
+        stop_unused()
     }
 
     fn claims(&self, path: &Path, text: &str) -> Claim {
@@ -100,8 +104,8 @@ fn load(path: &Path) -> Found {
             match tool::mcp_tool(decl, server, t) {
                 Ok((tool, schema)) => {
                     names.push(t["name"].as_str().unwrap_or_default().to_string());
-                    let spec = crate::tool::Tool::spec(&tool).clone();
-                    let runner: std::sync::Arc<dyn crate::tool::Tool> = std::sync::Arc::new(tool);
+                    let spec = toolgate_tool::Tool::spec(&tool).clone();
+                    let runner: std::sync::Arc<dyn toolgate_tool::Tool> = std::sync::Arc::new(tool);
                     out.tools
                         .push(ToolDef::new(spec, schema, &decl.path, NAME, Some(runner)));
                 }

@@ -9,9 +9,15 @@ use serde_json::{Map, Value};
 
 use super::client::{Server, on_runtime};
 use super::config::Declaration;
-use crate::tool::{
-    Part, Permission, Schema, SourceBinding, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use toolgate_tool::Part;
+use toolgate_tool::Permission;
+use toolgate_tool::Schema;
+use toolgate_tool::SourceBinding;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
 
 /// One tool of a running server.
 pub struct McpTool {
@@ -36,7 +42,7 @@ impl Tool for McpTool {
         let remote = self.remote.clone();
         let ctx = ctx.clone();
         // Read here: the call runs on the MCP runtime, outside this call's span.
-        let traceparent = crate::telemetry::propagate::current();
+        let traceparent = toolgate_telemetry::propagate::current();
         let result =
             on_runtime(async move { server.call(&remote, args, ctx, traceparent).await }).await??;
         Ok(output_of(
@@ -54,7 +60,7 @@ impl Tool for McpTool {
     }
 
     /// The tool on a server of its own, started in `policy`'s sandbox.
-    fn with_sandbox(&self, policy: crate::sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<Arc<dyn Tool>> {
         let server = self.server.with_sandbox(policy.clone())?;
         Some(Arc::new(McpTool {
             spec: self.spec.with_sandbox(policy),

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::http::{HeaderName, HeaderValue};
 use futures_util::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -22,7 +22,7 @@ pub struct Traced(pub reqwest::Client);
 
 /// The `traceparent` a JSON-RPC request carries in `params._meta`.
 fn traceparent(message: &ClientJsonRpcMessage) -> Option<HeaderValue> {
-    if !crate::telemetry::propagate::exporting() {
+    if !toolgate_telemetry::propagate::exporting() {
         return None;
     }
     let value = serde_json::to_value(message).ok()?;

@@ -49,7 +49,7 @@ pub fn parse_text(text: &str) -> Result<Value, String> {
     if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| format!("line {}: {e}", e.line()))
     } else {
-        serde_saphyr::from_str(text).map_err(|e| crate::tool::folder::first_line(&e.to_string()))
+        serde_saphyr::from_str(text).map_err(|e| toolgate_tool::folder::first_line(&e.to_string()))
     }
 }
 

@@ -19,8 +19,8 @@ pub use call::{ERROR_EXCERPT, OpenApiTool, request};
 pub use document::{Document, Version};
 pub use source::{NAME, OpenApiFiles};
 
-use crate::tool::folder::{LoadError, ToolDef, line_of};
-use crate::tool::schema::Schema;
+use toolgate_tool::folder::{LoadError, ToolDef, line_of};
+use toolgate_tool::schema::Schema;
 
 /// What a YAML or JSON file in the tools folder is, as far as OpenAPI goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +122,7 @@ fn tools(
             )
         })?,
     };
-    crate::tool::net::AllowList::parse(&raw.allow_hosts)
+    toolgate_tool::net::AllowList::parse(&raw.allow_hosts)
         .map_err(|e| fail("allow_hosts", format!("allow_hosts: {e}")))?;
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
         return Err(fail(
@@ -179,7 +179,7 @@ fn tools(
         });
         match compiled {
             Ok((spec, schema)) => {
-                let runner: std::sync::Arc<dyn crate::tool::Tool> =
+                let runner: std::sync::Arc<dyn toolgate_tool::Tool> =
                     std::sync::Arc::new(OpenApiTool::new(spec.clone()));
                 defs.push(ToolDef::new(spec, schema, path, NAME, Some(runner)));
             }

@@ -12,7 +12,10 @@ use super::binding::{
     Param,
 };
 use super::document::{Document, Version};
-use crate::tool::{Credential, Permission, SourceBinding, ToolSpec};
+use toolgate_tool::Credential;
+use toolgate_tool::Permission;
+use toolgate_tool::SourceBinding;
+use toolgate_tool::ToolSpec;
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",

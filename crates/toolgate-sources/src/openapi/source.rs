@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{Kind, document, kind, load};
-use crate::tool::source::{Claim, Found, ToolSource};
+use toolgate_tool::source::{Claim, Found, ToolSource};
 
 /// The source's name in its tools' origin.
 pub const NAME: &str = "openapi";

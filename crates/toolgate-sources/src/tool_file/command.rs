@@ -2,7 +2,7 @@
 //! to its stdin as one JSON object; its stdout (JSON or text) is the result; a non-zero
 //! exit is an error result carrying stderr. Timeout and output size are capped. Each
 //! line it writes to stdout while it runs is streamed as a `tool.output` part. It runs
-//! in the tool's sandbox (see `crate::sandbox`).
+//! in the tool's sandbox (see `toolgate_sandbox`).
 
 use std::sync::Arc;
 
@@ -11,11 +11,15 @@ use serde_json::{Map, Value};
 use tokio::process::Command;
 
 use super::http::expand_env;
-use crate::sandbox;
-use crate::tool::process;
-use crate::tool::{Entry, ToolSpec};
-use crate::tool::{Part, ToolError, ToolOutput};
-use crate::tool::{Tool, ToolContext};
+use toolgate_sandbox as sandbox;
+use toolgate_tool::Entry;
+use toolgate_tool::Part;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::process;
 
 /// Output bytes kept per stream when a tool does not say.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
@@ -115,10 +119,10 @@ pub fn output_of(name: &str, done: process::Finished, image: Option<&str>) -> To
         Some(0)
             if !done.stdout.truncated()
                 && (image.is_some()
-                    || crate::protocol::image::sniff(&done.stdout.bytes).is_some()) =>
+                    || toolgate_protocol::image::sniff(&done.stdout.bytes).is_some()) =>
         {
             use base64::Engine;
-            let mime = crate::protocol::image::sniff(&done.stdout.bytes)
+            let mime = toolgate_protocol::image::sniff(&done.stdout.bytes)
                 .or(image)
                 .unwrap_or("image/png");
             ToolOutput {

@@ -12,10 +12,14 @@ use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use crate::tool::net::{self, AllowList, Resolve, SystemResolver};
-use crate::tool::{Entry, ToolSpec};
-use crate::tool::{Part, ToolError, ToolOutput};
-use crate::tool::{Tool, ToolContext};
+use toolgate_tool::Entry;
+use toolgate_tool::Part;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolContext;
+use toolgate_tool::ToolError;
+use toolgate_tool::ToolOutput;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::net::{self, AllowList, Resolve, SystemResolver};
 
 pub(crate) use super::templates::percent_encode;
 use super::templates::{arg_text, fill, placeholders};
@@ -177,7 +181,7 @@ async fn follow(
         }
         // The call's trace goes on with the request (when spans are exported).
         let mut trace = reqwest::header::HeaderMap::new();
-        crate::telemetry::propagate::inject(&mut trace);
+        toolgate_telemetry::propagate::inject(&mut trace);
         builder = builder.headers(trace);
         builder = match &body {
             Some(Body::Json(v)) => builder.json(v),
@@ -400,7 +404,7 @@ impl HttpTool {
     pub fn request(
         &self,
         args: &Map<String, Value>,
-        context: &crate::tool::RunContext,
+        context: &toolgate_tool::RunContext,
     ) -> Result<Request, ToolError> {
         let Entry::Http {
             url,

@@ -14,8 +14,10 @@ use std::sync::Arc;
 pub use read::load_file;
 
 use super::builtin;
-use crate::tool::source::{Claim, Found, ToolSource};
-use crate::tool::{Entry, Tool, ToolSpec};
+use toolgate_tool::Entry;
+use toolgate_tool::Tool;
+use toolgate_tool::ToolSpec;
+use toolgate_tool::source::{Claim, Found, ToolSource};
 
 /// The source's name in its tools' origin.
 pub const NAME: &str = "file";

@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 
 use super::super::builtin;
 use super::http;
-use crate::tool::credentials::{self, Credential};
-use crate::tool::folder::{LoadError, ToolDef, first_line, line_of};
-use crate::tool::list_form::{ListError, list_form};
-use crate::tool::schema::{Schema, SchemaError};
-use crate::tool::spec::{Entry, ToolSpec};
+use toolgate_tool::credentials::{self, Credential};
+use toolgate_tool::folder::{LoadError, ToolDef, first_line, line_of};
+use toolgate_tool::list_form::{ListError, list_form};
+use toolgate_tool::schema::{Schema, SchemaError};
+use toolgate_tool::spec::{Entry, ToolSpec};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -208,14 +208,14 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     };
     let (permission, rules) = match &raw.permission {
         None | Some(Value::Null) => (None, None),
-        Some(v) => crate::policy::read_permission(v).map_err(|(k, m)| {
+        Some(v) => toolgate_tool::policy::read_permission(v).map_err(|(k, m)| {
             let mut keys = vec!["permission".to_string()];
             keys.extend(k);
             policy_fail(keys, format!("permission: {m}"))
         })?,
     };
     let folder = path.parent().unwrap_or(Path::new("."));
-    let (hooks, deadline) = crate::policy::read_extras(
+    let (hooks, deadline) = toolgate_tool::policy::read_extras(
         raw.hooks.as_ref(),
         raw.approval_timeout.as_ref(),
         raw.on_timeout.as_ref(),
@@ -250,12 +250,12 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         schema,
         output: output_schema,
         path: path.to_path_buf(),
-        policy: crate::policy::Policy {
+        policy: toolgate_tool::policy::Policy {
             rules,
             hooks,
             deadline,
         },
-        rule: crate::identity::DecisionRule {
+        rule: toolgate_protocol::identity::DecisionRule {
             approvers: raw.approvers,
             four_eyes: raw.four_eyes,
         },
@@ -270,11 +270,11 @@ fn sandbox_of(
     path: &Path,
     entry: &Entry,
     written: Option<&Value>,
-) -> Result<Option<crate::sandbox::Policy>, (String, String)> {
+) -> Result<Option<toolgate_sandbox::Policy>, (String, String)> {
     let starts_programs = matches!(entry, Entry::Command { .. })
         || matches!(entry, Entry::Builtin { handler } if handler == "shell");
     match written {
-        None if starts_programs => Ok(Some(crate::sandbox::Policy::default())),
+        None if starts_programs => Ok(Some(toolgate_sandbox::Policy::default())),
         None => Ok(None),
         Some(_) if !starts_programs => Err((
             "sandbox".into(),
@@ -282,7 +282,7 @@ fn sandbox_of(
         )),
         Some(v) => {
             let base = path.parent().unwrap_or(Path::new("."));
-            crate::sandbox::Policy::parse(v, base).map(Some)
+            toolgate_sandbox::Policy::parse(v, base).map(Some)
         }
     }
 }

@@ -3,13 +3,13 @@
 
 use serde_json::{Map, Value};
 
-use crate::tool::ToolError;
+use toolgate_tool::ToolError;
 
 /// Replaces `${context:NAME}` with the call's run context (tenant, user, run_id,
 /// conversation_id), and `${VAR}` with the environment variable.
 pub fn expand_context(
     template: &str,
-    context: &crate::tool::RunContext,
+    context: &toolgate_tool::RunContext,
 ) -> Result<String, ToolError> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
@@ -24,7 +24,7 @@ pub fn expand_context(
         let value = context.get(name).ok_or_else(|| {
             ToolError::Execution(format!(
                 "'${{context:{name}}}' names nothing; use one of: {}",
-                crate::tool::RunContext::NAMES.join(", ")
+                toolgate_tool::RunContext::NAMES.join(", ")
             ))
         })?;
         out.push_str(value);
@@ -35,9 +35,9 @@ pub fn expand_context(
 }
 
 /// Fills `${VAR}`, `${VAR:-default}` and `${env:VAR}` from the environment (see
-/// [`crate::tool::vars`]).
+/// [`toolgate_tool::vars`]).
 pub fn expand_env(template: &str) -> Result<String, ToolError> {
-    crate::tool::vars::expand(template).map_err(ToolError::Execution)
+    toolgate_tool::vars::expand(template).map_err(ToolError::Execution)
 }
 
 /// The parameters a `{name}` template refers to.

@@ -4,7 +4,7 @@
 use super::super::{
     Backend, Decided, Decider, DecisionChanges, DueItem, Store, StoreError, Waiting,
 };
-use crate::protocol::Decision;
+use toolgate_protocol::Decision;
 
 impl Store {
     /// Records `decision` (by `decider`) on the items `changes` names, as

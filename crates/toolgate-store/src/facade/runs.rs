@@ -2,7 +2,7 @@
 //! runs, their pending items, trees and timelines.
 
 use super::super::{Backend, NewRun, PendingRow, RunRow, RunSave, Store, StoreError, TimelineRows};
-use crate::protocol::{RunStatus, RunTree};
+use toolgate_protocol::{RunStatus, RunTree};
 
 impl Store {
     /// A new run, in progress and leased to `owner`, with the messages it adds to its
@@ -49,7 +49,7 @@ impl Store {
     }
 
     /// [`Store::create_run`], for a run that may be a sub-agent's (`link`). A child is
-    /// refused when its parent's call already has one ([`crate::store::Refusal::ChildExists`]).
+    /// refused when its parent's call already has one ([`crate::Refusal::ChildExists`]).
     pub async fn create_linked_run(&self, new: NewRun) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.create_linked_run(new).await?),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{PgStore, listener};
-use crate::store::Change;
+use crate::Change;
 
 impl PgStore {
     /// Every run's changes from now on, whoever makes them. The first watcher starts

@@ -10,8 +10,8 @@ use tokio_postgres::{Row, Transaction};
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::protocol::Decision;
-use crate::store::{DEADLINE, DueItem, EXPIRED, PendingRow, Refusal};
+use crate::{DEADLINE, DueItem, EXPIRED, PendingRow, Refusal};
+use toolgate_protocol::Decision;
 
 /// Times a sweep is tried again when the database broke a lock cycle it was in.
 const TRIES: usize = 5;

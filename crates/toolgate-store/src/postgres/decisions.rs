@@ -7,8 +7,8 @@
 use super::prepared::Prepared;
 use super::run_rows::{OrStore, db_now, rows_to};
 use super::{PgStore, StoreError};
-use crate::protocol::{Decision, RunStatus};
-use crate::store::{Decided, Decider, DecisionChanges, Refusal};
+use crate::{Decided, Decider, DecisionChanges, Refusal};
+use toolgate_protocol::{Decision, RunStatus};
 
 impl PgStore {
     /// Records `decision` on the items `changes` names, as `decider`, while each is still

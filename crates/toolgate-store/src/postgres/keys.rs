@@ -7,8 +7,8 @@ use tokio_postgres::Row;
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::identity::{Identity, Role};
-use crate::store::{KeyInfo, KeyLookup, NewKey, Refusal};
+use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
+use toolgate_protocol::identity::{Identity, Role};
 
 const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
 

@@ -16,8 +16,8 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::Inner;
 use super::run_rows::NOW_MS;
-use crate::protocol::RunStatus;
-use crate::store::{Change, ChangeKind};
+use crate::{Change, ChangeKind};
+use toolgate_protocol::RunStatus;
 
 /// The channel the triggers notify on.
 pub(super) const CHANNEL: &str = "toolgate_changes";
@@ -109,7 +109,7 @@ async fn listen(
     // The database's time at the last heartbeat.
     let mut heard_until: Option<i64> = None;
     // This host's time now: the database's, give or take the margin.
-    let started = crate::clock::now_ms();
+    let started = toolgate_protocol::clock::now_ms();
     loop {
         if inner.strong_count() == 0 {
             return;

@@ -11,8 +11,8 @@ use super::rows::{
     pending_from_row, run_from_row,
 };
 use super::{PgStore, StoreError};
-use crate::protocol::RunStatus;
-use crate::store::{PauseRow, PendingRow, RunRow, TimelineRows};
+use crate::{PauseRow, PendingRow, RunRow, TimelineRows};
+use toolgate_protocol::RunStatus;
 
 /// Which runs, in what order: newest first (in the order they were added, within a
 /// millisecond), filtered by status (`$1`), conversation (`$2`) and tenant (`$4`), at

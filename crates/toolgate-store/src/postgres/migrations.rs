@@ -47,7 +47,7 @@ pub async fn migrate(client: &mut Client) -> Result<Found, tokio_postgres::Error
                 tx.batch_execute(sql).await?;
                 tx.execute(
                     "INSERT INTO toolgate_schema (version, applied_at) VALUES ($1, $2)",
-                    &[&(i as i64 + 1), &crate::clock::now_ms()],
+                    &[&(i as i64 + 1), &toolgate_protocol::clock::now_ms()],
                 )
                 .await?;
             }

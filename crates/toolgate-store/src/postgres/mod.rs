@@ -65,7 +65,7 @@ struct Inner {
     /// Set by `close`: later writes fail with `WriterGone`.
     closed: AtomicBool,
     /// The change feed's watchers, once someone watches.
-    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::store::Change>>,
+    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::Change>>,
     /// How to connect outside the pool: the change feed's listener holds a connection
     /// of its own (LISTEN lasts as long as its session).
     config: tokio_postgres::Config,

@@ -8,7 +8,7 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{CALL_COLUMNS, call_from_row, get};
 use super::{PgStore, StoreError};
-use crate::store::{CallQuery, CallRecord, Page};
+use crate::{CallQuery, CallRecord, Page};
 
 /// One batch of records as columns, for `UNNEST`.
 #[derive(Default)]
@@ -124,7 +124,7 @@ impl PgStore {
                 return Err(e);
             }
             s.committed();
-            crate::telemetry::metrics::store_committed(true, started.elapsed());
+            toolgate_telemetry::metrics::store_committed(true, started.elapsed());
             s.records_added(records.len() as u64);
             Ok(records)
         })

@@ -7,7 +7,7 @@ use tokio_postgres::Row;
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::store::ResponseRow;
+use crate::ResponseRow;
 
 const COLUMNS: &str = "id, run_id, step, previous_id, status, body, created_at, updated_at";
 

@@ -8,8 +8,8 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, ToSql};
 
 use super::{PgStore, StoreError};
-use crate::protocol::{CallStatus, CallerKind};
-use crate::store::{CallRecord, PendingRow, RunRow, StoredCall};
+use crate::{CallRecord, PendingRow, RunRow, StoredCall};
+use toolgate_protocol::{CallStatus, CallerKind};
 
 /// The columns [`call_from_row`] reads, in its order.
 pub(super) const CALL_COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced";

@@ -8,8 +8,8 @@ use tokio_postgres::Row;
 
 use super::prepared::Prepared;
 use super::{PgStore, StoreError};
-use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
-use crate::store::{PendingRow, PendingState, Refusal, RunRow};
+use crate::{PendingRow, PendingState, Refusal, RunRow};
+use toolgate_protocol::{ItemKind, RequiredItem, RunStatus, Usage};
 
 pub(super) use super::clock::NOW_MS;
 
@@ -100,7 +100,7 @@ pub(super) fn pending_from_row(row: &Row) -> Result<PendingRow, tokio_postgres::
             expires_at: row.try_get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(crate::protocol::OnTimeout::parse),
+                .and_then(toolgate_protocol::OnTimeout::parse),
             policy: row.try_get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),

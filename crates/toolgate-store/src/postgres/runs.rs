@@ -14,8 +14,8 @@ use super::run_rows::{
 };
 use super::save_rows::{add_pending, append_messages, insert_records, set_pending};
 use super::{PgStore, StoreError};
-use crate::protocol::RunStatus;
-use crate::store::{NewRun, PendingRow, Refusal, RunRow, RunSave};
+use crate::{NewRun, PendingRow, Refusal, RunRow, RunSave};
+use toolgate_protocol::RunStatus;
 
 /// Namespace of the advisory locks taken on a conversation while a run is created in it
 /// (`TGCV`); the second key is the conversation id's hash.
@@ -46,7 +46,7 @@ impl PgStore {
             messages,
             first_seq,
             link: None,
-            tenant: crate::identity::DEFAULT_TENANT.to_string(),
+            tenant: toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
             started_by: None,
         })
         .await
@@ -181,7 +181,7 @@ impl PgStore {
             let tx = client.transaction().await.or_store(&s)?;
             let mut run = find_run_locked(&tx, &s, &id).await?;
             let now = db_now(&tx, &s).await?;
-            crate::store::lease::may_acquire(&run, &owner, now)?;
+            crate::lease::may_acquire(&run, &owner, now)?;
             let pending = pending_rows(&tx, &s, &run.id).await?;
             tx.exec(
                 "UPDATE runs SET lease_owner = $2, lease_until = $3, status = 'in_progress', updated_at = $4 WHERE id = $1",
@@ -219,7 +219,7 @@ impl PgStore {
                 .or_store(&s)?;
             s.committed();
             if n == 0 {
-                return Err(crate::store::lease::lost_lease(&id));
+                return Err(crate::lease::lost_lease(&id));
             }
             Ok(())
         })
@@ -296,7 +296,7 @@ impl PgStore {
                 insert_records(&tx, &s, &save.records).await?;
                 tx.commit().await.or_store(&s)?;
                 s.committed();
-                return Err(crate::store::lease::lost_lease(&id));
+                return Err(crate::lease::lost_lease(&id));
             }
             add_pending(&tx, &s, &id, &save.add_pending, now).await?;
             set_pending(&tx, &s, &id, &save.set_pending).await?;

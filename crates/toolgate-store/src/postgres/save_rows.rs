@@ -9,8 +9,8 @@ use tokio_postgres::error::SqlState;
 use super::prepared::Prepared;
 use super::run_rows::OrStore;
 use super::{PgStore, StoreError};
-use crate::protocol::RequiredItem;
-use crate::store::{CallRecord, PendingState, Refusal};
+use crate::{CallRecord, PendingState, Refusal};
+use toolgate_protocol::RequiredItem;
 
 /// Appends messages to the conversation of run `run_id`, the first at `first_seq` (one
 /// statement for them all). A position already taken means two runs wrote the same

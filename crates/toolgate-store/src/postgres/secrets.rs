@@ -4,7 +4,7 @@
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::store::SecretInfo;
+use crate::SecretInfo;
 
 impl PgStore {
     /// Sets (or replaces) secret `name` in `tenant`'s scope to `sealed`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::rows::get;
 use super::totals::Folded;
 use super::{PgStore, StoreError};
-use crate::store::summary::{
+use crate::summary::{
     ByStatus, CallCounts, ConversationSummary, Durations, GlobalStats, Histogram, ToolStats,
     global, microseconds, tool_stats,
 };

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::rows::get;
 use super::{PgStore, StoreError};
-use crate::store::summary::{ByStatus, Histogram};
+use crate::summary::{ByStatus, Histogram};
 
 /// Records written (or seen unfolded by a summary) that start a fold.
 pub(super) const FOLD_AT: u64 = 1024;

@@ -11,9 +11,9 @@ use super::rows::{
     PENDING_COLUMNS, PENDING_COUNT, PENDING_ORDER, RUN_COLUMNS, get, pending_from_row, run_from_row,
 };
 use super::{PgStore, StoreError};
-use crate::protocol::{RunStatus, RunTree};
-use crate::store::summary::{RunCalls, join_tree, run_node};
-use crate::store::{PendingRow, RunRow};
+use crate::summary::{RunCalls, join_tree, run_node};
+use crate::{PendingRow, RunRow};
+use toolgate_protocol::{RunStatus, RunTree};
 
 /// The runs below `$1`, each with the path of run ids from `$1`'s child down to it.
 const BELOW: &str = "WITH RECURSIVE below(id, path) AS (

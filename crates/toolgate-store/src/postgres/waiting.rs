@@ -2,7 +2,7 @@
 //! counted with the time the oldest was requested (the metrics read it at each scrape).
 
 use super::{PgStore, StoreError};
-use crate::store::Waiting;
+use crate::Waiting;
 
 impl PgStore {
     /// The approval items of paused runs that wait for a decision.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::broadcast;
 
-use crate::protocol::RunStatus;
-use crate::store::feed::{Change, ChangeKind};
+use crate::feed::{Change, ChangeKind};
+use toolgate_protocol::RunStatus;
 
 /// How often it looks.
 const TICK: Duration = Duration::from_millis(25);

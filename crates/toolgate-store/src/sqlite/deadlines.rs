@@ -10,8 +10,8 @@ use super::runs::{
     PENDING_COLUMNS, PENDING_COUNT, PendingRow, RunsError, find_run, pending_from_row,
 };
 use super::tree::{ids_below, root_of};
-use crate::clock::now_ms;
-use crate::protocol::Decision;
+use toolgate_protocol::Decision;
+use toolgate_protocol::clock::now_ms;
 
 /// Who an expired item is recorded as decided by.
 pub const DEADLINE: &str = "deadline";
@@ -38,7 +38,7 @@ impl SqliteStore {
             let decision = serde_json::to_string(&Decision::Deny {
                 reason: Some(EXPIRED.to_string()),
             })
-            .map_err(|e| RunsError::Refused(crate::store::Refusal::DecisionConflict, e.to_string()))?;
+            .map_err(|e| RunsError::Refused(crate::Refusal::DecisionConflict, e.to_string()))?;
             for d in &due {
                 tx.prepare_cached("UPDATE pending SET decision = ?3, state = 'decided', decided_at = ?4, decided_by = ?5 WHERE run_id = ?1 AND call_id = ?2 AND state = 'waiting'")?
                     .execute(params![d.run_id, d.pending.item.call_id, decision, now, DEADLINE])?;

@@ -7,9 +7,9 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
-use crate::clock::now_ms;
-use crate::protocol::{Decision, RunStatus};
-use crate::store::DecisionChanges;
+use crate::DecisionChanges;
+use toolgate_protocol::clock::now_ms;
+use toolgate_protocol::{Decision, RunStatus};
 
 /// What a decision changed.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
-use crate::clock::now_ms;
-use crate::identity::{Identity, Role};
+use toolgate_protocol::clock::now_ms;
+use toolgate_protocol::identity::{Identity, Role};
 
 /// An issued key as listed (never the key itself).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -117,7 +117,7 @@ struct Inner {
     writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
     /// The change feed's watchers, once someone watches (`SqliteStore::watch`).
-    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::store::Change>>,
+    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::Change>>,
     /// Held while the store is open: the feed's thread ends with it.
     alive: Arc<()>,
 }
@@ -150,7 +150,7 @@ impl SqliteStore {
     fn open_once(path: &Path, options: StoreOptions) -> Result<SqliteStore, StoreError> {
         let path = path.to_path_buf();
         // No tool's sandbox shows it, nor its key file, even inside a workspace.
-        crate::sandbox::protect_database(&path);
+        toolgate_sandbox::protect_database(&path);
         let busy = options.busy_timeout;
         let fail = |e| describe(&path, busy, e);
         let mut conn = Connection::open_with_flags(
@@ -333,7 +333,7 @@ impl SqliteStore {
 
     /// Every run's changes from now on (see `Store::watch`). The first watcher starts
     /// the store's one follower thread (`changes.rs`).
-    pub fn watch(&self) -> tokio::sync::broadcast::Receiver<crate::store::Change> {
+    pub fn watch(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
         self.inner
             .feed
             .get_or_init(|| {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::record::{COLUMNS, StoredCall, from_row};
 use super::{SqliteStore, StoreError};
-use crate::protocol::CallStatus;
+use toolgate_protocol::CallStatus;
 
 /// Which records to list.
 #[derive(Debug, Clone, Default)]

@@ -3,8 +3,8 @@
 use rusqlite::{Row, Statement, params};
 use serde_json::Value;
 
-use crate::protocol::{CallStatus, CallerKind};
-pub use crate::store::model::{CallRecord, StoredCall};
+pub use crate::model::{CallRecord, StoredCall};
+use toolgate_protocol::{CallStatus, CallerKind};
 
 pub(crate) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 

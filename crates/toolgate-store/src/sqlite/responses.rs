@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::SqliteStore;
 use super::record::{COLUMNS, CallRecord, from_row};
 use super::runs::RunsError;
-use crate::clock::now_ms;
+use toolgate_protocol::clock::now_ms;
 
 /// A response as stored.
 #[derive(Debug, Clone, PartialEq)]

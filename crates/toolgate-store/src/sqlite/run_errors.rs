@@ -2,7 +2,7 @@
 //! not yet turned into one (the facade sees only [`StoreError`]).
 
 use super::StoreError;
-pub use crate::store::Refusal;
+pub use crate::Refusal;
 
 /// Why a query failed: refused, not found, or SQLite's own error (only inside this
 /// backend; [`From<RunsError> for StoreError`] is where it stops).

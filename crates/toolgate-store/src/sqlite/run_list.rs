@@ -3,7 +3,7 @@
 
 use super::runs::{find_run, pending_with_below};
 use super::{PendingRow, RunRow, RunsError, SqliteStore};
-use crate::protocol::RunStatus;
+use toolgate_protocol::RunStatus;
 
 impl SqliteStore {
     /// [`SqliteStore::runs_with_pending`], of one tenant (`None`: every tenant).

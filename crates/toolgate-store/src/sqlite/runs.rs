@@ -9,9 +9,9 @@ use tokio::sync::oneshot;
 
 use super::record::{self, INSERT};
 use super::{SqliteStore, StoreError, describe, writer};
-use crate::clock::now_ms;
-use crate::protocol::{ItemKind, RequiredItem, RunStatus, Usage};
-pub use crate::store::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
+pub use crate::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
+use toolgate_protocol::clock::now_ms;
+use toolgate_protocol::{ItemKind, RequiredItem, RunStatus, Usage};
 
 pub use super::run_errors::{Refusal, RunsError};
 
@@ -76,7 +76,7 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             expires_at: row.get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(crate::protocol::OnTimeout::parse),
+                .and_then(toolgate_protocol::OnTimeout::parse),
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
@@ -218,7 +218,7 @@ impl SqliteStore {
             messages,
             first_seq,
             link: None,
-            tenant: crate::identity::DEFAULT_TENANT.to_string(),
+            tenant: toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
             started_by: None,
         };
         self.create_linked_run(new).await
@@ -279,7 +279,7 @@ impl SqliteStore {
         self.transact(move |tx| {
             let mut run = find_run(tx, &id)?;
             let now = now_ms();
-            crate::store::lease::may_acquire(&run, &owner, now)?;
+            crate::lease::may_acquire(&run, &owner, now)?;
             let pending = pending_rows(tx, &run.id)?;
             tx.prepare_cached("UPDATE runs SET lease_owner = ?2, lease_until = ?3, status = 'in_progress', updated_at = ?4 WHERE id = ?1")?.execute(params![run.id, owner, now + lease_ms, now],
             )?;
@@ -375,7 +375,7 @@ impl SqliteStore {
                         item.arguments.to_string(),
                         item.reason,
                         item.expires_at,
-                        item.on_timeout.map(crate::protocol::OnTimeout::as_str),
+                        item.on_timeout.map(toolgate_protocol::OnTimeout::as_str),
                         item.policy,
                         now,
                     ])?;
@@ -525,5 +525,5 @@ fn count(n: u64) -> i64 {
 }
 
 fn lost_lease(id: &str) -> RunsError {
-    crate::store::lease::lost_lease(id).into()
+    crate::lease::lost_lease(id).into()
 }

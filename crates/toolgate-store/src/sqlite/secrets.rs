@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::runs::RunsError;
-use crate::clock::now_ms;
+use toolgate_protocol::clock::now_ms;
 
 /// A stored secret's name and times (never its value).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

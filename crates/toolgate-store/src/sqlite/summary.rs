@@ -6,7 +6,7 @@ use rusqlite::Connection;
 
 use super::totals::{self, ByStatus, Histogram};
 use super::{SqliteStore, StoreError};
-use crate::store::summary::{
+use crate::summary::{
     CallCounts, ConversationSummary, GlobalStats, ToolStats, global, percentiles, tool_stats,
 };
 

@@ -4,14 +4,14 @@
 use super::record::{COLUMNS, from_row};
 use super::runs::find_run;
 use super::{RunRow, RunsError, SqliteStore, StoredCall};
-use crate::protocol::{Decision, RequiredItem};
+use toolgate_protocol::{Decision, RequiredItem};
 
 /// One item a run paused for, decided or not.
 #[derive(Debug, Clone)]
 pub struct PauseRow {
     pub item: RequiredItem,
     pub decision: Option<Decision>,
-    pub state: crate::store::PendingState,
+    pub state: crate::PendingState,
     /// Unix milliseconds, once decided.
     pub decided_at: Option<i64>,
     /// Who decided, when it was recorded.

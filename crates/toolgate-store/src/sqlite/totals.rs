@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-pub(super) use crate::store::summary::{ByStatus, Histogram, bucket};
+pub(super) use crate::summary::{ByStatus, Histogram, bucket};
 
 use rusqlite::{Connection, OptionalExtension, params};
 

@@ -12,8 +12,8 @@ use super::SqliteStore;
 use super::runs::{
     PendingRow, RUN_COLUMNS, RunRow, RunsError, find_run, pending_from_row, run_from_row,
 };
-use crate::protocol::RunTree;
-use crate::store::summary::{join_tree, run_node};
+use crate::summary::{join_tree, run_node};
+use toolgate_protocol::RunTree;
 
 /// The runs below `run_id`, each with the path of run ids from `run_id`'s child down
 /// to it, parents before children.

@@ -6,7 +6,7 @@
 use rusqlite::params;
 
 use super::{RunsError, SqliteStore};
-use crate::clock::now_ms;
+use toolgate_protocol::clock::now_ms;
 
 impl SqliteStore {
     /// Up to `limit` top-level runs in progress whose lease is free, or paused with a

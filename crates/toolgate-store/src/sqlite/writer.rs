@@ -177,7 +177,7 @@ impl Writer {
                     job(conn);
                     totals.jobs += 1;
                     self.commits.fetch_add(1, Ordering::Relaxed);
-                    crate::telemetry::metrics::store_committed(false, started.elapsed());
+                    toolgate_telemetry::metrics::store_committed(false, started.elapsed());
                     tracing::trace!(target: LOG, ms = elapsed_ms(started), "store transaction done");
                 }
             }
@@ -202,7 +202,7 @@ impl Writer {
                 totals.commits += 1;
                 totals.records += records as u64;
                 self.commits.fetch_add(1, Ordering::Relaxed);
-                crate::telemetry::metrics::store_committed(true, started.elapsed());
+                toolgate_telemetry::metrics::store_committed(true, started.elapsed());
                 tracing::debug!(
                     target: LOG,
                     batches = batches.len(),

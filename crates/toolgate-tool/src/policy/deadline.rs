@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-pub use crate::protocol::OnTimeout;
+pub use toolgate_protocol::OnTimeout;
 
 /// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -384,11 +384,11 @@ async fn post(url: &url::Url, hook: &'static str, body: Vec<u8>) -> Result<Vec<u
         .post(url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(
-            crate::protocol::webhook::EVENT_HEADER,
+            toolgate_protocol::webhook::EVENT_HEADER,
             format!("hook.{hook}"),
         );
     let secret = std::env::var(SECRET_ENV)
-        .or_else(|_| std::env::var(crate::protocol::webhook::SECRET_ENV))
+        .or_else(|_| std::env::var(toolgate_protocol::webhook::SECRET_ENV))
         .ok()
         .filter(|s| !s.trim().is_empty());
     if let Some(secret) = secret {
@@ -396,15 +396,16 @@ async fn post(url: &url::Url, hook: &'static str, body: Vec<u8>) -> Result<Vec<u
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let delivery = uuid::Uuid::new_v4().to_string();
-        if let Some(sig) = crate::protocol::webhook::signature(&secret, timestamp, &delivery, &body)
+        if let Some(sig) =
+            toolgate_protocol::webhook::signature(&secret, timestamp, &delivery, &body)
         {
             request = request
-                .header(crate::protocol::webhook::SIGNATURE_HEADER, sig)
+                .header(toolgate_protocol::webhook::SIGNATURE_HEADER, sig)
                 .header(
-                    crate::protocol::webhook::TIMESTAMP_HEADER,
+                    toolgate_protocol::webhook::TIMESTAMP_HEADER,
                     timestamp.to_string(),
                 )
-                .header(crate::protocol::webhook::DELIVERY_HEADER, delivery);
+                .header(toolgate_protocol::webhook::DELIVERY_HEADER, delivery);
         }
     }
     let response = request

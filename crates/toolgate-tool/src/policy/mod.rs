@@ -16,7 +16,7 @@ pub use deadline::{Deadline, OnTimeout, parse_duration};
 pub use hooks::{Before, BeforeAnswer, Hook, HookError, HookRequest, Hooks};
 pub use rules::{Facts, Rule, Rules, Ruling};
 
-use crate::tool::Permission;
+use crate::Permission;
 
 /// A tool's own policy, from its tool file (the default every agent starts from).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -6,7 +6,7 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value};
 
-use crate::tool::Permission;
+use crate::Permission;
 
 /// The names an expression may use (besides a macro's own variable, as `x` in
 /// `args.items.all(x, x < 10)`).

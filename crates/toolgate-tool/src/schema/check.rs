@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{Additional, Schema};
-use crate::parse::coerce::{Types, coerce_json};
-use crate::tool::ArgError;
+use crate::ArgError;
+use toolgate_parse::coerce::{Types, coerce_json};
 
 impl Schema {
     /// Validates one value (a tool's output, say): the value as coerced, or every error,

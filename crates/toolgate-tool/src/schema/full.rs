@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use super::Schema;
 use super::inline::coercion_view;
-use crate::parse::coerce::{Types, coerce_json, property};
-use crate::tool::ArgError;
+use crate::ArgError;
+use toolgate_parse::coerce::{Types, coerce_json, property};
 
 /// A compiled full validator and the schema's coercion view.
 #[derive(Clone)]

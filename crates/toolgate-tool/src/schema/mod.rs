@@ -24,7 +24,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::keywords;
-use crate::parse::coerce::Types;
+use toolgate_parse::coerce::Types;
 
 /// A compiled schema node.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::inline::resolve;
 use super::{At, MAX_DEPTH, SchemaError};
-use crate::tool::keywords::{Keyword, keyword};
+use crate::keywords::{Keyword, keyword};
 
 /// Keywords whose value is one schema.
 const ONE: [&str; 10] = [

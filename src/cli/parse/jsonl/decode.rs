@@ -196,6 +196,7 @@ fn hex4(h: &[u8]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn both(line: &str) -> (Option<String>, Result<String, String>) {

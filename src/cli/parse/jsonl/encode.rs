@@ -107,6 +107,7 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use toolgate::parse::{ParseOptions, parse_input};
 

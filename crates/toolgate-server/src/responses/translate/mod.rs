@@ -18,8 +18,8 @@ use super::wire::{
     ItemStatus, McpCallError, McpCallStatus, OutputContent, OutputItem, ResponseObject,
     ResponseStatus, SERVER_LABEL,
 };
-use crate::protocol::{CallStatus, ItemKind, RequiredItem, RunEvent, events};
-use crate::store::CallRecord;
+use toolgate_protocol::{CallStatus, ItemKind, RequiredItem, RunEvent, events};
+use toolgate_store::CallRecord;
 
 /// One stream event: a JSON object with its `type` and `sequence_number`.
 pub type StreamEvent = Value;

@@ -5,9 +5,9 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::protocol::{CallerKind, RunObject, RunStatus, Usage, events};
-use crate::server::responses::ending::{Ending, ending};
-use crate::server::responses::wire::{ResponseError, ResponseStatus, ResponseUsage};
+use crate::responses::ending::{Ending, ending};
+use crate::responses::wire::{ResponseError, ResponseStatus, ResponseUsage};
+use toolgate_protocol::{CallerKind, RunObject, RunStatus, Usage, events};
 
 const RUN: &str = "run_1";
 
