@@ -1,16 +1,17 @@
-//! Models: the `Model` trait the loop asks, the conversation messages it sends, and
-//! the two implementations (OpenAI-compatible servers, and scripted replies from a
-//! file), chosen by a name like `openai:gpt-4o-mini` or `scripted:replies.yaml`.
+//! Models: the `Model` trait the loop asks, the conversation messages it sends, the
+//! standard implementations (OpenAI-compatible servers, Anthropic, scripted replies from
+//! a file) and the [`Providers`] that make them from a name like `openai:gpt-4o-mini` or
+//! `scripted:replies.yaml`, where a program registers providers of its own.
 
 mod anthropic;
 pub mod context;
 mod fallback;
 mod openai;
+mod providers;
 mod retry;
 mod scripted;
 mod settings;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,7 @@ use serde_json::Value;
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
 pub use openai::{OpenAiConfig, OpenAiModel};
+pub use providers::{ModelProvider, Providers};
 pub use scripted::ScriptedModel;
 pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};
 pub use toolgate_protocol::image::{self, ImagePart};
@@ -197,58 +199,4 @@ pub trait Model: Send + Sync {
         request: ModelRequest<'_>,
         sink: &mut dyn ReplySink,
     ) -> Result<ModelReply, ModelError>;
-}
-
-/// Makes the model a name stands for. `scripted:FILE` paths are made absolute (so a
-/// run resumed from elsewhere finds the file); `openai:NAME` reads `OPENAI_API_KEY`
-/// and `OPENAI_BASE_URL` through `config`; `anthropic:NAME` reads `ANTHROPIC_API_KEY`
-/// and `ANTHROPIC_BASE_URL` (and `config`'s retries and timeouts).
-pub fn from_name(name: &str, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
-    from_spec(
-        &ModelSpec {
-            name: name.to_string(),
-            settings: ModelSettings::default(),
-        },
-        config,
-    )
-}
-
-/// Makes the model a spec stands for, with its settings.
-pub fn from_spec(spec: &ModelSpec, config: OpenAiConfig) -> Result<Arc<dyn Model>, ModelError> {
-    let name = spec.name.as_str();
-    match name.split_once(':') {
-        Some(("scripted", path)) if !path.is_empty() => {
-            Ok(Arc::new(ScriptedModel::load(std::path::Path::new(path))?))
-        }
-        Some(("openai", model)) if !model.is_empty() => Ok(Arc::new(OpenAiModel::new(
-            model,
-            config,
-            spec.settings.clone(),
-        )?)),
-        Some(("anthropic", model)) if !model.is_empty() => Ok(Arc::new(AnthropicModel::new(
-            model,
-            config,
-            spec.settings.clone(),
-        )?)),
-        _ => Err(ModelError::Config(format!(
-            "'{name}' is not a model; use openai:NAME, anthropic:NAME or scripted:FILE"
-        ))),
-    }
-}
-
-/// `primary`, then each of `fallback` in order when it keeps failing (`primary` as it
-/// is when there is no fallback).
-pub fn with_fallbacks(
-    primary: Arc<dyn Model>,
-    fallback: &[ModelSpec],
-    config: &OpenAiConfig,
-) -> Result<Arc<dyn Model>, ModelError> {
-    if fallback.is_empty() {
-        return Ok(primary);
-    }
-    let mut models = vec![primary];
-    for spec in fallback {
-        models.push(from_spec(spec, config.clone())?);
-    }
-    Ok(Arc::new(FallbackModel::new(models)?))
 }

@@ -461,10 +461,19 @@ pub fn shown_model(spec: &str) -> String {
     }
 }
 
-/// Checks the form of a model name: `openai:NAME`, `anthropic:NAME` or `scripted:FILE`.
+/// Checks the form of a model name: `PROVIDER:NAME` (`openai:NAME`, `anthropic:NAME`,
+/// `scripted:FILE`, or a provider the program registered; whether the provider is
+/// there is checked when a run starts, against the runner's [`Providers`]).
+///
+/// [`Providers`]: toolgate_model::Providers
 pub fn check_model_spec(spec: &str) -> Result<(), String> {
+    let provider = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
     match spec.split_once(':') {
-        Some(("openai" | "anthropic" | "scripted", rest)) if !rest.trim().is_empty() => Ok(()),
+        Some((p, rest)) if provider(p) && !rest.trim().is_empty() => Ok(()),
         _ => Err(format!(
             "'{spec}' is not a model; use openai:NAME (for example {DEFAULT_MODEL}), anthropic:NAME or scripted:FILE"
         )),

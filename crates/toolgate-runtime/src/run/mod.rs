@@ -57,7 +57,7 @@ pub use state::{Ask, Phase, RunState, TreePlace, TurnCall};
 
 use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::{LimitConfig, ProcessLimits};
-use toolgate_model::{self as model, Message, Model, OpenAiConfig};
+use toolgate_model::{self as model, Message, Model, OpenAiConfig, Providers};
 use toolgate_protocol::{Decision, RunEvent, RunObject, Usage, events};
 use toolgate_store::{PendingRow, RunRow, Store};
 use toolgate_tool::Sources;
@@ -101,6 +101,9 @@ pub struct Runner {
     pub sources: Sources,
     pub load_library: LibraryLoader,
     pub model_config: OpenAiConfig,
+    /// The providers its models are made by, by prefix (`openai:`, `anthropic:`,
+    /// `scripted:`, and any the program registers).
+    pub models: Providers,
     /// The process's limiter, with the agents' shares: every run this runner (and
     /// every clone of it) drives takes its call slots there.
     pub limits: Arc<ProcessLimits>,
@@ -165,6 +168,7 @@ impl Runner {
                 None => Ok(ToolLibrary::builtin(&read_by)),
             }),
             model_config: OpenAiConfig::from_env(),
+            models: Providers::standard(),
             limits: ProcessLimits::new(LimitConfig::default()),
             events: None,
             model: None,
@@ -215,14 +219,12 @@ impl Runner {
             (None, Some(("scripted", path))) if !path.is_empty() => {
                 self.loaded.scripted(Path::new(path))?
             }
-            (None, _) => model::from_spec(&spec, self.model_config.clone())?,
+            (None, _) => self.models.make(&spec, &self.model_config)?,
         };
         let fallback = if own { &agent.fallback[..] } else { &[] };
-        Ok(model::with_fallbacks(
-            primary,
-            fallback,
-            &self.model_config,
-        )?)
+        Ok(self
+            .models
+            .with_fallbacks(primary, fallback, &self.model_config)?)
     }
 
     fn toolkit(&self, agent: &Agent, tools_dir: Option<&Path>) -> Result<Toolkit, RunError> {
@@ -262,6 +264,9 @@ impl Runner {
                 .unwrap_or(DEFAULT_MODEL),
         );
         crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
+        if self.model.is_none() && model_name != NO_MODEL {
+            self.models.check(&model_name)?;
+        }
         let tools_dir = req.tools_dir.as_deref().map(absolute);
         let client_tools = additions.tools.unwrap_or_default();
         let toolkit = self
