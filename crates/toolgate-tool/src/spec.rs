@@ -210,6 +210,31 @@ pub struct ToolSpec {
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl ToolSpec {
+    /// A tool the program runs itself (`entry: builtin`, handler `name`) with the given
+    /// permission, no category, tag or output schema, and the default timeout; set any
+    /// other field on the result.
+    pub fn new(name: &str, description: &str, permission: Permission, parameters: Value) -> Self {
+        ToolSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+            parameters,
+            permission,
+            entry: Entry::Builtin {
+                handler: name.to_string(),
+            },
+            category: None,
+            timeout: None,
+            tags: Vec::new(),
+            version: None,
+            read_only: false,
+            output: None,
+            credentials: Default::default(),
+            is_final: false,
+            hidden: false,
+            sandbox: None,
+        }
+    }
+
     /// The tool's timeout, or [`DEFAULT_TIMEOUT`].
     pub fn timeout_or_default(&self) -> std::time::Duration {
         self.timeout

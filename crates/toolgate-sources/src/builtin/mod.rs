@@ -133,23 +133,8 @@ pub const HANDLERS: [&str; 8] = [
 /// A built-in spec: its entry names its own handler.
 fn spec(name: &str, description: &str, permission: Permission, parameters: Value) -> ToolSpec {
     ToolSpec {
-        credentials: Default::default(),
-        is_final: false,
-        hidden: false,
-        sandbox: None,
-        name: name.to_string(),
-        description: description.to_string(),
-        parameters,
-        permission,
-        entry: Entry::Builtin {
-            handler: name.to_string(),
-        },
-        category: None,
-        timeout: None,
         tags: vec!["builtin".to_string()],
-        version: None,
-        read_only: false,
-        output: None,
+        ..ToolSpec::new(name, description, permission, parameters)
     }
 }
 
