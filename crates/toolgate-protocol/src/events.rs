@@ -3,8 +3,8 @@
 //! (`event:` is the name, `data:` the JSON) and the OpenAPI document describes each.
 //!
 //! ```
-//! use toolgate::protocol::RunEvent;
-//! use toolgate::protocol::events::RunCompleted;
+//! use toolgate_protocol::RunEvent;
+//! use toolgate_protocol::events::RunCompleted;
 //!
 //! let e = RunEvent::from(RunCompleted { run_id: "run_1".into() });
 //! assert_eq!(e.name(), "run.completed");

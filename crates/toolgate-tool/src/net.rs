@@ -29,7 +29,7 @@ pub const ALLOW_ENV: &str = "TOOLGATE_HTTP_ALLOW";
 ///
 /// ```
 /// use std::net::IpAddr;
-/// use toolgate::tool::net::blocked_range;
+/// use toolgate_tool::net::blocked_range;
 ///
 /// let ip = |s: &str| s.parse::<IpAddr>().unwrap();
 /// assert_eq!(blocked_range(ip("169.254.169.254")), Some("link-local"));
@@ -107,7 +107,7 @@ enum Rule {
 /// What HTTP tools may reach although the default refuses it.
 ///
 /// ```
-/// use toolgate::tool::net::AllowList;
+/// use toolgate_tool::net::AllowList;
 ///
 /// let allow = AllowList::parse(["localhost:8080", "10.0.0.0/8", "[::1]"]).unwrap();
 /// assert!(AllowList::parse(["10.0.0.0/33"]).is_err());

@@ -46,13 +46,32 @@ impl Gate {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolgate::permission::Gate;
-    /// use toolgate::tool::{Permission, ToolLibrary};
-    /// let library = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()));
+    /// use toolgate_tool::permission::Gate;
+    /// use toolgate_tool::{Permission, ToolLibrary};
+    /// # use serde_json::{Map, Value, json};
+    /// # use toolgate_tool::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+    /// # struct Noop(ToolSpec);
+    /// # #[async_trait::async_trait]
+    /// # impl Tool for Noop {
+    /// #     fn spec(&self) -> &ToolSpec { &self.0 }
+    /// #     async fn call(&self, _: &ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    /// #         Ok(ToolOutput::text(""))
+    /// #     }
+    /// # }
+    /// # fn library(names: &[&str]) -> ToolLibrary {
+    /// #     let mut library = ToolLibrary::default();
+    /// #     for name in names {
+    /// #         let spec = ToolSpec::new(name, "", Permission::Auto, json!({"type": "object"}));
+    /// #         library.add(Arc::new(Noop(spec))).unwrap();
+    /// #     }
+    /// #     library
+    /// # }
+    /// let library = Arc::new(library(&["echo", "shell"]));
     /// let kit = library
     ///     .toolkit(&["echo".into(), "shell".into()], [("shell".to_string(), Permission::Confirm)].into())
     ///     .unwrap();
-    /// let call = toolgate::engine::call("c1", "shell", serde_json::json!({"command": "ls"}).as_object().unwrap().clone());
+    /// let arguments = serde_json::json!({"command": "ls"}).as_object().unwrap().clone();
+    /// let call = toolgate_parse::ToolCall { id: "c1".into(), name: "shell".into(), arguments };
     /// assert_eq!(Gate::decide(&kit, &call, &[]), Gate::Approval);
     /// assert_eq!(Gate::decide(&kit, &call, &["shell".to_string()]), Gate::Run);
     /// ```
@@ -65,18 +84,40 @@ impl Gate {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolgate::permission::{Gate, Who};
-    /// use toolgate::policy::{AgentPolicy, Rules};
-    /// use toolgate::tool::{Permission, ToolLibrary};
+    /// use toolgate_tool::permission::{Gate, Who};
+    /// use toolgate_tool::policy::{AgentPolicy, Rules};
+    /// use toolgate_tool::{Permission, ToolLibrary};
+    /// # use serde_json::{Map, Value, json};
+    /// # use toolgate_tool::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+    /// # struct Noop(ToolSpec);
+    /// # #[async_trait::async_trait]
+    /// # impl Tool for Noop {
+    /// #     fn spec(&self) -> &ToolSpec { &self.0 }
+    /// #     async fn call(&self, _: &ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    /// #         Ok(ToolOutput::text(""))
+    /// #     }
+    /// # }
+    /// # fn library(names: &[&str]) -> ToolLibrary {
+    /// #     let mut library = ToolLibrary::default();
+    /// #     for name in names {
+    /// #         let spec = ToolSpec::new(name, "", Permission::Auto, json!({"type": "object"}));
+    /// #         library.add(Arc::new(Noop(spec))).unwrap();
+    /// #     }
+    /// #     library
+    /// # }
+
     /// let rules = serde_json::json!({"auto_if": "args.path.startsWith('drafts/')", "otherwise": "confirm"});
     /// let rules = Rules::parse(rules.as_object().unwrap()).unwrap();
     /// let policy = AgentPolicy { rules: [("write_file".to_string(), rules)].into(), ..Default::default() };
-    /// let kit = Arc::new(ToolLibrary::builtin(&toolgate::tool::sources::standard()))
+    /// let kit = Arc::new(library(&["write_file"]))
     ///     .toolkit(&["write_file".into()], Default::default())
     ///     .unwrap()
     ///     .with_policy(Arc::new(policy));
-    /// let call = |path: &str| toolgate::engine::call("c1", "write_file",
-    ///     serde_json::json!({"path": path, "content": "x"}).as_object().unwrap().clone());
+    /// let call = |path: &str| toolgate_parse::ToolCall {
+    ///     id: "c1".into(),
+    ///     name: "write_file".into(),
+    ///     arguments: serde_json::json!({"path": path, "content": "x"}).as_object().unwrap().clone(),
+    /// };
     /// let v = Gate::judge(&kit, &call("drafts/a.md"), &[], &Who::default());
     /// assert_eq!((v.gate, v.reason.as_deref()), (Gate::Run, Some("auto_if: args.path.startsWith('drafts/')")));
     /// let v = Gate::judge(&kit, &call("notes/a.md"), &[], &Who::default());

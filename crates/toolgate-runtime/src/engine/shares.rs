@@ -131,7 +131,7 @@ impl ProcessLimits {
 /// depth in a tree of sub-agent runs (a child's calls are what its parent waits for).
 ///
 /// ```
-/// use toolgate::engine::call_priority;
+/// use toolgate_runtime::engine::call_priority;
 /// assert_eq!(call_priority(None, 0, 0), 0);
 /// assert_eq!(call_priority(None, 5, 0), 5);
 /// assert_eq!(call_priority(Some(9), 5, 0), 9);

@@ -49,7 +49,7 @@ impl Rule {
     /// [`VARIABLES`] (a misspelt `arg.amount` is caught here, not at the first call).
     ///
     /// ```
-    /// use toolgate::policy::Rule;
+    /// use toolgate_tool::policy::Rule;
     /// assert!(Rule::compile("args.amount > 1000").is_ok());
     /// assert!(Rule::compile("args.amount >").is_err());
     /// assert!(Rule::compile("amount > 1000").unwrap_err().contains("'amount'"));
@@ -175,8 +175,8 @@ impl Rules {
     /// the error; an `auto_if` that cannot be evaluated does not apply.
     ///
     /// ```
-    /// use toolgate::policy::{Facts, Rule, Rules};
-    /// use toolgate::tool::Permission;
+    /// use toolgate_tool::policy::{Facts, Rule, Rules};
+    /// use toolgate_tool::Permission;
     /// let rules = Rules {
     ///     confirm_if: Some(Rule::compile("args.amount > 1000").unwrap()),
     ///     otherwise: Some(Permission::Auto),
