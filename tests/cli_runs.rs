@@ -404,7 +404,7 @@ fn readme_demo(db: Option<&str>) {
     let mut demo = Command::new("bash");
     demo.arg("examples/demo.sh")
         .current_dir(root)
-        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+        .env("TOOLGATE_BIN", toolgate_test_support::bin())
         .env_remove("OPENAI_API_KEY")
         .env_remove("TOOLGATE_DB")
         .stdin(Stdio::null());
@@ -444,7 +444,7 @@ fn on_a_terminal_the_call_is_asked_right_there() {
     let dir = w.path();
     let line = format!(
         "{} run --agent agent.yaml 'Launch'",
-        env!("CARGO_BIN_EXE_toolgate")
+        toolgate_test_support::bin()
     );
     let mut child = Command::new("script")
         .args(["-qec", &line, "/dev/null"])

@@ -173,7 +173,7 @@ fn the_example_script_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("bash")
         .arg(root.join("examples/subagents.sh"))
-        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+        .env("TOOLGATE_BIN", toolgate_test_support::bin())
         .env_remove("TOOLGATE_DB")
         .env_remove("OPENAI_API_KEY")
         .stdin(Stdio::null())
