@@ -51,7 +51,7 @@ fn recorded_and_summarised(db: &TestDb) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let on = [("TOOLGATE_DB", db.arg())];
-    let toolgate = |args: &[&str], d: &Path, _: &[(&str, &str)]| cli(args, d, &on);
+    let cli = |args: &[&str], d: &Path, _: &[(&str, &str)]| cli(args, d, &on);
     for (tool, args) in [
         ("calculator", r#"{"expression": "2*21"}"#),
         ("calculator", r#"{"expression": "1/0"}"#),

@@ -479,7 +479,7 @@ fn secrets_are_set_listed_and_removed_from_the_command_line_on_both_backends() {
         drop(db.open());
         let dir = tempfile::tempdir().unwrap();
         let key_dir = dir.path().join("keys");
-        let toolgate = |args: &[&str], stdin: Option<&str>| {
+        let cli = |args: &[&str], stdin: Option<&str>| {
             let mut cmd = Command::new(toolgate_test_support::bin());
             cmd.arg("--db")
                 .arg(db.arg())

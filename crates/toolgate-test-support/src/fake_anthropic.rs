@@ -32,6 +32,10 @@ pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 pub struct FakeAnthropic {
     /// The server's root, as `ANTHROPIC_BASE_URL` takes it.
     pub base_url: String,
+    #[allow(
+        dead_code,
+        reason = "the queue the server task answers from, held with the server"
+    )]
     replies: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Value>>>,
     heads: Arc<Mutex<Vec<String>>>,
