@@ -31,6 +31,12 @@ pub struct Site {
     database: Option<String>,
 }
 
+impl Default for Site {
+    fn default() -> Site {
+        Site::new()
+    }
+}
+
 impl Site {
     /// `assistant` (calculator auto, write_file confirm, ask_user client), `slow` (one
     /// call of a command tool that sleeps `SLOW_SECONDS`, then an answer), and `plain`
