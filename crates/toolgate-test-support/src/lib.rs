@@ -1,7 +1,8 @@
 //! What the workspace's tests share: the built `toolgate` binary launched with a clean
 //! environment ([`toolgate`]), `toolgate serve` on a free port with a folder of scripted
-//! agents ([`serving`]), the shell-style launch helpers ([`launching`]), and fake OpenAI
-//! and Anthropic servers ([`fake_openai`], [`fake_anthropic`]).
+//! agents ([`serving`]), the shell-style launch helpers ([`launching`]), fake OpenAI
+//! and Anthropic servers ([`fake_openai`], [`fake_anthropic`]), and the tests' PostgreSQL
+//! server with a fresh database per test ([`postgres`]).
 //!
 //! Dev-only: the root package and the crates take it as a dev-dependency, never a
 //! normal one (the crate's tests/crate_graph.rs checks).
@@ -12,6 +13,7 @@
 pub mod fake_anthropic;
 pub mod fake_openai;
 pub mod launching;
+pub mod postgres;
 pub mod serving;
 
 use std::path::{Path, PathBuf};
