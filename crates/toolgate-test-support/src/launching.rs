@@ -41,7 +41,7 @@ pub fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
 }
 
 /// Runs `toolgate ARGS` in `dir` to its end.
-pub fn toolgate(args: &[&str], dir: &Path) -> Output {
+pub fn output(args: &[&str], dir: &Path) -> Output {
     command(args, dir, "0").output().unwrap()
 }
 
