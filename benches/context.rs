@@ -9,6 +9,7 @@
 //! interleaved in one process.
 //!
 //! Run: `cargo bench --bench context` (`-- ratios` for the ratios alone).
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use std::sync::Arc;
 

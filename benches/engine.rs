@@ -8,6 +8,7 @@
 //!
 //! Run: `cargo bench --bench engine` (`cargo bench --bench engine -- ratios` for the
 //! ratios alone)
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use std::sync::Arc;
 

@@ -3,6 +3,7 @@
 //! CDATA value fed whole and in 1-byte, 16-byte and 4 KB chunks.
 //!
 //! Run: `cargo bench --bench parse` (divan prints time per iteration and MB/s).
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use divan::Bencher;
 use divan::counter::{BytesCount, ItemsCount};

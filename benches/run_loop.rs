@@ -13,6 +13,7 @@
 //! Run: `cargo bench --bench run_loop` (`BENCH_DIR=/dev/shm` puts the database on
 //! tmpfs; `BENCH_RUNTIME=current` uses a one-thread runtime; `-- ratios` for the
 //! ratios alone, `-- policy` for the policy figures).
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use divan::Bencher;
 use divan::counter::ItemsCount;

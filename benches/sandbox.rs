@@ -5,6 +5,7 @@
 //! interleaved so that the machine's load weighs on both alike.
 //!
 //! Run: `cargo bench --bench sandbox`
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

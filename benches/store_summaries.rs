@@ -9,6 +9,7 @@
 //! Run: `cargo bench --bench store_summaries` (`-- ratios` for the table alone). The
 //! PostgreSQL server is `TOOLGATE_TEST_POSTGRES_URL`'s, else one started with
 //! `tests/postgres/server.sh` for the run (fsync off unless `TOOLGATE_PG_DURABLE=1`).
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};

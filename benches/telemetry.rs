@@ -10,6 +10,7 @@
 //!
 //! Run: `cargo bench --bench telemetry` (`-- ratios` for the ratios alone;
 //! `BENCH_DIR=/dev/shm` puts the database on tmpfs).
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

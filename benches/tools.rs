@@ -2,6 +2,7 @@
 //! a folder of 1,000 tool files (YAML and JSON, both parameter forms).
 //!
 //! Run: `cargo bench --bench tools`
+#![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use divan::Bencher;
 use divan::counter::ItemsCount;

@@ -2,6 +2,7 @@
 //! for profilers (`perf record`, `valgrind --tool=callgrind`).
 //!
 //! Run: `cargo run --release --example parse_file -- FILE [ROUNDS]`
+#![allow(clippy::too_many_lines, reason = "an example program reads best whole")]
 
 use toolgate::parse::{ParseOptions, parse_input};
 

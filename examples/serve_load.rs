@@ -12,6 +12,7 @@
 //! far); the largest WAL seen is printed at the end. Traffic stays on 127.0.0.1; the
 //! server is the release binary next to this example (`target/release/toolgate`), or
 //! the one named by `TOOLGATE_BIN`, started on a free port.
+#![allow(clippy::too_many_lines, reason = "an example program reads best whole")]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -2,6 +2,7 @@
 //! into a fresh database; prints records per second. For profiling the writer.
 //!
 //! Run: `cargo run --release --example store_load -- [TASKS] [STEPS]`
+#![allow(clippy::too_many_lines, reason = "an example program reads best whole")]
 
 use std::time::Instant;
 

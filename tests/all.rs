@@ -2,16 +2,16 @@
 //! per area, and the launch helpers they share. `sandbox` and `logs` stay binaries of
 //! their own: they set process-wide state (the environment, the global log
 //! subscriber) that the other tests must not see.
+#![allow(clippy::too_many_lines, reason = "scenario tests read best whole")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-// Shared helpers.
+// Shared helpers: the test databases (they open the store) here, the rest in the
+// toolgate-test-support crate, named at the root so that `crate::serving` and the
+// like reach them.
 mod common;
 mod databases;
-mod fake_anthropic;
-mod fake_openai;
-mod launching;
 mod rows;
-mod serving;
+use toolgate_test_support::{fake_anthropic, fake_openai, launching, serving};
 
 // The areas.
 mod agent_openai;
@@ -70,6 +70,7 @@ mod server_attacks;
 mod server_connections;
 mod server_document;
 mod server_subagents;
+mod snapshots_cli;
 mod store;
 mod store_postgres;
 mod store_runs;

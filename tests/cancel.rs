@@ -3,22 +3,13 @@
 //! with none.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
 const NAP: &str = "name: nap\ndescription: Sleeps.\npermission: auto\ntimeout: 120\nentry:\n  type: command\n  command: sh\n  args: [\"-c\", \"sleep 60; echo rested\"]\n";
-
-fn toolgate(dir: &std::path::Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null());
-    cmd
-}
 
 #[test]
 fn a_cancel_from_another_process_stops_a_running_call_and_records_it() {

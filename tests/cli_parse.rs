@@ -3,14 +3,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use toolgate_test_support::toolgate;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
-fn toolgate(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
+fn cli(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
     toolgate_streamed(args, stdin.to_vec(), dir)
 }
 
@@ -31,7 +32,7 @@ const CALL: &str = "Let me search.\n<tool_call><name>web_search</name><params><q
 #[test]
 fn prints_the_contract_object_from_stdin() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(&["parse"], CALL.as_bytes(), dir.path());
+    let out = cli(&["parse"], CALL.as_bytes(), dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let v = &json_lines(&out)[0];
     assert_eq!(v["text"], "Let me search.\n\nDone.");
@@ -47,7 +48,7 @@ fn reads_a_file_and_strips_a_leading_bom() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("out.txt");
     std::fs::write(&file, format!("\u{feff}{CALL}")).unwrap();
-    let out = toolgate(&["parse", file.to_str().unwrap()], b"", dir.path());
+    let out = cli(&["parse", file.to_str().unwrap()], b"", dir.path());
     assert!(out.status.success());
     assert_eq!(json_lines(&out)[0]["text"], "Let me search.\n\nDone.");
 }
@@ -67,11 +68,11 @@ fn stream_flag_gives_the_same_output_for_every_chunk_size() {
         if case.strict {
             base.push("--strict");
         }
-        let whole = toolgate(&base, case.input.as_bytes(), dir.path());
+        let whole = cli(&base, case.input.as_bytes(), dir.path());
         for n in ["1", "3", "64"] {
             let mut args = base.clone();
             args.extend(["--stream", n]);
-            let streamed = toolgate(&args, case.input.as_bytes(), dir.path());
+            let streamed = cli(&args, case.input.as_bytes(), dir.path());
             assert_eq!(
                 streamed.stdout, whole.stdout,
                 "case {} with --stream {n}",
@@ -91,7 +92,7 @@ fn jsonl_prints_one_result_per_line_in_order() {
         json!({"text": "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>"}).to_string(),
     ]
     .join("\n");
-    let out = toolgate(&["parse", "--jsonl"], input.as_bytes(), dir.path());
+    let out = cli(&["parse", "--jsonl"], input.as_bytes(), dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 3);
@@ -104,7 +105,7 @@ fn jsonl_prints_one_result_per_line_in_order() {
 fn jsonl_bad_line_keeps_its_place_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let input = "{\"text\": \"one\"}\nnot json\n{\"no_text\": 1}\n{\"text\": \"four\"}\n";
-    let out = toolgate(&["parse", "--jsonl"], input.as_bytes(), dir.path());
+    let out = cli(&["parse", "--jsonl"], input.as_bytes(), dir.path());
     assert_eq!(out.status.code(), Some(2));
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 4);
@@ -130,7 +131,7 @@ fn tools_folder_guides_coercion_and_broken_files_are_skipped() {
     std::fs::write(tools.join("broken.yaml"), "name: broken\nparameters: [\n").unwrap();
     let input = "<tool_call><name>lookup</name><params><code>007</code><limit>3</limit></params></tool_call>";
     // ./tools is the default folder.
-    let out = toolgate(&["parse"], input.as_bytes(), dir.path());
+    let out = cli(&["parse"], input.as_bytes(), dir.path());
     assert!(out.status.success());
     assert_eq!(
         json_lines(&out)[0]["calls"][0]["arguments"],
@@ -143,18 +144,18 @@ fn tools_folder_guides_coercion_and_broken_files_are_skipped() {
     );
     // Without the schema, the heuristic applies.
     let other = tempfile::tempdir().unwrap();
-    let out = toolgate(&["parse"], input.as_bytes(), other.path());
+    let out = cli(&["parse"], input.as_bytes(), other.path());
     assert_eq!(
         json_lines(&out)[0]["calls"][0]["arguments"],
         json!({"code": "007", "limit": 3})
     );
     let input = "<tool_call><name>lookup</name><params><code>42</code></params></tool_call>";
-    let out = toolgate(&["parse"], input.as_bytes(), other.path());
+    let out = cli(&["parse"], input.as_bytes(), other.path());
     assert_eq!(
         json_lines(&out)[0]["calls"][0]["arguments"],
         json!({"code": 42})
     );
-    let out = toolgate(
+    let out = cli(
         &["parse", "--tools", tools.to_str().unwrap()],
         input.as_bytes(),
         other.path(),
@@ -169,14 +170,9 @@ fn tools_folder_guides_coercion_and_broken_files_are_skipped() {
 fn strict_mode_reports_and_drops() {
     let dir = tempfile::tempdir().unwrap();
     let input = "<tool_call><name>a</name><params><x>1</x>";
-    let lenient = json_lines(&toolgate(&["parse"], input.as_bytes(), dir.path()))[0].clone();
+    let lenient = json_lines(&cli(&["parse"], input.as_bytes(), dir.path()))[0].clone();
     assert_eq!(lenient["calls"].as_array().unwrap().len(), 1);
-    let strict = json_lines(&toolgate(
-        &["parse", "--strict"],
-        input.as_bytes(),
-        dir.path(),
-    ))[0]
-        .clone();
+    let strict = json_lines(&cli(&["parse", "--strict"], input.as_bytes(), dir.path()))[0].clone();
     assert_eq!(strict["calls"], json!([]));
     assert_eq!(strict["text"], input);
     assert!(
@@ -192,7 +188,7 @@ fn openai_sse_recording() {
     let dir = tempfile::tempdir().unwrap();
     let sse = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c9\",\"function\":{\"name\":\"echo\",\"arguments\":\"{\\\"text\\\":\"}}]}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"hi\\\"}\"}}]}}]}\n\ndata: [DONE]\n";
     for dialect in ["openai", "auto"] {
-        let out = toolgate(&["parse", "--dialect", dialect], sse.as_bytes(), dir.path());
+        let out = cli(&["parse", "--dialect", dialect], sse.as_bytes(), dir.path());
         assert!(out.status.success());
         assert_eq!(
             json_lines(&out)[0]["calls"][0],
@@ -211,7 +207,7 @@ fn bad_input_exits_2_with_one_line() {
         &["parse", "--tools", "/no/such/tools"],
     ];
     for args in cases {
-        let out = toolgate(args, b"x", dir.path());
+        let out = cli(args, b"x", dir.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = stderr(&out);
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
@@ -223,7 +219,7 @@ fn bad_input_exits_2_with_one_line() {
 #[test]
 fn invalid_utf8_is_replaced_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(
+    let out = cli(
         &["parse", "--stream", "1"],
         b"a\xFFb<tool_call><name>e</name></tool_call>",
         dir.path(),
@@ -258,7 +254,7 @@ fn jsonl_streams_many_batches_in_order_with_a_line_longer_than_a_batch() {
     // From a file (a pipe written whole before reading would fill up: the command
     // streams its output while it reads).
     std::fs::write(dir.path().join("in.jsonl"), &input).unwrap();
-    let out = toolgate(&["parse", "--jsonl", "in.jsonl"], b"", dir.path());
+    let out = cli(&["parse", "--jsonl", "in.jsonl"], b"", dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let got = json_lines(&out);
     assert_eq!(got.len(), lines.len());
@@ -304,10 +300,8 @@ fn spawn_fed(
     stdin: Vec<u8>,
     dir: &Path,
 ) -> (std::process::Child, std::thread::JoinHandle<()>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let mut child = toolgate(dir)
         .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_TOOLS")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -380,7 +374,7 @@ fn jsonl_output_is_byte_identical_to_the_single_input_path() {
     let got: Vec<&[u8]> = jsonl.stdout.split_inclusive(|&b| b == b'\n').collect();
     assert_eq!(got.len(), 3 * cases.len());
     for (i, case) in cases.iter().enumerate() {
-        let single = toolgate(
+        let single = cli(
             &["parse", "--tools", tools],
             case.input.as_bytes(),
             dir.path(),
@@ -408,7 +402,7 @@ fn jsonl_output_is_byte_identical_to_the_single_input_path() {
         dir.path(),
     );
     assert!(pretty.status.success());
-    let first = toolgate(
+    let first = cli(
         &["parse", "--tools", tools, "--pretty"],
         cases[0].input.as_bytes(),
         dir.path(),

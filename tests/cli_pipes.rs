@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -18,19 +19,12 @@ fn repo(path: &str) -> String {
 }
 
 fn command(args: &[&str], dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null());
+    let mut cmd = toolgate(dir);
+    cmd.args(args).env("RUST_BACKTRACE", "0");
     cmd
 }
 
-fn toolgate(args: &[&str], dir: &Path) -> Output {
+fn cli(args: &[&str], dir: &Path) -> Output {
     command(args, dir).output().unwrap()
 }
 
@@ -105,11 +99,11 @@ fn run_args(json: bool) -> Vec<String> {
 }
 
 fn show(dir: &Path, id: &str) -> Value {
-    serde_json::from_slice(&toolgate(&["show", id, "--json"], dir).stdout).unwrap()
+    serde_json::from_slice(&cli(&["show", id, "--json"], dir).stdout).unwrap()
 }
 
 fn runs(dir: &Path) -> Vec<Value> {
-    let out = toolgate(&["runs", "--json"], dir);
+    let out = cli(&["runs", "--json"], dir);
     serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
         .as_array()
@@ -122,7 +116,7 @@ fn paused() -> (TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let args = run_args(true);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = toolgate(&args, dir.path());
+    let out = cli(&args, dir.path());
     assert_eq!(out.status.code(), Some(3));
     let id = runs(dir.path())[0]["id"].as_str().unwrap().to_string();
     (dir, id)
@@ -140,7 +134,7 @@ fn assert_saved_paused(dir: &Path, id: &str) {
         .collect();
     assert_eq!(items, ["call_write", "call_ask"]);
     let calls: Value =
-        serde_json::from_slice(&toolgate(&["calls", "--run", id, "--json"], dir).stdout).unwrap();
+        serde_json::from_slice(&cli(&["calls", "--run", id, "--json"], dir).stdout).unwrap();
     assert_eq!(calls["total"], 1);
     assert_eq!(calls["calls"][0]["status"], "succeeded");
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use launching::{LAUNCH, command, launches, stderr, toolgate, wait_for};
+use launching::{LAUNCH, command, launches, output, stderr, wait_for};
 
 const CLIENT: &str = "name: ask_user\ndescription: Ask the person.\nparameters:\n  - {name: question, type: string, required: true}\nentry: {type: client}\n";
 
@@ -50,7 +50,7 @@ fn lines(o: &Output) -> Vec<Value> {
 
 /// Starts the run with `--json`: its output (exit code 3 checked).
 fn start_paused(dir: &Path) -> Output {
-    let out = toolgate(
+    let out = output(
         &[
             "run",
             "--agent",
@@ -70,12 +70,12 @@ fn paused_run(dir: &Path) -> Value {
 }
 
 fn show(dir: &Path, id: &str) -> Value {
-    let out = toolgate(&["show", id, "--json"], dir);
+    let out = output(&["show", id, "--json"], dir);
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
 }
 
 fn records(dir: &Path, id: &str) -> Vec<Value> {
-    let out = toolgate(&["calls", "--run", id, "--json"], dir);
+    let out = output(&["calls", "--run", id, "--json"], dir);
     let page: Value = serde_json::from_slice(&out.stdout).unwrap();
     page["calls"].as_array().unwrap().clone()
 }
@@ -114,11 +114,11 @@ fn paused_in_one_process_approved_in_another() {
 
     // Another process sees the same pause.
     assert_eq!(&show(dir, &id), run);
-    let listed = toolgate(&["runs", "--status", "requires_action", "--json"], dir);
+    let listed = output(&["runs", "--status", "requires_action", "--json"], dir);
     assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
 
     // A third approves; the run continues in that command.
-    let out = toolgate(&["approve", &id, "--call", "call_l"], dir);
+    let out = output(&["approve", &id, "--call", "call_l"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Launch handled."));
     assert_eq!(launches(dir), ["call_l"]);
@@ -130,7 +130,7 @@ fn paused_in_one_process_approved_in_another() {
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["status"], "succeeded");
 
-    let stats = toolgate(
+    let stats = output(
         &[
             "stats",
             "--conversation",
@@ -146,14 +146,14 @@ fn paused_in_one_process_approved_in_another() {
     assert_eq!(stats["model_usage"]["model_calls"], 2);
 
     // A finished run takes no more decisions and does not resume.
-    let again = toolgate(&["resume", &id], dir);
+    let again = output(&["resume", &id], dir);
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("completed"), "{}", stderr(&again));
 }
 
 /// `runs --json` as a list of run objects.
 fn listed(dir: &Path, filter: &[&str]) -> Vec<Value> {
-    let out = toolgate(&[&["runs", "--json"], filter].concat(), dir);
+    let out = output(&[&["runs", "--json"], filter].concat(), dir);
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
@@ -178,12 +178,12 @@ fn runs_lists_the_run_object_show_gives() {
     assert!(listed(dir, &["--status", "completed"]).is_empty());
 
     // Decided but not continued: still paused, nothing left waiting, as `show` says.
-    let out = toolgate(&["approve", id, "--call", "call_l", "--no-resume"], dir);
+    let out = output(&["approve", id, "--call", "call_l", "--no-resume"], dir);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert_eq!(listed(dir, &[])[0], show(dir, id));
 
     // Finished: no required_action, in the list as in `show`.
-    let out = toolgate(&["resume", id], dir);
+    let out = output(&["resume", id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let done = listed(dir, &[]);
     assert_eq!(done[0], show(dir, id));
@@ -207,17 +207,17 @@ fn deny_and_submit_from_other_processes() {
     assert_eq!(kinds, ["approval", "submit_tool_output"]);
 
     // Bad input changes nothing.
-    let bad = toolgate(&["approve", id, "--call", "call_l", "--args", "{}"], dir);
+    let bad = output(&["approve", id, "--call", "call_l", "--args", "{}"], dir);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("target"), "{}", stderr(&bad));
-    let wrong = toolgate(&["submit", id, "--call", "call_l", "--output", "x"], dir);
+    let wrong = output(&["submit", id, "--call", "call_l", "--output", "x"], dir);
     assert_eq!(wrong.status.code(), Some(1));
     assert!(
         stderr(&wrong).contains("toolgate approve or deny"),
         "{}",
         stderr(&wrong)
     );
-    let missing = toolgate(&["approve", "run_doesnotexist"], dir);
+    let missing = output(&["approve", "run_doesnotexist"], dir);
     assert_eq!(missing.status.code(), Some(2));
     assert_eq!(
         show(dir, id)["required_action"]["items"]
@@ -228,7 +228,7 @@ fn deny_and_submit_from_other_processes() {
     );
 
     // A denial with one item left keeps the run paused (exit 3).
-    let out = toolgate(
+    let out = output(
         &[
             "deny",
             id,
@@ -248,7 +248,7 @@ fn deny_and_submit_from_other_processes() {
     assert_eq!(left[0]["call_id"], "call_q");
 
     // The client's output resolves the last item and the run finishes.
-    let out = toolgate(
+    let out = output(
         &[
             "submit", id, "--call", "call_q", "--output", "Tuesday", "--json",
         ],
@@ -273,7 +273,7 @@ fn deny_and_submit_from_other_processes() {
             .contains("not on a Sunday")
     );
     let conversation = last["conversation_id"].as_str().unwrap();
-    let stats = toolgate(&["stats", "--conversation", conversation, "--json"], dir);
+    let stats = output(&["stats", "--conversation", conversation, "--json"], dir);
     let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(stats["total_calls"], 2);
     assert_eq!(stats["denied_calls"], 1);
@@ -294,7 +294,7 @@ fn killed_during_an_approved_call_resumes_without_running_it_again() {
     approver.wait().unwrap();
     assert_eq!(show(dir, id)["status"], "in_progress");
 
-    let out = toolgate(&["resume", id, "--json"], dir);
+    let out = output(&["resume", id, "--json"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(lines(&out).pop().unwrap()["status"], "completed");
     assert_eq!(launches(dir), ["call_l"], "the approved call ran once");
@@ -316,7 +316,7 @@ fn of_two_concurrent_resumes_exactly_one_wins() {
     let dir = w.path();
     let run = paused_run(dir);
     let id = run["id"].as_str().unwrap();
-    let out = toolgate(&["approve", id, "--call", "call_l", "--no-resume"], dir);
+    let out = output(&["approve", id, "--call", "call_l", "--no-resume"], dir);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(launches(dir).is_empty());
     let a = spawn(&["resume", id], dir, "2");
@@ -341,15 +341,15 @@ fn a_paused_run_can_be_cancelled() {
     let dir = w.path();
     let run = paused_run(dir);
     let id = run["id"].as_str().unwrap();
-    let out = toolgate(&["cancel", id], dir);
+    let out = output(&["cancel", id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(show(dir, id)["status"], "cancelled");
-    let out = toolgate(&["approve", id], dir);
+    let out = output(&["approve", id], dir);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("not waiting"), "{}", stderr(&out));
-    let listed = toolgate(&["runs", "--status", "cancelled"], dir);
+    let listed = output(&["runs", "--status", "cancelled"], dir);
     assert!(String::from_utf8_lossy(&listed.stdout).contains(id));
-    let bad = toolgate(&["runs", "--status", "paused"], dir);
+    let bad = output(&["runs", "--status", "paused"], dir);
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -358,12 +358,12 @@ fn broken_inputs_give_one_clear_line() {
     let w = world(ONE_LAUNCH);
     let dir = w.path();
     std::fs::write(dir.join("bad.yaml"), "name: x\nmode: fast\n").unwrap();
-    let out = toolgate(&["run", "--agent", "bad.yaml", "hi"], dir);
+    let out = output(&["run", "--agent", "bad.yaml", "hi"], dir);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("bad.yaml:2") && err.contains("mode"), "{err}");
-    let out = toolgate(
+    let out = output(
         &[
             "run",
             "--agent",
@@ -376,7 +376,7 @@ fn broken_inputs_give_one_clear_line() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("OPENAI_API_KEY"), "{}", stderr(&out));
-    let out = toolgate(
+    let out = output(
         &[
             "run",
             "--agent",
@@ -404,7 +404,7 @@ fn readme_demo(db: Option<&str>) {
     let mut demo = Command::new("bash");
     demo.arg("examples/demo.sh")
         .current_dir(root)
-        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+        .env("TOOLGATE_BIN", toolgate_test_support::bin())
         .env_remove("OPENAI_API_KEY")
         .env_remove("TOOLGATE_DB")
         .stdin(Stdio::null());
@@ -444,7 +444,7 @@ fn on_a_terminal_the_call_is_asked_right_there() {
     let dir = w.path();
     let line = format!(
         "{} run --agent agent.yaml 'Launch'",
-        env!("CARGO_BIN_EXE_toolgate")
+        toolgate_test_support::bin()
     );
     let mut child = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
@@ -471,7 +471,7 @@ fn on_a_terminal_the_call_is_asked_right_there() {
     );
     assert!(text.contains("Launch handled."), "{text}");
     assert_eq!(launches(dir), ["call_l"]);
-    let runs = toolgate(&["runs", "--json"], dir);
+    let runs = output(&["runs", "--json"], dir);
     let id = String::from_utf8_lossy(&runs.stdout)
         .split("\"id\":\"")
         .nth(1)
@@ -496,12 +496,12 @@ fn prompt_shows_an_agents_system_prompt() {
         format!("{AGENT}instructions: You launch things.\n"),
     )
     .unwrap();
-    let out = toolgate(&["prompt", "--agent", "agent.yaml"], dir);
+    let out = output(&["prompt", "--agent", "agent.yaml"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("You launch things.\n\n"), "{text}");
     assert!(text.contains("<tool_call>") && text.contains("launch") && text.contains("ask_user"));
-    let out = toolgate(&["prompt", "--agent", "agent.yaml", "--openai"], dir);
+    let out = output(&["prompt", "--agent", "agent.yaml", "--openai"], dir);
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = tools
         .as_array()
@@ -535,10 +535,10 @@ fn running_auto_launch(sleep: &str) -> (TempDir, Child) {
 fn a_run_cancelled_while_it_runs_stops_before_the_next_model_turn() {
     let (w, running) = running_auto_launch("2");
     let dir = w.path();
-    let runs = toolgate(&["runs", "--status", "in_progress", "--json"], dir);
+    let runs = output(&["runs", "--status", "in_progress", "--json"], dir);
     let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
     let id = listed[0]["id"].as_str().unwrap().to_string();
-    let out = toolgate(&["cancel", &id], dir);
+    let out = output(&["cancel", &id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let out = running.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -563,10 +563,10 @@ fn a_read_only_call_cut_short_by_a_crash_simply_runs_again() {
     wait_for("the call to start", || launches(dir).len() == 1);
     running.kill().unwrap();
     running.wait().unwrap();
-    let runs = toolgate(&["runs", "--json"], dir);
+    let runs = output(&["runs", "--json"], dir);
     let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
     let id = listed[0]["id"].as_str().unwrap().to_string();
-    let out = toolgate(&["resume", &id], dir);
+    let out = output(&["resume", &id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Nothing fenced it: it ran again, and this time it was recorded.
     assert_eq!(launches(dir).len(), 2);
@@ -599,7 +599,7 @@ fn ctrl_c_stops_the_run_cleanly_and_resume_finishes_it() {
     let recs = records(dir, id);
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["status"], "cancelled");
-    let out = toolgate(&["resume", id], dir);
+    let out = output(&["resume", id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(show(dir, id)["status"], "completed");
     assert_eq!(launches(dir).len(), 1, "a cancelled call is not run again");
@@ -633,7 +633,7 @@ fn an_approver_racing_resumers_says_what_happened() {
             // A resumer may have been refused while the approver's decision was not in
             // yet, and the approver then lost the race to none: continue it now.
             if run["status"] == "requires_action" || run["status"] == "failed" {
-                toolgate(&["resume", &id], d);
+                output(&["resume", &id], d);
             }
             std::thread::sleep(Duration::from_millis(50));
             run = show(d, &id);

@@ -43,19 +43,19 @@ fn spawn(db: &TestDb, args: &[&str], dir: &Path, sleep: &str) -> Child {
 }
 
 /// `toolgate --db DB ARGS` in `dir`, to its end.
-fn toolgate(db: &TestDb, args: &[&str], dir: &Path) -> Output {
+fn cli(db: &TestDb, args: &[&str], dir: &Path) -> Output {
     spawn(db, args, dir, "0").wait_with_output().unwrap()
 }
 
 /// The run object of `show ID --json`.
 fn show(db: &TestDb, dir: &Path, id: &str) -> Value {
-    let out = toolgate(db, &["show", id, "--json"], dir);
+    let out = cli(db, &["show", id, "--json"], dir);
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
 }
 
 /// Starts the run; the run object it paused with (exit code 3 checked).
 fn paused_run(db: &TestDb, dir: &Path) -> Value {
-    let out = toolgate(
+    let out = cli(
         db,
         &[
             "run",
@@ -89,7 +89,7 @@ fn paused_in_one_process_approved_in_another_on_postgres() {
 
     // Another process sees the same pause; a third approves, and the run goes on there.
     assert_eq!(show(&db, dir, &id), run);
-    let out = toolgate(&db, &["approve", &id, "--call", "call_l"], dir);
+    let out = cli(&db, &["approve", &id, "--call", "call_l"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Launch handled."));
     assert_eq!(launches(dir), ["call_l"]);
@@ -99,7 +99,7 @@ fn paused_in_one_process_approved_in_another_on_postgres() {
     assert!(done["required_action"].is_null());
 
     // A finished run takes no more decisions and does not resume.
-    let again = toolgate(&db, &["resume", &id], dir);
+    let again = cli(&db, &["resume", &id], dir);
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("completed"), "{}", stderr(&again));
 }
@@ -117,7 +117,7 @@ fn killed_during_an_approved_call_resumes_without_running_it_again_on_postgres()
     assert_eq!(show(&db, dir, id)["status"], "in_progress");
 
     // The dead approver's lease is waited out, then the run goes on without the call.
-    let out = toolgate(&db, &["resume", id], dir);
+    let out = cli(&db, &["resume", id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(show(&db, dir, id)["status"], "completed");
     assert_eq!(launches(dir), ["call_l"], "the approved call ran once");
@@ -129,7 +129,7 @@ fn of_two_concurrent_resumes_exactly_one_wins_on_postgres() {
     let dir = w.path();
     let run = paused_run(&db, dir);
     let id = run["id"].as_str().unwrap();
-    let out = toolgate(
+    let out = cli(
         &db,
         &["approve", id, "--call", "call_l", "--no-resume"],
         dir,
@@ -159,7 +159,7 @@ fn a_run_pauses_on_postgres_and_its_decision_is_recorded_from_another_process() 
     let run = paused_run(&db, dir);
     let id = run["id"].as_str().unwrap();
     assert_eq!(show(&db, dir, id), run);
-    let out = toolgate(
+    let out = cli(
         &db,
         &["approve", id, "--call", "call_l", "--no-resume"],
         dir,
@@ -171,10 +171,10 @@ fn a_run_pauses_on_postgres_and_its_decision_is_recorded_from_another_process() 
     assert_eq!(shown["status"], "requires_action");
     assert_eq!(shown["required_action"]["items"], serde_json::json!([]));
     // A second decision of the same item is refused.
-    let again = toolgate(&db, &["deny", id, "--call", "call_l"], dir);
+    let again = cli(&db, &["deny", id, "--call", "call_l"], dir);
     assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
     // Cancelled from yet another process.
-    let out = toolgate(&db, &["cancel", id], dir);
+    let out = cli(&db, &["cancel", id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(show(&db, dir, id)["status"], "cancelled");
 }

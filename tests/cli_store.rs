@@ -5,17 +5,15 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
 use crate::databases::TestDb;
 
-fn toolgate(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS");
+fn cli(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = toolgate(dir);
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -53,14 +51,14 @@ fn recorded_and_summarised(db: &TestDb) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let on = [("TOOLGATE_DB", db.arg())];
-    let toolgate = |args: &[&str], d: &Path, _: &[(&str, &str)]| toolgate(args, d, &on);
+    let cli = |args: &[&str], d: &Path, _: &[(&str, &str)]| cli(args, d, &on);
     for (tool, args) in [
         ("calculator", r#"{"expression": "2*21"}"#),
         ("calculator", r#"{"expression": "1/0"}"#),
         ("echo", r#"{"text": "hello"}"#),
         ("echo", r#"{"text": 5, "extra": 1}"#),
     ] {
-        toolgate(
+        cli(
             &[
                 "tools",
                 "call",
@@ -74,7 +72,7 @@ fn recorded_and_summarised(db: &TestDb) {
             &[],
         );
     }
-    let out = toolgate(&["stats", "--conversation", "conv-1", "--json"], d, &[]);
+    let out = cli(&["stats", "--conversation", "conv-1", "--json"], d, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let s = json(&out);
     assert_eq!(s["conversation_id"], "conv-1");
@@ -90,10 +88,10 @@ fn recorded_and_summarised(db: &TestDb) {
     assert!(s["duration_ms"]["p50"].is_number() && s["duration_ms"]["p95"].is_number());
 
     let text =
-        String::from_utf8(toolgate(&["stats", "--conversation", "conv-1"], d, &[]).stdout).unwrap();
+        String::from_utf8(cli(&["stats", "--conversation", "conv-1"], d, &[]).stdout).unwrap();
     assert!(text.contains("4 (2 succeeded, 2 failed"), "{text}");
 
-    let page = json(&toolgate(
+    let page = json(&cli(
         &[
             "calls",
             "--conversation",
@@ -109,13 +107,9 @@ fn recorded_and_summarised(db: &TestDb) {
     assert_eq!(page["calls"].as_array().unwrap().len(), 3);
     assert_eq!(page["calls"][1]["error_kind"], "execution_error");
     assert_eq!(page["calls"][0]["caller"], "user");
-    let failed = json(&toolgate(
-        &["calls", "--status", "failed", "--json"],
-        d,
-        &[],
-    ));
+    let failed = json(&cli(&["calls", "--status", "failed", "--json"], d, &[]));
     assert_eq!(failed["total"], 2);
-    let table = String::from_utf8(toolgate(&["calls"], d, &[]).stdout).unwrap();
+    let table = String::from_utf8(cli(&["calls"], d, &[]).stdout).unwrap();
     assert!(
         table.starts_with("ID")
             && table.contains("division by zero")
@@ -123,10 +117,10 @@ fn recorded_and_summarised(db: &TestDb) {
         "{table}"
     );
 
-    let global = json(&toolgate(&["stats", "--json"], d, &[]));
+    let global = json(&cli(&["stats", "--json"], d, &[]));
     assert_eq!(global["total_calls"], 4);
     assert_eq!(global["conversations"], 1);
-    let tool = json(&toolgate(&["stats", "--tool", "echo", "--json"], d, &[]));
+    let tool = json(&cli(&["stats", "--tool", "echo", "--json"], d, &[]));
     assert_eq!(tool["tool"], "echo");
     assert_eq!(tool["total_calls"], 2);
     // One shape of counters for a conversation, a tool and everything.
@@ -146,7 +140,7 @@ fn recorded_and_summarised(db: &TestDb) {
         assert!(global["tools"][0][key].is_number(), "{key}: {global}");
     }
     assert_eq!(global["tools"][1], tool);
-    let text = String::from_utf8(toolgate(&["stats"], d, &[]).stdout).unwrap();
+    let text = String::from_utf8(cli(&["stats"], d, &[]).stdout).unwrap();
     assert!(
         text.contains("all 1 conversation(s)")
             && text.contains(
@@ -162,7 +156,7 @@ fn a_new_conversation_id_when_none_is_given() {
     for db in TestDb::both() {
         let dir = tempfile::tempdir().unwrap();
         let on = [("TOOLGATE_DB", db.arg())];
-        let out = toolgate(
+        let out = cli(
             &[
                 "tools",
                 "call",
@@ -177,7 +171,7 @@ fn a_new_conversation_id_when_none_is_given() {
         let v = json(&out);
         let conv = v["conversation_id"].as_str().unwrap().to_string();
         assert!(conv.starts_with("conv_"), "{}: {conv}", db.name());
-        let s = json(&toolgate(
+        let s = json(&cli(
             &["stats", "--conversation", &conv, "--json"],
             dir.path(),
             &on,
@@ -190,7 +184,7 @@ fn a_new_conversation_id_when_none_is_given() {
 fn db_flag_and_environment_choose_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    toolgate(
+    cli(
         &[
             "tools",
             "call",
@@ -205,7 +199,7 @@ fn db_flag_and_environment_choose_the_file() {
         d,
         &[],
     );
-    toolgate(
+    cli(
         &[
             "tools",
             "call",
@@ -221,7 +215,7 @@ fn db_flag_and_environment_choose_the_file() {
     assert!(
         d.join("one.db").exists() && d.join("two.db").exists() && !d.join("toolgate.db").exists()
     );
-    let s = json(&toolgate(
+    let s = json(&cli(
         &["stats", "--conversation", "x", "--json"],
         d,
         &[("TOOLGATE_DB", "one.db")],
@@ -233,7 +227,7 @@ fn db_flag_and_environment_choose_the_file() {
 fn bad_database_files_give_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let out = toolgate(&["stats"], d, &[]);
+    let out = cli(&["stats"], d, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("toolgate.db does not exist"),
@@ -245,7 +239,7 @@ fn bad_database_files_give_one_clear_line() {
         .unwrap()
         .execute_batch("CREATE TABLE t (x)")
         .unwrap();
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -266,9 +260,9 @@ fn bad_database_files_give_one_clear_line() {
         stderr(&out)
     );
 
-    let out = toolgate(&["calls", "--status", "weird"], d, &[]);
+    let out = cli(&["calls", "--status", "weird"], d, &[]);
     assert_eq!(out.status.code(), Some(2));
-    let out = toolgate(&["calls", "--since", "yesterday-ish"], d, &[]);
+    let out = cli(&["calls", "--since", "yesterday-ish"], d, &[]);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -278,7 +272,7 @@ fn bad_database_files_give_one_clear_line() {
 fn a_read_only_database_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    toolgate(
+    cli(
         &[
             "tools",
             "call",
@@ -292,7 +286,7 @@ fn a_read_only_database_is_a_clear_error() {
         &[],
     );
     let db = d.join("toolgate.db");
-    let bin = env!("CARGO_BIN_EXE_toolgate");
+    let bin = toolgate_test_support::bin();
     let is_root = Command::new("id")
         .arg("-u")
         .output()

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use launching::{LAUNCH, command, launches, stderr, toolgate, wait_for};
+use launching::{LAUNCH, command, launches, output, stderr, wait_for};
 
 /// top -> mid -> leaf; the leaf's launch waits for a person.
 fn world() -> TempDir {
@@ -54,7 +54,7 @@ fn last_line(o: &Output) -> Value {
 }
 
 fn runs(dir: &Path) -> Vec<Value> {
-    let out = toolgate(&["runs", "--json"], dir);
+    let out = output(&["runs", "--json"], dir);
     serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
         .as_array()
@@ -64,7 +64,7 @@ fn runs(dir: &Path) -> Vec<Value> {
 
 /// Starts the tree; returns the top run object it paused with.
 fn paused(dir: &Path) -> Value {
-    let out = toolgate(
+    let out = output(
         &[
             "run", "--agent", "top.yaml", "--tools", "tools", "--json", "go",
         ],
@@ -93,7 +93,7 @@ fn a_grandchilds_confirm_approved_from_another_process_finishes_the_tree() {
     let dir = w.path();
     let run = paused(dir);
     let id = run["id"].as_str().unwrap();
-    let out = toolgate(&["approve", id, "--call", "call_l", "--json"], dir);
+    let out = output(&["approve", id, "--call", "call_l", "--json"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let done = last_line(&out);
     assert_eq!(done["status"], "completed", "{done}");
@@ -103,14 +103,14 @@ fn a_grandchilds_confirm_approved_from_another_process_finishes_the_tree() {
     assert_eq!(all.len(), 3);
     assert!(all.iter().all(|r| r["status"] == "completed"), "{all:?}");
     // show prints the tree; stats too, with totals that include the children.
-    let show = toolgate(&["show", id], dir);
+    let show = output(&["show", id], dir);
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(
         text.contains("└─ mid") && text.contains("└─ leaf"),
         "{text}"
     );
     let conv = done["conversation_id"].as_str().unwrap();
-    let stats = toolgate(&["stats", "--conversation", conv, "--json"], dir);
+    let stats = output(&["stats", "--conversation", conv, "--json"], dir);
     let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(stats["total_calls"], 1, "the top's own call");
     assert_eq!(stats["totals_with_subagents"]["calls"], 3, "{stats}");
@@ -137,7 +137,7 @@ fn killed_while_a_grandchild_runs_resumes_without_running_it_again() {
     approver.kill().unwrap(); // SIGKILL
     approver.wait().unwrap();
 
-    let out = toolgate(&["resume", id, "--json"], dir);
+    let out = output(&["resume", id, "--json"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(last_line(&out)["status"], "completed");
     assert_eq!(launches(dir), ["call_l"], "the approved call ran once");
@@ -145,7 +145,7 @@ fn killed_while_a_grandchild_runs_resumes_without_running_it_again() {
         .into_iter()
         .find(|r| r["agent"] == "leaf")
         .unwrap();
-    let recs = toolgate(
+    let recs = output(
         &["calls", "--run", leaf["id"].as_str().unwrap(), "--json"],
         dir,
     );
@@ -161,7 +161,7 @@ fn cancel_of_the_top_cancels_every_run_below() {
     let dir = w.path();
     let run = paused(dir);
     let id = run["id"].as_str().unwrap();
-    let out = toolgate(&["cancel", id], dir);
+    let out = output(&["cancel", id], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let all = runs(dir);
     assert!(all.iter().all(|r| r["status"] == "cancelled"), "{all:?}");
@@ -173,7 +173,7 @@ fn the_example_script_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("bash")
         .arg(root.join("examples/subagents.sh"))
-        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+        .env("TOOLGATE_BIN", toolgate_test_support::bin())
         .env_remove("TOOLGATE_DB")
         .env_remove("OPENAI_API_KEY")
         .stdin(Stdio::null())

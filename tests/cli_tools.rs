@@ -3,18 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
-fn toolgate(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_WORKSPACE")
-        .output()
-        .unwrap()
+fn cli(args: &[&str], dir: &Path) -> Output {
+    toolgate(dir).args(args).output().unwrap()
 }
 
 fn stdout(o: &Output) -> String {
@@ -40,7 +35,7 @@ fn list_shows_builtins_and_files() {
         "lookup.yaml",
         "name: lookup\ndescription: Look something up.\npermission: confirm\n",
     )]);
-    let out = toolgate(&["tools", "list"], dir.path());
+    let out = cli(&["tools", "list"], dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.starts_with("NAME"));
@@ -49,7 +44,7 @@ fn list_shows_builtins_and_files() {
         "{text}"
     );
     assert!(text.contains("calculator") && text.contains("builtin:calculator"));
-    let out = toolgate(&["tools", "list", "--json"], dir.path());
+    let out = cli(&["tools", "list", "--json"], dir.path());
     let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let lookup = all.iter().find(|t| t["name"] == "lookup").unwrap();
     assert_eq!(lookup["definition_only"], true);
@@ -63,17 +58,17 @@ fn list_shows_builtins_and_files() {
 #[test]
 fn show_one_tool() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(&["tools", "show", "write_file"], dir.path());
+    let out = cli(&["tools", "show", "write_file"], dir.path());
     let text = stdout(&out);
     assert!(text.contains("permission: Confirm"), "{text}");
     assert!(text.contains("append (boolean, default false)"), "{text}");
-    let out = toolgate(&["tools", "show", "write_file", "--json"], dir.path());
+    let out = cli(&["tools", "show", "write_file", "--json"], dir.path());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["parameters"]["required"],
         serde_json::json!(["path", "content"])
     );
-    let out = toolgate(&["tools", "show", "nope"], dir.path());
+    let out = cli(&["tools", "show", "nope"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no tool named 'nope'"));
 }
@@ -84,7 +79,7 @@ fn check_reports_problems_with_exit_2() {
         ("ok.yaml", "name: ok\n"),
         ("broken.yaml", "name: broken\nparameters: [\n"),
     ]);
-    let out = toolgate(&["tools", "check"], dir.path());
+    let out = cli(&["tools", "check"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     let text = stdout(&out);
     assert!(text.contains("ok      ok (tools/ok.yaml)"), "{text}");
@@ -92,7 +87,7 @@ fn check_reports_problems_with_exit_2() {
     assert!(text.contains("1 tool(s) loaded, 1 problem(s)"), "{text}");
     std::fs::remove_file(dir.path().join("tools/broken.yaml")).unwrap();
     assert!(
-        toolgate(&["tools", "check", "tools"], dir.path())
+        cli(&["tools", "check", "tools"], dir.path())
             .status
             .success()
     );
@@ -101,7 +96,7 @@ fn check_reports_problems_with_exit_2() {
 #[test]
 fn call_runs_a_tool_and_says_how_it_went() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -114,7 +109,7 @@ fn call_runs_a_tool_and_says_how_it_went() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "20");
 
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -135,7 +130,7 @@ fn call_runs_a_tool_and_says_how_it_went() {
     );
 
     let ws = tempfile::tempdir().unwrap();
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -153,7 +148,7 @@ fn call_runs_a_tool_and_says_how_it_went() {
         "hi"
     );
 
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -166,7 +161,7 @@ fn call_runs_a_tool_and_says_how_it_went() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("exit status 5"));
 
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -183,7 +178,7 @@ fn call_runs_a_tool_and_says_how_it_went() {
         stderr(&out)
     );
 
-    let out = toolgate(
+    let out = cli(
         &["tools", "call", "calculator", "--args", "{oops"],
         dir.path(),
     );
@@ -197,7 +192,7 @@ fn client_tool_call_exits_3() {
         "ask.yaml",
         "name: ask\nparameters: [{name: q, type: string, required: true}]\n",
     )]);
-    let out = toolgate(
+    let out = cli(
         &["tools", "call", "ask", "--args", r#"{"q": "why?"}"#],
         dir.path(),
     );
@@ -208,14 +203,14 @@ fn client_tool_call_exits_3() {
 #[test]
 fn prompt_for_named_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(&["prompt", "calculator", "current_time"], dir.path());
+    let out = cli(&["prompt", "calculator", "current_time"], dir.path());
     assert!(out.status.success());
     let text = stdout(&out);
     assert!(text.contains("## calculator") && text.contains("## current_time"));
     assert!(!text.contains("## shell"));
-    let out = toolgate(&["prompt", "--openai", "echo"], dir.path());
+    let out = cli(&["prompt", "--openai", "echo"], dir.path());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["function"]["name"], "echo");
-    let out = toolgate(&["prompt", "teleport"], dir.path());
+    let out = cli(&["prompt", "teleport"], dir.path());
     assert_eq!(out.status.code(), Some(2));
 }

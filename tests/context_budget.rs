@@ -280,7 +280,7 @@ async fn a_300_turn_run_of_200_kb_results_stays_under_the_budget() {
     assert_eq!(compacted_events, summaries);
 
     // `show` says so too.
-    let out = launching::toolgate(&["show", &run.id, "--db", "t.db"], w.dir.path());
+    let out = launching::output(&["show", &run.id, "--db", "t.db"], w.dir.path());
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
         shown.contains(&format!("{summaries} compaction(s)")),
@@ -378,7 +378,7 @@ fn a_bad_context_block_is_one_clear_line() {
         ("name: a\ncontext: {window: 5}\n", "window"),
     ] {
         std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
-        let out = launching::toolgate(&["run", "--agent", "agent.yaml", "Hi"], dir.path());
+        let out = launching::output(&["run", "--agent", "agent.yaml", "Hi"], dir.path());
         assert_eq!(out.status.code(), Some(2), "{yaml}");
         let err = launching::stderr(&out);
         assert!(

@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
@@ -30,14 +31,9 @@ entry:
 const TOKEN: &str = "ghp-credential-value-8d1f";
 const API_KEY: &str = "form-api-key-value-27aa";
 
-fn toolgate(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+fn cli(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = toolgate(dir);
     cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_SECRET_KEY")
-        .env_remove("OPENAI_API_KEY")
         .env("GH_ORG", "acme")
         .env("KEY_FROM_ENV", API_KEY);
     launching::feed(cmd, stdin)
@@ -49,7 +45,7 @@ fn credentials_are_injected_and_never_shown() {
     let d = dir.path();
 
     // The model is told about `query` only.
-    let out = toolgate(d, &["prompt", "--openai", "gh"], None);
+    let out = cli(d, &["prompt", "--openai", "gh"], None);
     assert!(out.status.success(), "{}", all(&out));
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
     let props = &tools[0]["function"]["parameters"]["properties"];
@@ -66,7 +62,7 @@ fn credentials_are_injected_and_never_shown() {
     );
 
     // Without its secrets the call says what to set.
-    let out = toolgate(
+    let out = cli(
         d,
         &["tools", "call", "gh", "--args", r#"{"query": "bug"}"#],
         None,
@@ -74,19 +70,19 @@ fn credentials_are_injected_and_never_shown() {
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     assert!(all(&out).contains("toolgate secrets set"), "{}", all(&out));
 
-    let out = toolgate(
+    let out = cli(
         d,
         &["secrets", "set", "GH_TOKEN"],
         Some(&format!("{TOKEN}\n")),
     );
     assert!(out.status.success(), "{}", all(&out));
-    let out = toolgate(
+    let out = cli(
         d,
         &["secrets", "set", "gh.api_key", "--from-env", "KEY_FROM_ENV"],
         None,
     );
     assert!(out.status.success(), "{}", all(&out));
-    let out = toolgate(d, &["secrets", "list", "--json"], None);
+    let out = cli(d, &["secrets", "list", "--json"], None);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = list
         .as_array()
@@ -98,7 +94,7 @@ fn credentials_are_injected_and_never_shown() {
     assert!(!all(&out).contains(TOKEN));
 
     // Now it runs with every credential; the echo of them is masked.
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -135,11 +131,11 @@ fn credentials_are_injected_and_never_shown() {
         "replies:\n  - content: Searching.\n    tool_calls: [{id: c1, name: gh, arguments: {query: crash}}]\n  - content: Found it.\n",
     )
     .unwrap();
-    let out = toolgate(d, &["run", "--agent", "agent.yaml", "--json", "find"], None);
+    let out = cli(d, &["run", "--agent", "agent.yaml", "--json", "find"], None);
     assert!(out.status.success(), "{}", all(&out));
     assert!(!all(&out).contains(TOKEN));
     for args in [vec!["calls", "--json"], vec!["stats", "--json"]] {
-        let out = toolgate(d, &args, None);
+        let out = cli(d, &args, None);
         assert!(!all(&out).contains(TOKEN) && !all(&out).contains(API_KEY));
     }
     std::fs::remove_file(d.join("seen.log")).unwrap();
@@ -156,9 +152,9 @@ fn credentials_are_injected_and_never_shown() {
             }
         }
     }
-    let out = toolgate(d, &["secrets", "rm", "GH_TOKEN"], None);
+    let out = cli(d, &["secrets", "rm", "GH_TOKEN"], None);
     assert!(out.status.success());
-    let out = toolgate(d, &["secrets", "rm", "GH_TOKEN"], None);
+    let out = cli(d, &["secrets", "rm", "GH_TOKEN"], None);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -175,7 +171,7 @@ fn a_credential_that_is_also_a_parameter_or_a_bad_source_is_refused_at_load() {
         ),
     ]);
     let d = dir.path();
-    let out = toolgate(d, &["tools", "check"], None);
+    let out = cli(d, &["tools", "check"], None);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);
     assert!(

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 fn run(dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    Command::new(toolgate_test_support::bin())
         .args(["run", "--agent", "agent.yaml", "--json", "go"])
         .current_dir(dir)
         .env_remove("TOOLGATE_TOOLS")

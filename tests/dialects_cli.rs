@@ -5,18 +5,14 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
-fn toolgate(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+fn cli(args: &[&str], stdin: &[u8], dir: &Path) -> Output {
+    let mut child = toolgate(dir)
         .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_DB")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -93,7 +89,7 @@ const SAMPLES: &[(&str, bool, &str)] = &[
 fn parse_reads_every_dialect_by_name_and_special_tokens_in_auto() {
     let dir = tempfile::tempdir().unwrap();
     for (dialect, in_auto, output) in SAMPLES {
-        let named = toolgate(
+        let named = cli(
             &["parse", "--dialect", dialect],
             output.as_bytes(),
             dir.path(),
@@ -103,11 +99,11 @@ fn parse_reads_every_dialect_by_name_and_special_tokens_in_auto() {
         assert_eq!(v["calls"][0]["name"], "echo", "{dialect}: {v}");
         assert_eq!(v["calls"][0]["arguments"]["text"], "hi", "{dialect}: {v}");
         assert_eq!(v["text"], "", "{dialect}: {v}");
-        let auto = last_json(&toolgate(&["parse"], output.as_bytes(), dir.path()));
+        let auto = last_json(&cli(&["parse"], output.as_bytes(), dir.path()));
         let calls = auto["calls"].as_array().unwrap().len();
         assert_eq!(calls, usize::from(*in_auto), "{dialect} under auto: {auto}");
         // Streamed one byte at a time: the same result.
-        let one = last_json(&toolgate(
+        let one = last_json(&cli(
             &["parse", "--dialect", dialect, "--stream", "1"],
             output.as_bytes(),
             dir.path(),
@@ -119,7 +115,7 @@ fn parse_reads_every_dialect_by_name_and_special_tokens_in_auto() {
 #[test]
 fn unknown_dialect_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolgate(&["parse", "--dialect", "nope"], b"x", dir.path());
+    let out = cli(&["parse", "--dialect", "nope"], b"x", dir.path());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kimi-k2") && err.contains("pythonic"), "{err}");
@@ -147,7 +143,7 @@ fn agent_runs_read_the_dialect_their_file_sets() {
         .unwrap();
         let replies = serde_json::json!({"replies": [{"content": reply}, {"content": "Done."}]});
         std::fs::write(p.join("replies.yaml"), replies.to_string()).unwrap();
-        let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "go"], b"", p);
+        let out = cli(&["run", "--agent", "agent.yaml", "--json", "go"], b"", p);
         assert_eq!(out.status.code(), Some(0), "{dialect}: {out:?}");
         let events = String::from_utf8_lossy(&out.stdout).into_owned();
         let parsed: Vec<Value> = events
@@ -176,7 +172,7 @@ fn agent_runs_read_the_dialect_their_file_sets() {
         "name: a\nmode: xml\ndialect: klingon\nmodel: scripted:r.yaml\ntools: [echo]\n",
     )
     .unwrap();
-    let out = toolgate(
+    let out = cli(
         &["run", "--agent", "agent.yaml", "--json", "go"],
         b"",
         dir.path(),

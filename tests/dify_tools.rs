@@ -7,7 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
@@ -30,13 +31,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn toolgate(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+fn cli(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
+    let mut cmd = toolgate(dir);
     cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_SECRET_KEY")
         .env_remove("TOOLGATE_PYTHON")
         .env_remove("DIFY_WEATHER_API_KEY")
         .env_remove("DIFY_WEATHER_FORECAST_UNITS")
@@ -56,7 +53,7 @@ fn site() -> tempfile::TempDir {
 fn a_provider_folder_loads_and_its_schema_holds_only_llm_parameters() {
     let dir = site();
     let d = dir.path();
-    let out = toolgate(d, &["tools", "check"], None, &[]);
+    let out = cli(d, &["tools", "check"], None, &[]);
     assert!(out.status.success(), "{}", all(&out));
     assert!(
         all(&out).contains("ok      weather__forecast"),
@@ -64,7 +61,7 @@ fn a_provider_folder_loads_and_its_schema_holds_only_llm_parameters() {
         all(&out)
     );
 
-    let out = toolgate(d, &["tools", "list", "--json"], None, &[]);
+    let out = cli(d, &["tools", "list", "--json"], None, &[]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let t = list
         .as_array()
@@ -79,7 +76,7 @@ fn a_provider_folder_loads_and_its_schema_holds_only_llm_parameters() {
         "Gets the weather forecast for a city for the next few days."
     );
 
-    let out = toolgate(d, &["prompt", "--openai", "weather__forecast"], None, &[]);
+    let out = cli(d, &["prompt", "--openai", "weather__forecast"], None, &[]);
     assert!(out.status.success(), "{}", all(&out));
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
     let params = &tools[0]["function"]["parameters"];
@@ -100,7 +97,7 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     let dir = site();
     let d = dir.path();
     // Without the credential the call says how to set it.
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -118,14 +115,14 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
         "{}",
         all(&out)
     );
-    let out = toolgate(
+    let out = cli(
         d,
         &["secrets", "set", "weather.api_key"],
         Some(&format!("{KEY}\n")),
         &[],
     );
     assert!(out.status.success(), "{}", all(&out));
-    let out = toolgate(
+    let out = cli(
         d,
         &["secrets", "set", "weather.forecast.station"],
         Some(&format!("{STATION}\n")),
@@ -133,7 +130,7 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     );
     assert!(out.status.success(), "{}", all(&out));
 
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -161,7 +158,7 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     assert_eq!(json["days"], 2);
 
     // A form parameter set in the environment wins over its default.
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -188,7 +185,7 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
         "replies:\n  - content: Checking.\n    tool_calls: [{id: c1, name: weather__forecast, arguments: {city: Bergen, detail: true}}]\n  - content: Rain in Bergen.\n",
     )
     .unwrap();
-    let out = toolgate(
+    let out = cli(
         d,
         &["run", "--agent", "agent.yaml", "--json", "weather?"],
         None,
@@ -199,11 +196,11 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     assert!(text.contains(r#""status":"succeeded""#), "{text}");
     assert!(!text.contains(KEY) && !text.contains(STATION), "{text}");
     for args in [vec!["calls", "--json"], vec!["stats", "--json"]] {
-        let out = toolgate(d, &args, None, &[]);
+        let out = cli(d, &args, None, &[]);
         assert!(out.status.success(), "{}", all(&out));
         assert!(!all(&out).contains(KEY) && !all(&out).contains(STATION));
     }
-    let out = toolgate(d, &["calls", "--json"], None, &[]);
+    let out = cli(d, &["calls", "--json"], None, &[]);
     assert!(all(&out).contains("Forecast for Bergen"), "{}", all(&out));
     for entry in std::fs::read_dir(d).unwrap() {
         let path = entry.unwrap().path();
@@ -239,7 +236,7 @@ fn a_tool_needing_more_of_dify_plugin_says_so_in_one_line() {
         "identity: {name: lost}\ndescription: {llm: Lost.}\nparameters: []\n",
     )
     .unwrap();
-    let out = toolgate(d, &["tools", "check"], None, &[]);
+    let out = cli(d, &["tools", "check"], None, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);
     assert!(text.contains("ok      upload__upload"), "{text}");
@@ -248,7 +245,7 @@ fn a_tool_needing_more_of_dify_plugin_says_so_in_one_line() {
         "{text}"
     );
 
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -284,7 +281,7 @@ fn a_dify_file_with_an_unknown_key_or_type_is_refused_with_its_line() {
         ),
     ]);
     let d = dir.path();
-    let out = toolgate(d, &["tools", "check"], None, &[]);
+    let out = cli(d, &["tools", "check"], None, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);
     assert!(

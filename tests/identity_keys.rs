@@ -169,7 +169,7 @@ fn keys_are_issued_listed_and_revoked_from_the_command_line() {
         drop(db.open());
         let dir = tempfile::tempdir().unwrap();
         let toolgate = |args: &[&str]| {
-            let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            let out = Command::new(toolgate_test_support::bin())
                 .arg("--db")
                 .arg(db.arg())
                 .args(args)

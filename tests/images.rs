@@ -96,7 +96,7 @@ fn an_mcp_image_reaches_openai_as_an_image_part() {
         &url[..40]
     );
     // The record keeps the reference and the size, not the data.
-    let calls = launching::toolgate(&["calls", "--json"], dir.path());
+    let calls = launching::output(&["calls", "--json"], dir.path());
     let page: Value = serde_json::from_slice(&calls.stdout).unwrap();
     let result = page["calls"][0]["result"].as_str().unwrap();
     assert!(

@@ -1,26 +1,22 @@
 //! Logs: `-v` and `--log-format json` put log lines on stderr and nothing extra on
 //! stdout, `RUST_LOG` wins over `-v`, and the store's writer thread logs its commits
 //! (debug) and a failed commit (warn).
+#![allow(clippy::too_many_lines, reason = "scenario tests read best whole")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
+use toolgate_test_support::toolgate;
 
 use serde_json::{Value, json};
 use toolgate::protocol::{CallStatus, CallerKind};
 use toolgate::store::{CallRecord, Store, StoreOptions};
 
-fn toolgate(args: &[&str], dir: &Path, rust_log: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_LOG_FORMAT")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+fn cli(args: &[&str], dir: &Path, rust_log: Option<&str>) -> Output {
+    let mut cmd = toolgate(dir);
+    cmd.args(args);
     if let Some(filter) = rust_log {
         cmd.env("RUST_LOG", filter);
     }
@@ -38,7 +34,7 @@ const CALL: [&str; 6] = [
 
 fn call(dir: &Path, flags: &[&str], rust_log: Option<&str>) -> (String, String) {
     let args = [&CALL[..], &["logs"], flags].concat();
-    let out = toolgate(&args, dir, rust_log);
+    let out = cli(&args, dir, rust_log);
     assert!(
         out.status.success(),
         "{}",
@@ -213,7 +209,7 @@ fn run_logs_carry_the_run_turn_and_call_spans() {
         "replies:\n  - content: Counting.\n    tool_calls: [{id: call_c, name: calculator, arguments: {expression: \"1+2\"}}]\n  - content: Three.\n",
     )
     .unwrap();
-    let out = toolgate(
+    let out = cli(
         &[
             "-vv",
             "--log-format",

@@ -48,7 +48,7 @@ fn sdk(python: &Path, args: &[&str]) -> Value {
 
 /// `toolgate calls --json` on `db`: every record.
 fn calls(db: &Path) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let out = Command::new(toolgate_test_support::bin())
         .args(["calls", "--json", "--limit", "1000", "--db"])
         .arg(db)
         .env_remove("TOOLGATE_DB")
@@ -91,7 +91,7 @@ fn the_mcp_python_sdk_uses_an_agents_tools_through_toolgate_mcp() {
         &python,
         &[
             "stdio",
-            env!("CARGO_BIN_EXE_toolgate"),
+            toolgate_test_support::bin(),
             db.to_str().unwrap(),
             fixtures().join("agents/gateway.yaml").to_str().unwrap(),
             fixtures().join("tools").to_str().unwrap(),
@@ -173,7 +173,7 @@ impl Drop for Server {
 }
 
 fn serve(dir: &Path) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = Command::new(toolgate_test_support::bin());
     cmd.args(["serve", "--addr", "127.0.0.1:0", "--agents"])
         .arg(fixtures().join("agents"))
         .arg("--tools")
@@ -238,7 +238,7 @@ fn the_mcp_python_sdk_reaches_an_agent_at_mcp_of_toolgate_serve_with_the_key() {
 fn toolgate_mcp_ends_quietly_when_its_client_stops_reading() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let mut child = Command::new(toolgate_test_support::bin())
         .arg("mcp")
         .arg("--agent")
         .arg(fixtures().join("agents/gateway.yaml"))

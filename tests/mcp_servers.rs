@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
+use toolgate_test_support::toolgate;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -77,17 +78,12 @@ fn world(files: &[(&str, &str)]) -> TempDir {
 }
 
 fn command(args: &[&str], dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null());
+    let mut cmd = toolgate(dir);
+    cmd.args(args);
     cmd
 }
 
-fn toolgate(args: &[&str], dir: &Path) -> Output {
+fn cli(args: &[&str], dir: &Path) -> Output {
     command(args, dir).output().unwrap()
 }
 
@@ -108,7 +104,7 @@ fn lines(o: &Output) -> Vec<Value> {
 }
 
 fn call(dir: &Path, tool: &str, args: Value) -> Value {
-    let out = toolgate(
+    let out = cli(
         &["tools", "call", tool, "--args", &args.to_string(), "--json"],
         dir,
     );
@@ -116,7 +112,7 @@ fn call(dir: &Path, tool: &str, args: Value) -> Value {
 }
 
 fn records(dir: &Path, run: &str) -> Vec<Value> {
-    let out = toolgate(&["calls", "--run", run, "--json"], dir);
+    let out = cli(&["calls", "--run", run, "--json"], dir);
     json_out(&out)["calls"].as_array().unwrap().clone()
 }
 
@@ -129,7 +125,7 @@ fn both_servers_list_show_and_call() {
     );
     std::fs::write(w.path().join("tools/mcp.json"), everything).unwrap();
     let dir = w.path();
-    let out = toolgate(&["tools", "list", "--json"], dir);
+    let out = cli(&["tools", "list", "--json"], dir);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "no load warnings");
     let listed = json_out(&out);
@@ -158,7 +154,7 @@ fn both_servers_list_show_and_call() {
         "confirm"
     );
 
-    let show = json_out(&toolgate(
+    let show = json_out(&cli(
         &["tools", "show", "time__get_current_time", "--json"],
         dir,
     ));
@@ -193,7 +189,7 @@ fn both_servers_list_show_and_call() {
         "{r}"
     );
     // Arguments are checked against the server's schema before the call.
-    let bad = toolgate(
+    let bad = cli(
         &[
             "tools",
             "call",
@@ -225,7 +221,7 @@ fn an_mcp_json_agent_runs_auto_and_confirm_tools_approved_elsewhere() {
         ("replies.yaml", replies),
     ]);
     let dir = w.path();
-    let out = toolgate(
+    let out = cli(
         &["run", "--agent", "agent.yaml", "--json", "What time is it?"],
         dir,
     );
@@ -243,7 +239,7 @@ fn an_mcp_json_agent_runs_auto_and_confirm_tools_approved_elsewhere() {
     assert_eq!(recs[0]["status"], "succeeded");
 
     // Another process approves; the run continues there, with a server of its own.
-    let out = toolgate(&["approve", &id, "--call", "call_echo"], dir);
+    let out = cli(&["approve", &id, "--call", "call_echo"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("All done."));
     let recs = records(dir, &id);
@@ -253,7 +249,7 @@ fn an_mcp_json_agent_runs_auto_and_confirm_tools_approved_elsewhere() {
         .unwrap();
     assert_eq!(echo["status"], "succeeded", "{echo}");
     assert!(echo["result"].to_string().contains("Echo: gated"), "{echo}");
-    let done = json_out(&toolgate(&["show", &id, "--json"], dir));
+    let done = json_out(&cli(&["show", &id, "--json"], dir));
     assert_eq!(done["status"], "completed");
 }
 
@@ -346,7 +342,7 @@ fn long_then_echo(seconds: u32) -> TempDir {
 fn progress_reaches_tool_output_events() {
     let w = long_then_echo(3);
     let dir = w.path();
-    let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "go"], dir);
+    let out = cli(&["run", "--agent", "agent.yaml", "--json", "go"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let events = lines(&out);
     let progress: Vec<&str> = events
@@ -443,7 +439,7 @@ fn a_server_that_does_not_start_is_one_line_and_the_rest_loads() {
         ),
     ]);
     let dir = w.path();
-    let out = toolgate(&["tools", "list", "--json"], dir);
+    let out = cli(&["tools", "list", "--json"], dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let warnings = stderr(&out);
     let warnings: Vec<&str> = warnings.lines().collect();
@@ -527,7 +523,7 @@ fn a_timed_out_call_is_cancelled_on_the_server_and_the_run_goes_on() {
         ("replies.yaml", replies),
     ]);
     let dir = w.path();
-    let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "book"], dir);
+    let out = cli(&["run", "--agent", "agent.yaml", "--json", "book"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run = lines(&out).pop().unwrap();
     let recs = records(dir, run["id"].as_str().unwrap());
@@ -560,7 +556,7 @@ fn schemas_with_any_of_and_refs_are_checked_fully() {
     let r = call(dir, "rooms__book", json!({"room": "blue"}));
     assert!(r["output"].to_string().contains("booked blue"), "{r}");
     // anyOf refused, $ref followed, const checked, each with its path.
-    let bad = toolgate(
+    let bad = cli(
         &[
             "tools",
             "call",

@@ -258,7 +258,7 @@ fn a_bad_setting_is_one_clear_line() {
         ),
     ] {
         std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
-        let out = launching::toolgate(&["run", "--agent", "agent.yaml", "Hi"], dir.path());
+        let out = launching::output(&["run", "--agent", "agent.yaml", "Hi"], dir.path());
         assert_eq!(out.status.code(), Some(2), "{yaml}");
         let err = launching::stderr(&out);
         assert!(err.contains(says), "{yaml}: {err}");

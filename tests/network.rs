@@ -691,7 +691,7 @@ async fn toolgate_http_allow_opens_loopback_for_http_request() {
     })
     .to_string();
     let tools_call = |allow: Option<String>| {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        let mut cmd = tokio::process::Command::new(toolgate_test_support::bin());
         cmd.args([
             "tools",
             "call",

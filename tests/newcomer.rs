@@ -7,16 +7,11 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use toolgate_test_support::toolgate;
 
-fn toolgate(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_SECRET_KEY")
-        .env_remove("TOOLGATE_LOG_FORMAT")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+fn cli(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
+    let mut cmd = toolgate(dir);
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -31,7 +26,7 @@ fn stderr(out: &Output) -> String {
 fn a_workspace_that_does_not_exist_is_created() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("new/nested/ws");
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -50,7 +45,7 @@ fn a_workspace_that_does_not_exist_is_created() {
     // A file where the folder should be: one line, exit 2.
     let file = dir.path().join("plain.txt");
     std::fs::write(&file, "x").unwrap();
-    let out = toolgate(
+    let out = cli(
         &[
             "tools",
             "call",
@@ -76,7 +71,7 @@ fn the_readme_desktop_config_starts_from_the_root_folder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("share/toolgate/toolgate.db");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let mut child = Command::new(toolgate_test_support::bin())
         .args(["mcp", "--agent"])
         .arg(root.join("examples/agents/assistant.yaml"))
         .arg("--tools")
@@ -123,7 +118,7 @@ fn json_logs_keep_stderr_pure_json() {
     std::fs::create_dir(&tools).unwrap();
     // A broken tool file: its warning is a JSON line too.
     std::fs::write(tools.join("broken.yaml"), "name: [unclosed\n").unwrap();
-    let out = toolgate(
+    let out = cli(
         &[
             "-vv",
             "--log-format",
@@ -152,7 +147,7 @@ fn json_logs_keep_stderr_pure_json() {
     assert!(warned, "no WARN line names broken.yaml:\n{err}");
 
     // A failure is a JSON line as well.
-    let out = toolgate(
+    let out = cli(
         &["--log-format", "json", "show", "run_nope"],
         dir.path(),
         &[("TOOLGATE_DB", &dir.path().join("t.db"))],
@@ -171,7 +166,7 @@ fn set_secret(db: &Path, dir: &Path, key_dir: &Path) -> Output {
 }
 
 fn set_secret_with(db: &Path, dir: &Path, key_dir: &Path, env: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = Command::new(toolgate_test_support::bin());
     let mut child = cmd
         .args(["--db", db.to_str().unwrap(), "secrets", "set", "api.TOKEN"])
         .current_dir(dir)
@@ -246,7 +241,7 @@ fn the_secrets_key_stays_out_of_a_git_work_tree() {
     let out = set_secret(&plain.join("toolgate.db"), &plain, &key_dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(key_files(&key_dir), keys, "no second per-user key");
-    let out = toolgate(
+    let out = cli(
         &["secrets", "list", "--json"],
         &plain,
         &[("TOOLGATE_DB", &plain.join("toolgate.db"))],
@@ -309,7 +304,7 @@ fn the_demo_scripts_leave_no_temporary_folder() {
         let out = Command::new("bash")
             .arg(script)
             .current_dir(root)
-            .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+            .env("TOOLGATE_BIN", toolgate_test_support::bin())
             .env("TMPDIR", tmp.path())
             .env_remove("OPENAI_API_KEY")
             .env_remove("TOOLGATE_DB")

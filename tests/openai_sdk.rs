@@ -46,7 +46,7 @@ fn serve_from(dir: &Path, agents: &Path, tools: &Path) -> Server {
 }
 
 fn serve_with(dir: &Path, agents: &Path, tools: &Path, env: &[(&str, &str)]) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = Command::new(toolgate_test_support::bin());
     cmd.arg("serve")
         .args(["--addr", "127.0.0.1:0"])
         .arg("--agents")

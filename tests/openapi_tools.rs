@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::serving;
+use toolgate_test_support::toolgate;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -287,16 +288,12 @@ fn start_api() -> Api {
     api
 }
 
-fn toolgate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+fn cli(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    toolgate(dir)
         .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
         .env_remove("TOOLGATE_HTTP_ALLOW")
         .env_remove("PETS_TOKEN")
         .envs(env.iter().copied())
-        .stdin(Stdio::null())
         .output()
         .unwrap()
 }
@@ -332,9 +329,9 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     let allow = ("TOOLGATE_HTTP_ALLOW", "127.0.0.1");
     let token = ("PETS_TOKEN", TOKEN);
 
-    let out = toolgate(d, &["tools", "check"], &[]);
+    let out = cli(d, &["tools", "check"], &[]);
     assert!(out.status.success(), "{}", all(&out));
-    let out = toolgate(d, &["tools", "list"], &[]);
+    let out = cli(d, &["tools", "list"], &[]);
     let text = all(&out);
     for line in [
         "pets__getPet",
@@ -347,7 +344,7 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
 
     // The path id and the body's id share a name: each is prefixed by its place; the
     // Authorization header parameter is the token's, not the model's.
-    let out = toolgate(d, &["tools", "show", "pets__putPet", "--json"], &[]);
+    let out = cli(d, &["tools", "show", "pets__putPet", "--json"], &[]);
     assert!(out.status.success(), "{}", all(&out));
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     let props = shown["parameters"]["properties"].as_object().unwrap();
@@ -361,7 +358,7 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     assert_eq!(shown["parameters"]["required"], json!(["path_id", "name"]));
 
     // Loopback is refused by the same rule as the `http` entry...
-    let out = toolgate(
+    let out = cli(
         d,
         &["tools", "call", "pets__getPet", "--args", r#"{"id": 1}"#],
         &[token],
@@ -369,7 +366,7 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     assert!(all(&out).contains("loopback"), "{}", all(&out));
     // ...and reached when allowed: the JSON body stays JSON.
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -388,7 +385,7 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
         json!({"name": "Rex", "tag": "dog", "id": 1, "owner": null})
     );
     // An array in the query repeats its name.
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -403,7 +400,7 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["output"]["parts"][0]["json"][0]["name"], "Tom", "{v}");
     // A 404 is an error result with the status and the API's complaint.
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -432,7 +429,7 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
         ),
     )
     .unwrap();
-    let out = toolgate(
+    let out = cli(
         d,
         &[
             "tools",
@@ -451,14 +448,14 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
     assert!(text.contains("[response truncated: 20 of"), "{text}");
     // Without its token the call does not start; with a wrong one the API says 401.
     let body = r#"{"path_id": 7, "body_id": 3, "name": "Fido", "owner": {"name": "Ann"}}"#;
-    let out = toolgate(
+    let out = cli(
         d,
         &["tools", "call", "pets__putPet", "--args", body],
         &[allow],
     );
     assert_eq!(out.status.code(), Some(1), "{}", all(&out));
     assert!(all(&out).contains("PETS_TOKEN"), "{}", all(&out));
-    let out = toolgate(
+    let out = cli(
         d,
         &["tools", "call", "pets__putPet", "--args", body],
         &[allow, ("PETS_TOKEN", "wrong")],
@@ -483,14 +480,14 @@ fn a_live_fastapi_app_is_called_through_its_own_document() {
         ),
     )
     .unwrap();
-    let out = toolgate(
+    let out = cli(
         d,
         &["run", "--agent", "agent.yaml", "--json", "store fido"],
         &[allow, token],
     );
     assert!(out.status.success(), "{}", all(&out));
     assert!(!all(&out).contains(TOKEN));
-    let out = toolgate(d, &["calls", "--json"], &[]);
+    let out = cli(d, &["calls", "--json"], &[]);
     let text = all(&out);
     assert!(text.contains("Tom"), "{text}");
     assert!(

@@ -211,7 +211,7 @@ fn world(marker: &Path) -> tempfile::TempDir {
 }
 
 fn start_run(dir: &Path) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let child = Command::new(toolgate_test_support::bin())
         .args(["run", "--agent", "agent.yaml", "--json", "go"])
         .current_dir(dir)
         .env_remove("TOOLGATE_DB")
@@ -300,7 +300,7 @@ fn toolgate_cancel_during_a_command_call_takes_its_grandchild_with_it() {
     let started = Instant::now();
     let running = start_run(dir);
     let toolgate = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        Command::new(toolgate_test_support::bin())
             .args(args)
             .current_dir(dir)
             .env_remove("TOOLGATE_DB")

@@ -11,9 +11,10 @@
 //! the tool's own user and environment (as root, tools run as `nobody` whatever their
 //! file and network settings). Before the rows, each configuration runs a legitimate
 //! call (read and write its workspace), so a refusal is never a tool that did not start.
+#![allow(clippy::too_many_lines, reason = "scenario tests read best whole")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod serving;
+use toolgate_test_support::serving;
 
 use std::io::Write;
 use std::net::{TcpListener, UdpSocket};

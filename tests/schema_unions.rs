@@ -7,22 +7,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+use toolgate_test_support::toolgate;
 
 use serde_json::{Value, json};
 
-fn toolgate(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_WORKSPACE")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+fn cli(args: &[&str], dir: &Path) -> Output {
+    toolgate(dir).args(args).output().unwrap()
 }
 
 /// The Pydantic schema of the parser corpus (tests/corpus/tools/forecast.json), run by
@@ -63,7 +54,7 @@ fn folder(extra: &[(&str, &str)]) -> tempfile::TempDir {
 fn tools_check_loads_union_schemas_and_points_at_a_typo_inside_one() {
     let typo = "name: odd\nparameters:\n  type: object\n  properties:\n    v:\n      anyOf:\n        - {type: string}\n        - {type: integer, minimun: 1}\n";
     let dir = folder(&[("odd.yaml", typo)]);
-    let out = toolgate(&["tools", "check"], dir.path());
+    let out = cli(&["tools", "check"], dir.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("ok      forecast (tools/forecast.json)"),
@@ -81,14 +72,14 @@ fn tools_check_loads_union_schemas_and_points_at_a_typo_inside_one() {
     );
     assert_eq!(out.status.code(), Some(2), "{text}");
     std::fs::remove_file(dir.path().join("tools/odd.yaml")).unwrap();
-    let out = toolgate(&["tools", "check"], dir.path());
+    let out = cli(&["tools", "check"], dir.path());
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
     // `tools show` names a union's types.
-    let out = toolgate(&["tools", "show", "forecast"], dir.path());
+    let out = cli(&["tools", "show", "forecast"], dir.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("note (string or null, optional)"), "{text}");
     assert!(text.contains("place (object, required)"), "{text}");
@@ -108,7 +99,7 @@ fn parse_with_tools_follows_the_union_rules_whole_and_streamed() {
         "<units>null</units></params></tool_call>"
     );
     std::fs::write(dir.path().join("out.txt"), input).unwrap();
-    let whole = toolgate(&["parse", "--tools", "tools", "out.txt"], dir.path());
+    let whole = cli(&["parse", "--tools", "tools", "out.txt"], dir.path());
     assert!(
         whole.status.success(),
         "{}",
@@ -133,7 +124,7 @@ fn parse_with_tools_follows_the_union_rules_whole_and_streamed() {
     assert_eq!(args[2], &json!({"location": "Paris", "units": null}));
     assert_eq!(turn["problems"], json!([]));
     for chunk in ["1", "7"] {
-        let streamed = toolgate(
+        let streamed = cli(
             &["parse", "--tools", "tools", "--stream", chunk, "out.txt"],
             dir.path(),
         );
@@ -158,7 +149,7 @@ fn an_xml_mode_run_gets_coerced_arguments_and_the_full_validator_turns_a_bad_cal
     );
     let replies = json!({"replies": [{"content": calls}, {"content": "Done."}]});
     std::fs::write(p.join("replies.json"), replies.to_string()).unwrap();
-    let out = toolgate(&["run", "--agent", "agent.yaml", "--json", "go"], p);
+    let out = cli(&["run", "--agent", "agent.yaml", "--json", "go"], p);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()

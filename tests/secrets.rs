@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use toolgate_test_support::toolgate;
 
 use serde_json::Value;
 
@@ -90,15 +91,9 @@ fn site() -> tempfile::TempDir {
     dir
 }
 
-fn toolgate(args: &[&str], dir: &Path, key: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+fn cli(args: &[&str], dir: &Path, key: Option<&str>) -> Output {
+    let mut cmd = toolgate(dir);
+    cmd.args(args);
     match key {
         Some(k) => cmd.env("TOOLGATE_SECRET_KEY", k),
         None => cmd.env_remove("TOOLGATE_SECRET_KEY"),
@@ -132,7 +127,7 @@ fn last_json(out: &Output) -> Value {
 fn no_secret_is_ever_written_or_shown_in_clear() {
     let site = site();
     let dir = site.path();
-    let run = toolgate(
+    let run = cli(
         &["run", "--agent", "agent.yaml", "--json", "open it"],
         dir,
         None,
@@ -157,7 +152,7 @@ fn no_secret_is_ever_written_or_shown_in_clear() {
     }
 
     // Edited on approval: a new secret for the token; the note stays as it was.
-    let edited = toolgate(
+    let edited = cli(
         &[
             "approve",
             &id,
@@ -172,7 +167,7 @@ fn no_secret_is_ever_written_or_shown_in_clear() {
     );
     assert_eq!(edited.status.code(), Some(3), "{}", text(&edited));
     assert_clean("approve's output", &text(&edited).into_bytes());
-    let done = toolgate(
+    let done = cli(
         &[
             "submit", &id, "--call", "c_client", "--output", "opened", "--json",
         ],
@@ -184,7 +179,7 @@ fn no_secret_is_ever_written_or_shown_in_clear() {
     assert_eq!(last_json(&done)["status"], "completed");
 
     // xml mode: the secret sits in the model's own text.
-    let xml = toolgate(
+    let xml = cli(
         &[
             "run",
             "--agent",
@@ -207,7 +202,7 @@ fn no_secret_is_ever_written_or_shown_in_clear() {
         vec!["calls"],
         vec!["stats", "--json"],
     ] {
-        let out = toolgate(&args, dir, None);
+        let out = cli(&args, dir, None);
         assert!(out.status.success(), "{args:?}: {}", text(&out));
         assert_clean(&format!("{args:?}"), &text(&out).into_bytes());
     }
@@ -253,20 +248,20 @@ fn no_secret_is_ever_written_or_shown_in_clear() {
 fn a_wrong_or_missing_key_is_a_clear_error_and_changes_nothing() {
     let site = site();
     let dir = site.path();
-    let run = toolgate(
+    let run = cli(
         &["run", "--agent", "agent.yaml", "--json", "open it"],
         dir,
         None,
     );
     assert_eq!(run.status.code(), Some(3), "{}", text(&run));
     let id = last_json(&run)["id"].as_str().unwrap().to_string();
-    let ok = toolgate(
+    let ok = cli(
         &["approve", &id, "--call", "c_confirm", "--no-resume"],
         dir,
         None,
     );
     assert_eq!(ok.status.code(), Some(3), "{}", text(&ok));
-    let ok = toolgate(
+    let ok = cli(
         &[
             "submit",
             &id,
@@ -282,13 +277,13 @@ fn a_wrong_or_missing_key_is_a_clear_error_and_changes_nothing() {
     assert_eq!(ok.status.code(), Some(3), "{}", text(&ok));
 
     // Another key: the sealed values cannot be opened; one line says so.
-    let wrong = toolgate(&["resume", &id], dir, Some(&"ab".repeat(32)));
+    let wrong = cli(&["resume", &id], dir, Some(&"ab".repeat(32)));
     assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert!(err.contains("cannot be opened with this key"), "{err}");
     // No key at all.
     std::fs::rename(dir.join("toolgate.db.key"), dir.join("kept.key")).unwrap();
-    let missing = toolgate(&["resume", &id], dir, None);
+    let missing = cli(&["resume", &id], dir, None);
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
     assert!(
         String::from_utf8_lossy(&missing.stderr).contains("toolgate.db.key does not exist"),
@@ -296,12 +291,12 @@ fn a_wrong_or_missing_key_is_a_clear_error_and_changes_nothing() {
         text(&missing)
     );
     // A key given in a malformed form.
-    let bad = toolgate(&["resume", &id], dir, Some("not-a-key"));
+    let bad = cli(&["resume", &id], dir, Some("not-a-key"));
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("TOOLGATE_SECRET_KEY"));
     // The right key back: the run goes on as if nothing happened.
     std::fs::rename(dir.join("kept.key"), dir.join("toolgate.db.key")).unwrap();
-    let resumed = toolgate(&["resume", &id, "--json"], dir, None);
+    let resumed = cli(&["resume", &id, "--json"], dir, None);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     assert_eq!(last_json(&resumed)["status"], "completed");
     let seen = std::fs::read_to_string(dir.join("seen.log")).unwrap();
@@ -355,7 +350,7 @@ entry:
             );
         }
     };
-    let run = toolgate(
+    let run = cli(
         &["run", "--agent", "agent.yaml", "--json", "pay bob"],
         p,
         None,
@@ -370,7 +365,7 @@ entry:
             clean(&name, &std::fs::read(&path).unwrap());
         }
     }
-    let done = toolgate(&["approve", &id, "--call", "c_pay", "--json"], p, None);
+    let done = cli(&["approve", &id, "--call", "c_pay", "--json"], p, None);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done));
     clean("approve's output", &text(&done).into_bytes());
     let seen: Value =
@@ -484,8 +479,8 @@ fn secrets_are_set_listed_and_removed_from_the_command_line_on_both_backends() {
         drop(db.open());
         let dir = tempfile::tempdir().unwrap();
         let key_dir = dir.path().join("keys");
-        let toolgate = |args: &[&str], stdin: Option<&str>| {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        let cli = |args: &[&str], stdin: Option<&str>| {
+            let mut cmd = Command::new(toolgate_test_support::bin());
             cmd.arg("--db")
                 .arg(db.arg())
                 .args(args)
@@ -508,14 +503,14 @@ fn secrets_are_set_listed_and_removed_from_the_command_line_on_both_backends() {
             }
             child.wait_with_output().unwrap()
         };
-        let set = toolgate(&["secrets", "set", "GH_TOKEN"], Some("S-stdin-9f2e\n"));
+        let set = cli(&["secrets", "set", "GH_TOKEN"], Some("S-stdin-9f2e\n"));
         assert_eq!(set.status.code(), Some(0), "{name}: {}", text(&set));
-        let set = toolgate(
+        let set = cli(
             &["secrets", "set", "api.key", "--from-env", "FROM_ENV_VALUE"],
             None,
         );
         assert_eq!(set.status.code(), Some(0), "{name}: {}", text(&set));
-        let list = toolgate(&["secrets", "list", "--json"], None);
+        let list = cli(&["secrets", "list", "--json"], None);
         assert_eq!(list.status.code(), Some(0), "{name}: {}", text(&list));
         let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
         let names: Vec<&str> = listed
@@ -554,16 +549,16 @@ fn secrets_are_set_listed_and_removed_from_the_command_line_on_both_backends() {
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "{name}");
         }
-        let rm = toolgate(&["secrets", "rm", "GH_TOKEN"], None);
+        let rm = cli(&["secrets", "rm", "GH_TOKEN"], None);
         assert_eq!(rm.status.code(), Some(0), "{name}: {}", text(&rm));
-        let again = toolgate(&["secrets", "rm", "GH_TOKEN"], None);
+        let again = cli(&["secrets", "rm", "GH_TOKEN"], None);
         assert_eq!(again.status.code(), Some(2), "{name}: {}", text(&again));
         assert!(
             text(&again).contains("no secret named 'GH_TOKEN'"),
             "{name}: {}",
             text(&again)
         );
-        let list = toolgate(&["secrets", "list"], None);
+        let list = cli(&["secrets", "list"], None);
         assert_eq!(list.status.code(), Some(0), "{name}: {}", text(&list));
         let table = String::from_utf8_lossy(&list.stdout);
         assert!(

@@ -123,7 +123,7 @@ fn commands_opening_a_new_database_at_once_all_migrate_it() {
         let db = dir.path().join(format!("r{round}.db"));
         let children: Vec<_> = (0..6)
             .map(|_| {
-                Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                Command::new(toolgate_test_support::bin())
                     .arg("--db")
                     .arg(&db)
                     .args(["tools", "call", "calculator", "--args"])

@@ -11,6 +11,7 @@
 //!
 //! It exits 1 when any invariant broke (each one listed with its run), 2 when it could
 //! not start. Everything stays in a temporary folder and on 127.0.0.1.
+#![allow(clippy::too_many_lines, reason = "an example program reads best whole")]
 // A harness, not library code: a broken pipe to a child it started is a failed soak.
 #![allow(clippy::expect_used)]
 

@@ -19,6 +19,7 @@
 //! PostgreSQL: `TOOLGATE_TEST_POSTGRES_URL` when set, else a throwaway server started by
 //! tests/postgres/server.sh (fsync on). Exits 1 when an invariant broke, 2 when it could
 //! not run. Everything stays in a temporary folder and on 127.0.0.1.
+#![allow(clippy::too_many_lines, reason = "an example program reads best whole")]
 
 mod check;
 mod client;

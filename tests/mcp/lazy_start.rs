@@ -9,7 +9,7 @@ use std::process::Output;
 use super::{command, json_out, peers, stderr, world};
 
 /// Runs toolgate in `dir` with the kept tool lists in `dir/cache`.
-fn toolgate(args: &[&str], dir: &Path) -> Output {
+fn cli(args: &[&str], dir: &Path) -> Output {
     command(args, dir)
         .env("TOOLGATE_CACHE_DIR", dir.join("cache"))
         .output()
@@ -51,7 +51,7 @@ fn listing_starts_no_server_once_its_tools_are_kept_and_a_call_starts_it() {
 
     // The first load ever keeps no list yet: each server is started once to list its
     // tools, and stopped.
-    let first = toolgate(&["tools", "list", "--json"], dir);
+    let first = cli(&["tools", "list", "--json"], dir);
     assert!(first.status.success(), "{}", stderr(&first));
     let mut started = starts(dir);
     started.sort();
@@ -59,7 +59,7 @@ fn listing_starts_no_server_once_its_tools_are_kept_and_a_call_starts_it() {
     std::fs::remove_file(dir.join("started.log")).unwrap();
 
     // Lists kept: listing, showing and checking an agent's tools start nothing.
-    let listed = toolgate(&["tools", "list", "--json"], dir);
+    let listed = cli(&["tools", "list", "--json"], dir);
     assert!(listed.status.success(), "{}", stderr(&listed));
     assert_eq!(stderr(&listed), "", "no load warnings");
     let names = json_out(&listed).to_string();
@@ -67,12 +67,12 @@ fn listing_starts_no_server_once_its_tools_are_kept_and_a_call_starts_it() {
         names.contains("one__get_current_time") && names.contains("two__convert_time"),
         "{names}"
     );
-    let shown = toolgate(&["tools", "show", "two__get_current_time", "--json"], dir);
+    let shown = cli(&["tools", "show", "two__get_current_time", "--json"], dir);
     assert!(shown.status.success(), "{}", stderr(&shown));
     assert!(starts(dir).is_empty(), "started: {:?}", starts(dir));
 
     // A run that calls one server's tool starts that server, and only it.
-    let run = toolgate(&["run", "--agent", "agent.yaml", "--json", "time?"], dir);
+    let run = cli(&["run", "--agent", "agent.yaml", "--json", "time?"], dir);
     assert!(run.status.success(), "{}", stderr(&run));
     let out = String::from_utf8_lossy(&run.stdout);
     let finished: Vec<serde_json::Value> = out

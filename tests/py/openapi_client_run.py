@@ -3,11 +3,11 @@ own /openapi.json (tests/openapi_clients.rs generates it, then runs this):
 
     python openapi_client_run.py PARENT_DIR BASE_URL KEY
 
-PARENT_DIR holds the generated package `toolgate_client`. The `assistant` agent of
-tests/serving runs calculator at once, then pauses on write_file (approval) and ask_user
-(the client's output): this script starts the run, approves, submits, and gets the run,
-each through the generated functions and models. Every check is an assert; the last line
-is a JSON object the Rust test reads.
+PARENT_DIR holds the generated package `toolgate_client`. The `assistant` agent of the
+serving helper (crates/toolgate-test-support/src/serving) runs calculator at once, then
+pauses on write_file (approval) and ask_user (the client's output): this script starts
+the run, approves, submits, and gets the run, each through the generated functions and
+models. Every check is an assert; the last line is a JSON object the Rust test reads.
 """
 
 import json

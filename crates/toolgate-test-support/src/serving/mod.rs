@@ -1,6 +1,5 @@
 //! A `toolgate serve` process for tests: the built binary on a free loopback port, a
 //! fresh database, an agents folder with scripted models, and a reqwest client.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 pub mod identity;
 
@@ -30,6 +29,12 @@ pub struct Site {
     pub dir: TempDir,
     /// The database its servers and commands use, when not the SQLite file in `dir`.
     database: Option<String>,
+}
+
+impl Default for Site {
+    fn default() -> Site {
+        Site::new()
+    }
 }
 
 impl Site {
@@ -177,21 +182,18 @@ pub struct Server {
     pub key: Option<String>,
 }
 
+/// The built binary ([`crate::bin`]).
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_toolgate")
+    crate::bin()
 }
 
 /// `toolgate --db DB ARGS...` run in `dir`, with no stdin and none of the environment
 /// that would point it elsewhere.
 pub fn toolgate_in(dir: &Path, db: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .current_dir(dir)
+    crate::toolgate(dir)
         .arg("--db")
         .arg(db)
         .args(args)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .stdin(Stdio::null())
         .output()
         .unwrap()
 }
@@ -374,7 +376,7 @@ pub fn parse_sse(text: &str) -> Vec<(String, Value)> {
 /// What the project's own install script `script` (idempotent) made: the path it
 /// prints last, which must exist; `who` names the test in the failure.
 fn installed(script: &str, who: &str, needs: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::workspace_root().to_path_buf();
     let out = Command::new("bash")
         .arg(root.join(script))
         .stderr(Stdio::inherit())

@@ -1,7 +1,6 @@
 //! The binary run the way a person runs it in a shell, for the cross-process tests: a
 //! confirm `launch` command tool that notes each call it runs, the command builder,
 //! and small readers of what a command left behind.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -36,19 +35,13 @@ pub fn with_tools(files: &[(&str, &str)]) -> tempfile::TempDir {
 /// `toolgate ARGS` in `dir`, with no inherited database, tools folder or API key, and
 /// `launch` taking `sleep` seconds.
 pub fn command(args: &[&str], dir: &Path, sleep: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("TOOLGATE_DB")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("OPENAI_API_KEY")
-        .env("LAUNCH_SLEEP", sleep)
-        .stdin(Stdio::null());
+    let mut cmd = crate::toolgate(dir);
+    cmd.args(args).env("LAUNCH_SLEEP", sleep);
     cmd
 }
 
 /// Runs `toolgate ARGS` in `dir` to its end.
-pub fn toolgate(args: &[&str], dir: &Path) -> Output {
+pub fn output(args: &[&str], dir: &Path) -> Output {
     command(args, dir, "0").output().unwrap()
 }
 

@@ -2,9 +2,8 @@
 //! is recorded (its JSON body) and answered with the next queued reply, an SSE stream
 //! written chunk by chunk (each `data:` line flushed on its own) or an error status.
 //! Small constructors build the chunks the way OpenAI sends them.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
-mod request;
+pub(crate) mod request;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -5,12 +5,9 @@
 //! `thinking_delta` / `signature_delta`, `content_block_stop`, `message_delta`,
 //! `message_stop`, `ping`, `error`) written chunk by chunk, each event flushed on its
 //! own; an error status; or a stream cut off mid-block.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
-// The fake OpenAI server's request reader (a test with both servers loads it twice).
-#[allow(clippy::duplicate_mod)]
-#[path = "../fake_openai/request.rs"]
-mod request;
+// The fake OpenAI server's request reader.
+use crate::fake_openai::request;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -35,6 +32,10 @@ pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 pub struct FakeAnthropic {
     /// The server's root, as `ANTHROPIC_BASE_URL` takes it.
     pub base_url: String,
+    #[allow(
+        dead_code,
+        reason = "the queue the server task answers from, held with the server"
+    )]
     replies: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Value>>>,
     heads: Arc<Mutex<Vec<String>>>,
