@@ -48,6 +48,8 @@ const LAYERS: &[(&str, u8, &[&str])] = &[
     ("toolgate-runtime", 4, BELOW_SOURCES),
     ("toolgate-server", 5, BELOW_SERVER),
     ("toolgate", 6, ALL_LIBRARIES),
+    // A program embedding the crates is a composition root like the binary.
+    ("toolgate-embed-example", 6, ALL_LIBRARIES),
     // Dev-only, above everything: it may use any library crate, none may use it.
     ("toolgate-test-support", 7, ALL_LIBRARIES),
 ];
