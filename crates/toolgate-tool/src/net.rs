@@ -121,20 +121,22 @@ pub struct AllowList {
 impl AllowList {
     /// Reads entries; the error names the first one that is not an address, network
     /// or host name.
-    pub fn parse<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Result<Self, String> {
+    pub fn parse<S: AsRef<str>>(
+        entries: impl IntoIterator<Item = S>,
+    ) -> Result<Self, AllowListError> {
         let rules = entries
             .into_iter()
             .map(|e| e.as_ref().trim().to_string())
             .filter(|e| !e.is_empty())
-            .map(|e| parse_rule(&e))
+            .map(|e| parse_rule(&e).map_err(AllowListError::Entry))
             .collect::<Result<_, _>>()?;
         Ok(Self { rules })
     }
 
     /// The entries in `TOOLGATE_HTTP_ALLOW` (none when it is not set).
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, AllowListError> {
         match std::env::var(ALLOW_ENV) {
-            Ok(v) => Self::parse(v.split(',')).map_err(|e| format!("{ALLOW_ENV}: {e}")),
+            Ok(v) => Self::parse(v.split(',')).map_err(|e| AllowListError::Env(Box::new(e))),
             Err(_) => Ok(Self::default()),
         }
     }
@@ -164,6 +166,23 @@ impl AllowList {
                 port: p,
             } => contains(*net, *prefix, addr) && p.is_none_or(|p| p == port),
         })
+    }
+}
+
+/// Why an allow list cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowListError {
+    /// An entry that is not an address, network or host name (the message names it).
+    #[error("{0}")]
+    Entry(String),
+    /// The same, in `TOOLGATE_HTTP_ALLOW`.
+    #[error("{ALLOW_ENV}: {0}")]
+    Env(Box<AllowListError>),
+}
+
+impl From<AllowListError> for String {
+    fn from(e: AllowListError) -> String {
+        e.to_string()
     }
 }
 
