@@ -128,7 +128,7 @@ impl AllowList {
             .into_iter()
             .map(|e| e.as_ref().trim().to_string())
             .filter(|e| !e.is_empty())
-            .map(|e| parse_rule(&e).map_err(AllowListError::Entry))
+            .map(|e| parse_rule(&e))
             .collect::<Result<_, _>>()?;
         Ok(Self { rules })
     }
@@ -172,9 +172,9 @@ impl AllowList {
 /// Why an allow list cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AllowListError {
-    /// An entry that is not an address, network or host name (the message names it).
-    #[error("{0}")]
-    Entry(String),
+    /// An entry that is not an address, network or host name, and why.
+    #[error("'{entry}' is not an allow-list entry: {why}")]
+    Entry { entry: String, why: String },
     /// The same, in `TOOLGATE_HTTP_ALLOW`.
     #[error("{ALLOW_ENV}: {0}")]
     Env(Box<AllowListError>),
@@ -186,8 +186,11 @@ impl From<AllowListError> for String {
     }
 }
 
-fn parse_rule(entry: &str) -> Result<Rule, String> {
-    let bad = |why: &str| format!("'{entry}' is not an allow-list entry: {why}");
+fn parse_rule(entry: &str) -> Result<Rule, AllowListError> {
+    let bad = |why: &str| AllowListError::Entry {
+        entry: entry.to_string(),
+        why: why.to_string(),
+    };
     let net = |ip: IpAddr, port| Rule::Net {
         net: ip.to_canonical(),
         prefix: if ip.to_canonical().is_ipv4() { 32 } else { 128 },
