@@ -105,3 +105,13 @@ fn summaries_read_at_a_glance() {
         "fs off, network, +1 path"
     );
 }
+
+#[test]
+fn every_fs_setting_reads_back_from_its_name() {
+    use strum::VariantArray;
+    let names: Vec<&str> = Fs::VARIANTS.iter().map(|f| f.as_str()).collect();
+    assert_eq!(names, ["workspace-write", "workspace-read", "off"]);
+    for fs in Fs::VARIANTS {
+        assert_eq!(Fs::parse(&json!(fs.as_str())).unwrap(), *fs);
+    }
+}
