@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use divan::Bencher;
-use toolgate::sandbox::{self, Launch, Policy};
+use toolgate::sandbox::{self, Launch, SandboxPolicy};
 use toolgate::tool::process;
 
 fn main() {
@@ -26,7 +26,7 @@ fn workspace() -> PathBuf {
 }
 
 /// One call of `true` under `policy`.
-async fn call(policy: &Policy, ws: &PathBuf) {
+async fn call(policy: &SandboxPolicy, ws: &PathBuf) {
     let mut cmd = tokio::process::Command::new("true");
     let launch = Launch {
         who: "tool 'bench'",
@@ -52,13 +52,13 @@ fn runtime() -> tokio::runtime::Runtime {
 #[divan::bench(sample_count = 50)]
 fn unsandboxed(bencher: Bencher) {
     let (rt, ws) = (runtime(), workspace());
-    bencher.bench_local(|| rt.block_on(call(&Policy::Off, &ws)));
+    bencher.bench_local(|| rt.block_on(call(&SandboxPolicy::Off, &ws)));
 }
 
 #[divan::bench(sample_count = 50)]
 fn sandboxed(bencher: Bencher) {
     let (rt, ws) = (runtime(), workspace());
-    let policy = Policy::default();
+    let policy = SandboxPolicy::default();
     bencher.bench_local(|| rt.block_on(call(&policy, &ws)));
 }
 
@@ -66,11 +66,11 @@ fn sandboxed(bencher: Bencher) {
 fn ratio() {
     const ROUNDS: u32 = 200;
     let (rt, ws) = (runtime(), workspace());
-    let sandboxed = Policy::default();
+    let sandboxed = SandboxPolicy::default();
     let (mut off, mut on) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..ROUNDS {
         let t = Instant::now();
-        rt.block_on(call(&Policy::Off, &ws));
+        rt.block_on(call(&SandboxPolicy::Off, &ws));
         off += t.elapsed();
         let t = Instant::now();
         rt.block_on(call(&sandboxed, &ws));

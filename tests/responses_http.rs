@@ -221,7 +221,7 @@ impl Model for SlowSecondTurn {
         let turn = request
             .messages
             .iter()
-            .filter(|m| m.role == toolgate::model::Role::Assistant)
+            .filter(|m| m.role == toolgate::model::MessageRole::Assistant)
             .count();
         let mut native = toolgate::parse::NativeCalls::default();
         if turn == 0 {

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::agent::Agent;
-use toolgate::model::{Message, Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
+use toolgate::model::{
+    Message, MessageRole, Model, ModelError, ModelReply, ModelRequest, ReplySink,
+};
 use toolgate::parse::NativeCalls;
 use toolgate::protocol::{Decision, ItemKind, RunObject, RunStatus, Usage};
 use toolgate::run::{RunError, Runner, StartRun};
@@ -44,7 +46,7 @@ impl Model for TestModel {
         let index = request
             .messages
             .iter()
-            .filter(|m| m.role == Role::Assistant)
+            .filter(|m| m.role == MessageRole::Assistant)
             .count();
         let (content, calls) = self
             .replies
@@ -128,7 +130,7 @@ impl World {
         messages
             .iter()
             .rev()
-            .take_while(|m| m.role != Role::Assistant)
+            .take_while(|m| m.role != MessageRole::Assistant)
             .map(|m| m.content.clone())
             .collect::<Vec<_>>()
             .join("\n")
@@ -433,8 +435,11 @@ async fn history_carries_from_run_to_run() {
     assert_eq!(run2.output.as_deref(), Some("second answer"));
     assert_eq!(run2.conversation_id, "conv_h");
     let requests = w.model.requests.lock().unwrap();
-    let roles: Vec<Role> = requests[1].1.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+    let roles: Vec<MessageRole> = requests[1].1.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [MessageRole::User, MessageRole::Assistant, MessageRole::User]
+    );
     assert_eq!(requests[1].1[1].content, "first answer");
 }
 
@@ -670,7 +675,7 @@ async fn a_cancelled_run_never_continues() {
     let last = &requests.last().unwrap().1;
     assert!(
         last.iter()
-            .any(|m| m.role == Role::Tool && m.content.contains("ended before"))
+            .any(|m| m.role == MessageRole::Tool && m.content.contains("ended before"))
     );
 }
 

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use toolgate::agent::Agent;
-use toolgate::model::{Message, Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
+use toolgate::model::{
+    Message, MessageRole, Model, ModelError, ModelReply, ModelRequest, ReplySink,
+};
 use toolgate::parse::NativeCalls;
 use toolgate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, Usage};
 use toolgate::run::{Runner, StartRun};
@@ -52,7 +54,7 @@ impl Model for TreeModel {
         let index = request
             .messages
             .iter()
-            .filter(|m| m.role == Role::Assistant)
+            .filter(|m| m.role == MessageRole::Assistant)
             .count();
         let (content, calls) = self
             .replies
@@ -156,7 +158,7 @@ impl World {
         messages
             .iter()
             .rev()
-            .take_while(|m| m.role != Role::Assistant)
+            .take_while(|m| m.role != MessageRole::Assistant)
             .map(|m| m.content.clone())
             .collect::<Vec<_>>()
             .join("\n")

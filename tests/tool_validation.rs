@@ -243,7 +243,7 @@ fn bad_schemas_are_refused_at_compile_time() {
         ),
     ] {
         let err = Schema::compile(&schema).unwrap_err();
-        assert!(err.contains(needle), "{err}");
+        assert!(err.to_string().contains(needle), "{err}");
     }
 }
 

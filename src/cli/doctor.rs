@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{Value, json};
-use toolgate::sandbox::{self, Feature, Fs, Launch, Policy, Rules};
+use toolgate::sandbox::{self, Feature, Fs, Launch, Rules, SandboxPolicy};
 
 use super::Failure;
 use super::out::{self, print_json};
@@ -21,7 +21,7 @@ pub struct DoctorArgs {
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode, Failure> {
     let support = sandbox::support();
-    let default = Policy::default();
+    let default = SandboxPolicy::default();
     let ready = default
         .rules()
         .map_or(Ok(()), |r| support.check("the default sandbox", r));
@@ -113,7 +113,7 @@ fn start_true() -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let workspace = std::env::current_dir().map_err(|e| e.to_string())?;
-    let policy = Policy::On(Rules {
+    let policy = SandboxPolicy::On(Rules {
         fs: Fs::WorkspaceRead,
         ..Rules::default()
     });

@@ -48,7 +48,7 @@ impl Printer {
             RunEvent::ToolStarted(events::ToolStarted { call_id, tool, .. }) => {
                 self.tools.insert(call_id.clone(), tool.clone());
             }
-            RunEvent::ToolOutput(events::ToolOutput { call_id, part, .. }) => {
+            RunEvent::ToolOutput(events::ToolOutputEvent { call_id, part, .. }) => {
                 // A streamed line, as the tool wrote it, under its tool's name.
                 let tool = self.tools.get(call_id).map_or("tool", String::as_str);
                 // Several calls of one tool in this run: each line says whose it is.
@@ -154,7 +154,7 @@ fn human(e: &RunEvent) {
         RunEvent::ToolStarted(events::ToolStarted { call_id, tool, .. }) => {
             let _ = writeln!(err, "· running {tool} ({call_id})");
         }
-        RunEvent::ToolOutput(events::ToolOutput { .. }) => {}
+        RunEvent::ToolOutput(events::ToolOutputEvent { .. }) => {}
         RunEvent::ContextCompacted(events::ContextCompacted {
             strategy,
             messages,

@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::retry::{Failure, Retries};
-use super::{Message, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, Role};
+use super::{
+    Message, MessageRole, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink,
+};
 use crate::OpenAiConfig;
 
 /// The API version sent in `anthropic-version`.
@@ -55,7 +57,10 @@ impl AnthropicModel {
         settings: ModelSettings,
     ) -> Result<Self, ModelError> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let api_key = match settings.api_key().map_err(ModelError::Config)? {
+        let api_key = match settings
+            .api_key()
+            .map_err(|e| ModelError::Config(e.to_string()))?
+        {
             Some(k) => Some(k),
             None => var("ANTHROPIC_API_KEY"),
         };
@@ -210,6 +215,28 @@ enum Block {
     Other,
 }
 
+/// An `error` event: retried when the server is busy or failing, too long when it
+/// says the request passed the context window, else fatal.
+fn stream_error(v: &Value) -> Failure {
+    let kind = v
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or("error");
+    let message = format!(
+        "the stream carried an error: {kind}: {}",
+        v.pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    );
+    match kind {
+        "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error" => {
+            Failure::Retry(message)
+        }
+        _ if super::says_context_exceeded(&message) => Failure::TooLong(message),
+        _ => Failure::Fatal(message),
+    }
+}
+
 /// A reply as its events arrive.
 #[derive(Default)]
 struct Reading {
@@ -235,63 +262,8 @@ impl Reading {
                     self.usage(u);
                 }
             }
-            "content_block_start" => {
-                let b = v.get("content_block").cloned().unwrap_or(Value::Null);
-                let block = match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        if let Some(t) = b
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .filter(|t| !t.is_empty())
-                        {
-                            self.text(t, sink);
-                        }
-                        Block::Text
-                    }
-                    Some("tool_use") => {
-                        self.reply.native.delta(
-                            index,
-                            b.get("id").and_then(Value::as_str),
-                            b.get("name").and_then(Value::as_str),
-                            None,
-                            index as usize,
-                        );
-                        Block::ToolUse
-                    }
-                    Some("thinking") => Block::Thinking {
-                        thinking: str_of(&b, "thinking"),
-                        signature: str_of(&b, "signature"),
-                    },
-                    Some("redacted_thinking") => Block::Redacted(b),
-                    _ => Block::Other,
-                };
-                self.blocks.insert(index, block);
-            }
-            "content_block_delta" => {
-                let d = v.get("delta").cloned().unwrap_or(Value::Null);
-                match (
-                    d.get("type").and_then(Value::as_str),
-                    self.blocks.get_mut(&index),
-                ) {
-                    (Some("text_delta"), _) => {
-                        let t = str_of(&d, "text");
-                        self.text(&t, sink);
-                    }
-                    (Some("input_json_delta"), Some(Block::ToolUse)) => {
-                        let part = str_of(&d, "partial_json");
-                        self.reply
-                            .native
-                            .delta(index, None, None, Some(&part), index as usize);
-                    }
-                    (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
-                        thinking.push_str(&str_of(&d, "thinking"));
-                    }
-                    (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
-                        signature.push_str(&str_of(&d, "signature"));
-                    }
-                    _ => {}
-                }
-            }
+            "content_block_start" => self.block_start(&v, index, sink),
+            "content_block_delta" => self.block_delta(&v, index, sink),
             "content_block_stop" => match self.blocks.get(&index) {
                 Some(Block::Thinking {
                     thinking,
@@ -308,28 +280,72 @@ impl Reading {
                 }
             }
             "message_stop" => self.stopped = true,
-            "error" => {
-                let kind = v
-                    .pointer("/error/type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("error");
-                let message = format!(
-                    "the stream carried an error: {kind}: {}",
-                    v.pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                );
-                return Err(match kind {
-                    "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error" => {
-                        Failure::Retry(message)
-                    }
-                    _ if super::says_context_exceeded(&message) => Failure::TooLong(message),
-                    _ => Failure::Fatal(message),
-                });
-            }
+            "error" => return Err(stream_error(&v)),
             _ => {} // ping, and event types added later
         }
         Ok(())
+    }
+
+    /// `content_block_start`: a text, tool-use or thinking block opens at `index`.
+    fn block_start(&mut self, v: &Value, index: u64, sink: &mut dyn ReplySink) {
+        let b = v.get("content_block").cloned().unwrap_or(Value::Null);
+        let block = match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(t) = b
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    self.text(t, sink);
+                }
+                Block::Text
+            }
+            Some("tool_use") => {
+                self.reply.native.delta(
+                    index,
+                    b.get("id").and_then(Value::as_str),
+                    b.get("name").and_then(Value::as_str),
+                    None,
+                    index as usize,
+                );
+                Block::ToolUse
+            }
+            Some("thinking") => Block::Thinking {
+                thinking: str_of(&b, "thinking"),
+                signature: str_of(&b, "signature"),
+            },
+            Some("redacted_thinking") => Block::Redacted(b),
+            _ => Block::Other,
+        };
+        self.blocks.insert(index, block);
+    }
+
+    /// `content_block_delta`: more text, call arguments, thinking or signature for the
+    /// block at `index`.
+    fn block_delta(&mut self, v: &Value, index: u64, sink: &mut dyn ReplySink) {
+        let d = v.get("delta").cloned().unwrap_or(Value::Null);
+        match (
+            d.get("type").and_then(Value::as_str),
+            self.blocks.get_mut(&index),
+        ) {
+            (Some("text_delta"), _) => {
+                let t = str_of(&d, "text");
+                self.text(&t, sink);
+            }
+            (Some("input_json_delta"), Some(Block::ToolUse)) => {
+                let part = str_of(&d, "partial_json");
+                self.reply
+                    .native
+                    .delta(index, None, None, Some(&part), index as usize);
+            }
+            (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
+                thinking.push_str(&str_of(&d, "thinking"));
+            }
+            (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
+                signature.push_str(&str_of(&d, "signature"));
+            }
+            _ => {}
+        }
     }
 
     fn text(&mut self, t: &str, sink: &mut dyn ReplySink) {
@@ -440,12 +456,12 @@ pub(crate) fn request_body(
 /// A message's role and content blocks.
 fn blocks_of(m: &Message, native: bool) -> (&'static str, Vec<Value>) {
     match m.role {
-        Role::User => {
+        MessageRole::User => {
             let mut blocks = vec![json!({"type": "text", "text": non_empty(&m.content)})];
             blocks.extend(m.images.iter().map(image_block));
             ("user", blocks)
         }
-        Role::Tool if !m.images.is_empty() => {
+        MessageRole::Tool if !m.images.is_empty() => {
             // Images go inside the tool_result, after its text.
             let mut content = vec![json!({"type": "text", "text": non_empty(&m.content)})];
             content.extend(m.images.iter().map(image_block));
@@ -456,7 +472,7 @@ fn blocks_of(m: &Message, native: bool) -> (&'static str, Vec<Value>) {
                 ],
             )
         }
-        Role::Tool => (
+        MessageRole::Tool => (
             "user",
             vec![json!({
                 "type": "tool_result",
@@ -464,7 +480,7 @@ fn blocks_of(m: &Message, native: bool) -> (&'static str, Vec<Value>) {
                 "content": non_empty(&m.content),
             })],
         ),
-        Role::Assistant => {
+        MessageRole::Assistant => {
             // Thinking blocks go back first and unchanged, as the API requires.
             let mut blocks: Vec<Value> = m.reasoning.clone();
             if !m.content.is_empty() {

@@ -22,7 +22,7 @@ pub use fallback::FallbackModel;
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use providers::{ModelProvider, Providers};
 pub use scripted::ScriptedModel;
-pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS};
+pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS, SettingsError};
 pub use toolgate_protocol::image::{self, ImagePart};
 
 use toolgate_parse::{NativeCalls, ToolCall};
@@ -31,7 +31,7 @@ use toolgate_protocol::Usage;
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum MessageRole {
     User,
     Assistant,
     /// A tool's result (native mode).
@@ -42,7 +42,7 @@ pub enum Role {
 /// agent for every request).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
-    pub role: Role,
+    pub role: MessageRole,
     pub content: String,
     /// The calls of an assistant message, with the ids the results answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -71,7 +71,7 @@ pub struct Message {
 impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self {
-            role: Role::User,
+            role: MessageRole::User,
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
@@ -84,7 +84,7 @@ impl Message {
 
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
         Self {
-            role: Role::Assistant,
+            role: MessageRole::Assistant,
             content: content.into(),
             tool_calls,
             tool_call_id: None,
@@ -109,7 +109,7 @@ impl Message {
 
     pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
         Self {
-            role: Role::Tool,
+            role: MessageRole::Tool,
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),

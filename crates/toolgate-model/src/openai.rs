@@ -13,7 +13,9 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use super::retry::{Failure, Retries};
-use super::{Message, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, Role};
+use super::{
+    Message, MessageRole, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink,
+};
 use toolgate_protocol::Usage;
 
 /// How to reach the server and how hard to try.
@@ -110,7 +112,10 @@ impl OpenAiModel {
         if let Some(url) = &settings.base_url {
             config.base_url = Some(url.clone());
         }
-        if let Some(key) = settings.api_key().map_err(ModelError::Config)? {
+        if let Some(key) = settings
+            .api_key()
+            .map_err(|e| ModelError::Config(e.to_string()))?
+        {
             config.api_key = Some(key);
         }
         if let Some(t) = settings.timeout {
@@ -249,10 +254,10 @@ pub(crate) fn request_body(
     // message carries text only).
     let mut pending: Vec<(&str, &super::ImagePart)> = Vec::new();
     for m in request.messages {
-        if m.role != Role::Tool && !pending.is_empty() {
+        if m.role != MessageRole::Tool && !pending.is_empty() {
             messages.push(images_message(std::mem::take(&mut pending)));
         }
-        if m.role == Role::Tool {
+        if m.role == MessageRole::Tool {
             let id = m.tool_call_id.as_deref().unwrap_or("a call");
             pending.extend(m.images.iter().map(|i| (id, i)));
         }
@@ -301,7 +306,7 @@ fn images_message(images: Vec<(&str, &super::ImagePart)>) -> Value {
 
 fn message_json(m: &Message, native: bool) -> Value {
     match m.role {
-        Role::User if !m.images.is_empty() => {
+        MessageRole::User if !m.images.is_empty() => {
             let mut content = vec![json!({"type": "text", "text": m.content})];
             content.extend(
                 m.images
@@ -310,13 +315,13 @@ fn message_json(m: &Message, native: bool) -> Value {
             );
             json!({"role": "user", "content": content})
         }
-        Role::User => json!({"role": "user", "content": m.content}),
-        Role::Tool => json!({
+        MessageRole::User => json!({"role": "user", "content": m.content}),
+        MessageRole::Tool => json!({
             "role": "tool",
             "tool_call_id": m.tool_call_id,
             "content": m.content,
         }),
-        Role::Assistant if native && !m.tool_calls.is_empty() => {
+        MessageRole::Assistant if native && !m.tool_calls.is_empty() => {
             let calls: Vec<Value> = m
                 .tool_calls
                 .iter()
@@ -338,7 +343,7 @@ fn message_json(m: &Message, native: bool) -> Value {
             };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
-        Role::Assistant => json!({"role": "assistant", "content": m.content}),
+        MessageRole::Assistant => json!({"role": "assistant", "content": m.content}),
     }
 }
 

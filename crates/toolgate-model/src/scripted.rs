@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Model, ModelError, ModelReply, ModelRequest, ReplySink, Role};
+use super::{MessageRole, Model, ModelError, ModelReply, ModelRequest, ReplySink};
 use toolgate_parse::NativeCalls;
 use toolgate_protocol::Usage;
 
@@ -99,7 +99,7 @@ impl Model for ScriptedModel {
         let index = request
             .messages
             .iter()
-            .filter(|m| m.role == Role::Assistant)
+            .filter(|m| m.role == MessageRole::Assistant)
             .count();
         let reply = self.replies.get(index).ok_or_else(|| {
             ModelError::Exhausted(format!(

@@ -64,7 +64,7 @@ struct RawSpec {
 impl ModelSpec {
     /// Reads `model:` (or a `fallback:` entry): a name, or a map with `name` and
     /// settings. The message names the field at fault.
-    pub fn from_value(value: &Value) -> Result<ModelSpec, String> {
+    pub fn from_value(value: &Value) -> Result<ModelSpec, SettingsError> {
         let spec = match value {
             Value::String(name) => ModelSpec {
                 name: name.clone(),
@@ -72,25 +72,20 @@ impl ModelSpec {
             },
             Value::Object(map) => {
                 if let Some(unknown) = map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-                    return Err(format!(
-                        "unknown setting '{unknown}' (known: {})",
-                        KNOWN.join(", ")
-                    ));
+                    return Err(SettingsError::Unknown(unknown.clone()));
                 }
                 if !map.contains_key("name") {
-                    return Err("the map form needs 'name' (for example openai:gpt-4o)".into());
+                    return Err(SettingsError::NoName);
                 }
-                let raw: RawSpec =
-                    serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+                let raw: RawSpec = serde_json::from_value(value.clone())
+                    .map_err(|e| SettingsError::Read(e.to_string()))?;
                 ModelSpec {
                     name: raw.name,
                     settings: raw.settings,
                 }
             }
             other => {
-                return Err(format!(
-                    "expected a model name or a map with 'name', found {other}"
-                ));
+                return Err(SettingsError::NotASpec(other.to_string()));
             }
         };
         spec.settings.check()?;
@@ -114,65 +109,102 @@ const KNOWN: &[&str] = &[
 impl ModelSettings {
     /// Checks each value's range, so that a bad one is a load error, not a refused
     /// request in the middle of a run.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SettingsError> {
         if let Some(t) = self.temperature
             && !(0.0..=2.0).contains(&t)
         {
-            return Err(format!("'temperature' must be between 0 and 2, not {t}"));
+            return Err(SettingsError::Temperature(t));
         }
         if let Some(p) = self.top_p
             && !(0.0..=1.0).contains(&p)
         {
-            return Err(format!("'top_p' must be between 0 and 1, not {p}"));
+            return Err(SettingsError::TopP(p));
         }
         if self.max_tokens == Some(0) {
-            return Err("'max_tokens' must be at least 1".into());
+            return Err(SettingsError::MaxTokens);
         }
         if let Some(e) = &self.reasoning_effort
             && !REASONING_EFFORTS.contains(&e.as_str())
         {
-            return Err(format!(
-                "'reasoning_effort' is '{e}'; use one of {}",
-                REASONING_EFFORTS.join(", ")
-            ));
+            return Err(SettingsError::ReasoningEffort(e.clone()));
         }
         if let Some(t) = self.timeout
             && !(t.is_finite() && t > 0.0)
         {
-            return Err(format!(
-                "'timeout' must be a positive number of seconds, not {t}"
-            ));
+            return Err(SettingsError::Timeout(t));
         }
         if let Some(var) = &self.api_key_env
             && (var.is_empty() || var.contains('=') || var.contains('\0'))
         {
-            return Err(format!("'api_key_env' is not a variable name: '{var}'"));
+            return Err(SettingsError::ApiKeyEnv(var.clone()));
         }
         if let Some(url) = &self.base_url
             && url::Url::parse(url).is_err()
         {
-            return Err(format!("'base_url' is not a URL: '{url}'"));
+            return Err(SettingsError::BaseUrl(url.clone()));
         }
         for (k, v) in &self.headers {
             reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("'headers': '{k}' is not a header name"))?;
+                .map_err(|_| SettingsError::HeaderName(k.clone()))?;
             reqwest::header::HeaderValue::from_str(v)
-                .map_err(|_| format!("'headers': the value of '{k}' is not a header value"))?;
+                .map_err(|_| SettingsError::HeaderValue(k.clone()))?;
         }
         Ok(())
     }
 
     /// The key named by `api_key_env`, when it names one: an error when it is unset.
-    pub fn api_key(&self) -> Result<Option<String>, String> {
+    pub fn api_key(&self) -> Result<Option<String>, SettingsError> {
         match &self.api_key_env {
             None => Ok(None),
             Some(var) => match std::env::var(var) {
                 Ok(v) if !v.trim().is_empty() => Ok(Some(v)),
-                _ => Err(format!(
-                    "the model's api_key_env names {var}, which is not set"
-                )),
+                _ => Err(SettingsError::ApiKeyUnset(var.clone())),
             },
         }
+    }
+}
+
+/// Why a model's settings are refused; each message names the field at fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    /// A key that is not a setting.
+    #[error("unknown setting '{0}' (known: {known})", known = KNOWN.join(", "))]
+    Unknown(String),
+    /// The map form without `name`.
+    #[error("the map form needs 'name' (for example openai:gpt-4o)")]
+    NoName,
+    /// The map form does not read (a value of the wrong type).
+    #[error("{0}")]
+    Read(String),
+    /// Neither a name nor a map.
+    #[error("expected a model name or a map with 'name', found {0}")]
+    NotASpec(String),
+    #[error("'temperature' must be between 0 and 2, not {0}")]
+    Temperature(f64),
+    #[error("'top_p' must be between 0 and 1, not {0}")]
+    TopP(f64),
+    #[error("'max_tokens' must be at least 1")]
+    MaxTokens,
+    #[error("'reasoning_effort' is '{0}'; use one of {efforts}", efforts = REASONING_EFFORTS.join(", "))]
+    ReasoningEffort(String),
+    #[error("'timeout' must be a positive number of seconds, not {0}")]
+    Timeout(f64),
+    #[error("'api_key_env' is not a variable name: '{0}'")]
+    ApiKeyEnv(String),
+    #[error("'base_url' is not a URL: '{0}'")]
+    BaseUrl(String),
+    #[error("'headers': '{0}' is not a header name")]
+    HeaderName(String),
+    #[error("'headers': the value of '{0}' is not a header value")]
+    HeaderValue(String),
+    /// `api_key_env` names a variable that is not set.
+    #[error("the model's api_key_env names {0}, which is not set")]
+    ApiKeyUnset(String),
+}
+
+impl From<SettingsError> for String {
+    fn from(e: SettingsError) -> String {
+        e.to_string()
     }
 }
 
@@ -217,7 +249,7 @@ mod tests {
             (json!(42), "model name"),
         ] {
             let e = ModelSpec::from_value(&value).unwrap_err();
-            assert!(e.contains(says), "{value}: {e}");
+            assert!(e.to_string().contains(says), "{value}: {e}");
         }
     }
 }

@@ -67,7 +67,7 @@ pub enum RunEvent {
     /// A part of a call's output, streamed before the call ends.
     #[serde(rename = "tool.output")]
     #[strum(serialize = "tool.output")]
-    ToolOutput(ToolOutput),
+    ToolOutput(ToolOutputEvent),
     /// A call ended (its record is written with the batch).
     #[serde(rename = "tool.finished")]
     #[strum(serialize = "tool.finished")]
@@ -153,6 +153,12 @@ impl RunEvent {
     }
 }
 
+impl From<ToolOutputEvent> for RunEvent {
+    fn from(e: ToolOutputEvent) -> RunEvent {
+        RunEvent::ToolOutput(e)
+    }
+}
+
 /// `RunEvent::X(x)` from `x`, for each event struct.
 macro_rules! into_run_event {
     ($($event:ident),* $(,)?) => {
@@ -175,7 +181,6 @@ into_run_event!(
     ApprovalExpiring,
     ApprovalExpired,
     ToolStarted,
-    ToolOutput,
     ToolFinished,
     ToolResolved,
     ModelRetry,
@@ -262,8 +267,10 @@ pub struct ToolStarted {
 
 /// `tool.output`: a part of a call's output, streamed before the call ends. A part is
 /// never split across events, so concurrent calls never interleave inside one.
+/// (Named `ToolOutput` in the OpenAPI document, as before the rename.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ToolOutput {
+#[schema(as = ToolOutput)]
+pub struct ToolOutputEvent {
     pub run_id: String,
     pub call_id: String,
     pub part: Part,
@@ -387,7 +394,7 @@ impl Event {
                 tool,
                 conversation_id,
             }),
-            Event::ToolOutput { call_id, part } => RunEvent::ToolOutput(ToolOutput {
+            Event::ToolOutput { call_id, part } => RunEvent::ToolOutput(ToolOutputEvent {
                 run_id,
                 call_id,
                 part,
@@ -407,5 +414,14 @@ impl Event {
                 error_kind,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod schema_names {
+    #[test]
+    fn the_tool_output_event_keeps_its_openapi_name() {
+        use utoipa::ToSchema;
+        assert_eq!(super::ToolOutputEvent::name(), "ToolOutput");
     }
 }

@@ -169,7 +169,7 @@ pub fn every_event() -> Vec<(RunEvent, &'static str)> {
             r#"{"type":"tool.started","run_id":"run_1","call_id":"call_1","tool":"pay","conversation_id":"conv_1"}"#,
         ),
         (
-            RunEvent::ToolOutput(events::ToolOutput {
+            RunEvent::ToolOutput(events::ToolOutputEvent {
                 run_id: run(),
                 call_id: "call_1".into(),
                 part: Part::Text {

@@ -141,7 +141,9 @@ fn hold_duration(v: &serde_json::Value) -> Result<std::time::Duration, String> {
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(std::time::Duration::from_secs_f64)
             .ok_or_else(|| format!("{n} is not a number of seconds")),
-        serde_json::Value::String(s) => toolgate_tool::policy::parse_duration(s),
+        serde_json::Value::String(s) => {
+            toolgate_tool::policy::parse_duration(s).map_err(|e| e.to_string())
+        }
         other => Err(format!("{other} is not a duration")),
     };
     match parsed {
@@ -232,6 +234,7 @@ impl Agent {
         let spec = match &raw.model {
             Some(v) => Some(
                 toolgate_model::ModelSpec::from_value(v)
+                    .map_err(String::from)
                     .and_then(|s| check_model_spec(&s.name).map(|()| s))
                     .map_err(|m| at(&["model"], format!("field 'model': {m}")))?,
             ),
@@ -251,6 +254,7 @@ impl Agent {
         let mut fallback = Vec::with_capacity(raw.fallback.len());
         for (i, v) in raw.fallback.iter().enumerate() {
             let s = toolgate_model::ModelSpec::from_value(v)
+                .map_err(String::from)
                 .and_then(|s| check_model_spec(&s.name).map(|()| s))
                 .map_err(|m| {
                     at(
@@ -416,10 +420,10 @@ impl Agent {
         let (library, names) = if extra.is_empty() {
             (Arc::clone(library), self.tools.clone())
         } else {
-            let extended = library.extended(extra).map_err(|message| AgentError {
+            let extended = library.extended(extra).map_err(|e| AgentError {
                 path: self.path.clone(),
                 line: None,
-                message,
+                message: e.to_string(),
                 kind: AgentErrorKind::Invalid,
             })?;
             let mut names = self.tools.clone();

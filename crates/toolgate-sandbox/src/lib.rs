@@ -16,7 +16,7 @@
 //! - an environment built from nothing.
 //!
 //! What a kernel cannot enforce, the launch refuses (fail closed), unless the tool's
-//! file says `sandbox: off`. See [`Policy`] for the settings.
+//! file says `sandbox: off`. See [`SandboxPolicy`] for the settings.
 
 mod acl;
 mod child;
@@ -40,7 +40,7 @@ pub use error::SandboxError;
 pub use paths::{protect, protect_database};
 pub use policy::{
     Ceiling, DEFAULT_CPU, DEFAULT_FILE_SIZE, DEFAULT_MEMORY, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES,
-    Fs, Limits, Policy, Rules,
+    Fs, Limits, Rules, SandboxPolicy,
 };
 pub use support::{Feature, Support, support};
 
@@ -81,10 +81,10 @@ impl Confined {
 /// machine cannot enforce the policy.
 pub fn confine(
     cmd: &mut tokio::process::Command,
-    policy: &Policy,
+    policy: &SandboxPolicy,
     launch: &Launch<'_>,
 ) -> Result<Confined, SandboxError> {
-    let Policy::On(rules) = policy else {
+    let SandboxPolicy::On(rules) = policy else {
         cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
         return Ok(Confined { scratch: None });
     };

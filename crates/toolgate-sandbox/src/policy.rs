@@ -1,5 +1,5 @@
 //! The sandbox as configured: `sandbox:` in a tool file, an MCP server declaration or an
-//! agent file, read into a [`Policy`] (a tool's or a server's, defaults filled in) or a
+//! agent file, read into a [`SandboxPolicy`] (a tool's or a server's, defaults filled in) or a
 //! [`Ceiling`] (an agent's, only what it writes), and the two met: the stricter wins.
 //!
 //! ```yaml
@@ -30,7 +30,19 @@ pub const DEFAULT_FILE_SIZE: u64 = 1 << 30;
 pub const DEFAULT_OPEN_FILES: u64 = 4096;
 
 /// How much of the file system a sandboxed tool sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Fs {
     /// System folders and its own folder read-only; the workspace and its temporary
     /// folder read-write.
@@ -43,12 +55,9 @@ pub enum Fs {
 }
 
 impl Fs {
+    /// Its name in a file: `workspace-write`, `workspace-read` or `off`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Fs::WorkspaceWrite => "workspace-write",
-            Fs::WorkspaceRead => "workspace-read",
-            Fs::Off => "off",
-        }
+        self.into()
     }
 
     /// Higher is stricter.
@@ -64,9 +73,8 @@ impl Fs {
         if is_off(v) {
             return Ok(Fs::Off);
         }
-        match v.as_str() {
-            Some("workspace-write") => Ok(Fs::WorkspaceWrite),
-            Some("workspace-read") => Ok(Fs::WorkspaceRead),
+        match v.as_str().map(str::parse) {
+            Some(Ok(fs)) => Ok(fs),
             _ => Err(format!(
                 "fs must be workspace-write, workspace-read or off, not {v}"
             )),
@@ -257,7 +265,7 @@ fn bytes_text(n: u64) -> String {
     n.to_string()
 }
 
-/// What a sandboxed tool may do (the `On` form of [`Policy`]).
+/// What a sandboxed tool may do (the `On` form of [`SandboxPolicy`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Rules {
     pub fs: Fs,
@@ -274,23 +282,23 @@ pub struct Rules {
 /// `sandbox: off`: the program then runs as toolgate's own user, with toolgate's
 /// environment and no limits, as it would without toolgate).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Policy {
+pub enum SandboxPolicy {
     Off,
     On(Rules),
 }
 
-impl Default for Policy {
+impl Default for SandboxPolicy {
     fn default() -> Self {
-        Policy::On(Rules::default())
+        SandboxPolicy::On(Rules::default())
     }
 }
 
-impl Policy {
+impl SandboxPolicy {
     /// Reads `sandbox:` as written in the file whose folder is `base` (relative `read`
     /// and `write` paths are taken from it). `Err` names the key at fault and why.
-    pub fn parse(v: &Value, base: &Path) -> Result<Policy, (String, String)> {
+    pub fn parse(v: &Value, base: &Path) -> Result<SandboxPolicy, (String, String)> {
         match v {
-            v if is_off(v) => Ok(Policy::Off),
+            v if is_off(v) => Ok(SandboxPolicy::Off),
             Value::Object(map) => {
                 let c = Ceiling::read(map, base)?;
                 let mut rules = Rules {
@@ -306,7 +314,7 @@ impl Policy {
                         .read(v)
                         .map_err(|m| ("limits".to_string(), m))?;
                 }
-                Ok(Policy::On(rules))
+                Ok(SandboxPolicy::On(rules))
             }
             other => Err((
                 "sandbox".into(),
@@ -320,17 +328,17 @@ impl Policy {
     /// The rules, `None` when the sandbox is off.
     pub fn rules(&self) -> Option<&Rules> {
         match self {
-            Policy::Off => None,
-            Policy::On(r) => Some(r),
+            SandboxPolicy::Off => None,
+            SandboxPolicy::On(r) => Some(r),
         }
     }
 
     /// This policy under an agent's `ceiling`: for each setting the stricter of the two.
     /// A tool whose sandbox is off gets the ceiling's settings alone.
-    pub fn meet(&self, ceiling: &Ceiling) -> Policy {
+    pub fn meet(&self, ceiling: &Ceiling) -> SandboxPolicy {
         let mine = match self {
-            Policy::On(r) => r.clone(),
-            Policy::Off => Rules {
+            SandboxPolicy::On(r) => r.clone(),
+            SandboxPolicy::Off => Rules {
                 fs: Fs::Off,
                 read: Vec::new(),
                 write: Vec::new(),
@@ -363,7 +371,7 @@ impl Policy {
                 read.push(p.clone());
             }
         }
-        Policy::On(Rules {
+        SandboxPolicy::On(Rules {
             fs,
             read,
             write,
@@ -375,7 +383,7 @@ impl Policy {
     /// One line for a table: `off`, `workspace-write`, `workspace-read, network`,
     /// `fs off, +2 paths`, ...
     pub fn summary(&self) -> String {
-        let Policy::On(r) = self else {
+        let SandboxPolicy::On(r) = self else {
             return "off".into();
         };
         let mut s = match r.fs {
@@ -401,8 +409,8 @@ impl Policy {
     /// The policy as it would be written, every setting spelled out.
     pub fn to_json(&self) -> Value {
         match self {
-            Policy::Off => json!("off"),
-            Policy::On(r) => json!({
+            SandboxPolicy::Off => json!("off"),
+            SandboxPolicy::On(r) => json!({
                 "fs": r.fs.as_str(),
                 "read": r.read,
                 "write": r.write,
@@ -413,22 +421,22 @@ impl Policy {
     }
 }
 
-impl fmt::Display for Policy {
+impl fmt::Display for SandboxPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.summary())
     }
 }
 
-impl Serialize for Policy {
+impl Serialize for SandboxPolicy {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.to_json().serialize(s)
     }
 }
 
-impl<'de> Deserialize<'de> for Policy {
+impl<'de> Deserialize<'de> for SandboxPolicy {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = Value::deserialize(d)?;
-        Policy::parse(&v, Path::new("/")).map_err(|(_, m)| serde::de::Error::custom(m))
+        SandboxPolicy::parse(&v, Path::new("/")).map_err(|(_, m)| serde::de::Error::custom(m))
     }
 }
 

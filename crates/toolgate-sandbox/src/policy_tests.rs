@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
 
-fn policy(v: Value) -> Policy {
-    Policy::parse(&v, Path::new("/tools")).unwrap()
+fn policy(v: Value) -> SandboxPolicy {
+    SandboxPolicy::parse(&v, Path::new("/tools")).unwrap()
 }
 
 #[test]
@@ -14,14 +14,14 @@ fn defaults_are_confined_and_off_is_written_out() {
     assert_eq!(r.fs, Fs::WorkspaceWrite);
     assert!(!r.network);
     assert_eq!(r.limits, Limits::default());
-    assert_eq!(policy(json!("off")), Policy::Off);
+    assert_eq!(policy(json!("off")), SandboxPolicy::Off);
     // YAML reads a bare `off` as false.
-    assert_eq!(policy(json!(false)), Policy::Off);
+    assert_eq!(policy(json!(false)), SandboxPolicy::Off);
     assert_eq!(policy(json!({"fs": false})).rules().unwrap().fs, Fs::Off);
-    assert!(Policy::parse(&json!(true), Path::new("/")).is_err());
-    assert!(Policy::parse(&json!({"fs": "none"}), Path::new("/")).is_err());
+    assert!(SandboxPolicy::parse(&json!(true), Path::new("/")).is_err());
+    assert!(SandboxPolicy::parse(&json!({"fs": "none"}), Path::new("/")).is_err());
     assert_eq!(
-        Policy::parse(&json!({"net": true}), Path::new("/"))
+        SandboxPolicy::parse(&json!({"net": true}), Path::new("/"))
             .unwrap_err()
             .0,
         "net"
@@ -46,7 +46,7 @@ fn limits_read_in_their_units() {
         json!({"threads": 3}),
     ] {
         assert!(
-            Policy::parse(&json!({"limits": bad}), Path::new("/")).is_err(),
+            SandboxPolicy::parse(&json!({"limits": bad}), Path::new("/")).is_err(),
             "{bad}"
         );
     }
@@ -84,14 +84,14 @@ fn the_stricter_wins() {
     assert_eq!(r.limits.memory, None);
     assert_eq!(r.limits.processes, Some(DEFAULT_PROCESSES));
     // Off meets a ceiling: only the ceiling's settings.
-    let off =
-        Policy::Off.meet(&Ceiling::parse(&json!({"network": false}), Path::new("/")).unwrap());
+    let off = SandboxPolicy::Off
+        .meet(&Ceiling::parse(&json!({"network": false}), Path::new("/")).unwrap());
     let r = off.rules().unwrap();
     assert_eq!((r.fs, r.network, r.limits), (Fs::Off, false, Limits::NONE));
     // An empty ceiling changes nothing.
     assert_eq!(
-        Policy::Off.meet(&Ceiling::parse(&json!({}), Path::new("/")).unwrap()),
-        Policy::Off
+        SandboxPolicy::Off.meet(&Ceiling::parse(&json!({}), Path::new("/")).unwrap()),
+        SandboxPolicy::Off
     );
     assert!(Ceiling::parse(&json!("off"), Path::new("/")).is_err());
 }
@@ -99,9 +99,19 @@ fn the_stricter_wins() {
 #[test]
 fn summaries_read_at_a_glance() {
     assert_eq!(policy(json!({})).summary(), "workspace-write");
-    assert_eq!(Policy::Off.summary(), "off");
+    assert_eq!(SandboxPolicy::Off.summary(), "off");
     assert_eq!(
         policy(json!({"fs": "off", "network": true, "read": ["/a"]})).summary(),
         "fs off, network, +1 path"
     );
+}
+
+#[test]
+fn every_fs_setting_reads_back_from_its_name() {
+    use strum::VariantArray;
+    let names: Vec<&str> = Fs::VARIANTS.iter().map(|f| f.as_str()).collect();
+    assert_eq!(names, ["workspace-write", "workspace-read", "off"]);
+    for fs in Fs::VARIANTS {
+        assert_eq!(Fs::parse(&json!(fs.as_str())).unwrap(), *fs);
+    }
 }

@@ -32,16 +32,16 @@ impl ClientTool {
         name: &str,
         description: Option<&str>,
         parameters: Option<&Value>,
-    ) -> Result<ClientTool, String> {
+    ) -> Result<ClientTool, ClientToolError> {
         check_name(name)?;
         let parameters = match parameters {
             None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
             Some(p) => p.clone(),
         };
         if parameters.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(format!(
-                "tool '{name}': 'parameters' must be a JSON Schema with \"type\": \"object\""
-            ));
+            return Err(ClientToolError::NotAnObject {
+                name: name.to_string(),
+            });
         }
         let tool = ClientTool {
             name: name.to_string(),
@@ -54,12 +54,12 @@ impl ClientTool {
 
     /// The tool as a toolkit holds it: definition-only, AUTO (the gate hands every
     /// call of it to the client).
-    pub fn loaded(&self) -> Result<LoadedTool, String> {
-        let schema = Schema::compile_full(&self.parameters).map_err(|e| {
-            format!(
-                "tool '{}': 'parameters' is not a usable JSON Schema: {e}",
-                self.name
-            )
+    pub fn loaded(&self) -> Result<LoadedTool, ClientToolError> {
+        let schema = Schema::compile_full(&self.parameters).map_err(|source| {
+            ClientToolError::Parameters {
+                name: self.name.clone(),
+                source,
+            }
         })?;
         let spec = ToolSpec {
             name: self.name.clone(),
@@ -84,7 +84,7 @@ impl ClientTool {
 }
 
 /// A name a model can call: 1 to 64 of `a-z A-Z 0-9 _ -`.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), ClientToolError> {
     let fits = !name.is_empty()
         && name.len() <= MAX_NAME
         && name
@@ -93,9 +93,33 @@ fn check_name(name: &str) -> Result<(), String> {
     if fits {
         Ok(())
     } else {
-        Err(format!(
-            "tool name '{name}' is not usable: 1 to {MAX_NAME} letters, digits, '_' or '-'"
-        ))
+        Err(ClientToolError::Name {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// Why a tool a client declared cannot be used; each message is a sentence for the
+/// client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientToolError {
+    /// The name is empty, too long, or has other characters.
+    #[error("tool name '{name}' is not usable: 1 to {MAX_NAME} letters, digits, '_' or '-'")]
+    Name { name: String },
+    /// `parameters` is not an object schema.
+    #[error("tool '{name}': 'parameters' must be a JSON Schema with \"type\": \"object\"")]
+    NotAnObject { name: String },
+    /// `parameters` does not compile.
+    #[error("tool '{name}': 'parameters' is not a usable JSON Schema: {source}")]
+    Parameters {
+        name: String,
+        source: crate::SchemaError,
+    },
+}
+
+impl From<ClientToolError> for String {
+    fn from(e: ClientToolError) -> String {
+        e.to_string()
     }
 }
 
@@ -124,7 +148,10 @@ mod tests {
         ];
         for (name, parameters, expected) in cases {
             let err = ClientTool::new(name, None, Some(&parameters)).unwrap_err();
-            assert!(err.contains(expected), "{name} {parameters}: {err}");
+            assert!(
+                err.to_string().contains(expected),
+                "{name} {parameters}: {err}"
+            );
         }
     }
 }

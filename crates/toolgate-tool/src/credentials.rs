@@ -22,7 +22,7 @@ pub enum Credential {
 impl Credential {
     /// Reads a tool file's `credentials:` value: `${env:VAR}`, `${secret:NAME}`,
     /// `{env: VAR}` or `{secret: NAME}`.
-    pub fn parse(value: &Value) -> Result<Credential, String> {
+    pub fn parse(value: &Value) -> Result<Credential, CredentialError> {
         let named = |kind: &str, name: &str| {
             let name = name.trim();
             if name.is_empty()
@@ -30,7 +30,10 @@ impl Credential {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
             {
-                return Err(format!("'{name}' is not a {kind} name"));
+                return Err(CredentialError::NotAName {
+                    kind: kind.to_string(),
+                    name: name.to_string(),
+                });
             }
             Ok(match kind {
                 "env" => Credential::Env(name.to_string()),
@@ -43,22 +46,18 @@ impl Credential {
                     .trim()
                     .strip_prefix("${")
                     .and_then(|r| r.strip_suffix('}'))
-                    .ok_or_else(|| {
-                        format!("'{s}' is not a source: write ${{env:VAR}} or ${{secret:NAME}}")
-                    })?;
+                    .ok_or_else(|| CredentialError::NotASource(s.clone()))?;
                 match inner.split_once(':') {
                     Some(("env", var)) => named("env", var),
                     Some(("secret", name)) => named("secret", name),
-                    _ => Err(format!(
-                        "'{s}' is not a source: write ${{env:VAR}} or ${{secret:NAME}}"
-                    )),
+                    _ => Err(CredentialError::NotASource(s.clone())),
                 }
             }
             Value::Object(o) if o.len() == 1 => match o.iter().next() {
                 Some((k, Value::String(v))) if k == "env" || k == "secret" => named(k, v),
-                _ => Err("a source is {env: VAR} or {secret: NAME}".into()),
+                _ => Err(CredentialError::NotAMapSource),
             },
-            _ => Err("a source is ${env:VAR}, ${secret:NAME}, {env: VAR} or {secret: NAME}".into()),
+            _ => Err(CredentialError::NotAnySource),
         }
     }
 
@@ -103,7 +102,7 @@ impl Resolver {
         &self,
         tool: &str,
         credentials: &BTreeMap<String, Credential>,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, CredentialError> {
         let mut out = Map::new();
         for (name, source) in credentials {
             match (self.0)(source) {
@@ -111,15 +110,18 @@ impl Resolver {
                     out.insert(name.clone(), Value::String(v));
                 }
                 Ok(None) => {
-                    return Err(format!(
-                        "tool '{tool}' needs its credential '{name}' from {}, which is not set",
-                        source.how_to_set()
-                    ));
+                    return Err(CredentialError::Unset {
+                        tool: tool.to_string(),
+                        name: name.clone(),
+                        how: source.how_to_set(),
+                    });
                 }
                 Err(e) => {
-                    return Err(format!(
-                        "tool '{tool}': its credential '{name}' cannot be read: {e}"
-                    ));
+                    return Err(CredentialError::Unreadable {
+                        tool: tool.to_string(),
+                        name: name.clone(),
+                        error: e,
+                    });
                 }
             }
         }
@@ -130,7 +132,7 @@ impl Resolver {
 /// Takes the parameters a person fills (Dify's `form: form`) out of `schema`, so the
 /// model never sees them, and drops `form: llm` marks; returns the names taken. Any
 /// other `form` value is refused.
-pub fn take_form_params(schema: &mut Value) -> Result<Vec<String>, String> {
+pub fn take_form_params(schema: &mut Value) -> Result<Vec<String>, CredentialError> {
     let mut taken = Vec::new();
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return Ok(taken);
@@ -143,9 +145,10 @@ pub fn take_form_params(schema: &mut Value) -> Result<Vec<String>, String> {
             Some("form") => taken.push(name.clone()),
             Some("llm") => {}
             _ => {
-                return Err(format!(
-                    "parameter '{name}': form must be llm (the model fills it) or form (a person sets it once), not {form}"
-                ));
+                return Err(CredentialError::Form {
+                    name: name.clone(),
+                    form: form.to_string(),
+                });
             }
         }
     }
@@ -156,6 +159,48 @@ pub fn take_form_params(schema: &mut Value) -> Result<Vec<String>, String> {
         required.retain(|r| !r.as_str().is_some_and(|r| taken.iter().any(|t| t == r)));
     }
     Ok(taken)
+}
+
+/// Why a credential's source cannot be read or its value had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialError {
+    /// A variable or secret name with other characters.
+    #[error("'{name}' is not a {kind} name")]
+    NotAName { kind: String, name: String },
+    /// A string that is not `${env:VAR}` or `${secret:NAME}`.
+    #[error("'{0}' is not a source: write ${{env:VAR}} or ${{secret:NAME}}")]
+    NotASource(String),
+    /// A one-key map that is not `{env: VAR}` or `{secret: NAME}`.
+    #[error("a source is {{env: VAR}} or {{secret: NAME}}")]
+    NotAMapSource,
+    /// Neither a string nor a one-key map.
+    #[error("a source is ${{env:VAR}}, ${{secret:NAME}}, {{env: VAR}} or {{secret: NAME}}")]
+    NotAnySource,
+    /// A credential whose source has no value.
+    #[error("tool '{tool}' needs its credential '{name}' from {how}, which is not set")]
+    Unset {
+        tool: String,
+        name: String,
+        how: String,
+    },
+    /// A credential whose lookup failed.
+    #[error("tool '{tool}': its credential '{name}' cannot be read: {error}")]
+    Unreadable {
+        tool: String,
+        name: String,
+        error: String,
+    },
+    /// A `form:` mark that is neither `llm` nor `form`.
+    #[error(
+        "parameter '{name}': form must be llm (the model fills it) or form (a person sets it once), not {form}"
+    )]
+    Form { name: String, form: String },
+}
+
+impl From<CredentialError> for String {
+    fn from(e: CredentialError) -> String {
+        e.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -200,6 +245,7 @@ mod tests {
         assert!(
             take_form_params(&mut typo)
                 .unwrap_err()
+                .to_string()
                 .contains("not \"lm\"")
         );
     }

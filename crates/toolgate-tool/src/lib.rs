@@ -27,13 +27,13 @@ mod toolkit;
 pub mod vars;
 pub mod workspace;
 
-pub use client::ClientTool;
-pub use credentials::{Credential, Resolver};
+pub use client::{ClientTool, ClientToolError};
+pub use credentials::{Credential, CredentialError, Resolver};
 pub use folder::{LoadError, LoadedTools, ToolDef, load_dir};
-pub use library::{LoadedTool, ToolLibrary};
+pub use library::{AddToolError, LoadedTool, ToolLibrary};
 pub use output::{ArgError, Part, ToolError, ToolOutput};
 pub use runnable::{RunContext, Tool, ToolContext};
 pub use schema::{Schema, SchemaError};
 pub use source::{Claim, Found, Origin, Sources, ToolSource};
-pub use spec::{DEFAULT_TIMEOUT, Entry, Permission, SourceBinding, ToolSpec};
-pub use toolkit::{Toolkit, ToolkitError};
+pub use spec::{BindingError, DEFAULT_TIMEOUT, Entry, Permission, SourceBinding, ToolSpec};
+pub use toolkit::{ClientToolsError, Toolkit, ToolkitError};

@@ -74,7 +74,7 @@ impl LoadedTool {
 
     /// The same tool with its programs in `policy`'s sandbox; `None` for a tool that
     /// starts no program.
-    pub fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<LoadedTool> {
+    pub fn with_sandbox(&self, policy: toolgate_sandbox::SandboxPolicy) -> Option<LoadedTool> {
         let runner = self.runner.as_ref()?.with_sandbox(policy.clone())?;
         Some(LoadedTool {
             spec: self.spec.with_sandbox(policy),
@@ -291,13 +291,19 @@ impl ToolLibrary {
     }
 
     /// Adds a tool implemented by the program itself.
-    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), String> {
+    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), AddToolError> {
         let spec = tool.spec().clone();
-        let schema = Schema::compile(&spec.parameters)
-            .map_err(|e| format!("{}: parameters: {e}", spec.name))?;
+        let schema =
+            Schema::compile(&spec.parameters).map_err(|source| AddToolError::Parameters {
+                tool: spec.name.clone(),
+                source,
+            })?;
         let output = match &spec.output {
             None => None,
-            Some(v) => Some(Schema::compile(v).map_err(|e| format!("{}: output: {e}", spec.name))?),
+            Some(v) => Some(Schema::compile(v).map_err(|source| AddToolError::Output {
+                tool: spec.name.clone(),
+                source,
+            })?),
         };
         let loaded = LoadedTool::new(spec, schema, output, Origin::PROGRAM, Some(tool));
         self.tools
@@ -307,7 +313,7 @@ impl ToolLibrary {
 
     /// This library plus `tools` (a tool of the same name is replaced), for one agent's
     /// own additions such as its sub-agents.
-    pub fn extended(&self, tools: Vec<Arc<dyn Tool>>) -> Result<ToolLibrary, String> {
+    pub fn extended(&self, tools: Vec<Arc<dyn Tool>>) -> Result<ToolLibrary, AddToolError> {
         let mut lib = ToolLibrary {
             tools: self.tools.clone(),
             errors: self.errors.clone(),
@@ -374,5 +380,28 @@ impl ToolLibrary {
             )));
         }
         Ok(Toolkit::new(Arc::clone(self), names.to_vec(), overrides))
+    }
+}
+
+/// Why a tool the program implements cannot be added to a library.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddToolError {
+    /// Its parameters schema does not compile.
+    #[error("{tool}: parameters: {source}")]
+    Parameters {
+        tool: String,
+        source: crate::SchemaError,
+    },
+    /// Its output schema does not compile.
+    #[error("{tool}: output: {source}")]
+    Output {
+        tool: String,
+        source: crate::SchemaError,
+    },
+}
+
+impl From<AddToolError> for String {
+    fn from(e: AddToolError) -> String {
+        e.to_string()
     }
 }

@@ -74,110 +74,133 @@ pub struct ListError {
 
 /// `[{name, type, required, description, default, validation: {...}}]` to a schema.
 pub fn list_form(list: &[Value]) -> Result<Value, ListError> {
-    let fail = |keys: &[&str], message: String| ListError {
-        keys: keys.iter().map(|k| k.to_string()).collect(),
-        message,
-    };
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (i, item) in list.iter().enumerate() {
         let Some(obj) = item.as_object() else {
             return Err(fail(&[], format!("item {} is not a map", i + 1)));
         };
-        let name = match obj.get("name") {
-            Some(Value::String(n)) if !n.trim().is_empty() => n.as_str(),
-            None => return Err(fail(&[], format!("item {} has no name", i + 1))),
-            Some(other) => {
-                return Err(fail(
-                    &[],
-                    format!(
-                        "item {}: name must be text, not {other} (quote it: name: \"{other}\")",
-                        i + 1
-                    ),
-                ));
-            }
-        };
+        let name = item_name(i, obj)?;
         if properties.contains_key(name) {
             return Err(fail(&[name], format!("parameter '{name}' is listed twice")));
         }
-        let mut prop = Map::new();
-        let mut nullable = false;
-        for (k, v) in obj {
-            match k.as_str() {
-                "name" => {}
-                "required" => match v {
-                    Value::Bool(true) => required.push(Value::String(name.to_string())),
-                    Value::Bool(false) => {}
-                    other => {
-                        return Err(fail(
-                            &[name, "required"],
-                            format!("required of '{name}' must be true or false, not {other}"),
-                        ));
-                    }
-                },
-                "nullable" => match v {
-                    Value::Bool(b) => nullable = *b,
-                    other => {
-                        return Err(fail(
-                            &[name, "nullable"],
-                            format!("nullable of '{name}' must be true or false, not {other}"),
-                        ));
-                    }
-                },
-                "validation" => {
-                    let Some(rules) = v.as_object() else {
-                        return Err(fail(
-                            &[name, "validation"],
-                            format!("validation of '{name}' is not a map"),
-                        ));
-                    };
-                    for (rk, rv) in rules {
-                        let Some((_, key)) = RULES.iter().find(|(alias, _)| alias == rk) else {
-                            return Err(fail(&[name, rk], unknown_rule(name, rk)));
-                        };
-                        if prop.insert(key.to_string(), rv.clone()).is_some() {
-                            return Err(fail(
-                                &[name, rk],
-                                format!(
-                                    "parameter '{name}': {key} is given twice (as {rk} under \
-                                     validation, and beside it or under another name)"
-                                ),
-                            ));
-                        }
-                    }
-                }
-                key if LIST_FORM_KEYS.contains(&key) => {
-                    if prop.insert(k.clone(), v.clone()).is_some() {
-                        return Err(fail(
-                            &[name, k],
-                            format!(
-                                "parameter '{name}': {k} is given twice (beside type and \
-                                 under validation)"
-                            ),
-                        ));
-                    }
-                }
-                other => {
-                    return Err(fail(
-                        &[name, other],
-                        format!(
-                            "parameter '{name}' has an unknown key '{other}' (keys: name, \
-                             required, nullable, validation, {}; in a {{...}} map, a comma \
-                             inside a value splits it: quote the value)",
-                            LIST_FORM_KEYS.join(", ")
-                        ),
-                    ));
-                }
-            }
-        }
-        prop.entry("type").or_insert_with(|| json!("string"));
-        // `nullable: true` is the list form's way to write `type: [T, "null"]`.
-        if nullable && let Some(Value::String(t)) = prop.get("type").cloned() {
-            prop.insert("type".into(), json!([t, "null"]));
+        let (prop, is_required) = read_item(name, obj)?;
+        if is_required {
+            required.push(Value::String(name.to_string()));
         }
         properties.insert(name.to_string(), Value::Object(prop));
     }
     Ok(json!({"type": "object", "properties": properties, "required": required}))
+}
+
+/// A fault at `keys`.
+fn fail(keys: &[&str], message: String) -> ListError {
+    ListError {
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        message,
+    }
+}
+
+/// The `name` of item `i` (counted from 0): non-empty text.
+fn item_name(i: usize, obj: &Map<String, Value>) -> Result<&str, ListError> {
+    match obj.get("name") {
+        Some(Value::String(n)) if !n.trim().is_empty() => Ok(n.as_str()),
+        None => Err(fail(&[], format!("item {} has no name", i + 1))),
+        Some(other) => Err(fail(
+            &[],
+            format!(
+                "item {}: name must be text, not {other} (quote it: name: \"{other}\")",
+                i + 1
+            ),
+        )),
+    }
+}
+
+/// One parameter's schema from its item, and whether it is required.
+fn read_item(
+    name: &str,
+    obj: &Map<String, Value>,
+) -> Result<(Map<String, Value>, bool), ListError> {
+    let mut prop = Map::new();
+    let mut nullable = false;
+    let mut required = false;
+    for (k, v) in obj {
+        match k.as_str() {
+            "name" => {}
+            "required" => match v {
+                Value::Bool(b) => required = *b,
+                other => {
+                    return Err(fail(
+                        &[name, "required"],
+                        format!("required of '{name}' must be true or false, not {other}"),
+                    ));
+                }
+            },
+            "nullable" => match v {
+                Value::Bool(b) => nullable = *b,
+                other => {
+                    return Err(fail(
+                        &[name, "nullable"],
+                        format!("nullable of '{name}' must be true or false, not {other}"),
+                    ));
+                }
+            },
+            "validation" => validation_rules(name, v, &mut prop)?,
+            key if LIST_FORM_KEYS.contains(&key) => {
+                if prop.insert(k.clone(), v.clone()).is_some() {
+                    return Err(fail(
+                        &[name, k],
+                        format!(
+                            "parameter '{name}': {k} is given twice (beside type and \
+                             under validation)"
+                        ),
+                    ));
+                }
+            }
+            other => {
+                return Err(fail(
+                    &[name, other],
+                    format!(
+                        "parameter '{name}' has an unknown key '{other}' (keys: name, \
+                         required, nullable, validation, {}; in a {{...}} map, a comma \
+                         inside a value splits it: quote the value)",
+                        LIST_FORM_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    prop.entry("type").or_insert_with(|| json!("string"));
+    // `nullable: true` is the list form's way to write `type: [T, "null"]`.
+    if nullable && let Some(Value::String(t)) = prop.get("type").cloned() {
+        prop.insert("type".into(), json!([t, "null"]));
+    }
+    Ok((prop, required))
+}
+
+/// An item's `validation:` map, its rules added to `prop` under their keywords.
+fn validation_rules(name: &str, v: &Value, prop: &mut Map<String, Value>) -> Result<(), ListError> {
+    let Some(rules) = v.as_object() else {
+        return Err(fail(
+            &[name, "validation"],
+            format!("validation of '{name}' is not a map"),
+        ));
+    };
+    for (rk, rv) in rules {
+        let Some((_, key)) = RULES.iter().find(|(alias, _)| alias == rk) else {
+            return Err(fail(&[name, rk], unknown_rule(name, rk)));
+        };
+        if prop.insert(key.to_string(), rv.clone()).is_some() {
+            return Err(fail(
+                &[name, rk],
+                format!(
+                    "parameter '{name}': {key} is given twice (as {rk} under \
+                     validation, and beside it or under another name)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why `rule` is not a validation rule, with the nearest one when it looks misspelt.

@@ -121,7 +121,9 @@ pub struct AllowList {
 impl AllowList {
     /// Reads entries; the error names the first one that is not an address, network
     /// or host name.
-    pub fn parse<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Result<Self, String> {
+    pub fn parse<S: AsRef<str>>(
+        entries: impl IntoIterator<Item = S>,
+    ) -> Result<Self, AllowListError> {
         let rules = entries
             .into_iter()
             .map(|e| e.as_ref().trim().to_string())
@@ -132,9 +134,9 @@ impl AllowList {
     }
 
     /// The entries in `TOOLGATE_HTTP_ALLOW` (none when it is not set).
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, AllowListError> {
         match std::env::var(ALLOW_ENV) {
-            Ok(v) => Self::parse(v.split(',')).map_err(|e| format!("{ALLOW_ENV}: {e}")),
+            Ok(v) => Self::parse(v.split(',')).map_err(|e| AllowListError::Env(Box::new(e))),
             Err(_) => Ok(Self::default()),
         }
     }
@@ -167,8 +169,28 @@ impl AllowList {
     }
 }
 
-fn parse_rule(entry: &str) -> Result<Rule, String> {
-    let bad = |why: &str| format!("'{entry}' is not an allow-list entry: {why}");
+/// Why an allow list cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowListError {
+    /// An entry that is not an address, network or host name, and why.
+    #[error("'{entry}' is not an allow-list entry: {why}")]
+    Entry { entry: String, why: String },
+    /// The same, in `TOOLGATE_HTTP_ALLOW`.
+    #[error("{ALLOW_ENV}: {0}")]
+    Env(Box<AllowListError>),
+}
+
+impl From<AllowListError> for String {
+    fn from(e: AllowListError) -> String {
+        e.to_string()
+    }
+}
+
+fn parse_rule(entry: &str) -> Result<Rule, AllowListError> {
+    let bad = |why: &str| AllowListError::Entry {
+        entry: entry.to_string(),
+        why: why.to_string(),
+    };
     let net = |ip: IpAddr, port| Rule::Net {
         net: ip.to_canonical(),
         prefix: if ip.to_canonical().is_ipv4() { 32 } else { 128 },

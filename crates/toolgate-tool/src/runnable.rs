@@ -176,7 +176,7 @@ pub trait Tool: Send + Sync {
 
     /// The same tool with its programs started in `policy`'s sandbox (an agent's
     /// stricter one); `None` for a tool that starts no program.
-    fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: toolgate_sandbox::SandboxPolicy) -> Option<Arc<dyn Tool>> {
         let _ = policy;
         None
     }

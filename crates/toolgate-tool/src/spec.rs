@@ -115,9 +115,26 @@ impl SourceBinding {
     }
 
     /// The binding read back as the source's own type.
-    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
-        serde_json::from_value(Value::Object(self.binding.clone()))
-            .map_err(|e| format!("the {} binding cannot be read: {e}", self.source))
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, BindingError> {
+        serde_json::from_value(Value::Object(self.binding.clone())).map_err(|error| BindingError {
+            source_name: self.source.clone(),
+            error: error.to_string(),
+        })
+    }
+}
+
+/// A source binding that cannot be read back as its source's type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {source_name} binding cannot be read: {error}")]
+pub struct BindingError {
+    /// The source (`mcp`, `openapi`, ...).
+    pub source_name: String,
+    pub error: String,
+}
+
+impl From<BindingError> for String {
+    fn from(e: BindingError) -> String {
+        e.to_string()
     }
 }
 
@@ -203,7 +220,7 @@ pub struct ToolSpec {
     /// The sandbox its programs start in: `Some` for tools that start programs
     /// (command, `shell`, Dify, stdio MCP servers), `None` for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<toolgate_sandbox::Policy>,
+    pub sandbox: Option<toolgate_sandbox::SandboxPolicy>,
 }
 
 /// The time a call may take when its tool does not say.
@@ -243,7 +260,7 @@ impl ToolSpec {
     }
 
     /// This spec with its programs in `policy`'s sandbox.
-    pub fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> ToolSpec {
+    pub fn with_sandbox(&self, policy: toolgate_sandbox::SandboxPolicy) -> ToolSpec {
         ToolSpec {
             sandbox: Some(policy),
             ..self.clone()

@@ -45,14 +45,16 @@ impl Toolkit {
     /// The toolkit with the client's own tools added after the agent's. A name the
     /// agent's toolkit has already is refused, naming it: a client tool never stands in
     /// for one toolgate runs.
-    pub fn with_client_tools(mut self, tools: &[super::ClientTool]) -> Result<Toolkit, String> {
+    pub fn with_client_tools(
+        mut self,
+        tools: &[super::ClientTool],
+    ) -> Result<Toolkit, ClientToolsError> {
         for tool in tools {
             if self.names.iter().any(|n| n == &tool.name) {
-                return Err(format!(
-                    "tool '{}' is declared twice: the agent has a tool of that name (its tools: {})",
-                    tool.name,
-                    self.names.join(", ")
-                ));
+                return Err(ClientToolsError::DeclaredTwice {
+                    name: tool.name.clone(),
+                    names: self.names.join(", "),
+                });
             }
             let loaded = tool.loaded()?;
             self.names.push(tool.name.clone());
@@ -221,4 +223,23 @@ pub enum ToolkitError {
     /// A permission override for a tool that is not in the list.
     #[error("{0}")]
     StrayPermission(String),
+}
+
+/// Why a client's tools cannot be added to a toolkit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientToolsError {
+    /// A client tool with the name of one of the agent's tools (`names`: the agent's).
+    #[error(
+        "tool '{name}' is declared twice: the agent has a tool of that name (its tools: {names})"
+    )]
+    DeclaredTwice { name: String, names: String },
+    /// A client tool that cannot be used.
+    #[error(transparent)]
+    Client(#[from] super::client::ClientToolError),
+}
+
+impl From<ClientToolsError> for String {
+    fn from(e: ClientToolsError) -> String {
+        e.to_string()
+    }
 }

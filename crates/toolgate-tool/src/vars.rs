@@ -4,7 +4,7 @@
 //! cannot be answered here and are refused, naming the variable.
 
 /// `template` with its variables filled, or why one cannot be.
-pub fn expand(template: &str) -> Result<String, String> {
+pub fn expand(template: &str) -> Result<String, VarError> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("${") {
@@ -24,23 +24,20 @@ pub fn expand(template: &str) -> Result<String, String> {
             None => inner,
             Some(("env", name)) => name,
             Some(("input", id)) => {
-                return Err(format!(
-                    "${{input:{id}}} is a value the editor asks its user for, which toolgate \
-                     cannot ask; put it in an environment variable and write ${{env:VAR}}"
-                ));
+                return Err(VarError::Input(id.to_string()));
             }
             Some((kind, _)) => {
-                return Err(format!(
-                    "${{{inner}}}: '{kind}:' variables are not supported (${{VAR}}, \
-                     ${{VAR:-default}} and ${{env:VAR}} are)"
-                ));
+                return Err(VarError::Kind {
+                    inner: inner.to_string(),
+                    kind: kind.to_string(),
+                });
             }
         };
         let value = match (std::env::var(name), default) {
             (Ok(v), _) => v,
             (Err(_), Some(d)) => d.to_string(),
             (Err(_), None) => {
-                return Err(format!("the environment variable {name} is not set"));
+                return Err(VarError::Unset(name.to_string()));
             }
         };
         out.push_str(&value);
@@ -48,6 +45,30 @@ pub fn expand(template: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// A variable that cannot be filled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VarError {
+    /// `${input:ID}`: a value an editor asks its user for.
+    #[error(
+        "${{input:{0}}} is a value the editor asks its user for, which toolgate cannot ask; put it in an environment variable and write ${{env:VAR}}"
+    )]
+    Input(String),
+    /// `${kind:...}` of another kind (`inner`: what stands between the braces).
+    #[error(
+        "${{{inner}}}: '{kind}:' variables are not supported (${{VAR}}, ${{VAR:-default}} and ${{env:VAR}} are)"
+    )]
+    Kind { inner: String, kind: String },
+    /// A variable that is not set and has no default.
+    #[error("the environment variable {0} is not set")]
+    Unset(String),
+}
+
+impl From<VarError> for String {
+    fn from(e: VarError) -> String {
+        e.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -68,14 +89,21 @@ mod tests {
         assert!(
             expand(&format!("${{{unset}}}"))
                 .unwrap_err()
+                .to_string()
                 .contains(unset)
         );
         assert!(
             expand("${input:token}")
                 .unwrap_err()
+                .to_string()
                 .contains("input:token")
         );
-        assert!(expand("${secret:x}").unwrap_err().contains("'secret:'"));
+        assert!(
+            expand("${secret:x}")
+                .unwrap_err()
+                .to_string()
+                .contains("'secret:'")
+        );
         assert_eq!(expand("no ${ end").unwrap(), "no ${ end");
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Strategy;
-use crate::{Message, Role};
+use crate::{Message, MessageRole};
 
 /// What a compaction message stands for (the `compaction` of a [`Message`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ pub fn view(messages: &[Message]) -> Vec<usize> {
 /// The position in `view` of the first user message (kept whole by every compaction).
 pub fn first_user(messages: &[Message], view: &[usize]) -> Option<usize> {
     view.iter()
-        .position(|&i| messages[i].role == Role::User && messages[i].compaction.is_none())
+        .position(|&i| messages[i].role == MessageRole::User && messages[i].compaction.is_none())
 }
 
 /// The next compaction: the messages at `view[start..end]` are replaced.
@@ -75,7 +75,7 @@ pub fn plan(
     let boundaries: Vec<usize> = (start + 1..view.len())
         .filter(|&p| {
             let (m, before) = (&messages[view[p]], &messages[view[p - 1]]);
-            m.role != Role::Tool && before.tool_calls.is_empty() && m.compaction.is_none()
+            m.role != MessageRole::Tool && before.tool_calls.is_empty() && m.compaction.is_none()
         })
         .collect();
     let last = *boundaries.last()?;
@@ -107,9 +107,9 @@ pub fn transcript(messages: &[Message], positions: &[usize]) -> String {
         let m = &messages[i];
         let who = match (&m.role, &m.compaction) {
             (_, Some(_)) => "summary of earlier turns".to_string(),
-            (Role::User, None) => "user".to_string(),
-            (Role::Assistant, None) => "assistant".to_string(),
-            (Role::Tool, None) => format!(
+            (MessageRole::User, None) => "user".to_string(),
+            (MessageRole::Assistant, None) => "assistant".to_string(),
+            (MessageRole::Tool, None) => format!(
                 "result of {}",
                 m.tool_call_id.as_deref().unwrap_or("a call")
             ),
@@ -161,7 +161,7 @@ mod tests {
         let counts = vec![10u64; m.len()];
         let p = plan(&m, &v, &counts, 0, 0, 60).unwrap();
         assert_eq!(p.start, 1);
-        assert_eq!(m[v[p.end]].role, Role::Assistant, "{p:?}");
+        assert_eq!(m[v[p.end]].role, MessageRole::Assistant, "{p:?}");
         // 10 (first) + the kept tail fit in 60.
         let tail: u64 = v[p.end..].iter().map(|&i| counts[i]).sum();
         assert!(10 + tail <= 60);

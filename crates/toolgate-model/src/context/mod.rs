@@ -31,8 +31,21 @@ pub fn message_tokens(counter: &Counter, m: &crate::Message) -> u64 {
 }
 
 /// How older turns make room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Strategy {
     /// The model is asked for a summary of the oldest turns, which replaces them.
     #[default]
@@ -42,11 +55,9 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Its name in an agent file (`summarize`, `truncate`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::Summarize => "summarize",
-            Strategy::Truncate => "truncate",
-        }
+        self.into()
     }
 }
 
@@ -73,28 +84,39 @@ pub const MIN_RESULT_TOKENS: u64 = 64;
 /// The answer room kept free when the model's `max_tokens` setting is unset.
 pub const DEFAULT_ANSWER_TOKENS: u64 = 4_096;
 
+/// Why a `context:` section is refused; the message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContextError {
+    #[error("'max_tokens' must be at least {MIN_MAX_TOKENS}, not {0}")]
+    MaxTokens(u64),
+    #[error("'result_tokens' must be at least {MIN_RESULT_TOKENS}, not {0}")]
+    ResultTokens(u64),
+    #[error("'result_tokens' ({result}) must be at most half of 'max_tokens' ({max})")]
+    ResultOverHalf { result: u64, max: u64 },
+}
+
+impl From<ContextError> for String {
+    fn from(e: ContextError) -> String {
+        e.to_string()
+    }
+}
+
 impl ContextConfig {
     /// Checks the values against each other; the message names the field.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ContextError> {
         if let Some(m) = self.max_tokens
             && m < MIN_MAX_TOKENS
         {
-            return Err(format!(
-                "'max_tokens' must be at least {MIN_MAX_TOKENS}, not {m}"
-            ));
+            return Err(ContextError::MaxTokens(m));
         }
         if let Some(r) = self.result_tokens {
             if r < MIN_RESULT_TOKENS {
-                return Err(format!(
-                    "'result_tokens' must be at least {MIN_RESULT_TOKENS}, not {r}"
-                ));
+                return Err(ContextError::ResultTokens(r));
             }
             if let Some(m) = self.max_tokens
                 && r > m / 2
             {
-                return Err(format!(
-                    "'result_tokens' ({r}) must be at most half of 'max_tokens' ({m})"
-                ));
+                return Err(ContextError::ResultOverHalf { result: r, max: m });
             }
         }
         Ok(())
@@ -177,20 +199,32 @@ mod tests {
             c(Some(10), None)
                 .check()
                 .unwrap_err()
+                .to_string()
                 .contains("max_tokens")
         );
         assert!(
             c(None, Some(1))
                 .check()
                 .unwrap_err()
+                .to_string()
                 .contains("result_tokens")
         );
         assert!(
             c(Some(2_000), Some(1_500))
                 .check()
                 .unwrap_err()
+                .to_string()
                 .contains("half")
         );
         assert!(c(Some(2_000), Some(500)).check().is_ok());
+    }
+
+    #[test]
+    fn every_strategy_is_named_as_serde_names_it() {
+        use strum::VariantArray;
+        for s in Strategy::VARIANTS {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+            assert_eq!(s.as_str().parse::<Strategy>().unwrap(), *s);
+        }
     }
 }

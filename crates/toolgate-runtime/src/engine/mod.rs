@@ -186,7 +186,7 @@ impl Engine {
         tokio::task::spawn_blocking(move || resolver.resolve(&name, &wanted))
             .await
             .map_err(|e| ToolError::Execution(format!("the credential lookup stopped: {e}")))?
-            .map_err(ToolError::MissingCredential)
+            .map_err(|e| ToolError::MissingCredential(e.to_string()))
     }
 
     async fn run_one(&self, prepared: PreparedCall, cancel: &Cancel) -> CallOutcome {

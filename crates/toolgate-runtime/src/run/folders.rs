@@ -83,7 +83,7 @@ impl Runner {
         let toolkit = self
             .toolkit(&agent, tools.as_deref())?
             .with_client_tools(&state.client_tools)
-            .map_err(RunError::BadInput)?;
+            .map_err(|e| RunError::BadInput(e.to_string()))?;
         Ok((agent, toolkit))
     }
 

@@ -34,7 +34,7 @@ impl Hiding {
             | RunEvent::ToolFinished(events::ToolFinished { call_id, tool, .. }) => {
                 (call_id, Some(tool))
             }
-            RunEvent::ToolOutput(events::ToolOutput { call_id, .. }) => (call_id, None),
+            RunEvent::ToolOutput(events::ToolOutputEvent { call_id, .. }) => (call_id, None),
             _ => return true,
         };
         if tool.is_some_and(|t| self.tools.contains(t)) {

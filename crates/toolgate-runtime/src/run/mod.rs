@@ -272,7 +272,7 @@ impl Runner {
         let toolkit = self
             .toolkit(&req.agent, tools_dir.as_deref())?
             .with_client_tools(&client_tools)
-            .map_err(RunError::BadInput)?;
+            .map_err(|e| RunError::BadInput(e.to_string()))?;
         let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {

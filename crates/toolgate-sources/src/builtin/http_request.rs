@@ -40,14 +40,15 @@ pub fn http_request<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Hand
         };
         let timeout = args.get("timeout").and_then(Value::as_f64).unwrap_or(30.0);
         send(Request {
-            method: parse_method(text_arg(&args, "method")).map_err(ToolError::Execution)?,
+            method: parse_method(text_arg(&args, "method"))
+                .map_err(|e| ToolError::Execution(e.to_string()))?,
             url: parse_url(text_arg(&args, "url"))?,
             headers: headers_from(&args),
             body,
             timeout: Duration::from_secs_f64(timeout),
             max_response: DEFAULT_MAX_RESPONSE,
             // Only what the operator opened: the model cannot widen its own reach.
-            allow: AllowList::from_env().map_err(ToolError::Execution)?,
+            allow: AllowList::from_env().map_err(|e| ToolError::Execution(e.to_string()))?,
             retry: Retry::default(),
         })
         .await

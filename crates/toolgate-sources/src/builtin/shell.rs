@@ -32,7 +32,7 @@ pub fn spec() -> ToolSpec {
         }, "required": ["command"], "additionalProperties": false}),
     );
     s.timeout = Some(600.0);
-    s.sandbox = Some(toolgate_sandbox::Policy::default());
+    s.sandbox = Some(toolgate_sandbox::SandboxPolicy::default());
     s
 }
 
@@ -55,7 +55,7 @@ impl Tool for Shell {
         shell(&self.spec, ctx, args).await
     }
 
-    fn with_sandbox(&self, policy: sandbox::Policy) -> Option<std::sync::Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: sandbox::SandboxPolicy) -> Option<std::sync::Arc<dyn Tool>> {
         Some(std::sync::Arc::new(Shell {
             spec: self.spec.with_sandbox(policy),
         }))

@@ -267,7 +267,7 @@ fn tool_def(
         credentials,
         is_final: false,
         hidden: false,
-        sandbox: Some(toolgate_sandbox::Policy::default()),
+        sandbox: Some(toolgate_sandbox::SandboxPolicy::default()),
     };
     let runner: std::sync::Arc<dyn toolgate_tool::Tool> =
         std::sync::Arc::new(DifyTool::new(spec.clone()));

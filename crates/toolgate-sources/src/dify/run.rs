@@ -113,7 +113,7 @@ impl Tool for DifyTool {
         command.call(ctx, request).await
     }
 
-    fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: toolgate_sandbox::SandboxPolicy) -> Option<Arc<dyn Tool>> {
         Some(Arc::new(DifyTool::new(self.spec.with_sandbox(policy))))
     }
 }

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{Connect, Declaration};
-use toolgate_sandbox::{self as sandbox, Policy};
+use toolgate_sandbox::{self as sandbox, SandboxPolicy};
 use toolgate_tool::Part;
 use toolgate_tool::ToolContext;
 use toolgate_tool::ToolError;
@@ -96,6 +96,25 @@ struct Handler {
     server: String,
     tools: Listed,
     cache: Option<std::path::PathBuf>,
+}
+
+/// The transport to a streamable HTTP server, with the declared headers.
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<super::traced::Traced>, String> {
+    let mut custom = HashMap::new();
+    for (k, v) in headers {
+        let name =
+            http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header '{k}': {e}"))?;
+        let value = http::HeaderValue::from_str(v).map_err(|e| format!("header '{k}': {e}"))?;
+        custom.insert(name, value);
+    }
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    Ok(StreamableHttpClientTransport::with_client(
+        super::traced::Traced::default(),
+        config,
+    ))
 }
 
 impl ClientHandler for Handler {
@@ -172,7 +191,7 @@ pub struct Server {
     pub name: String,
     connect: Connect,
     /// The sandbox of a stdio server.
-    policy: Option<Policy>,
+    policy: Option<SandboxPolicy>,
     /// Where it is declared (the first file, when several declare the same server).
     file: String,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
@@ -187,7 +206,7 @@ pub struct Server {
 
 /// A server's name, how it is reached and its sandbox: equal keys share one server in a
 /// process.
-type ServerKey = (String, Connect, Option<Policy>);
+type ServerKey = (String, Connect, Option<SandboxPolicy>);
 
 /// The servers of this process.
 static SERVERS: LazyLock<Mutex<HashMap<ServerKey, Arc<Server>>>> = LazyLock::new(Default::default);
@@ -207,7 +226,7 @@ pub fn server(decl: &Declaration) -> Arc<Server> {
 fn shared(
     name: &str,
     connect: &Connect,
-    policy: Option<Policy>,
+    policy: Option<SandboxPolicy>,
     file: String,
     cache: Option<std::path::PathBuf>,
 ) -> Arc<Server> {
@@ -269,7 +288,7 @@ pub fn stop_unused() -> Vec<String> {
 impl Server {
     /// The same server started in `policy`'s sandbox (a process of its own); `None` for
     /// a server reached by URL.
-    pub fn with_sandbox(&self, policy: Policy) -> Option<Arc<Server>> {
+    pub fn with_sandbox(&self, policy: SandboxPolicy) -> Option<Arc<Server>> {
         self.policy.as_ref()?;
         Some(shared(
             &self.name,
@@ -374,66 +393,14 @@ impl Server {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                // Its workspace: the folder it is declared to run in, else toolgate's.
-                let workspace = match cwd {
-                    Some(dir) => dir.clone(),
-                    None => std::env::current_dir()
-                        .map_err(|e| format!("cannot tell the current folder: {e}"))?,
-                };
-                let declared: Vec<(String, String)> =
-                    env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                let who = format!("MCP server '{}'", self.name);
-                let launch = sandbox::Launch {
-                    who: &who,
-                    workspace: &workspace,
-                    program: Some((command, args)),
-                    env: &declared,
-                };
-                let policy = self.policy.clone().unwrap_or_default();
-                confined =
-                    Some(sandbox::confine(&mut cmd, &policy, &launch).map_err(|e| e.to_string())?);
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot run '{command}': {e}"))?;
-                if let Some(stderr) = stderr {
-                    let kept = Arc::clone(&self.stderr);
-                    tokio::spawn(async move {
-                        let mut lines = tokio::io::BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            if let Ok(mut k) = kept.lock() {
-                                if k.len() == STDERR_LINES {
-                                    k.pop_front();
-                                }
-                                k.push_back(line);
-                            }
-                        }
-                    });
-                }
+                let (transport, guard) = self.spawn(command, args, env, cwd.as_deref())?;
+                confined = Some(guard);
                 tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
                     .await
                     .map(|r| r.map_err(|e| e.to_string()))
             }
             Connect::Http { url, headers } => {
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    let name = http::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|e| format!("header '{k}': {e}"))?;
-                    let value =
-                        http::HeaderValue::from_str(v).map_err(|e| format!("header '{k}': {e}"))?;
-                    custom.insert(name, value);
-                }
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
-                let transport = StreamableHttpClientTransport::with_client(
-                    super::traced::Traced::default(),
-                    config,
-                );
+                let transport = http_transport(url, headers)?;
                 tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
                     .await
                     .map(|r| r.map_err(|e| e.to_string()))
@@ -458,6 +425,58 @@ impl Server {
             listeners,
             _confined: confined,
         })
+    }
+
+    /// Starts the server's program in its sandbox, its stderr kept (the last
+    /// [`STDERR_LINES`] lines) for error messages.
+    fn spawn(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: Option<&std::path::Path>,
+    ) -> Result<(TokioChildProcess, sandbox::Confined), String> {
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        // Its workspace: the folder it is declared to run in, else toolgate's.
+        let workspace = match cwd {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir()
+                .map_err(|e| format!("cannot tell the current folder: {e}"))?,
+        };
+        let declared: Vec<(String, String)> =
+            env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let who = format!("MCP server '{}'", self.name);
+        let launch = sandbox::Launch {
+            who: &who,
+            workspace: &workspace,
+            program: Some((command, args)),
+            env: &declared,
+        };
+        let policy = self.policy.clone().unwrap_or_default();
+        let confined = sandbox::confine(&mut cmd, &policy, &launch).map_err(|e| e.to_string())?;
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run '{command}': {e}"))?;
+        if let Some(stderr) = stderr {
+            let kept = Arc::clone(&self.stderr);
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(mut k) = kept.lock() {
+                        if k.len() == STDERR_LINES {
+                            k.pop_front();
+                        }
+                        k.push_back(line);
+                    }
+                }
+            });
+        }
+        Ok((transport, confined))
     }
 
     /// `why`, with the last line the server wrote to stderr, if any.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use toolgate_sandbox::Policy;
+use toolgate_sandbox::SandboxPolicy;
 use toolgate_tool::LoadError;
 use toolgate_tool::Permission;
 
@@ -45,7 +45,7 @@ pub struct Declaration {
     /// Seconds a call may take.
     pub timeout: Option<f64>,
     /// The sandbox a stdio server runs in (`None` for a server reached by URL).
-    pub sandbox: Option<Policy>,
+    pub sandbox: Option<SandboxPolicy>,
     /// The file it is declared in.
     pub path: PathBuf,
 }
@@ -233,6 +233,60 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
         .map_err(|(_, m)| format!("MCP server '{name}': {m}"))
 }
 
+/// `s` with its variables filled; the error names `key`.
+fn expand_at(key: &str, s: &str) -> Result<String, (String, String)> {
+    expand(s).map_err(|e| (key.to_string(), format!("{key}: {e}")))
+}
+
+/// A server started as a program: its command, args, env and folder.
+fn stdio_connect(path: &Path, command: &str, raw: &RawServer) -> Result<Connect, (String, String)> {
+    if command.trim().is_empty() {
+        return Err(("command".into(), "command must name a program".into()));
+    }
+    if !raw.headers.is_empty() {
+        return Err(("headers".into(), "headers are for url servers".into()));
+    }
+    Ok(Connect::Stdio {
+        command: expand_at("command", command)?,
+        args: raw
+            .args
+            .iter()
+            .map(|a| expand_at("args", a))
+            .collect::<Result<_, _>>()?,
+        env: raw
+            .env
+            .iter()
+            .map(|(k, v)| expand_at("env", v).map(|v| (k.clone(), v)))
+            .collect::<Result<_, _>>()?,
+        cwd: raw
+            .cwd
+            .as_ref()
+            .map(|c| path.parent().unwrap_or(Path::new(".")).join(c)),
+    })
+}
+
+/// A server reached over streamable HTTP: its URL and headers.
+fn http_connect(url: &str, raw: &RawServer) -> Result<Connect, (String, String)> {
+    if !raw.args.is_empty() || !raw.env.is_empty() {
+        return Err(("args".into(), "args and env are for command servers".into()));
+    }
+    let url = expand_at("url", url)?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err((
+            "url".into(),
+            format!("url '{url}' must start with http:// or https://"),
+        ));
+    }
+    Ok(Connect::Http {
+        url,
+        headers: raw
+            .headers
+            .iter()
+            .map(|(k, v)| expand_at("headers", v).map(|v| (k.clone(), v)))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
 /// Checks a server as written; the error names the key at fault.
 fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (String, String)> {
     let fail = |key: &str, m: String| (key.to_string(), m);
@@ -251,12 +305,11 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
             ),
         ));
     }
-    let expand = |key: &str, s: &str| expand(s).map_err(|e| fail(key, format!("{key}: {e}")));
     let sandbox = match (&raw.command, &raw.sandbox) {
-        (Some(_), None) => Some(Policy::default()),
+        (Some(_), None) => Some(SandboxPolicy::default()),
         (Some(_), Some(v)) => {
             let base = path.parent().unwrap_or(Path::new("."));
-            Some(Policy::parse(v, base).map_err(|(key, m)| fail(&key, m))?)
+            Some(SandboxPolicy::parse(v, base).map_err(|(key, m)| fail(&key, m))?)
         }
         (None, Some(_)) => {
             return Err(fail(
@@ -266,51 +319,9 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         }
         (None, None) => None,
     };
-    let connect = match (raw.command, raw.url) {
-        (Some(command), None) => {
-            if command.trim().is_empty() {
-                return Err(fail("command", "command must name a program".into()));
-            }
-            if !raw.headers.is_empty() {
-                return Err(fail("headers", "headers are for url servers".into()));
-            }
-            Connect::Stdio {
-                command: expand("command", &command)?,
-                args: raw
-                    .args
-                    .iter()
-                    .map(|a| expand("args", a))
-                    .collect::<Result<_, _>>()?,
-                env: raw
-                    .env
-                    .iter()
-                    .map(|(k, v)| expand("env", v).map(|v| (k.clone(), v)))
-                    .collect::<Result<_, _>>()?,
-                cwd: raw
-                    .cwd
-                    .map(|c| path.parent().unwrap_or(Path::new(".")).join(c)),
-            }
-        }
-        (None, Some(url)) => {
-            if !raw.args.is_empty() || !raw.env.is_empty() {
-                return Err(fail("args", "args and env are for command servers".into()));
-            }
-            let url = expand("url", &url)?;
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(fail(
-                    "url",
-                    format!("url '{url}' must start with http:// or https://"),
-                ));
-            }
-            Connect::Http {
-                url,
-                headers: raw
-                    .headers
-                    .iter()
-                    .map(|(k, v)| expand("headers", v).map(|v| (k.clone(), v)))
-                    .collect::<Result<_, _>>()?,
-            }
-        }
+    let connect = match (&raw.command, &raw.url) {
+        (Some(command), None) => stdio_connect(path, command, &raw)?,
+        (None, Some(url)) => http_connect(url, &raw)?,
         (Some(_), Some(_)) => {
             return Err(fail(
                 "url",
@@ -346,7 +357,7 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
 
 /// `template` with its variables filled from the environment (see
 /// [`toolgate_tool::vars`]).
-pub fn expand(template: &str) -> Result<String, String> {
+pub fn expand(template: &str) -> Result<String, toolgate_tool::vars::VarError> {
     toolgate_tool::vars::expand(template)
 }
 

@@ -60,7 +60,7 @@ impl Tool for McpTool {
     }
 
     /// The tool on a server of its own, started in `policy`'s sandbox.
-    fn with_sandbox(&self, policy: toolgate_sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: toolgate_sandbox::SandboxPolicy) -> Option<Arc<dyn Tool>> {
         let server = self.server.with_sandbox(policy.clone())?;
         Some(Arc::new(McpTool {
             spec: self.spec.with_sandbox(policy),

@@ -61,8 +61,20 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Location {
     Path,
     Query,
@@ -71,13 +83,9 @@ pub enum Location {
 }
 
 impl Location {
+    /// Its name, as OpenAPI writes it (`path`, `query`, `header`, `cookie`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Location::Path => "path",
-            Location::Query => "query",
-            Location::Header => "header",
-            Location::Cookie => "cookie",
-        }
+        self.into()
     }
 }
 
@@ -140,4 +148,19 @@ pub enum Auth {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         username: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn every_location_is_named_as_serde_names_it() {
+        for l in Location::VARIANTS {
+            assert_eq!(serde_json::to_value(l).unwrap(), l.as_str());
+            assert_eq!(l.as_str().parse::<Location>().unwrap(), *l);
+        }
+    }
 }

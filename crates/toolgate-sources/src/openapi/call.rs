@@ -33,7 +33,7 @@ pub struct OpenApiTool {
 impl OpenApiTool {
     pub fn new(spec: ToolSpec) -> Self {
         let binding = match &spec.entry {
-            Entry::Source(b) if b.source == "openapi" => b.decode(),
+            Entry::Source(b) if b.source == "openapi" => b.decode().map_err(|e| e.to_string()),
             _ => Err("not an OpenAPI tool".into()),
         };
         Self { spec, binding }
@@ -176,10 +176,10 @@ pub fn request(
     };
     headers.push(("Accept".into(), "application/json, */*;q=0.5".into()));
     let allow = AllowList::parse(&b.allow_hosts)
-        .map_err(ToolError::Execution)?
-        .and(AllowList::from_env().map_err(ToolError::Execution)?);
+        .map_err(|e| ToolError::Execution(e.to_string()))?
+        .and(AllowList::from_env().map_err(|e| ToolError::Execution(e.to_string()))?);
     Ok(Request {
-        method: http::parse_method(&b.method).map_err(ToolError::Execution)?,
+        method: http::parse_method(&b.method).map_err(|e| ToolError::Execution(e.to_string()))?,
         url,
         headers,
         body,

@@ -73,26 +73,46 @@ fn version_of(root: &Value) -> Result<Version, String> {
     }
 }
 
+/// A `$ref` that cannot be followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefError {
+    /// A reference to another document.
+    #[error("$ref '{0}' points outside the document, which is not supported")]
+    Outside(String),
+    /// A reference to nothing in this one.
+    #[error("$ref '{0}' points at nothing")]
+    Nothing(String),
+    /// References that lead to each other.
+    #[error("a chain of $refs does not end")]
+    Endless,
+}
+
+impl From<RefError> for String {
+    fn from(e: RefError) -> String {
+        e.to_string()
+    }
+}
+
 impl Document {
     /// The target of a local reference (`#/components/schemas/Pet`).
-    pub fn target(&self, reference: &str) -> Result<&Value, String> {
-        let pointer = reference.strip_prefix('#').ok_or_else(|| {
-            format!("$ref '{reference}' points outside the document, which is not supported")
-        })?;
+    pub fn target(&self, reference: &str) -> Result<&Value, RefError> {
+        let pointer = reference
+            .strip_prefix('#')
+            .ok_or_else(|| RefError::Outside(reference.to_string()))?;
         self.root
             .pointer(pointer)
-            .ok_or_else(|| format!("$ref '{reference}' points at nothing"))
+            .ok_or_else(|| RefError::Nothing(reference.to_string()))
     }
 
     /// `v` with a `$ref` (to a parameter, a request body, ...) followed, chains included.
-    pub fn deref<'a>(&'a self, mut v: &'a Value) -> Result<&'a Value, String> {
+    pub fn deref<'a>(&'a self, mut v: &'a Value) -> Result<&'a Value, RefError> {
         for _ in 0..32 {
             match v.get("$ref").and_then(Value::as_str) {
                 Some(r) => v = self.target(r)?,
                 None => return Ok(v),
             }
         }
-        Err("a chain of $refs does not end".into())
+        Err(RefError::Endless)
     }
 
     /// The API's base URL: Swagger's scheme, host and basePath, or OpenAPI's first
@@ -134,11 +154,11 @@ impl Document {
 
     /// `raw` as toolgate's JSON Schema: references inlined, OpenAPI's keywords
     /// translated.
-    pub fn schema(&self, raw: &Value) -> Result<Value, String> {
+    pub fn schema(&self, raw: &Value) -> Result<Value, RefError> {
         self.schema_at(raw, &mut Vec::new())
     }
 
-    fn schema_at(&self, raw: &Value, stack: &mut Vec<String>) -> Result<Value, String> {
+    fn schema_at(&self, raw: &Value, stack: &mut Vec<String>) -> Result<Value, RefError> {
         if let Some(r) = raw.get("$ref").and_then(Value::as_str) {
             if stack.iter().any(|s| s == r) || stack.len() >= MAX_DEPTH {
                 let name = r.rsplit('/').next().unwrap_or(r);

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 pub use binding::{Auth, Binding, BodyBinding, BodyShape, Field, Location, Param};
 pub use call::{ERROR_EXCERPT, OpenApiTool, request};
-pub use document::{Document, Version};
+pub use document::{Document, RefError, Version};
 pub use source::{NAME, OpenApiFiles};
 
 use toolgate_tool::folder::{LoadError, ToolDef, line_of};
@@ -89,39 +89,8 @@ fn tools(
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let doc = document::read(&raw.openapi, dir).map_err(|m| fail("openapi", m))?;
-    let api = match &raw.name {
-        Some(n) => n.trim().to_string(),
-        None => path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("api")
-            .to_string(),
-    };
-    if api.is_empty()
-        || !api
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
-    {
-        return Err(fail(
-            "name",
-            format!("name '{api}' must be letters, digits, '_' or '-'"),
-        ));
-    }
-    let base_url = match raw.base_url.as_deref().map(|u| u.trim_end_matches('/')) {
-        Some(u) if u.starts_with("http://") || u.starts_with("https://") => u.to_string(),
-        Some(u) => {
-            return Err(fail(
-                "base_url",
-                format!("base_url '{u}' must start with http:// or https://"),
-            ));
-        }
-        None => doc.base_url().ok_or_else(|| {
-            fail(
-                "openapi",
-                "the document names no absolute server URL: set base_url".into(),
-            )
-        })?,
-    };
+    let api = api_name(path, raw).map_err(|(key, m)| fail(key, m))?;
+    let base_url = base_url_of(raw, &doc).map_err(|(key, m)| fail(key, m))?;
     toolgate_tool::net::AllowList::parse(&raw.allow_hosts)
         .map_err(|e| fail("allow_hosts", format!("allow_hosts: {e}")))?;
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
@@ -152,22 +121,11 @@ fn tools(
             .as_ref()
             .is_none_or(|l| l.iter().any(|w| w == op))
     };
-    for name in raw.operations.iter().flatten() {
-        if !found.iter().any(|f| &f.operation == name) {
-            errors.push(fail(
-                "operations",
-                format!("operations: the document has no operation '{name}'"),
-            ));
-        }
-    }
-    for name in raw.permissions.keys() {
-        if !found.iter().any(|f| &f.operation == name) {
-            errors.push(fail(
-                "permissions",
-                format!("permissions: the document has no operation '{name}'"),
-            ));
-        }
-    }
+    errors.extend(
+        unknown_operations(raw, &found)
+            .into_iter()
+            .map(|(key, m)| fail(key, m)),
+    );
     for f in found {
         if !wanted(&f.operation) {
             continue;
@@ -193,6 +151,73 @@ fn tools(
         }
     }
     Ok((defs, errors))
+}
+
+/// The API's name: the file's `name`, else the file's stem; letters, digits, `_` or
+/// `-`. The error is the key at fault and the message.
+fn api_name(path: &Path, raw: &config::RawSource) -> Result<String, (&'static str, String)> {
+    let api = match &raw.name {
+        Some(n) => n.trim().to_string(),
+        None => path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("api")
+            .to_string(),
+    };
+    if api.is_empty()
+        || !api
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+    {
+        return Err((
+            "name",
+            format!("name '{api}' must be letters, digits, '_' or '-'"),
+        ));
+    }
+    Ok(api)
+}
+
+/// The base URL: the file's `base_url` (http or https), else the document's own.
+fn base_url_of(raw: &config::RawSource, doc: &Document) -> Result<String, (&'static str, String)> {
+    match raw.base_url.as_deref().map(|u| u.trim_end_matches('/')) {
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => Ok(u.to_string()),
+        Some(u) => Err((
+            "base_url",
+            format!("base_url '{u}' must start with http:// or https://"),
+        )),
+        None => doc.base_url().ok_or_else(|| {
+            (
+                "openapi",
+                "the document names no absolute server URL: set base_url".into(),
+            )
+        }),
+    }
+}
+
+/// The operations the file's `operations` and `permissions` name that the document
+/// does not have: the key and the message for each.
+fn unknown_operations(
+    raw: &config::RawSource,
+    found: &[operations::Found],
+) -> Vec<(&'static str, String)> {
+    let mut errors = Vec::new();
+    for name in raw.operations.iter().flatten() {
+        if !found.iter().any(|f| &f.operation == name) {
+            errors.push((
+                "operations",
+                format!("operations: the document has no operation '{name}'"),
+            ));
+        }
+    }
+    for name in raw.permissions.keys() {
+        if !found.iter().any(|f| &f.operation == name) {
+            errors.push((
+                "permissions",
+                format!("permissions: the document has no operation '{name}'"),
+            ));
+        }
+    }
+    errors
 }
 
 /// The document's first apiKey security scheme: where the key goes and its name.

@@ -103,6 +103,7 @@ enum To {
     Whole,
 }
 
+/// The tool of one operation.
 fn spec(
     doc: &Document,
     common: &Common,
@@ -112,8 +113,93 @@ fn spec(
     op: &Value,
     shared: &Value,
 ) -> Result<ToolSpec, String> {
+    let params = merged_params(doc, op, shared)?;
     let mut inputs: Vec<Input> = Vec::new();
-    // Operation parameters override path-level ones of the same name and place.
+    let mut body = param_inputs(doc, common, op, params, &mut inputs)?;
+    if let Some(rb) = op.get("requestBody") {
+        body = Some(request_body(doc, rb, &mut inputs)?);
+    }
+    let settled = settle(inputs);
+    let body = body.map(|(content_type, required)| BodyBinding {
+        content_type,
+        shape: match settled.whole {
+            Some(arg) => BodyShape::Whole(arg),
+            None => BodyShape::Fields(settled.fields),
+        },
+        required,
+    });
+    let upper = method.to_ascii_uppercase();
+    let description = description_of(op, &upper, path);
+    let safe = matches!(method, "get" | "head");
+    let permission = common
+        .permissions
+        .get(operation)
+        .copied()
+        .or(common.permission)
+        .unwrap_or(if safe {
+            Permission::Auto
+        } else {
+            Permission::Confirm
+        });
+    let binding = Binding {
+        api: common.api.to_string(),
+        operation: operation.to_string(),
+        method: upper,
+        url: format!("{}{path}", common.base_url),
+        params: settled.bound,
+        body,
+        auth: common.auth.clone(),
+        allow_hosts: common.allow_hosts.to_vec(),
+        max_response: common.max_response,
+        headers: common.headers.clone(),
+    };
+    Ok(ToolSpec {
+        name: format!("{}__{}", common.api, clean(operation)),
+        description,
+        parameters: json!({
+            "type": "object",
+            "properties": settled.properties,
+            "required": settled.required,
+        }),
+        permission,
+        entry: SourceBinding::entry(
+            "openapi",
+            format!("openapi:{} {}", binding.method, binding.operation),
+            &binding,
+        ),
+        category: Some("openapi".into()),
+        timeout: common.timeout,
+        tags: op
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        version: doc
+            .root
+            .pointer("/info/version")
+            .and_then(Value::as_str)
+            .map(String::from),
+        read_only: safe,
+        output: None,
+        credentials: common.credentials.clone(),
+        is_final: false,
+        hidden: false,
+        sandbox: None,
+    })
+}
+
+/// The path's and the operation's parameters, references followed; an operation's
+/// parameter overrides a path-level one of the same name and place.
+fn merged_params<'a>(
+    doc: &'a Document,
+    op: &'a Value,
+    shared: &'a Value,
+) -> Result<Vec<&'a Value>, String> {
     let mut params: Vec<&Value> = Vec::new();
     for p in shared.as_array().into_iter().flatten().chain(
         op.get("parameters")
@@ -126,6 +212,18 @@ fn spec(
         params.retain(|q| key(q) != key(p));
         params.push(p);
     }
+    Ok(params)
+}
+
+/// The inputs of the parameters, added to `inputs`; the body's media type and
+/// whether it is required, when a Swagger 2 `body` or `formData` parameter makes one.
+fn param_inputs(
+    doc: &Document,
+    common: &Common,
+    op: &Value,
+    params: Vec<&Value>,
+    inputs: &mut Vec<Input>,
+) -> Result<Option<(String, bool)>, String> {
     let mut body: Option<(String, bool)> = None;
     let mut form_fields = false;
     for p in params {
@@ -158,7 +256,7 @@ fn spec(
             "cookie" => ("cookie", To::Param(Location::Cookie, true)),
             "body" => {
                 body = Some((json_type(doc, op), required));
-                add_body(&mut inputs, schema, required);
+                add_body(inputs, schema, required);
                 continue;
             }
             "formData" => {
@@ -187,37 +285,58 @@ fn spec(
     if form_fields {
         body = Some(("application/x-www-form-urlencoded".into(), false));
     }
-    if let Some(rb) = op.get("requestBody") {
-        let rb = doc.deref(rb)?;
-        let required = rb.get("required").and_then(Value::as_bool) == Some(true);
-        let content = rb.get("content").and_then(Value::as_object);
-        let chosen = content.and_then(|c| {
-            c.iter()
-                .find(|(t, _)| t.contains("json"))
-                .or_else(|| {
-                    c.iter()
-                        .find(|(t, _)| *t == "application/x-www-form-urlencoded")
-                })
-                .or_else(|| c.iter().find(|(t, _)| t.starts_with("text/")))
-        });
-        match chosen {
-            Some((media, m)) => {
-                let schema = match m.get("schema") {
-                    Some(s) => doc.schema(s)?,
-                    None => json!({}),
-                };
-                body = Some((media.clone(), required));
-                add_body(&mut inputs, schema, required);
-            }
-            None => {
-                let kinds: Vec<&String> = content.into_iter().flat_map(|c| c.keys()).collect();
-                return Err(format!(
-                    "its request body is {kinds:?}; only JSON, form and text bodies are supported"
-                ));
-            }
+    Ok(body)
+}
+
+/// OpenAPI 3's `requestBody`: its inputs added to `inputs`; its media type (JSON,
+/// then form, then text) and whether it is required.
+fn request_body(
+    doc: &Document,
+    rb: &Value,
+    inputs: &mut Vec<Input>,
+) -> Result<(String, bool), String> {
+    let rb = doc.deref(rb)?;
+    let required = rb.get("required").and_then(Value::as_bool) == Some(true);
+    let content = rb.get("content").and_then(Value::as_object);
+    let chosen = content.and_then(|c| {
+        c.iter()
+            .find(|(t, _)| t.contains("json"))
+            .or_else(|| {
+                c.iter()
+                    .find(|(t, _)| *t == "application/x-www-form-urlencoded")
+            })
+            .or_else(|| c.iter().find(|(t, _)| t.starts_with("text/")))
+    });
+    match chosen {
+        Some((media, m)) => {
+            let schema = match m.get("schema") {
+                Some(s) => doc.schema(s)?,
+                None => json!({}),
+            };
+            add_body(inputs, schema, required);
+            Ok((media.clone(), required))
+        }
+        None => {
+            let kinds: Vec<&String> = content.into_iter().flat_map(|c| c.keys()).collect();
+            Err(format!(
+                "its request body is {kinds:?}; only JSON, form and text bodies are supported"
+            ))
         }
     }
-    // Settle argument names: a name used in two places gets its place as a prefix.
+}
+
+/// The inputs under their argument names, and where each goes.
+struct Settled {
+    properties: Map<String, Value>,
+    required: Vec<Value>,
+    bound: Vec<Param>,
+    fields: Vec<Field>,
+    whole: Option<String>,
+}
+
+/// Settles argument names: a name used in two places gets its place as a prefix, and
+/// none takes the name of an auth argument.
+fn settle(inputs: Vec<Input>) -> Settled {
     let mut taken: Vec<String> = vec![
         AUTH_TOKEN.into(),
         AUTH_USERNAME.into(),
@@ -227,11 +346,13 @@ fn spec(
     for i in &inputs {
         *count.entry(clean(&i.name)).or_default() += 1;
     }
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    let mut bound = Vec::new();
-    let mut fields = Vec::new();
-    let mut whole = None;
+    let mut out = Settled {
+        properties: Map::new(),
+        required: Vec::new(),
+        bound: Vec::new(),
+        fields: Vec::new(),
+        whole: None,
+    };
     for i in inputs {
         let base = clean(&i.name);
         let mut arg = if count[&base] > 1 {
@@ -243,29 +364,26 @@ fn spec(
             arg.push('_');
         }
         taken.push(arg.clone());
-        properties.insert(arg.clone(), i.schema);
+        out.properties.insert(arg.clone(), i.schema);
         if i.required {
-            required.push(json!(arg));
+            out.required.push(json!(arg));
         }
         match i.to {
-            To::Param(location, explode) => bound.push(Param {
+            To::Param(location, explode) => out.bound.push(Param {
                 arg,
                 name: i.name,
                 location,
                 explode,
             }),
-            To::Field => fields.push(Field { arg, name: i.name }),
-            To::Whole => whole = Some(arg),
+            To::Field => out.fields.push(Field { arg, name: i.name }),
+            To::Whole => out.whole = Some(arg),
         }
     }
-    let body = body.map(|(content_type, required)| BodyBinding {
-        content_type,
-        shape: match whole {
-            Some(arg) => BodyShape::Whole(arg),
-            None => BodyShape::Fields(fields),
-        },
-        required,
-    });
+    out
+}
+
+/// The summary and the description, or `METHOD /path` when there is neither.
+fn description_of(op: &Value, upper: &str, path: &str) -> String {
     let description = [op.get("summary"), op.get("description")]
         .into_iter()
         .flatten()
@@ -274,69 +392,11 @@ fn spec(
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n");
-    let upper = method.to_ascii_uppercase();
-    let description = if description.is_empty() {
+    if description.is_empty() {
         format!("{upper} {path}")
     } else {
         description
-    };
-    let safe = matches!(method, "get" | "head");
-    let permission = common
-        .permissions
-        .get(operation)
-        .copied()
-        .or(common.permission)
-        .unwrap_or(if safe {
-            Permission::Auto
-        } else {
-            Permission::Confirm
-        });
-    let binding = Binding {
-        api: common.api.to_string(),
-        operation: operation.to_string(),
-        method: upper,
-        url: format!("{}{path}", common.base_url),
-        params: bound,
-        body,
-        auth: common.auth.clone(),
-        allow_hosts: common.allow_hosts.to_vec(),
-        max_response: common.max_response,
-        headers: common.headers.clone(),
-    };
-    Ok(ToolSpec {
-        name: format!("{}__{}", common.api, clean(operation)),
-        description,
-        parameters: json!({"type": "object", "properties": properties, "required": required}),
-        permission,
-        entry: SourceBinding::entry(
-            "openapi",
-            format!("openapi:{} {}", binding.method, binding.operation),
-            &binding,
-        ),
-        category: Some("openapi".into()),
-        timeout: common.timeout,
-        tags: op
-            .get("tags")
-            .and_then(Value::as_array)
-            .map(|t| {
-                t.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default(),
-        version: doc
-            .root
-            .pointer("/info/version")
-            .and_then(Value::as_str)
-            .map(String::from),
-        read_only: safe,
-        output: None,
-        credentials: common.credentials.clone(),
-        is_final: false,
-        hidden: false,
-        sandbox: None,
-    })
+    }
 }
 
 /// A request body's inputs: an object's properties one by one (read-only ones left
@@ -376,7 +436,7 @@ fn add_body(inputs: &mut Vec<Input>, schema: Value, required: bool) {
 
 /// A parameter's schema: OpenAPI 3's `schema` (or `content`), or Swagger 2's keys on
 /// the parameter itself.
-fn param_schema(doc: &Document, p: &Value) -> Result<Value, String> {
+fn param_schema(doc: &Document, p: &Value) -> Result<Value, super::RefError> {
     if let Some(s) = p.get("schema") {
         return doc.schema(s);
     }

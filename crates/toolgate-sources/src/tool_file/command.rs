@@ -97,7 +97,7 @@ impl Tool for CommandTool {
         ))
     }
 
-    fn with_sandbox(&self, policy: sandbox::Policy) -> Option<Arc<dyn Tool>> {
+    fn with_sandbox(&self, policy: sandbox::SandboxPolicy) -> Option<Arc<dyn Tool>> {
         Some(Arc::new(CommandTool::new(self.spec.with_sandbox(policy))))
     }
 }

@@ -348,16 +348,57 @@ pub fn parse_url(url: &str) -> Result<reqwest::Url, ToolError> {
     }
 }
 
-pub fn parse_method(method: &str) -> Result<Method, String> {
+/// An HTTP method, any case.
+pub fn parse_method(method: &str) -> Result<Method, MethodError> {
     Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| format!("'{method}' is not an HTTP method"))
+        .map_err(|_| MethodError(method.to_string()))
+}
+
+/// Text that is not an HTTP method.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not an HTTP method")]
+pub struct MethodError(pub String);
+
+impl From<MethodError> for String {
+    fn from(e: MethodError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why an `http` entry is refused when its tool file is loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpEntryError {
+    /// `method` is not an HTTP method.
+    #[error(transparent)]
+    Method(#[from] MethodError),
+    /// An `allow_hosts` entry is not an address, network or host name.
+    #[error("entry allow_hosts: {0}")]
+    AllowHosts(toolgate_tool::net::AllowListError),
+    /// More retries than [`MAX_RETRIES`].
+    #[error("entry retries must be at most {MAX_RETRIES}")]
+    Retries,
+    /// A negative or non-finite backoff.
+    #[error("entry backoff must be a number of seconds, 0 or more")]
+    Backoff,
+    /// A URL that is not http(s) nor starts with a variable.
+    #[error("entry url '{0}' must start with http:// or https://")]
+    Url(String),
+    /// A body that is neither `json` nor a map.
+    #[error("entry body must be \"json\" or a map of field templates")]
+    Body,
+}
+
+impl From<HttpEntryError> for String {
+    fn from(e: HttpEntryError) -> String {
+        e.to_string()
+    }
 }
 
 /// The most retries a tool file may ask for.
 pub const MAX_RETRIES: u32 = 10;
 
 /// Checks an `http` entry when its tool file is loaded.
-pub fn check_entry(entry: &Entry) -> Result<(), String> {
+pub fn check_entry(entry: &Entry) -> Result<(), HttpEntryError> {
     let Entry::Http {
         url,
         method,
@@ -371,22 +412,20 @@ pub fn check_entry(entry: &Entry) -> Result<(), String> {
         return Ok(());
     };
     parse_method(method)?;
-    AllowList::parse(allow_hosts).map_err(|e| format!("entry allow_hosts: {e}"))?;
+    AllowList::parse(allow_hosts).map_err(HttpEntryError::AllowHosts)?;
     if *retries > MAX_RETRIES {
-        return Err(format!("entry retries must be at most {MAX_RETRIES}"));
+        return Err(HttpEntryError::Retries);
     }
     if backoff.is_some_and(|b| !(b.is_finite() && b >= 0.0)) {
-        return Err("entry backoff must be a number of seconds, 0 or more".into());
+        return Err(HttpEntryError::Backoff);
     }
     if !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with("${")) {
-        return Err(format!(
-            "entry url '{url}' must start with http:// or https://"
-        ));
+        return Err(HttpEntryError::Url(url.clone()));
     }
     match body {
         None | Some(Value::Object(_)) => Ok(()),
         Some(Value::String(s)) if s == "json" => Ok(()),
-        Some(_) => Err("entry body must be \"json\" or a map of field templates".into()),
+        Some(_) => Err(HttpEntryError::Body),
     }
 }
 
@@ -479,15 +518,15 @@ impl HttpTool {
             .map(|(k, v)| Ok((k.clone(), expand_context(v, context)?)))
             .collect::<Result<Vec<_>, ToolError>>()?;
         Ok(Request {
-            method: parse_method(method).map_err(ToolError::Execution)?,
+            method: parse_method(method).map_err(|e| ToolError::Execution(e.to_string()))?,
             url,
             headers,
             body,
             timeout: self.spec.timeout_or_default(),
             max_response: max_response.unwrap_or(DEFAULT_MAX_RESPONSE),
             allow: AllowList::parse(allow_hosts)
-                .map_err(ToolError::Execution)?
-                .and(AllowList::from_env().map_err(ToolError::Execution)?),
+                .map_err(|e| ToolError::Execution(e.to_string()))?
+                .and(AllowList::from_env().map_err(|e| ToolError::Execution(e.to_string()))?),
             retry: Retry {
                 retries: *retries,
                 backoff: Duration::from_secs_f64(backoff.unwrap_or(DEFAULT_BACKOFF)),

@@ -79,83 +79,102 @@ pub fn load_file(path: &Path) -> Result<ToolDef, LoadError> {
     load_text(path, &text)
 }
 
-/// [`load_file`] for a file already read: `text` is its content.
-pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
+/// A fault found after parsing: the keys leading to it, and the message.
+type Fault = (Vec<String>, String);
+
+/// `keys` owned, for a [`Fault`].
+fn keyed(keys: &[&str]) -> Vec<String> {
+    keys.iter().map(|k| k.to_string()).collect()
+}
+
+/// The file's text read as JSON (a `.json` file) or YAML; the error has the line.
+fn parse_raw(path: &Path, text: &str) -> Result<RawTool, LoadError> {
     let fail = |line: Option<usize>, message: String| LoadError {
         path: path.to_path_buf(),
         line,
         message,
     };
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
-    let raw: RawTool = if is_json {
-        serde_json::from_str(text).map_err(|e| fail(Some(e.line()), e.to_string()))?
+    if is_json {
+        serde_json::from_str(text).map_err(|e| fail(Some(e.line()), e.to_string()))
     } else {
         serde_saphyr::from_str(text).map_err(|e| {
             let message = e.to_string();
             let line = e.location().map(|l| l.line() as usize);
             fail(line, first_line(&message))
-        })?
-    };
-    // Errors found after parsing: point at the line of the key at fault.
-    let fail_at = |keys: &[&str], message: String| {
-        let line = line_of(text, keys);
-        fail(line, message)
-    };
-    let name = raw.name.trim().to_string();
+        })
+    }
+}
+
+/// The tool's name, trimmed: letters, digits, `_`, `-` or `.`.
+fn name_of(raw: &str) -> Result<String, Fault> {
+    let name = raw.trim().to_string();
     let valid_name = !name.is_empty()
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if !valid_name {
-        return Err(fail_at(
-            &["name"],
+    if valid_name {
+        Ok(name)
+    } else {
+        Err((
+            keyed(&["name"]),
             format!("name '{name}' must be letters, digits, '_', '-' or '.'"),
-        ));
+        ))
     }
-    // A fault in a schema: the line of the deepest of its keys found in the file.
-    let schema_fail = |block: &str, e: SchemaError| {
-        let mut keys = vec![block];
-        keys.extend(e.keys.iter().map(String::as_str));
-        fail_at(&keys, format!("{block}: {}", e.message))
-    };
-    let list_fail = |block: &str, e: ListError| {
-        let mut keys = vec![block];
-        keys.extend(e.keys.iter().map(String::as_str));
-        fail_at(&keys, format!("{block}: {}", e.message))
-    };
-    let mut parameters = match raw.parameters {
-        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(Value::Array(list)) => list_form(&list).map_err(|e| list_fail("parameters", e))?,
+}
+
+/// A list-form fault in `block` (`parameters`, `output`): the keys under it.
+fn list_fault(block: &str, e: ListError) -> Fault {
+    let mut keys = vec![block.to_string()];
+    keys.extend(e.keys);
+    (keys, format!("{block}: {}", e.message))
+}
+
+/// `parameters:` as a JSON Schema: none, the list form, or an object schema.
+fn parameters_of(raw: Option<Value>) -> Result<Value, Fault> {
+    match raw {
+        None | Some(Value::Null) => Ok(json!({"type": "object", "properties": {}})),
+        Some(Value::Array(list)) => list_form(&list).map_err(|e| list_fault("parameters", e)),
         Some(Value::Object(schema)) => {
             match schema.get("type") {
                 None => {}
                 Some(Value::String(t)) if t == "object" => {}
                 Some(other) => {
-                    return Err(fail_at(
-                        &["parameters", "type"],
+                    return Err((
+                        keyed(&["parameters", "type"]),
                         format!("parameters: type must be \"object\", not {other}"),
                     ));
                 }
             }
-            Value::Object(schema)
+            Ok(Value::Object(schema))
         }
-        Some(_) => {
-            return Err(fail_at(
-                &["parameters"],
-                "parameters must be a JSON Schema object or a list of parameters".to_string(),
-            ));
-        }
-    };
-    // Credentials: the file's, and the parameters a person fills (`form: form`), which
-    // leave the schema the model sees.
+        Some(_) => Err((
+            keyed(&["parameters"]),
+            "parameters must be a JSON Schema object or a list of parameters".to_string(),
+        )),
+    }
+}
+
+/// Credentials: the file's, and the parameters a person fills (`form: form`), which
+/// leave the schema the model sees (stored secrets `TOOL.ARG`). A credential that is
+/// also a parameter is refused.
+fn credentials_of(
+    name: &str,
+    raw: &BTreeMap<String, Value>,
+    parameters: &mut Value,
+) -> Result<BTreeMap<String, Credential>, Fault> {
     let mut credentials = BTreeMap::new();
-    for (arg, source) in &raw.credentials {
-        let source = Credential::parse(source)
-            .map_err(|m| fail_at(&["credentials", arg], format!("credentials: '{arg}': {m}")))?;
+    for (arg, source) in raw {
+        let source = Credential::parse(source).map_err(|m| {
+            (
+                keyed(&["credentials", arg]),
+                format!("credentials: '{arg}': {m}"),
+            )
+        })?;
         credentials.insert(arg.clone(), source);
     }
-    let form_params = credentials::take_form_params(&mut parameters)
-        .map_err(|m| fail_at(&["parameters", "form"], format!("parameters: {m}")))?;
+    let form_params = credentials::take_form_params(parameters)
+        .map_err(|m| (keyed(&["parameters", "form"]), format!("parameters: {m}")))?;
     for arg in form_params {
         credentials
             .entry(arg.clone())
@@ -167,13 +186,58 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             .and_then(|p| p.get(a.as_str()))
             .is_some()
     }) {
-        return Err(fail_at(
-            &["credentials", arg],
+        return Err((
+            keyed(&["credentials", arg]),
             format!(
                 "credentials: '{arg}' is also a parameter the model fills; take it out of parameters"
             ),
         ));
     }
+    Ok(credentials)
+}
+
+/// `output:` as a JSON Schema: none, the list form, or an object schema.
+fn output_of(raw: Option<Value>) -> Result<Option<Value>, Fault> {
+    match raw {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(list)) => list_form(&list)
+            .map(Some)
+            .map_err(|e| list_fault("output", e)),
+        Some(v @ Value::Object(_)) => Ok(Some(v)),
+        Some(_) => Err((
+            keyed(&["output"]),
+            "output must be a JSON Schema (type: object, properties: ...) or a list of fields"
+                .to_string(),
+        )),
+    }
+}
+
+/// [`load_file`] for a file already read: `text` is its content.
+pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
+    let fail = |line: Option<usize>, message: String| LoadError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let raw = parse_raw(path, text)?;
+    // Errors found after parsing: point at the line of the key at fault.
+    let fail_at = |keys: &[&str], message: String| {
+        let line = line_of(text, keys);
+        fail(line, message)
+    };
+    let fault = |(keys, m): Fault| {
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        fail_at(&keys, m)
+    };
+    let name = name_of(&raw.name).map_err(fault)?;
+    // A fault in a schema: the line of the deepest of its keys found in the file.
+    let schema_fail = |block: &str, e: SchemaError| {
+        let mut keys = vec![block];
+        keys.extend(e.keys.iter().map(String::as_str));
+        fail_at(&keys, format!("{block}: {}", e.message))
+    };
+    let mut parameters = parameters_of(raw.parameters).map_err(fault)?;
+    let credentials = credentials_of(&name, &raw.credentials, &mut parameters).map_err(fault)?;
     if raw.timeout.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
         return Err(fail_at(
             &["timeout"],
@@ -181,18 +245,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         ));
     }
     let schema = Schema::compile_file(&parameters).map_err(|e| schema_fail("parameters", e))?;
-    let output = match raw.output {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(list)) => Some(list_form(&list).map_err(|e| list_fail("output", e))?),
-        Some(v @ Value::Object(_)) => Some(v),
-        Some(_) => {
-            return Err(fail_at(
-                &["output"],
-                "output must be a JSON Schema (type: object, properties: ...) or a list of fields"
-                    .to_string(),
-            ));
-        }
-    };
+    let output = output_of(raw.output).map_err(fault)?;
     let output_schema = match &output {
         None => None,
         Some(v) => Some(Schema::compile_file(v).map_err(|e| schema_fail("output", e))?),
@@ -202,16 +255,12 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         Some(v) => read_entry(v).map_err(|(key, m)| fail_at(&["entry", &key], m))?,
     };
     check_entry(&entry).map_err(|m| fail_at(&["entry"], m))?;
-    let policy_fail = |keys: Vec<String>, m: String| {
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        fail_at(&keys, m)
-    };
     let (permission, rules) = match &raw.permission {
         None | Some(Value::Null) => (None, None),
         Some(v) => toolgate_tool::policy::read_permission(v).map_err(|(k, m)| {
             let mut keys = vec!["permission".to_string()];
             keys.extend(k);
-            policy_fail(keys, format!("permission: {m}"))
+            fault((keys, format!("permission: {m}")))
         })?,
     };
     let folder = path.parent().unwrap_or(Path::new("."));
@@ -221,7 +270,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         raw.on_timeout.as_ref(),
         folder,
     )
-    .map_err(|(k, m)| policy_fail(k, m))?;
+    .map_err(fault)?;
     let sandbox = sandbox_of(path, &entry, raw.sandbox.as_ref())
         .map_err(|(key, m)| fail_at(&["sandbox", &key], m))?;
     let spec = ToolSpec {
@@ -270,11 +319,11 @@ fn sandbox_of(
     path: &Path,
     entry: &Entry,
     written: Option<&Value>,
-) -> Result<Option<toolgate_sandbox::Policy>, (String, String)> {
+) -> Result<Option<toolgate_sandbox::SandboxPolicy>, (String, String)> {
     let starts_programs = matches!(entry, Entry::Command { .. })
         || matches!(entry, Entry::Builtin { handler } if handler == "shell");
     match written {
-        None if starts_programs => Ok(Some(toolgate_sandbox::Policy::default())),
+        None if starts_programs => Ok(Some(toolgate_sandbox::SandboxPolicy::default())),
         None => Ok(None),
         Some(_) if !starts_programs => Err((
             "sandbox".into(),
@@ -282,7 +331,7 @@ fn sandbox_of(
         )),
         Some(v) => {
             let base = path.parent().unwrap_or(Path::new("."));
-            toolgate_sandbox::Policy::parse(v, base).map(Some)
+            toolgate_sandbox::SandboxPolicy::parse(v, base).map(Some)
         }
     }
 }
@@ -342,7 +391,7 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
         Entry::Command { command, .. } if command.trim().is_empty() => {
             Err("entry: command must name a program".into())
         }
-        Entry::Http { .. } => http::check_entry(entry),
+        Entry::Http { .. } => http::check_entry(entry).map_err(String::from),
         Entry::Source(b) => Err(not_a_file_type(&b.source)),
         _ => Ok(()),
     }

@@ -37,7 +37,7 @@ pub fn expand_context(
 /// Fills `${VAR}`, `${VAR:-default}` and `${env:VAR}` from the environment (see
 /// [`toolgate_tool::vars`]).
 pub fn expand_env(template: &str) -> Result<String, ToolError> {
-    toolgate_tool::vars::expand(template).map_err(ToolError::Execution)
+    toolgate_tool::vars::expand(template).map_err(|e| ToolError::Execution(e.to_string()))
 }
 
 /// The parameters a `{name}` template refers to.

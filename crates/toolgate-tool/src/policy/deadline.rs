@@ -7,7 +7,7 @@ use std::time::Duration;
 pub use toolgate_protocol::OnTimeout;
 
 /// A duration: a number of seconds, or a number with `ms`, `s`, `m` or `h`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -15,30 +15,63 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = text.split_at(split);
     let n: f64 = number
         .parse()
-        .map_err(|_| format!("'{text}' is not a duration (e.g. 300s, 5m, 1500ms)"))?;
+        .map_err(|_| DurationError::NotADuration(text.to_string()))?;
     let seconds = match unit.trim() {
         "" | "s" => n,
         "ms" => n / 1000.0,
         "m" => n * 60.0,
         "h" => n * 3600.0,
         other => {
-            return Err(format!(
-                "unknown unit '{other}' in '{text}' (use ms, s, m or h)"
-            ));
+            return Err(DurationError::UnknownUnit {
+                unit: other.to_string(),
+                text: text.to_string(),
+            });
         }
     };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{text}': {e}"))
+    Duration::try_from_secs_f64(seconds).map_err(|error| DurationError::OutOfRange {
+        text: text.to_string(),
+        error,
+    })
 }
 
 /// A duration as written in a file: a string with a unit, or a number of seconds.
-pub fn duration_of(value: &serde_json::Value) -> Result<Duration, String> {
+pub fn duration_of(value: &serde_json::Value) -> Result<Duration, DurationError> {
     match value {
         serde_json::Value::String(s) => parse_duration(s),
         serde_json::Value::Number(n) => n
             .as_f64()
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .ok_or_else(|| format!("{n} is not a number of seconds")),
-        other => Err(format!("{other} is not a duration (e.g. 30m, 5s, 90)")),
+            .ok_or_else(|| DurationError::NotSeconds(n.to_string())),
+        other => Err(DurationError::NotAValue(other.to_string())),
+    }
+}
+
+/// Why a duration cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Text that does not start with a number.
+    #[error("'{0}' is not a duration (e.g. 300s, 5m, 1500ms)")]
+    NotADuration(String),
+    /// A unit other than `ms`, `s`, `m` or `h`.
+    #[error("unknown unit '{unit}' in '{text}' (use ms, s, m or h)")]
+    UnknownUnit { unit: String, text: String },
+    /// A number no duration can hold.
+    #[error("'{text}': {error}")]
+    OutOfRange {
+        text: String,
+        error: std::time::TryFromFloatSecsError,
+    },
+    /// A number that is not a number of seconds (negative, too large).
+    #[error("{0} is not a number of seconds")]
+    NotSeconds(String),
+    /// A value that is neither a string nor a number.
+    #[error("{0} is not a duration (e.g. 30m, 5s, 90)")]
+    NotAValue(String),
+}
+
+impl From<DurationError> for String {
+    fn from(e: DurationError) -> String {
+        e.to_string()
     }
 }
 

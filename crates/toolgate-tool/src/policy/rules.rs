@@ -52,14 +52,17 @@ impl Rule {
     /// use toolgate_tool::policy::Rule;
     /// assert!(Rule::compile("args.amount > 1000").is_ok());
     /// assert!(Rule::compile("args.amount >").is_err());
-    /// assert!(Rule::compile("amount > 1000").unwrap_err().contains("'amount'"));
+    /// assert!(Rule::compile("amount > 1000").unwrap_err().to_string().contains("'amount'"));
     /// ```
-    pub fn compile(source: &str) -> Result<Rule, String> {
+    pub fn compile(source: &str) -> Result<Rule, RuleError> {
         let program = ENV.compile(source).map_err(|e| {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or_default();
             let first = first.strip_prefix("ERROR: <input>:").unwrap_or(first);
-            format!("'{source}' is not a CEL expression: {first}")
+            RuleError::NotCel {
+                expr: source.to_string(),
+                first: first.to_string(),
+            }
         })?;
         let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
         let references = program.references();
@@ -70,10 +73,10 @@ impl Rule {
             .collect();
         unknown.sort_unstable();
         if let Some(name) = unknown.first() {
-            return Err(format!(
-                "'{source}' uses '{name}', which is not one of {}",
-                VARIABLES.join(", ")
-            ));
+            return Err(RuleError::UnknownVariable {
+                expr: source.to_string(),
+                name: (*name).to_string(),
+            });
         }
         Ok(Rule {
             source: source.to_string(),
@@ -87,9 +90,9 @@ impl Rule {
     }
 
     /// True, false, or why it could not say (an error, or a value that is not a bool).
-    pub fn holds(&self, facts: &Facts<'_>) -> Result<bool, String> {
+    pub fn holds(&self, facts: &Facts<'_>) -> Result<bool, RuleError> {
         let mut context = cel::Context::with_env(Arc::clone(&ENV));
-        let args = cel::to_value(facts.args).map_err(|e| e.to_string())?;
+        let args = cel::to_value(facts.args).map_err(|e| RuleError::Failed(e.to_string()))?;
         context.add_variable_from_value("args", args);
         context.add_variable_from_value("tool", facts.tool.to_string());
         context.add_variable_from_value("agent", facts.agent.to_string());
@@ -97,9 +100,32 @@ impl Rule {
         context.add_variable_from_value("tenant", facts.tenant.to_string());
         match self.program.execute(&context) {
             Ok(cel::Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("it gave {other:?}, not true or false")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => Err(RuleError::NotABool(format!("{other:?}"))),
+            Err(e) => Err(RuleError::Failed(e.to_string())),
         }
+    }
+}
+
+/// Why a rule does not compile, or could not say whether it holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// The text is not a CEL expression (`first`: the first line of the parser's word).
+    #[error("'{expr}' is not a CEL expression: {first}")]
+    NotCel { expr: String, first: String },
+    /// It uses a variable a call does not have.
+    #[error("'{expr}' uses '{name}', which is not one of {}", VARIABLES.join(", "))]
+    UnknownVariable { expr: String, name: String },
+    /// Its value is not a bool (the value, debug-printed).
+    #[error("it gave {0}, not true or false")]
+    NotABool(String),
+    /// Evaluating it failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<RuleError> for String {
+    fn from(e: RuleError) -> String {
+        e.to_string()
     }
 }
 

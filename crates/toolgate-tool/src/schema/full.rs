@@ -87,7 +87,7 @@ impl Schema {
     /// Compiles a schema from a source that is not a tool file (an MCP server): the fast
     /// path when it can check every keyword, else the full validator; a schema neither
     /// compiles is refused, never accepted unchecked.
-    pub fn compile_full(raw: &Value) -> Result<Schema, String> {
+    pub fn compile_full(raw: &Value) -> Result<Schema, super::SchemaError> {
         let fast_error = match Self::compile(raw) {
             Ok(schema) => return Ok(schema),
             Err(e) => e,
@@ -95,7 +95,10 @@ impl Schema {
         if !raw.is_object() {
             return Err(fast_error);
         }
-        let full = Full::compile(raw, Formats::Checked).map_err(|e| e.to_string())?;
+        let full = Full::compile(raw, Formats::Checked).map_err(|e| super::SchemaError {
+            keys: Vec::new(),
+            message: e.to_string(),
+        })?;
         Ok(Self::with_full(raw, full))
     }
 
@@ -323,7 +326,7 @@ mod tests {
             "properties": {"v": {"$ref": "https://example.com/other.json"}}
         }))
         .unwrap_err();
-        assert!(!err.is_empty());
+        assert!(!err.message.is_empty());
         assert!(Schema::compile_full(&json!({"anyOf": "no"})).is_err());
     }
 }

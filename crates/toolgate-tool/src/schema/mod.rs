@@ -67,15 +67,16 @@ enum Additional {
 /// Why a schema does not compile: the message, and the keys leading to the fault (the
 /// property names, `items`, `additionalProperties`, then the keyword), so a tool file
 /// can point at the line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct SchemaError {
     pub keys: Vec<String>,
     pub message: String,
 }
 
-impl std::fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+impl From<SchemaError> for String {
+    fn from(e: SchemaError) -> String {
+        e.message
     }
 }
 
@@ -114,8 +115,8 @@ impl Schema {
     /// Every keyword is either checked on each call or an annotation; any other is
     /// refused here (see [`Schema::compile_file`] and [`Schema::compile_full`] for
     /// schemas that need the full validator).
-    pub fn compile(raw: &Value) -> Result<Schema, String> {
-        Self::compile_located(raw).map_err(|e| e.message)
+    pub fn compile(raw: &Value) -> Result<Schema, SchemaError> {
+        Self::compile_located(raw)
     }
 
     /// [`Schema::compile`], with the keys leading to a fault.
@@ -148,51 +149,10 @@ impl Schema {
                 )
             })?),
         };
-        let number = |key: &str| -> Result<Option<f64>, SchemaError> {
-            match obj.get(key) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_f64()
-                    .map(Some)
-                    .ok_or_else(|| at.err(Some(key), format!("{key} must be a number"))),
-            }
-        };
-        let count = |key: &str| -> Result<Option<usize>, SchemaError> {
-            match obj.get(key) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .map(|n| Some(n as usize))
-                    .ok_or_else(|| at.err(Some(key), format!("{key} must be a whole number"))),
-            }
-        };
-        let flag = |key: &str| -> Result<bool, SchemaError> {
-            match obj.get(key) {
-                None => Ok(false),
-                Some(Value::Bool(b)) => Ok(*b),
-                Some(_) => Err(at.err(Some(key), format!("{key} must be true or false"))),
-            }
-        };
-        let pattern = match obj.get("pattern") {
-            None => None,
-            Some(Value::String(p)) => {
-                Some(Regex::new(p).map_err(|e| {
-                    // regex's message spans lines; its last line says what is wrong.
-                    let text = e.to_string();
-                    let why = text
-                        .lines()
-                        .last()
-                        .unwrap_or_default()
-                        .trim_start_matches("error: ")
-                        .to_string();
-                    at.err(
-                        Some("pattern"),
-                        format!("pattern {p:?} does not compile: {why}"),
-                    )
-                })?)
-            }
-            Some(_) => return Err(at.err(Some("pattern"), "pattern must be text".into())),
-        };
+        let number = |key: &str| number_at(obj, at, key);
+        let count = |key: &str| count_at(obj, at, key);
+        let flag = |key: &str| flag_at(obj, at, key);
+        let pattern = pattern_at(obj, at)?;
         let enum_values = match obj.get("enum") {
             None => None,
             Some(Value::Array(list)) if !list.is_empty() => Some(list.clone()),
@@ -206,59 +166,9 @@ impl Schema {
                 depth + 1,
             )?)),
         };
-        let mut properties = Vec::new();
-        if let Some(props) = obj.get("properties") {
-            let Some(props) = props.as_object() else {
-                return Err(at.err(Some("properties"), "properties must be a map".into()));
-            };
-            for (k, v) in props {
-                let sub = if at.path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{}.{k}", at.path)
-                };
-                properties.push((
-                    k.clone(),
-                    Self::compile_at(v, &at.child(sub, k), depth + 1)?,
-                ));
-            }
-        }
-        let required = match obj.get("required") {
-            None => Vec::new(),
-            Some(Value::Array(list)) => list
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| at.err(Some("required"), "required must list names".into()))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => {
-                return Err(at.err(
-                    Some("required"),
-                    "required must be a list of parameter names (the list form of parameters \
-                     takes required: true)"
-                        .into(),
-                ));
-            }
-        };
-        for name in &required {
-            if !properties.is_empty() && !properties.iter().any(|(k, _)| k == name) {
-                return Err(at.err(
-                    Some("required"),
-                    format!("'{name}' is required but not among the properties"),
-                ));
-            }
-        }
-        let additional = match obj.get("additionalProperties") {
-            None | Some(Value::Bool(true)) => Additional::Allowed,
-            Some(Value::Bool(false)) => Additional::Denied,
-            Some(v) => Additional::Schema(Box::new(Self::compile_at(
-                v,
-                &at.child(format!("{}.*", at.path), "additionalProperties"),
-                depth + 1,
-            )?)),
-        };
+        let properties = Self::properties_at(obj, at, depth)?;
+        let required = required_at(obj, at, &properties)?;
+        let additional = Self::additional_at(obj, at, depth)?;
         let multiple_of = number("multipleOf")?;
         if multiple_of.is_some_and(|m| m <= 0.0) {
             return Err(at.err(Some("multipleOf"), "multipleOf must be more than 0".into()));
@@ -292,6 +202,50 @@ impl Schema {
         schema.check_bounds(at)?;
         schema.check_default(at)?;
         Ok(schema)
+    }
+
+    /// The `properties` of a schema, each compiled at its own path.
+    fn properties_at(
+        obj: &serde_json::Map<String, Value>,
+        at: &At,
+        depth: usize,
+    ) -> Result<Vec<(String, Schema)>, SchemaError> {
+        let mut properties = Vec::new();
+        if let Some(props) = obj.get("properties") {
+            let Some(props) = props.as_object() else {
+                return Err(at.err(Some("properties"), "properties must be a map".into()));
+            };
+            for (k, v) in props {
+                let sub = if at.path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{}.{k}", at.path)
+                };
+                properties.push((
+                    k.clone(),
+                    Self::compile_at(v, &at.child(sub, k), depth + 1)?,
+                ));
+            }
+        }
+        Ok(properties)
+    }
+
+    /// `additionalProperties`: allowed when absent or `true`, denied when `false`, else
+    /// a schema every other property meets.
+    fn additional_at(
+        obj: &serde_json::Map<String, Value>,
+        at: &At,
+        depth: usize,
+    ) -> Result<Additional, SchemaError> {
+        Ok(match obj.get("additionalProperties") {
+            None | Some(Value::Bool(true)) => Additional::Allowed,
+            Some(Value::Bool(false)) => Additional::Denied,
+            Some(v) => Additional::Schema(Box::new(Self::compile_at(
+                v,
+                &at.child(format!("{}.*", at.path), "additionalProperties"),
+                depth + 1,
+            )?)),
+        })
     }
 
     /// A lower bound above its upper bound can never be met: the file is wrong.
@@ -408,4 +362,101 @@ fn types_of(raw: &Value, t: &Value) -> Option<Types> {
         _ => false,
     };
     if ok { Types::of(raw) } else { None }
+}
+
+/// A keyword whose value must be a number, `None` when absent.
+fn number_at(
+    obj: &serde_json::Map<String, Value>,
+    at: &At,
+    key: &str,
+) -> Result<Option<f64>, SchemaError> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| at.err(Some(key), format!("{key} must be a number"))),
+    }
+}
+
+/// A keyword whose value must be a whole number, `None` when absent.
+fn count_at(
+    obj: &serde_json::Map<String, Value>,
+    at: &At,
+    key: &str,
+) -> Result<Option<usize>, SchemaError> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(|n| Some(n as usize))
+            .ok_or_else(|| at.err(Some(key), format!("{key} must be a whole number"))),
+    }
+}
+
+/// A keyword whose value must be a bool, false when absent.
+fn flag_at(obj: &serde_json::Map<String, Value>, at: &At, key: &str) -> Result<bool, SchemaError> {
+    match obj.get(key) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(at.err(Some(key), format!("{key} must be true or false"))),
+    }
+}
+
+/// `pattern`, compiled; the error gives the regex's own word on what is wrong.
+fn pattern_at(obj: &serde_json::Map<String, Value>, at: &At) -> Result<Option<Regex>, SchemaError> {
+    match obj.get("pattern") {
+        None => Ok(None),
+        Some(Value::String(p)) => Regex::new(p).map(Some).map_err(|e| {
+            // regex's message spans lines; its last line says what is wrong.
+            let text = e.to_string();
+            let why = text
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_string();
+            at.err(
+                Some("pattern"),
+                format!("pattern {p:?} does not compile: {why}"),
+            )
+        }),
+        Some(_) => Err(at.err(Some("pattern"), "pattern must be text".into())),
+    }
+}
+
+/// `required`: a list of names, each among the properties when there are any.
+fn required_at(
+    obj: &serde_json::Map<String, Value>,
+    at: &At,
+    properties: &[(String, Schema)],
+) -> Result<Vec<String>, SchemaError> {
+    let required: Vec<String> = match obj.get("required") {
+        None => Vec::new(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| at.err(Some("required"), "required must list names".into()))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(at.err(
+                Some("required"),
+                "required must be a list of parameter names (the list form of parameters \
+                 takes required: true)"
+                    .into(),
+            ));
+        }
+    };
+    for name in &required {
+        if !properties.is_empty() && !properties.iter().any(|(k, _)| k == name) {
+            return Err(at.err(
+                Some("required"),
+                format!("'{name}' is required but not among the properties"),
+            ));
+        }
+    }
+    Ok(required)
 }

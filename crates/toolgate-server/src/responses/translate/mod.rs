@@ -174,7 +174,7 @@ impl Translator {
             | RunEvent::RunCancelled(_) => {
                 self.close_message(&mut out, ItemStatus::Completed);
             }
-            RunEvent::ToolOutput(events::ToolOutput { call_id, part, .. }) => {
+            RunEvent::ToolOutput(events::ToolOutputEvent { call_id, part, .. }) => {
                 self.progress(&mut out, call_id, part)
             }
             RunEvent::RunStarted(_)
