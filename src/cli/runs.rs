@@ -12,7 +12,7 @@ use serde_json::Value;
 use toolgate::protocol::{Decision, RunObject, RunStatus};
 use toolgate::run::RunError;
 use toolgate::run::run_object;
-use toolgate::store::{Refusal, Store};
+use toolgate::store::{Refusal, Scope, Store};
 
 use super::out::{self, say};
 use super::run::{Op, drive, finish, run_failure, runner, runtime};
@@ -124,8 +124,8 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open(db)?;
     let rows = store
-        .runs_with_pending_of(
-            super::tenant(),
+        .runs_with_pending(
+            Scope::of(super::tenant()),
             status,
             args.conversation.as_deref(),
             args.limit,

@@ -45,6 +45,56 @@ impl PendingState {
     }
 }
 
+/// Whose rows a read covers: every tenant's, or one tenant's (runs, and the records and
+/// conversations of the runs; a record without a run is the default tenant's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope<'a> {
+    /// Every tenant's.
+    All,
+    /// The named tenant's only.
+    Tenant(&'a str),
+}
+
+impl<'a> Scope<'a> {
+    /// `None`: every tenant; `Some(tenant)`: that tenant's.
+    pub fn of(tenant: Option<&'a str>) -> Scope<'a> {
+        tenant.map_or(Scope::All, Scope::Tenant)
+    }
+
+    /// The tenant it is limited to, if any.
+    pub fn tenant(self) -> Option<&'a str> {
+        match self {
+            Scope::All => None,
+            Scope::Tenant(t) => Some(t),
+        }
+    }
+}
+
+/// Whose secrets: the shared ones (stored under the tenant `""`, any run may read them)
+/// or one tenant's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SecretScope<'a> {
+    /// The shared secrets.
+    Shared,
+    /// The named tenant's own (reading one falls back to the shared one of that name).
+    Tenant(&'a str),
+}
+
+impl<'a> SecretScope<'a> {
+    /// `None`: the shared secrets; `Some(tenant)`: that tenant's.
+    pub fn of(tenant: Option<&'a str>) -> SecretScope<'a> {
+        tenant.map_or(SecretScope::Shared, SecretScope::Tenant)
+    }
+
+    /// The stored tenant column: `""` for the shared secrets.
+    pub fn tenant(self) -> &'a str {
+        match self {
+            SecretScope::Shared => "",
+            SecretScope::Tenant(t) => t,
+        }
+    }
+}
+
 /// A run as stored.
 #[derive(Debug, Clone)]
 pub struct RunRow {

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use super::record::{self, INSERT};
 use super::{SqliteStore, StoreError, describe, writer};
+use crate::Scope;
 pub use crate::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
 use toolgate_protocol::clock::now_ms;
 use toolgate_protocol::{ItemKind, RequiredItem, RunStatus, Usage};
@@ -455,10 +456,10 @@ impl SqliteStore {
         })
     }
 
-    /// [`SqliteStore::runs`], of one tenant (`None`: every tenant).
-    pub fn runs_of(
+    /// Runs of `scope`, newest first, with a status, of a conversation, at most `limit`.
+    pub fn runs(
         &self,
-        tenant: Option<&str>,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
@@ -470,7 +471,12 @@ impl SqliteStore {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt
                 .query_map(
-                    params![status.map(RunStatus::as_str), conversation, limit as i64, tenant],
+                    params![
+                        status.map(RunStatus::as_str),
+                        conversation,
+                        limit as i64,
+                        scope.tenant()
+                    ],
                     run_from_row,
                 )?
                 .collect::<rusqlite::Result<_>>()?;
