@@ -243,10 +243,16 @@ fn summary(store: &Store, rt: &tokio::runtime::Runtime, name: &str) {
             assert_eq!(t.totals.calls, 1_100);
         }
         "tenant_tool" => {
-            divan::black_box(ok(name, rt.block_on(store.tool_stats_of("acme", "list"))));
+            divan::black_box(ok(
+                name,
+                rt.block_on(store.tool_stats(Scope::Tenant("acme"), "list")),
+            ));
         }
         _ => {
-            divan::black_box(ok(name, rt.block_on(store.global_stats_of("acme"))));
+            divan::black_box(ok(
+                name,
+                rt.block_on(store.global_stats(Scope::Tenant("acme"))),
+            ));
         }
     }
 }

@@ -471,7 +471,7 @@ fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
             Some("[[tgsecret:v1:new]]"),
             "{name}"
         );
-        assert!(names("acme").is_empty(), "{name}");
+        assert!(names(Tenant("acme")).is_empty(), "{name}");
     }
 }
 

@@ -110,7 +110,7 @@ fn open(db: &Path) -> Result<Store, Failure> {
 
 pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let status = match &args.status {
-        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
             Failure::bad_input(format!(
                 "unknown status '{s}'; use one of: {}",
                 RunStatus::ALL

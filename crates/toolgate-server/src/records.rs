@@ -45,7 +45,7 @@ pub async fn calls(
     let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
-        Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<CallStatus>().map_err(|_| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
                 CallStatus::ALL

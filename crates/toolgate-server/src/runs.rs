@@ -186,7 +186,7 @@ pub async fn list_runs(
     let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
-        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
                 RunStatus::ALL

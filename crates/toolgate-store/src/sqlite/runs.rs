@@ -24,7 +24,7 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         id: row.get(0)?,
         conversation_id: row.get(1)?,
         agent: row.get(2)?,
-        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        status: status.parse().unwrap_or(RunStatus::Failed),
         state: row.get(4)?,
         iteration: row.get(5)?,
         last_error: row.get(6)?,
@@ -68,7 +68,7 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
     Ok(PendingRow {
         item: RequiredItem {
             call_id: row.get(0)?,
-            kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
+            kind: kind.parse().unwrap_or(ItemKind::Approval),
             tool: row.get(2)?,
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
             run_id: None,
@@ -77,12 +77,15 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             expires_at: row.get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(toolgate_protocol::OnTimeout::parse),
+                .and_then(|t| t.parse::<toolgate_protocol::OnTimeout>().ok()),
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
         // A state this toolgate does not know (a newer one wrote it) is acted on: done.
-        state: PendingState::parse(&row.get::<_, String>(5)?).unwrap_or(PendingState::Done),
+        state: row
+            .get::<_, String>(5)?
+            .parse()
+            .unwrap_or(PendingState::Done),
     })
 }
 
@@ -411,7 +414,7 @@ impl SqliteStore {
                 .query_row([id], |r| r.get(0))
                 .optional()?
                 .ok_or_else(|| RunsError::NotFound(id.to_string()))?;
-            RunStatus::parse(&status).ok_or_else(|| {
+            status.parse::<RunStatus>().map_err(|_| {
                 RunsError::Refused(
                     Refusal::NotResumable,
                     format!("run {id} has an unknown status '{status}'"),
