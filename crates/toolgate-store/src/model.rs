@@ -200,7 +200,8 @@ pub struct CallRecord {
     /// The result's full size in bytes.
     pub result_size: usize,
     pub status: CallStatus,
-    /// Why it did not succeed (stored as its name, see [`error_kind_of`]).
+    // Why it did not succeed: stored as its name (`error_kind_of` reads it back); a plain
+    // comment, not a doc one, so that the OpenAPI document gives the field no description.
     #[schema(value_type = Option<String>)]
     pub error_kind: Option<ErrorKind>,
     pub error_message: Option<String>,

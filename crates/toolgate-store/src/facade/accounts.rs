@@ -86,7 +86,7 @@ impl Store {
                 s.blocking(move |s| s.secret(SecretScope::of(tenant.as_deref()), &name))
                     .await
             }
-            Backend::Postgres(s) => s.secret(SecretScope::of(tenant.as_deref()), &name).await,
+            Backend::Postgres(s) => s.secret(scope, &name).await,
         }
     }
 
@@ -98,7 +98,7 @@ impl Store {
                 s.blocking(move |s| s.secrets(SecretScope::of(tenant.as_deref())))
                     .await
             }
-            Backend::Postgres(s) => s.secrets(SecretScope::of(tenant.as_deref())).await,
+            Backend::Postgres(s) => s.secrets(scope).await,
         }
     }
 
