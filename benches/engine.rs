@@ -17,7 +17,7 @@ use divan::counter::ItemsCount;
 use serde_json::json;
 use toolgate::engine::{Cancel, Engine, EngineConfig, LimitConfig, call, prepare};
 use toolgate::protocol::{CallStatus, CallerKind};
-use toolgate::store::{CallRecord, Store};
+use toolgate::store::{CallRecord, Scope, Store};
 use toolgate::tool::ToolLibrary;
 
 fn main() {
@@ -426,14 +426,14 @@ fn summaries_over_a_million_records(bencher: Bencher) {
     time("tool stats (125,000 records)", &|| {
         divan::black_box(
             store
-                .tool_stats("shell")
+                .tool_stats(Scope::All, "shell")
                 .on(&rt)
                 .unwrap_or_else(|e| panic!("{e}")),
         );
     });
     let start = std::time::Instant::now();
     let g = store
-        .global_stats()
+        .global_stats(Scope::All)
         .on(&rt)
         .unwrap_or_else(|e| panic!("{e}"));
     println!(
@@ -444,7 +444,7 @@ fn summaries_over_a_million_records(bencher: Bencher) {
     time("global stats (1,000,000 records, 8 tools)", &|| {
         divan::black_box(
             store
-                .global_stats()
+                .global_stats(Scope::All)
                 .on(&rt)
                 .unwrap_or_else(|e| panic!("{e}")),
         );

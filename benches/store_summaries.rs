@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use divan::Bencher;
 use serde_json::json;
 use toolgate::protocol::{CallStatus, CallerKind};
-use toolgate::store::{CallRecord, Store};
+use toolgate::store::{CallRecord, Scope, Store};
 
 fn main() {
     divan::main();
@@ -194,13 +194,13 @@ fn fixture() -> &'static Fixture {
         // visibility map and statistics as autovacuum leaves them.
         let rt = runtime();
         for store in [&sqlite, &postgres] {
-            let _ = rt.block_on(store.global_stats());
+            let _ = rt.block_on(store.global_stats(Scope::All));
         }
         std::thread::sleep(Duration::from_secs(2));
         pg_execute(&url, "VACUUM ANALYZE");
         for store in [&sqlite, &postgres] {
             let g = rt
-                .block_on(store.global_stats())
+                .block_on(store.global_stats(Scope::All))
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(g.calls.total_calls, RECORDS as u64);
         }
@@ -233,21 +233,27 @@ fn summary(store: &Store, rt: &tokio::runtime::Runtime, name: &str) {
             assert_eq!(s.calls.total_calls, 1000);
         }
         "tool" => {
-            let s = ok(name, rt.block_on(store.tool_stats("shell")));
+            let s = ok(name, rt.block_on(store.tool_stats(Scope::All, "shell")));
             assert_eq!(s.calls.total_calls, 125_000);
         }
         "global" => {
-            divan::black_box(ok(name, rt.block_on(store.global_stats())));
+            divan::black_box(ok(name, rt.block_on(store.global_stats(Scope::All))));
         }
         "run_tree" => {
             let t = ok(name, rt.block_on(store.run_tree(TOP)));
             assert_eq!(t.totals.calls, 1_100);
         }
         "tenant_tool" => {
-            divan::black_box(ok(name, rt.block_on(store.tool_stats_of("acme", "list"))));
+            divan::black_box(ok(
+                name,
+                rt.block_on(store.tool_stats(Scope::Tenant("acme"), "list")),
+            ));
         }
         _ => {
-            divan::black_box(ok(name, rt.block_on(store.global_stats_of("acme"))));
+            divan::black_box(ok(
+                name,
+                rt.block_on(store.global_stats(Scope::Tenant("acme"))),
+            ));
         }
     }
 }

@@ -681,7 +681,7 @@ async fn run_hook_row(row: &HookRow) -> Result<(), String> {
     let records = w.records(&run.id).await;
     let r = &records.first().ok_or("no record")?.record;
     if r.status.as_str() != row.status
-        || r.error_kind.as_deref() != row.error_kind
+        || r.error_kind.map(toolgate::protocol::ErrorKind::as_str) != row.error_kind
         || r.replaced != row.replaced
     {
         return Err(format!("recorded {r:?}"));
@@ -747,7 +747,10 @@ async fn an_expired_approval_is_denied_or_cancels_the_run() {
     assert_eq!(end.status, RunStatus::Completed);
     let r = &w.records(&run.id).await[0].record;
     assert_eq!(
-        (r.status.as_str(), r.error_kind.as_deref()),
+        (
+            r.status.as_str(),
+            r.error_kind.map(toolgate::protocol::ErrorKind::as_str)
+        ),
         ("denied", Some("expired"))
     );
     assert!(w.told(&run, "call_pay").await.contains("expired"));

@@ -215,7 +215,15 @@ async fn batch_in_call_order_with_every_outcome_recorded() {
     let out = run_and_record(&s, &e, batch, &Cancel::new()).await;
     let got: Vec<(&str, CallStatus, Option<&str>)> = out
         .iter()
-        .map(|o| (o.call_id.as_str(), o.status, o.record.error_kind.as_deref()))
+        .map(|o| {
+            (
+                o.call_id.as_str(),
+                o.status,
+                o.record
+                    .error_kind
+                    .map(toolgate::protocol::ErrorKind::as_str),
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -344,11 +352,12 @@ async fn reject_strategy_and_queue_bound() {
         refused[0].record.error_message
     );
     assert_eq!(e.metrics().all.rejected, 4);
-    assert!(
-        refused
-            .iter()
-            .all(|o| o.record.error_kind.as_deref() == Some("rejected"))
-    );
+    assert!(refused.iter().all(|o| {
+        o.record
+            .error_kind
+            .map(toolgate::protocol::ErrorKind::as_str)
+            == Some("rejected")
+    }));
 
     let e = engine(
         &s,
@@ -482,8 +491,13 @@ async fn cancel_stops_running_and_waiting_calls() {
     let out = run_and_record(&s, &e, batch, &cancel).await;
     stopper.await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(out.iter().all(|o| o.status == CallStatus::Cancelled
-        && o.record.error_kind.as_deref() == Some("cancelled")));
+    assert!(out.iter().all(|o| {
+        o.status == CallStatus::Cancelled
+            && o.record
+                .error_kind
+                .map(toolgate::protocol::ErrorKind::as_str)
+                == Some("cancelled")
+    }));
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(
         s.watch.finished.load(Ordering::SeqCst),

@@ -311,14 +311,25 @@ async fn tools_get_the_runs_tenant_user_run_and_conversation() {
 async fn secrets_resolve_in_the_tenant_then_the_shared_scope() {
     let dir = tempfile::tempdir().unwrap();
     let store = toolgate::store::Store::open(dir.path().join("s.db")).unwrap();
-    store.set_secret("TOKEN", "shared".into()).await.unwrap();
     store
-        .set_secret_in("a", "TOKEN", "for-a".into())
+        .set_secret(
+            toolgate::store::SecretScope::Shared,
+            "TOKEN",
+            "shared".into(),
+        )
+        .await
+        .unwrap();
+    store
+        .set_secret(
+            toolgate::store::SecretScope::Tenant("a"),
+            "TOKEN",
+            "for-a".into(),
+        )
         .await
         .unwrap();
     assert_eq!(
         store
-            .secret_for(Some("a"), "TOKEN")
+            .secret(toolgate::store::SecretScope::Tenant("a"), "TOKEN")
             .await
             .unwrap()
             .as_deref(),
@@ -326,21 +337,37 @@ async fn secrets_resolve_in_the_tenant_then_the_shared_scope() {
     );
     assert_eq!(
         store
-            .secret_for(Some("b"), "TOKEN")
+            .secret(toolgate::store::SecretScope::Tenant("b"), "TOKEN")
             .await
             .unwrap()
             .as_deref(),
         Some("shared")
     );
     assert_eq!(
-        store.secret("TOKEN").await.unwrap().as_deref(),
+        store
+            .secret(toolgate::store::SecretScope::Shared, "TOKEN")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("shared")
     );
-    assert_eq!(store.secrets_in("a").await.unwrap().len(), 1);
-    assert!(store.remove_secret_in("a", "TOKEN").await.unwrap());
     assert_eq!(
         store
-            .secret_for(Some("a"), "TOKEN")
+            .secrets(toolgate::store::SecretScope::Tenant("a"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .remove_secret(toolgate::store::SecretScope::Tenant("a"), "TOKEN")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .secret(toolgate::store::SecretScope::Tenant("a"), "TOKEN")
             .await
             .unwrap()
             .as_deref(),

@@ -316,7 +316,7 @@ async fn play(row: &Row) -> Result<(), String> {
         row.record.0
     );
     ensure!(
-        record.error_kind.as_deref() == row.record.1,
+        record.error_kind.map(toolgate::protocol::ErrorKind::as_str) == row.record.1,
         "error kind {:?}, expected {:?}",
         record.error_kind,
         row.record.1

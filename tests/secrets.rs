@@ -389,6 +389,7 @@ entry:
 #[test]
 fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
     use crate::databases::TestDb;
+    use toolgate::store::SecretScope::{self, Shared, Tenant};
     for db in TestDb::both() {
         let name = db.name();
         let store = db.open();
@@ -397,26 +398,27 @@ fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
             .build()
             .unwrap();
         for (tenant, secret, sealed) in [
-            ("", "b_token", "[[tgsecret:v1:shared-b]]"),
-            ("", "a_token", "[[tgsecret:v1:shared-a]]"),
-            ("", "Z_token", "[[tgsecret:v1:shared-Z]]"),
-            ("acme", "a_token", "[[tgsecret:v1:acme-a]]"),
+            (Shared, "b_token", "[[tgsecret:v1:shared-b]]"),
+            (Shared, "a_token", "[[tgsecret:v1:shared-a]]"),
+            (Shared, "Z_token", "[[tgsecret:v1:shared-Z]]"),
+            (Tenant("acme"), "a_token", "[[tgsecret:v1:acme-a]]"),
         ] {
-            rt.block_on(store.set_secret_in(tenant, secret, sealed.into()))
+            rt.block_on(store.set_secret(tenant, secret, sealed.into()))
                 .unwrap();
         }
-        let names = |tenant: &str| -> Vec<String> {
-            rt.block_on(store.secrets_in(tenant))
+        let names = |scope: SecretScope| -> Vec<String> {
+            rt.block_on(store.secrets(scope))
                 .unwrap()
                 .into_iter()
                 .map(|s| s.name)
                 .collect()
         };
         // Byte order, as SQLite sorts (capitals first), whatever the database's collation.
-        assert_eq!(names(""), ["Z_token", "a_token", "b_token"], "{name}");
-        assert_eq!(names("acme"), ["a_token"], "{name}");
+        assert_eq!(names(Shared), ["Z_token", "a_token", "b_token"], "{name}");
+        assert_eq!(names(Tenant("acme")), ["a_token"], "{name}");
         let get = |tenant: Option<&str>, secret: &str| {
-            rt.block_on(store.secret_for(tenant, secret)).unwrap()
+            rt.block_on(store.secret(SecretScope::of(tenant), secret))
+                .unwrap()
         };
         assert_eq!(
             get(Some("acme"), "a_token").as_deref(),
@@ -435,11 +437,11 @@ fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
         );
         assert_eq!(get(Some("other"), "nope"), None, "{name}");
         // Replaced: the value and its update time change, not its creation.
-        let before = rt.block_on(store.secrets_in("")).unwrap();
+        let before = rt.block_on(store.secrets(Shared)).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(5));
-        rt.block_on(store.set_secret_in("", "a_token", "[[tgsecret:v1:new]]".into()))
+        rt.block_on(store.set_secret(Shared, "a_token", "[[tgsecret:v1:new]]".into()))
             .unwrap();
-        let after = rt.block_on(store.secrets_in("")).unwrap();
+        let after = rt.block_on(store.secrets(Shared)).unwrap();
         assert_eq!(after[1].created_at, before[1].created_at, "{name}");
         assert!(after[1].updated_at > before[1].updated_at, "{name}");
         assert_eq!(before[0].created_at, before[0].updated_at, "{name}");
@@ -450,12 +452,12 @@ fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
         );
         // Removed from one scope only.
         assert!(
-            rt.block_on(store.remove_secret_in("acme", "a_token"))
+            rt.block_on(store.remove_secret(Tenant("acme"), "a_token"))
                 .unwrap(),
             "{name}"
         );
         assert!(
-            !rt.block_on(store.remove_secret_in("acme", "a_token"))
+            !rt.block_on(store.remove_secret(Tenant("acme"), "a_token"))
                 .unwrap(),
             "{name}"
         );
@@ -464,7 +466,7 @@ fn secrets_are_scoped_listed_in_order_and_removed_on_both_backends() {
             Some("[[tgsecret:v1:new]]"),
             "{name}"
         );
-        assert!(names("acme").is_empty(), "{name}");
+        assert!(names(Tenant("acme")).is_empty(), "{name}");
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use toolgate::protocol::{CallStatus, CallerKind};
 use toolgate::store::{
     APPLICATION_ID, CallCounts, CallQuery, CallRecord, ConversationSummary, Durations, GlobalStats,
-    SCHEMA_VERSION, Store, StoreError, StoreOptions, ToolStats,
+    SCHEMA_VERSION, Scope, Store, StoreError, StoreOptions, ToolStats,
 };
 
 use crate::databases::TestDb;
@@ -344,7 +344,7 @@ fn summaries_match_hand_computed_numbers() {
         let none = store.conversation_summary("nobody").block().unwrap();
         assert_eq!(none.calls, CallCounts::default());
 
-        let echo = store.tool_stats("echo").block().unwrap();
+        let echo = store.tool_stats(Scope::All, "echo").block().unwrap();
         assert_eq!(
             echo.calls,
             CallCounts {
@@ -357,12 +357,12 @@ fn summaries_match_hand_computed_numbers() {
                 ..CallCounts::default()
             }
         );
-        let search = store.tool_stats("web_search").block().unwrap();
+        let search = store.tool_stats(Scope::All, "web_search").block().unwrap();
         assert_eq!(
             (search.calls.client_calls, search.calls.success_rate),
             (1, 0.0)
         );
-        let g = store.global_stats().block().unwrap();
+        let g = store.global_stats(Scope::All).block().unwrap();
         assert_eq!(
             g.calls,
             CallCounts {
@@ -412,8 +412,9 @@ fn every_summary_has_one_shape_of_counters() {
         rt().block_on(store.record_calls(records)).unwrap();
         let conversation =
             serde_json::to_value(store.conversation_summary("c").block().unwrap()).unwrap();
-        let tool = serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap();
-        let global = serde_json::to_value(store.global_stats().block().unwrap()).unwrap();
+        let tool =
+            serde_json::to_value(store.tool_stats(Scope::All, "echo").block().unwrap()).unwrap();
+        let global = serde_json::to_value(store.global_stats(Scope::All).block().unwrap()).unwrap();
         // One conversation, one tool: the three count the same calls the same way.
         assert_eq!(counters(&conversation), counters(&tool));
         assert_eq!(counters(&tool), counters(&global));
@@ -476,11 +477,12 @@ fn summary_schemas_match_their_json() {
             ),
             (
                 schema(ToolStats::schema()),
-                serde_json::to_value(store.tool_stats("echo").block().unwrap()).unwrap(),
+                serde_json::to_value(store.tool_stats(Scope::All, "echo").block().unwrap())
+                    .unwrap(),
             ),
             (
                 schema(GlobalStats::schema()),
-                serde_json::to_value(store.global_stats().block().unwrap()).unwrap(),
+                serde_json::to_value(store.global_stats(Scope::All).block().unwrap()).unwrap(),
             ),
             (
                 schema(Durations::schema()),

@@ -326,7 +326,7 @@ fn a_save_writes_its_items_records_and_messages_in_order_and_a_refused_one_keeps
             result: None,
             result_size: 0,
             status: toolgate::protocol::CallStatus::Failed,
-            error_kind: Some("interrupted".into()),
+            error_kind: Some(toolgate::protocol::ErrorKind::Interrupted),
             error_message: None,
             started_at: 5,
             duration_ms: 0.5,

@@ -18,7 +18,7 @@ use toolgate::model::{
 use toolgate::parse::NativeCalls;
 use toolgate::protocol::{Decision, ItemKind, RunEvent, RunObject, RunStatus, Usage};
 use toolgate::run::{Runner, StartRun};
-use toolgate::store::{CallQuery, Store};
+use toolgate::store::{CallQuery, Scope, Store};
 
 /// One reply: its text and its native calls (id, tool, arguments).
 type Scripted = (String, Vec<(String, String, Value)>);
@@ -169,7 +169,7 @@ impl World {
         let mut out: Vec<(String, RunStatus)> = self
             .runner
             .store
-            .runs(None, None, 100)
+            .runs(Scope::All, None, None, 100)
             .await
             .unwrap()
             .into_iter()
@@ -367,7 +367,7 @@ async fn scenario(row: &Row, depth: usize) {
     let leaf_run = w
         .runner
         .store
-        .runs(None, None, 100)
+        .runs(Scope::All, None, None, 100)
         .await
         .unwrap()
         .into_iter()
@@ -583,7 +583,12 @@ async fn a_cycle_is_cut_off_at_max_depth() {
     );
     let run = w.start("loop").await;
     assert_eq!(run.status, RunStatus::Completed, "{run:?}");
-    let runs = w.runner.store.runs(None, None, 100).await.unwrap();
+    let runs = w
+        .runner
+        .store
+        .runs(Scope::All, None, None, 100)
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 3, "the top and two levels below it");
     let deepest = runs.iter().max_by_key(|r| r.depth).unwrap();
     assert_eq!(deepest.depth, 2);
@@ -634,7 +639,7 @@ async fn child_events_reach_the_parent_stream_tagged_with_the_child_run() {
     let leaf_run = w
         .runner
         .store
-        .runs(None, None, 10)
+        .runs(Scope::All, None, None, 10)
         .await
         .unwrap()
         .into_iter()

@@ -385,7 +385,7 @@ async fn a_run_whose_decider_died_before_continuing_it_is_taken_up() {
     assert_eq!(out.status.code(), Some(3), "paused: {out:?}");
     let id = toolgate::store::Store::open(site.db())
         .unwrap()
-        .runs(None, None, 1)
+        .runs(toolgate::store::Scope::All, None, None, 1)
         .await
         .unwrap()[0]
         .id

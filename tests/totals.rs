@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use rusqlite::Connection;
 use serde_json::json;
 use toolgate::protocol::{CallStatus, CallerKind, RunStatus};
-use toolgate::store::{CallRecord, GlobalStats, Store};
+use toolgate::store::{CallRecord, GlobalStats, Scope, Store};
 
 use crate::databases::TestDb;
 use crate::store::on_both;
@@ -185,7 +185,7 @@ fn summaries_are_exact_before_and_after_the_fold() {
         // A few records: all in the tail.
         rt.block_on(store.record_calls((0..50).map(record).collect()))
             .unwrap();
-        check(&store.global_stats().block().unwrap(), 50);
+        check(&store.global_stats(Scope::All).block().unwrap(), 50);
         // Enough that the totals fold them, then a tail on top.
         for from in (50..9_000).step_by(1_000) {
             rt.block_on(
@@ -196,13 +196,13 @@ fn summaries_are_exact_before_and_after_the_fold() {
         wait_for_a_fold(db);
         rt.block_on(store.record_calls((9_000..9_100).map(record).collect()))
             .unwrap();
-        let stats = store.global_stats().block().unwrap();
+        let stats = store.global_stats(Scope::All).block().unwrap();
         check(&stats, 9_100);
-        let shell = store.tool_stats("shell").block().unwrap();
+        let shell = store.tool_stats(Scope::All, "shell").block().unwrap();
         assert_eq!(stats.tools.iter().find(|t| t.tool == "shell"), Some(&shell));
         assert_eq!(
             store
-                .tool_stats("nothing")
+                .tool_stats(Scope::All, "nothing")
                 .block()
                 .unwrap()
                 .calls
@@ -218,7 +218,7 @@ fn durations_above_a_millisecond_keep_three_significant_digits() {
         let mut r = record(0);
         r.duration_ms = 12_345.678;
         rt().block_on(store.record_calls(vec![r])).unwrap();
-        let s = store.tool_stats("echo").block().unwrap();
+        let s = store.tool_stats(Scope::All, "echo").block().unwrap();
         assert_eq!((s.duration_ms.p50, s.duration_ms.p95), (12_300.0, 12_300.0));
         // The conversation summary stays exact (to the microsecond).
         let c = store.conversation_summary("conv0").block().unwrap();
@@ -266,7 +266,7 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
     drop(conn);
     let store = Store::open(&path).unwrap();
     assert_eq!(folded_to(&path), 3_000);
-    check(&store.global_stats().block().unwrap(), 3_000);
+    check(&store.global_stats(Scope::All).block().unwrap(), 3_000);
 }
 
 #[test]
@@ -374,23 +374,28 @@ fn everything(store: &Store) -> Vec<(String, serde_json::Value)> {
         let tool = format!("tool{t}");
         out.push((
             tool.clone(),
-            json(&store.tool_stats(&tool).block().unwrap()),
+            json(&store.tool_stats(Scope::All, &tool).block().unwrap()),
         ));
         for tenant in ["default", "t1", "t2", "none"] {
             out.push((
                 format!("{tool} of {tenant}"),
-                json(&store.tool_stats_of(tenant, &tool).block().unwrap()),
+                json(
+                    &store
+                        .tool_stats(Scope::Tenant(tenant), &tool)
+                        .block()
+                        .unwrap(),
+                ),
             ));
         }
     }
     out.push((
         "global".into(),
-        json(&store.global_stats().block().unwrap()),
+        json(&store.global_stats(Scope::All).block().unwrap()),
     ));
     for tenant in ["default", "t1", "t2", "none"] {
         out.push((
             format!("global of {tenant}"),
-            json(&store.global_stats_of(tenant).block().unwrap()),
+            json(&store.global_stats(Scope::Tenant(tenant)).block().unwrap()),
         ));
     }
     for (run, ..) in RUNS {
@@ -439,7 +444,7 @@ fn everything(store: &Store) -> Vec<(String, serde_json::Value)> {
         out.push((format!("calls {i}"), page));
     }
     let listed = store
-        .runs_with_pending_of(None, None, Some("conv_x"), 100)
+        .runs_with_pending(Scope::All, None, Some("conv_x"), 100)
         .block()
         .unwrap();
     let listed: Vec<_> = listed
@@ -460,7 +465,12 @@ fn everything(store: &Store) -> Vec<(String, serde_json::Value)> {
         ));
     }
     let paused = store
-        .runs_of(Some("default"), Some(RunStatus::RequiresAction), None, 2)
+        .runs(
+            Scope::Tenant("default"),
+            Some(RunStatus::RequiresAction),
+            None,
+            2,
+        )
         .block()
         .unwrap();
     out.push((
@@ -489,7 +499,7 @@ fn everything(store: &Store) -> Vec<(String, serde_json::Value)> {
         "timeline".into(),
         json(&(&timeline.run.id, &timeline.messages, pauses, calls)),
     ));
-    let runs = store.runs_of(None, None, None, 100).block().unwrap();
+    let runs = store.runs(Scope::All, None, None, 100).block().unwrap();
     out.push((
         "runs".into(),
         serde_json::json!(

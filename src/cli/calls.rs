@@ -66,7 +66,7 @@ pub fn show_time(ms: i64) -> String {
 pub fn run(args: CallsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let status = match &args.status {
         None => None,
-        Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<CallStatus>().map_err(|_| {
             Failure::bad_input(format!(
                 "unknown status '{s}' (one of: succeeded, failed, denied, timeout, cancelled, client)"
             ))

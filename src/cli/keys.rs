@@ -123,7 +123,7 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
             for g in &groups {
                 check_word("group", g)?;
             }
-            let role = Role::parse(&role).ok_or_else(|| {
+            let role = role.trim().parse::<Role>().map_err(|_| {
                 Failure::bad_input(format!("--role '{role}' is not client, approver or admin"))
             })?;
             let expires_at = match expires {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use toolgate::protocol::{Decision, RunObject, RunStatus};
 use toolgate::run::RunError;
 use toolgate::run::run_object;
-use toolgate::store::{Refusal, Store};
+use toolgate::store::{Refusal, Scope, Store};
 
 use super::out::{self, say};
 use super::run::{Op, drive, finish, run_failure, runner, runtime};
@@ -110,7 +110,7 @@ fn open(db: &Path) -> Result<Store, Failure> {
 
 pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let status = match &args.status {
-        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
             Failure::bad_input(format!(
                 "unknown status '{s}'; use one of: {}",
                 RunStatus::ALL
@@ -124,8 +124,8 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
     };
     let store = open(db)?;
     let rows = store
-        .runs_with_pending_of(
-            super::tenant(),
+        .runs_with_pending(
+            Scope::of(super::tenant()),
             status,
             args.conversation.as_deref(),
             args.limit,

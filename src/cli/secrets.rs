@@ -6,6 +6,7 @@ use super::Wait;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
+use toolgate::store::SecretScope;
 
 use clap::{Args, Subcommand};
 use toolgate::secrets::Keyring;
@@ -77,7 +78,7 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
                 .seal(&value)
                 .map_err(|e| Failure::bad_input(e.to_string()))?;
             runtime()?
-                .block_on(store.set_secret_in(super::tenant().unwrap_or(""), &name, sealed))
+                .block_on(store.set_secret(SecretScope::of(super::tenant()), &name, sealed))
                 .map_err(|e| Failure::other(e.to_string()))?;
             say!("toolgate: secret {name} stored (sealed)");
             Ok(ExitCode::SUCCESS)
@@ -85,7 +86,7 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
         SecretsCommand::List { json } => {
             let store = open_existing_store(db)?;
             let list = store
-                .secrets_in(super::tenant().unwrap_or(""))
+                .secrets(SecretScope::of(super::tenant()))
                 .wait()?
                 .map_err(|e| Failure::other(e.to_string()))?;
             if json {
@@ -102,7 +103,7 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
         SecretsCommand::Rm { name } => {
             let store = open_existing_store(db)?;
             let removed = runtime()?
-                .block_on(store.remove_secret_in(super::tenant().unwrap_or(""), &name))
+                .block_on(store.remove_secret(SecretScope::of(super::tenant()), &name))
                 .map_err(|e| Failure::other(e.to_string()))?;
             if !removed {
                 return Err(Failure::bad_input(format!(

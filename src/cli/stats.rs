@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use toolgate::protocol::Usage;
 use toolgate::run::run_object;
-use toolgate::store::{CallCounts, Durations, ToolStats};
+use toolgate::store::{CallCounts, Durations, Scope, ToolStats};
 
 use super::calls::show_time;
 use super::out::{self, print_json};
@@ -109,7 +109,7 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
             .map_err(super::store_failure)?;
         // The conversation's runs and what they asked of the model.
         let runs = store
-            .runs(None, Some(conv), 100_000)
+            .runs(Scope::All, None, Some(conv), 100_000)
             .wait()?
             .map_err(|e| super::run::run_failure(e.into()))?;
         let mut usage = Usage::default();
@@ -185,7 +185,7 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         text
     } else if let Some(tool) = &args.tool {
         let t = store
-            .tool_stats(tool)
+            .tool_stats(Scope::All, tool)
             .wait()?
             .map_err(super::store_failure)?;
         if args.json {
@@ -193,7 +193,10 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         }
         tool_rows(std::slice::from_ref(&t))
     } else {
-        let g = store.global_stats().wait()?.map_err(super::store_failure)?;
+        let g = store
+            .global_stats(Scope::All)
+            .wait()?
+            .map_err(super::store_failure)?;
         if args.json {
             return print_json(&mut out, &g, false).map(|()| ExitCode::SUCCESS);
         }

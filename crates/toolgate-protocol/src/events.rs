@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CallStatus, Part, RequiredItem};
+use super::{CallStatus, ErrorKind, Part, RequiredItem};
 
 /// What happens in a run, as it happens; `--json` prints one per line. Its `type` is
 /// its name ([`RunEvent::name`]); every event names its run (`run_id`).
@@ -286,7 +286,8 @@ pub struct ToolFinished {
     pub duration_ms: f64,
     /// Why it failed, when it did (`timeout`, `invalid_arguments`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub error_kind: Option<ErrorKind>,
 }
 
 /// `tool.resolved`: a call was resolved without running: denied, refused by policy, or
@@ -375,7 +376,7 @@ pub enum Event {
         tool: String,
         status: CallStatus,
         duration_ms: f64,
-        error_kind: Option<String>,
+        error_kind: Option<ErrorKind>,
     },
 }
 

@@ -8,8 +8,22 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_TENANT: &str = "default";
 
 /// What a caller may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Role {
     /// Start runs, answer its runs' client tools, read its tenant's runs.
     Client,
@@ -20,18 +34,12 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Client, Role::Approver, Role::Admin];
+    /// Every role, in order.
+    pub const ALL: &'static [Role] = <Role as strum::VariantArray>::VARIANTS;
 
+    /// Its name in keys, tokens and on the wire (`FromStr` reads it back).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Client => "client",
-            Role::Approver => "approver",
-            Role::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s.trim())
+        self.into()
     }
 }
 

@@ -60,10 +60,6 @@ impl CallStatus {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
-
-    pub fn parse(s: &str) -> Option<CallStatus> {
-        s.parse().ok()
-    }
 }
 
 /// Who asked for a call. Workflow callers may bypass the concurrency limits.
@@ -78,6 +74,8 @@ impl CallStatus {
     Deserialize,
     utoipa::ToSchema,
     strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -138,10 +136,6 @@ impl RunStatus {
         self.into()
     }
 
-    pub fn parse(s: &str) -> Option<RunStatus> {
-        s.parse().ok()
-    }
-
     /// The run will not continue, whatever is done to it.
     pub fn is_final(self) -> bool {
         matches!(
@@ -163,6 +157,7 @@ impl RunStatus {
     utoipa::ToSchema,
     strum::IntoStaticStr,
     strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -176,10 +171,6 @@ pub enum ItemKind {
 impl ItemKind {
     pub fn as_str(self) -> &'static str {
         self.into()
-    }
-
-    pub fn parse(s: &str) -> Option<ItemKind> {
-        s.parse().ok()
     }
 }
 
@@ -397,8 +388,22 @@ pub struct ToolTally {
 pub(crate) mod wire_tests;
 
 /// What happens to a call whose approval was not decided in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum OnTimeout {
     /// The call is denied; the model is told the approval expired and the run goes on.
     #[default]
@@ -409,15 +414,6 @@ pub enum OnTimeout {
 
 impl OnTimeout {
     pub fn as_str(self) -> &'static str {
-        match self {
-            OnTimeout::Deny => "deny",
-            OnTimeout::CancelRun => "cancel_run",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<OnTimeout> {
-        [OnTimeout::Deny, OnTimeout::CancelRun]
-            .into_iter()
-            .find(|o| o.as_str() == s)
+        self.into()
     }
 }

@@ -3,7 +3,7 @@
 //! tests in `toolgate-server` both read it, so a new event is added in one place.
 #![allow(clippy::too_many_lines)]
 
-use crate::{CallStatus, ItemKind, OnTimeout, Part, RequiredItem, RunEvent, events};
+use crate::{CallStatus, ErrorKind, ItemKind, OnTimeout, Part, RequiredItem, RunEvent, events};
 
 fn item() -> RequiredItem {
     RequiredItem {
@@ -196,7 +196,7 @@ pub fn every_event() -> Vec<(RunEvent, &'static str)> {
                 tool: "pay".into(),
                 status: CallStatus::Failed,
                 duration_ms: 2.0,
-                error_kind: Some("timeout".into()),
+                error_kind: Some(ErrorKind::Timeout),
             }),
             r#"{"type":"tool.finished","run_id":"run_1","call_id":"call_1","tool":"pay","status":"failed","duration_ms":2.0,"error_kind":"timeout"}"#,
         ),

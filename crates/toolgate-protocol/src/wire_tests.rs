@@ -62,3 +62,40 @@ fn every_event_reads_back() {
         assert_eq!(read, expected, "{json}");
     }
 }
+
+/// Each variant of `T`: its strum name (`as_str`, `FromStr`) is its serde name, and
+/// each reads back, so that the store's columns, metrics' labels and the wire can
+/// never drift apart.
+fn names_agree<T>()
+where
+    T: strum::VariantArray
+        + Serialize
+        + for<'de> Deserialize<'de>
+        + Copy
+        + Into<&'static str>
+        + std::str::FromStr
+        + PartialEq
+        + std::fmt::Debug,
+{
+    for &variant in T::VARIANTS {
+        let name: &'static str = variant.into();
+        assert_eq!(serde_json::to_value(variant).unwrap(), name, "{variant:?}");
+        assert_eq!(name.parse::<T>().ok(), Some(variant), "{name}");
+        assert_eq!(
+            serde_json::from_value::<T>(serde_json::Value::from(name)).unwrap(),
+            variant
+        );
+    }
+    assert!("no_such_name".parse::<T>().is_err());
+}
+
+#[test]
+fn every_name_table_is_the_serde_one() {
+    names_agree::<CallStatus>();
+    names_agree::<CallerKind>();
+    names_agree::<RunStatus>();
+    names_agree::<ItemKind>();
+    names_agree::<OnTimeout>();
+    names_agree::<ErrorKind>();
+    names_agree::<identity::Role>();
+}

@@ -227,7 +227,7 @@ impl JwtVerifier {
             })?;
         let role = list(&self.claims.roles)
             .iter()
-            .filter_map(|r| Role::parse(r))
+            .filter_map(|r| r.trim().parse::<Role>().ok())
             .max()
             .ok_or_else(|| {
                 format!(

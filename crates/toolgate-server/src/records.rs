@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ApiQuery, ErrorBody, PathId};
 use super::{AgentInfo, AppState};
 use toolgate_protocol::CallStatus;
-use toolgate_store::{CallQuery, ConversationSummary, GlobalStats, Page, ToolStats};
+use toolgate_store::{CallQuery, ConversationSummary, GlobalStats, Page, Scope, ToolStats};
 use toolgate_tool::Permission;
 
 /// `GET /v1/calls` filters.
@@ -45,7 +45,7 @@ pub async fn calls(
     let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
-        Some(s) => Some(CallStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<CallStatus>().map_err(|_| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
                 CallStatus::ALL
@@ -117,7 +117,7 @@ pub async fn conversation_stats(
     state.conversation_for(&who, &id).await?;
     let conv = id.clone();
     let store = &state.runner.store;
-    let runs = store.runs(None, Some(&conv), 1).await?.len();
+    let runs = store.runs(Scope::All, None, Some(&conv), 1).await?.len();
     let run_trees = store.conversation_trees(&conv).await?;
     let summary = store.conversation_summary(&conv).await?;
     if summary.calls.total_calls == 0 && runs == 0 {
@@ -144,12 +144,8 @@ pub async fn global_stats(
     State(state): State<Arc<AppState>>,
     super::scope::Caller(who): super::scope::Caller,
 ) -> Result<Json<GlobalStats>, ApiError> {
-    let tenant = who.scope().map(str::to_string);
     let store = &state.runner.store;
-    Ok(Json(match &tenant {
-        Some(t) => store.global_stats_of(t).await?,
-        None => store.global_stats().await?,
-    }))
+    Ok(Json(store.global_stats(Scope::of(who.scope())).await?))
 }
 
 /// One tool's figures over every conversation.
@@ -162,12 +158,8 @@ pub async fn tool_stats(
     super::scope::Caller(who): super::scope::Caller,
     PathId(name): PathId,
 ) -> Result<Json<ToolStats>, ApiError> {
-    let tenant = who.scope().map(str::to_string);
     let store = &state.runner.store;
-    Ok(Json(match &tenant {
-        Some(t) => store.tool_stats_of(t, &name).await?,
-        None => store.tool_stats(&name).await?,
-    }))
+    Ok(Json(store.tool_stats(Scope::of(who.scope()), &name).await?))
 }
 
 /// A tool as `GET /v1/tools` lists it.
@@ -266,7 +258,7 @@ pub struct Health {
 #[utoipa::path(get, path = "/healthz", tag = "health", security(()),
     responses((status = 200, body = Health), (status = 500, body = ErrorBody)))]
 pub async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Health>, ApiError> {
-    state.runner.store.runs(None, None, 1).await?;
+    state.runner.store.runs(Scope::All, None, None, 1).await?;
     Ok(Json(Health {
         status: "ok".into(),
     }))

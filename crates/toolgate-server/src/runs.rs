@@ -16,7 +16,7 @@ use super::scope::Caller;
 use super::{AppState, Drive, sse};
 use toolgate_protocol::{Decision, RunObject, RunStatus};
 use toolgate_runtime::run::run_object;
-use toolgate_store::Refusal;
+use toolgate_store::{Refusal, Scope};
 
 /// `POST /v1/runs`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -186,7 +186,7 @@ pub async fn list_runs(
     let tenant = who.scope().map(str::to_string);
     let status = match q.status.as_deref() {
         None => None,
-        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
             ApiError::bad_request(format!(
                 "unknown status '{s}'; one of: {}",
                 RunStatus::ALL
@@ -202,7 +202,12 @@ pub async fn list_runs(
     let runs = state
         .runner
         .store
-        .runs_with_pending_of(tenant.as_deref(), status, conversation.as_deref(), limit)
+        .runs_with_pending(
+            Scope::of(tenant.as_deref()),
+            status,
+            conversation.as_deref(),
+            limit,
+        )
         .await?
         .iter()
         .map(|(row, pending)| run_object(row, pending))

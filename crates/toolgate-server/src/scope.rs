@@ -93,7 +93,11 @@ impl AppState {
             return Ok(());
         };
         let conv = id.to_string();
-        let runs = self.runner.store.runs(None, Some(&conv), 1).await?;
+        let runs = self
+            .runner
+            .store
+            .runs(toolgate_store::Scope::All, None, Some(&conv), 1)
+            .await?;
         if runs.iter().any(|r| r.tenant != tenant) {
             return Err(ApiError::not_found(format!(
                 "there is no conversation '{id}'"

@@ -37,7 +37,8 @@ pub enum StoreError {
 
 /// Why an operation on a run was refused: the kind, for code (the server maps every
 /// one to 409, the CLI to exit code 1); the message beside it is for people.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Refusal {
     /// Another live process holds the run's lease.
     LeaseHeld,
@@ -63,17 +64,6 @@ pub enum Refusal {
 
 impl Refusal {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Refusal::LeaseHeld => "lease_held",
-            Refusal::LeaseLost => "lease_lost",
-            Refusal::NotResumable => "not_resumable",
-            Refusal::StillWaiting => "still_waiting",
-            Refusal::DecisionConflict => "decision_conflict",
-            Refusal::ConversationBusy => "conversation_busy",
-            Refusal::AmbiguousId => "ambiguous_id",
-            Refusal::ChildExists => "child_exists",
-            Refusal::Expired => "expired",
-            Refusal::NameTaken => "name_taken",
-        }
+        self.into()
     }
 }

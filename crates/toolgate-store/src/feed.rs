@@ -6,7 +6,10 @@
 use toolgate_protocol::RunStatus;
 
 /// What kind of change a run saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum ChangeKind {
     /// The run was created.
     Created,
@@ -22,25 +25,9 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
+    /// The stored name (`FromStr` reads it back).
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Created => "created",
-            ChangeKind::Status => "status",
-            ChangeKind::Saved => "saved",
-            ChangeKind::PendingAdded => "pending_added",
-            ChangeKind::Decided => "decided",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ChangeKind> {
-        Some(match s {
-            "created" => ChangeKind::Created,
-            "status" => ChangeKind::Status,
-            "saved" => ChangeKind::Saved,
-            "pending_added" => ChangeKind::PendingAdded,
-            "decided" => ChangeKind::Decided,
-            _ => return None,
-        })
+        self.into()
     }
 }
 

@@ -21,7 +21,7 @@ pub use feed::{Change, ChangeKind, Watched, next_change_of};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
 pub use model::{
     CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
-    RunSave, StoredCall,
+    RunSave, Scope, SecretScope, StoredCall,
 };
 pub use sqlite::{
     APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyInfo, KeyLookup,

@@ -4,12 +4,25 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use toolgate_protocol::{CallStatus, CallerKind, Decision, RequiredItem, RunStatus, Usage};
+use toolgate_protocol::{
+    CallStatus, CallerKind, Decision, ErrorKind, RequiredItem, RunStatus, Usage,
+};
 
 /// Where a pending item of a paused run is. It moves one way: `Waiting` (nobody decided
 /// yet) to `Decided` (a decision or a client's output is recorded) to `Executing` (the
 /// approved call is running: the at-most-once fence) to `Done`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum PendingState {
     /// Nobody has decided it yet.
     Waiting,
@@ -22,26 +35,60 @@ pub enum PendingState {
 }
 
 impl PendingState {
-    /// The stored name: `waiting`, `decided`, `executing`, `done`.
+    /// The stored name: `waiting`, `decided`, `executing`, `done` (`FromStr` reads it
+    /// back).
     pub fn as_str(self) -> &'static str {
-        match self {
-            PendingState::Waiting => "waiting",
-            PendingState::Decided => "decided",
-            PendingState::Executing => "executing",
-            PendingState::Done => "done",
-        }
+        self.into()
+    }
+}
+
+/// Whose rows a read covers: every tenant's, or one tenant's (runs, and the records and
+/// conversations of the runs; a record without a run is the default tenant's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope<'a> {
+    /// Every tenant's.
+    All,
+    /// The named tenant's only.
+    Tenant(&'a str),
+}
+
+impl<'a> Scope<'a> {
+    /// `None`: every tenant; `Some(tenant)`: that tenant's.
+    pub fn of(tenant: Option<&'a str>) -> Scope<'a> {
+        tenant.map_or(Scope::All, Scope::Tenant)
     }
 
-    /// The state named `name` (as [`PendingState::as_str`] writes it).
-    pub fn parse(name: &str) -> Option<PendingState> {
-        [
-            PendingState::Waiting,
-            PendingState::Decided,
-            PendingState::Executing,
-            PendingState::Done,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name)
+    /// The tenant it is limited to, if any.
+    pub fn tenant(self) -> Option<&'a str> {
+        match self {
+            Scope::All => None,
+            Scope::Tenant(t) => Some(t),
+        }
+    }
+}
+
+/// Whose secrets: the shared ones (stored under the tenant `""`, any run may read them)
+/// or one tenant's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SecretScope<'a> {
+    /// The shared secrets.
+    Shared,
+    /// The named tenant's own (reading one falls back to the shared one of that name).
+    Tenant(&'a str),
+}
+
+impl<'a> SecretScope<'a> {
+    /// `None`: the shared secrets; `Some(tenant)`: that tenant's.
+    pub fn of(tenant: Option<&'a str>) -> SecretScope<'a> {
+        tenant.map_or(SecretScope::Shared, SecretScope::Tenant)
+    }
+
+    /// The stored tenant column: `""` for the shared secrets.
+    pub fn tenant(self) -> &'a str {
+        match self {
+            SecretScope::Shared => "",
+            SecretScope::Tenant(t) => t,
+        }
     }
 }
 
@@ -153,7 +200,10 @@ pub struct CallRecord {
     /// The result's full size in bytes.
     pub result_size: usize,
     pub status: CallStatus,
-    pub error_kind: Option<String>,
+    // Why it did not succeed: stored as its name (`error_kind_of` reads it back); a plain
+    // comment, not a doc one, so that the OpenAPI document gives the field no description.
+    #[schema(value_type = Option<String>)]
+    pub error_kind: Option<ErrorKind>,
     pub error_message: Option<String>,
     /// Unix milliseconds.
     pub started_at: i64,
@@ -181,6 +231,20 @@ impl CallRecord {
             text.shrink_to_fit();
         }
         self.result = Some(text);
+    }
+}
+
+/// A stored `error_kind` column read back. The column is text: a name no [`ErrorKind`]
+/// has (a database written by a version with other names) is read as no kind, with a
+/// warning, rather than failing the read.
+pub(crate) fn error_kind_of(stored: Option<String>) -> Option<ErrorKind> {
+    let name = stored?;
+    match name.parse() {
+        Ok(kind) => Some(kind),
+        Err(_) => {
+            tracing::warn!(error_kind = %name, "a record's error kind is not one this version knows; read as none");
+            None
+        }
     }
 }
 
@@ -220,4 +284,50 @@ pub struct DecisionChanges {
     /// before it continues the run, the lease runs out and another process takes the
     /// run up (see `unheld_runs`); a decision recorded only takes none.
     pub claim: Option<(String, i64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::VariantArray;
+
+    use super::PendingState;
+    use crate::{ChangeKind, Refusal};
+
+    /// The names are stored (pending items' states, the change feed) and shown
+    /// (refusals): each one as it was written before strum named them, and each read
+    /// back by `FromStr`.
+    #[test]
+    fn the_stored_names_stay() {
+        let states: Vec<&str> = PendingState::VARIANTS.iter().map(|s| s.as_str()).collect();
+        assert_eq!(states, ["waiting", "decided", "executing", "done"]);
+        for s in PendingState::VARIANTS {
+            assert_eq!(s.as_str().parse::<PendingState>().ok(), Some(*s));
+        }
+        let kinds: Vec<&str> = ChangeKind::VARIANTS.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["created", "status", "saved", "pending_added", "decided"]
+        );
+        for k in ChangeKind::VARIANTS {
+            assert_eq!(k.as_str().parse::<ChangeKind>().ok(), Some(*k));
+        }
+        assert!("nothing".parse::<PendingState>().is_err());
+        assert!("nothing".parse::<ChangeKind>().is_err());
+        let refusals: Vec<&str> = Refusal::VARIANTS.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            refusals,
+            [
+                "lease_held",
+                "lease_lost",
+                "not_resumable",
+                "still_waiting",
+                "decision_conflict",
+                "conversation_busy",
+                "ambiguous_id",
+                "child_exists",
+                "expired",
+                "name_taken",
+            ]
+        );
+    }
 }

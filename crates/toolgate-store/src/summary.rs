@@ -51,7 +51,7 @@ impl CallCounts {
         let mut c = CallCounts::default();
         for (status, n) in rows {
             c.total_calls += n;
-            let bucket = match CallStatus::parse(status) {
+            let bucket = match status.parse::<CallStatus>().ok() {
                 Some(CallStatus::Succeeded) => &mut c.successful_calls,
                 Some(CallStatus::Failed) => &mut c.failed_calls,
                 Some(CallStatus::Denied) => &mut c.denied_calls,

@@ -21,7 +21,7 @@ pub use shares::{LimiterView, LimitsView, ProcessLimits, Slot, call_priority};
 
 use toolgate_parse::ToolCall;
 use toolgate_protocol::clock::now_ms;
-use toolgate_protocol::{CallStatus, CallerKind, Event};
+use toolgate_protocol::{CallStatus, CallerKind, ErrorKind, Event};
 use toolgate_store::CallRecord;
 use toolgate_tool::DEFAULT_TIMEOUT;
 use toolgate_tool::LoadedTool;
@@ -318,7 +318,7 @@ impl Engine {
                 })
             }
             Err(e) => {
-                record.error_kind = Some(e.kind().to_string());
+                record.error_kind = Some(e.kind());
                 record.error_message = Some(
                     toolgate_tool::secrets::mask_values(&e.to_string(), &secrets).into_owned(),
                 );
@@ -326,14 +326,14 @@ impl Engine {
         }
         toolgate_telemetry::genai::tool_done(
             &tracing::Span::current(),
-            record.error_kind.as_deref(),
+            record.error_kind.map(ErrorKind::as_str),
             &record.arguments,
             record.result.as_deref(),
         );
         tracing::debug!(
             status = status.as_str(),
             duration_ms = record.duration_ms,
-            error_kind = record.error_kind.as_deref().unwrap_or(""),
+            error_kind = record.error_kind.map_or("", ErrorKind::as_str),
             "call finished"
         );
         self.emit(|| Event::ToolFinished {
@@ -341,7 +341,7 @@ impl Engine {
             tool: name.clone(),
             status,
             duration_ms: record.duration_ms,
-            error_kind: record.error_kind.clone(),
+            error_kind: record.error_kind,
         });
         CallOutcome {
             call_id,

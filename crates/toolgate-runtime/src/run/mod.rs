@@ -59,7 +59,7 @@ use crate::agent::{Agent, DEFAULT_MODEL};
 use crate::engine::{LimitConfig, ProcessLimits};
 use toolgate_model::{self as model, Message, Model, OpenAiConfig, Providers};
 use toolgate_protocol::{Decision, RunEvent, RunObject, Usage, events};
-use toolgate_store::{PendingRow, RunRow, Store};
+use toolgate_store::{PendingRow, RunRow, Scope, Store};
 use toolgate_tool::Sources;
 use toolgate_tool::ToolLibrary;
 use toolgate_tool::Toolkit;
@@ -464,7 +464,7 @@ impl Runner {
     /// left without a result.
     async fn history(&self, conversation: &str) -> Result<(Vec<Message>, usize), RunError> {
         let conv = conversation.to_string();
-        let last = self.store.runs(None, Some(&conv), 1).await?;
+        let last = self.store.runs(Scope::All, None, Some(&conv), 1).await?;
         let Some(last) = last.into_iter().next() else {
             return Ok((Vec::new(), 0));
         };

@@ -3,6 +3,7 @@
 //! step that made them instead (`save.rs`).
 
 use crate::engine::CallOutcome;
+use toolgate_protocol::ErrorKind;
 use toolgate_store::{Store, StoreError};
 use toolgate_tool::ToolError;
 
@@ -24,7 +25,7 @@ pub async fn commit_outcomes(
             &r.tool,
             known,
             r.status,
-            r.error_kind.as_deref(),
+            r.error_kind.map(ErrorKind::as_str),
         );
     }
     Ok(heads

@@ -3,7 +3,7 @@
 //! lease; the records are counted in the metrics once committed.
 
 use super::{Live, RunError, Runner};
-use toolgate_protocol::{CallStatus, RunStatus};
+use toolgate_protocol::{CallStatus, ErrorKind, RunStatus};
 use toolgate_store::{Refusal, RunSave, StoreError};
 use toolgate_telemetry::metrics;
 
@@ -48,10 +48,10 @@ impl Save {
 impl Runner {
     pub(super) async fn save(&self, live: &mut Live, save: Save) -> Result<(), RunError> {
         let records = std::mem::take(&mut live.records);
-        let counted: Vec<(String, CallStatus, Option<String>)> = match metrics::get() {
+        let counted: Vec<(String, CallStatus, Option<ErrorKind>)> = match metrics::get() {
             Some(_) => records
                 .iter()
-                .map(|r| (r.tool.clone(), r.status, r.error_kind.clone()))
+                .map(|r| (r.tool.clone(), r.status, r.error_kind))
                 .collect(),
             None => Vec::new(),
         };
@@ -84,7 +84,7 @@ impl Runner {
                     tool,
                     live.toolkit.resolve(tool).is_ok(),
                     *status,
-                    kind.as_deref(),
+                    kind.map(ErrorKind::as_str),
                 );
             }
         }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::{Live, RunError, Runner};
 use std::sync::Arc;
+use toolgate_store::SecretScope;
 
 use toolgate_parse::Schemas;
 use toolgate_tool::Credential;
@@ -70,7 +71,7 @@ impl Runner {
             Credential::Env(var) => Ok(std::env::var(var).ok()),
             Credential::Secret(name) => match tokio::runtime::Handle::try_current()
                 .map_err(|e| format!("stored secrets need the runtime: {e}"))?
-                .block_on(store.secret_for(tenant.as_deref(), name))
+                .block_on(store.secret(SecretScope::of(tenant.as_deref()), name))
                 .map_err(|e| e.to_string())?
             {
                 Some(sealed) => keyring

@@ -185,7 +185,7 @@ impl Runner {
             output = after.shown;
             record.replaced = after.replaced;
             if let Some(failure) = after.failure {
-                record.error_kind = Some(ErrorKind::HookFailed.as_str().into());
+                record.error_kind = Some(ErrorKind::HookFailed);
                 record.error_message = Some(failure);
             }
         }

@@ -133,7 +133,7 @@ impl Runner {
                         result: None,
                         result_size: 0,
                         status,
-                        error_kind: error_kind.map(|k| k.as_str().to_string()),
+                        error_kind,
                         error_message: error_kind.map(|_| output.clone()),
                         started_at,
                         duration_ms,
@@ -149,7 +149,7 @@ impl Runner {
                         tool: c.call.name.clone(),
                         status,
                         duration_ms,
-                        error_kind: error_kind.map(|k| k.as_str().to_string()),
+                        error_kind,
                     });
                     live.pending_updates
                         .extend(c.enter(Phase::Done { status, output }));

@@ -267,7 +267,7 @@ impl Runner {
             result: None,
             result_size: 0,
             status,
-            error_kind: error_kind.map(|k| k.as_str().to_string()),
+            error_kind,
             error_message: error_kind.map(|_| output.clone()),
             started_at: now_ms(),
             duration_ms: 0.0,

@@ -116,7 +116,7 @@ impl Session {
                 result: None,
                 result_size: 0,
                 status: CallStatus::Cancelled,
-                error_kind: Some(toolgate_protocol::ErrorKind::Cancelled.as_str().into()),
+                error_kind: Some(toolgate_protocol::ErrorKind::Cancelled),
                 error_message: Some(format!("{why} while the call waited for approval")),
                 started_at: jiff::Timestamp::now().as_millisecond(),
                 duration_ms: 0.0,

@@ -61,8 +61,20 @@ pub struct CreateResponse {
 }
 
 /// Where a response stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ResponseStatus {
     InProgress,
     /// The run completed, or paused: its output then ends with the
@@ -76,13 +88,7 @@ pub enum ResponseStatus {
 
 impl ResponseStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ResponseStatus::InProgress => "in_progress",
-            ResponseStatus::Completed => "completed",
-            ResponseStatus::Incomplete => "incomplete",
-            ResponseStatus::Failed => "failed",
-            ResponseStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 }
 
@@ -331,4 +337,35 @@ impl ResponseObject {
 /// A new response id.
 pub fn new_response_id() -> String {
     format!("resp_{}", uuid::Uuid::new_v4().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use strum::VariantArray;
+
+    use super::ResponseStatus;
+
+    /// A status's name (stored with the response, and in events) is its serde name.
+    #[test]
+    fn each_status_is_named_as_serde_names_it() {
+        for status in ResponseStatus::VARIANTS {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        let names: Vec<&str> = ResponseStatus::VARIANTS
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "in_progress",
+                "completed",
+                "incomplete",
+                "failed",
+                "cancelled"
+            ]
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! secrets per tenant, and the Responses API's response objects.
 
 use super::super::{
-    Backend, KeyInfo, KeyLookup, NewKey, ResponseRow, SecretInfo, Store, StoreError,
+    Backend, KeyInfo, KeyLookup, NewKey, ResponseRow, SecretInfo, SecretScope, Store, StoreError,
 };
 
 impl Store {
@@ -48,70 +48,57 @@ impl Store {
         }
     }
 
-    /// Sets (or replaces) secret `name` to `sealed`, an already sealed value.
-    pub async fn set_secret(&self, name: &str, sealed: String) -> Result<(), StoreError> {
-        self.set_secret_in("", name, sealed).await
-    }
-
-    /// [`Store::set_secret`], in `tenant`'s scope (`""`: the shared scope).
-    pub async fn set_secret_in(
+    /// Sets (or replaces) secret `name` of `scope` to `sealed`, an already sealed value.
+    pub async fn set_secret(
         &self,
-        tenant: &str,
+        scope: SecretScope<'_>,
         name: &str,
         sealed: String,
     ) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Sqlite(s) => Ok(s.set_secret_in(tenant, name, sealed).await?),
-            Backend::Postgres(s) => s.set_secret_in(tenant, name, sealed).await,
+            Backend::Sqlite(s) => Ok(s.set_secret(scope, name, sealed).await?),
+            Backend::Postgres(s) => s.set_secret(scope, name, sealed).await,
         }
     }
 
-    /// Removes secret `name`; whether it was there.
-    pub async fn remove_secret(&self, name: &str) -> Result<bool, StoreError> {
-        self.remove_secret_in("", name).await
-    }
-
-    /// [`Store::remove_secret`], in `tenant`'s scope.
-    pub async fn remove_secret_in(&self, tenant: &str, name: &str) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => Ok(s.remove_secret_in(tenant, name).await?),
-            Backend::Postgres(s) => s.remove_secret_in(tenant, name).await,
-        }
-    }
-
-    /// The sealed value of the shared secret `name`.
-    pub async fn secret(&self, name: &str) -> Result<Option<String>, StoreError> {
-        self.secret_for(None, name).await
-    }
-
-    /// The sealed value of secret `name` for a run of `tenant`: the tenant's own,
-    /// else the shared one.
-    pub async fn secret_for(
+    /// Removes secret `name` of `scope`; whether it was there.
+    pub async fn remove_secret(
         &self,
-        tenant: Option<&str>,
+        scope: SecretScope<'_>,
+        name: &str,
+    ) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => Ok(s.remove_secret(scope, name).await?),
+            Backend::Postgres(s) => s.remove_secret(scope, name).await,
+        }
+    }
+
+    /// The sealed value of secret `name`: the shared one, or for a run of a tenant, the
+    /// tenant's own, else the shared one.
+    pub async fn secret(
+        &self,
+        scope: SecretScope<'_>,
         name: &str,
     ) -> Result<Option<String>, StoreError> {
-        let (tenant, name) = (tenant.map(str::to_string), name.to_string());
+        let (tenant, name) = (owned(scope), name.to_string());
         match &self.backend {
             Backend::Sqlite(s) => {
-                s.blocking(move |s| s.secret_for(tenant.as_deref(), &name))
+                s.blocking(move |s| s.secret(SecretScope::of(tenant.as_deref()), &name))
                     .await
             }
-            Backend::Postgres(s) => s.secret_for(tenant.as_deref(), &name).await,
+            Backend::Postgres(s) => s.secret(scope, &name).await,
         }
     }
 
-    /// Every shared secret's name, in order.
-    pub async fn secrets(&self) -> Result<Vec<SecretInfo>, StoreError> {
-        self.secrets_in("").await
-    }
-
-    /// Every secret's name in `tenant`'s scope (`""`: shared), in order.
-    pub async fn secrets_in(&self, tenant: &str) -> Result<Vec<SecretInfo>, StoreError> {
-        let tenant = tenant.to_string();
+    /// Every secret's name in `scope` (the shared ones: only those), in order.
+    pub async fn secrets(&self, scope: SecretScope<'_>) -> Result<Vec<SecretInfo>, StoreError> {
+        let tenant = owned(scope);
         match &self.backend {
-            Backend::Sqlite(s) => s.blocking(move |s| s.secrets_in(&tenant)).await,
-            Backend::Postgres(s) => s.secrets_in(&tenant).await,
+            Backend::Sqlite(s) => {
+                s.blocking(move |s| s.secrets(SecretScope::of(tenant.as_deref())))
+                    .await
+            }
+            Backend::Postgres(s) => s.secrets(scope).await,
         }
     }
 
@@ -185,5 +172,13 @@ impl Store {
             Backend::Sqlite(s) => s.blocking(move |s| s.run_responses(&id)).await,
             Backend::Postgres(s) => s.run_responses(&id).await,
         }
+    }
+}
+
+/// `scope`'s tenant, owned (to move to the blocking pool); `None`: the shared scope.
+fn owned(scope: SecretScope<'_>) -> Option<String> {
+    match scope {
+        SecretScope::Shared => None,
+        SecretScope::Tenant(t) => Some(t.to_string()),
     }
 }

@@ -2,8 +2,8 @@
 //! the summaries over them (per conversation, per tool, global).
 
 use super::super::{
-    Backend, CallQuery, CallRecord, ConversationSummary, GlobalStats, Page, Store, StoreError,
-    ToolStats,
+    Backend, CallQuery, CallRecord, ConversationSummary, GlobalStats, Page, Scope, Store,
+    StoreError, ToolStats,
 };
 
 impl Store {
@@ -82,38 +82,27 @@ impl Store {
         }
     }
 
-    /// What one tool's calls came to, over every record.
-    pub async fn tool_stats(&self, tool: &str) -> Result<ToolStats, StoreError> {
-        let tool = tool.to_string();
+    /// What one tool's calls came to, over the records of `scope`.
+    pub async fn tool_stats(&self, scope: Scope<'_>, tool: &str) -> Result<ToolStats, StoreError> {
+        let (tenant, tool) = (scope.tenant().map(str::to_string), tool.to_string());
         match &self.backend {
-            Backend::Sqlite(s) => s.blocking(move |s| s.tool_stats(&tool)).await,
-            Backend::Postgres(s) => s.tool_stats_of(None, &tool).await,
+            Backend::Sqlite(s) => {
+                s.blocking(move |s| s.tool_stats(Scope::of(tenant.as_deref()), &tool))
+                    .await
+            }
+            Backend::Postgres(s) => s.tool_stats(scope, &tool).await,
         }
     }
 
-    /// [`Store::tool_stats`] of one tenant's records.
-    pub async fn tool_stats_of(&self, tenant: &str, tool: &str) -> Result<ToolStats, StoreError> {
-        let (tenant, tool) = (tenant.to_string(), tool.to_string());
+    /// What the calls of `scope` came to (a tenant's: with its conversations).
+    pub async fn global_stats(&self, scope: Scope<'_>) -> Result<GlobalStats, StoreError> {
+        let tenant = scope.tenant().map(str::to_string);
         match &self.backend {
-            Backend::Sqlite(s) => s.blocking(move |s| s.tool_stats_of(&tenant, &tool)).await,
-            Backend::Postgres(s) => s.tool_stats_of(Some(&tenant), &tool).await,
-        }
-    }
-
-    /// What every call came to.
-    pub async fn global_stats(&self) -> Result<GlobalStats, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.blocking(|s| s.global_stats()).await,
-            Backend::Postgres(s) => s.global_stats_of(None).await,
-        }
-    }
-
-    /// [`Store::global_stats`] of one tenant's records and conversations.
-    pub async fn global_stats_of(&self, tenant: &str) -> Result<GlobalStats, StoreError> {
-        let tenant = tenant.to_string();
-        match &self.backend {
-            Backend::Sqlite(s) => s.blocking(move |s| s.global_stats_of(&tenant)).await,
-            Backend::Postgres(s) => s.global_stats_of(Some(&tenant)).await,
+            Backend::Sqlite(s) => {
+                s.blocking(move |s| s.global_stats(Scope::of(tenant.as_deref())))
+                    .await
+            }
+            Backend::Postgres(s) => s.global_stats(scope).await,
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Runs through the facade: creating one, its lease, saves, cancel, and the reads of
 //! runs, their pending items, trees and timelines.
 
-use super::super::{Backend, NewRun, PendingRow, RunRow, RunSave, Store, StoreError, TimelineRows};
+use super::super::{
+    Backend, NewRun, PendingRow, RunRow, RunSave, Scope, Store, StoreError, TimelineRows,
+};
 use toolgate_protocol::{RunStatus, RunTree};
 
 impl Store {
@@ -153,64 +155,51 @@ impl Store {
         }
     }
 
-    /// Runs, newest first.
+    /// Runs of `scope`, newest first.
     pub async fn runs(
         &self,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<RunRow>, StoreError> {
-        self.runs_of(None, status, conversation, limit).await
-    }
-
-    /// [`Store::runs`], of one tenant (`None`: every tenant).
-    pub async fn runs_of(
-        &self,
-        tenant: Option<&str>,
-        status: Option<RunStatus>,
-        conversation: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<RunRow>, StoreError> {
-        let (tenant, conversation) = (tenant.map(str::to_string), conversation.map(str::to_string));
+        let (tenant, conversation) = (
+            scope.tenant().map(str::to_string),
+            conversation.map(str::to_string),
+        );
         match &self.backend {
             Backend::Sqlite(s) => {
                 s.blocking(move |s| {
-                    s.runs_of(tenant.as_deref(), status, conversation.as_deref(), limit)
+                    s.runs(
+                        Scope::of(tenant.as_deref()),
+                        status,
+                        conversation.as_deref(),
+                        limit,
+                    )
                 })
                 .await
             }
-            Backend::Postgres(s) => {
-                s.runs_of(tenant.as_deref(), status, conversation.as_deref(), limit)
-                    .await
-            }
+            Backend::Postgres(s) => s.runs(scope, status, conversation.as_deref(), limit).await,
         }
     }
 
-    /// Runs, newest first (as [`Store::runs`]), each with its pending items.
+    /// Runs of `scope`, newest first (as [`Store::runs`]), each with its pending items.
     pub async fn runs_with_pending(
         &self,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, StoreError> {
-        self.runs_with_pending_of(None, status, conversation, limit)
-            .await
-    }
-
-    /// [`Store::runs_with_pending`], of one tenant (`None`: every tenant).
-    pub async fn runs_with_pending_of(
-        &self,
-        tenant: Option<&str>,
-        status: Option<RunStatus>,
-        conversation: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, StoreError> {
-        let (tenant, conversation) = (tenant.map(str::to_string), conversation.map(str::to_string));
+        let (tenant, conversation) = (
+            scope.tenant().map(str::to_string),
+            conversation.map(str::to_string),
+        );
         match &self.backend {
             Backend::Sqlite(s) => {
                 s.blocking(move |s| {
-                    s.runs_with_pending_of(
-                        tenant.as_deref(),
+                    s.runs_with_pending(
+                        Scope::of(tenant.as_deref()),
                         status,
                         conversation.as_deref(),
                         limit,
@@ -219,7 +208,7 @@ impl Store {
                 .await
             }
             Backend::Postgres(s) => {
-                s.runs_with_pending_of(tenant.as_deref(), status, conversation.as_deref(), limit)
+                s.runs_with_pending(scope, status, conversation.as_deref(), limit)
                     .await
             }
         }

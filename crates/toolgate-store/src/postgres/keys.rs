@@ -19,7 +19,7 @@ fn info(r: &Row) -> Result<KeyInfo, tokio_postgres::Error> {
     Ok(KeyInfo {
         id: r.try_get(0)?,
         name: r.try_get(1)?,
-        role: Role::parse(&role).unwrap_or(Role::Client),
+        role: role.trim().parse().unwrap_or(Role::Client),
         tenant: r.try_get(3)?,
         groups: serde_json::from_str(&groups).unwrap_or_default(),
         created_at: r.try_get(5)?,

@@ -59,8 +59,8 @@ fn parse(payload: &str) -> Option<Change> {
         seq: p.seq,
         run_id: p.run_id,
         tenant: p.tenant,
-        kind: ChangeKind::parse(&p.kind).unwrap_or(ChangeKind::Saved),
-        status: RunStatus::parse(&p.status).unwrap_or(RunStatus::InProgress),
+        kind: p.kind.parse().unwrap_or(ChangeKind::Saved),
+        status: p.status.parse().unwrap_or(RunStatus::InProgress),
         origin: p.origin,
     })
 }
@@ -275,7 +275,7 @@ async fn resync(client: &Client, since: i64, tx: &broadcast::Sender<Change>) -> 
             run_id: row.try_get(0).map_err(|e| e.to_string())?,
             tenant: row.try_get(1).map_err(|e| e.to_string())?,
             kind: ChangeKind::Status,
-            status: RunStatus::parse(&status).unwrap_or(RunStatus::InProgress),
+            status: status.parse().unwrap_or(RunStatus::InProgress),
             origin: row.try_get(3).map_err(|e| e.to_string())?,
         });
     }

@@ -11,7 +11,7 @@ use super::rows::{
     pending_from_row, run_from_row,
 };
 use super::{PgStore, StoreError};
-use crate::{PauseRow, PendingRow, RunRow, TimelineRows};
+use crate::{PauseRow, PendingRow, RunRow, Scope, TimelineRows};
 use toolgate_protocol::RunStatus;
 
 /// Which runs, in what order: newest first (in the order they were added, within a
@@ -21,16 +21,18 @@ const RUNS: &str = "WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NUL
      ORDER BY created_at DESC, added DESC LIMIT $3";
 
 impl PgStore {
-    /// Runs, newest first, of one tenant (`None`: every tenant), with a status, of a
-    /// conversation, at most `limit`.
-    pub async fn runs_of(
+    /// Runs of `scope`, newest first, with a status, of a conversation, at most `limit`.
+    pub async fn runs(
         &self,
-        tenant: Option<&str>,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<RunRow>, StoreError> {
-        let (tenant, conversation) = (tenant.map(str::to_string), conversation.map(str::to_string));
+        let (tenant, conversation) = (
+            scope.tenant().map(str::to_string),
+            conversation.map(str::to_string),
+        );
         self.on_pool(move |s| async move {
             let client = s.client().await?;
             s.list_runs(&client, tenant, status, conversation, limit)
@@ -64,16 +66,19 @@ impl PgStore {
         rows.iter().map(run_from_row).collect()
     }
 
-    /// [`PgStore::runs_of`], each paused run with its pending items (and those waiting
+    /// [`PgStore::runs`], each paused run with its pending items (and those waiting
     /// below it), all read in one snapshot.
-    pub async fn runs_with_pending_of(
+    pub async fn runs_with_pending(
         &self,
-        tenant: Option<&str>,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, StoreError> {
-        let (tenant, conversation) = (tenant.map(str::to_string), conversation.map(str::to_string));
+        let (tenant, conversation) = (
+            scope.tenant().map(str::to_string),
+            conversation.map(str::to_string),
+        );
         self.on_pool(move |s| async move {
             let mut client = s.client().await?;
             let snapshot = client

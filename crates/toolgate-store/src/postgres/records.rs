@@ -9,6 +9,7 @@ use tokio_postgres::types::ToSql;
 use super::rows::{CALL_COLUMNS, call_from_row, get};
 use super::{PgStore, StoreError};
 use crate::{CallQuery, CallRecord, Page};
+use toolgate_protocol::ErrorKind;
 
 /// One batch of records as columns, for `UNNEST`.
 #[derive(Default)]
@@ -23,7 +24,7 @@ struct Columns {
     result: Vec<Option<String>>,
     result_size: Vec<i64>,
     status: Vec<&'static str>,
-    error_kind: Vec<Option<String>>,
+    error_kind: Vec<Option<&'static str>>,
     error_message: Vec<Option<String>>,
     started_at: Vec<i64>,
     duration_ms: Vec<f64>,
@@ -45,7 +46,7 @@ impl Columns {
             c.result_size
                 .push(i64::try_from(r.result_size).unwrap_or(i64::MAX));
             c.status.push(r.status.as_str());
-            c.error_kind.push(r.error_kind.clone());
+            c.error_kind.push(r.error_kind.map(ErrorKind::as_str));
             c.error_message.push(r.error_message.clone());
             c.started_at.push(r.started_at);
             c.duration_ms.push(r.duration_ms);

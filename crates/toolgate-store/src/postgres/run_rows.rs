@@ -56,7 +56,7 @@ pub(super) fn run_from_row(row: &Row) -> Result<RunRow, tokio_postgres::Error> {
         id: row.try_get(0)?,
         conversation_id: row.try_get(1)?,
         agent: row.try_get(2)?,
-        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        status: status.parse().unwrap_or(RunStatus::Failed),
         state: row.try_get(4)?,
         iteration: small(row, 5)?,
         last_error: row.try_get(6)?,
@@ -91,7 +91,7 @@ pub(super) fn pending_from_row(row: &Row) -> Result<PendingRow, tokio_postgres::
     Ok(PendingRow {
         item: RequiredItem {
             call_id: row.try_get(0)?,
-            kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
+            kind: kind.parse().unwrap_or(ItemKind::Approval),
             tool: row.try_get(2)?,
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
             run_id: None,
@@ -100,12 +100,12 @@ pub(super) fn pending_from_row(row: &Row) -> Result<PendingRow, tokio_postgres::
             expires_at: row.try_get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(toolgate_protocol::OnTimeout::parse),
+                .and_then(|t| t.parse::<toolgate_protocol::OnTimeout>().ok()),
             policy: row.try_get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
         // A state this toolgate does not know (a newer one wrote it) is acted on: done.
-        state: PendingState::parse(&state).unwrap_or(PendingState::Done),
+        state: state.parse().unwrap_or(PendingState::Done),
     })
 }
 

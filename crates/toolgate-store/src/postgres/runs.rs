@@ -358,7 +358,7 @@ impl PgStore {
                 .or_store(&s)?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?;
             let status: String = row.try_get(0).or_store(&s)?;
-            RunStatus::parse(&status).ok_or_else(|| {
+            status.parse::<RunStatus>().map_err(|_| {
                 StoreError::Refused(
                     Refusal::NotResumable,
                     format!("run {id} has an unknown status '{status}'"),

@@ -128,7 +128,7 @@ pub(super) async fn insert_records(
     let arguments = text(|r| Some(r.arguments.to_string()));
     let results = text(|r| r.result.clone());
     let statuses = text(|r| Some(r.status.as_str().to_string()));
-    let error_kinds = text(|r| r.error_kind.clone());
+    let error_kinds = text(|r| r.error_kind.map(|k| k.as_str().to_string()));
     let error_messages = text(|r| r.error_message.clone());
     let sizes: Vec<i64> = records
         .iter()

@@ -4,18 +4,18 @@
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::SecretInfo;
+use crate::{SecretInfo, SecretScope};
 
 impl PgStore {
-    /// Sets (or replaces) secret `name` in `tenant`'s scope to `sealed`.
-    pub async fn set_secret_in(
+    /// Sets (or replaces) secret `name` of `scope` to `sealed`.
+    pub async fn set_secret(
         &self,
-        tenant: &str,
+        scope: SecretScope<'_>,
         name: &str,
         sealed: String,
     ) -> Result<(), StoreError> {
         self.open_for_writes()?;
-        let (tenant, name) = (tenant.to_string(), name.to_string());
+        let (tenant, name) = (scope.tenant().to_string(), name.to_string());
         self.on_pool(|s| async move {
             let client = s.client().await?;
             client
@@ -34,10 +34,14 @@ impl PgStore {
         .await
     }
 
-    /// Removes secret `name` from `tenant`'s scope; whether it was there.
-    pub async fn remove_secret_in(&self, tenant: &str, name: &str) -> Result<bool, StoreError> {
+    /// Removes secret `name` from `scope`; whether it was there.
+    pub async fn remove_secret(
+        &self,
+        scope: SecretScope<'_>,
+        name: &str,
+    ) -> Result<bool, StoreError> {
         self.open_for_writes()?;
-        let (tenant, name) = (tenant.to_string(), name.to_string());
+        let (tenant, name) = (scope.tenant().to_string(), name.to_string());
         self.on_pool(|s| async move {
             let client = s.client().await?;
             let n = client
@@ -53,14 +57,14 @@ impl PgStore {
         .await
     }
 
-    /// The sealed value of secret `name` for a run of `tenant`: the tenant's own,
-    /// else the shared one.
-    pub async fn secret_for(
+    /// The sealed value of secret `name` of `scope`: a tenant's own, else the shared
+    /// one.
+    pub async fn secret(
         &self,
-        tenant: Option<&str>,
+        scope: SecretScope<'_>,
         name: &str,
     ) -> Result<Option<String>, StoreError> {
-        let (tenant, name) = (tenant.unwrap_or("").to_string(), name.to_string());
+        let (tenant, name) = (scope.tenant().to_string(), name.to_string());
         self.on_pool(|s| async move {
             let client = s.client().await?;
             // `tenant = ''` sorts false (the tenant's own) before true (the shared one).
@@ -78,9 +82,9 @@ impl PgStore {
         .await
     }
 
-    /// Every secret's name in `tenant`'s scope (`""`: shared), in order.
-    pub async fn secrets_in(&self, tenant: &str) -> Result<Vec<SecretInfo>, StoreError> {
-        let tenant = tenant.to_string();
+    /// Every secret's name in `scope`, in order.
+    pub async fn secrets(&self, scope: SecretScope<'_>) -> Result<Vec<SecretInfo>, StoreError> {
+        let tenant = scope.tenant().to_string();
         self.on_pool(|s| async move {
             let client = s.client().await?;
             // Names in byte order, as SQLite sorts them (not the database's collation).

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::rows::get;
 use super::totals::Folded;
 use super::{PgStore, StoreError};
+use crate::Scope;
 use crate::summary::{
     ByStatus, CallCounts, ConversationSummary, Durations, GlobalStats, Histogram, ToolStats,
     global, microseconds, tool_stats,
@@ -138,24 +139,20 @@ impl PgStore {
         .await
     }
 
-    /// One tool's statistics: over every record (`tenant` `None`, from the running
-    /// totals) or one tenant's.
-    pub async fn tool_stats_of(
-        &self,
-        tenant: Option<&str>,
-        tool: &str,
-    ) -> Result<ToolStats, StoreError> {
+    /// One tool's statistics over the records of `scope`: every record's (from the
+    /// running totals) or one tenant's.
+    pub async fn tool_stats(&self, scope: Scope<'_>, tool: &str) -> Result<ToolStats, StoreError> {
         let tool = tool.to_string();
-        self.summarise(tenant, move |by_status, durations, _| {
+        self.summarise(scope.tenant(), move |by_status, durations, _| {
             tool_stats(&tool, by_status, durations)
         })
         .await
     }
 
-    /// Statistics of the whole database (`tenant` `None`, from the running totals) or of
-    /// one tenant's records and conversations, with every tool's.
-    pub async fn global_stats_of(&self, tenant: Option<&str>) -> Result<GlobalStats, StoreError> {
-        self.summarise(tenant, global).await
+    /// Statistics of the whole database (from the running totals) or of one tenant's
+    /// records and conversations, with every tool's.
+    pub async fn global_stats(&self, scope: Scope<'_>) -> Result<GlobalStats, StoreError> {
+        self.summarise(scope.tenant(), global).await
     }
 
     /// `f` of the calls per (tool, status), the histogram and the conversations: every

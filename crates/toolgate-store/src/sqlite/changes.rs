@@ -84,8 +84,8 @@ fn follow(
                 seq: r.get(0)?,
                 run_id: r.get(1)?,
                 tenant: r.get(2)?,
-                kind: ChangeKind::parse(&kind).unwrap_or(ChangeKind::Saved),
-                status: RunStatus::parse(&status).unwrap_or(RunStatus::InProgress),
+                kind: kind.parse().unwrap_or(ChangeKind::Saved),
+                status: status.parse().unwrap_or(RunStatus::InProgress),
                 origin: r.get(5)?,
             })
         })?

@@ -52,7 +52,7 @@ fn info(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyInfo> {
     Ok(KeyInfo {
         id: r.get(0)?,
         name: r.get(1)?,
-        role: Role::parse(&role).unwrap_or(Role::Client),
+        role: role.trim().parse().unwrap_or(Role::Client),
         tenant: r.get(3)?,
         groups: serde_json::from_str(&groups).unwrap_or_default(),
         created_at: r.get(5)?,

@@ -4,7 +4,7 @@ use rusqlite::{Row, Statement, params};
 use serde_json::Value;
 
 pub use crate::model::{CallRecord, StoredCall};
-use toolgate_protocol::{CallStatus, CallerKind};
+use toolgate_protocol::{CallStatus, CallerKind, ErrorKind};
 
 pub(crate) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
@@ -22,7 +22,7 @@ pub(crate) fn insert(stmt: &mut Statement<'_>, r: &CallRecord) -> rusqlite::Resu
         r.result,
         r.result_size as i64,
         r.status.as_str(),
-        r.error_kind,
+        r.error_kind.map(ErrorKind::as_str),
         r.error_message,
         r.started_at,
         r.duration_ms,
@@ -43,17 +43,13 @@ pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredCall> {
             run_id: row.get(2)?,
             conversation_id: row.get(3)?,
             agent: row.get(4)?,
-            caller: match caller.as_str() {
-                "user" => CallerKind::User,
-                "workflow" => CallerKind::Workflow,
-                _ => CallerKind::Agent,
-            },
+            caller: caller.parse().unwrap_or(CallerKind::Agent),
             tool: row.get(6)?,
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
             result: row.get(8)?,
             result_size: size.max(0) as usize,
-            status: CallStatus::parse(&status).unwrap_or(CallStatus::Failed),
-            error_kind: row.get(11)?,
+            status: status.parse().unwrap_or(CallStatus::Failed),
+            error_kind: crate::model::error_kind_of(row.get(11)?),
             error_message: row.get(12)?,
             started_at: row.get(13)?,
             duration_ms: row.get(14)?,

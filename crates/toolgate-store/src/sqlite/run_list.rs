@@ -3,18 +3,19 @@
 
 use super::runs::{find_run, pending_with_below};
 use super::{PendingRow, RunRow, RunsError, SqliteStore};
+use crate::Scope;
 use toolgate_protocol::RunStatus;
 
 impl SqliteStore {
-    /// [`SqliteStore::runs_with_pending`], of one tenant (`None`: every tenant).
-    pub fn runs_with_pending_of(
+    /// [`SqliteStore::runs`], each paused run with its pending items.
+    pub fn runs_with_pending(
         &self,
-        tenant: Option<&str>,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, RunsError> {
-        let rows = self.runs_of(tenant, status, conversation, limit)?;
+        let rows = self.runs(scope, status, conversation, limit)?;
         if rows.iter().all(|r| r.status != RunStatus::RequiresAction) {
             return Ok(rows.into_iter().map(|r| (r, Vec::new())).collect());
         }

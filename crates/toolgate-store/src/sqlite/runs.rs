@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use super::record::{self, INSERT};
 use super::{SqliteStore, StoreError, describe, writer};
+use crate::Scope;
 pub use crate::model::{NewRun, PendingRow, PendingState, RunRow, RunSave};
 use toolgate_protocol::clock::now_ms;
 use toolgate_protocol::{ItemKind, RequiredItem, RunStatus, Usage};
@@ -23,7 +24,7 @@ pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         id: row.get(0)?,
         conversation_id: row.get(1)?,
         agent: row.get(2)?,
-        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        status: status.parse().unwrap_or(RunStatus::Failed),
         state: row.get(4)?,
         iteration: row.get(5)?,
         last_error: row.get(6)?,
@@ -67,7 +68,7 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
     Ok(PendingRow {
         item: RequiredItem {
             call_id: row.get(0)?,
-            kind: ItemKind::parse(&kind).unwrap_or(ItemKind::Approval),
+            kind: kind.parse().unwrap_or(ItemKind::Approval),
             tool: row.get(2)?,
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
             run_id: None,
@@ -76,12 +77,15 @@ pub(super) fn pending_from_row(row: &Row<'_>) -> rusqlite::Result<PendingRow> {
             expires_at: row.get(7)?,
             on_timeout: on_timeout
                 .as_deref()
-                .and_then(toolgate_protocol::OnTimeout::parse),
+                .and_then(|t| t.parse::<toolgate_protocol::OnTimeout>().ok()),
             policy: row.get(9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
         // A state this toolgate does not know (a newer one wrote it) is acted on: done.
-        state: PendingState::parse(&row.get::<_, String>(5)?).unwrap_or(PendingState::Done),
+        state: row
+            .get::<_, String>(5)?
+            .parse()
+            .unwrap_or(PendingState::Done),
     })
 }
 
@@ -410,7 +414,7 @@ impl SqliteStore {
                 .query_row([id], |r| r.get(0))
                 .optional()?
                 .ok_or_else(|| RunsError::NotFound(id.to_string()))?;
-            RunStatus::parse(&status).ok_or_else(|| {
+            status.parse::<RunStatus>().map_err(|_| {
                 RunsError::Refused(
                     Refusal::NotResumable,
                     format!("run {id} has an unknown status '{status}'"),
@@ -455,10 +459,10 @@ impl SqliteStore {
         })
     }
 
-    /// [`SqliteStore::runs`], of one tenant (`None`: every tenant).
-    pub fn runs_of(
+    /// Runs of `scope`, newest first, with a status, of a conversation, at most `limit`.
+    pub fn runs(
         &self,
-        tenant: Option<&str>,
+        scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
         limit: usize,
@@ -470,7 +474,12 @@ impl SqliteStore {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt
                 .query_map(
-                    params![status.map(RunStatus::as_str), conversation, limit as i64, tenant],
+                    params![
+                        status.map(RunStatus::as_str),
+                        conversation,
+                        limit as i64,
+                        scope.tenant()
+                    ],
                     run_from_row,
                 )?
                 .collect::<rusqlite::Result<_>>()?;

@@ -6,6 +6,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::runs::RunsError;
+use crate::SecretScope;
 use toolgate_protocol::clock::now_ms;
 
 /// A stored secret's name and times (never its value).
@@ -18,14 +19,14 @@ pub struct SecretInfo {
 }
 
 impl SqliteStore {
-    /// [`SqliteStore::set_secret`], in `tenant`'s scope (`""`: the shared scope).
-    pub async fn set_secret_in(
+    /// Sets (or replaces) secret `name` of `scope` to `sealed`.
+    pub async fn set_secret(
         &self,
-        tenant: &str,
+        scope: SecretScope<'_>,
         name: &str,
         sealed: String,
     ) -> Result<(), RunsError> {
-        let (tenant, name) = (tenant.to_string(), name.to_string());
+        let (tenant, name) = (scope.tenant().to_string(), name.to_string());
         self.transact(move |tx| {
             let now = now_ms();
             tx.execute(
@@ -38,9 +39,13 @@ impl SqliteStore {
         .await
     }
 
-    /// [`SqliteStore::remove_secret`], in `tenant`'s scope.
-    pub async fn remove_secret_in(&self, tenant: &str, name: &str) -> Result<bool, RunsError> {
-        let (tenant, name) = (tenant.to_string(), name.to_string());
+    /// Removes secret `name` of `scope`; whether it was there.
+    pub async fn remove_secret(
+        &self,
+        scope: SecretScope<'_>,
+        name: &str,
+    ) -> Result<bool, RunsError> {
+        let (tenant, name) = (scope.tenant().to_string(), name.to_string());
         self.transact(move |tx| {
             Ok(tx.execute(
                 "DELETE FROM secrets WHERE tenant = ?1 AND name = ?2",
@@ -50,29 +55,25 @@ impl SqliteStore {
         .await
     }
 
-    /// The sealed value of secret `name` for a run of `tenant`: the tenant's own,
-    /// else the shared one.
-    pub fn secret_for(
-        &self,
-        tenant: Option<&str>,
-        name: &str,
-    ) -> Result<Option<String>, RunsError> {
+    /// The sealed value of secret `name` of `scope`: a tenant's own, else the shared
+    /// one.
+    pub fn secret(&self, scope: SecretScope<'_>, name: &str) -> Result<Option<String>, RunsError> {
         self.read_runs(|conn| {
             Ok(conn
                 .prepare_cached("SELECT sealed FROM secrets WHERE name = ?1 AND tenant IN (?2, '') ORDER BY tenant = '' LIMIT 1")?
-                .query_row(params![name, tenant.unwrap_or("")], |r| r.get(0))
+                .query_row(params![name, scope.tenant()], |r| r.get(0))
                 .optional()?)
         })
     }
 
-    /// Every secret's name in `tenant`'s scope (`""`: shared), in order.
-    pub fn secrets_in(&self, tenant: &str) -> Result<Vec<SecretInfo>, RunsError> {
+    /// Every secret's name in `scope`, in order.
+    pub fn secrets(&self, scope: SecretScope<'_>) -> Result<Vec<SecretInfo>, RunsError> {
         self.read_runs(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT name, created_at, updated_at FROM secrets WHERE tenant = ?1 ORDER BY name",
             )?;
             let rows = stmt
-                .query_map([tenant], |r| {
+                .query_map([scope.tenant()], |r| {
                     Ok(SecretInfo {
                         name: r.get(0)?,
                         created_at: r.get(1)?,

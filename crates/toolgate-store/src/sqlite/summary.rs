@@ -6,6 +6,7 @@ use rusqlite::Connection;
 
 use super::totals::{self, ByStatus, Histogram};
 use super::{SqliteStore, StoreError};
+use crate::Scope;
 use crate::summary::{
     CallCounts, ConversationSummary, GlobalStats, ToolStats, global, percentiles, tool_stats,
 };
@@ -63,9 +64,17 @@ impl SqliteStore {
         })
     }
 
-    /// Statistics of one tool over every conversation (from the running totals; its
-    /// percentiles to three significant digits from one millisecond up).
-    pub fn tool_stats(&self, tool: &str) -> Result<ToolStats, StoreError> {
+    /// Statistics of one tool over the records of `scope`: every record's from the
+    /// running totals (its percentiles to three significant digits from one millisecond
+    /// up), one tenant's read from the records themselves (the running totals are the
+    /// whole database's).
+    pub fn tool_stats(&self, scope: Scope<'_>, tool: &str) -> Result<ToolStats, StoreError> {
+        if let Scope::Tenant(tenant) = scope {
+            return self.read(|conn| {
+                let (by_status, durations, _) = tenant_tally(conn, tenant)?;
+                Ok(tool_stats(tool, &by_status, &durations))
+            });
+        }
         self.read(|conn| {
             let snapshot = conn.unchecked_transaction()?;
             let (by_status, durations, _) = totals::tool_totals(&snapshot, Some(tool))?;
@@ -74,26 +83,16 @@ impl SqliteStore {
         })
     }
 
-    /// [`SqliteStore::tool_stats`] of one tenant's records (read from the records
-    /// themselves: the running totals are the whole database's).
-    pub fn tool_stats_of(&self, tenant: &str, tool: &str) -> Result<ToolStats, StoreError> {
-        self.read(|conn| {
-            let (by_status, durations, _) = tenant_tally(conn, tenant)?;
-            Ok(tool_stats(tool, &by_status, &durations))
-        })
-    }
-
-    /// [`SqliteStore::global_stats`] of one tenant's records and conversations.
-    pub fn global_stats_of(&self, tenant: &str) -> Result<GlobalStats, StoreError> {
-        self.read(|conn| {
-            let (by_status, durations, conversations) = tenant_tally(conn, tenant)?;
-            Ok(global(&by_status, &durations, conversations))
-        })
-    }
-
-    /// Statistics of the whole database, with every tool's (from the running totals;
-    /// percentiles to three significant digits from one millisecond up).
-    pub fn global_stats(&self) -> Result<GlobalStats, StoreError> {
+    /// Statistics of the records of `scope`, with every tool's: the whole database's
+    /// from the running totals (percentiles to three significant digits from one
+    /// millisecond up), one tenant's from its records and conversations.
+    pub fn global_stats(&self, scope: Scope<'_>) -> Result<GlobalStats, StoreError> {
+        if let Scope::Tenant(tenant) = scope {
+            return self.read(|conn| {
+                let (by_status, durations, conversations) = tenant_tally(conn, tenant)?;
+                Ok(global(&by_status, &durations, conversations))
+            });
+        }
         self.read(|conn| {
             let snapshot = conn.unchecked_transaction()?;
             let (by_status, durations, tail) = totals::tool_totals(&snapshot, None)?;

@@ -91,12 +91,16 @@ impl Deadline {
     ) -> Result<Option<Deadline>, (&'static str, String)> {
         let on_timeout = match on_timeout {
             None | Some(serde_json::Value::Null) => None,
-            Some(v) => Some(v.as_str().and_then(OnTimeout::parse).ok_or_else(|| {
-                (
-                    "on_timeout",
-                    format!("on_timeout: {v} is not deny or cancel_run"),
-                )
-            })?),
+            Some(v) => Some(
+                v.as_str()
+                    .and_then(|t| t.parse::<OnTimeout>().ok())
+                    .ok_or_else(|| {
+                        (
+                            "on_timeout",
+                            format!("on_timeout: {v} is not deny or cancel_run"),
+                        )
+                    })?,
+            ),
         };
         let timeout = match timeout {
             None | Some(serde_json::Value::Null) => None,
