@@ -5,6 +5,9 @@
 #![allow(clippy::too_many_lines, reason = "scenario tests read best whole")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// The parser's case corpus, read by `common` (relative to this package).
+const CORPUS: &str = "crates/toolgate-parse/tests/corpus";
+
 // Shared helpers: the test databases (they open the store) here, the rest in the
 // toolgate-test-support crate, named at the root so that `crate::serving` and the
 // like reach them.
@@ -26,9 +29,7 @@ mod cli_runs_postgres;
 mod cli_store;
 mod cli_subagents;
 mod cli_tools;
-mod conformance;
 mod context_budget;
-mod corpus;
 mod credentials;
 mod deadlines_store;
 mod dialect_runs;
@@ -57,7 +58,6 @@ mod openai_sdk;
 mod openapi_clients;
 mod openapi_tools;
 mod otel;
-mod parse_api;
 mod process_groups;
 mod responses_http;
 mod responses_store;
@@ -75,7 +75,6 @@ mod store;
 mod store_postgres;
 mod store_runs;
 mod store_workers;
-mod stream_props;
 mod streamed_output;
 mod subagents;
 mod takeup;

@@ -56,7 +56,7 @@ fn reads_a_file_and_strips_a_leading_bom() {
 #[test]
 fn stream_flag_gives_the_same_output_for_every_chunk_size() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = common::corpus_dir().join("tools");
+    let tools = common::tools_dir();
     for case in common::cases()
         .iter()
         .filter(|c| c.input.len() < 2000)
@@ -347,7 +347,7 @@ fn ascii_json(s: &str) -> String {
 #[test]
 fn jsonl_output_is_byte_identical_to_the_single_input_path() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = common::corpus_dir().join("tools");
+    let tools = common::tools_dir();
     let tools = tools.to_str().unwrap();
     let cases: Vec<_> = common::cases()
         .iter()
@@ -538,4 +538,22 @@ fn jsonl_stops_quietly_when_stdout_closes_mid_stream() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
+
+/// The parser crate's own tests read the corpus tools' schemas from its schemas.json;
+/// `toolgate parse --tools` loads the tool files themselves: the two must agree.
+#[test]
+fn corpus_schemas_json_is_what_the_tool_files_load_to() {
+    let loaded =
+        toolgate::tool::load_dir(&common::tools_dir(), &toolgate::tool::sources::standard())
+            .unwrap();
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let want = loaded.schemas();
+    let sorted: std::collections::BTreeMap<_, _> = want.iter().collect();
+    assert_eq!(
+        *common::schemas(),
+        want,
+        "crates/toolgate-parse/tests/corpus/schemas.json should read:\n{}",
+        serde_json::to_string_pretty(&sorted).unwrap()
+    );
 }

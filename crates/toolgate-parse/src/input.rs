@@ -25,6 +25,20 @@ enum Mode {
 ///
 /// Text calls and native calls share one id space and one event order: the text's
 /// events first, native calls at the end (they arrive whole only when the stream ends).
+///
+/// ```
+/// use toolgate_parse::{InputParser, ParseOptions, ParsedTurn, collect};
+/// let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi \"}}]}\n\n\
+///            data: {\"choices\":[{\"delta\":{\"content\":\"there.\"}}]}\n\n\
+///            data: [DONE]\n\n";
+/// let mut p = InputParser::new(ParseOptions::default());
+/// let mut turn = ParsedTurn::default();
+/// for chunk in sse.as_bytes().chunks(7) {
+///     collect(&mut turn, p.feed_bytes(chunk));
+/// }
+/// collect(&mut turn, p.finish());
+/// assert_eq!(turn.text, "Hi there.");
+/// ```
 pub struct InputParser {
     opts: ParseOptions,
     mode: Mode,

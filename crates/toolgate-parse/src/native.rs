@@ -19,6 +19,27 @@ struct Slot {
 }
 
 /// Tool calls being assembled from a model's answer, by index.
+///
+/// Feed it the `tool_calls` deltas of a stream (or the entries of a whole message),
+/// then hand it to [`StreamParser::finish_native`](crate::StreamParser::finish_native)
+/// so that its calls follow the text's calls in the same id space.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_parse::{NativeCalls, ParseOptions, ParsedTurn, StreamParser, collect};
+/// let mut native = NativeCalls::default();
+/// // The name may come after the first argument fragment.
+/// native.delta(0, None, None, Some("{\"city\": "), 0);
+/// native.delta(0, Some("call_w"), Some("get_weather"), Some("\"Paris\"}"), 0);
+/// // An entry as JSON, as a chat.completion or a chunk holds it.
+/// native.delta_json(1, &json!({"index": 1, "id": "call_t",
+///     "function": {"name": "get_time", "arguments": "{}"}}), 0);
+/// let mut turn = ParsedTurn::default();
+/// collect(&mut turn, StreamParser::new(ParseOptions::default()).finish_native(native));
+/// assert_eq!(turn.calls[0].id, "call_w");
+/// assert_eq!(turn.calls[0].arguments["city"], "Paris");
+/// assert_eq!(turn.calls[1].name, "get_time");
+/// ```
 #[derive(Debug, Default)]
 pub struct NativeCalls {
     slots: BTreeMap<u64, Slot>,

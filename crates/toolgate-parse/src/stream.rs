@@ -58,7 +58,7 @@ enum State {
 /// [`StreamParser::feed_bytes`]), then call [`StreamParser::finish`].
 ///
 /// ```
-/// use toolgate::parse::{ParseOptions, StreamParser, StreamEvent};
+/// use toolgate_parse::{ParseOptions, StreamParser, StreamEvent};
 /// let mut p = StreamParser::new(ParseOptions::default());
 /// let mut events = Vec::new();
 /// for chunk in ["Sure.<tool_call><name>echo</name><par", "ams><text><![CDATA[hi]]></text></params></tool_call>"] {

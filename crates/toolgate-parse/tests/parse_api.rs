@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::json;
-use toolgate::parse::{
+use toolgate_parse::{
     InputParser, ParseOptions, ProblemKind, StreamEvent, StreamParser, parse_input, parse_text,
 };
 

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolgate::parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
+use toolgate_parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
 
 const DIALECTS: [Dialect; 6] = [
     Dialect::Auto,

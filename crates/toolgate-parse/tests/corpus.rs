@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::{Case, cases, chunked, options, split_at, whole};
-use toolgate::parse::ParsedTurn;
+use toolgate_parse::ParsedTurn;
 
 fn check_expected(case: &Case, got: &ParsedTurn) -> Result<(), String> {
     let e = &case.expect;

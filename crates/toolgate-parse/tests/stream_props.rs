@@ -7,7 +7,7 @@
 use crate::common;
 
 use proptest::prelude::*;
-use toolgate::parse::{Dialect, ParseOptions};
+use toolgate_parse::{Dialect, ParseOptions};
 
 use common::{cases, options, split_at, whole};
 

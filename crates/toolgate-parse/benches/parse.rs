@@ -2,12 +2,12 @@
 //! with 0 to 3 calls) per dialect, whole and streamed, and one output holding a 1 MB
 //! CDATA value fed whole and in 1-byte, 16-byte and 4 KB chunks.
 //!
-//! Run: `cargo bench --bench parse` (divan prints time per iteration and MB/s).
+//! Run: `cargo bench -p toolgate-parse --bench parse` (divan prints time per iteration and MB/s).
 #![allow(clippy::too_many_lines, reason = "a benchmark reads best whole")]
 
 use divan::Bencher;
 use divan::counter::{BytesCount, ItemsCount};
-use toolgate::parse::{InputParser, ParseOptions, ParsedTurn, StreamParser, collect, parse_input};
+use toolgate_parse::{InputParser, ParseOptions, ParsedTurn, StreamParser, collect, parse_input};
 
 fn main() {
     divan::main();
@@ -214,7 +214,7 @@ fn openai_sse(bencher: Bencher) {
         sse.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"q\\\": \\\"x\\\"}\"}}]}}]}\n\n");
     }
     sse.push_str("data: [DONE]\n\n");
-    let opts = ParseOptions::default().with_dialect(toolgate::parse::Dialect::OpenAi);
+    let opts = ParseOptions::default().with_dialect(toolgate_parse::Dialect::OpenAi);
     bencher.counter(BytesCount::new(sse.len())).bench(|| {
         let mut p = InputParser::new(opts.clone());
         let mut turn = ParsedTurn::default();

@@ -2,7 +2,7 @@
 //! transcribed as data in tests/corpus/conformance/*.yaml (each names its source), run
 //! whole and streamed at every split. Prints the pass count; fails below the floor.
 //!
-//! Run: `cargo test --test all -- conformance:: --nocapture`
+//! Run: `cargo test -p toolgate-parse --test all -- conformance:: --nocapture`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use toolgate::parse::{ParseOptions, ParsedTurn};
+use toolgate_parse::{ParseOptions, ParsedTurn};
 
 /// Cases that must pass; raise it when more pass.
 const FLOOR: usize = 330;
@@ -23,8 +23,8 @@ struct Case {
     name: String,
     /// `project file::test` the case was transcribed from.
     source: String,
-    /// Where toolgate deliberately answers otherwise than the peer (README, "Where
-    /// the peers disagree"): the choice, and `expect` holds toolgate's answer.
+    /// Where toolgate deliberately answers otherwise than the peer (toolgate's README,
+    /// "Where the peers disagree"): the choice, and `expect` holds toolgate's answer.
     #[serde(default)]
     #[allow(dead_code)]
     choice: Option<String>,
