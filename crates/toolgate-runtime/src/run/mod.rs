@@ -43,7 +43,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub use active::Active;
 pub use additions::Additions;
 pub use cache::{Loaded, Report};
-pub use conversation::{system_prompt, tools as request_tools};
+pub use conversation::{PromptError, system_prompt, tools as request_tools};
 pub use deadlines::Expiry;
 pub use error::RunError;
 pub use folders::{Folders, agent_files};
@@ -263,7 +263,8 @@ impl Runner {
                 .or(req.agent.model.as_deref())
                 .unwrap_or(DEFAULT_MODEL),
         );
-        crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
+        crate::agent::check_model_spec(&model_name)
+            .map_err(|e| RunError::BadInput(e.to_string()))?;
         if self.model.is_none() && model_name != NO_MODEL {
             self.models.check(&model_name)?;
         }
@@ -276,7 +277,7 @@ impl Runner {
         let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {
-            check_conversation_id(c).map_err(RunError::BadInput)?;
+            check_conversation_id(c).map_err(|e| RunError::BadInput(e.to_string()))?;
         }
         let run_id = new_id("run");
         let conversation_id = req.conversation.clone().unwrap_or_else(|| new_id("conv"));
@@ -536,16 +537,26 @@ pub const MAX_CONVERSATION_ID: usize = 128;
 
 /// A conversation id a caller gives: 1 to 128 of `A-Z a-z 0-9 . _ : @ + = / -` (it goes
 /// into every event, record and log line of the conversation).
-pub fn check_conversation_id(id: &str) -> Result<(), String> {
+pub fn check_conversation_id(id: &str) -> Result<(), BadConversationId> {
     let fits = |c: char| c.is_ascii_alphanumeric() || "._:@+=/-".contains(c);
     if id.is_empty() || id.len() > MAX_CONVERSATION_ID || !id.chars().all(fits) {
-        let shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
-        return Err(format!(
-            "conversation id '{shown}{}' is not one: 1 to {MAX_CONVERSATION_ID} characters of letters, digits and . _ : @ + = / -",
-            if id.chars().count() > 40 { "..." } else { "" }
-        ));
+        let mut shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
+        if id.chars().count() > 40 {
+            shown.push_str("...");
+        }
+        return Err(BadConversationId { shown });
     }
     Ok(())
+}
+
+/// A conversation id a caller gave that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "conversation id '{shown}' is not one: 1 to {MAX_CONVERSATION_ID} characters of letters, digits and . _ : @ + = / -"
+)]
+pub struct BadConversationId {
+    /// The id as shown: its first 40 characters escaped, `...` when it is longer.
+    pub shown: String,
 }
 
 /// Whether `id` has the whole shape of a run id from [`new_id`] (`run_` and 16 hex
