@@ -250,13 +250,9 @@ impl Runner {
         self.start_in_tree(req, None, additions).await
     }
 
-    /// [`Runner::start`], for a top run (`tree` `None`) or a sub-agent's child run.
-    pub(crate) async fn start_in_tree(
-        &self,
-        req: StartRun,
-        tree: Option<(toolgate_store::RunLink, TreePlace)>,
-        additions: Additions,
-    ) -> Result<RunObject, RunError> {
+    /// The model a new run uses: the request's, else the agent's, else the default;
+    /// its form checked, and its provider when the runner has no model of its own.
+    fn start_model_name(&self, req: &StartRun) -> Result<String, RunError> {
         let model_name = absolute_model_name(
             req.model
                 .as_deref()
@@ -268,6 +264,25 @@ impl Runner {
         if self.model.is_none() && model_name != NO_MODEL {
             self.models.check(&model_name)?;
         }
+        Ok(model_name)
+    }
+
+    /// A new run's tenant: its owner's, or the default one.
+    fn tenant_of(req: &StartRun) -> String {
+        req.owner.as_ref().map_or_else(
+            || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
+            |o| o.tenant.clone(),
+        )
+    }
+
+    /// [`Runner::start`], for a top run (`tree` `None`) or a sub-agent's child run.
+    pub(crate) async fn start_in_tree(
+        &self,
+        req: StartRun,
+        tree: Option<(toolgate_store::RunLink, TreePlace)>,
+        additions: Additions,
+    ) -> Result<RunObject, RunError> {
+        let model_name = self.start_model_name(&req)?;
         let tools_dir = req.tools_dir.as_deref().map(absolute);
         let client_tools = additions.tools.unwrap_or_default();
         let toolkit = self
@@ -329,10 +344,7 @@ impl Runner {
                 messages: added,
                 first_seq: persisted,
                 link: tree.map(|(link, _)| link),
-                tenant: req.owner.as_ref().map_or_else(
-                    || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
-                    |o| o.tenant.clone(),
-                ),
+                tenant: Self::tenant_of(&req),
                 started_by: req.owner.as_ref().and_then(|o| o.user.clone()),
             })
             .await?;
