@@ -350,6 +350,34 @@ pub(super) fn xml_call(call: &ToolCall) -> String {
     out
 }
 
+/// Raises a gate for a `before_call` hook's hold: a call that would run waits for a
+/// person; one already waiting says both reasons.
+fn held(verdict: &mut Verdict, hold: String) {
+    match verdict.gate {
+        Gate::Run => {
+            *verdict = Verdict {
+                gate: Gate::Approval,
+                reason: Some(hold),
+            }
+        }
+        Gate::Approval => {
+            let rule = verdict.reason.take().unwrap_or_default();
+            verdict.reason = Some(format!("{rule}; {hold}"));
+        }
+        Gate::Client | Gate::Refuse => {}
+    }
+}
+
+/// The approval a call waits for: its reason, and its deadline from the toolkit.
+fn ask_of(live: &Live, call: &ToolCall, verdict: &Verdict) -> Ask {
+    let deadline = live.toolkit.deadline(&call.name);
+    Ask {
+        reason: verdict.reason.clone(),
+        expires_at: deadline.map(|d| now_ms() + d.timeout.as_millis() as i64),
+        on_timeout: deadline.map(|d| d.on_timeout),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -391,33 +419,5 @@ mod tests {
         assert_eq!(many[3], "c3_2");
         assert_eq!(many[19], "c0_2");
         assert_eq!(many[4], "c4");
-    }
-}
-
-/// Raises a gate for a `before_call` hook's hold: a call that would run waits for a
-/// person; one already waiting says both reasons.
-fn held(verdict: &mut Verdict, hold: String) {
-    match verdict.gate {
-        Gate::Run => {
-            *verdict = Verdict {
-                gate: Gate::Approval,
-                reason: Some(hold),
-            }
-        }
-        Gate::Approval => {
-            let rule = verdict.reason.take().unwrap_or_default();
-            verdict.reason = Some(format!("{rule}; {hold}"));
-        }
-        Gate::Client | Gate::Refuse => {}
-    }
-}
-
-/// The approval a call waits for: its reason, and its deadline from the toolkit.
-fn ask_of(live: &Live, call: &ToolCall, verdict: &Verdict) -> Ask {
-    let deadline = live.toolkit.deadline(&call.name);
-    Ask {
-        reason: verdict.reason.clone(),
-        expires_at: deadline.map(|d| now_ms() + d.timeout.as_millis() as i64),
-        on_timeout: deadline.map(|d| d.on_timeout),
     }
 }
