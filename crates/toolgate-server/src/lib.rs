@@ -348,8 +348,8 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
             error,
         })?;
     let addr = listener.local_addr().map_err(ServeError::Io)?;
-    let mut allowed_hosts =
-        guard::AllowedHosts::new(&config.allowed_hosts).map_err(ServeError::Config)?;
+    let mut allowed_hosts = guard::AllowedHosts::new(&config.allowed_hosts)
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     if let Some(u) = &config.public_url {
         allowed_hosts.add_url(u);
     }
@@ -369,7 +369,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
                 j.issuer.clone(),
             )
             .await
-            .map_err(ServeError::Config)?,
+            .map_err(|e| ServeError::Config(e.to_string()))?,
         )),
         None => None,
     };

@@ -92,8 +92,10 @@ pub async fn create_response(
         ));
     }
     let mut input = parse_input(body.input.as_ref())?;
-    let declared = request_tools::read(body.tools.as_ref()).map_err(ApiError::bad_request)?;
-    let format = structured::read(body.text.as_ref()).map_err(ApiError::bad_request)?;
+    let declared = request_tools::read(body.tools.as_ref())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let format =
+        structured::read(body.text.as_ref()).map_err(|e| ApiError::bad_request(e.to_string()))?;
     if let (Some(format), Some(message)) = (&format, input.message.as_mut()) {
         // The model is asked for the format along with the message.
         message.push_str("\n\n");
@@ -197,7 +199,7 @@ async fn attach(
                 })
                 .await
                 .map_err(|e| ApiError::internal(format!("saving an attachment stopped: {e}")))?
-                .map_err(ApiError::internal)?;
+                .map_err(|e| ApiError::internal(e.to_string()))?;
                 start.message.push_str(&format!(
                     "\n\n[The user attached the file '{}' ({size} bytes); it is saved in your workspace as {}]",
                     saved.0, saved.1
