@@ -310,7 +310,7 @@ async fn start_fresh(
     state.may_start(who).await?;
     let message = input.message.unwrap_or_default();
     let mut start = state.start_request(agent_name, message, None, None)?;
-    start.owner = Some(toolgate_protocol::identity::RunOwner::of(&who));
+    start.owner = Some(toolgate_protocol::identity::RunOwner::of(who));
     Ok((Plan::Start(Box::new(start)), HashMap::new(), None))
 }
 

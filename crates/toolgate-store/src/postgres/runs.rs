@@ -407,8 +407,6 @@ fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// The refusal of a second sub-agent run for one call (`existing`: the first's id, when
-
 /// Whether a run may be created in `conversation_id` for `tenant` (the transaction
 /// takes the conversation's lock first, held until it commits): refused while the
 /// conversation has an unfinished run, when the parent's call already has its child,
@@ -473,6 +471,7 @@ async fn may_create(
     Ok(())
 }
 
+/// The refusal of a second sub-agent run for one call (`existing`: the first's id, when
 /// it was read; another worker may have created it meanwhile).
 fn child_exists(parent: &str, call: &str, existing: Option<&str>) -> StoreError {
     let message = match existing {
