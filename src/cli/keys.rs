@@ -108,106 +108,122 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
             groups,
             expires,
             json,
-        } => {
-            // `--tenant T` (global): the tenant the key acts in.
-            let tenant = super::tenant()
-                .unwrap_or(toolgate::identity::DEFAULT_TENANT)
-                .to_string();
-            check_word("key name", &name)?;
-            check_word("tenant", &tenant)?;
-            let groups: Vec<String> = groups
-                .into_iter()
-                .map(|g| g.trim().to_string())
-                .filter(|g| !g.is_empty())
-                .collect();
-            for g in &groups {
-                check_word("group", g)?;
-            }
-            let role = role.trim().parse::<Role>().map_err(|_| {
-                Failure::bad_input(format!("--role '{role}' is not client, approver or admin"))
-            })?;
-            let expires_at = match expires {
-                Some(e) => Some(now_ms() + parse_expiry(&e)?),
-                None => None,
-            };
-            let key = new_key()?;
-            let store = open_store(db)?;
-            let info = runtime()?
-                .block_on(store.create_key(NewKey {
-                    id: toolgate::run::new_id("key"),
-                    name,
-                    hash: toolgate::server::key_hash(&key),
-                    role,
-                    tenant,
-                    groups,
-                    expires_at,
-                }))
-                .map_err(|e| Failure::bad_input(e.to_string()))?;
-            if json {
-                let shown = serde_json::json!({
-                    "name": info.name, "role": info.role, "tenant": info.tenant,
-                    "groups": info.groups, "key": key,
-                });
-                print_json(&mut out::stdout(), &shown, false)?;
-            } else {
-                print(&format!("{key}\n"))?;
-                say!(
-                    "toolgate: key {} ({}, tenant {}) created; it is shown only this once",
-                    info.name,
-                    info.role.as_str(),
-                    info.tenant
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        KeysCommand::List { json } => {
-            let store = open_existing_store(db)?;
-            let keys = store
-                .keys()
-                .wait()?
-                .map_err(|e| Failure::other(e.to_string()))?;
-            if json {
-                print_json(&mut out::stdout(), &keys, false)?;
-            } else {
-                let rows: Vec<Vec<String>> = keys
-                    .iter()
-                    .map(|k| {
-                        let state = match (k.revoked_at, k.expires_at) {
-                            (Some(_), _) => "revoked".to_string(),
-                            (None, Some(t)) if t <= now_ms() => "expired".into(),
-                            (None, Some(t)) => format!("until {}", super::calls::show_time(t)),
-                            (None, None) => "active".into(),
-                        };
-                        vec![
-                            k.name.clone(),
-                            k.role.as_str().to_string(),
-                            k.tenant.clone(),
-                            k.groups.join(","),
-                            state,
-                        ]
-                    })
-                    .collect();
-                print(&table::render(
-                    &["NAME", "ROLE", "TENANT", "GROUPS", "STATE"],
-                    &rows,
-                ))?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        KeysCommand::Revoke { name } => {
-            let store = open_existing_store(db)?;
-            let revoked = runtime()?
-                .block_on(store.revoke_key(&name))
-                .map_err(|e| Failure::other(e.to_string()))?;
-            if !revoked {
-                return Err(Failure::bad_input(format!(
-                    "there is no active key named '{name}' (toolgate keys list)"
-                )));
-            }
-            say!("toolgate: key {name} revoked");
-            Ok(ExitCode::SUCCESS)
-        }
+        } => create(db, name, &role, groups, expires, json),
+        KeysCommand::List { json } => list(db, json),
+        KeysCommand::Revoke { name } => revoke(db, &name),
     }
+}
+
+/// `keys create`: a new key in the tenant of `--tenant`, shown only this once.
+fn create(
+    db: &Path,
+    name: String,
+    role: &str,
+    groups: Vec<String>,
+    expires: Option<String>,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    // `--tenant T` (global): the tenant the key acts in.
+    let tenant = super::tenant()
+        .unwrap_or(toolgate::identity::DEFAULT_TENANT)
+        .to_string();
+    check_word("key name", &name)?;
+    check_word("tenant", &tenant)?;
+    let groups: Vec<String> = groups
+        .into_iter()
+        .map(|g| g.trim().to_string())
+        .filter(|g| !g.is_empty())
+        .collect();
+    for g in &groups {
+        check_word("group", g)?;
+    }
+    let role = role.trim().parse::<Role>().map_err(|_| {
+        Failure::bad_input(format!("--role '{role}' is not client, approver or admin"))
+    })?;
+    let expires_at = match expires {
+        Some(e) => Some(now_ms() + parse_expiry(&e)?),
+        None => None,
+    };
+    let key = new_key()?;
+    let store = open_store(db)?;
+    let info = runtime()?
+        .block_on(store.create_key(NewKey {
+            id: toolgate::run::new_id("key"),
+            name,
+            hash: toolgate::server::key_hash(&key),
+            role,
+            tenant,
+            groups,
+            expires_at,
+        }))
+        .map_err(|e| Failure::bad_input(e.to_string()))?;
+    if json {
+        let shown = serde_json::json!({
+            "name": info.name, "role": info.role, "tenant": info.tenant,
+            "groups": info.groups, "key": key,
+        });
+        print_json(&mut out::stdout(), &shown, false)?;
+    } else {
+        print(&format!("{key}\n"))?;
+        say!(
+            "toolgate: key {} ({}, tenant {}) created; it is shown only this once",
+            info.name,
+            info.role.as_str(),
+            info.tenant
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `keys list`: every key with its role, tenant, groups and state.
+fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
+    let store = open_existing_store(db)?;
+    let keys = store
+        .keys()
+        .wait()?
+        .map_err(|e| Failure::other(e.to_string()))?;
+    if json {
+        print_json(&mut out::stdout(), &keys, false)?;
+    } else {
+        let rows: Vec<Vec<String>> = keys
+            .iter()
+            .map(|k| {
+                let state = match (k.revoked_at, k.expires_at) {
+                    (Some(_), _) => "revoked".to_string(),
+                    (None, Some(t)) if t <= now_ms() => "expired".into(),
+                    (None, Some(t)) => format!("until {}", super::calls::show_time(t)),
+                    (None, None) => "active".into(),
+                };
+                vec![
+                    k.name.clone(),
+                    k.role.as_str().to_string(),
+                    k.tenant.clone(),
+                    k.groups.join(","),
+                    state,
+                ]
+            })
+            .collect();
+        print(&table::render(
+            &["NAME", "ROLE", "TENANT", "GROUPS", "STATE"],
+            &rows,
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `keys revoke`: revokes the active key named `name`.
+fn revoke(db: &Path, name: &str) -> Result<ExitCode, Failure> {
+    let store = open_existing_store(db)?;
+    let revoked = runtime()?
+        .block_on(store.revoke_key(name))
+        .map_err(|e| Failure::other(e.to_string()))?;
+    if !revoked {
+        return Err(Failure::bad_input(format!(
+            "there is no active key named '{name}' (toolgate keys list)"
+        )));
+    }
+    say!("toolgate: key {name} revoked");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Unix milliseconds now.

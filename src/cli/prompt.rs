@@ -72,7 +72,7 @@ fn agent_prompt(file: &Path, lib: ToolLibrary, openai: bool) -> Result<ExitCode,
         return Ok(ExitCode::SUCCESS);
     }
     agent.mode = Mode::Xml;
-    let text = system_prompt(&agent, &toolkit).map_err(Failure::other)?;
+    let text = system_prompt(&agent, &toolkit).map_err(|e| Failure::other(e.to_string()))?;
     use std::io::Write;
     writeln!(out, "{text}").map_err(out::write_failure)?;
     Ok(ExitCode::SUCCESS)

@@ -76,6 +76,7 @@ impl Printer {
     }
 }
 
+/// Writes the progress line of an event on stderr (none for some).
 fn human(e: &RunEvent) {
     let mut err = out::stderr();
     match e {
@@ -94,20 +95,7 @@ fn human(e: &RunEvent) {
             let _ = writeln!(err, "· note: {message}");
         }
         RunEvent::ApprovalRequested(events::ApprovalRequested { item, .. }) => {
-            let _ = writeln!(
-                err,
-                "· {} waits for {}: {} {}",
-                item.call_id,
-                match item.kind {
-                    toolgate::protocol::ItemKind::Approval => "approval",
-                    toolgate::protocol::ItemKind::SubmitToolOutput => "the client's output",
-                },
-                item.tool,
-                item.arguments
-            );
-            if let Some(reason) = &item.reason {
-                let _ = writeln!(err, "  because {reason}");
-            }
+            requested(&mut err, item);
         }
         RunEvent::ApprovalExpiring(events::ApprovalExpiring { item, .. }) => {
             let _ = writeln!(
@@ -117,13 +105,7 @@ fn human(e: &RunEvent) {
             );
         }
         RunEvent::ApprovalExpired(events::ApprovalExpired { item, .. }) => {
-            let _ = writeln!(
-                err,
-                "· the approval of {} ({}) expired: {}",
-                item.call_id,
-                item.tool,
-                item.on_timeout.unwrap_or_default().as_str()
-            );
+            expired(&mut err, item);
         }
         RunEvent::ToolResolved(events::ToolResolved {
             call_id,
@@ -181,6 +163,35 @@ fn human(e: &RunEvent) {
         | RunEvent::RunFailed(_)
         | RunEvent::RunCancelled(_) => {}
     }
+}
+
+/// The line of an item that waits: what for, its call, and the reason it waits.
+fn requested(err: &mut impl Write, item: &toolgate::protocol::RequiredItem) {
+    let _ = writeln!(
+        err,
+        "· {} waits for {}: {} {}",
+        item.call_id,
+        match item.kind {
+            toolgate::protocol::ItemKind::Approval => "approval",
+            toolgate::protocol::ItemKind::SubmitToolOutput => "the client's output",
+        },
+        item.tool,
+        item.arguments
+    );
+    if let Some(reason) = &item.reason {
+        let _ = writeln!(err, "  because {reason}");
+    }
+}
+
+/// The line of an approval whose deadline passed, with what happened to its call.
+fn expired(err: &mut impl Write, item: &toolgate::protocol::RequiredItem) {
+    let _ = writeln!(
+        err,
+        "· the approval of {} ({}) expired: {}",
+        item.call_id,
+        item.tool,
+        item.on_timeout.unwrap_or_default().as_str()
+    );
 }
 
 fn first_line(s: &str) -> String {

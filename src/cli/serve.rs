@@ -147,14 +147,17 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         Some(keys) => Some(toolgate::server::JwtSettings {
             keys,
             claims: toolgate::server::jwt::ClaimMap::parse(&args.jwt_claims)
-                .map_err(Failure::bad_input)?,
+                .map_err(|e| Failure::bad_input(e.to_string()))?,
             audience: args.jwt_audience,
             issuer: args.jwt_issuer,
         }),
         None => None,
     };
     let rate_limits = match &args.rate_limits {
-        Some(f) => Some(toolgate::server::rate::RateConfig::load(f).map_err(Failure::bad_input)?),
+        Some(f) => Some(
+            toolgate::server::rate::RateConfig::load(f)
+                .map_err(|e| Failure::bad_input(e.to_string()))?,
+        ),
         None => None,
     };
     let config = ServeConfig {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use toolgate::protocol::Usage;
 use toolgate::run::run_object;
-use toolgate::store::{CallCounts, Durations, Scope, ToolStats};
+use toolgate::store::{CallCounts, Durations, Scope, Store, ToolStats};
 
 use super::calls::show_time;
 use super::out::{self, print_json};
@@ -95,6 +95,95 @@ fn tool_rows(tools: &[ToolStats]) -> String {
     )
 }
 
+/// A conversation's summary: its calls, its runs' model usage and its sub-agent trees.
+/// `None`: printed as JSON already.
+fn conversation(
+    store: &Store,
+    conv: &str,
+    json: bool,
+    out: &mut out::Stdout,
+) -> Result<Option<String>, Failure> {
+    let s = store
+        .conversation_summary(conv)
+        .wait()?
+        .map_err(super::store_failure)?;
+    // The conversation's runs and what they asked of the model.
+    let runs = store
+        .runs(Scope::All, None, Some(conv), 100_000)
+        .wait()?
+        .map_err(|e| super::run::run_failure(e.into()))?;
+    let mut usage = Usage::default();
+    for r in &runs {
+        usage.add(run_object(r, &[]).usage);
+    }
+    // Each top run with its sub-agent runs below it, and the totals with them.
+    let trees = store
+        .conversation_trees(conv)
+        .wait()?
+        .map_err(|e| super::run::run_failure(e.into()))?;
+    let mut totals = toolgate::protocol::TreeTally::default();
+    for t in &trees {
+        totals.add(&t.totals);
+    }
+    if json {
+        let mut value = serde_json::to_value(&s)
+            .map_err(|e| Failure::other(format!("cannot encode the summary: {e}")))?;
+        value["runs"] = runs.len().into();
+        value["model_usage"] = serde_json::to_value(usage).unwrap_or_default();
+        value["run_trees"] = serde_json::to_value(&trees).unwrap_or_default();
+        value["totals_with_subagents"] = serde_json::to_value(totals).unwrap_or_default();
+        return print_json(out, &value, false).map(|()| None);
+    }
+    if s.calls.total_calls == 0 && runs.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "no calls recorded for conversation '{conv}' in {}",
+            store.path().display()
+        )));
+    }
+    let mut text = format!(
+        "conversation {}\n  calls:    {}\n  success:  {:.1}%\n  duration: {}\n  first:    {}\n  last:     {}\n\n",
+        s.conversation_id,
+        tally(&s.calls),
+        s.calls.success_rate,
+        durations(&s.duration_ms),
+        s.first_call_at.map(show_time).unwrap_or_default(),
+        s.last_call_at.map(show_time).unwrap_or_default(),
+    );
+    if !runs.is_empty() {
+        text.insert_str(
+            text.len() - 1,
+            &format!(
+                "  runs:     {} ({} model call(s), {} tokens: {} prompt + {} completion)\n",
+                runs.len(),
+                usage.model_calls,
+                usage.total_tokens,
+                usage.prompt_tokens,
+                usage.completion_tokens
+            ),
+        );
+    }
+    let rows: Vec<Vec<String>> = s
+        .tool_usage
+        .iter()
+        .map(|(k, v)| vec![k.clone(), v.to_string()])
+        .collect();
+    text.push_str(&table::render(&["TOOL", "CALLS"], &rows));
+    if trees.iter().any(|t| !t.children.is_empty()) {
+        text.push_str("\nsub-agents (agent, run, status, its own calls, success, tokens, time)\n");
+        for t in &trees {
+            for l in super::tree::render(t).lines() {
+                text.push_str(&format!("  {l}\n"));
+            }
+        }
+        text.push_str(&format!(
+            "  with sub-agents: {}\n",
+            super::tree::tally(&totals)
+        ));
+    }
+    Ok(Some(text))
+}
+
+/// `toolgate stats`.
 pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.limits {
         let key = std::env::var("TOOLGATE_API_KEY").ok();
@@ -103,86 +192,10 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = open_existing_store(db)?;
     let mut out = out::stdout();
     let text = if let Some(conv) = &args.conversation {
-        let s = store
-            .conversation_summary(conv)
-            .wait()?
-            .map_err(super::store_failure)?;
-        // The conversation's runs and what they asked of the model.
-        let runs = store
-            .runs(Scope::All, None, Some(conv), 100_000)
-            .wait()?
-            .map_err(|e| super::run::run_failure(e.into()))?;
-        let mut usage = Usage::default();
-        for r in &runs {
-            usage.add(run_object(r, &[]).usage);
+        match conversation(&store, conv, args.json, &mut out)? {
+            Some(text) => text,
+            None => return Ok(ExitCode::SUCCESS),
         }
-        // Each top run with its sub-agent runs below it, and the totals with them.
-        let trees = store
-            .conversation_trees(conv)
-            .wait()?
-            .map_err(|e| super::run::run_failure(e.into()))?;
-        let mut totals = toolgate::protocol::TreeTally::default();
-        for t in &trees {
-            totals.add(&t.totals);
-        }
-        if args.json {
-            let mut value = serde_json::to_value(&s)
-                .map_err(|e| Failure::other(format!("cannot encode the summary: {e}")))?;
-            value["runs"] = runs.len().into();
-            value["model_usage"] = serde_json::to_value(usage).unwrap_or_default();
-            value["run_trees"] = serde_json::to_value(&trees).unwrap_or_default();
-            value["totals_with_subagents"] = serde_json::to_value(totals).unwrap_or_default();
-            return print_json(&mut out, &value, false).map(|()| ExitCode::SUCCESS);
-        }
-        if s.calls.total_calls == 0 && runs.is_empty() {
-            return Err(Failure::bad_input(format!(
-                "no calls recorded for conversation '{conv}' in {}",
-                store.path().display()
-            )));
-        }
-        let mut text = format!(
-            "conversation {}\n  calls:    {}\n  success:  {:.1}%\n  duration: {}\n  first:    {}\n  last:     {}\n\n",
-            s.conversation_id,
-            tally(&s.calls),
-            s.calls.success_rate,
-            durations(&s.duration_ms),
-            s.first_call_at.map(show_time).unwrap_or_default(),
-            s.last_call_at.map(show_time).unwrap_or_default(),
-        );
-        if !runs.is_empty() {
-            text.insert_str(
-                text.len() - 1,
-                &format!(
-                    "  runs:     {} ({} model call(s), {} tokens: {} prompt + {} completion)\n",
-                    runs.len(),
-                    usage.model_calls,
-                    usage.total_tokens,
-                    usage.prompt_tokens,
-                    usage.completion_tokens
-                ),
-            );
-        }
-        let rows: Vec<Vec<String>> = s
-            .tool_usage
-            .iter()
-            .map(|(k, v)| vec![k.clone(), v.to_string()])
-            .collect();
-        text.push_str(&table::render(&["TOOL", "CALLS"], &rows));
-        if trees.iter().any(|t| !t.children.is_empty()) {
-            text.push_str(
-                "\nsub-agents (agent, run, status, its own calls, success, tokens, time)\n",
-            );
-            for t in &trees {
-                for l in super::tree::render(t).lines() {
-                    text.push_str(&format!("  {l}\n"));
-                }
-            }
-            text.push_str(&format!(
-                "  with sub-agents: {}\n",
-                super::tree::tally(&totals)
-            ));
-        }
-        text
     } else if let Some(tool) = &args.tool {
         let t = store
             .tool_stats(Scope::All, tool)

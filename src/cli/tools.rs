@@ -228,11 +228,7 @@ fn call(
     json: bool,
 ) -> Result<ExitCode, Failure> {
     let tool = find_tool(lib, name)?.clone();
-    let args: Map<String, Value> = match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => return Err(Failure::bad_input("--args must be a JSON object")),
-        Err(e) => return Err(Failure::bad_input(format!("--args is not valid JSON: {e}"))),
-    };
+    let args = call_args(raw)?;
     let root = super::workspace_dir(ws)?.unwrap_or_else(|| PathBuf::from("."));
     let root = workspace::canonical_root(&root)
         .map_err(|e| Failure::bad_input(format!("workspace {}: {e}", root.display())))?;
@@ -247,21 +243,7 @@ fn call(
         .build()
         .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;
     // Lines the tool streams while it runs go to stderr (not with --json: one object).
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let shown = name.to_string();
-    let printer = runtime.spawn(async move {
-        while let Some(event) = rx.recv().await {
-            if let toolgate::protocol::Event::ToolOutput { part, .. } = event {
-                let one = toolgate::tool::ToolOutput {
-                    parts: vec![part],
-                    is_error: false,
-                };
-                for line in one.to_text().lines() {
-                    say!("  {shown} │ {line}");
-                }
-            }
-        }
-    });
+    let (tx, printer) = spawn_printer(&runtime, name);
     let engine = Engine::new(
         EngineConfig {
             workspace: root,
@@ -293,6 +275,54 @@ fn call(
     if new_conversation && !json {
         say!("toolgate: recorded in conversation {conversation} ({shown_db})");
     }
+    report(outcome, name, &call_id, &conversation, json)
+}
+
+/// `--args`: a JSON object.
+fn call_args(raw: &str) -> Result<Map<String, Value>, Failure> {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(Failure::bad_input("--args must be a JSON object")),
+        Err(e) => Err(Failure::bad_input(format!("--args is not valid JSON: {e}"))),
+    }
+}
+
+/// Prints on stderr the lines a tool streams while it runs; the sender goes to the
+/// engine, the task ends when it is dropped.
+fn spawn_printer(
+    runtime: &tokio::runtime::Runtime,
+    name: &str,
+) -> (
+    tokio::sync::mpsc::UnboundedSender<toolgate::protocol::Event>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let shown = name.to_string();
+    let printer = runtime.spawn(async move {
+        while let Some(event) = rx.recv().await {
+            if let toolgate::protocol::Event::ToolOutput { part, .. } = event {
+                let one = toolgate::tool::ToolOutput {
+                    parts: vec![part],
+                    is_error: false,
+                };
+                for line in one.to_text().lines() {
+                    say!("  {shown} │ {line}");
+                }
+            }
+        }
+    });
+    (tx, printer)
+}
+
+/// Shows the call's outcome (one JSON object with `--json`, else its output) and its
+/// exit code: 3 for a client tool, an error for a failed call.
+fn report(
+    outcome: toolgate::engine::CallOutcome,
+    name: &str,
+    call_id: &str,
+    conversation: &str,
+    json: bool,
+) -> Result<ExitCode, Failure> {
     let mut out = out::stdout();
     if json {
         let (output, error) = match &outcome.result {

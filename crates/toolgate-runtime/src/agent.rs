@@ -172,201 +172,320 @@ pub enum AgentErrorKind {
     UnknownTool,
 }
 
+/// Where an agent file's faults are reported: the file and its text.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// An `Invalid` fault at `line` of the file.
+    fn fail(&self, line: Option<usize>, message: String) -> AgentError {
+        agent_fault(self.path, line, message)
+    }
+
+    /// An `Invalid` fault at the line of the field `keys` names.
+    fn at(&self, keys: &[&str], message: String) -> AgentError {
+        self.fail(line_of(self.text, keys), message)
+    }
+}
+
+/// An `Invalid` fault of the agent file at `path`.
+fn agent_fault(path: &Path, line: Option<usize>, message: String) -> AgentError {
+    AgentError {
+        path: path.to_path_buf(),
+        line,
+        message,
+        kind: AgentErrorKind::Invalid,
+    }
+}
+
+/// Reads the file's text and parses it, naming the field when the parser does not.
+fn read_raw(path: &Path) -> Result<(String, RawAgent), AgentError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| agent_fault(path, None, format!("cannot read the agent file: {e}")))?;
+    let raw: RawAgent = serde_saphyr::from_str(&text).map_err(|e| {
+        let line = e.location().map(|l| l.line() as usize);
+        let mut message = first_line(&e.to_string());
+        // Name the field when the parser's message does not.
+        let key = line
+            .and_then(|l| text.lines().nth(l.saturating_sub(1)))
+            .and_then(|l| l.split_once(':'))
+            .map(|(k, _)| k.trim().trim_start_matches("- ").to_string())
+            .filter(|k| !k.is_empty() && !k.contains(' ') && !message.contains(k.as_str()));
+        if let Some(key) = key {
+            message = format!("field '{key}': {message}");
+        }
+        agent_fault(path, line, message)
+    })?;
+    Ok((text, raw))
+}
+
+/// `instructions:` or the text of `instructions_file:` (read from `folder`), not both.
+fn read_instructions(
+    src: &Source<'_>,
+    folder: &Path,
+    inline: Option<String>,
+    file: Option<PathBuf>,
+) -> Result<String, AgentError> {
+    Ok(match (inline, file) {
+        (Some(_), Some(_)) => {
+            return Err(src.at(
+                &["instructions_file"],
+                "give 'instructions' or 'instructions_file', not both".into(),
+            ));
+        }
+        (Some(text), None) => text,
+        (None, Some(file)) => {
+            let file = folder.join(file);
+            std::fs::read_to_string(&file).map_err(|e| {
+                src.at(
+                    &["instructions_file"],
+                    format!(
+                        "field 'instructions_file': cannot read {}: {e}",
+                        file.display()
+                    ),
+                )
+            })?
+        }
+        (None, None) => String::new(),
+    })
+}
+
+/// A model spec of `model:` or `fallback:`, its name in the `PROVIDER:NAME` form.
+fn model_spec(v: &serde_json::Value) -> Result<toolgate_model::ModelSpec, String> {
+    toolgate_model::ModelSpec::from_value(v)
+        .map_err(String::from)
+        .and_then(|s| {
+            check_model_spec(&s.name)
+                .map_err(|e| e.to_string())
+                .map(|()| s)
+        })
+}
+
+/// The models: `model:`, `context:` and `fallback:`.
+type Models = (
+    Option<toolgate_model::ModelSpec>,
+    Option<toolgate_model::context::ContextConfig>,
+    Vec<toolgate_model::ModelSpec>,
+);
+
+/// Reads `model:`, `context:` and `fallback:`.
+fn read_models(src: &Source<'_>, raw: &RawAgent) -> Result<Models, AgentError> {
+    let spec = match &raw.model {
+        Some(v) => {
+            Some(model_spec(v).map_err(|m| src.at(&["model"], format!("field 'model': {m}")))?)
+        }
+        None => None,
+    };
+    let context = match &raw.context {
+        Some(v) => {
+            let c: toolgate_model::context::ContextConfig = serde_json::from_value(v.clone())
+                .map_err(|e| src.at(&["context"], format!("field 'context': {e}")))?;
+            c.check()
+                .map_err(|m| src.at(&["context"], format!("field 'context': {m}")))?;
+            Some(c)
+        }
+        None => None,
+    };
+    let mut fallback = Vec::with_capacity(raw.fallback.len());
+    for (i, v) in raw.fallback.iter().enumerate() {
+        let s = model_spec(v).map_err(|m| {
+            src.at(
+                &["fallback"],
+                format!("field 'fallback', entry {}: {m}", i + 1),
+            )
+        })?;
+        fallback.push(s);
+    }
+    Ok((spec, context, fallback))
+}
+
+/// Reads `subagents:` and checks the tool names: none listed twice, no sub-agent named
+/// like a tool, `max_depth` at least 1, permissions only for listed tools.
+fn read_tools(
+    src: &Source<'_>,
+    raw: &RawAgent,
+    folder: &Path,
+) -> Result<crate::subagents::Subagents, AgentError> {
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = raw.tools.iter().find(|t| !seen.insert(t.as_str())) {
+        return Err(src.at(
+            &["tools"],
+            format!("field 'tools': '{dup}' is listed twice"),
+        ));
+    }
+    let subagents = match &raw.subagents {
+        Some(v) => {
+            crate::subagents::parse(v, folder).map_err(|e| src.at(&["subagents"], e.to_string()))?
+        }
+        None => Default::default(),
+    };
+    let sub_tools = subagents.tool_names();
+    if let Some(clash) = sub_tools.iter().find(|t| raw.tools.contains(t)) {
+        return Err(src.at(
+            &["subagents"],
+            format!(
+                "field 'subagents': '{clash}' is also in 'tools'; a sub-agent's name must be its own"
+            ),
+        ));
+    }
+    if raw.max_depth == Some(0) {
+        return Err(src.at(
+            &["max_depth"],
+            "field 'max_depth' must be at least 1".into(),
+        ));
+    }
+    if let Some(bad) = raw
+        .permissions
+        .keys()
+        .find(|k| !raw.tools.contains(k) && !sub_tools.contains(k))
+    {
+        return Err(src.at(
+            &["permissions"],
+            format!(
+                "field 'permissions': '{bad}' is not in the agent's 'tools' ({})",
+                raw.tools
+                    .iter()
+                    .chain(&sub_tools)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Ok(subagents)
+}
+
+/// Permission words and rules by tool.
+type Permissions = (
+    HashMap<String, Permission>,
+    HashMap<String, toolgate_tool::policy::Rules>,
+);
+
+/// Reads `permissions:`: a word, rules, or both, for each tool.
+fn read_permissions(src: &Source<'_>, raw: &RawAgent) -> Result<Permissions, AgentError> {
+    let mut permissions = HashMap::new();
+    let mut rules = HashMap::new();
+    for (tool, value) in &raw.permissions {
+        let (word, tool_rules) =
+            toolgate_tool::policy::read_permission(value).map_err(|(k, m)| {
+                let mut keys = vec!["permissions", tool.as_str()];
+                keys.extend(k.iter().map(String::as_str));
+                src.at(&keys, format!("field 'permissions': '{tool}': {m}"))
+            })?;
+        if let Some(word) = word {
+            permissions.insert(tool.clone(), word);
+        }
+        if let Some(r) = tool_rules {
+            rules.insert(tool.clone(), r);
+        }
+    }
+    Ok((permissions, rules))
+}
+
+/// The agent's policy: rules by tool, its hooks and the deadline of its approvals.
+fn read_policy(
+    src: &Source<'_>,
+    raw: &RawAgent,
+    folder: &Path,
+    rules: HashMap<String, toolgate_tool::policy::Rules>,
+) -> Result<toolgate_tool::policy::AgentPolicy, AgentError> {
+    let (hooks, deadline) = toolgate_tool::policy::read_extras(
+        raw.hooks.as_ref(),
+        raw.approval_timeout.as_ref(),
+        raw.on_timeout.as_ref(),
+        folder,
+    )
+    .map_err(|(k, m)| {
+        let keys: Vec<&str> = k.iter().map(String::as_str).collect();
+        src.at(
+            &keys,
+            format!("field '{}': {m}", k.first().map_or("hooks", String::as_str)),
+        )
+    })?;
+    Ok(toolgate_tool::policy::AgentPolicy {
+        rules,
+        hooks,
+        deadline,
+    })
+}
+
+/// The settings of how it runs: `dialect:`, `sandbox:` and `mcp_hold:`.
+type Settings = (
+    toolgate_parse::Dialect,
+    Option<toolgate_sandbox::Ceiling>,
+    Option<std::time::Duration>,
+);
+
+/// Reads `dialect:`, `sandbox:` and `mcp_hold:`.
+fn read_settings(src: &Source<'_>, raw: &RawAgent, folder: &Path) -> Result<Settings, AgentError> {
+    let dialect = match &raw.dialect {
+        Some(d) => d
+            .parse()
+            .map_err(|m: String| src.at(&["dialect"], format!("field 'dialect': {m}")))?,
+        None => toolgate_parse::Dialect::Auto,
+    };
+    let sandbox = match &raw.sandbox {
+        Some(v) => Some(
+            toolgate_sandbox::Ceiling::parse(v, folder)
+                .map_err(|(key, m)| src.at(&["sandbox", &key], format!("field 'sandbox': {m}")))?,
+        ),
+        None => None,
+    };
+    let mcp_hold = match &raw.mcp_hold {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(hold_duration(v).map_err(|m| src.at(&["mcp_hold"], m))?),
+    };
+    Ok((dialect, sandbox, mcp_hold))
+}
+
+/// A scripted model's file, found next to the agent file (in `folder`).
+fn beside(folder: &Path, m: String) -> String {
+    match m.split_once(':') {
+        Some(("scripted", file)) if Path::new(file).is_relative() => {
+            format!("scripted:{}", folder.join(file).display())
+        }
+        _ => m,
+    }
+}
+
 impl Agent {
     /// Reads and checks an agent file.
     pub fn load(path: &Path) -> Result<Agent, AgentError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let fail = |line: Option<usize>, message: String| AgentError {
-            path: path.clone(),
-            line,
-            message,
-            kind: AgentErrorKind::Invalid,
+        let (text, mut raw) = read_raw(&path)?;
+        let src = Source {
+            path: &path,
+            text: &text,
         };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| fail(None, format!("cannot read the agent file: {e}")))?;
-        let raw: RawAgent = serde_saphyr::from_str(&text).map_err(|e| {
-            let line = e.location().map(|l| l.line() as usize);
-            let mut message = first_line(&e.to_string());
-            // Name the field when the parser's message does not.
-            let key = line
-                .and_then(|l| text.lines().nth(l.saturating_sub(1)))
-                .and_then(|l| l.split_once(':'))
-                .map(|(k, _)| k.trim().trim_start_matches("- ").to_string())
-                .filter(|k| !k.is_empty() && !k.contains(' ') && !message.contains(k.as_str()));
-            if let Some(key) = key {
-                message = format!("field '{key}': {message}");
-            }
-            fail(line, message)
-        })?;
-        let at = |keys: &[&str], message: String| fail(line_of(&text, keys), message);
         let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if raw.name.trim().is_empty() {
-            return Err(at(&["name"], "field 'name' is empty".into()));
+            return Err(src.at(&["name"], "field 'name' is empty".into()));
         }
-        let instructions = match (raw.instructions, raw.instructions_file) {
-            (Some(_), Some(_)) => {
-                return Err(at(
-                    &["instructions_file"],
-                    "give 'instructions' or 'instructions_file', not both".into(),
-                ));
-            }
-            (Some(text), None) => text,
-            (None, Some(file)) => {
-                let file = folder.join(file);
-                std::fs::read_to_string(&file).map_err(|e| {
-                    at(
-                        &["instructions_file"],
-                        format!(
-                            "field 'instructions_file': cannot read {}: {e}",
-                            file.display()
-                        ),
-                    )
-                })?
-            }
-            (None, None) => String::new(),
-        };
+        let instructions = read_instructions(
+            &src,
+            &folder,
+            raw.instructions.take(),
+            raw.instructions_file.take(),
+        )?;
         if raw.max_iterations == Some(0) {
-            return Err(at(
+            return Err(src.at(
                 &["max_iterations"],
                 "field 'max_iterations' must be at least 1".into(),
             ));
         }
-        let spec = match &raw.model {
-            Some(v) => Some(
-                toolgate_model::ModelSpec::from_value(v)
-                    .map_err(String::from)
-                    .and_then(|s| check_model_spec(&s.name).map(|()| s))
-                    .map_err(|m| at(&["model"], format!("field 'model': {m}")))?,
-            ),
-            None => None,
-        };
-        let context = match &raw.context {
-            Some(v) => {
-                let c: toolgate_model::context::ContextConfig =
-                    serde_json::from_value(v.clone())
-                        .map_err(|e| at(&["context"], format!("field 'context': {e}")))?;
-                c.check()
-                    .map_err(|m| at(&["context"], format!("field 'context': {m}")))?;
-                Some(c)
-            }
-            None => None,
-        };
-        let mut fallback = Vec::with_capacity(raw.fallback.len());
-        for (i, v) in raw.fallback.iter().enumerate() {
-            let s = toolgate_model::ModelSpec::from_value(v)
-                .map_err(String::from)
-                .and_then(|s| check_model_spec(&s.name).map(|()| s))
-                .map_err(|m| {
-                    at(
-                        &["fallback"],
-                        format!("field 'fallback', entry {}: {m}", i + 1),
-                    )
-                })?;
-            fallback.push(s);
-        }
-        let mut seen = std::collections::HashSet::new();
-        if let Some(dup) = raw.tools.iter().find(|t| !seen.insert(t.as_str())) {
-            return Err(at(
-                &["tools"],
-                format!("field 'tools': '{dup}' is listed twice"),
-            ));
-        }
-        let subagents = match &raw.subagents {
-            Some(v) => crate::subagents::parse(v, &folder).map_err(|m| at(&["subagents"], m))?,
-            None => Default::default(),
-        };
-        let sub_tools = subagents.tool_names();
-        if let Some(clash) = sub_tools.iter().find(|t| raw.tools.contains(t)) {
-            return Err(at(
-                &["subagents"],
-                format!(
-                    "field 'subagents': '{clash}' is also in 'tools'; a sub-agent's name must be its own"
-                ),
-            ));
-        }
-        if raw.max_depth == Some(0) {
-            return Err(at(
-                &["max_depth"],
-                "field 'max_depth' must be at least 1".into(),
-            ));
-        }
-        if let Some(bad) = raw
-            .permissions
-            .keys()
-            .find(|k| !raw.tools.contains(k) && !sub_tools.contains(k))
-        {
-            return Err(at(
-                &["permissions"],
-                format!(
-                    "field 'permissions': '{bad}' is not in the agent's 'tools' ({})",
-                    raw.tools
-                        .iter()
-                        .chain(&sub_tools)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-        let mut permissions = HashMap::new();
-        let mut rules = HashMap::new();
-        for (tool, value) in &raw.permissions {
-            let (word, tool_rules) =
-                toolgate_tool::policy::read_permission(value).map_err(|(k, m)| {
-                    let mut keys = vec!["permissions", tool.as_str()];
-                    keys.extend(k.iter().map(String::as_str));
-                    at(&keys, format!("field 'permissions': '{tool}': {m}"))
-                })?;
-            if let Some(word) = word {
-                permissions.insert(tool.clone(), word);
-            }
-            if let Some(r) = tool_rules {
-                rules.insert(tool.clone(), r);
-            }
-        }
-        let (hooks, deadline) = toolgate_tool::policy::read_extras(
-            raw.hooks.as_ref(),
-            raw.approval_timeout.as_ref(),
-            raw.on_timeout.as_ref(),
-            &folder,
-        )
-        .map_err(|(k, m)| {
-            let keys: Vec<&str> = k.iter().map(String::as_str).collect();
-            at(
-                &keys,
-                format!("field '{}': {m}", k.first().map_or("hooks", String::as_str)),
-            )
-        })?;
-        let dialect = match &raw.dialect {
-            Some(d) => d
-                .parse()
-                .map_err(|m: String| at(&["dialect"], format!("field 'dialect': {m}")))?,
-            None => toolgate_parse::Dialect::Auto,
-        };
-        let sandbox = match &raw.sandbox {
-            Some(v) => Some(
-                toolgate_sandbox::Ceiling::parse(v, &folder)
-                    .map_err(|(key, m)| at(&["sandbox", &key], format!("field 'sandbox': {m}")))?,
-            ),
-            None => None,
-        };
-        let mcp_hold = match &raw.mcp_hold {
-            None | Some(serde_json::Value::Null) => None,
-            Some(v) => Some(hold_duration(v).map_err(|m| at(&["mcp_hold"], m))?),
-        };
-        // A scripted model's file is found next to the agent file.
-        let beside = |m: String| match m.split_once(':') {
-            Some(("scripted", file)) if Path::new(file).is_relative() => {
-                format!("scripted:{}", folder.join(file).display())
-            }
-            _ => m,
-        };
+        let (spec, context, mut fallback) = read_models(&src, &raw)?;
+        let subagents = read_tools(&src, &raw, &folder)?;
+        let (permissions, rules) = read_permissions(&src, &raw)?;
+        let policy = read_policy(&src, &raw, &folder, rules)?;
+        let (dialect, sandbox, mcp_hold) = read_settings(&src, &raw, &folder)?;
         let (model, model_settings) = match spec {
-            Some(s) => (Some(beside(s.name)), s.settings),
+            Some(s) => (Some(beside(&folder, s.name)), s.settings),
             None => (None, Default::default()),
         };
         for f in &mut fallback {
-            f.name = beside(std::mem::take(&mut f.name));
+            f.name = beside(&folder, std::mem::take(&mut f.name));
         }
         Ok(Agent {
             name: raw.name,
@@ -378,11 +497,7 @@ impl Agent {
             instructions,
             tools: raw.tools,
             permissions,
-            policy: toolgate_tool::policy::AgentPolicy {
-                rules,
-                hooks,
-                deadline,
-            },
+            policy,
             max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             workspace: raw.workspace.map(|w| folder.join(w)),
             path,
@@ -470,7 +585,7 @@ pub fn shown_model(spec: &str) -> String {
 /// there is checked when a run starts, against the runner's [`Providers`]).
 ///
 /// [`Providers`]: toolgate_model::Providers
-pub fn check_model_spec(spec: &str) -> Result<(), String> {
+pub fn check_model_spec(spec: &str) -> Result<(), ModelSpecError> {
     let provider = |p: &str| {
         !p.is_empty()
             && p.chars()
@@ -478,8 +593,18 @@ pub fn check_model_spec(spec: &str) -> Result<(), String> {
     };
     match spec.split_once(':') {
         Some((p, rest)) if provider(p) && !rest.trim().is_empty() => Ok(()),
-        _ => Err(format!(
-            "'{spec}' is not a model; use openai:NAME (for example {DEFAULT_MODEL}), anthropic:NAME or scripted:FILE"
-        )),
+        _ => Err(ModelSpecError {
+            spec: spec.to_string(),
+        }),
     }
+}
+
+/// A model name not in the `PROVIDER:NAME` form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{spec}' is not a model; use openai:NAME (for example {DEFAULT_MODEL}), anthropic:NAME or scripted:FILE"
+)]
+pub struct ModelSpecError {
+    /// The name as given.
+    pub spec: String,
 }

@@ -56,7 +56,7 @@ impl Subagents {
         &self,
         tool: &str,
         args: &Map<String, Value>,
-    ) -> Option<Result<&Subagent, String>> {
+    ) -> Option<Result<&Subagent, NoSubagent>> {
         if self.list.is_empty() {
             return None;
         }
@@ -65,12 +65,15 @@ impl Subagents {
                 return None;
             }
             let wanted = args.get("agent_name").and_then(Value::as_str).unwrap_or("");
-            return Some(self.list.iter().find(|s| s.name == wanted).ok_or_else(|| {
-                format!(
-                    "there is no sub-agent '{wanted}'; call_subagent takes one of: {}",
-                    self.names().join(", ")
-                )
-            }));
+            return Some(
+                self.list
+                    .iter()
+                    .find(|s| s.name == wanted)
+                    .ok_or_else(|| NoSubagent {
+                        wanted: wanted.to_string(),
+                        names: self.names().join(", "),
+                    }),
+            );
         }
         self.list.iter().find(|s| s.name == tool).map(Ok)
     }
@@ -183,11 +186,35 @@ impl Tool for SubagentTool {
     }
 }
 
+/// A routing call naming none of the agent's sub-agents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("there is no sub-agent '{wanted}'; call_subagent takes one of: {names}")]
+pub struct NoSubagent {
+    /// The name the call gave.
+    pub wanted: String,
+    /// The sub-agents' names, joined with `, `.
+    pub names: String,
+}
+
+/// A broken `subagents:` field; each message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubagentsError {
+    /// Neither a map nor a list.
+    #[error("field 'subagents': expected a map (tool name -> agent file) or a list of agent files")]
+    Shape,
+    /// One entry is wrong (`at`: `'name'` or `an entry`).
+    #[error("field 'subagents': {at}: {problem}")]
+    Entry { at: String, problem: String },
+    /// Two entries have the same name.
+    #[error("field 'subagents': '{name}' is listed twice")]
+    Twice { name: String },
+}
+
 /// Reads the `subagents:` field of the agent file in `folder`: a map (tool name ->
 /// file, or `{file, permission, max_depth}`) or a list of the same entries. Each
 /// sub-agent file is read for its name and description only, so that agents naming
-/// each other load without end. `Err` is a message naming the field.
-pub fn parse(value: &Value, folder: &Path) -> Result<Subagents, String> {
+/// each other load without end.
+pub fn parse(value: &Value, folder: &Path) -> Result<Subagents, SubagentsError> {
     let mut out = Subagents::default();
     let entries: Vec<(Option<String>, &Value)> = match value {
         Value::Null => return Ok(out),
@@ -196,63 +223,23 @@ pub fn parse(value: &Value, folder: &Path) -> Result<Subagents, String> {
             out.routed = true;
             list.iter().map(|v| (None, v)).collect()
         }
-        _ => return Err(
-            "field 'subagents': expected a map (tool name -> agent file) or a list of agent files"
-                .into(),
-        ),
+        _ => return Err(SubagentsError::Shape),
     };
     for (key, entry) in entries {
         let at = key
             .clone()
             .map(|k| format!("'{k}'"))
             .unwrap_or_else(|| "an entry".into());
-        let (file, permission, max_depth) = match entry {
-            Value::String(f) => (f.clone(), Permission::Auto, None),
-            Value::Object(o) => {
-                if let Some(bad) = o
-                    .keys()
-                    .find(|k| !["file", "permission", "max_depth"].contains(&k.as_str()))
-                {
-                    return Err(format!(
-                        "field 'subagents': {at}: unknown field '{bad}' (file, permission, max_depth)"
-                    ));
-                }
-                let file = o.get("file").and_then(Value::as_str).ok_or_else(|| {
-                    format!("field 'subagents': {at}: 'file' (the agent file) is missing")
-                })?;
-                let permission = match o.get("permission") {
-                    None => Permission::Auto,
-                    Some(p) => serde_json::from_value(p.clone()).map_err(|_| {
-                        format!(
-                            "field 'subagents': {at}: permission must be auto, confirm or never"
-                        )
-                    })?,
-                };
-                let max_depth = match o.get("max_depth") {
-                    None => None,
-                    Some(d) => match d.as_u64() {
-                        Some(n) if n >= 1 => Some(n as u32),
-                        _ => {
-                            return Err(format!(
-                                "field 'subagents': {at}: max_depth must be a whole number of at least 1"
-                            ));
-                        }
-                    },
-                };
-                (file.to_string(), permission, max_depth)
-            }
-            _ => {
-                return Err(format!(
-                    "field 'subagents': {at}: expected an agent file or {{file, permission, max_depth}}"
-                ));
-            }
+        let fault = |problem: String| SubagentsError::Entry {
+            at: at.clone(),
+            problem,
         };
+        let (file, permission, max_depth) = read_entry(entry).map_err(fault)?;
         let path = std::path::absolute(folder.join(&file)).unwrap_or_else(|_| folder.join(&file));
-        let (name, description) =
-            peek(&path).map_err(|e| format!("field 'subagents': {at}: {e}"))?;
+        let (name, description) = peek(&path).map_err(fault)?;
         let name = key.unwrap_or(name);
         if out.list.iter().any(|s| s.name == name) {
-            return Err(format!("field 'subagents': '{name}' is listed twice"));
+            return Err(SubagentsError::Twice { name });
         }
         out.list.push(Subagent {
             name,
@@ -263,6 +250,46 @@ pub fn parse(value: &Value, folder: &Path) -> Result<Subagents, String> {
         });
     }
     Ok(out)
+}
+
+/// One entry of `subagents:`: its file, permission and `max_depth`; `Err` says what is
+/// wrong with it.
+fn read_entry(entry: &Value) -> Result<(String, Permission, Option<u32>), String> {
+    Ok(match entry {
+        Value::String(f) => (f.clone(), Permission::Auto, None),
+        Value::Object(o) => {
+            if let Some(bad) = o
+                .keys()
+                .find(|k| !["file", "permission", "max_depth"].contains(&k.as_str()))
+            {
+                return Err(format!(
+                    "unknown field '{bad}' (file, permission, max_depth)"
+                ));
+            }
+            let file = o
+                .get("file")
+                .and_then(Value::as_str)
+                .ok_or_else(|| "'file' (the agent file) is missing".to_string())?;
+            let permission = match o.get("permission") {
+                None => Permission::Auto,
+                Some(p) => serde_json::from_value(p.clone())
+                    .map_err(|_| "permission must be auto, confirm or never".to_string())?,
+            };
+            let max_depth = match o.get("max_depth") {
+                None => None,
+                Some(d) => match d.as_u64() {
+                    Some(n) if n >= 1 => Some(n as u32),
+                    _ => {
+                        return Err("max_depth must be a whole number of at least 1".into());
+                    }
+                },
+            };
+            (file.to_string(), permission, max_depth)
+        }
+        _ => {
+            return Err("expected an agent file or {file, permission, max_depth}".into());
+        }
+    })
 }
 
 /// An agent file's name and description, without reading anything it names.

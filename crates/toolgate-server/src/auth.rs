@@ -106,7 +106,7 @@ async fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, Str
     if let Some(jwt) = &state.jwt
         && given.matches('.').count() == 2
     {
-        return jwt.verify(given);
+        return jwt.verify(given).map_err(|e| e.to_string());
     }
     Err("the API key is wrong".into())
 }

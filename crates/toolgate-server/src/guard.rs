@@ -31,9 +31,16 @@ pub struct AllowedHosts {
     names: Vec<(String, Option<u16>)>,
 }
 
+/// An `--allowed-host` entry that is not a host name or `NAME:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--allowed-host '{entry}' is not a host name or NAME:PORT")]
+pub struct BadAllowedHost {
+    pub entry: String,
+}
+
 impl AllowedHosts {
     /// The loopback names and `entries` (`NAME`, `NAME:PORT` or `*`).
-    pub fn new<S: AsRef<str>>(entries: &[S]) -> Result<AllowedHosts, String> {
+    pub fn new<S: AsRef<str>>(entries: &[S]) -> Result<AllowedHosts, BadAllowedHost> {
         let mut hosts = AllowedHosts::default();
         for entry in entries {
             let entry = entry.as_ref().trim();
@@ -41,13 +48,12 @@ impl AllowedHosts {
                 hosts.any = true;
                 continue;
             }
-            let (name, port) = split_authority(entry).ok_or_else(|| {
-                format!("--allowed-host '{entry}' is not a host name or NAME:PORT")
-            })?;
+            let bad = || BadAllowedHost {
+                entry: entry.to_string(),
+            };
+            let (name, port) = split_authority(entry).ok_or_else(bad)?;
             if name.is_empty() || name.contains(['/', '@', ' ']) {
-                return Err(format!(
-                    "--allowed-host '{entry}' is not a host name or NAME:PORT"
-                ));
+                return Err(bad());
             }
             hosts.names.push((name.to_ascii_lowercase(), port));
         }

@@ -35,10 +35,30 @@ impl Default for ClaimMap {
     }
 }
 
+/// Why JWT authentication cannot be set up, or a token is refused; each the one line
+/// shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwtError {
+    /// `--jwt-claims` is not a claim map.
+    #[error("{0}")]
+    Claims(String),
+    /// The keys (`--jwt-secret-file`, `--jwks`) cannot be read.
+    #[error("{0}")]
+    Keys(String),
+    /// A token is not accepted.
+    #[error("{0}")]
+    Refused(String),
+}
+
 impl ClaimMap {
     /// `sub=sub,tenant=org_id,roles=roles,groups=groups` (any subset; the rest keep
     /// their default names).
-    pub fn parse(text: &str) -> Result<ClaimMap, String> {
+    pub fn parse(text: &str) -> Result<ClaimMap, JwtError> {
+        Self::parse_text(text).map_err(JwtError::Claims)
+    }
+
+    /// [`ClaimMap::parse`], its error the message.
+    fn parse_text(text: &str) -> Result<ClaimMap, String> {
         let mut map = ClaimMap::default();
         for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, claim) = pair.split_once('=').ok_or_else(|| {
@@ -107,17 +127,22 @@ impl JwtVerifier {
         claims: ClaimMap,
         audience: Option<String>,
         issuer: Option<String>,
-    ) -> Result<JwtVerifier, String> {
-        let keys = match source {
-            KeySource::SecretFile(path) => Keys::Secret(secret_key(path)?),
-            KeySource::Jwks(place) => Keys::Set(jwks_keys(&jwks_text(place).await?, place)?),
-        };
+    ) -> Result<JwtVerifier, JwtError> {
+        let keys = Self::read_keys(source).await.map_err(JwtError::Keys)?;
         Ok(JwtVerifier {
             keys: std::sync::RwLock::new(keys),
             source: source.clone(),
             claims,
             audience,
             issuer,
+        })
+    }
+
+    /// The keys of `source`, or why they cannot be read.
+    async fn read_keys(source: &KeySource) -> Result<Keys, String> {
+        Ok(match source {
+            KeySource::SecretFile(path) => Keys::Secret(secret_key(path)?),
+            KeySource::Jwks(place) => Keys::Set(jwks_keys(&jwks_text(place).await?, place)?),
         })
     }
 
@@ -128,7 +153,12 @@ impl JwtVerifier {
 
     /// Reads a JWKS URL again; on failure the keys in hand stay (and the reason is
     /// returned).
-    pub async fn refresh(&self) -> Result<(), String> {
+    pub async fn refresh(&self) -> Result<(), JwtError> {
+        self.refresh_text().await.map_err(JwtError::Keys)
+    }
+
+    /// [`JwtVerifier::refresh`], its error the message.
+    async fn refresh_text(&self) -> Result<(), String> {
         let KeySource::Jwks(place) = &self.source else {
             return Ok(());
         };
@@ -143,7 +173,12 @@ impl JwtVerifier {
     }
 
     /// The identity a token stands for, or why it is refused (one line).
-    pub fn verify(&self, token: &str) -> Result<Identity, String> {
+    pub fn verify(&self, token: &str) -> Result<Identity, JwtError> {
+        self.verify_text(token).map_err(JwtError::Refused)
+    }
+
+    /// [`JwtVerifier::verify`], its error the message.
+    fn verify_text(&self, token: &str) -> Result<Identity, String> {
         let header = decode_header(token).map_err(|e| format!("the token is not a JWT: {e}"))?;
         let keys = self
             .keys

@@ -340,27 +340,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         tools: config.tools_dir.as_deref().map(absolute),
         workspace: config.workspace.as_deref().map(absolute),
     });
-    let keys_issued = runner
-        .store
-        .any_live_key()
-        .await
-        .map_err(|e| ServeError::Config(e.to_string()))?;
-    if config.api_key.is_none()
-        && config.jwt.is_none()
-        && !keys_issued
-        && !config.addr.ip().is_loopback()
-    {
-        return Err(ServeError::Config(format!(
-            "refusing to listen on {} without an API key: set TOOLGATE_API_KEY (or --api-key-file), create keys (toolgate keys create), give --jwt-secret-file or --jwks, or bind a loopback address such as 127.0.0.1",
-            config.addr
-        )));
-    }
-    if !config.agents_dir.is_dir() {
-        return Err(ServeError::Config(format!(
-            "agents folder {} does not exist (--agents DIR, default ./agents)",
-            config.agents_dir.display()
-        )));
-    }
+    check_config(&config, &runner).await?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|error| ServeError::Bind {
@@ -368,8 +348,8 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
             error,
         })?;
     let addr = listener.local_addr().map_err(ServeError::Io)?;
-    let mut allowed_hosts =
-        guard::AllowedHosts::new(&config.allowed_hosts).map_err(ServeError::Config)?;
+    let mut allowed_hosts = guard::AllowedHosts::new(&config.allowed_hosts)
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     if let Some(u) = &config.public_url {
         allowed_hosts.add_url(u);
     }
@@ -389,7 +369,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
                 j.issuer.clone(),
             )
             .await
-            .map_err(ServeError::Config)?,
+            .map_err(|e| ServeError::Config(e.to_string()))?,
         )),
         None => None,
     };
@@ -415,20 +395,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         drives: TaskTracker::new(),
     });
     metrics::start(&state, config.metrics_addr, state.shutdown.clone()).await?;
-    if let Some(jwt) = state.jwt.clone().filter(|j| j.refreshes()) {
-        let stop = state.shutdown.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(jwt::JWKS_REFRESH) => {}
-                }
-                if let Err(e) = jwt.refresh().await {
-                    tracing::warn!(error = %e, "the JWKS could not be read again; the keys in hand stay");
-                }
-            }
-        });
-    }
+    spawn_jwks_refresh(&state);
     // The one line a script waits for (stdout), then logs on stderr.
     {
         use std::io::Write;
@@ -451,7 +418,66 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
     // Deadlines, from the start: those that passed while no server ran go first.
     deadlines::spawn(Arc::clone(&state), config.approval_warning, notifier);
     let app = router(Arc::clone(&state));
-    let stopping = Arc::clone(&state);
+    let stop = spawn_stop_signal(&state);
+    let result = listen::serve(listener, app, config.limits, tls, stop)
+        .await
+        .map_err(ServeError::Io);
+    state.drives.close();
+    state.drives.wait().await;
+    state.runner.store.close();
+    result
+}
+
+/// Refuses a configuration the server must not run with: no way to authenticate on
+/// an address other than loopback, or no agents folder.
+async fn check_config(config: &ServeConfig, runner: &Runner) -> Result<(), ServeError> {
+    let keys_issued = runner
+        .store
+        .any_live_key()
+        .await
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+    if config.api_key.is_none()
+        && config.jwt.is_none()
+        && !keys_issued
+        && !config.addr.ip().is_loopback()
+    {
+        return Err(ServeError::Config(format!(
+            "refusing to listen on {} without an API key: set TOOLGATE_API_KEY (or --api-key-file), create keys (toolgate keys create), give --jwt-secret-file or --jwks, or bind a loopback address such as 127.0.0.1",
+            config.addr
+        )));
+    }
+    if !config.agents_dir.is_dir() {
+        return Err(ServeError::Config(format!(
+            "agents folder {} does not exist (--agents DIR, default ./agents)",
+            config.agents_dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Reads the JWKS again every [`jwt::JWKS_REFRESH`] until shutdown, when the keys came
+/// from a URL; a failed read keeps the keys in hand.
+fn spawn_jwks_refresh(state: &Arc<AppState>) {
+    if let Some(jwt) = state.jwt.clone().filter(|j| j.refreshes()) {
+        let stop = state.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(jwt::JWKS_REFRESH) => {}
+                }
+                if let Err(e) = jwt.refresh().await {
+                    tracing::warn!(error = %e, "the JWKS could not be read again; the keys in hand stay");
+                }
+            }
+        });
+    }
+}
+
+/// Waits for SIGTERM or Ctrl-C in the background; then stops new requests and the runs
+/// this server drives. The token returned is cancelled then.
+fn spawn_stop_signal(state: &Arc<AppState>) -> CancellationToken {
+    let stopping = Arc::clone(state);
     let stop = CancellationToken::new();
     let stopped = stop.clone();
     tokio::spawn(async move {
@@ -463,13 +489,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         stopping.runner.interrupt.cancel();
         stopped.cancel();
     });
-    let result = listen::serve(listener, app, config.limits, tls, stop)
-        .await
-        .map_err(ServeError::Io);
-    state.drives.close();
-    state.drives.wait().await;
-    state.runner.store.close();
-    result
+    stop
 }
 
 /// The notifications' settings, when URLs are given: they need the signing key.

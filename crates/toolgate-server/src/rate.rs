@@ -8,7 +8,7 @@
 //! ```
 
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -40,21 +40,39 @@ pub struct RateConfig {
     pub per_tenant: Limit,
 }
 
+/// A `--rate-limits` file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateConfigError {
+    #[error("cannot read --rate-limits {}: {error}", path.display())]
+    Read { path: PathBuf, error: String },
+    #[error("--rate-limits {}: {error}", path.display())]
+    Parse { path: PathBuf, error: String },
+    /// `scope`: `per_key` or `per_tenant`.
+    #[error("--rate-limits {}: {scope}: a rate or burst of 0 would refuse everything", path.display())]
+    Zero { path: PathBuf, scope: &'static str },
+}
+
 impl RateConfig {
-    pub fn load(path: &Path) -> Result<RateConfig, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --rate-limits {}: {e}", path.display()))?;
-        let config: RateConfig = serde_saphyr::from_str(&text)
-            .map_err(|e| format!("--rate-limits {}: {e}", path.display()))?;
+    /// Reads `--rate-limits FILE`; a rate or burst of 0 is refused.
+    pub fn load(path: &Path) -> Result<RateConfig, RateConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RateConfigError::Read {
+            path: path.to_path_buf(),
+            error: e.to_string(),
+        })?;
+        let config: RateConfig =
+            serde_saphyr::from_str(&text).map_err(|e| RateConfigError::Parse {
+                path: path.to_path_buf(),
+                error: e.to_string(),
+            })?;
         for (scope, l) in [
             ("per_key", config.per_key),
             ("per_tenant", config.per_tenant),
         ] {
             if l.requests_per_second == Some(0) || l.burst == Some(0) {
-                return Err(format!(
-                    "--rate-limits {}: {scope}: a rate or burst of 0 would refuse everything",
-                    path.display()
-                ));
+                return Err(RateConfigError::Zero {
+                    path: path.to_path_buf(),
+                    scope,
+                });
             }
         }
         Ok(config)

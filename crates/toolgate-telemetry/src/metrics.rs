@@ -165,7 +165,26 @@ pub fn render() -> Option<Result<String, std::fmt::Error>> {
     Some(prometheus_client::encoding::text::encode(&mut out, &m.registry).map(|()| out))
 }
 
+/// Registers the collectors read at scrape time, their labels bounded by the
+/// vocabularies; returns the agents' vocabulary, shared with the counted metrics.
+fn with_collectors(
+    r: &mut Registry,
+    collectors: impl FnOnce(&mut Registry, &Bounds),
+) -> Arc<Vocabulary> {
+    let agents = Arc::new(Vocabulary::new(AGENTS));
+    let categories = Arc::new(Vocabulary::new(TOOLS));
+    collectors(
+        r,
+        &Bounds {
+            agents: Arc::clone(&agents),
+            categories,
+        },
+    );
+    agents
+}
+
 impl Metrics {
+    /// Registers every counted metric, then the `collectors`.
     fn new(collectors: impl FnOnce(&mut Registry, &Bounds)) -> Self {
         let mut r = Registry::with_prefix("toolgate");
         let runs = Family::default();
@@ -241,15 +260,7 @@ impl Metrics {
             "Webhook attempts that failed (each retry counts)",
             webhook_failed_attempts.clone(),
         );
-        let agents = Arc::new(Vocabulary::new(AGENTS));
-        let categories = Arc::new(Vocabulary::new(TOOLS));
-        collectors(
-            &mut r,
-            &Bounds {
-                agents: Arc::clone(&agents),
-                categories,
-            },
-        );
+        let agents = with_collectors(&mut r, collectors);
         Self {
             registry: r,
             runs,

@@ -105,7 +105,6 @@ impl Gate {
     /// #     }
     /// #     library
     /// # }
-
     /// let rules = serde_json::json!({"auto_if": "args.path.startsWith('drafts/')", "otherwise": "confirm"});
     /// let rules = Rules::parse(rules.as_object().unwrap()).unwrap();
     /// let policy = AgentPolicy { rules: [("write_file".to_string(), rules)].into(), ..Default::default() };

@@ -189,6 +189,7 @@ impl Engine {
             .map_err(|e| ToolError::MissingCredential(e.to_string()))
     }
 
+    /// Runs one prepared call (its tool, or its error) and makes its outcome and record.
     async fn run_one(&self, prepared: PreparedCall, cancel: &Cancel) -> CallOutcome {
         let PreparedCall {
             call,
@@ -200,98 +201,50 @@ impl Engine {
             priority,
             approved,
         } = prepared;
-        let admission = if caller == CallerKind::Workflow {
-            Admission::Bypass
-        } else if approved {
-            Admission::Approved
-        } else {
-            Admission::Limited
+        let want = Want {
+            category: tool.as_ref().ok().and_then(|t| t.spec.category.clone()),
+            priority,
+            admission: admission_of(caller, approved),
         };
-        let mut started_at = now_ms();
-        let mut execution = Duration::ZERO;
+        let started_at = now_ms();
         let ToolCall {
             id: call_id,
             name,
             arguments: call_arguments,
         } = call;
-        let arguments;
-        let category = tool.as_ref().ok().and_then(|t| t.spec.category.clone());
         // What the record must not hold in clear, even when the tool echoes it.
         let mut secrets = Vec::new();
-        // Credential values: not even the model sees them, should the tool echo one.
-        let mut credential_values = Vec::new();
-        let result = match tool {
-            Err(e) => {
-                arguments = Value::Object(call_arguments);
-                Err(e)
-            }
+        let (arguments, ran) = match tool {
+            Err(e) => (
+                Value::Object(call_arguments),
+                Ran {
+                    result: Err(e),
+                    started_at: None,
+                    execution: Duration::ZERO,
+                    credential_values: Vec::new(),
+                },
+            ),
             Ok(tool) => {
-                arguments = Value::Object(tool.redact(&call_arguments));
+                let arguments = Value::Object(tool.redact(&call_arguments));
                 tool.secret_values(&call_arguments, &mut secrets);
-                let injected = self.credentials(&tool).await;
-                if let Ok(values) = &injected {
-                    credential_values
-                        .extend(values.values().filter_map(|v| v.as_str().map(String::from)));
-                }
-                let (limits, share) = (&self.inner.limits, self.inner.share.as_ref());
-                let slot = match &injected {
-                    Err(_) => None,
-                    Ok(_) => tokio::select! {
-                        p = limits.acquire(share, category.as_deref(), priority, admission) => Some(p),
-                        _ = cancel.cancelled() => None,
-                    },
+                let who = CallIds {
+                    call_id: &call_id,
+                    name: &name,
+                    conversation_id: &conversation_id,
                 };
-                match (slot, injected) {
-                    (_, Err(e)) => Err(e),
-                    (None, _) => Err(ToolError::Cancelled),
-                    (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Rejected(why)),
-                    (Some(Ok(permit)), Ok(injected)) => {
-                        // The call starts now that it has its slot: its record says so.
-                        started_at = now_ms();
-                        self.emit(|| Event::ToolStarted {
-                            call_id: call_id.clone(),
-                            tool: name.clone(),
-                            conversation_id: conversation_id.clone(),
-                        });
-                        let mut ctx = ToolContext::new(self.inner.config.workspace.clone());
-                        ctx.call_id = call_id.clone();
-                        ctx.injected = injected;
-                        ctx.default_timeout = self.inner.config.default_timeout;
-                        ctx.run = std::sync::Arc::clone(&self.inner.config.context);
-                        if let Some(tx) = &self.inner.events {
-                            ctx = ctx.with_output(tx.clone());
-                        }
-                        let start = Instant::now();
-                        let r = tokio::select! {
-                            r = tool.invoke(&ctx, call_arguments) => r,
-                            _ = cancel.cancelled() => Err(ToolError::Cancelled),
-                        };
-                        execution = start.elapsed();
-                        drop(permit);
-                        toolgate_telemetry::metrics::tool_ran(&name, execution);
-                        limits.record_finished(
-                            share,
-                            category.as_deref(),
-                            execution,
-                            matches!(r, Err(ToolError::Timeout(_))),
-                        );
-                        r
-                    }
-                }
+                let ran = self
+                    .run_tool(&tool, &who, call_arguments, &want, cancel)
+                    .await;
+                (arguments, ran)
             }
         };
-        let result = match result {
-            Ok(out) if !credential_values.is_empty() => Ok(mask_output(out, &credential_values)),
+        let result = match ran.result {
+            Ok(out) if !ran.credential_values.is_empty() => {
+                Ok(mask_output(out, &ran.credential_values))
+            }
             other => other,
         };
-        let status = match &result {
-            Ok(out) if out.is_error => CallStatus::Failed,
-            Ok(_) => CallStatus::Succeeded,
-            Err(ToolError::Timeout(_)) => CallStatus::Timeout,
-            Err(ToolError::Cancelled) => CallStatus::Cancelled,
-            Err(ToolError::ClientSide(_)) => CallStatus::Client,
-            Err(_) => CallStatus::Failed,
-        };
+        let status = status_of(&result);
         let mut record = CallRecord {
             call_id: call_id.clone(),
             run_id,
@@ -305,25 +258,95 @@ impl Engine {
             status,
             error_kind: None,
             error_message: None,
-            started_at,
-            duration_ms: execution.as_secs_f64() * 1000.0,
+            started_at: ran.started_at.unwrap_or(started_at),
+            duration_ms: ran.execution.as_secs_f64() * 1000.0,
             replaced: false,
         };
-        match &result {
-            Ok(out) => {
-                let text = out.to_text();
-                record.set_result_text(match toolgate_tool::secrets::mask_values(&text, &secrets) {
-                    std::borrow::Cow::Owned(masked) => masked,
-                    std::borrow::Cow::Borrowed(_) => text,
-                })
-            }
-            Err(e) => {
-                record.error_kind = Some(e.kind());
-                record.error_message = Some(
-                    toolgate_tool::secrets::mask_values(&e.to_string(), &secrets).into_owned(),
-                );
-            }
+        fill_record(&mut record, &result, &secrets);
+        self.report_finished(&record);
+        CallOutcome {
+            call_id,
+            tool: name,
+            status,
+            result,
+            record,
         }
+    }
+
+    /// Runs a resolved tool: its credentials, a slot within the limits, then the call
+    /// itself (each cut short by `cancel`).
+    async fn run_tool(
+        &self,
+        tool: &Arc<LoadedTool>,
+        who: &CallIds<'_>,
+        call_arguments: Map<String, Value>,
+        want: &Want,
+        cancel: &Cancel,
+    ) -> Ran {
+        let mut started_at = None;
+        let mut execution = Duration::ZERO;
+        // Credential values: not even the model sees them, should the tool echo one.
+        let mut credential_values = Vec::new();
+        let injected = self.credentials(tool).await;
+        if let Ok(values) = &injected {
+            credential_values.extend(values.values().filter_map(|v| v.as_str().map(String::from)));
+        }
+        let (limits, share) = (&self.inner.limits, self.inner.share.as_ref());
+        let category = want.category.as_deref();
+        let slot = match &injected {
+            Err(_) => None,
+            Ok(_) => tokio::select! {
+                p = limits.acquire(share, category, want.priority, want.admission) => Some(p),
+                _ = cancel.cancelled() => None,
+            },
+        };
+        let result = match (slot, injected) {
+            (_, Err(e)) => Err(e),
+            (None, _) => Err(ToolError::Cancelled),
+            (Some(Err(LimitError::Rejected(why))), _) => Err(ToolError::Rejected(why)),
+            (Some(Ok(permit)), Ok(injected)) => {
+                // The call starts now that it has its slot: its record says so.
+                started_at = Some(now_ms());
+                self.emit(|| Event::ToolStarted {
+                    call_id: who.call_id.to_string(),
+                    tool: who.name.to_string(),
+                    conversation_id: who.conversation_id.to_string(),
+                });
+                let mut ctx = ToolContext::new(self.inner.config.workspace.clone());
+                ctx.call_id = who.call_id.to_string();
+                ctx.injected = injected;
+                ctx.default_timeout = self.inner.config.default_timeout;
+                ctx.run = std::sync::Arc::clone(&self.inner.config.context);
+                if let Some(tx) = &self.inner.events {
+                    ctx = ctx.with_output(tx.clone());
+                }
+                let start = Instant::now();
+                let r = tokio::select! {
+                    r = tool.invoke(&ctx, call_arguments) => r,
+                    _ = cancel.cancelled() => Err(ToolError::Cancelled),
+                };
+                execution = start.elapsed();
+                drop(permit);
+                toolgate_telemetry::metrics::tool_ran(who.name, execution);
+                limits.record_finished(
+                    share,
+                    category,
+                    execution,
+                    matches!(r, Err(ToolError::Timeout(_))),
+                );
+                r
+            }
+        };
+        Ran {
+            result,
+            started_at,
+            execution,
+            credential_values,
+        }
+    }
+
+    /// Tells the span, the log and the event stream that a call finished.
+    fn report_finished(&self, record: &CallRecord) {
         toolgate_telemetry::genai::tool_done(
             &tracing::Span::current(),
             record.error_kind.map(ErrorKind::as_str),
@@ -331,24 +354,88 @@ impl Engine {
             record.result.as_deref(),
         );
         tracing::debug!(
-            status = status.as_str(),
+            status = record.status.as_str(),
             duration_ms = record.duration_ms,
             error_kind = record.error_kind.map_or("", ErrorKind::as_str),
             "call finished"
         );
         self.emit(|| Event::ToolFinished {
-            call_id: call_id.clone(),
-            tool: name.clone(),
-            status,
+            call_id: record.call_id.clone(),
+            tool: record.tool.clone(),
+            status: record.status,
             duration_ms: record.duration_ms,
             error_kind: record.error_kind,
         });
-        CallOutcome {
-            call_id,
-            tool: name,
-            status,
-            result,
-            record,
+    }
+}
+
+/// Who a call is, for its events and its context.
+struct CallIds<'a> {
+    call_id: &'a str,
+    name: &'a str,
+    conversation_id: &'a str,
+}
+
+/// What a call asks of the limits: its category, priority and admission.
+struct Want {
+    category: Option<String>,
+    priority: i32,
+    admission: Admission,
+}
+
+/// What running a tool gave.
+struct Ran {
+    result: Result<ToolOutput, ToolError>,
+    /// When it got its slot and started (`None`: it never did).
+    started_at: Option<i64>,
+    /// How long the tool itself ran.
+    execution: Duration,
+    /// The credentials injected into it, masked in its output.
+    credential_values: Vec<String>,
+}
+
+/// How a call is admitted: workflows past the limits, approved calls to wait for a
+/// slot whatever the queue bound, the rest limited.
+fn admission_of(caller: CallerKind, approved: bool) -> Admission {
+    if caller == CallerKind::Workflow {
+        Admission::Bypass
+    } else if approved {
+        Admission::Approved
+    } else {
+        Admission::Limited
+    }
+}
+
+/// The status a call's result gives it.
+fn status_of(result: &Result<ToolOutput, ToolError>) -> CallStatus {
+    match result {
+        Ok(out) if out.is_error => CallStatus::Failed,
+        Ok(_) => CallStatus::Succeeded,
+        Err(ToolError::Timeout(_)) => CallStatus::Timeout,
+        Err(ToolError::Cancelled) => CallStatus::Cancelled,
+        Err(ToolError::ClientSide(_)) => CallStatus::Client,
+        Err(_) => CallStatus::Failed,
+    }
+}
+
+/// Puts the result (its `secrets` masked) or the error into the call's record.
+fn fill_record(
+    record: &mut CallRecord,
+    result: &Result<ToolOutput, ToolError>,
+    secrets: &[String],
+) {
+    match result {
+        Ok(out) => {
+            let text = out.to_text();
+            record.set_result_text(match toolgate_tool::secrets::mask_values(&text, secrets) {
+                std::borrow::Cow::Owned(masked) => masked,
+                std::borrow::Cow::Borrowed(_) => text,
+            })
+        }
+        Err(e) => {
+            record.error_kind = Some(e.kind());
+            record.error_message =
+                Some(toolgate_tool::secrets::mask_values(&e.to_string(), secrets).into_owned());
         }
     }
 }

@@ -105,8 +105,8 @@ impl Runner {
         tool_rx: &mut UnboundedReceiver<Event>,
         cancel: &Cancel,
     ) -> Result<End, RunError> {
-        let system =
-            conversation::system_prompt(&live.agent, &live.toolkit).map_err(RunError::BadInput)?;
+        let system = conversation::system_prompt(&live.agent, &live.toolkit)
+            .map_err(|e| RunError::BadInput(e.to_string()))?;
         let tools = conversation::tools(&live.agent, &live.toolkit);
         let mut ctx = ContextLive::new(&live.agent, &live.state.model, &system, &tools);
         loop {

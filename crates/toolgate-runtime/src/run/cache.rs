@@ -155,11 +155,11 @@ impl Loaded {
 
     /// The library for `dir` (`None`: built-ins only), loaded by `load` only when the
     /// folder, a file in it, or a file outside it that its tools were read from changed.
-    pub fn library(
+    pub fn library<E>(
         &self,
         dir: Option<&Path>,
-        load: impl FnOnce(Option<&Path>) -> Result<ToolLibrary, String>,
-    ) -> Result<Arc<ToolLibrary>, String> {
+        load: impl FnOnce(Option<&Path>) -> Result<ToolLibrary, E>,
+    ) -> Result<Arc<ToolLibrary>, E> {
         let key = dir.map(Path::to_path_buf);
         let known = || {
             self.libraries

@@ -22,16 +22,28 @@ fn prompts() -> Result<&'static Prompts, String> {
         .map_err(Clone::clone)
 }
 
+/// Why the system prompt could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    /// The prompt templates do not load.
+    #[error("{0}")]
+    Templates(String),
+    /// The tool instructions do not render.
+    #[error("{0}")]
+    Instructions(String),
+}
+
 /// The system prompt for `agent` with `toolkit`: its instructions, and in xml mode the
 /// tool instructions after them.
-pub fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, String> {
+pub fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, PromptError> {
     let mut system = agent.instructions.trim_end().to_string();
     if agent.mode == Mode::Xml && !toolkit.names().is_empty() {
         let tools = toolkit.tools();
         let refs: Vec<&toolgate_tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
-        let text = prompts()?
+        let text = prompts()
+            .map_err(PromptError::Templates)?
             .tool_instructions(&refs)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| PromptError::Instructions(e.to_string()))?;
         if !system.is_empty() {
             system.push_str("\n\n");
         }

@@ -122,8 +122,6 @@ pub fn choose(
             status: run.status,
         });
     }
-    let holder = |p: &PendingRow| p.item.run_id.clone().unwrap_or_else(|| run.id.clone());
-    let qualified = |p: &PendingRow| format!("{}/{}", holder(p), p.item.call_id);
     let waiting: Vec<&PendingRow> = pending
         .iter()
         .filter(|p| p.state == PendingState::Waiting)
@@ -133,46 +131,7 @@ pub fn choose(
         _ => ItemKind::Approval,
     };
     let mut chosen: Vec<&PendingRow> = match call_id {
-        Some(c) => {
-            let named: Vec<&PendingRow> = pending
-                .iter()
-                .filter(|p| p.item.call_id == c || qualified(p) == c)
-                .collect();
-            if named.len() > 1 {
-                return Err(Refused::Ambiguous {
-                    call: c.to_string(),
-                    forms: named.iter().map(|p| qualified(p)).collect(),
-                });
-            }
-            let Some(p) = named.first().copied() else {
-                return Err(Refused::NoSuchCall {
-                    run: run.id.clone(),
-                    call: c.to_string(),
-                    waiting: waiting
-                        .iter()
-                        .map(|p| match p.item.run_id {
-                            Some(_) => qualified(p),
-                            None => p.item.call_id.clone(),
-                        })
-                        .collect(),
-                });
-            };
-            if p.state != PendingState::Waiting {
-                return Err(Refused::AlreadyDecided {
-                    run: run.id.clone(),
-                    call: c.to_string(),
-                    state: p.state,
-                });
-            }
-            if p.item.kind != wants {
-                return Err(Refused::WrongKind {
-                    call: c.to_string(),
-                    tool: p.item.tool.clone(),
-                    kind: p.item.kind,
-                });
-            }
-            vec![p]
-        }
+        Some(c) => vec![named_item(run, pending, &waiting, c, wants)?],
         None => waiting
             .iter()
             .copied()
@@ -180,27 +139,8 @@ pub fn choose(
             .collect(),
     };
     let approving = !matches!(decision, Decision::Deny { .. } | Decision::Submit { .. });
-    let expired = |p: &PendingRow| p.item.expires_at.is_some_and(|at| at <= now);
     if approving {
-        if call_id.is_some()
-            && let Some(p) = chosen.iter().find(|p| expired(p))
-        {
-            return Err(Refused::Expired {
-                run: run.id.clone(),
-                call: p.item.call_id.clone(),
-                tool: p.item.tool.clone(),
-                ago_s: (now - p.item.expires_at.unwrap_or(now)).max(0) / 1000,
-                on_timeout: p.item.on_timeout.unwrap_or_default().as_str(),
-            });
-        }
-        // Approving every waiting call approves those still in time.
-        let before = chosen.len();
-        chosen.retain(|p| !expired(p));
-        if chosen.is_empty() && before > 0 {
-            return Err(Refused::AllExpired {
-                run: run.id.clone(),
-            });
-        }
+        drop_expired(run, call_id.is_some(), &mut chosen, now)?;
     }
     if chosen.is_empty() {
         return Err(Refused::NoneWaiting {
@@ -210,35 +150,142 @@ pub fn choose(
     }
     let mut standing = Vec::new();
     if *decision == Decision::ApproveAlways {
-        standing = chosen
-            .iter()
-            .map(|p| {
-                let policy = p.item.policy.clone().unwrap_or_default();
-                (holder(p), p.item.tool.clone(), policy)
-            })
-            .collect::<Vec<_>>();
-        for p in &waiting {
-            if p.item.kind == ItemKind::Approval
-                && !expired(p)
-                && standing
-                    .iter()
-                    .any(|(h, t, _)| (h, t) == (&holder(p), &p.item.tool))
-                && !chosen.iter().any(|c| qualified(c) == qualified(p))
-            {
-                chosen.push(p);
-            }
-        }
+        standing = approve_always(run, &waiting, &mut chosen, now);
     }
     Ok(DecisionChanges {
         run_id: run.id.clone(),
         items: chosen
             .iter()
-            .map(|p| (holder(p), p.item.call_id.clone()))
+            .map(|p| (holder(run, p), p.item.call_id.clone()))
             .collect(),
         standing,
         still_waiting: waiting.len() - chosen.len(),
         claim: None,
     })
+}
+
+/// The run that holds an item: a sub-agent's run, or `run` itself.
+fn holder(run: &RunRow, p: &PendingRow) -> String {
+    p.item.run_id.clone().unwrap_or_else(|| run.id.clone())
+}
+
+/// An item's id in the `RUN/CALL` form.
+fn qualified(run: &RunRow, p: &PendingRow) -> String {
+    format!("{}/{}", holder(run, p), p.item.call_id)
+}
+
+/// Whether an item's deadline has passed at `now`.
+fn expired(p: &PendingRow, now: i64) -> bool {
+    p.item.expires_at.is_some_and(|at| at <= now)
+}
+
+/// The one item `c` names (its id, or `RUN/CALL`): there, unique, still waiting and of
+/// the kind the decision wants.
+fn named_item<'a>(
+    run: &RunRow,
+    pending: &'a [PendingRow],
+    waiting: &[&PendingRow],
+    c: &str,
+    wants: ItemKind,
+) -> Result<&'a PendingRow, Refused> {
+    let named: Vec<&PendingRow> = pending
+        .iter()
+        .filter(|p| p.item.call_id == c || qualified(run, p) == c)
+        .collect();
+    if named.len() > 1 {
+        return Err(Refused::Ambiguous {
+            call: c.to_string(),
+            forms: named.iter().map(|p| qualified(run, p)).collect(),
+        });
+    }
+    let Some(p) = named.first().copied() else {
+        return Err(Refused::NoSuchCall {
+            run: run.id.clone(),
+            call: c.to_string(),
+            waiting: waiting
+                .iter()
+                .map(|p| match p.item.run_id {
+                    Some(_) => qualified(run, p),
+                    None => p.item.call_id.clone(),
+                })
+                .collect(),
+        });
+    };
+    if p.state != PendingState::Waiting {
+        return Err(Refused::AlreadyDecided {
+            run: run.id.clone(),
+            call: c.to_string(),
+            state: p.state,
+        });
+    }
+    if p.item.kind != wants {
+        return Err(Refused::WrongKind {
+            call: c.to_string(),
+            tool: p.item.tool.clone(),
+            kind: p.item.kind,
+        });
+    }
+    Ok(p)
+}
+
+/// Keeps the approvals still in time: a named expired item is refused, and so is a
+/// decision on every waiting item when all of them expired.
+fn drop_expired(
+    run: &RunRow,
+    named: bool,
+    chosen: &mut Vec<&PendingRow>,
+    now: i64,
+) -> Result<(), Refused> {
+    if named && let Some(p) = chosen.iter().find(|p| expired(p, now)) {
+        return Err(Refused::Expired {
+            run: run.id.clone(),
+            call: p.item.call_id.clone(),
+            tool: p.item.tool.clone(),
+            ago_s: (now - p.item.expires_at.unwrap_or(now)).max(0) / 1000,
+            on_timeout: p.item.on_timeout.unwrap_or_default().as_str(),
+        });
+    }
+    // Approving every waiting call approves those still in time.
+    let before = chosen.len();
+    chosen.retain(|p| !expired(p, now));
+    if chosen.is_empty() && before > 0 {
+        return Err(Refused::AllExpired {
+            run: run.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// "Approve always": the standing approvals (holder, tool, policy) of the chosen
+/// items, and the other waiting calls of the same tools in the same runs added to
+/// `chosen`.
+fn approve_always<'a>(
+    run: &RunRow,
+    waiting: &[&'a PendingRow],
+    chosen: &mut Vec<&'a PendingRow>,
+    now: i64,
+) -> Vec<(String, String, String)> {
+    let standing = chosen
+        .iter()
+        .map(|p| {
+            let policy = p.item.policy.clone().unwrap_or_default();
+            (holder(run, p), p.item.tool.clone(), policy)
+        })
+        .collect::<Vec<_>>();
+    for p in waiting {
+        if p.item.kind == ItemKind::Approval
+            && !expired(p, now)
+            && standing
+                .iter()
+                .any(|(h, t, _)| (h, t) == (&holder(run, p), &p.item.tool))
+            && !chosen
+                .iter()
+                .any(|c| qualified(run, c) == qualified(run, p))
+        {
+            chosen.push(p);
+        }
+    }
+    standing
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub use active::Active;
 pub use additions::Additions;
 pub use cache::{Loaded, Report};
-pub use conversation::{system_prompt, tools as request_tools};
+pub use conversation::{PromptError, system_prompt, tools as request_tools};
 pub use deadlines::Expiry;
 pub use error::RunError;
 pub use folders::{Folders, agent_files};
@@ -250,6 +250,31 @@ impl Runner {
         self.start_in_tree(req, None, additions).await
     }
 
+    /// The model a new run uses: the request's, else the agent's, else the default;
+    /// its form checked, and its provider when the runner has no model of its own.
+    fn start_model_name(&self, req: &StartRun) -> Result<String, RunError> {
+        let model_name = absolute_model_name(
+            req.model
+                .as_deref()
+                .or(req.agent.model.as_deref())
+                .unwrap_or(DEFAULT_MODEL),
+        );
+        crate::agent::check_model_spec(&model_name)
+            .map_err(|e| RunError::BadInput(e.to_string()))?;
+        if self.model.is_none() && model_name != NO_MODEL {
+            self.models.check(&model_name)?;
+        }
+        Ok(model_name)
+    }
+
+    /// A new run's tenant: its owner's, or the default one.
+    fn tenant_of(req: &StartRun) -> String {
+        req.owner.as_ref().map_or_else(
+            || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
+            |o| o.tenant.clone(),
+        )
+    }
+
     /// [`Runner::start`], for a top run (`tree` `None`) or a sub-agent's child run.
     pub(crate) async fn start_in_tree(
         &self,
@@ -257,16 +282,7 @@ impl Runner {
         tree: Option<(toolgate_store::RunLink, TreePlace)>,
         additions: Additions,
     ) -> Result<RunObject, RunError> {
-        let model_name = absolute_model_name(
-            req.model
-                .as_deref()
-                .or(req.agent.model.as_deref())
-                .unwrap_or(DEFAULT_MODEL),
-        );
-        crate::agent::check_model_spec(&model_name).map_err(RunError::BadInput)?;
-        if self.model.is_none() && model_name != NO_MODEL {
-            self.models.check(&model_name)?;
-        }
+        let model_name = self.start_model_name(&req)?;
         let tools_dir = req.tools_dir.as_deref().map(absolute);
         let client_tools = additions.tools.unwrap_or_default();
         let toolkit = self
@@ -276,7 +292,7 @@ impl Runner {
         let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
         if let Some(c) = &req.conversation {
-            check_conversation_id(c).map_err(RunError::BadInput)?;
+            check_conversation_id(c).map_err(|e| RunError::BadInput(e.to_string()))?;
         }
         let run_id = new_id("run");
         let conversation_id = req.conversation.clone().unwrap_or_else(|| new_id("conv"));
@@ -328,10 +344,7 @@ impl Runner {
                 messages: added,
                 first_seq: persisted,
                 link: tree.map(|(link, _)| link),
-                tenant: req.owner.as_ref().map_or_else(
-                    || toolgate_protocol::identity::DEFAULT_TENANT.to_string(),
-                    |o| o.tenant.clone(),
-                ),
+                tenant: Self::tenant_of(&req),
                 started_by: req.owner.as_ref().and_then(|o| o.user.clone()),
             })
             .await?;
@@ -536,16 +549,26 @@ pub const MAX_CONVERSATION_ID: usize = 128;
 
 /// A conversation id a caller gives: 1 to 128 of `A-Z a-z 0-9 . _ : @ + = / -` (it goes
 /// into every event, record and log line of the conversation).
-pub fn check_conversation_id(id: &str) -> Result<(), String> {
+pub fn check_conversation_id(id: &str) -> Result<(), BadConversationId> {
     let fits = |c: char| c.is_ascii_alphanumeric() || "._:@+=/-".contains(c);
     if id.is_empty() || id.len() > MAX_CONVERSATION_ID || !id.chars().all(fits) {
-        let shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
-        return Err(format!(
-            "conversation id '{shown}{}' is not one: 1 to {MAX_CONVERSATION_ID} characters of letters, digits and . _ : @ + = / -",
-            if id.chars().count() > 40 { "..." } else { "" }
-        ));
+        let mut shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
+        if id.chars().count() > 40 {
+            shown.push_str("...");
+        }
+        return Err(BadConversationId { shown });
     }
     Ok(())
+}
+
+/// A conversation id a caller gave that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "conversation id '{shown}' is not one: 1 to {MAX_CONVERSATION_ID} characters of letters, digits and . _ : @ + = / -"
+)]
+pub struct BadConversationId {
+    /// The id as shown: its first 40 characters escaped, `...` when it is longer.
+    pub shown: String,
 }
 
 /// Whether `id` has the whole shape of a run id from [`new_id`] (`run_` and 16 hex

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::state::{Phase, TreePlace, TurnCall};
 use super::{Live, RunError, Runner, StartRun};
+use crate::agent::Agent;
 use crate::engine::{Admission, Cancel, Engine};
 use crate::subagents::{CATEGORY, Subagent};
 use toolgate_parse::ToolCall;
@@ -171,7 +172,7 @@ impl Runner {
         };
         let target = match live.agent.subagents.target(&call.name, &call.arguments) {
             Some(Ok(s)) => Ok(s.clone()),
-            Some(Err(e)) => Err(e),
+            Some(Err(e)) => Err(e.to_string()),
             None => Err(format!("'{}' is not a sub-agent of this agent", call.name)),
         };
         if let Ok(s) = &target {
@@ -207,13 +208,6 @@ impl Runner {
         engine: &Engine,
         cancel: &Cancel,
     ) -> Result<ChildEnd, RunError> {
-        let refused = |kind: ErrorKind, output: String| ChildEnd::Done {
-            status: CallStatus::Failed,
-            output,
-            error_kind: Some(kind),
-            started_at: now_ms(),
-            duration_ms: 0.0,
-        };
         let target = match job.target.clone() {
             Ok(t) => t,
             Err(e) => return Ok(refused(ErrorKind::SubagentUnknown, e)),
@@ -246,100 +240,66 @@ impl Runner {
                 self.announce(&job, &target);
                 continue_child(&runner, &row.id).await?
             }
-            None => {
-                if job.place.depth > job.place.max_depth {
-                    let cycle = job.place.lineage[..job.place.lineage.len() - 1]
-                        .iter()
-                        .any(|a| a == &target.name);
-                    return Ok(refused(
-                        ErrorKind::MaxDepth,
-                        format!(
-                            "The sub-agent '{}' was not started: it would run {} levels below the top run, past max_depth {} ({}){}. Do the task without it.",
-                            target.name,
-                            job.place.depth,
-                            job.place.max_depth,
-                            job.place.lineage.join(" -> "),
-                            if cycle {
-                                "; the agents call each other in a cycle"
-                            } else {
-                                ""
-                            }
-                        ),
-                    ));
-                }
-                let agent = match self.loaded.agent(&target.file) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        return Ok(refused(
-                            ErrorKind::SubagentUnavailable,
-                            format!("The sub-agent '{}' could not start: {e}", target.name),
-                        ));
-                    }
-                };
-                let task = job
-                    .call
-                    .arguments
-                    .get("task")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let mut place = job.place.clone();
-                place.max_depth = place.max_depth.min(place.depth + agent.max_depth);
-                // The child's own model; else the parent's, unless that is a file of
-                // replies written for the parent.
-                let model = match &agent.model {
-                    Some(_) => None,
-                    None if job.parent_model.starts_with("scripted:") => None,
-                    None => Some(job.parent_model.clone()),
-                };
-                let start = StartRun {
-                    workspace: agent.workspace.clone().or(Some(job.workspace.clone())),
-                    agent,
-                    model,
-                    conversation: None,
-                    message: task,
-                    tools_dir: job.tools_dir.clone(),
-                    priority: job.priority,
-                    owner: job.owner.clone(),
-                };
-                let link = RunLink {
-                    parent_run_id: job.parent_run_id.clone(),
-                    parent_call_id: job.call.id.clone(),
-                    depth: place.depth,
-                };
-                let _slot = self.subagent_slot(engine, cancel).await;
-                self.announce(&job, &target);
-                match runner
-                    .start_in_tree(start, Some((link, place)), Default::default())
-                    .await
-                {
-                    Ok(object) => object,
-                    Err(RunError::Refused {
-                        kind: Refusal::ChildExists,
-                        ..
-                    }) => {
-                        // Another process started it a moment ago: go on with that one.
-                        let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
-                        let row = self
-                            .store
-                            .child_run(&parent, &call_id)
-                            .await?
-                            .ok_or_else(|| RunError::Corrupt("a sub-agent run vanished".into()))?;
-                        continue_child(&runner, &row.id).await?
-                    }
-                    Err(e @ (RunError::Store(_) | RunError::Corrupt(_) | RunError::Secret(_))) => {
-                        return Err(e);
-                    }
-                    Err(e) => {
-                        return Ok(refused(
-                            ErrorKind::SubagentUnavailable,
-                            format!("The sub-agent '{}' could not start: {e}", target.name),
-                        ));
-                    }
-                }
-            }
+            None => match self
+                .start_child(&runner, &job, &target, engine, cancel)
+                .await?
+            {
+                Ok(object) => object,
+                Err(end) => return Ok(end),
+            },
         };
         Ok(end_of(&job, &target, object, cancel))
+    }
+
+    /// Starts the child of a call that has none yet; `Ok(Err(_))`: it was refused (too
+    /// deep, or its agent cannot start).
+    async fn start_child(
+        &self,
+        runner: &Runner,
+        job: &ChildJob,
+        target: &Subagent,
+        engine: &Engine,
+        cancel: &Cancel,
+    ) -> Result<Result<RunObject, ChildEnd>, RunError> {
+        if let Some(end) = too_deep(job, target) {
+            return Ok(Err(end));
+        }
+        let agent = match self.loaded.agent(&target.file) {
+            Ok(a) => a,
+            Err(e) => {
+                return Ok(Err(refused(
+                    ErrorKind::SubagentUnavailable,
+                    format!("The sub-agent '{}' could not start: {e}", target.name),
+                )));
+            }
+        };
+        let (start, link, place) = child_start(job, agent);
+        let _slot = self.subagent_slot(engine, cancel).await;
+        self.announce(job, target);
+        match runner
+            .start_in_tree(start, Some((link, place)), Default::default())
+            .await
+        {
+            Ok(object) => Ok(Ok(object)),
+            Err(RunError::Refused {
+                kind: Refusal::ChildExists,
+                ..
+            }) => {
+                // Another process started it a moment ago: go on with that one.
+                let (parent, call_id) = (job.parent_run_id.clone(), job.call.id.clone());
+                let row = self
+                    .store
+                    .child_run(&parent, &call_id)
+                    .await?
+                    .ok_or_else(|| RunError::Corrupt("a sub-agent run vanished".into()))?;
+                Ok(Ok(continue_child(runner, &row.id).await?))
+            }
+            Err(e @ (RunError::Store(_) | RunError::Corrupt(_) | RunError::Secret(_))) => Err(e),
+            Err(e) => Ok(Err(refused(
+                ErrorKind::SubagentUnavailable,
+                format!("The sub-agent '{}' could not start: {e}", target.name),
+            ))),
+        }
     }
 
     /// A slot among the parent's running calls (category `subagent`); none when the
@@ -364,6 +324,79 @@ impl Runner {
             conversation_id: job.parent_conversation.clone(),
         });
     }
+}
+
+/// A call that ends before its child runs: failed, with `output` for the model.
+fn refused(kind: ErrorKind, output: String) -> ChildEnd {
+    ChildEnd::Done {
+        status: CallStatus::Failed,
+        output,
+        error_kind: Some(kind),
+        started_at: now_ms(),
+        duration_ms: 0.0,
+    }
+}
+
+/// The refusal of a child that would run past the tree's `max_depth`.
+fn too_deep(job: &ChildJob, target: &Subagent) -> Option<ChildEnd> {
+    if job.place.depth <= job.place.max_depth {
+        return None;
+    }
+    let cycle = job.place.lineage[..job.place.lineage.len() - 1]
+        .iter()
+        .any(|a| a == &target.name);
+    Some(refused(
+        ErrorKind::MaxDepth,
+        format!(
+            "The sub-agent '{}' was not started: it would run {} levels below the top run, past max_depth {} ({}){}. Do the task without it.",
+            target.name,
+            job.place.depth,
+            job.place.max_depth,
+            job.place.lineage.join(" -> "),
+            if cycle {
+                "; the agents call each other in a cycle"
+            } else {
+                ""
+            }
+        ),
+    ))
+}
+
+/// The child's start: its agent, task, model and place in the tree, and its link to
+/// the parent's call.
+fn child_start(job: &ChildJob, agent: Agent) -> (StartRun, RunLink, TreePlace) {
+    let task = job
+        .call
+        .arguments
+        .get("task")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut place = job.place.clone();
+    place.max_depth = place.max_depth.min(place.depth + agent.max_depth);
+    // The child's own model; else the parent's, unless that is a file of
+    // replies written for the parent.
+    let model = match &agent.model {
+        Some(_) => None,
+        None if job.parent_model.starts_with("scripted:") => None,
+        None => Some(job.parent_model.clone()),
+    };
+    let start = StartRun {
+        workspace: agent.workspace.clone().or(Some(job.workspace.clone())),
+        agent,
+        model,
+        conversation: None,
+        message: task,
+        tools_dir: job.tools_dir.clone(),
+        priority: job.priority,
+        owner: job.owner.clone(),
+    };
+    let link = RunLink {
+        parent_run_id: job.parent_run_id.clone(),
+        parent_call_id: job.call.id.clone(),
+        depth: place.depth,
+    };
+    (start, link, place)
 }
 
 /// Continues a child run; a lease held elsewhere is the caller's error.

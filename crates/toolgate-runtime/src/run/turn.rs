@@ -116,29 +116,10 @@ impl Runner {
                 }
             };
             if let Some(hold) = hold {
-                match verdict.gate {
-                    Gate::Run => {
-                        verdict = Verdict {
-                            gate: Gate::Approval,
-                            reason: Some(hold),
-                        }
-                    }
-                    Gate::Approval => {
-                        let rule = verdict.reason.take().unwrap_or_default();
-                        verdict.reason = Some(format!("{rule}; {hold}"));
-                    }
-                    Gate::Client | Gate::Refuse => {}
-                }
+                held(&mut verdict, hold);
             }
             let gate = self.subagent_gate(live, &call, verdict.gate);
-            let ask = (gate == Gate::Approval).then(|| {
-                let deadline = live.toolkit.deadline(&call.name);
-                Ask {
-                    reason: verdict.reason.clone(),
-                    expires_at: deadline.map(|d| now_ms() + d.timeout.as_millis() as i64),
-                    on_timeout: deadline.map(|d| d.on_timeout),
-                }
-            });
+            let ask = (gate == Gate::Approval).then(|| ask_of(live, &call, &verdict));
             let mut c = TurnCall {
                 call,
                 gate,
@@ -147,44 +128,49 @@ impl Runner {
                 ask,
                 images: Vec::new(),
             };
-            // A call's first phase, where it is made (its pending row, if any, is new).
-            c.phase = match gate {
-                Gate::Run if self.is_read_result(live, &c.call) => {
-                    self.read_result(live, &c.call).await
-                }
-                Gate::Run => Phase::Ready,
-                Gate::Approval | Gate::Client => {
-                    let item = self.required_item(live, &c);
-                    self.emit(events::ApprovalRequested {
-                        run_id: live.run_id.clone(),
-                        item: item.clone(),
-                    });
-                    live.pending_new.push(item);
-                    Phase::Waiting
-                }
-                Gate::Refuse => {
-                    let output = match verdict.reason.as_deref() {
-                        None | Some("permission: never") => format!(
-                            "'{}' is not allowed for this agent (permission: never); the call was not run.",
-                            c.call.name
-                        ),
-                        Some(rule) => format!(
-                            "The policy refuses this call of '{}' ({rule}); it was not run.",
-                            c.call.name
-                        ),
-                    };
-                    self.answer(
-                        live,
-                        &c.call,
-                        CallStatus::Denied,
-                        Some(ErrorKind::Policy),
-                        output,
-                    )
-                }
-            };
+            c.phase = self.first_phase(live, &c, &verdict).await;
             turn.push(c);
         }
         turn
+    }
+
+    /// A call's first phase, where it is made (its pending row, if any, is new): a
+    /// `read_result` call answered at once, waiting with its item announced, or refused.
+    async fn first_phase(&self, live: &mut Live, c: &TurnCall, verdict: &Verdict) -> Phase {
+        match c.gate {
+            Gate::Run if self.is_read_result(live, &c.call) => {
+                self.read_result(live, &c.call).await
+            }
+            Gate::Run => Phase::Ready,
+            Gate::Approval | Gate::Client => {
+                let item = self.required_item(live, c);
+                self.emit(events::ApprovalRequested {
+                    run_id: live.run_id.clone(),
+                    item: item.clone(),
+                });
+                live.pending_new.push(item);
+                Phase::Waiting
+            }
+            Gate::Refuse => {
+                let output = match verdict.reason.as_deref() {
+                    None | Some("permission: never") => format!(
+                        "'{}' is not allowed for this agent (permission: never); the call was not run.",
+                        c.call.name
+                    ),
+                    Some(rule) => format!(
+                        "The policy refuses this call of '{}' ({rule}); it was not run.",
+                        c.call.name
+                    ),
+                };
+                self.answer(
+                    live,
+                    &c.call,
+                    CallStatus::Denied,
+                    Some(ErrorKind::Policy),
+                    output,
+                )
+            }
+        }
     }
 
     /// Whether running `c` again after a crash would do no harm: its tool changes
@@ -362,6 +348,34 @@ pub(super) fn xml_call(call: &ToolCall) -> String {
     }
     out.push_str("  </params>\n</tool_call>");
     out
+}
+
+/// Raises a gate for a `before_call` hook's hold: a call that would run waits for a
+/// person; one already waiting says both reasons.
+fn held(verdict: &mut Verdict, hold: String) {
+    match verdict.gate {
+        Gate::Run => {
+            *verdict = Verdict {
+                gate: Gate::Approval,
+                reason: Some(hold),
+            }
+        }
+        Gate::Approval => {
+            let rule = verdict.reason.take().unwrap_or_default();
+            verdict.reason = Some(format!("{rule}; {hold}"));
+        }
+        Gate::Client | Gate::Refuse => {}
+    }
+}
+
+/// The approval a call waits for: its reason, and its deadline from the toolkit.
+fn ask_of(live: &Live, call: &ToolCall, verdict: &Verdict) -> Ask {
+    let deadline = live.toolkit.deadline(&call.name);
+    Ask {
+        reason: verdict.reason.clone(),
+        expires_at: deadline.map(|d| now_ms() + d.timeout.as_millis() as i64),
+        on_timeout: deadline.map(|d| d.on_timeout),
+    }
 }
 
 #[cfg(test)]

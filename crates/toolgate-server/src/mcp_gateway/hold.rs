@@ -228,27 +228,10 @@ async fn wait(
         match denied_at {
             None if now.duration_since(started) >= timeout => {
                 denied_at = Some(now);
-                if let Some(item) = item {
-                    let reason = format!("not approved within {}", shown(timeout));
-                    match gateway
-                        .runner
-                        .decide(
-                            &run.id,
-                            Some(&item.call_id),
-                            Decision::Deny {
-                                reason: Some(reason),
-                            },
-                        )
-                        .await
-                    {
-                        Ok(_) => {
-                            denied_here = true;
-                            let _ = gateway.runner.resume(&run.id).await;
-                        }
-                        Err(e) => {
-                            tracing::info!(run_id = %run.id, error = %e, "decided at the timeout by someone else")
-                        }
-                    }
+                if let Some(item) = item
+                    && deny_at_timeout(hold, run, item).await
+                {
+                    denied_here = true;
                 }
                 continue;
             }
@@ -264,16 +247,7 @@ async fn wait(
             && now.duration_since(told) >= PROGRESS_EVERY
         {
             told = now;
-            let waited = now.duration_since(started).as_secs_f64();
-            let note = ProgressNotificationParam::new(token.clone(), waited)
-                .with_total(timeout.as_secs_f64())
-                .with_message(format!(
-                    "waiting for approval: toolgate approve {} (or deny it)",
-                    run.id
-                ));
-            if let Err(e) = hold.ctx.peer.notify_progress(note).await {
-                tracing::debug!(run_id = %run.id, error = %e, "progress not delivered");
-            }
+            tell_progress(hold, token, run, now.duration_since(started)).await;
         }
         // Woken by a change of the run, the next progress note, the timeout, or the
         // decider's grace running out.
@@ -292,6 +266,51 @@ async fn wait(
             _ = tokio::time::sleep_until(next.into()) => {}
             why = hold.client_gone() => return Held::Abandoned(why),
         }
+    }
+}
+
+/// Denies the held call at the timeout, and continues its run; `false` when someone
+/// else decided it first.
+async fn deny_at_timeout(hold: &Hold<'_>, run: &RunObject, item: &RequiredItem) -> bool {
+    let gateway = hold.gateway;
+    let reason = format!("not approved within {}", shown(hold.limit));
+    match gateway
+        .runner
+        .decide(
+            &run.id,
+            Some(&item.call_id),
+            Decision::Deny {
+                reason: Some(reason),
+            },
+        )
+        .await
+    {
+        Ok(_) => {
+            let _ = gateway.runner.resume(&run.id).await;
+            true
+        }
+        Err(e) => {
+            tracing::info!(run_id = %run.id, error = %e, "decided at the timeout by someone else");
+            false
+        }
+    }
+}
+
+/// Tells the MCP client how long the call has waited, out of its timeout.
+async fn tell_progress(
+    hold: &Hold<'_>,
+    token: &rmcp::model::ProgressToken,
+    run: &RunObject,
+    waited: Duration,
+) {
+    let note = ProgressNotificationParam::new(token.clone(), waited.as_secs_f64())
+        .with_total(hold.limit.as_secs_f64())
+        .with_message(format!(
+            "waiting for approval: toolgate approve {} (or deny it)",
+            run.id
+        ));
+    if let Err(e) = hold.ctx.peer.notify_progress(note).await {
+        tracing::debug!(run_id = %run.id, error = %e, "progress not delivered");
     }
 }
 

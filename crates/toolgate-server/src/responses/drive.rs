@@ -136,7 +136,7 @@ async fn drive(
         end.status = ResponseStatus::Failed;
         end.error = Some(ResponseError {
             code: "server_error".into(),
-            message: why,
+            message: why.to_string(),
         });
     }
     let out = t.finish(end);

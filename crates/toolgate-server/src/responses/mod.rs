@@ -92,8 +92,10 @@ pub async fn create_response(
         ));
     }
     let mut input = parse_input(body.input.as_ref())?;
-    let declared = request_tools::read(body.tools.as_ref()).map_err(ApiError::bad_request)?;
-    let format = structured::read(body.text.as_ref()).map_err(ApiError::bad_request)?;
+    let declared = request_tools::read(body.tools.as_ref())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let format =
+        structured::read(body.text.as_ref()).map_err(|e| ApiError::bad_request(e.to_string()))?;
     if let (Some(format), Some(message)) = (&format, input.message.as_mut()) {
         // The model is asked for the format along with the message.
         message.push_str("\n\n");
@@ -128,28 +130,7 @@ pub async fn create_response(
         response.text = format.requested.clone();
     }
     let (mut plan, answered, earlier) = match &body.previous_response_id {
-        None => {
-            if !input.answers.is_empty() {
-                return Err(ApiError::bad_request(
-                    "mcp_approval_response and function_call_output answer a paused response: send them with its previous_response_id",
-                ));
-            }
-            if who.role == toolgate_protocol::identity::Role::Approver {
-                return Err(ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "forbidden",
-                    format!(
-                        "{} is an approver key; starting a run needs the role client or admin",
-                        who.name
-                    ),
-                ));
-            }
-            state.may_start(&who).await?;
-            let message = input.message.unwrap_or_default();
-            let mut start = state.start_request(agent_name, message, None, None)?;
-            start.owner = Some(toolgate_protocol::identity::RunOwner::of(&who));
-            (Plan::Start(Box::new(start)), HashMap::new(), None)
-        }
+        None => start_fresh(&state, &who, agent_name, input).await?,
         Some(previous) => continue_from(&state, &who, agent_name, previous, input).await?,
     };
     let images = match &mut plan {
@@ -218,7 +199,7 @@ async fn attach(
                 })
                 .await
                 .map_err(|e| ApiError::internal(format!("saving an attachment stopped: {e}")))?
-                .map_err(ApiError::internal)?;
+                .map_err(|e| ApiError::internal(e.to_string()))?;
                 start.message.push_str(&format!(
                     "\n\n[The user attached the file '{}' ({size} bytes); it is saved in your workspace as {}]",
                     saved.0, saved.1
@@ -268,75 +249,7 @@ async fn continue_from(
         )));
     }
     match run.status {
-        RunStatus::RequiresAction => {
-            let waiting = run
-                .required_action
-                .as_ref()
-                .map(|r| r.items.clone())
-                .unwrap_or_default();
-            if input.message.is_some() {
-                return Err(conflict(
-                    "still_waiting",
-                    format!(
-                        "response {previous} waits for {} item(s) of run {}: answer them with mcp_approval_response or function_call_output items first",
-                        waiting.len(),
-                        run.id
-                    ),
-                ));
-            }
-            if input.answers.is_empty() {
-                return Err(ApiError::bad_request("the input is empty"));
-            }
-            // Answering an approval is a decision: the agent's rule applies.
-            if waiting.iter().any(|i| i.kind == ItemKind::Approval) {
-                state.may_decide(who, &run, None).await?;
-            }
-            let plan = plan_decisions(&run.id, &input.answers, &waiting)?;
-            // Every item the run waited for is the client's to answer, in this request or
-            // an earlier one: none gets an item of its own when it is resolved, and an
-            // approval item that runs links its request.
-            let run_id = run.id.clone();
-            let (_, pending) = state.runner.store.run(&run_id).await?;
-            let answered: HashMap<String, bool> = pending
-                .iter()
-                .filter(|p| {
-                    p.state == toolgate_store::PendingState::Waiting
-                        || p.state == toolgate_store::PendingState::Decided
-                })
-                .map(|p| (p.item.call_id.clone(), p.item.kind == ItemKind::Approval))
-                .collect();
-            let mut left = waiting.len();
-            for (call_id, decision) in plan {
-                let decider = toolgate_store::Decider {
-                    by: who.name.clone(),
-                    key_id: who.key_id.clone(),
-                    shown: None,
-                };
-                left = state
-                    .runner
-                    .decide_as(&run.id, Some(&call_id), decision, decider)
-                    .await?
-                    .waiting;
-            }
-            if left == 0 {
-                let plan = Plan::Resume {
-                    run_id: run.id.clone(),
-                    before: run.usage,
-                };
-                return Ok((plan, answered, Some(run.id.clone())));
-            }
-            let now = state.runner.get(&run.id).await?;
-            let waiting = now
-                .required_action
-                .as_ref()
-                .map(|r| r.items.clone())
-                .unwrap_or_default();
-            let plan = Plan::Waiting {
-                run: Box::new(now),
-                waiting,
-            };
-            Ok((plan, answered, Some(run.id.clone())))
-        }
+        RunStatus::RequiresAction => answer_paused(state, who, run, previous, input).await,
         RunStatus::InProgress => Err(conflict(
             "lease_held",
             format!(
@@ -369,6 +282,114 @@ async fn continue_from(
             ))
         }
     }
+}
+
+/// What a request without `previous_response_id` does: start a new run (no answers
+/// to give, and not with an approver key).
+async fn start_fresh(
+    state: &Arc<AppState>,
+    who: &toolgate_protocol::identity::Identity,
+    agent_name: &str,
+    input: input::Input,
+) -> Result<(Plan, HashMap<String, bool>, Option<String>), ApiError> {
+    if !input.answers.is_empty() {
+        return Err(ApiError::bad_request(
+            "mcp_approval_response and function_call_output answer a paused response: send them with its previous_response_id",
+        ));
+    }
+    if who.role == toolgate_protocol::identity::Role::Approver {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "{} is an approver key; starting a run needs the role client or admin",
+                who.name
+            ),
+        ));
+    }
+    state.may_start(who).await?;
+    let message = input.message.unwrap_or_default();
+    let mut start = state.start_request(agent_name, message, None, None)?;
+    start.owner = Some(toolgate_protocol::identity::RunOwner::of(who));
+    Ok((Plan::Start(Box::new(start)), HashMap::new(), None))
+}
+
+/// A request answering the paused run of response `previous`: decides the items it
+/// answers, and continues the run once none waits.
+async fn answer_paused(
+    state: &Arc<AppState>,
+    who: &toolgate_protocol::identity::Identity,
+    run: toolgate_protocol::RunObject,
+    previous: &str,
+    input: input::Input,
+) -> Result<(Plan, HashMap<String, bool>, Option<String>), ApiError> {
+    let waiting = run
+        .required_action
+        .as_ref()
+        .map(|r| r.items.clone())
+        .unwrap_or_default();
+    if input.message.is_some() {
+        return Err(conflict(
+            "still_waiting",
+            format!(
+                "response {previous} waits for {} item(s) of run {}: answer them with mcp_approval_response or function_call_output items first",
+                waiting.len(),
+                run.id
+            ),
+        ));
+    }
+    if input.answers.is_empty() {
+        return Err(ApiError::bad_request("the input is empty"));
+    }
+    // Answering an approval is a decision: the agent's rule applies.
+    if waiting.iter().any(|i| i.kind == ItemKind::Approval) {
+        state.may_decide(who, &run, None).await?;
+    }
+    let plan = plan_decisions(&run.id, &input.answers, &waiting)?;
+    // Every item the run waited for is the client's to answer, in this request or
+    // an earlier one: none gets an item of its own when it is resolved, and an
+    // approval item that runs links its request.
+    let run_id = run.id.clone();
+    let (_, pending) = state.runner.store.run(&run_id).await?;
+    let answered: HashMap<String, bool> = pending
+        .iter()
+        .filter(|p| {
+            p.state == toolgate_store::PendingState::Waiting
+                || p.state == toolgate_store::PendingState::Decided
+        })
+        .map(|p| (p.item.call_id.clone(), p.item.kind == ItemKind::Approval))
+        .collect();
+    let mut left = waiting.len();
+    for (call_id, decision) in plan {
+        let decider = toolgate_store::Decider {
+            by: who.name.clone(),
+            key_id: who.key_id.clone(),
+            shown: None,
+        };
+        left = state
+            .runner
+            .decide_as(&run.id, Some(&call_id), decision, decider)
+            .await?
+            .waiting;
+    }
+    if left == 0 {
+        let plan = Plan::Resume {
+            run_id: run.id.clone(),
+            before: run.usage,
+        };
+        return Ok((plan, answered, Some(run.id.clone())));
+    }
+    let now = state.runner.get(&run.id).await?;
+    let waiting = now
+        .required_action
+        .as_ref()
+        .map(|r| r.items.clone())
+        .unwrap_or_default();
+    let plan = Plan::Waiting {
+        run: Box::new(now),
+        waiting,
+    };
+    Ok((plan, answered, Some(run.id.clone())))
 }
 
 /// The agent's tools as the response lists them (one `mcp` entry for the tools toolgate

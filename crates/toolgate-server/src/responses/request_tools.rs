@@ -10,45 +10,64 @@ use toolgate_tool::ClientTool;
 
 /// The function tools a request declares: `None` when it sends no `tools` (the run
 /// keeps the ones it has), else the new set; an error sentence for anything else.
-pub fn read(tools: Option<&Value>) -> Result<Option<Vec<ClientTool>>, String> {
+pub fn read(tools: Option<&Value>) -> Result<Option<Vec<ClientTool>>, ToolsError> {
     let list = match tools {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(list)) => list,
-        Some(_) => return Err("tools must be a list of tool objects".into()),
+        Some(_) => return Err(ToolsError::NotAList),
     };
     let mut out = Vec::with_capacity(list.len());
     let mut names = HashSet::new();
-    for (i, tool) in list.iter().enumerate() {
-        let at = format!("tools[{i}]");
-        if !tool.is_object() {
-            return Err(format!("{at}: a tool is a JSON object"));
-        }
-        match tool.get("type").and_then(Value::as_str) {
-            Some("function") => {}
-            Some(other) => {
-                return Err(format!(
-                    "{at}: tools of type '{other}' are not supported; declare your own tools as type 'function' (the agent's own tools come from its agent file)"
-                ));
-            }
-            None => return Err(format!("{at}: a tool needs a 'type' (function)")),
-        }
-        let name = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{at}: a function tool needs a 'name' string"))?;
-        let description = match tool.get("description") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.as_str()),
-            Some(_) => return Err(format!("{at}: 'description' must be a string")),
-        };
-        let declared = ClientTool::new(name, description, tool.get("parameters"))
-            .map_err(|e| format!("{at}: {e}"))?;
+    for (index, tool) in list.iter().enumerate() {
+        let declared = read_tool(tool).map_err(|problem| ToolsError::Tool { index, problem })?;
         if !names.insert(declared.name.clone()) {
-            return Err(format!("{at}: tool '{name}' is declared twice"));
+            return Err(ToolsError::Tool {
+                index,
+                problem: format!(
+                    "tool '{}' is declared twice",
+                    tool.get("name").and_then(Value::as_str).unwrap_or_default()
+                ),
+            });
         }
         out.push(declared);
     }
     Ok(Some(out))
+}
+
+/// A request's `tools` that toolgate cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolsError {
+    #[error("tools must be a list of tool objects")]
+    NotAList,
+    /// Entry `index` is wrong.
+    #[error("tools[{index}]: {problem}")]
+    Tool { index: usize, problem: String },
+}
+
+/// One entry of `tools`, a function tool; `Err` says what is wrong with it.
+fn read_tool(tool: &Value) -> Result<ClientTool, String> {
+    if !tool.is_object() {
+        return Err("a tool is a JSON object".into());
+    }
+    match tool.get("type").and_then(Value::as_str) {
+        Some("function") => {}
+        Some(other) => {
+            return Err(format!(
+                "tools of type '{other}' are not supported; declare your own tools as type 'function' (the agent's own tools come from its agent file)"
+            ));
+        }
+        None => return Err("a tool needs a 'type' (function)".into()),
+    }
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "a function tool needs a 'name' string".to_string())?;
+    let description = match tool.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err("'description' must be a string".into()),
+    };
+    ClientTool::new(name, description, tool.get("parameters")).map_err(|e| e.to_string())
 }
 
 /// The name of a declared tool the agent has already, if any.
@@ -104,7 +123,7 @@ mod tests {
             ),
         ];
         for (tools, expected) in cases {
-            let err = read(Some(&tools)).unwrap_err();
+            let err = read(Some(&tools)).unwrap_err().to_string();
             assert!(err.contains(expected), "{tools}: {err}");
         }
         assert_eq!(clash(&tools, &["calculator".into()]), None);

@@ -14,19 +14,48 @@ pub struct OutputFormat {
     validator: Option<jsonschema::Validator>,
 }
 
+/// A request's `text` that toolgate cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("text must be an object: {{\"format\": {{...}}}}")]
+    NotAnObject,
+    #[error("text.format must be an object with a 'type'")]
+    NoType,
+    #[error("text.format json_schema needs 'schema', a JSON Schema object")]
+    NoSchema,
+    /// The schema does not compile (the validator's message).
+    #[error("text.format.schema is not a usable JSON Schema: {0}")]
+    BadSchema(String),
+    /// Another type (`'NAME'`, or `(missing)`).
+    #[error("text.format type {0} is not supported (text, json_schema, json_object)")]
+    Unsupported(String),
+}
+
+/// Why an answer does not fit the requested format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerMismatch {
+    #[error("the answer is not JSON as text.format ({format}) asks: {error}")]
+    NotJson { format: String, error: String },
+    /// Up to three schema errors, joined with `; `.
+    #[error("the answer does not match the text.format schema {format}: {errors}")]
+    Schema { format: String, errors: String },
+    #[error("the answer is JSON but not an object, as json_object asks")]
+    NotAnObject,
+}
+
 /// The format `text` asks for: `None` for plain text (absent, or `{"format": {"type":
 /// "text"}}`), an error line for a format toolgate cannot take.
-pub fn read(text: Option<&Value>) -> Result<Option<OutputFormat>, String> {
+pub fn read(text: Option<&Value>) -> Result<Option<OutputFormat>, FormatError> {
     let Some(text) = text.filter(|t| !t.is_null()) else {
         return Ok(None);
     };
     if !text.is_object() {
-        return Err("text must be an object: {\"format\": {...}}".into());
+        return Err(FormatError::NotAnObject);
     }
     let format = match text.get("format") {
         None | Some(Value::Null) => return Ok(None),
         Some(f) if f.is_object() => f,
-        Some(_) => return Err("text.format must be an object with a 'type'".into()),
+        Some(_) => return Err(FormatError::NoType),
     };
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(None),
@@ -40,9 +69,9 @@ pub fn read(text: Option<&Value>) -> Result<Option<OutputFormat>, String> {
             let schema = format
                 .get("schema")
                 .filter(|s| s.is_object())
-                .ok_or("text.format json_schema needs 'schema', a JSON Schema object")?;
+                .ok_or(FormatError::NoSchema)?;
             let validator = jsonschema::validator_for(schema)
-                .map_err(|e| format!("text.format.schema is not a usable JSON Schema: {e}"))?;
+                .map_err(|e| FormatError::BadSchema(e.to_string()))?;
             let name = format
                 .get("name")
                 .and_then(Value::as_str)
@@ -55,9 +84,8 @@ pub fn read(text: Option<&Value>) -> Result<Option<OutputFormat>, String> {
                 validator: Some(validator),
             }))
         }
-        other => Err(format!(
-            "text.format type {} is not supported (text, json_schema, json_object)",
-            other.map_or("(missing)".to_string(), |t| format!("'{t}'"))
+        other => Err(FormatError::Unsupported(
+            other.map_or("(missing)".to_string(), |t| format!("'{t}'")),
         )),
     }
 }
@@ -92,13 +120,11 @@ impl OutputFormat {
     }
 
     /// Why `answer` does not fit, if it does not.
-    pub fn check(&self, answer: &str) -> Result<(), String> {
+    pub fn check(&self, answer: &str) -> Result<(), AnswerMismatch> {
         let body = strip_fences(answer.trim());
-        let value: Value = serde_json::from_str(body).map_err(|e| {
-            format!(
-                "the answer is not JSON as text.format ({}) asks: {e}",
-                self.name
-            )
+        let value: Value = serde_json::from_str(body).map_err(|e| AnswerMismatch::NotJson {
+            format: self.name.clone(),
+            error: e.to_string(),
         })?;
         match &self.validator {
             Some(validator) => {
@@ -117,15 +143,14 @@ impl OutputFormat {
                 if errors.is_empty() {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "the answer does not match the text.format schema {}: {}",
-                        self.name,
-                        errors.join("; ")
-                    ))
+                    Err(AnswerMismatch::Schema {
+                        format: self.name.clone(),
+                        errors: errors.join("; "),
+                    })
                 }
             }
             None if value.is_object() => Ok(()),
-            None => Err("the answer is JSON but not an object, as json_object asks".into()),
+            None => Err(AnswerMismatch::NotAnObject),
         }
     }
 }
@@ -157,8 +182,13 @@ mod tests {
         let f = read(Some(&text)).unwrap().unwrap();
         assert!(f.check(r#"{"answer": 14}"#).is_ok());
         assert!(f.check("```json\n{\"answer\": 14}\n```").is_ok());
-        assert!(f.check("fourteen").unwrap_err().contains("not JSON"));
-        let e = f.check(r#"{"answer": "14"}"#).unwrap_err();
+        assert!(
+            f.check("fourteen")
+                .unwrap_err()
+                .to_string()
+                .contains("not JSON")
+        );
+        let e = f.check(r#"{"answer": "14"}"#).unwrap_err().to_string();
         assert!(e.contains("/answer"), "{e}");
         assert!(f.instruction().contains("\"answer\""));
         let native = f.response_format();

@@ -46,18 +46,17 @@ pub fn safe_name(name: &str) -> String {
 /// Saves `bytes` as `uploads/NAME` in `workspace` (NAME from [`safe_name`], with `-2`,
 /// `-3`, ... before the extension when taken); returns the path relative to the
 /// workspace.
-pub fn save(workspace: &Path, name: &str, bytes: &[u8]) -> Result<String, String> {
+pub fn save(workspace: &Path, name: &str, bytes: &[u8]) -> Result<String, UploadError> {
     let dir = workspace.join(FOLDER);
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.file_type().is_dir() => {}
         Ok(_) => {
-            return Err(format!(
-                "{} is not a folder; the attachment was not saved",
-                dir.display()
-            ));
+            return Err(UploadError::NotAFolder { dir });
         }
-        Err(_) => std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?,
+        Err(_) => std::fs::create_dir_all(&dir).map_err(|e| UploadError::Create {
+            path: dir.clone(),
+            error: e.to_string(),
+        })?,
     }
     let name = safe_name(name);
     let (stem, ext) = match name.rsplit_once('.') {
@@ -78,18 +77,45 @@ pub fn save(workspace: &Path, name: &str, bytes: &[u8]) -> Result<String, String
             .open(&path)
         {
             Ok(mut file) => {
-                file.write_all(bytes)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                file.write_all(bytes).map_err(|e| UploadError::Write {
+                    path: path.clone(),
+                    error: e.to_string(),
+                })?;
                 return Ok(format!("{FOLDER}/{candidate}"));
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+            Err(e) => {
+                return Err(UploadError::Create {
+                    path,
+                    error: e.to_string(),
+                });
+            }
         }
     }
-    Err(format!(
-        "{} holds too many files named like {name}",
-        dir.display()
-    ))
+    Err(UploadError::TooMany { dir, name })
+}
+
+/// Why an attachment was not saved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UploadError {
+    #[error("{} is not a folder; the attachment was not saved", dir.display())]
+    NotAFolder { dir: std::path::PathBuf },
+    #[error("cannot create {}: {error}", path.display())]
+    Create {
+        path: std::path::PathBuf,
+        error: String,
+    },
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        error: String,
+    },
+    /// `name` and a thousand of its numbered forms are taken.
+    #[error("{} holds too many files named like {name}", dir.display())]
+    TooMany {
+        dir: std::path::PathBuf,
+        name: String,
+    },
 }
 
 #[cfg(test)]

@@ -72,30 +72,6 @@ impl PgStore {
                 tenant,
                 started_by,
             } = new;
-            // One creation at a time per conversation: the check below holds until commit.
-            tx.exec(
-                "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-                &[&CONVERSATION_LOCK, &conversation_id],
-            )
-            .await
-            .or_store(&s)?;
-            if let Some(other) = tx
-                .row_opt(
-                    "SELECT id, status FROM runs WHERE conversation_id = $1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
-                    &[&conversation_id],
-                )
-                .await
-                .or_store(&s)?
-            {
-                let (other_id, status): (String, String) =
-                    (other.try_get(0).or_store(&s)?, other.try_get(1).or_store(&s)?);
-                return Err(StoreError::Refused(
-                    Refusal::ConversationBusy,
-                    format!(
-                        "conversation '{conversation_id}' has an unfinished run {other_id} ({status}); resolve, resume or cancel it first"
-                    ),
-                ));
-            }
             let (parent, call, depth) = match &link {
                 Some(l) => (
                     Some(l.parent_run_id.clone()),
@@ -104,32 +80,8 @@ impl PgStore {
                 ),
                 None => (None, None, 0),
             };
-            if let (Some(p), Some(c)) = (&parent, &call)
-                && let Some(existing) = tx
-                    .row_opt(
-                        "SELECT id FROM runs WHERE parent_run_id = $1 AND parent_call_id = $2",
-                        &[p, c],
-                    )
-                    .await
-                    .or_store(&s)?
-            {
-                let existing: String = existing.try_get(0).or_store(&s)?;
-                return Err(child_exists(p, c, Some(&existing)));
-            }
-            if tx
-                .row_opt(
-                    "SELECT tenant FROM runs WHERE conversation_id = $1 AND tenant <> $2 LIMIT 1",
-                    &[&conversation_id, &tenant],
-                )
-                .await
-                .or_store(&s)?
-                .is_some()
-            {
-                // Another tenant's conversation: not found, whoever asks.
-                return Err(StoreError::NotFound(format!(
-                    "conversation {conversation_id}"
-                )));
-            }
+            let parent_call = parent.as_deref().zip(call.as_deref());
+            may_create(&tx, &s, &conversation_id, &tenant, parent_call).await?;
             let now = db_now(&tx, &s).await?;
             tx.exec(
                 "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by) VALUES ($1, $2, $3, 'in_progress', $4, 0, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
@@ -453,6 +405,70 @@ impl PgStore {
 /// A count as the database keeps it (at most `i64::MAX`).
 fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Whether a run may be created in `conversation_id` for `tenant` (the transaction
+/// takes the conversation's lock first, held until it commits): refused while the
+/// conversation has an unfinished run, when the parent's call already has its child,
+/// and not found when the conversation is another tenant's.
+async fn may_create(
+    tx: &impl GenericClient,
+    s: &PgStore,
+    conversation_id: &str,
+    tenant: &str,
+    parent_call: Option<(&str, &str)>,
+) -> Result<(), StoreError> {
+    // One creation at a time per conversation: the check below holds until commit.
+    tx.exec(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&CONVERSATION_LOCK, &conversation_id],
+    )
+    .await
+    .or_store(s)?;
+    if let Some(other) = tx
+        .row_opt(
+            "SELECT id, status FROM runs WHERE conversation_id = $1 AND status IN ('in_progress', 'requires_action') ORDER BY created_at DESC LIMIT 1",
+            &[&conversation_id],
+        )
+        .await
+        .or_store(s)?
+    {
+        let (other_id, status): (String, String) =
+            (other.try_get(0).or_store(s)?, other.try_get(1).or_store(s)?);
+        return Err(StoreError::Refused(
+            Refusal::ConversationBusy,
+            format!(
+                "conversation '{conversation_id}' has an unfinished run {other_id} ({status}); resolve, resume or cancel it first"
+            ),
+        ));
+    }
+    if let Some((p, c)) = parent_call
+        && let Some(existing) = tx
+            .row_opt(
+                "SELECT id FROM runs WHERE parent_run_id = $1 AND parent_call_id = $2",
+                &[&p, &c],
+            )
+            .await
+            .or_store(s)?
+    {
+        let existing: String = existing.try_get(0).or_store(s)?;
+        return Err(child_exists(p, c, Some(&existing)));
+    }
+    if tx
+        .row_opt(
+            "SELECT tenant FROM runs WHERE conversation_id = $1 AND tenant <> $2 LIMIT 1",
+            &[&conversation_id, &tenant],
+        )
+        .await
+        .or_store(s)?
+        .is_some()
+    {
+        // Another tenant's conversation: not found, whoever asks.
+        return Err(StoreError::NotFound(format!(
+            "conversation {conversation_id}"
+        )));
+    }
+    Ok(())
 }
 
 /// The refusal of a second sub-agent run for one call (`existing`: the first's id, when
