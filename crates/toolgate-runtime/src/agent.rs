@@ -9,11 +9,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::LimitConfig;
-use toolgate_tool::Permission;
-use toolgate_tool::ToolLibrary;
-use toolgate_tool::Toolkit;
-use toolgate_tool::ToolkitError;
 use toolgate_tool::folder::{first_line, line_of};
+use toolgate_tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
 
 /// The model used when neither the agent file nor `--model` names one.
 pub const DEFAULT_MODEL: &str = "openai:gpt-4o-mini";

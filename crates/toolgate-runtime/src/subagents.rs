@@ -9,13 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use toolgate_tool::Entry;
-use toolgate_tool::Permission;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
+use toolgate_tool::{Entry, Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The routing tool of an agent that lists its sub-agents without naming each as a tool.
 pub const ROUTER: &str = "call_subagent";

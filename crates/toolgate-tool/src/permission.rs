@@ -4,9 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Permission;
-use crate::Toolkit;
 use crate::policy::Facts;
+use crate::{Permission, Toolkit};
 use toolgate_parse::ToolCall;
 
 /// The gate's answer for one call, and the rule that gave it (`confirm_if: args.amount

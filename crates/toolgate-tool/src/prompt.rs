@@ -8,9 +8,7 @@ use minijinja::{Environment, context};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::LoadedTool;
-use crate::Schema;
-use crate::ToolOutput;
+use crate::{LoadedTool, Schema, ToolOutput};
 
 const INSTRUCTIONS: &str = include_str!("../../../prompts/tool_instructions.j2");
 const RESULTS: &str = include_str!("../../../prompts/tool_results.j2");

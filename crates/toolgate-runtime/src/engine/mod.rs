@@ -23,11 +23,7 @@ use toolgate_parse::ToolCall;
 use toolgate_protocol::clock::now_ms;
 use toolgate_protocol::{CallStatus, CallerKind, ErrorKind, Event};
 use toolgate_store::CallRecord;
-use toolgate_tool::DEFAULT_TIMEOUT;
-use toolgate_tool::LoadedTool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
+use toolgate_tool::{DEFAULT_TIMEOUT, LoadedTool, ToolContext, ToolError, ToolOutput};
 
 /// How the engine runs calls.
 #[derive(Debug, Clone)]

@@ -4,8 +4,7 @@
 //! approval never runs, with a server or without one.
 
 use super::{RunError, Runner};
-use toolgate_protocol::OnTimeout;
-use toolgate_protocol::{RequiredItem, RunStatus, events};
+use toolgate_protocol::{OnTimeout, RequiredItem, RunStatus, events};
 
 /// What applying the deadlines did.
 #[derive(Debug, Default)]

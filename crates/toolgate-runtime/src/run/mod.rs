@@ -60,9 +60,7 @@ use crate::engine::{LimitConfig, ProcessLimits};
 use toolgate_model::{self as model, Message, Model, OpenAiConfig, Providers};
 use toolgate_protocol::{Decision, RunEvent, RunObject, Usage, events};
 use toolgate_store::{PendingRow, RunRow, Scope, Store};
-use toolgate_tool::Sources;
-use toolgate_tool::ToolLibrary;
-use toolgate_tool::Toolkit;
+use toolgate_tool::{Sources, ToolLibrary, Toolkit};
 
 /// How long a lease lasts without renewal; the holder renews it every third of this. A
 /// run whose driver died is free to take up again this long after its last renewal.

@@ -12,13 +12,7 @@ use super::state::Phase;
 use super::{Live, Runner};
 use toolgate_parse::ToolCall;
 use toolgate_protocol::CallStatus;
-use toolgate_tool::Entry;
-use toolgate_tool::Permission;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
+use toolgate_tool::{Entry, Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The tool's name.
 pub const READ_RESULT: &str = "read_result";

@@ -22,8 +22,7 @@ use toolgate_protocol::{CallStatus, CallerKind, RunObject, RunStatus};
 use toolgate_runtime::agent::Agent;
 use toolgate_runtime::run::StartCall;
 use toolgate_store::{CallQuery, CallRecord};
-use toolgate_tool::LoadedTool;
-use toolgate_tool::Permission;
+use toolgate_tool::{LoadedTool, Permission};
 
 /// One client connection: the agent it is served, its conversation, and a lock that
 /// takes its calls one at a time (a conversation has one unfinished run at most).

@@ -5,11 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use toolgate_tool::Permission;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
+use toolgate_tool::{Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     ToolSpec {

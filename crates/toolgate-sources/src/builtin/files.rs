@@ -10,13 +10,8 @@ use cap_std::fs::OpenOptions;
 use serde_json::{Map, Value, json};
 
 use super::{Handled, spec as builtin_spec, text_arg};
-use toolgate_tool::Part;
-use toolgate_tool::Permission;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::workspace::{Workspace, shown, single_link};
+use toolgate_tool::{Part, Permission, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub fn read_spec() -> ToolSpec {
     ToolSpec {

@@ -9,11 +9,8 @@ use super::{Handled, spec as builtin_spec, text_arg};
 use crate::tool_file::http::{
     Body, DEFAULT_MAX_RESPONSE, Request, Retry, headers_from, parse_method, parse_url, send,
 };
-use toolgate_tool::Permission;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::net::AllowList;
+use toolgate_tool::{Permission, ToolContext, ToolError, ToolSpec};
 
 pub fn spec() -> ToolSpec {
     builtin_spec(

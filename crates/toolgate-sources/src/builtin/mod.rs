@@ -14,16 +14,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use toolgate_tool::Entry;
-use toolgate_tool::LoadedTool;
-use toolgate_tool::Permission;
-use toolgate_tool::Schema;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::source::{Origin, ToolSource};
+use toolgate_tool::{
+    Entry, LoadedTool, Permission, Schema, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 /// The source's name in its tools' origin.
 pub const NAME: &str = "built-in";

@@ -10,13 +10,7 @@ use async_trait::async_trait;
 
 use super::{Handled, spec as builtin_spec, text_arg};
 use toolgate_sandbox as sandbox;
-use toolgate_tool::Permission;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
-use toolgate_tool::process;
+use toolgate_tool::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, process};
 
 /// Bytes of stdout and of stderr kept.
 const OUTPUT_CAP: usize = 64 * 1024;

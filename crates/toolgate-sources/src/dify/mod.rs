@@ -17,11 +17,9 @@ pub use run::{ADAPTER, Binding, DifyTool};
 pub use source::{DifyFiles, NAME};
 
 use files::{RawProvider, RawTool, english};
-use toolgate_tool::Permission;
-use toolgate_tool::SourceBinding;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::folder::{LoadError, ToolDef, line_of};
 use toolgate_tool::schema::Schema;
+use toolgate_tool::{Permission, SourceBinding, ToolSpec};
 
 /// What a YAML file is, as far as Dify goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

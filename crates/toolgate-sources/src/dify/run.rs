@@ -11,12 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::tool_file::command::CommandTool;
-use toolgate_tool::Entry;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
+use toolgate_tool::{Entry, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The adapter's source.
 pub const ADAPTER: &str = include_str!("adapter.py");

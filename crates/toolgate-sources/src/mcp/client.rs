@@ -24,9 +24,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::config::{Connect, Declaration};
 use toolgate_sandbox::{self as sandbox, SandboxPolicy};
-use toolgate_tool::Part;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
+use toolgate_tool::{Part, ToolContext, ToolError};
 
 /// The time a server has to start and answer `initialize` and `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);

@@ -10,8 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use toolgate_sandbox::SandboxPolicy;
-use toolgate_tool::LoadError;
-use toolgate_tool::Permission;
+use toolgate_tool::{LoadError, Permission};
 
 /// How toolgate reaches a server. Two declarations with the same name and the same
 /// `Connect` share one running server in a process.

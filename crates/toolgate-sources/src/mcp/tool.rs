@@ -9,15 +9,9 @@ use serde_json::{Map, Value};
 
 use super::client::{Server, on_runtime};
 use super::config::Declaration;
-use toolgate_tool::Part;
-use toolgate_tool::Permission;
-use toolgate_tool::Schema;
-use toolgate_tool::SourceBinding;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
+use toolgate_tool::{
+    Part, Permission, Schema, SourceBinding, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 /// One tool of a running server.
 pub struct McpTool {

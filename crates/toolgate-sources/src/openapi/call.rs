@@ -11,14 +11,8 @@ use super::binding::{
     AUTH_PASSWORD, AUTH_TOKEN, AUTH_USERNAME, Auth, Binding, BodyShape, Location,
 };
 use crate::tool_file::http::{self, Body, DEFAULT_MAX_RESPONSE, Request, Retry, percent_encode};
-use toolgate_tool::Entry;
-use toolgate_tool::Part;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::net::AllowList;
+use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Characters of a failed response's body kept in the error result.
 pub const ERROR_EXCERPT: usize = 2000;

@@ -8,8 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::binding::{AUTH_PASSWORD, AUTH_TOKEN, AUTH_USERNAME, Auth, Location};
-use toolgate_tool::Credential;
-use toolgate_tool::Permission;
+use toolgate_tool::{Credential, Permission};
 
 /// An `openapi:` file as written.
 #[derive(Debug, Deserialize)]

@@ -12,10 +12,7 @@ use super::binding::{
     Param,
 };
 use super::document::{Document, Version};
-use toolgate_tool::Credential;
-use toolgate_tool::Permission;
-use toolgate_tool::SourceBinding;
-use toolgate_tool::ToolSpec;
+use toolgate_tool::{Credential, Permission, SourceBinding, ToolSpec};
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",

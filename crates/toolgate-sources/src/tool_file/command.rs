@@ -12,14 +12,7 @@ use tokio::process::Command;
 
 use super::http::expand_env;
 use toolgate_sandbox as sandbox;
-use toolgate_tool::Entry;
-use toolgate_tool::Part;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
-use toolgate_tool::process;
+use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, process};
 
 /// Output bytes kept per stream when a tool does not say.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;

@@ -12,14 +12,8 @@ use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use toolgate_tool::Entry;
-use toolgate_tool::Part;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolContext;
-use toolgate_tool::ToolError;
-use toolgate_tool::ToolOutput;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::net::{self, AllowList, Resolve, SystemResolver};
+use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) use super::templates::percent_encode;
 use super::templates::{arg_text, fill, placeholders};

@@ -14,10 +14,8 @@ use std::sync::Arc;
 pub use read::load_file;
 
 use super::builtin;
-use toolgate_tool::Entry;
-use toolgate_tool::Tool;
-use toolgate_tool::ToolSpec;
 use toolgate_tool::source::{Claim, Found, ToolSource};
+use toolgate_tool::{Entry, Tool, ToolSpec};
 
 /// The source's name in its tools' origin.
 pub const NAME: &str = "file";
