@@ -267,7 +267,8 @@ pub struct ToolStarted {
 
 /// `tool.output`: a part of a call's output, streamed before the call ends. A part is
 /// never split across events, so concurrent calls never interleave inside one.
-/// (Named `ToolOutput` in the OpenAPI document, as before the rename.)
+// Named `ToolOutput` in the OpenAPI document, as before the rename (a plain comment:
+// a doc line would change the document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = ToolOutput)]
 pub struct ToolOutputEvent {
