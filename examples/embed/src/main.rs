@@ -61,7 +61,7 @@ pub async fn embed(
     say(format!(
         "run {} is {}: waiting on {:?}",
         run.id,
-        wire_name(&run.status),
+        run.status.as_str(),
         items.iter().map(|i| &i.tool).collect::<Vec<_>>()
     ));
     let paused = (run.status, items.iter().map(|i| i.tool.clone()).collect());
@@ -75,7 +75,7 @@ pub async fn embed(
     say(format!(
         "run {} is {}: {}",
         run.id,
-        wire_name(&run.status),
+        run.status.as_str(),
         run.output.clone().unwrap_or_default()
     ));
     let query = CallQuery {
@@ -88,7 +88,7 @@ pub async fn embed(
         .await?
         .calls
         .into_iter()
-        .map(|c| (c.record.tool, wire_name(&c.record.status)))
+        .map(|c| (c.record.tool, c.record.status.as_str().to_string()))
         .collect();
     for (tool, status) in &records {
         say(format!("recorded: {tool} {status}"));
@@ -99,14 +99,6 @@ pub async fn embed(
         records,
         orders: shop.orders(),
     })
-}
-
-/// The name a value has on the wire (`requires_action`, `succeeded`).
-fn wire_name(value: &impl serde::Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
 }
 
 #[tokio::main]
