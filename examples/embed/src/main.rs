@@ -104,7 +104,11 @@ pub async fn embed(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let mut say = |line: String| println!("{line}");
+    // A closed pipe (`| head`) ends the printing quietly; the embedding still runs to its end.
+    let mut say = |line: String| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
     embed(dir.path(), &mut say).await?;
     Ok(())
 }
