@@ -69,9 +69,7 @@ pub fn runner(store: Store) -> Runner {
     runner.limits = super::limits::process();
     runner.load_library = Arc::new(|dir: Option<&Path>| match dir {
         None => Ok(ToolLibrary::builtin(&toolgate::tool::sources::standard())),
-        Some(dir) => {
-            ToolLibrary::load(dir, &toolgate::tool::sources::standard()).map_err(|e| e.to_string())
-        }
+        Some(dir) => ToolLibrary::load(dir, &toolgate::tool::sources::standard()),
     });
     runner.loaded = Arc::new(Loaded::reporting(Arc::new(|line: &str| {
         say!("toolgate: warning: {line}")

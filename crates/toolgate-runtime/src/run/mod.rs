@@ -67,7 +67,8 @@ use toolgate_tool::{Sources, ToolLibrary, Toolkit};
 pub const LEASE_MS: i64 = 10_000;
 
 /// Loads the tool library for a tools folder (`None`: built-ins only).
-pub type LibraryLoader = Arc<dyn Fn(Option<&Path>) -> Result<ToolLibrary, String> + Send + Sync>;
+pub type LibraryLoader =
+    Arc<dyn Fn(Option<&Path>) -> Result<ToolLibrary, toolgate_tool::LoadError> + Send + Sync>;
 
 /// What a new run needs.
 #[derive(Debug, Clone)]
@@ -162,7 +163,7 @@ impl Runner {
         Self {
             sources,
             load_library: Arc::new(move |dir: Option<&Path>| match dir {
-                Some(dir) => ToolLibrary::load(dir, &read_by).map_err(|e| e.to_string()),
+                Some(dir) => ToolLibrary::load(dir, &read_by),
                 None => Ok(ToolLibrary::builtin(&read_by)),
             }),
             model_config: OpenAiConfig::from_env(),
@@ -229,7 +230,7 @@ impl Runner {
         let library = self
             .loaded
             .library(tools_dir, |dir| (self.load_library)(dir))
-            .map_err(RunError::BadInput)?;
+            .map_err(|e| RunError::BadInput(e.to_string()))?;
         Ok(agent.toolkit(&library)?)
     }
 
