@@ -1,4 +1,4 @@
-//! The parser's integration tests in one binary: the case corpus (tests/corpus/*.yaml),
+//! The parser's integration tests in one binary: the case corpus (tests/corpus/*.json),
 //! the peers' conformance cases and the dialects' own (tests/corpus/conformance/,
 //! tests/corpus/dialects/), the API beyond the corpus, and the stream properties.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,5 @@
 //! Conformance with the tool-parser test suites of vLLM, SGLang and SMG: their cases,
-//! transcribed as data in tests/corpus/conformance/*.yaml (each names its source), run
+//! transcribed as data in tests/corpus/conformance/*.json (each names its source), run
 //! whole and streamed at every split. Prints the pass count; fails below the floor.
 //!
 //! Run: `cargo test -p toolgate-parse --test all -- conformance:: --nocapture`
@@ -62,21 +62,10 @@ fn read_cases(sub: &str) -> Vec<(String, Case)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/corpus")
         .join(sub);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    let mut all = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        let cases: Vec<Case> =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        let file = f.file_name().unwrap().to_string_lossy().into_owned();
-        all.extend(cases.into_iter().map(|c| (file.clone(), c)));
-    }
-    all
+    crate::common::read_files::<Case>(&dir)
+        .into_iter()
+        .flat_map(|(file, cases)| cases.into_iter().map(move |c| (file.clone(), c)))
+        .collect()
 }
 
 fn options(case: &Case) -> ParseOptions {

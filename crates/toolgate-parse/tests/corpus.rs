@@ -1,4 +1,4 @@
-//! Every case of the corpus (tests/corpus/*.yaml): the whole-message parse gives the
+//! Every case of the corpus (tests/corpus/*.json): the whole-message parse gives the
 //! expected text, calls and problems, and the streaming parser gives exactly the same
 //! result for fixed chunk sizes and for every split into two chunks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,12 +1,13 @@
 //! Property tests of the streaming parser: for any split of any input, streamed equals
 //! whole. Inputs are the corpus cases and outputs generated from fragments of every
 //! dialect (tags, CDATA, fences, think blocks, JSON, broken pieces), so that the
-//! parser meets combinations nobody wrote down.
+//! parser meets combinations nobody wrote down. The generator is a seeded xorshift (no
+//! property-testing crate, so the parser's tests build light): every run tries the same
+//! cases, `STREAM_CASES=N` runs more, and a failure names its seed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
-use proptest::prelude::*;
 use toolgate_parse::{Dialect, ParseOptions};
 
 use common::{cases, options, split_at, whole};
@@ -130,88 +131,169 @@ const FRAGMENTS: &[&str] = &[
     "]]></text>",
 ];
 
-fn fragment_input() -> impl Strategy<Value = String> {
-    prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40).prop_map(|v| v.concat())
+/// A small xorshift64* generator: the same seed, the same cases.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        // Never zero (xorshift's fixed point), and seeds close together diverge at once.
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+        &from[self.below(from.len())]
+    }
 }
 
-fn cuts_for(len: usize) -> impl Strategy<Value = Vec<usize>> {
-    prop::collection::vec(0..=len, 0..12).prop_map(|mut v| {
-        v.sort_unstable();
-        v
-    })
+/// How many cases each property tries: `STREAM_CASES`, else 512 (quick in CI).
+fn case_count() -> u64 {
+    std::env::var("STREAM_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(512)
 }
 
-fn dialect() -> impl Strategy<Value = Dialect> {
-    prop::sample::select(vec![
-        Dialect::Auto,
-        Dialect::Xml,
-        Dialect::Hermes,
-        Dialect::Qwen3Coder,
-        Dialect::Invoke,
-        Dialect::OpenAi,
-        Dialect::Glm,
-        Dialect::KimiK2,
-        Dialect::DeepSeek,
-        Dialect::Harmony,
-        Dialect::Mistral,
-        Dialect::Llama3,
-        Dialect::Pythonic,
-    ])
+fn fragment_input(rng: &mut Rng) -> String {
+    let n = rng.below(40);
+    (0..n).map(|_| *rng.pick(FRAGMENTS)).collect()
 }
 
-proptest! {
-    // PROPTEST_CASES=N runs longer searches (see README); 512 keeps CI quick.
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(512),
-        ..ProptestConfig::default()
-    })]
+/// Up to 11 sorted cut points in `0..=len`.
+fn cuts_for(rng: &mut Rng, len: usize) -> Vec<usize> {
+    let n = rng.below(12);
+    let mut v: Vec<usize> = (0..n).map(|_| rng.below(len + 1)).collect();
+    v.sort_unstable();
+    v
+}
 
-    /// Random splits of every corpus case.
-    #[test]
-    fn corpus_random_splits_equal_whole(seed in any::<u64>()) {
-        let all = cases();
+const DIALECTS: &[Dialect] = &[
+    Dialect::Auto,
+    Dialect::Xml,
+    Dialect::Hermes,
+    Dialect::Qwen3Coder,
+    Dialect::Invoke,
+    Dialect::OpenAi,
+    Dialect::Glm,
+    Dialect::KimiK2,
+    Dialect::DeepSeek,
+    Dialect::Harmony,
+    Dialect::Mistral,
+    Dialect::Llama3,
+    Dialect::Pythonic,
+];
+
+/// Streamed equals whole for `input` cut at `cuts`, and call ids are unique.
+fn check_generated(input: &str, cuts: &[usize], opts: &ParseOptions, seed: u64) {
+    let expected = whole(input, opts);
+    assert_eq!(
+        split_at(input.as_bytes(), cuts, opts),
+        expected,
+        "seed {seed}: {input:?} cut at {cuts:?}"
+    );
+    let mut ids: Vec<&str> = expected.calls.iter().map(|c| c.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        expected.calls.len(),
+        "seed {seed}: duplicate ids"
+    );
+}
+
+/// Random splits of every corpus case (each case at least once).
+#[test]
+fn corpus_random_splits_equal_whole() {
+    let all = cases();
+    for seed in 0..case_count().max(all.len() as u64) {
         let case = &all[(seed as usize) % all.len()];
         let opts = options(case);
         let bytes = case.input.as_bytes();
-        let expected = whole(&case.input, &opts);
-        // A deterministic spread of cut points from the seed.
-        let mut cuts: Vec<usize> = (0..8u64)
-            .map(|i| (seed.rotate_left((i * 7) as u32) as usize) % (bytes.len() + 1))
-            .collect();
+        let mut rng = Rng::new(seed);
+        let mut cuts: Vec<usize> = (0..8).map(|_| rng.below(bytes.len() + 1)).collect();
         cuts.sort_unstable();
-        prop_assert_eq!(split_at(bytes, &cuts, &opts), expected);
+        assert_eq!(
+            split_at(bytes, &cuts, &opts),
+            whole(&case.input, &opts),
+            "case {} cut at {cuts:?}",
+            case.name
+        );
     }
+}
 
-    /// Generated outputs: never a panic, and any split gives the whole-message result.
-    #[test]
-    fn generated_outputs_split_anywhere(input in fragment_input(), cuts in cuts_for(400),
-                                        strict in any::<bool>(), d in dialect()) {
-        let opts = ParseOptions::default().with_dialect(d).with_strict(strict);
-        let expected = whole(&input, &opts);
-        prop_assert_eq!(split_at(input.as_bytes(), &cuts, &opts), expected.clone());
-        // Every call id is unique and non-empty.
-        let mut ids: Vec<&str> = expected.calls.iter().map(|c| c.id.as_str()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        prop_assert_eq!(ids.len(), expected.calls.len());
+/// Generated outputs: never a panic, and any split gives the whole-message result.
+#[test]
+fn generated_outputs_split_anywhere() {
+    for seed in 0..case_count() {
+        let mut rng = Rng::new(seed);
+        let input = fragment_input(&mut rng);
+        let cuts = cuts_for(&mut rng, input.len());
+        let d = *rng.pick(DIALECTS);
+        let opts = ParseOptions::default()
+            .with_dialect(d)
+            .with_strict(rng.next() & 1 == 1);
+        check_generated(&input, &cuts, &opts, seed);
     }
+}
 
-    /// Arbitrary bytes, split anywhere (inside characters too).
-    #[test]
-    fn arbitrary_bytes_split_anywhere(bytes in prop::collection::vec(any::<u8>(), 0..300),
-                                      cuts in cuts_for(300), d in dialect()) {
-        let opts = ParseOptions::default().with_dialect(d);
+/// Inputs that once failed (found by the earlier proptest search), kept as cases.
+#[test]
+fn past_failures_split_anywhere() {
+    let input = "<invoke name=\"echo\"><｜tool▁call▁end｜><function=run><invoke name=\"echo\"><|tool_calls_section_begin|><|tool_calls_section_end|><|call|><|tool_calls_section_begin|>~~~\n<parameter name=\"text\">";
+    let opts = ParseOptions::default().with_dialect(Dialect::Invoke);
+    check_generated(input, &[184], &opts, 0);
+    // And every single cut of it, in every dialect.
+    for d in DIALECTS {
+        let opts = ParseOptions::default().with_dialect(*d);
+        for cut in 0..=input.len() {
+            check_generated(input, &[cut], &opts, 0);
+        }
+    }
+}
+
+/// Arbitrary bytes, split anywhere (inside characters too).
+#[test]
+fn arbitrary_bytes_split_anywhere() {
+    for seed in 0..case_count() {
+        let mut rng = Rng::new(seed);
+        let n = rng.below(300);
+        let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        let cuts = cuts_for(&mut rng, bytes.len());
+        let opts = ParseOptions::default().with_dialect(*rng.pick(DIALECTS));
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        let expected = whole(&text, &opts);
-        prop_assert_eq!(split_at(&bytes, &cuts, &opts), expected);
+        assert_eq!(
+            split_at(&bytes, &cuts, &opts),
+            whole(&text, &opts),
+            "seed {seed}: {bytes:?} cut at {cuts:?}"
+        );
     }
+}
 
-    /// Text that holds no `<`, no fence and no JSON/SSE start comes back unchanged.
-    #[test]
-    fn plain_prose_is_returned_verbatim(s in "[a-zA-Z0-9 .,;!?()\\n\\t'-]{0,200}") {
-        prop_assume!(!s.contains("data:") && !s.contains("event:"));
+/// Text that holds no `<`, no fence and no JSON/SSE start comes back unchanged.
+#[test]
+fn plain_prose_is_returned_verbatim() {
+    const PROSE: &[u8] =
+        b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;!?()\n\t'-";
+    for seed in 0..case_count() {
+        let mut rng = Rng::new(seed);
+        let n = rng.below(201);
+        let s: String = (0..n).map(|_| char::from(*rng.pick(PROSE))).collect();
+        if s.contains("data:") || s.contains("event:") {
+            continue;
+        }
         let got = whole(&s, &ParseOptions::default());
-        prop_assert_eq!(got.text, s);
-        prop_assert!(got.calls.is_empty());
+        assert_eq!(got.text, s, "seed {seed}");
+        assert!(got.calls.is_empty(), "seed {seed}: {s:?}");
     }
 }

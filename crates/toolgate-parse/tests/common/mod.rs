@@ -1,4 +1,4 @@
-//! The case corpus shared by the parser tests: YAML files in tests/corpus/, the corpus
+//! The case corpus shared by the parser tests: JSON files in tests/corpus/, the corpus
 //! tools' parameter schemas in tests/corpus/schemas.json, and helpers to parse whole or
 //! in chunks. The root package's CLI tests read the same cases through this module:
 //! each test binary that includes it names the corpus folder as `crate::CORPUS`.
@@ -65,24 +65,45 @@ pub fn cases() -> &'static [Case] {
 }
 
 fn read_cases() -> Vec<Case> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
     let mut all = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        let mut cases: Vec<Case> =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    for (file, mut cases) in read_files::<Case>(&corpus_dir()) {
         for c in &mut cases {
-            c.file = f.file_name().unwrap().to_string_lossy().into_owned();
+            c.file.clone_from(&file);
             expand(c);
         }
         all.extend(cases);
     }
     all
+}
+
+/// One corpus file: what it holds, and its cases.
+#[derive(Deserialize)]
+struct CorpusFile<T> {
+    #[allow(dead_code, reason = "read by people")]
+    about: String,
+    cases: Vec<T>,
+}
+
+/// The cases of every `*.json` corpus file in `dir` (not below it), by file name, in
+/// name order.
+pub fn read_files<T: serde::de::DeserializeOwned>(dir: &Path) -> Vec<(String, Vec<T>)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "schemas.json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let doc: CorpusFile<T> =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            (name, doc.cases)
+        })
+        .collect()
 }
 
 fn expand(c: &mut Case) {
