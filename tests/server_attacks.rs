@@ -1,8 +1,9 @@
 //! `toolgate serve` attacked as a hostile page, a hostile client and a curious key
 //! holder would: a rebinding Host, a foreign Origin, cross-site form posts, guessed run
 //! prefixes, oversized and binary ids, a path that is not UTF-8, a secret number in
-//! the timeline, an "always" reaching another agent, host paths in answers, and the
-//! bearer scheme in lower case. Each test is the attack first, then what must hold.
+//! the timeline, an "always" reaching another agent, host paths in answers, the
+//! bearer scheme in lower case, and any token on a keyless loopback server. Each test
+//! is the attack first, then what must hold.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::serving;
@@ -322,6 +323,38 @@ async fn the_bearer_scheme_is_case_insensitive() {
             .unwrap();
         assert_eq!(r.status().as_u16(), want, "{header}");
     }
+}
+
+/// A keyless loopback server (no key, no issued key, no JWT settings) is open: the
+/// OpenAI SDKs always send a bearer token, and it must not be refused; `serve` says at
+/// start that it is open. A server with a key still refuses a wrong one (above).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keyless_loopback_server_takes_any_bearer_token_and_says_it_is_open() {
+    let site = Site::new();
+    let mut cmd = serving::serve_command(&site, std::process::Command::new(serving::bin()), &[]);
+    cmd.env_remove("TOOLGATE_API_KEY")
+        .stderr(std::process::Stdio::piped());
+    let mut server = Server::started(&mut cmd, None);
+    for header in [None, Some("Bearer sk-anything"), Some("Bearer not-a-key")] {
+        let mut req = server.client.get(server.url("/v1/runs"));
+        if let Some(h) = header {
+            req = req.header(reqwest::header::AUTHORIZATION, h);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{header:?}");
+    }
+    let (status, run) = server
+        .post("/v1/runs", json!({"agent": "assistant", "input": "Hi."}))
+        .await;
+    assert_eq!(status, 200, "{run}");
+    server.child.kill().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut server.child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(
+        err.matches("open on loopback").count(),
+        1,
+        "serve says once that it is open: {err}"
+    );
 }
 
 /// A secret integer, a secret number and secret integers in an array: the timeline

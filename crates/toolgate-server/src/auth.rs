@@ -4,7 +4,8 @@
 //! an app's JWT), its role is checked against the route (`roles`), its rate against
 //! the limits (`rate`), and the identity goes to the handler. A server with no key, no
 //! issued key and no JWT settings (loopback only) treats every caller as the admin of
-//! the default tenant, as before identities. `/healthz`, `/openapi.json` and the
+//! the default tenant, as before identities, whatever bearer token it sends (the OpenAI
+//! SDKs always send one). `/healthz`, `/openapi.json` and the
 //! inbox's page and assets (which hold no data) stay open.
 
 use std::sync::Arc;
@@ -78,11 +79,13 @@ pub fn too_many(wait: std::time::Duration, message: &str) -> Response {
 
 /// The identity `given` credentials stand for, or the one line saying why not.
 async fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
-    let Some(given) = given.filter(|g| !g.is_empty()) else {
-        if needs_key(state).await? {
-            return Err("this server needs an API key: send Authorization: Bearer KEY".into());
-        }
+    // An open server (loopback, nothing to check against) takes any token: the SDKs
+    // always send one.
+    if !needs_key(state).await? {
         return Ok(Identity::admin("local"));
+    }
+    let Some(given) = given.filter(|g| !g.is_empty()) else {
+        return Err("this server needs an API key: send Authorization: Bearer KEY".into());
     };
     if let Some(key) = &state.api_key
         && same(given.as_bytes(), key.as_bytes())

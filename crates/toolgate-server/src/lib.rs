@@ -404,6 +404,11 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         let _ = out.flush();
     }
     tracing::info!(%addr, "listening");
+    if !auth::needs_key(&state).await.unwrap_or(true) {
+        eprintln!(
+            "toolgate serve: open on loopback: no API key, issued key or JWT settings, so every caller is the local admin (a bearer token, if sent, is not checked)"
+        );
+    }
     let notifier = notify.and_then(notify::Notifier::new);
     if let Some(n) = &notifier {
         tracing::info!(
