@@ -303,6 +303,42 @@ fn a_wrong_or_missing_key_is_a_clear_error_and_changes_nothing() {
     assert!(seen.contains("S4-confirm-token-b8c1"), "{seen}");
 }
 
+/// `toolgate tools call` of a tool that echoes its secret arguments: neither its final
+/// output (plain or `--json`) nor an error shows a secret value in clear.
+#[test]
+fn tools_call_shows_no_echoed_secret() {
+    let site = site();
+    let dir = site.path();
+    let args = r#"{"token": "S1-auto-token-7f3a", "auth": {"user": "ann", "password": "S2-nested-pw-91bc"}}"#;
+    for json in [false, true] {
+        let mut argv = vec!["tools", "call", "vault_auto", "--args", args];
+        if json {
+            argv.push("--json");
+        }
+        let out = cli(&argv, dir, None);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_clean("tools call's stdout", &out.stdout);
+        assert_clean("tools call's stderr", &out.stderr);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("[secret]"),
+            "the echo is there, masked: {}",
+            text(&out)
+        );
+    }
+    // Refused arguments: the error names no secret either.
+    let bad = r#"{"token": "S3-invalid-call-4d2e", "colour": "red"}"#;
+    for json in [false, true] {
+        let mut argv = vec!["tools", "call", "vault_auto", "--args", bad];
+        if json {
+            argv.push("--json");
+        }
+        let out = cli(&argv, dir, None);
+        assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+        assert_clean("a refused call's output", &out.stdout);
+        assert_clean("a refused call's error", &out.stderr);
+    }
+}
+
 /// A secret that is a number, a boolean-free float, or integers inside an array: the
 /// stored conversation and state hold none of them in clear (they once did, as JSON
 /// numbers), and the tool still gets them as numbers.

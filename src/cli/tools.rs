@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 use toolgate::engine::{self, Cancel, Engine, EngineConfig, prepare};
 use toolgate::protocol::CallerKind;
+use toolgate::tool::secrets::mask_values;
 use toolgate::tool::{LoadedTool, Part, ToolError, ToolLibrary, ToolOutput, load_dir, workspace};
 
 use super::out::{self, print_json, say};
@@ -229,6 +230,10 @@ fn call(
 ) -> Result<ExitCode, Failure> {
     let tool = find_tool(lib, name)?.clone();
     let args = call_args(raw)?;
+    // The secret values among the arguments: no output of this command shows them,
+    // even when the tool echoes one (credentials the engine injects are masked by it).
+    let mut secrets = Vec::new();
+    tool.secret_values(&args, &mut secrets);
     let root = super::workspace_dir(ws)?.unwrap_or_else(|| PathBuf::from("."));
     let root = workspace::canonical_root(&root)
         .map_err(|e| Failure::bad_input(format!("workspace {}: {e}", root.display())))?;
@@ -275,7 +280,7 @@ fn call(
     if new_conversation && !json {
         say!("toolgate: recorded in conversation {conversation} ({shown_db})");
     }
-    report(outcome, name, &call_id, &conversation, json)
+    report(outcome, name, &call_id, &conversation, json, &secrets)
 }
 
 /// `--args`: a JSON object.
@@ -322,14 +327,17 @@ fn report(
     call_id: &str,
     conversation: &str,
     json: bool,
+    secrets: &[String],
 ) -> Result<ExitCode, Failure> {
     let mut out = out::stdout();
+    let result = outcome.result.map(|o| masked(o, secrets));
+    let hide = |text: String| mask_values(&text, secrets).into_owned();
     if json {
-        let (output, error) = match &outcome.result {
+        let (output, error) = match &result {
             Ok(o) => (serde_json::to_value(o).unwrap_or(Value::Null), Value::Null),
             Err(e) => (
                 Value::Null,
-                json!({"kind": e.kind(), "message": e.to_string()}),
+                json!({"kind": e.kind(), "message": hide(e.to_string())}),
             ),
         };
         let v = json!({
@@ -343,7 +351,7 @@ fn report(
         });
         print_json(&mut out, &v, false)?;
     }
-    match outcome.result {
+    match result {
         Ok(output) => {
             if !json {
                 write_out(&mut out, &readable(&output))?;
@@ -360,10 +368,34 @@ fn report(
             Ok(ExitCode::from(3))
         }
         Err(e @ (ToolError::InvalidArguments { .. } | ToolError::NotFound { .. })) => {
-            Err(Failure::bad_input(e.to_string()))
+            Err(Failure::bad_input(hide(e.to_string())))
         }
-        Err(e) => Err(Failure::other(format!("{name}: {e}"))),
+        Err(e) => Err(Failure::other(hide(format!("{name}: {e}")))),
     }
+}
+
+/// `output` with every secret value in its strings shown as `[secret]`.
+fn masked(output: ToolOutput, secrets: &[String]) -> ToolOutput {
+    fn mask(v: &mut Value, secrets: &[String]) {
+        match v {
+            Value::String(s) => {
+                if let std::borrow::Cow::Owned(m) = mask_values(s, secrets) {
+                    *s = m;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| mask(x, secrets)),
+            Value::Object(o) => o.values_mut().for_each(|x| mask(x, secrets)),
+            _ => {}
+        }
+    }
+    if secrets.is_empty() {
+        return output;
+    }
+    let Ok(mut json) = serde_json::to_value(&output) else {
+        return output;
+    };
+    mask(&mut json, secrets);
+    serde_json::from_value(json).unwrap_or(output)
 }
 
 /// An output for a person: text as is, JSON indented.
