@@ -1,7 +1,8 @@
 //! A tool's program dies with its call, and so does everything it started: a
 //! `command` entry and the `shell` built-in, each with a grandchild that would touch a
 //! marker file one second later, are cancelled, timed out, dropped, or interrupted
-//! with Ctrl-C (once, and twice) or `toolgate cancel` (a lost lease) through the
+//! with Ctrl-C (once, and twice), `kill -9` of toolgate itself, or `toolgate cancel` (a
+//! lost lease) through the
 //! binary; once the grandchild's time has passed, the marker must not exist (issue
 //! 11, item 7).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -238,6 +239,45 @@ fn interrupt(child: &Child) {
 
 fn marker_in(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("MARKER")
+}
+
+/// The processes alive now whose command line holds `needle` (a walk of `/proc`).
+fn alive_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if line.contains(needle) {
+            found.push(format!("{}: {line}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// `kill -9` of toolgate in the middle of a command call: no drop, no signal handler
+/// runs, yet neither the program nor its grandchild lives on (the guard kills the
+/// group), and the grandchild never touches its marker.
+#[test]
+fn kill_9_of_toolgate_during_a_command_call_leaves_no_process_behind() {
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker_in(&outside);
+    let w = world(&marker);
+    let mut running = start_run(w.path());
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let needle = marker.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !alive_with(&needle).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        alive_with(&needle),
+        Vec::<String>::new(),
+        "the tool's processes outlived toolgate's kill -9"
+    );
+    assert_never_touched(&marker);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Running an external program for a tool: arguments on stdin, stdout and stderr read
 //! with a size cap (stdout's complete lines also handed out as they come), in a process
-//! group of its own that is killed whole on a timeout, a cancel, or any other drop of
-//! the call before the program is done.
+//! group of its own that is killed whole on a timeout, a cancel, any other drop of the
+//! call before the program is done, or toolgate's own death (a guard process per
+//! program, `Guard`).
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -207,6 +208,7 @@ pub async fn run_streaming(
 struct Running {
     child: Child,
     group: Option<u32>,
+    guard: Option<Guard>,
 }
 
 impl Running {
@@ -215,13 +217,21 @@ impl Running {
         if let Some(id) = group {
             live_groups().insert(id);
         }
-        Self { child, group }
+        let guard = group.and_then(Guard::start);
+        Self {
+            child,
+            group,
+            guard,
+        }
     }
 
     /// The program ended on its own: nothing to kill.
     fn finished(&mut self) {
         if let Some(id) = self.group.take() {
             live_groups().remove(&id);
+        }
+        if let Some(guard) = self.guard.take() {
+            guard.stand_down();
         }
     }
 }
@@ -232,7 +242,52 @@ impl Drop for Running {
             kill_group(id);
             live_groups().remove(&id);
         }
+        // The group is gone: the guard's kill finds nothing (its pipe closes here).
+        self.guard.take();
         // Then `child` drops: tokio kills the leader (already dead) and reaps it.
+    }
+}
+
+/// A process that kills a program's group when toolgate dies without a word, `kill -9`
+/// included (no drop runs then, and a parent-death signal reaches only the direct
+/// child, not what it started): it reads a pipe whose only writer is toolgate; end of
+/// file without `done` (toolgate gone, or the call dropped) kills the group.
+struct Guard {
+    pipe: std::fs::File,
+    // Dropped unwaited: tokio reaps it once it exits.
+    _process: Child,
+}
+
+/// The guard's program: the group id is `$1` (dash's `kill` takes no `--`).
+const GUARD: &str = r#"read -r said; [ "$said" = done ] || kill -KILL "-$1" 2>/dev/null"#;
+
+impl Guard {
+    /// A guard for process group `group`, or none (with a warning) when no shell starts.
+    fn start(group: u32) -> Option<Guard> {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", GUARD, "toolgate-guard", &group.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // Its own group: a Ctrl-C to the terminal's group must not end the guard first.
+        #[cfg(unix)]
+        cmd.process_group(0);
+        match cmd.spawn() {
+            Ok(mut process) => Some(Guard {
+                pipe: std::fs::File::from(process.stdin.take()?.into_owned_fd().ok()?),
+                _process: process,
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "no guard for a tool program: it may outlive a killed toolgate");
+                None
+            }
+        }
+    }
+
+    /// The program is done: the guard leaves without killing anything.
+    fn stand_down(mut self) {
+        // Five bytes into an empty pipe never block; a gone guard is fine.
+        let _ = std::io::Write::write_all(&mut self.pipe, b"done\n");
     }
 }
 
