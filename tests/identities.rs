@@ -758,3 +758,93 @@ fn the_stdio_gateway_runs_calls_in_its_tenant() {
     assert_eq!(a[0]["tenant"], "a");
     assert_eq!(runs("default"), json!([]));
 }
+
+/// Roles are a set, not a ladder: a key made `--role client,approver` and a JWT whose
+/// roles are `[client, approver]` both start runs (a client's door) and decide them (an
+/// approver's), stay in their tenant, and `whoami` lists both roles. Before, the
+/// highest role alone was taken: such a JWT was an approver that could not start a run.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_or_token_with_two_roles_opens_both_roles_doors() {
+    let site = Site::new();
+    let secret = site.path().join("jwt.secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let both_key = keys_create(&site, "a", "a-both", "client,approver", "");
+    let both_jwt = jwt(
+        SECRET,
+        claims(
+            "ann@a",
+            "a",
+            &["client", "approver"],
+            &[],
+            "toolgate",
+            now() + 3600,
+        ),
+    );
+    let mut cmd = serve_command(
+        &site,
+        Command::new(bin()),
+        &[
+            "--jwt-secret-file",
+            secret.to_str().unwrap(),
+            "--jwt-claims",
+            "sub=sub,tenant=org_id,roles=roles,groups=groups",
+            "--jwt-audience",
+            "toolgate",
+            "--jwt-issuer",
+            "https://login.example",
+        ],
+    );
+    let server = Server::started(&mut cmd, None);
+    for cred in [&both_key, &both_jwt] {
+        let who: Value = server
+            .client
+            .get(server.url("/v1/whoami"))
+            .bearer_auth(cred)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(who["roles"], json!(["client", "approver"]), "{who}");
+        assert_eq!(who["role"], "client,approver", "{who}");
+        assert_eq!(who["tenant"], "a", "{who}");
+        let started = server
+            .client
+            .post(server.url("/v1/runs"))
+            .bearer_auth(cred)
+            .json(&json!({"agent": "assistant", "input": "Work it out."}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status().as_u16(), 200, "a client's door");
+        let run: Value = started.json().await.unwrap();
+        assert_eq!(run["status"], "requires_action", "{run}");
+        let id = run["id"].as_str().unwrap();
+        let decided = server
+            .client
+            .post(server.url(&format!("/v1/runs/{id}/approve")))
+            .bearer_auth(cred)
+            .json(&json!({"call_id": "call_write"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(decided.status().as_u16(), 200, "an approver's door");
+        let metrics = server
+            .client
+            .get(server.url("/metrics"))
+            .bearer_auth(cred)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(metrics.status().as_u16(), 403, "not an admin's door");
+    }
+    let listing = Command::new(bin())
+        .arg("--db")
+        .arg(site.db())
+        .args(["keys", "list", "--json"])
+        .output()
+        .unwrap();
+    let keys: Value = serde_json::from_slice(&listing.stdout).unwrap();
+    assert_eq!(keys[0]["role"], "client,approver", "{keys}");
+}

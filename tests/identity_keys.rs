@@ -34,7 +34,7 @@ fn issued_keys_expire_and_are_revoked() {
 }
 
 async fn issued_keys_on(dbs: [TestDb; 2]) {
-    use toolgate::identity::Role;
+    use toolgate::identity::{Role, Roles};
     use toolgate::store::{KeyLookup, NewKey, Refusal, StoreError};
     for db in dbs {
         let name = db.name();
@@ -43,7 +43,7 @@ async fn issued_keys_on(dbs: [TestDb; 2]) {
             id: format!("key_{name}"),
             name: name.into(),
             hash: hash.into(),
-            role: Role::Approver,
+            roles: Roles::of(&[Role::Approver]),
             tenant: "a".into(),
             groups: vec!["finance".into()],
             expires_at,
@@ -75,8 +75,8 @@ async fn issued_keys_on(dbs: [TestDb; 2]) {
         match store.key_by_hash("h2").await.unwrap() {
             KeyLookup::Valid(who) => {
                 assert_eq!(
-                    (who.name.as_str(), who.role, who.tenant.as_str()),
-                    ("live", Role::Approver, "a"),
+                    (who.name.as_str(), who.roles, who.tenant.as_str()),
+                    ("live", Roles::of(&[Role::Approver]), "a"),
                     "{name}"
                 );
                 assert_eq!(who.key_id.as_deref(), Some("key_live"), "{name}");
@@ -120,7 +120,7 @@ async fn issued_keys_on(dbs: [TestDb; 2]) {
 /// Workers issuing keys of one name at once: one gets it, the others are refused.
 #[test]
 fn one_name_issued_by_workers_at_once_is_taken_once_on_postgres() {
-    use toolgate::identity::Role;
+    use toolgate::identity::{Role, Roles};
     use toolgate::store::{NewKey, Refusal, Store, StoreError};
     let db = TestDb::postgres();
     drop(db.open());
@@ -140,7 +140,7 @@ fn one_name_issued_by_workers_at_once_is_taken_once_on_postgres() {
                     id: format!("key_{w}"),
                     name: "shared".into(),
                     hash: format!("hash_{w}"),
-                    role: Role::Client,
+                    roles: Roles::of(&[Role::Client]),
                     tenant: "a".into(),
                     groups: vec![],
                     expires_at: None,
@@ -281,7 +281,7 @@ async fn jwks_keys_check_es256_tokens() {
     assert_eq!(s, 200, "{me}");
     assert_eq!(
         me,
-        json!({"name": "app-user", "key_id": null, "role": "client", "tenant": "a", "groups": []})
+        json!({"name": "app-user", "key_id": null, "role": "client", "roles": ["client"], "tenant": "a", "groups": []})
     );
     let (s, e) = get(sign(&other.serialize_pem(), "k1")).await;
     assert_eq!(s, 401, "{e}");

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use base64::Engine as _;
 use clap::{Args, Subcommand};
-use toolgate::identity::Role;
+use toolgate::identity::Roles;
 use toolgate::store::NewKey;
 
 use super::out::{self, print, print_json, say};
@@ -28,8 +28,8 @@ enum KeysCommand {
         /// Its name: what `decided_by` records for its decisions.
         #[arg(long)]
         name: String,
-        /// client (start runs, answer client tools, read), approver (decide, read) or
-        /// admin (everything, every tenant).
+        /// client (start runs, answer client tools, read), approver (decide, read),
+        /// admin (everything, every tenant), or several: client,approver.
         #[arg(long)]
         role: String,
         /// Its groups, for agents' `approvers:` (a,b).
@@ -38,7 +38,7 @@ enum KeysCommand {
         /// How long it lasts (e.g. 30d, 12h, 90m); forever when absent.
         #[arg(long)]
         expires: Option<String>,
-        /// Print {"name", "role", "tenant", "groups", "key"}.
+        /// Print {"name", "role", "roles", "tenant", "groups", "key"}.
         #[arg(long)]
         json: bool,
     },
@@ -137,9 +137,14 @@ fn create(
     for g in &groups {
         check_word("group", g)?;
     }
-    let role = role.trim().parse::<Role>().map_err(|_| {
-        Failure::bad_input(format!("--role '{role}' is not client, approver or admin"))
-    })?;
+    let roles = Roles::parse(role)
+        .ok()
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| {
+            Failure::bad_input(format!(
+                "--role '{role}' is not client, approver, admin or a list of them (client,approver)"
+            ))
+        })?;
     let expires_at = match expires {
         Some(e) => Some(now_ms() + parse_expiry(&e)?),
         None => None,
@@ -151,7 +156,7 @@ fn create(
             id: toolgate::run::new_id("key"),
             name,
             hash: toolgate::server::key_hash(&key),
-            role,
+            roles,
             tenant,
             groups,
             expires_at,
@@ -159,8 +164,8 @@ fn create(
         .map_err(|e| Failure::bad_input(e.to_string()))?;
     if json {
         let shown = serde_json::json!({
-            "name": info.name, "role": info.role, "tenant": info.tenant,
-            "groups": info.groups, "key": key,
+            "name": info.name, "role": info.roles, "roles": info.roles.names(),
+            "tenant": info.tenant, "groups": info.groups, "key": key,
         });
         print_json(&mut out::stdout(), &shown, false)?;
     } else {
@@ -168,7 +173,7 @@ fn create(
         say!(
             "toolgate: key {} ({}, tenant {}) created; it is shown only this once",
             info.name,
-            info.role.as_str(),
+            info.roles,
             info.tenant
         );
     }
@@ -196,7 +201,7 @@ fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
                 };
                 vec![
                     k.name.clone(),
-                    k.role.as_str().to_string(),
+                    k.roles.to_string(),
                     k.tenant.clone(),
                     k.groups.join(","),
                     state,

@@ -43,6 +43,72 @@ impl Role {
     }
 }
 
+/// The roles a caller holds: a set, not a ladder (a key may be a client and an
+/// approver). Written as the names joined by commas (`client,approver`), in role order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Roles(u8);
+
+/// A role name that is not `client`, `approver` or `admin`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a role (client, approver or admin)")]
+pub struct UnknownRole(pub String);
+
+impl Roles {
+    /// The set holding `roles`.
+    pub fn of(roles: &[Role]) -> Roles {
+        Roles(roles.iter().fold(0, |bits, r| bits | Self::bit(*r)))
+    }
+
+    fn bit(role: Role) -> u8 {
+        1 << role as u8
+    }
+
+    pub fn has(self, role: Role) -> bool {
+        self.0 & Self::bit(role) != 0
+    }
+
+    /// Whether any of `roles` is held.
+    pub fn any_of(self, roles: &[Role]) -> bool {
+        roles.iter().any(|r| self.has(*r))
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The roles held, in role order.
+    pub fn iter(self) -> impl Iterator<Item = Role> {
+        Role::ALL.iter().copied().filter(move |r| self.has(*r))
+    }
+
+    /// The names, in role order.
+    pub fn names(self) -> Vec<&'static str> {
+        self.iter().map(Role::as_str).collect()
+    }
+
+    /// Reads `client,approver` (spaces allowed around names; an empty list is an
+    /// empty set).
+    pub fn parse(text: &str) -> Result<Roles, UnknownRole> {
+        let mut roles = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            roles.push(name.parse().map_err(|_| UnknownRole(name.to_string()))?);
+        }
+        Ok(Roles::of(&roles))
+    }
+}
+
+impl std::fmt::Display for Roles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.names().join(","))
+    }
+}
+
+impl Serialize for Roles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
@@ -50,7 +116,8 @@ pub struct Identity {
     pub name: String,
     /// The issued key's id (`key_...`), when the caller came with one.
     pub key_id: Option<String>,
-    pub role: Role,
+    /// Every role it holds (a set: each role's doors are open to it).
+    pub roles: Roles,
     pub tenant: String,
     pub groups: Vec<String>,
 }
@@ -62,7 +129,7 @@ impl Identity {
         Identity {
             name: name.to_string(),
             key_id: None,
-            role: Role::Admin,
+            roles: Roles::of(&[Role::Admin]),
             tenant: DEFAULT_TENANT.to_string(),
             groups: Vec::new(),
         }
@@ -70,7 +137,7 @@ impl Identity {
 
     /// The tenant whose data alone this caller sees; `None` for an admin (every tenant).
     pub fn scope(&self) -> Option<&str> {
-        (self.role != Role::Admin).then_some(self.tenant.as_str())
+        (!self.roles.has(Role::Admin)).then_some(self.tenant.as_str())
     }
 
     /// Whether this caller sees data of `tenant`.
@@ -132,7 +199,7 @@ impl DecisionRule {
     /// Why `who` may not decide a call of a run started by `starter`, or `None` when it
     /// may. An admin is bound by the same rule: it names people, not roles.
     pub fn refuses(&self, who: &Identity, starter: Option<&str>) -> Option<String> {
-        if who.role == Role::Client {
+        if !who.roles.any_of(&[Role::Approver, Role::Admin]) {
             return Some("a client key may not decide approvals".to_string());
         }
         if self.four_eyes && starter.is_some_and(|s| s == who.decided_by() || s == who.name) {
@@ -160,10 +227,24 @@ mod tests {
         Identity {
             name: "ann".into(),
             key_id: Some("key_1".into()),
-            role,
+            roles: Roles::of(&[role]),
             tenant: "a".into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn roles_are_a_set_written_in_role_order() {
+        let both = Roles::parse(" approver, client ").unwrap();
+        assert!(both.has(Role::Client) && both.has(Role::Approver) && !both.has(Role::Admin));
+        assert_eq!(both.to_string(), "client,approver");
+        assert_eq!(Roles::parse("client,root"), Err(UnknownRole("root".into())));
+        assert!(Roles::parse("").unwrap().is_empty());
+        let mut ann = who(Role::Client, &[]);
+        ann.roles = both;
+        // A client that is also an approver decides, and still sees only its tenant.
+        assert_eq!(DecisionRule::default().refuses(&ann, None), None);
+        assert!(!ann.sees("b"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::Value;
 
-use toolgate_protocol::identity::{Identity, Role};
+use toolgate_protocol::identity::{Identity, Role, Roles};
 
 /// Which claim holds each part of an identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,20 +260,22 @@ impl JwtVerifier {
                     self.claims.tenant
                 )
             })?;
-        let role = list(&self.claims.roles)
-            .iter()
-            .filter_map(|r| r.trim().parse::<Role>().ok())
-            .max()
-            .ok_or_else(|| {
-                format!(
-                    "the token's '{}' claim names no role (client, approver or admin)",
-                    self.claims.roles
-                )
-            })?;
+        let roles = Roles::of(
+            &list(&self.claims.roles)
+                .iter()
+                .filter_map(|r| r.trim().parse::<Role>().ok())
+                .collect::<Vec<_>>(),
+        );
+        if roles.is_empty() {
+            return Err(format!(
+                "the token's '{}' claim names no role (client, approver or admin)",
+                self.claims.roles
+            ));
+        }
         Ok(Identity {
             name: sub,
             key_id: None,
-            role,
+            roles,
             tenant,
             groups: list(&self.claims.groups),
         })

@@ -10,14 +10,14 @@ use toolgate_protocol::identity::{Identity, Role};
 /// Why `who` may not call `method path`, or `None` when it may.
 pub fn refuses(method: &Method, path: &str, who: &Identity) -> Option<String> {
     let allowed = allowed(method, path);
-    if allowed.contains(&who.role) {
+    if who.roles.any_of(allowed) {
         return None;
     }
     let names: Vec<&str> = allowed.iter().map(|r| r.as_str()).collect();
     Some(format!(
         "{} is a {} key; {method} {path} needs the role {}",
         who.name,
-        who.role.as_str(),
+        who.roles,
         names.join(" or ")
     ))
 }
@@ -51,12 +51,13 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolgate_protocol::identity::Roles;
 
     fn who(role: Role) -> Identity {
         Identity {
             name: "k".into(),
             key_id: None,
-            role,
+            roles: Roles::of(&[role]),
             tenant: "a".into(),
             groups: Vec::new(),
         }
@@ -73,5 +74,15 @@ mod tests {
         assert!(refuses(&Method::GET, "/v1/runs", &who(Role::Approver)).is_none());
         assert!(refuses(&Method::GET, "/metrics", &who(Role::Client)).is_some());
         assert!(refuses(&Method::GET, "/metrics", &who(Role::Admin)).is_none());
+    }
+
+    #[test]
+    fn a_key_with_two_roles_has_both_sets_of_doors() {
+        let mut both = who(Role::Client);
+        both.roles = Roles::of(&[Role::Client, Role::Approver]);
+        let post = Method::POST;
+        assert!(refuses(&post, "/v1/runs", &both).is_none());
+        assert!(refuses(&post, "/v1/runs/run_1/approve", &both).is_none());
+        assert!(refuses(&Method::GET, "/metrics", &both).is_some());
     }
 }

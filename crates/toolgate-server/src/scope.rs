@@ -44,8 +44,11 @@ pub struct WhoAmI {
     pub name: String,
     /// The issued key's id, for a key toolgate issued.
     pub key_id: Option<String>,
-    /// `client`, `approver` or `admin`.
+    /// Its roles joined by commas: `client`, `approver`, `admin`, or several
+    /// (`client,approver`).
     pub role: String,
+    /// Its roles, one by one.
+    pub roles: Vec<String>,
     pub tenant: String,
     pub groups: Vec<String>,
 }
@@ -58,7 +61,8 @@ pub async fn whoami(Caller(who): Caller) -> axum::Json<WhoAmI> {
     axum::Json(WhoAmI {
         name: who.name,
         key_id: who.key_id,
-        role: who.role.as_str().to_string(),
+        role: who.roles.to_string(),
+        roles: who.roles.names().into_iter().map(String::from).collect(),
         tenant: who.tenant,
         groups: who.groups,
     })

@@ -297,7 +297,10 @@ async fn start_fresh(
             "mcp_approval_response and function_call_output answer a paused response: send them with its previous_response_id",
         ));
     }
-    if who.role == toolgate_protocol::identity::Role::Approver {
+    if !who.roles.any_of(&[
+        toolgate_protocol::identity::Role::Client,
+        toolgate_protocol::identity::Role::Admin,
+    ]) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
 use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
-use toolgate_protocol::identity::{Identity, Role};
+use toolgate_protocol::identity::Identity;
 
 const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
 
@@ -19,7 +19,7 @@ fn info(r: &Row) -> Result<KeyInfo, tokio_postgres::Error> {
     Ok(KeyInfo {
         id: r.try_get(0)?,
         name: r.try_get(1)?,
-        role: role.trim().parse().unwrap_or(Role::Client),
+        roles: crate::sqlite::keys::stored_roles(&role),
         tenant: r.try_get(3)?,
         groups: serde_json::from_str(&groups).unwrap_or_default(),
         created_at: r.try_get(5)?,
@@ -56,7 +56,7 @@ impl PgStore {
                         &key.id,
                         &key.name,
                         &key.hash,
-                        &key.role.as_str(),
+                        &key.roles.to_string(),
                         &key.tenant,
                         &groups,
                         &key.expires_at,
@@ -72,7 +72,7 @@ impl PgStore {
                 created_at: row.try_get(0).map_err(|e| s.error(e))?,
                 id: key.id,
                 name: key.name,
-                role: key.role,
+                roles: key.roles,
                 tenant: key.tenant,
                 groups: key.groups,
                 expires_at: key.expires_at,
@@ -167,7 +167,7 @@ impl PgStore {
                 k => KeyLookup::Valid(Identity {
                     name: k.name,
                     key_id: Some(k.id),
-                    role: k.role,
+                    roles: k.roles,
                     tenant: k.tenant,
                     groups: k.groups,
                 }),

@@ -8,14 +8,16 @@ use serde::Serialize;
 use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
 use toolgate_protocol::clock::now_ms;
-use toolgate_protocol::identity::{Identity, Role};
+use toolgate_protocol::identity::{Identity, Role, Roles};
 
 /// An issued key as listed (never the key itself).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KeyInfo {
     pub id: String,
     pub name: String,
-    pub role: Role,
+    /// Its roles (`role` on the wire and in the database: `client,approver`).
+    #[serde(rename = "role")]
+    pub roles: Roles,
     pub tenant: String,
     pub groups: Vec<String>,
     /// Unix milliseconds.
@@ -31,7 +33,7 @@ pub struct NewKey {
     pub name: String,
     /// Hex SHA-256 of the key.
     pub hash: String,
-    pub role: Role,
+    pub roles: Roles,
     pub tenant: String,
     pub groups: Vec<String>,
     pub expires_at: Option<i64>,
@@ -52,13 +54,22 @@ fn info(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyInfo> {
     Ok(KeyInfo {
         id: r.get(0)?,
         name: r.get(1)?,
-        role: role.trim().parse().unwrap_or(Role::Client),
+        roles: stored_roles(&role),
         tenant: r.get(3)?,
         groups: serde_json::from_str(&groups).unwrap_or_default(),
         created_at: r.get(5)?,
         expires_at: r.get(6)?,
         revoked_at: r.get(7)?,
     })
+}
+
+/// A key's roles as stored (`client,approver`); a name this version does not know, or
+/// none, reads as `client` (the least).
+pub(crate) fn stored_roles(text: &str) -> Roles {
+    Roles::parse(text)
+        .ok()
+        .filter(|r| !r.is_empty())
+        .unwrap_or(Roles::of(&[Role::Client]))
 }
 
 const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
@@ -80,12 +91,12 @@ impl SqliteStore {
             let now = now_ms();
             tx.execute(
                 "INSERT INTO api_keys (id, name, hash, role, tenant, groups, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![key.id, key.name, key.hash, key.role.as_str(), key.tenant, groups, now, key.expires_at],
+                params![key.id, key.name, key.hash, key.roles.to_string(), key.tenant, groups, now, key.expires_at],
             )?;
             Ok(KeyInfo {
                 id: key.id,
                 name: key.name,
-                role: key.role,
+                roles: key.roles,
                 tenant: key.tenant,
                 groups: key.groups,
                 created_at: now,
@@ -147,7 +158,7 @@ impl SqliteStore {
                 Some(k) => KeyLookup::Valid(Identity {
                     name: k.name,
                     key_id: Some(k.id),
-                    role: k.role,
+                    roles: k.roles,
                     tenant: k.tenant,
                     groups: k.groups,
                 }),

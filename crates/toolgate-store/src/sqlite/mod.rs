@@ -6,7 +6,7 @@
 mod changes;
 mod deadlines;
 mod decisions;
-mod keys;
+pub(crate) mod keys;
 mod migrations;
 mod queries;
 mod record;
