@@ -11,7 +11,7 @@ use super::context::ContextLive;
 use super::conversation;
 use super::ending::End;
 use super::save::Save;
-use super::sink::TurnSink;
+use super::sink::{Reading, TurnSink};
 use super::state::Phase;
 use super::turn::{mentions_calls, unique_ids, xml_call};
 use super::{Live, RunError, Runner};
@@ -132,7 +132,12 @@ impl Runner {
                 return Ok(End::Incomplete(reason));
             }
             let run_id = live.run_id.clone();
-            let mut sink = TurnSink::new(&run_id, self.events.as_ref(), parse_options(live));
+            let mut sink = TurnSink::new(
+                &run_id,
+                self.events.as_ref(),
+                parse_options(live),
+                reading(live),
+            );
             let asked = (system.as_str(), &tools[..], cancel);
             let Some((answered, prompt_tokens)) =
                 self.ask_model(live, &mut ctx, asked, &mut sink).await?
@@ -292,6 +297,11 @@ impl Runner {
             return Ok(Some(End::Completed));
         }
         let mut content = reply.content;
+        if live.state.mode == Mode::Native && !had_native {
+            // Calls read from a native-mode answer's text go back once, as native calls:
+            // the text keeps only the prose around them.
+            content = parsed.text.trim().to_string();
+        }
         if live.state.mode == Mode::Xml && had_native && !mentions_calls(&content) {
             // An xml-mode model sees its calls as text, the way it is told to write them.
             for call in &calls {
@@ -357,6 +367,16 @@ fn parse_options(live: &Live) -> ParseOptions {
                 .unwrap_or("x"),
             live.state.iteration + 1
         ))
+}
+
+/// How this turn's answer text is read for calls: in native mode only when the agent
+/// did not say `dialect: none`.
+fn reading(live: &Live) -> Reading {
+    match live.state.mode {
+        Mode::Native if !live.agent.text_calls => Reading::Plain,
+        Mode::Native => Reading::Calls { trailing: true },
+        Mode::Xml => Reading::Calls { trailing: false },
+    }
 }
 
 /// Every call of the current turn has its result.

@@ -5,6 +5,7 @@
 mod active;
 mod additions;
 mod agent_loop;
+mod bare_calls;
 mod cache;
 mod context;
 mod conversation;
