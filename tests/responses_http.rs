@@ -150,6 +150,7 @@ impl Model for GatedModel {
         self.gate.notified().await;
         sink.text(" world");
         Ok(ModelReply {
+            truncated: false,
             reasoning: Vec::new(),
             content: "Hello world".into(),
             native: Default::default(),
@@ -237,6 +238,7 @@ impl Model for SlowSecondTurn {
             sink.text("42.");
         }
         Ok(ModelReply {
+            truncated: false,
             reasoning: Vec::new(),
             content: if turn == 0 {
                 String::new()

@@ -278,6 +278,9 @@ impl Reading {
                 if let Some(u) = v.get("usage") {
                     self.usage(u);
                 }
+                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.reply.truncated = reason == "max_tokens";
+                }
             }
             "message_stop" => self.stopped = true,
             "error" => return Err(stream_error(&v)),

@@ -142,6 +142,9 @@ pub struct ModelReply {
     pub usage: Usage,
     /// Reasoning blocks to keep in the history (Anthropic `thinking`).
     pub reasoning: Vec<Value>,
+    /// The answer was cut by the model's output limit (`finish_reason: length`,
+    /// Anthropic's `stop_reason: max_tokens`): it is not whole.
+    pub truncated: bool,
 }
 
 /// Where a model reports as it answers.

@@ -1,0 +1,222 @@
+//! The model's answer taken into the run: its calls gated into the next turn (each
+//! unreadable one answered in that turn, each repeated one held back), a cut answer
+//! continued or failed, or (no calls) the run's final answer.
+
+use super::ending::End;
+use super::loop_marks::repeated_note;
+use super::save::Save;
+use super::state::{Phase, TurnCall};
+use super::turn::{mentions_calls, unique_ids, xml_call};
+use super::{Live, RunError, Runner};
+use crate::agent::Mode;
+use crate::guards::{MAX_CONTINUATIONS, OnTruncated};
+use toolgate_model::{Message, ModelReply};
+use toolgate_parse::{ParsedTurn, Problem, ProblemKind, ToolCall};
+use toolgate_protocol::{CallStatus, ErrorKind, RunStatus, events};
+use toolgate_tool::permission::Gate;
+
+/// Why a run fails on an answer cut by the output limit.
+const CUT: &str = "the model's answer was cut by its output limit (finish_reason: length); raise max_tokens in the agent's model settings, or set on_truncated: continue";
+
+impl Runner {
+    /// The model's answer: its calls gated into the next turn, or (no calls) the run's
+    /// final answer. A call it wrote but nobody could read is recorded failed (under
+    /// the name it wrote) and the model asked to write it again.
+    pub(super) async fn take_reply(
+        &self,
+        live: &mut Live,
+        mut reply: ModelReply,
+        parsed: ParsedTurn,
+        had_native: bool,
+        prompt_tokens: u64,
+    ) -> Result<Option<End>, RunError> {
+        let reasoning = std::mem::take(&mut reply.reasoning);
+        let calls = unique_ids(parsed.calls, &live.state);
+        let unreadable = self.record_unreadable(live, &parsed.problems, &calls, reply.truncated);
+        let said = |content: String, calls| {
+            Message::assistant(content, calls)
+                .with_prompt_tokens(prompt_tokens)
+                .with_reasoning(reasoning)
+        };
+        if calls.is_empty() && !unreadable.is_empty() {
+            // The model tried to call a tool and failed to write the call: tell it,
+            // rather than take its reply as the final answer.
+            let why: Vec<&str> = unreadable.iter().map(|u| u.why.as_str()).collect();
+            let note = format!(
+                "Your last reply tried to call a tool, but the call could not be read: {}. Write the call again, with its arguments as one valid JSON object.",
+                why.join("; ")
+            );
+            live.state.messages.push(said(reply.content, Vec::new()));
+            live.state.messages.push(Message::user(note));
+            return Ok(None);
+        }
+        if calls.is_empty() && reply.truncated {
+            return self
+                .cut_answer(live, said(reply.content, Vec::new()), &parsed.text)
+                .await;
+        }
+        let marks = &mut live.state.marks;
+        let whole = std::mem::take(&mut marks.cut) + parsed.text.trim();
+        marks.continued = 0;
+        if calls.is_empty() {
+            live.state.messages.push(said(reply.content, Vec::new()));
+            live.state.output = Some(whole.trim().to_string());
+            self.save(live, Save::end(RunStatus::Completed, None))
+                .await?;
+            return Ok(Some(End::Completed));
+        }
+        let mut content = reply.content;
+        if live.state.mode == Mode::Native && !had_native {
+            // Calls read from a native-mode answer's text go back once, as native calls:
+            // the text keeps only the prose around them.
+            content = parsed.text.trim().to_string();
+        }
+        if live.state.mode == Mode::Xml && had_native && !mentions_calls(&content) {
+            // An xml-mode model sees its calls as text, the way it is told to write them.
+            for call in &calls {
+                content.push_str(&xml_call(call));
+            }
+        }
+        let bound = live.agent.guards.max_repeats;
+        let (run, repeated) = live.state.marks.admit(calls, bound);
+        let mut answered: Vec<TurnCall> = repeated
+            .into_iter()
+            .map(|call| {
+                let phase = self.answer(
+                    live,
+                    &call,
+                    CallStatus::Failed,
+                    Some(ErrorKind::Repeated),
+                    repeated_note(bound),
+                );
+                refused(call, phase)
+            })
+            .collect();
+        answered.extend(unreadable.into_iter().map(|u| refused(u.call, u.phase)));
+        let mut shown = run.clone();
+        shown.extend(answered.iter().map(|c| c.call.clone()));
+        live.state.messages.push(said(content, shown));
+        let mut turn = self.gate(live, run).await;
+        turn.extend(answered);
+        // Saved with the next step (calls marked executing, their results, or the
+        // pause): until then nothing has run, and a crash costs asking the model again.
+        live.state.turn = Some(turn);
+        Ok(None)
+    }
+
+    /// A final answer cut by the output limit: a `truncated` problem; the model is asked
+    /// to continue (bounded) or the run fails, as the agent says.
+    async fn cut_answer(
+        &self,
+        live: &mut Live,
+        said: Message,
+        text: &str,
+    ) -> Result<Option<End>, RunError> {
+        self.emit(events::ParseProblem {
+            run_id: live.run_id.clone(),
+            message: "truncated: the answer was cut by the model's output limit".into(),
+        });
+        live.state.messages.push(said);
+        let marks = &mut live.state.marks;
+        if live.agent.guards.on_truncated == OnTruncated::Continue
+            && marks.continued < MAX_CONTINUATIONS
+        {
+            marks.continued += 1;
+            marks.cut.push_str(text);
+            live.state.messages.push(Message::user(
+                "Your answer was cut off by the output limit. Continue it exactly where it stopped, without repeating what you already wrote.",
+            ));
+            return Ok(None);
+        }
+        self.save(live, Save::end(RunStatus::Failed, Some(CUT.into())))
+            .await?;
+        Ok(Some(End::Failed(CUT.into())))
+    }
+
+    /// Records each call the model wrote but nobody could read (invalid JSON, cut by
+    /// the output limit) as failed, under the tool name it wrote when that is readable,
+    /// so that summaries see it; returns each with the result the model is told.
+    fn record_unreadable(
+        &self,
+        live: &mut Live,
+        problems: &[Problem],
+        calls: &[ToolCall],
+        truncated: bool,
+    ) -> Vec<Unreadable> {
+        let unreadable: Vec<&Problem> = problems
+            .iter()
+            .filter(|p| is_unreadable(p, calls))
+            .collect();
+        let mut out = Vec::with_capacity(unreadable.len());
+        for (n, p) in unreadable.into_iter().enumerate() {
+            let call = ToolCall {
+                id: p
+                    .call_id
+                    .clone()
+                    .filter(|id| !calls.iter().any(|c| &c.id == id))
+                    .unwrap_or_else(|| {
+                        format!("call_unreadable_{}_{}", live.state.iteration, n + 1)
+                    }),
+                name: p.tool.clone().unwrap_or_else(|| "unknown".into()),
+                arguments: Default::default(),
+            };
+            // The excerpt of what was written may hold a secret: left out then.
+            let secret = live
+                .schemas
+                .get(&call.name)
+                .is_some_and(toolgate_tool::secrets::has_secrets);
+            let mut why = if secret {
+                format!("the arguments of '{}' are not a JSON object", call.name)
+            } else {
+                p.message.clone()
+            };
+            let kind = if truncated {
+                why = format!("it was cut off by the output limit ({why})");
+                ErrorKind::Truncated
+            } else {
+                ErrorKind::InvalidArguments
+            };
+            let told = format!(
+                "This call could not be read, and nothing ran: {why}. Write it again, with its arguments as one valid JSON object."
+            );
+            let phase = self.answer(live, &call, CallStatus::Failed, Some(kind), told);
+            out.push(Unreadable { call, phase, why });
+        }
+        out
+    }
+}
+
+/// A call the model wrote that could not be read, recorded.
+struct Unreadable {
+    call: ToolCall,
+    phase: Phase,
+    why: String,
+}
+
+/// A problem that stands for a call written but not read: invalid JSON, a call cut by
+/// the end of the output (`truncated_call`), or an unclosed call whose tool is named
+/// and that was not kept.
+fn is_unreadable(p: &Problem, calls: &[ToolCall]) -> bool {
+    let kept = p
+        .call_id
+        .as_ref()
+        .is_some_and(|id| calls.iter().any(|c| &c.id == id));
+    match p.kind {
+        ProblemKind::InvalidJson => !kept,
+        ProblemKind::UnclosedTag => p.tool.is_some() && !kept,
+        // Kinds the parser may add later (`truncated_call`) are matched by name.
+        other => serde_json::to_value(other).is_ok_and(|v| v == "truncated_call") && !kept,
+    }
+}
+
+/// A turn entry for a call answered without running.
+fn refused(call: ToolCall, phase: Phase) -> TurnCall {
+    TurnCall {
+        call,
+        gate: Gate::Refuse,
+        phase,
+        edited: None,
+        ask: None,
+        images: Vec::new(),
+    }
+}
