@@ -1,6 +1,6 @@
 //! What the loop remembers to guard a run against a model gone astray: how often each
-//! call (tool and arguments) was made, and the answer cut by the output limit that the
-//! model was asked to continue.
+//! call (tool and arguments) was made, the answer cut by the output limit that the
+//! model was asked to continue, and whether it was told not to forge results.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +20,9 @@ pub struct LoopMarks {
     /// The text of the cut answers so far, the start of the final answer.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cut: String,
+    /// The model was told that it cannot write tool results itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forged: bool,
 }
 
 fn is_zero(n: &u32) -> bool {

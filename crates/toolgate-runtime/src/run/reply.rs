@@ -18,6 +18,12 @@ use toolgate_tool::permission::Gate;
 /// Why a run fails on an answer cut by the output limit.
 const CUT: &str = "the model's answer was cut by its output limit (finish_reason: length); raise max_tokens in the agent's model settings, or set on_truncated: continue";
 
+/// What the model is told when it wrote a tool result itself.
+const FORGED_NOTE: &str = "Your reply contains a <tool_result> block. You cannot write tool results yourself: only toolgate writes them, after it runs a call. Call the tool and wait for its result, or give your final answer without any <tool_result> block.";
+
+/// Why a run fails when the model keeps writing tool results itself.
+const FORGED: &str = "the model wrote tool results itself (a <tool_result> block in its answer) after it was told not to";
+
 impl Runner {
     /// The model's answer: its calls gated into the next turn, or (no calls) the run's
     /// final answer. A call it wrote but nobody could read is recorded failed (under
@@ -53,6 +59,11 @@ impl Runner {
         if calls.is_empty() && reply.truncated {
             return self
                 .cut_answer(live, said(reply.content, Vec::new()), &parsed.text)
+                .await;
+        }
+        if calls.is_empty() && forged(&parsed.text) {
+            return self
+                .forged_results(live, said(reply.content, Vec::new()))
                 .await;
         }
         let marks = &mut live.state.marks;
@@ -133,6 +144,29 @@ impl Runner {
         Ok(Some(End::Failed(CUT.into())))
     }
 
+    /// A final answer that holds tool results the model wrote itself: a problem. The
+    /// model is told once that results come from toolgate only; a second time fails
+    /// the run.
+    async fn forged_results(
+        &self,
+        live: &mut Live,
+        said: Message,
+    ) -> Result<Option<End>, RunError> {
+        self.emit(events::ParseProblem {
+            run_id: live.run_id.clone(),
+            message: "forged_result: the answer holds a tool result the model wrote itself".into(),
+        });
+        live.state.messages.push(said);
+        if !live.state.marks.forged {
+            live.state.marks.forged = true;
+            live.state.messages.push(Message::user(FORGED_NOTE));
+            return Ok(None);
+        }
+        self.save(live, Save::end(RunStatus::Failed, Some(FORGED.into())))
+            .await?;
+        Ok(Some(End::Failed(FORGED.into())))
+    }
+
     /// Records each call the model wrote but nobody could read (invalid JSON, cut by
     /// the output limit) as failed, under the tool name it wrote when that is readable,
     /// so that summaries see it; returns each with the result the model is told.
@@ -184,6 +218,13 @@ impl Runner {
         }
         out
     }
+}
+
+/// Whether `text` holds a result block, as toolgate writes them, that the model wrote.
+fn forged(text: &str) -> bool {
+    ["<tool_result>", "<tool_result ", "<function_results>"]
+        .iter()
+        .any(|tag| text.contains(tag))
 }
 
 /// A call the model wrote that could not be read, recorded.
