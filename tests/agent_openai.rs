@@ -514,3 +514,34 @@ async fn a_call_written_as_text_goes_back_once_as_a_native_call() {
     assert_eq!(last["role"], "user");
     assert!(last["content"].to_string().contains("cut off"), "{last}");
 }
+
+/// `tool_choice: required` goes to the server in its form; a model that answers
+/// without a call anyway is asked for it once more.
+#[tokio::test]
+async fn a_required_tool_choice_is_sent_and_asked_for_once_more() {
+    let server = FakeOpenAi::start(vec![
+        text_reply("No need for tools.", 5),
+        calls_reply("", &[("call_1", "echo", json!({"text": "hi"}))]),
+        text_reply("Done.", 5),
+    ])
+    .await;
+    let yaml = format!("{NATIVE}tool_choice: required\n");
+    let (mut s, agent) = setup(&server, &yaml, 2);
+    let ws = s.dir.path().join("ws");
+    let run = s.runner.start(start(agent, &ws, "Echo hi.")).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(run.output.as_deref(), Some("Done."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0]["tool_choice"], "required");
+    let asked = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        asked["content"].to_string().contains("must call"),
+        "{asked}"
+    );
+}

@@ -210,3 +210,39 @@ fn a_forged_tool_result_is_a_problem_and_the_model_is_told() {
             .contains("wrote tool results itself")
     );
 }
+
+#[test]
+fn max_calls_per_turn_and_tool_choice_none_hold_calls_back() {
+    let three = json!({"content": "", "tool_calls": [
+        {"name": "echo", "arguments": {"text": "a"}},
+        {"name": "echo", "arguments": {"text": "b"}},
+        {"name": "echo", "arguments": {"text": "c"}},
+    ]});
+    let (code, events) = native_run(
+        "max_calls_per_turn: 2\n",
+        json!([three, {"content": "Done."}]),
+    );
+    let all: Vec<String> = events.iter().map(Value::to_string).collect();
+    assert_eq!(code, Some(0), "{all:?}");
+    assert_eq!(of_type(&events, "tool.finished").len(), 2, "{all:?}");
+    let resolved = of_type(&events, "tool.resolved");
+    assert!(
+        resolved[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("at most 2"),
+        "{all:?}"
+    );
+
+    let (code, events) = native_run("tool_choice: none\n", json!([three, {"content": "Done."}]));
+    let all: Vec<String> = events.iter().map(Value::to_string).collect();
+    assert_eq!(code, Some(0), "{all:?}");
+    assert!(of_type(&events, "tool.finished").is_empty(), "{all:?}");
+    assert_eq!(of_type(&events, "tool.resolved").len(), 3, "{all:?}");
+}
+
+#[test]
+fn a_wrong_tool_choice_is_a_one_line_error() {
+    let (code, _) = native_run("tool_choice: sometimes\n", json!([{"content": "x"}]));
+    assert_ne!(code, Some(0));
+}

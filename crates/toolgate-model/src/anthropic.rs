@@ -443,6 +443,9 @@ pub(crate) fn request_body(
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = request.tool_choice.and_then(|c| c.anthropic()) {
+            body["tool_choice"] = choice;
+        }
     }
     if let Some(t) = settings.temperature {
         body["temperature"] = json!(t);
@@ -576,6 +579,7 @@ mod tests {
                 json!({"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}),
             ],
             response_format: None,
+            tool_choice: None,
         };
         let body = request_body("m", &req, &ModelSettings::default());
         let roles: Vec<&str> = body["messages"]

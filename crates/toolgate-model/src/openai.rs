@@ -275,6 +275,9 @@ pub(crate) fn request_body(
     });
     if native {
         body["tools"] = Value::Array(request.tools.to_vec());
+        if let Some(choice) = request.tool_choice.and_then(|c| c.openai()) {
+            body["tool_choice"] = choice;
+        }
     }
     if let Some(format) = request.response_format {
         body["response_format"] = format.clone();

@@ -72,6 +72,9 @@ pub struct Agent {
     pub text_calls: bool,
     /// The loop's guards against a model gone astray (`max_repeats:`, `on_truncated:`).
     pub guards: crate::guards::LoopGuards,
+    /// Whether the model may, must, or must not call tools (`tool_choice:`): sent to
+    /// the model in its server's form, and enforced by the loop.
+    pub tool_choice: toolgate_model::ToolChoice,
     /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
     /// higher goes first. A run started with a priority of its own uses that instead.
     pub priority: i32,
@@ -138,6 +141,10 @@ struct RawAgent {
     max_repeats: Option<u32>,
     #[serde(default)]
     on_truncated: Option<String>,
+    #[serde(default)]
+    max_calls_per_turn: Option<u32>,
+    #[serde(default)]
+    tool_choice: Option<serde_json::Value>,
 }
 
 /// `mcp_hold:` as seconds (`4`) or a duration (`4s`, `1500ms`, `2m`), more than zero.
@@ -495,8 +502,15 @@ impl Agent {
         let (permissions, rules) = read_permissions(&src, &raw)?;
         let policy = read_policy(&src, &raw, &folder, rules)?;
         let (dialect, sandbox, mcp_hold) = read_settings(&src, &raw, &folder)?;
-        let guards = crate::guards::LoopGuards::read(raw.max_repeats, raw.on_truncated.as_deref())
-            .map_err(|(key, m)| src.at(&[key], m))?;
+        let mut guards =
+            crate::guards::LoopGuards::read(raw.max_repeats, raw.on_truncated.as_deref())
+                .map_err(|(key, m)| src.at(&[key], m))?;
+        guards.max_calls_per_turn = raw.max_calls_per_turn.unwrap_or(0);
+        let tool_choice = match &raw.tool_choice {
+            None => toolgate_model::ToolChoice::Auto,
+            Some(v) => toolgate_model::ToolChoice::read(v)
+                .map_err(|e| src.at(&["tool_choice"], format!("field 'tool_choice': {e}")))?,
+        };
         let (model, model_settings) = match spec {
             Some(s) => (Some(beside(&folder, s.name)), s.settings),
             None => (None, Default::default()),
@@ -525,6 +539,7 @@ impl Agent {
             dialect,
             text_calls: raw.dialect.as_deref() != Some("none"),
             guards,
+            tool_choice,
             priority: raw.priority,
             sandbox,
             decision_rule: toolgate_protocol::identity::DecisionRule {

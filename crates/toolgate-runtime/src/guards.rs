@@ -1,6 +1,6 @@
 //! The loop's guards against a model gone astray, as an agent file sets them: how often
-//! one identical call may run in a run (`max_repeats:`), and what a cut answer does
-//! (`on_truncated:`).
+//! one identical call may run in a run (`max_repeats:`), how many calls one answer may
+//! run (`max_calls_per_turn:`), and what a cut answer does (`on_truncated:`).
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +29,9 @@ pub struct LoopGuards {
     /// Runs of one identical call allowed in a run; 0: no bound.
     pub max_repeats: u32,
     pub on_truncated: OnTruncated,
+    /// Calls run from one answer (`max_calls_per_turn:`); the rest are told to wait.
+    /// 0: no bound.
+    pub max_calls_per_turn: u32,
 }
 
 impl Default for LoopGuards {
@@ -36,6 +39,7 @@ impl Default for LoopGuards {
         Self {
             max_repeats: DEFAULT_MAX_REPEATS,
             on_truncated: OnTruncated::Continue,
+            max_calls_per_turn: 0,
         }
     }
 }
@@ -60,6 +64,7 @@ impl LoopGuards {
         Ok(Self {
             max_repeats: max_repeats.unwrap_or(DEFAULT_MAX_REPEATS),
             on_truncated,
+            max_calls_per_turn: 0,
         })
     }
 }

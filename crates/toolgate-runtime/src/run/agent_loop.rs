@@ -238,6 +238,7 @@ impl Runner {
                 messages: fitted.messages.as_deref().unwrap_or(&live.state.messages),
                 tools,
                 response_format: live.state.response_format.as_ref(),
+                tool_choice: Some(&live.agent.tool_choice),
             };
             let span = tracing::info_span!(
                 "turn",

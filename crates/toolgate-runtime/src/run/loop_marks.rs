@@ -23,6 +23,9 @@ pub struct LoopMarks {
     /// The model was told that it cannot write tool results itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forged: bool,
+    /// The model was asked once more for the call its `tool_choice` requires.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chose: bool,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -10,7 +10,7 @@ use super::turn::{mentions_calls, unique_ids, xml_call};
 use super::{Live, RunError, Runner};
 use crate::agent::Mode;
 use crate::guards::{MAX_CONTINUATIONS, OnTruncated};
-use toolgate_model::{Message, ModelReply};
+use toolgate_model::{Message, ModelReply, ToolChoice};
 use toolgate_parse::{ParsedTurn, Problem, ProblemKind, ToolCall};
 use toolgate_protocol::{CallStatus, ErrorKind, RunStatus, events};
 use toolgate_tool::permission::Gate;
@@ -56,6 +56,15 @@ impl Runner {
             live.state.messages.push(Message::user(note));
             return Ok(None);
         }
+        if calls.is_empty() && self.ask_for_choice(live) {
+            live.state.messages.push(said(reply.content, Vec::new()));
+            let note = match &live.agent.tool_choice {
+                ToolChoice::Tool(name) => format!("You must call the tool '{name}' now."),
+                _ => "You must call one of your tools now, before you answer.".to_string(),
+            };
+            live.state.messages.push(Message::user(note));
+            return Ok(None);
+        }
         if calls.is_empty() && reply.truncated {
             return self
                 .cut_answer(live, said(reply.content, Vec::new()), &parsed.text)
@@ -88,21 +97,7 @@ impl Runner {
                 content.push_str(&xml_call(call));
             }
         }
-        let bound = live.agent.guards.max_repeats;
-        let (run, repeated) = live.state.marks.admit(calls, bound);
-        let mut answered: Vec<TurnCall> = repeated
-            .into_iter()
-            .map(|call| {
-                let phase = self.answer(
-                    live,
-                    &call,
-                    CallStatus::Failed,
-                    Some(ErrorKind::Repeated),
-                    repeated_note(bound),
-                );
-                refused(call, phase)
-            })
-            .collect();
+        let (run, mut answered) = self.hold_back(live, calls);
         answered.extend(unreadable.into_iter().map(|u| refused(u.call, u.phase)));
         let mut shown = run.clone();
         shown.extend(answered.iter().map(|c| c.call.clone()));
@@ -113,6 +108,64 @@ impl Runner {
         // pause): until then nothing has run, and a crash costs asking the model again.
         live.state.turn = Some(turn);
         Ok(None)
+    }
+
+    /// Whether an answer without calls is met by asking once more for the call the
+    /// agent's `tool_choice` requires (only once a run).
+    fn ask_for_choice(&self, live: &mut Live) -> bool {
+        let requires = matches!(
+            live.agent.tool_choice,
+            ToolChoice::Required | ToolChoice::Tool(_)
+        );
+        if !requires || live.state.marks.chose {
+            return false;
+        }
+        live.state.marks.chose = true;
+        true
+    }
+
+    /// Splits an answer's calls into those that run and those answered without
+    /// running: every call under `tool_choice: none`, a call repeated past
+    /// `max_repeats`, a call past `max_calls_per_turn`.
+    fn hold_back(&self, live: &mut Live, calls: Vec<ToolCall>) -> (Vec<ToolCall>, Vec<TurnCall>) {
+        let guards = live.agent.guards;
+        let (mut run, mut held) = if live.agent.tool_choice == ToolChoice::None {
+            let told = "Not run: this agent's tool_choice is none; answer without calling tools.";
+            (
+                Vec::new(),
+                calls
+                    .into_iter()
+                    .map(|c| (c, ErrorKind::Policy, told.to_string()))
+                    .collect(),
+            )
+        } else {
+            let (run, repeated) = live.state.marks.admit(calls, guards.max_repeats);
+            let told = repeated_note(guards.max_repeats);
+            let held: Vec<_> = repeated
+                .into_iter()
+                .map(|c| (c, ErrorKind::Repeated, told.clone()))
+                .collect();
+            (run, held)
+        };
+        let cap = guards.max_calls_per_turn as usize;
+        if cap > 0 && run.len() > cap {
+            let told = format!(
+                "Not run: at most {cap} call(s) run per turn; make this call again in your next turn if you still need it."
+            );
+            held.extend(
+                run.split_off(cap)
+                    .into_iter()
+                    .map(|c| (c, ErrorKind::Policy, told.clone())),
+            );
+        }
+        let answered = held
+            .into_iter()
+            .map(|(call, kind, told)| {
+                let phase = self.answer(live, &call, CallStatus::Failed, Some(kind), told);
+                refused(call, phase)
+            })
+            .collect();
+        (run, answered)
     }
 
     /// A final answer cut by the output limit: a `truncated` problem; the model is asked
