@@ -486,7 +486,7 @@ async fn a_call_written_as_text_goes_back_once_as_a_native_call() {
         text_reply("i.", 3),
     ])
     .await;
-    let (mut s, agent) = setup(&server, NATIVE, 2);
+    let (s, agent) = setup(&server, NATIVE, 2);
     let ws = s.dir.path().join("ws");
     let run = s.runner.start(start(agent, &ws, "Echo hi.")).await.unwrap();
     assert_eq!(run.status, RunStatus::Completed, "{run:?}");
@@ -526,7 +526,7 @@ async fn a_required_tool_choice_is_sent_and_asked_for_once_more() {
     ])
     .await;
     let yaml = format!("{NATIVE}tool_choice: required\n");
-    let (mut s, agent) = setup(&server, &yaml, 2);
+    let (s, agent) = setup(&server, &yaml, 2);
     let ws = s.dir.path().join("ws");
     let run = s.runner.start(start(agent, &ws, "Echo hi.")).await.unwrap();
     assert_eq!(run.status, RunStatus::Completed, "{run:?}");

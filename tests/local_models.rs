@@ -246,3 +246,47 @@ fn a_wrong_tool_choice_is_a_one_line_error() {
     let (code, _) = native_run("tool_choice: sometimes\n", json!([{"content": "x"}]));
     assert_ne!(code, Some(0));
 }
+
+/// `toolgate doctor --model URL` against a server whose model writes `reply`.
+async fn doctor(reply: crate::fake_openai::Reply) -> (Option<i32>, Value) {
+    let server = crate::fake_openai::FakeOpenAi::start(vec![reply]).await;
+    let url = server.base_url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(toolgate_test_support::bin())
+            .args(["doctor", "--json", "--model", &url])
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), report)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_says_which_form_a_model_writes_calls_in() {
+    use crate::fake_openai::{calls_reply, text_reply};
+    let bare = r#"{"name": "get_weather", "arguments": {"city": "Paris"}}"#;
+    let (code, report) = doctor(text_reply(bare, 9)).await;
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["form"], "bare JSON", "{report}");
+    assert!(
+        report["agent_file"]
+            .as_str()
+            .unwrap()
+            .contains("mode: native"),
+        "{report}"
+    );
+
+    let native = calls_reply("", &[("c1", "get_weather", json!({"city": "Paris"}))]);
+    let (code, report) = doctor(native).await;
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["form"], "native tool_calls", "{report}");
+
+    let (code, report) = doctor(text_reply("It is sunny in Paris.", 9)).await;
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["form"], "prose (no call)", "{report}");
+}
