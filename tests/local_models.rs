@@ -290,3 +290,61 @@ async fn doctor_says_which_form_a_model_writes_calls_in() {
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(report["form"], "prose (no call)", "{report}");
 }
+
+/// The prompts of the real-server check: each needs one of the agent's tools.
+const REAL_PROMPTS: &[&str] = &[
+    "What is 1234 * 5678? Use the calculator tool.",
+    "Use the calculator to compute (17 + 25) * 3.",
+    "Echo the text 'toolgate works' with the echo tool.",
+    "Use the echo tool to repeat: hello from a local model",
+    "Compute 2 to the power of 10 with the calculator tool.",
+];
+
+/// Opt-in: a native-mode agent with no `dialect:` against the real OpenAI-compatible
+/// server at `TOOLGATE_LOCAL_MODEL_URL` (llama.cpp, vLLM, ollama). At least four of
+/// the five prompts must complete with their tool run.
+#[test]
+#[ignore = "needs a real model server: TOOLGATE_LOCAL_MODEL_URL"]
+fn a_real_local_server_runs_calls_with_no_dialect() {
+    let Ok(url) = std::env::var("TOOLGATE_LOCAL_MODEL_URL") else {
+        panic!("set TOOLGATE_LOCAL_MODEL_URL to an OpenAI-compatible server's /v1 URL");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        "name: local\nmodel: openai:local\nmode: native\ninstructions: You are a helpful assistant. Use a tool when asked to.\ntools: [calculator, echo]\nmax_iterations: 6\nworkspace: .\n",
+    )
+    .unwrap();
+    let mut good = 0;
+    for prompt in REAL_PROMPTS {
+        let out = Command::new(toolgate_test_support::bin())
+            .args(["run", "--agent", "agent.yaml", "--json", prompt])
+            .current_dir(dir.path())
+            .env("OPENAI_BASE_URL", &url)
+            .env("OPENAI_API_KEY", "none")
+            .env_remove("TOOLGATE_TOOLS")
+            .env_remove("TOOLGATE_DB")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let ran = !of_type(&events, "tool.finished").is_empty();
+        let done = events.last().is_some_and(|e| e["status"] == "completed");
+        let output = events
+            .last()
+            .map(|e| e["output"].clone())
+            .unwrap_or_default();
+        eprintln!("{prompt}: tool run {ran}, completed {done}: {output}");
+        if ran && done {
+            good += 1;
+        }
+    }
+    assert!(
+        good >= 4,
+        "{good} of {} prompts completed with their tool run",
+        REAL_PROMPTS.len()
+    );
+}
