@@ -62,6 +62,7 @@ fn bare_json_calls_run_in_native_mode_with_no_dialect() {
             "prose, then fenced",
             format!("I will echo it.\n```json\n{BARE}\n```"),
         ),
+        ("call, then prose", format!("{BARE}\nThis echoes the text.")),
         ("hermes", format!("<tool_call>{BARE}</tool_call>")),
     ] {
         let (code, events) = native_run("", json!([{"content": reply}, {"content": "Done."}]));

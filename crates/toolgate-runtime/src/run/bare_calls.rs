@@ -9,7 +9,8 @@ use toolgate_parse::{Dialect, ParseOptions, ParsedTurn, ProblemKind, parse_text}
 /// left around them, problems), or `None` when it holds none of the agent's calls.
 ///
 /// The whole answer may be the calls (plain or fenced, one or several); in native mode
-/// (`trailing`) prose may come first when the calls are the answer's last fenced block.
+/// (`trailing`) prose may also follow bare calls that open the answer, or come first
+/// when the calls are the answer's last fenced block.
 pub(super) fn read(text: &str, opts: &ParseOptions, trailing: bool) -> Option<ParsedTurn> {
     let pieces = split_fences(text);
     let prose: String = pieces
@@ -19,15 +20,16 @@ pub(super) fn read(text: &str, opts: &ParseOptions, trailing: bool) -> Option<Pa
         .collect();
     let fenced: Vec<&str> = pieces.iter().filter(|p| p.fenced).map(|p| p.text).collect();
     if prose.trim().is_empty() && !fenced.is_empty() {
-        return calls_of(&fenced.join("\n"), opts).map(|t| with_prose(t, ""));
+        return calls_of(&fenced.join("\n"), opts, false).map(|t| with_prose(t, ""));
     }
     if fenced.is_empty() {
-        return calls_of(text, opts).map(|t| with_prose(t, ""));
+        // In native mode the calls may be followed by prose (kept as the text).
+        return calls_of(text, opts, trailing);
     }
     let last = pieces.last()?;
     if trailing && last.fenced {
         let before: String = pieces[..pieces.len() - 1].iter().map(|p| p.text).collect();
-        return calls_of(last.text, opts).map(|t| with_prose(t, before.trim()));
+        return calls_of(last.text, opts, false).map(|t| with_prose(t, before.trim()));
     }
     None
 }
@@ -38,9 +40,10 @@ fn with_prose(mut turn: ParsedTurn, prose: &str) -> ParsedTurn {
 }
 
 /// `body` read as bare JSON calls: every call names one of the agent's tools and
-/// nothing but calls is there. A call cut short (or otherwise unreadable) whose name
-/// is one of the tools is a problem under that name.
-fn calls_of(body: &str, opts: &ParseOptions) -> Option<ParsedTurn> {
+/// nothing but calls is there (or, `prose_after`, the calls come first and prose after
+/// them). A call cut short (or otherwise unreadable) whose name is one of the tools is
+/// a problem under that name.
+fn calls_of(body: &str, opts: &ParseOptions, prose_after: bool) -> Option<ParsedTurn> {
     let body = body.trim();
     if !body.starts_with('{') {
         return None;
@@ -49,7 +52,8 @@ fn calls_of(body: &str, opts: &ParseOptions) -> Option<ParsedTurn> {
     let mut turn = parse_text(body, &opts.clone().with_dialect(Dialect::Llama3));
     if !turn.calls.is_empty() {
         let all_known = turn.calls.iter().all(|c| known(&c.name));
-        return (all_known && turn.text.trim().is_empty()).then_some(turn);
+        turn.text = turn.text.trim().to_string();
+        return (all_known && (prose_after || turn.text.is_empty())).then_some(turn);
     }
     // Nothing read: a call whose JSON is broken (cut by the output limit, most often)
     // still names its tool; the model is told, under that name.
@@ -187,13 +191,24 @@ mod tests {
         for text in [
             format!("The payload is\n{call}\nas JSON."),
             r#"{"name": "weather", "arguments": {"city": "Oslo"}}"#.to_string(),
-            r#"{"name": "echo", "note": 1} and more"#.to_string(),
             "Plain prose.".to_string(),
             format!("Call it like this:\n```json\n{call}\n```\nthen read it."),
         ] {
             assert_eq!(names(&text, true), None, "{text}");
         }
-        // A last fenced block after prose is a call in native mode only.
+        assert_eq!(
+            names(r#"{"name": "echo", "note": 1} and more"#, false),
+            None
+        );
+        // Calls then prose, and a last fenced block after prose, are calls in native
+        // mode only.
+        let then = format!("{call}\nThis echoes hi.");
+        assert_eq!(names(&then, false), None);
+        let turn = read(&then, &opts(), true).unwrap();
+        assert_eq!(
+            (turn.calls.len(), turn.text.as_str()),
+            (1, "This echoes hi.")
+        );
         let led = format!("I will echo it.\n```json\n{call}\n```");
         assert_eq!(names(&led, false), None);
         let turn = read(&led, &opts(), true).unwrap();
