@@ -469,3 +469,79 @@ async fn a_call_with_unreadable_arguments_is_sent_back_to_the_model() {
     );
     assert_eq!(calls.len(), 2);
 }
+
+/// A local server with no tool parser: the model writes its call as fenced JSON in the
+/// text. It runs, and goes back once, as a native call (not in the text as well); a
+/// final answer cut by `finish_reason: length` is continued.
+#[tokio::test]
+async fn a_call_written_as_text_goes_back_once_as_a_native_call() {
+    let call = "```json\n{\"name\": \"echo\", \"arguments\": {\"text\": \"hi\"}}\n```";
+    let server = FakeOpenAi::start(vec![
+        text_reply(call, 7),
+        Reply::Stream(vec![
+            fake_openai::ev_role(),
+            fake_openai::ev_text("It said h"),
+            fake_openai::ev_finish("length"),
+        ]),
+        text_reply("i.", 3),
+    ])
+    .await;
+    let (s, agent) = setup(&server, NATIVE, 2);
+    let ws = s.dir.path().join("ws");
+    let run = s.runner.start(start(agent, &ws, "Echo hi.")).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(run.output.as_deref(), Some("It said hi."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let messages = requests[1]["messages"].as_array().unwrap();
+    assert_results_follow_calls(messages);
+    let said = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(said["tool_calls"][0]["function"]["name"], "echo", "{said}");
+    let content = said["content"].as_str().unwrap_or_default();
+    assert!(
+        !content.contains("\"name\""),
+        "the call was sent twice: {said}"
+    );
+    let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(tool["content"].to_string().contains("hi"), "{tool}");
+    // The cut answer went back with the request to continue it.
+    let last = requests[2]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    assert!(last["content"].to_string().contains("cut off"), "{last}");
+}
+
+/// `tool_choice: required` goes to the server in its form; a model that answers
+/// without a call anyway is asked for it once more.
+#[tokio::test]
+async fn a_required_tool_choice_is_sent_and_asked_for_once_more() {
+    let server = FakeOpenAi::start(vec![
+        text_reply("No need for tools.", 5),
+        calls_reply("", &[("call_1", "echo", json!({"text": "hi"}))]),
+        text_reply("Done.", 5),
+    ])
+    .await;
+    let yaml = format!("{NATIVE}tool_choice: required\n");
+    let (s, agent) = setup(&server, &yaml, 2);
+    let ws = s.dir.path().join("ws");
+    let run = s.runner.start(start(agent, &ws, "Echo hi.")).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    assert_eq!(run.output.as_deref(), Some("Done."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0]["tool_choice"], "required");
+    let asked = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        asked["content"].to_string().contains("must call"),
+        "{asked}"
+    );
+}

@@ -45,6 +45,7 @@ mod images;
 mod inbox_api;
 mod inbox_browser;
 mod limits_process;
+mod local_models;
 mod mcp_clients;
 mod mcp_gateway;
 mod mcp_servers;

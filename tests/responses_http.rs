@@ -150,6 +150,7 @@ impl Model for GatedModel {
         self.gate.notified().await;
         sink.text(" world");
         Ok(ModelReply {
+            truncated: false,
             reasoning: Vec::new(),
             content: "Hello world".into(),
             native: Default::default(),
@@ -237,6 +238,7 @@ impl Model for SlowSecondTurn {
             sink.text("42.");
         }
         Ok(ModelReply {
+            truncated: false,
             reasoning: Vec::new(),
             content: if turn == 0 {
                 String::new()
@@ -495,4 +497,69 @@ async fn a_paused_run_is_decided_through_either_door_and_each_call_runs_once() {
     assert_eq!(recorded, ["call_ask", "call_write"], "{calls}");
     let (_, run) = api.get(&format!("/v1/runs/{run_id}")).await;
     assert_eq!(run["status"], "completed");
+}
+
+/// A model that notes the `tool_choice` each request carries, and answers "Hi.".
+struct ChoiceModel {
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl Model for ChoiceModel {
+    fn name(&self) -> &str {
+        "choice"
+    }
+
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError> {
+        let label = request
+            .tool_choice
+            .map_or("absent", |c| c.label())
+            .to_string();
+        self.seen.lock().unwrap().push(label);
+        sink.text("Hi.");
+        Ok(ModelReply {
+            truncated: false,
+            reasoning: Vec::new(),
+            content: "Hi.".into(),
+            native: Default::default(),
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn tool_choice_of_a_request_reaches_the_model_and_is_echoed() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let api = Api::with_model(Some(Arc::new(ChoiceModel { seen: seen.clone() }))).await;
+    let (status, response) = api
+        .post(
+            "/v1/responses",
+            json!({"model": "agent:helper", "input": "Hello", "tool_choice": "none"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["tool_choice"], "none");
+    let (status, run) = api
+        .post(
+            "/v1/runs",
+            json!({"agent": "helper", "input": "Hello", "tool_choice": {"name": "calculator"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    // The model answered without the call its choice requires: asked once more.
+    assert_eq!(*seen.lock().unwrap(), ["none", "calculator", "calculator"]);
+    for path in ["/v1/runs", "/v1/responses"] {
+        let body = if path == "/v1/runs" {
+            json!({"agent": "helper", "input": "Hello", "tool_choice": "sometimes"})
+        } else {
+            json!({"model": "agent:helper", "input": "Hello", "tool_choice": "sometimes"})
+        };
+        let (status, error) = api.post(path, body).await;
+        assert_eq!(status, 400, "{path}: {error}");
+        assert!(error.to_string().contains("tool_choice"), "{path}: {error}");
+    }
 }

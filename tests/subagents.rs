@@ -67,6 +67,7 @@ impl Model for TreeModel {
             native.delta(i as u64, Some(id), Some(name), Some(&args.to_string()), 0);
         }
         Ok(ModelReply {
+            truncated: false,
             reasoning: Vec::new(),
             content: content.clone(),
             native,

@@ -305,6 +305,8 @@ parameters:
             json!({"choices": ["a", "b"], "weight": 0}),
             "'weight': must be more than 0, got 0",
         ),
+        // The list names every parameter: one it does not name is refused.
+        (json!({"choices": ["a", "b"], "colour": "red"}), "colour"),
     ] {
         let err = check(args.clone()).unwrap_err();
         assert!(err.contains(needle), "{args}: {err}");

@@ -1,6 +1,7 @@
 //! `toolgate doctor`: what this machine can confine — the kernel's Landlock ABI and
 //! each feature a sandbox may need, seccomp, the user tools run as — and whether a
-//! program actually starts in the default sandbox. Exit 1 when it does not.
+//! program actually starts in the default sandbox. Exit 1 when it does not. With
+//! `--model`, a model server's probe instead (`doctor_model`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -17,9 +18,17 @@ pub struct DoctorArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Ask this model one probe question with a tool instead, and say in which form it
+    /// writes calls and what to put in the agent file: an OpenAI-compatible server's
+    /// URL (`http://127.0.0.1:8080/v1`) or a model spec (`openai:NAME`).
+    #[arg(long, value_name = "URL_OR_SPEC")]
+    model: Option<String>,
 }
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode, Failure> {
+    if let Some(target) = &args.model {
+        return super::doctor_model::run(target, args.json);
+    }
     let support = sandbox::support();
     let default = SandboxPolicy::default();
     let ready = default

@@ -3,6 +3,7 @@
 
 mod calls;
 mod doctor;
+mod doctor_model;
 mod interactive;
 mod keys;
 mod limits;

@@ -278,6 +278,9 @@ impl Reading {
                 if let Some(u) = v.get("usage") {
                     self.usage(u);
                 }
+                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.reply.truncated = reason == "max_tokens";
+                }
             }
             "message_stop" => self.stopped = true,
             "error" => return Err(stream_error(&v)),
@@ -440,6 +443,9 @@ pub(crate) fn request_body(
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = request.tool_choice.and_then(|c| c.anthropic()) {
+            body["tool_choice"] = choice;
+        }
     }
     if let Some(t) = settings.temperature {
         body["temperature"] = json!(t);
@@ -573,6 +579,7 @@ mod tests {
                 json!({"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}),
             ],
             response_format: None,
+            tool_choice: None,
         };
         let body = request_body("m", &req, &ModelSettings::default());
         let roles: Vec<&str> = body["messages"]

@@ -11,6 +11,7 @@ mod providers;
 mod retry;
 mod scripted;
 mod settings;
+mod tool_choice;
 
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ pub use openai::{OpenAiConfig, OpenAiModel};
 pub use providers::{ModelProvider, Providers};
 pub use scripted::ScriptedModel;
 pub use settings::{ModelSettings, ModelSpec, REASONING_EFFORTS, SettingsError};
+pub use tool_choice::{ToolChoice, ToolChoiceError};
 pub use toolgate_protocol::image::{self, ImagePart};
 
 use toolgate_parse::{NativeCalls, ToolCall};
@@ -131,6 +133,9 @@ pub struct ModelRequest<'a> {
     /// OpenAI's `response_format` (`json_schema`, `json_object`) the client asked for;
     /// models without it are asked in the message instead.
     pub response_format: Option<&'a Value>,
+    /// Whether the model may, must, or must not call tools (native mode; auto when
+    /// absent).
+    pub tool_choice: Option<&'a ToolChoice>,
 }
 
 /// A model's whole answer.
@@ -142,6 +147,9 @@ pub struct ModelReply {
     pub usage: Usage,
     /// Reasoning blocks to keep in the history (Anthropic `thinking`).
     pub reasoning: Vec<Value>,
+    /// The answer was cut by the model's output limit (`finish_reason: length`,
+    /// Anthropic's `stop_reason: max_tokens`): it is not whole.
+    pub truncated: bool,
 }
 
 /// Where a model reports as it answers.

@@ -185,8 +185,9 @@ impl OpenAiModel {
             }
             let choices = chunk.get("choices").and_then(Value::as_array);
             for choice in choices.into_iter().flatten() {
-                if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+                if let Some(reason) = choice.get("finish_reason").filter(|r| !r.is_null()) {
                     finished = true;
+                    reply.truncated = reason == "length";
                 }
                 let Some(delta) = choice.get("delta") else {
                     continue;
@@ -274,6 +275,9 @@ pub(crate) fn request_body(
     });
     if native {
         body["tools"] = Value::Array(request.tools.to_vec());
+        if let Some(choice) = request.tool_choice.and_then(|c| c.openai()) {
+            body["tool_choice"] = choice;
+        }
     }
     if let Some(format) = request.response_format {
         body["response_format"] = format.clone();

@@ -26,6 +26,9 @@ struct Reply {
     tool_calls: Vec<ScriptedCall>,
     #[serde(default)]
     usage: Option<ScriptedUsage>,
+    /// `length` plays an answer cut by the output limit.
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -142,6 +145,7 @@ impl Model for ScriptedModel {
             content: reply.content.clone(),
             native,
             usage,
+            truncated: reply.finish_reason.as_deref() == Some("length"),
         })
     }
 }

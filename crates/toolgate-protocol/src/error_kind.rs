@@ -75,6 +75,11 @@ pub enum ErrorKind {
     SubagentFailed,
     /// A sub-agent's run stopped without an answer.
     SubagentIncomplete,
+    /// The call was cut by the model's output limit before it was whole.
+    Truncated,
+    /// The same call (tool and arguments) ran as often as the agent's `max_repeats`
+    /// allows; it was not run again.
+    Repeated,
 }
 
 impl ErrorKind {
@@ -136,6 +141,8 @@ mod tests {
                 "max_depth",
                 "subagent_failed",
                 "subagent_incomplete",
+                "truncated",
+                "repeated",
             ]
         );
         for kind in ErrorKind::ALL {

@@ -64,8 +64,17 @@ pub struct Agent {
     pub subagents: crate::subagents::Subagents,
     /// How deep the tree of runs under a run of this agent may go (default 3).
     pub max_depth: u32,
-    /// How text calls are read in xml mode (`dialect:`; `auto` when absent).
+    /// How calls written as text are read (`dialect:`; `auto` when absent): in xml
+    /// mode always, in native mode when the model's answer holds no native calls.
     pub dialect: toolgate_parse::Dialect,
+    /// Whether a native-mode answer's text is read for calls at all (`dialect: none`
+    /// turns it off; xml mode always reads its text).
+    pub text_calls: bool,
+    /// The loop's guards against a model gone astray (`max_repeats:`, `on_truncated:`).
+    pub guards: crate::guards::LoopGuards,
+    /// Whether the model may, must, or must not call tools (`tool_choice:`): sent to
+    /// the model in its server's form, and enforced by the loop.
+    pub tool_choice: toolgate_model::ToolChoice,
     /// Its calls' priority under the `priority` strategy (`priority:`; 0 when absent):
     /// higher goes first. A run started with a priority of its own uses that instead.
     pub priority: i32,
@@ -128,6 +137,14 @@ struct RawAgent {
     four_eyes: bool,
     #[serde(default)]
     mcp_hold: Option<serde_json::Value>,
+    #[serde(default)]
+    max_repeats: Option<u32>,
+    #[serde(default)]
+    on_truncated: Option<String>,
+    #[serde(default)]
+    max_calls_per_turn: Option<u32>,
+    #[serde(default)]
+    tool_choice: Option<serde_json::Value>,
 }
 
 /// `mcp_hold:` as seconds (`4`) or a duration (`4s`, `1500ms`, `2m`), more than zero.
@@ -417,11 +434,19 @@ type Settings = (
 
 /// Reads `dialect:`, `sandbox:` and `mcp_hold:`.
 fn read_settings(src: &Source<'_>, raw: &RawAgent, folder: &Path) -> Result<Settings, AgentError> {
-    let dialect = match &raw.dialect {
-        Some(d) => d
+    let dialect = match raw.dialect.as_deref() {
+        // `none` reads no calls from a native answer's text; xml mode cannot do without.
+        Some("none") if raw.mode == Mode::Xml => {
+            return Err(src.at(
+                &["dialect"],
+                "field 'dialect': 'none' is for mode: native (xml mode reads its calls from text)"
+                    .into(),
+            ));
+        }
+        Some(d) if d != "none" => d
             .parse()
-            .map_err(|m: String| src.at(&["dialect"], format!("field 'dialect': {m}")))?,
-        None => toolgate_parse::Dialect::Auto,
+            .map_err(|m: String| src.at(&["dialect"], format!("field 'dialect': {m}, or none")))?,
+        _ => toolgate_parse::Dialect::Auto,
     };
     let sandbox = match &raw.sandbox {
         Some(v) => Some(
@@ -477,6 +502,15 @@ impl Agent {
         let (permissions, rules) = read_permissions(&src, &raw)?;
         let policy = read_policy(&src, &raw, &folder, rules)?;
         let (dialect, sandbox, mcp_hold) = read_settings(&src, &raw, &folder)?;
+        let mut guards =
+            crate::guards::LoopGuards::read(raw.max_repeats, raw.on_truncated.as_deref())
+                .map_err(|(key, m)| src.at(&[key], m))?;
+        guards.max_calls_per_turn = raw.max_calls_per_turn.unwrap_or(0);
+        let tool_choice = match &raw.tool_choice {
+            None => toolgate_model::ToolChoice::Auto,
+            Some(v) => toolgate_model::ToolChoice::read(v)
+                .map_err(|e| src.at(&["tool_choice"], format!("field 'tool_choice': {e}")))?,
+        };
         let (model, model_settings) = match spec {
             Some(s) => (Some(beside(&folder, s.name)), s.settings),
             None => (None, Default::default()),
@@ -503,6 +537,9 @@ impl Agent {
             subagents,
             max_depth: raw.max_depth.unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
             dialect,
+            text_calls: raw.dialect.as_deref() != Some("none"),
+            guards,
+            tool_choice,
             priority: raw.priority,
             sandbox,
             decision_rule: toolgate_protocol::identity::DecisionRule {

@@ -8,5 +8,6 @@
 
 pub mod agent;
 pub mod engine;
+pub mod guards;
 pub mod run;
 pub mod subagents;

@@ -41,6 +41,11 @@ pub struct CreateRun {
     /// `priority:`); higher goes first.
     #[serde(default)]
     pub priority: Option<i32>,
+    /// Overrides the agent's `tool_choice`: `auto`, `required`, `none` or
+    /// `{"name": TOOL}`.
+    #[serde(default)]
+    #[schema(value_type = Option<serde_json::Value>)]
+    pub tool_choice: Option<serde_json::Value>,
 }
 
 /// `GET /v1/runs` filters.
@@ -166,6 +171,10 @@ pub async fn create_run(
     let mut start =
         state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
     start.priority = body.priority;
+    if let Some(choice) = &body.tool_choice {
+        start.agent.tool_choice = toolgate_model::ToolChoice::read(choice)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    }
     start.owner = Some(toolgate_protocol::identity::RunOwner::of(&who));
     let drive = Drive::Start(Box::new(start));
     if body.stream {

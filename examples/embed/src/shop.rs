@@ -194,6 +194,7 @@ impl Model for RulesModel {
                 ..Usage::default()
             },
             reasoning: Vec::new(),
+            truncated: false,
         })
     }
 }

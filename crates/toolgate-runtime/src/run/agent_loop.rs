@@ -11,15 +11,14 @@ use super::context::ContextLive;
 use super::conversation;
 use super::ending::End;
 use super::save::Save;
-use super::sink::TurnSink;
+use super::sink::{Reading, TurnSink};
 use super::state::Phase;
-use super::turn::{mentions_calls, unique_ids, xml_call};
 use super::{Live, RunError, Runner};
 use crate::agent::Mode;
 use crate::engine::{Cancel, Engine};
-use toolgate_model::{Message, ModelError, ModelReply, ModelRequest};
-use toolgate_parse::{ParseOptions, ParsedTurn, Problem, ProblemKind};
-use toolgate_protocol::{CallStatus, Event, RunObject, RunStatus, events};
+use toolgate_model::{ModelError, ModelReply, ModelRequest};
+use toolgate_parse::ParseOptions;
+use toolgate_protocol::{Event, RunObject, RunStatus, events};
 use toolgate_telemetry::{genai, metrics, propagate};
 
 /// How long a server shutting down lets the calls already running finish before it
@@ -132,7 +131,12 @@ impl Runner {
                 return Ok(End::Incomplete(reason));
             }
             let run_id = live.run_id.clone();
-            let mut sink = TurnSink::new(&run_id, self.events.as_ref(), parse_options(live));
+            let mut sink = TurnSink::new(
+                &run_id,
+                self.events.as_ref(),
+                parse_options(live),
+                reading(live),
+            );
             let asked = (system.as_str(), &tools[..], cancel);
             let Some((answered, prompt_tokens)) =
                 self.ask_model(live, &mut ctx, asked, &mut sink).await?
@@ -234,6 +238,7 @@ impl Runner {
                 messages: fitted.messages.as_deref().unwrap_or(&live.state.messages),
                 tools,
                 response_format: live.state.response_format.as_ref(),
+                tool_choice: Some(&live.agent.tool_choice),
             };
             let span = tracing::info_span!(
                 "turn",
@@ -253,94 +258,6 @@ impl Runner {
             }
         }
     }
-
-    /// The model's answer: its calls gated into the next turn, or (no calls) the run's
-    /// final answer. A call it wrote but nobody could read is recorded failed and the
-    /// model asked to write it again.
-    async fn take_reply(
-        &self,
-        live: &mut Live,
-        mut reply: ModelReply,
-        parsed: ParsedTurn,
-        had_native: bool,
-        prompt_tokens: u64,
-    ) -> Result<Option<End>, RunError> {
-        let reasoning = std::mem::take(&mut reply.reasoning);
-        let calls = unique_ids(parsed.calls, &live.state);
-        let unreadable = self.record_unreadable(live, &parsed.problems);
-        let said = |content: String, calls| {
-            Message::assistant(content, calls)
-                .with_prompt_tokens(prompt_tokens)
-                .with_reasoning(reasoning)
-        };
-        if calls.is_empty() && !unreadable.is_empty() {
-            // The model tried to call a tool and failed to write the call: tell it,
-            // rather than take its reply as the final answer.
-            let note = format!(
-                "Your last reply tried to call a tool, but the call could not be read: {}. Write the call again, with its arguments as one valid JSON object.",
-                unreadable.join("; ")
-            );
-            live.state.messages.push(said(reply.content, Vec::new()));
-            live.state.messages.push(Message::user(note));
-            return Ok(None);
-        }
-        if calls.is_empty() {
-            live.state.messages.push(said(reply.content, Vec::new()));
-            live.state.output = Some(parsed.text.trim().to_string());
-            self.save(live, Save::end(RunStatus::Completed, None))
-                .await?;
-            return Ok(Some(End::Completed));
-        }
-        let mut content = reply.content;
-        if live.state.mode == Mode::Xml && had_native && !mentions_calls(&content) {
-            // An xml-mode model sees its calls as text, the way it is told to write them.
-            for call in &calls {
-                content.push_str(&xml_call(call));
-            }
-        }
-        live.state.messages.push(said(content, calls.clone()));
-        let turn = self.gate(live, calls).await;
-        // Saved with the next step (calls marked executing, their results, or the
-        // pause): until then nothing has run, and a crash costs asking the model again.
-        live.state.turn = Some(turn);
-        Ok(None)
-    }
-
-    /// Records each call the model wrote but nobody could read (invalid JSON) as
-    /// failed, so that summaries see it; returns what was wrong with each.
-    fn record_unreadable(&self, live: &mut Live, problems: &[Problem]) -> Vec<String> {
-        let unreadable: Vec<&Problem> = problems
-            .iter()
-            .filter(|p| p.kind == ProblemKind::InvalidJson)
-            .collect();
-        for (n, p) in unreadable.iter().enumerate() {
-            let call = toolgate_parse::ToolCall {
-                id: p.call_id.clone().unwrap_or_else(|| {
-                    format!("call_unreadable_{}_{}", live.state.iteration, n + 1)
-                }),
-                name: p.tool.clone().unwrap_or_else(|| "unknown".into()),
-                arguments: Default::default(),
-            };
-            // The excerpt of what was written may hold a secret: left out then.
-            let secret = live
-                .schemas
-                .get(&call.name)
-                .is_some_and(toolgate_tool::secrets::has_secrets);
-            let message = if secret {
-                format!("the arguments of '{}' are not a JSON object", call.name)
-            } else {
-                p.message.clone()
-            };
-            self.answer(
-                live,
-                &call,
-                CallStatus::Failed,
-                Some(toolgate_protocol::ErrorKind::InvalidArguments),
-                message,
-            );
-        }
-        unreadable.iter().map(|p| p.message.clone()).collect()
-    }
 }
 
 /// How this turn's answer is parsed: the agent's dialect, its tools' schemas, and call
@@ -357,6 +274,16 @@ fn parse_options(live: &Live) -> ParseOptions {
                 .unwrap_or("x"),
             live.state.iteration + 1
         ))
+}
+
+/// How this turn's answer text is read for calls: in native mode only when the agent
+/// did not say `dialect: none`.
+fn reading(live: &Live) -> Reading {
+    match live.state.mode {
+        Mode::Native if !live.agent.text_calls => Reading::Plain,
+        Mode::Native => Reading::Calls { trailing: true },
+        Mode::Xml => Reading::Calls { trailing: false },
+    }
 }
 
 /// Every call of the current turn has its result.

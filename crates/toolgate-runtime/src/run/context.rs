@@ -210,6 +210,7 @@ impl Runner {
             messages: &messages,
             tools: &[],
             response_format: None,
+            tool_choice: None,
         };
         let reply = super::model_call::ask(&*live.model, request, &mut Quiet)
             .await

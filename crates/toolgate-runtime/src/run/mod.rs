@@ -5,6 +5,7 @@
 mod active;
 mod additions;
 mod agent_loop;
+mod bare_calls;
 mod cache;
 mod context;
 mod conversation;
@@ -18,11 +19,13 @@ mod folders;
 mod guard;
 mod hidden;
 mod keeper;
+mod loop_marks;
 mod model_call;
 mod object;
 mod outcomes;
 mod paths;
 mod read_result;
+mod reply;
 mod resume;
 mod save;
 mod sealing;
@@ -328,6 +331,7 @@ impl Runner {
             owner: req.owner.clone(),
             client_tools,
             response_format: additions.response_format.flatten(),
+            marks: Default::default(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = state_json(&state)?;

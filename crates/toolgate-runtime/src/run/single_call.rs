@@ -73,6 +73,7 @@ impl Runner {
             owner: req.owner.clone(),
             client_tools: Vec::new(),
             response_format: None,
+            marks: Default::default(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = super::state_json(&state)?;

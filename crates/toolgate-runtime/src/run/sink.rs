@@ -1,6 +1,7 @@
 //! The sink a model streams into during one turn: text goes through the streaming
 //! parser, so the person watching sees prose as `text.delta` events and calls as
-//! `tool_call.parsed` events the moment each one is complete.
+//! `tool_call.parsed` events the moment each one is complete. An answer with no call
+//! in any dialect is read once more for bare JSON calls of the agent's tools.
 
 use std::time::Duration;
 
@@ -16,6 +17,19 @@ pub(crate) struct TurnSink<'a> {
     opts: ParseOptions,
     parser: StreamParser,
     turn: ParsedTurn,
+    reading: Reading,
+    /// The whole text of the answer, for the bare-call reading at its end.
+    raw: String,
+}
+
+/// How the text of an answer is read for calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Not at all: a native-mode agent with `dialect: none`.
+    Plain,
+    /// With the dialect; an answer with no call then as bare JSON calls, prose before
+    /// the calls allowed when `trailing` (native mode).
+    Calls { trailing: bool },
 }
 
 impl<'a> TurnSink<'a> {
@@ -23,6 +37,7 @@ impl<'a> TurnSink<'a> {
         run_id: &'a str,
         events: Option<&'a UnboundedSender<RunEvent>>,
         opts: ParseOptions,
+        reading: Reading,
     ) -> Self {
         Self {
             run_id,
@@ -30,6 +45,8 @@ impl<'a> TurnSink<'a> {
             parser: StreamParser::new(opts.clone()),
             opts,
             turn: ParsedTurn::default(),
+            reading,
+            raw: String::new(),
         }
     }
 
@@ -47,22 +64,7 @@ impl<'a> TurnSink<'a> {
                     run_id,
                     text: text.clone(),
                 }),
-                StreamEvent::Call(call) => {
-                    self.emit(events::ToolCallParsed {
-                        run_id,
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        // Secret values never leave in an event.
-                        arguments: serde_json::Value::Object(
-                            match self.opts.schemas.get(&call.name) {
-                                Some(schema) => {
-                                    toolgate_tool::secrets::mask_args(schema, &call.arguments)
-                                }
-                                None => call.arguments.clone(),
-                            },
-                        ),
-                    })
-                }
+                StreamEvent::Call(call) => self.parsed(call),
                 StreamEvent::Problem(p) => self.emit(events::ParseProblem {
                     run_id,
                     message: p.message.clone(),
@@ -72,17 +74,57 @@ impl<'a> TurnSink<'a> {
         }
     }
 
+    /// The `tool_call.parsed` event of `call`; secret values never leave in an event.
+    fn parsed(&self, call: &toolgate_parse::ToolCall) {
+        self.emit(events::ToolCallParsed {
+            run_id: self.run_id.to_string(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: serde_json::Value::Object(match self.opts.schemas.get(&call.name) {
+                Some(schema) => toolgate_tool::secrets::mask_args(schema, &call.arguments),
+                None => call.arguments.clone(),
+            }),
+        });
+    }
+
     /// Ends the turn: the native calls join the text's, and the whole turn is returned.
     pub(crate) fn finish(mut self, native: NativeCalls) -> ParsedTurn {
+        let had_native = !native.is_empty();
         let parser = std::mem::replace(&mut self.parser, StreamParser::new(self.opts.clone()));
         let events = parser.finish_native(native);
         self.take(events);
+        if let Reading::Calls { trailing } = self.reading
+            && !had_native
+            && self.turn.calls.is_empty()
+            && let Some(bare) = super::bare_calls::read(&self.raw, &self.opts, trailing)
+        {
+            for call in &bare.calls {
+                self.parsed(call);
+            }
+            for p in &bare.problems {
+                self.emit(events::ParseProblem {
+                    run_id: self.run_id.to_string(),
+                    message: p.message.clone(),
+                });
+            }
+            // The earlier reading's problems were about the same text, read otherwise.
+            self.turn = bare;
+        }
         self.turn
     }
 }
 
 impl ReplySink for TurnSink<'_> {
     fn text(&mut self, delta: &str) {
+        self.raw.push_str(delta);
+        if self.reading == Reading::Plain {
+            self.turn.text.push_str(delta);
+            self.emit(events::TextDelta {
+                run_id: self.run_id.to_string(),
+                text: delta.to_string(),
+            });
+            return;
+        }
         let events = self.parser.feed(delta);
         self.take(events);
     }
@@ -96,5 +138,6 @@ impl ReplySink for TurnSink<'_> {
         });
         self.parser = StreamParser::new(self.opts.clone());
         self.turn = ParsedTurn::default();
+        self.raw.clear();
     }
 }

@@ -68,6 +68,12 @@ pub struct RunState {
     /// sent to models that take it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_format: Option<Value>,
+    /// The loop guard's counts (calls made, continuations of cut answers).
+    #[serde(
+        default,
+        skip_serializing_if = "super::loop_marks::LoopMarks::is_empty"
+    )]
+    pub marks: super::loop_marks::LoopMarks,
 }
 
 /// A sub-agent run's place in its tree.

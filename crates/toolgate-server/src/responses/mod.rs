@@ -133,6 +133,7 @@ pub async fn create_response(
         None => start_fresh(&state, &who, agent_name, input).await?,
         Some(previous) => continue_from(&state, &who, agent_name, previous, input).await?,
     };
+    response.tool_choice = choose(body.tool_choice.as_ref(), &mut plan, &agent)?;
     let images = match &mut plan {
         Plan::Start(start) => attach(start, ready, &agent).await?,
         _ if ready.is_empty() => Vec::new(),
@@ -177,6 +178,25 @@ pub async fn create_response(
     } else {
         whole(reports).await
     }
+}
+
+/// The request's `tool_choice`, given to the run it starts (a run it continues keeps
+/// its agent's); returns the choice the response shows.
+fn choose(asked: Option<&Value>, plan: &mut Plan, agent: &Agent) -> Result<String, ApiError> {
+    let choice = match asked {
+        Some(v) if !v.is_null() => Some(
+            toolgate_model::ToolChoice::read(v)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?,
+        ),
+        _ => None,
+    };
+    Ok(match (choice, plan) {
+        (Some(choice), Plan::Start(start)) => {
+            start.agent.tool_choice = choice;
+            start.agent.tool_choice.label().to_string()
+        }
+        _ => agent.tool_choice.label().to_string(),
+    })
 }
 
 /// The images of `ready`, for the model; its files saved in the run's workspace, the

@@ -58,6 +58,11 @@ pub struct CreateResponse {
     #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
     pub tools: Option<Value>,
+    /// `auto`, `required`, `none` or `{"type": "function", "name": TOOL}`: overrides the
+    /// agent's `tool_choice` for a run this request starts.
+    #[serde(default)]
+    #[schema(value_type = Option<serde_json::Value>)]
+    pub tool_choice: Option<Value>,
 }
 
 /// Where a response stands.
@@ -279,7 +284,7 @@ pub struct ResponseObject {
     #[schema(value_type = Object)]
     pub metadata: Map<String, Value>,
     pub parallel_tool_calls: bool,
-    /// Always `auto`.
+    /// The tool choice of the run: `auto`, `required`, `none` or the tool's name.
     pub tool_choice: String,
     /// The agent's tools: one `mcp` entry for those toolgate runs, a `function` entry
     /// per client tool.

@@ -134,7 +134,12 @@ fn list_fault(block: &str, e: ListError) -> Fault {
 fn parameters_of(raw: Option<Value>) -> Result<Value, Fault> {
     match raw {
         None | Some(Value::Null) => Ok(json!({"type": "object", "properties": {}})),
-        Some(Value::Array(list)) => list_form(&list).map_err(|e| list_fault("parameters", e)),
+        Some(Value::Array(list)) => {
+            let mut schema = list_form(&list).map_err(|e| list_fault("parameters", e))?;
+            // The list names every parameter: an argument it does not declare is refused.
+            schema["additionalProperties"] = Value::Bool(false);
+            Ok(schema)
+        }
         Some(Value::Object(schema)) => {
             match schema.get("type") {
                 None => {}
