@@ -11,7 +11,7 @@ use toolgate_parse::ToolCall;
 /// Saved with the run, so that a resumed run keeps its counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopMarks {
-    /// Runs of each call so far, by [`key`].
+    /// Runs of each call so far, by [`key`] (a digest of the tool and arguments).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub made: BTreeMap<String, u32>,
     /// Continuations asked for in a row after cut answers.
@@ -60,13 +60,20 @@ impl LoopMarks {
     }
 }
 
-/// One call's identity for the count: its tool and its arguments (keys in order).
+/// One call's identity for the count: the SHA-256 of its tool and its arguments (keys
+/// in order). A digest, not the arguments: the run's saved state must hold no secret
+/// value in clear.
 fn key(call: &ToolCall) -> String {
-    format!(
+    use sha2::Digest;
+    let text = format!(
         "{}\u{0}{}",
         call.name,
         serde_json::Value::Object(call.arguments.clone())
-    )
+    );
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// What the model is told for a call it repeated past the bound.
