@@ -17,6 +17,25 @@ fn claims(sub: &str, org: &str, roles: &[&str], groups: &[&str], aud: &str, exp:
     json!({"sub": sub, "org_id": org, "roles": roles, "groups": groups, "aud": aud, "iss": "https://login.example", "exp": exp, "nbf": now() - 10})
 }
 
+/// A keyless server on `site` that takes the app's JWTs signed with the key in `secret`.
+fn jwt_server(site: &Site, secret: &std::path::Path) -> Server {
+    let mut cmd = serve_command(
+        site,
+        Command::new(bin()),
+        &[
+            "--jwt-secret-file",
+            secret.to_str().unwrap(),
+            "--jwt-claims",
+            "sub=sub,tenant=org_id,roles=roles,groups=groups",
+            "--jwt-audience",
+            "toolgate",
+            "--jwt-issuer",
+            "https://login.example",
+        ],
+    );
+    Server::started(&mut cmd, None)
+}
+
 /// Who calls, in the table's order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Who {
@@ -226,21 +245,7 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
         claims("ann@a", "a", &["admin"], &[], "someone-else", exp),
     );
 
-    let mut cmd = serve_command(
-        &site,
-        Command::new(bin()),
-        &[
-            "--jwt-secret-file",
-            secret.to_str().unwrap(),
-            "--jwt-claims",
-            "sub=sub,tenant=org_id,roles=roles,groups=groups",
-            "--jwt-audience",
-            "toolgate",
-            "--jwt-issuer",
-            "https://login.example",
-        ],
-    );
-    let server = Server::started(&mut cmd, None);
+    let server = jwt_server(&site, &secret);
     let creds = vec![
         (NoKey, None),
         (Revoked, Some(revoked)),
@@ -780,21 +785,7 @@ async fn a_key_or_token_with_two_roles_opens_both_roles_doors() {
             now() + 3600,
         ),
     );
-    let mut cmd = serve_command(
-        &site,
-        Command::new(bin()),
-        &[
-            "--jwt-secret-file",
-            secret.to_str().unwrap(),
-            "--jwt-claims",
-            "sub=sub,tenant=org_id,roles=roles,groups=groups",
-            "--jwt-audience",
-            "toolgate",
-            "--jwt-issuer",
-            "https://login.example",
-        ],
-    );
-    let server = Server::started(&mut cmd, None);
+    let server = jwt_server(&site, &secret);
     for cred in [&both_key, &both_jwt] {
         let who: Value = server
             .client

@@ -304,7 +304,7 @@ fn is_unreadable(p: &Problem, calls: &[ToolCall]) -> bool {
 }
 
 /// A turn entry for a call answered without running.
-fn refused(call: ToolCall, phase: Phase) -> TurnCall {
+pub(super) fn refused(call: ToolCall, phase: Phase) -> TurnCall {
     TurnCall {
         call,
         gate: Gate::Refuse,

@@ -96,14 +96,7 @@ impl Runner {
             let hold = match screen {
                 Screen::Deny { told, kind } => {
                     let phase = self.answer(live, &call, CallStatus::Denied, Some(kind), told);
-                    turn.push(TurnCall {
-                        call,
-                        gate: Gate::Refuse,
-                        phase,
-                        edited: None,
-                        ask: None,
-                        images: Vec::new(),
-                    });
+                    turn.push(super::reply::refused(call, phase));
                     continue;
                 }
                 Screen::Pass { arguments, hold } => {
