@@ -242,8 +242,11 @@ impl Drop for Running {
             kill_group(id);
             live_groups().remove(&id);
         }
-        // The group is gone: the guard's kill finds nothing (its pipe closes here).
-        self.guard.take();
+        // Killed here already: the guard stands down (a kill of its own, later, could
+        // find the group's id reused once the leader is reaped).
+        if let Some(guard) = self.guard.take() {
+            guard.stand_down();
+        }
         // Then `child` drops: tokio kills the leader (already dead) and reaps it.
     }
 }
