@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 use toolgate::engine::{self, Cancel, Engine, EngineConfig, prepare};
 use toolgate::protocol::CallerKind;
-use toolgate::tool::secrets::mask_values;
+use toolgate::tool::secrets::{mask_output, mask_values};
 use toolgate::tool::{LoadedTool, Part, ToolError, ToolLibrary, ToolOutput, load_dir, workspace};
 
 use super::out::{self, print_json, say};
@@ -330,7 +330,7 @@ fn report(
     secrets: &[String],
 ) -> Result<ExitCode, Failure> {
     let mut out = out::stdout();
-    let result = outcome.result.map(|o| masked(o, secrets));
+    let result = outcome.result.map(|o| mask_output(o, secrets));
     let hide = |text: String| mask_values(&text, secrets).into_owned();
     if json {
         let (output, error) = match &result {
@@ -372,30 +372,6 @@ fn report(
         }
         Err(e) => Err(Failure::other(hide(format!("{name}: {e}")))),
     }
-}
-
-/// `output` with every secret value in its strings shown as `[secret]`.
-fn masked(output: ToolOutput, secrets: &[String]) -> ToolOutput {
-    fn mask(v: &mut Value, secrets: &[String]) {
-        match v {
-            Value::String(s) => {
-                if let std::borrow::Cow::Owned(m) = mask_values(s, secrets) {
-                    *s = m;
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(|x| mask(x, secrets)),
-            Value::Object(o) => o.values_mut().for_each(|x| mask(x, secrets)),
-            _ => {}
-        }
-    }
-    if secrets.is_empty() {
-        return output;
-    }
-    let Ok(mut json) = serde_json::to_value(&output) else {
-        return output;
-    };
-    mask(&mut json, secrets);
-    serde_json::from_value(json).unwrap_or(output)
 }
 
 /// An output for a person: text as is, JSON indented.

@@ -235,9 +235,9 @@ impl Engine {
             }
         };
         let result = match ran.result {
-            Ok(out) if !ran.credential_values.is_empty() => {
-                Ok(mask_output(out, &ran.credential_values))
-            }
+            Ok(out) if !ran.credential_values.is_empty() => Ok(
+                toolgate_tool::secrets::mask_output(out, &ran.credential_values),
+            ),
             other => other,
         };
         let status = status_of(&result);
@@ -462,27 +462,5 @@ pub fn call(id: &str, name: &str, arguments: Map<String, Value>) -> ToolCall {
         id: id.to_string(),
         name: name.to_string(),
         arguments,
-    }
-}
-
-/// `out` with every occurrence of `values` in its text shown as `[secret]`.
-fn mask_output(out: ToolOutput, values: &[String]) -> ToolOutput {
-    let Ok(mut json) = serde_json::to_value(&out) else {
-        return out;
-    };
-    mask_strings(&mut json, values);
-    serde_json::from_value(json).unwrap_or(out)
-}
-
-fn mask_strings(v: &mut Value, values: &[String]) {
-    match v {
-        Value::String(s) => {
-            if let std::borrow::Cow::Owned(m) = toolgate_tool::secrets::mask_values(s, values) {
-                *s = m;
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| mask_strings(x, values)),
-        Value::Object(o) => o.values_mut().for_each(|x| mask_strings(x, values)),
-        _ => {}
     }
 }

@@ -19,7 +19,8 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 pub use find::{has_secrets, mask_args, restore_masked, secret_values};
 pub use home::{KEY_DIR_ENV, key_file};
 pub use seal::{
-    SEALED_VALUE, mask_stored, mask_tokens, mask_values, seal_arguments, seal_json, unseal_json,
+    SEALED_VALUE, mask_output, mask_stored, mask_tokens, mask_values, seal_arguments, seal_json,
+    unseal_json,
 };
 
 /// What a secret value is shown as.

@@ -171,6 +171,31 @@ pub fn unseal_json(value: &mut Value, ring: &Keyring) -> Result<(), SecretError>
     })
 }
 
+/// `out` with every occurrence of `secrets` in its strings (text, JSON values, links)
+/// shown as `[secret]`.
+pub fn mask_output(out: crate::ToolOutput, secrets: &[String]) -> crate::ToolOutput {
+    fn mask(v: &mut Value, secrets: &[String]) {
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(m) = mask_values(s, secrets) {
+                    *s = m;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| mask(x, secrets)),
+            Value::Object(o) => o.values_mut().for_each(|x| mask(x, secrets)),
+            _ => {}
+        }
+    }
+    if secrets.is_empty() {
+        return out;
+    }
+    let Ok(mut json) = serde_json::to_value(&out) else {
+        return out;
+    };
+    mask(&mut json, secrets);
+    serde_json::from_value(json).unwrap_or(out)
+}
+
 /// `text` with every occurrence of each of `secrets` shown as `[secret]`.
 pub fn mask_values<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
     let mut secrets: Vec<&str> = secrets
