@@ -79,13 +79,12 @@ pub fn too_many(wait: std::time::Duration, message: &str) -> Response {
 
 /// The identity `given` credentials stand for, or the one line saying why not.
 async fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, String> {
-    // An open server (loopback, nothing to check against) takes any token: the SDKs
-    // always send one.
-    if !needs_key(state).await? {
-        return Ok(Identity::admin("local"));
-    }
     let Some(given) = given.filter(|g| !g.is_empty()) else {
-        return Err("this server needs an API key: send Authorization: Bearer KEY".into());
+        return open(
+            state,
+            "this server needs an API key: send Authorization: Bearer KEY",
+        )
+        .await;
     };
     if let Some(key) = &state.api_key
         && same(given.as_bytes(), key.as_bytes())
@@ -103,7 +102,7 @@ async fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, Str
             KeyLookup::Valid(who) => Ok(who),
             KeyLookup::Revoked(name) => Err(format!("the key '{name}' was revoked")),
             KeyLookup::Expired(name) => Err(format!("the key '{name}' has expired")),
-            KeyLookup::Unknown => Err("the API key is wrong".into()),
+            KeyLookup::Unknown => open(state, "the API key is wrong").await,
         };
     }
     if let Some(jwt) = &state.jwt
@@ -111,7 +110,18 @@ async fn identify(state: &AppState, given: Option<&str>) -> Result<Identity, Str
     {
         return jwt.verify(given).map_err(|e| e.to_string());
     }
-    Err("the API key is wrong".into())
+    open(state, "the API key is wrong").await
+}
+
+/// Credentials that match nothing: an open server (loopback, nothing to check against)
+/// takes them as the local admin, since the SDKs always send a token; any other
+/// refuses with `refusal`. Asked only here, so a request with a valid key costs no
+/// look at the keys table.
+async fn open(state: &AppState, refusal: &str) -> Result<Identity, String> {
+    if needs_key(state).await? {
+        return Err(refusal.to_string());
+    }
+    Ok(Identity::admin("local"))
 }
 
 /// Whether a request without credentials is refused: a key, JWT settings or a live
