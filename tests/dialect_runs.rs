@@ -6,19 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
 fn run(dir: &Path) -> Output {
-    Command::new(toolgate_test_support::bin())
+    toolgate_test_support::toolgate(dir)
         .args(["run", "--agent", "agent.yaml", "--json", "go"])
-        .current_dir(dir)
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_DB")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
         .output()
         .unwrap()
 }

@@ -17,6 +17,14 @@ fn claims(sub: &str, org: &str, roles: &[&str], groups: &[&str], aud: &str, exp:
     json!({"sub": sub, "org_id": org, "roles": roles, "groups": groups, "aud": aud, "iss": "https://login.example", "exp": exp, "nbf": now() - 10})
 }
 
+/// A site with the JWT signing key in a file: the site and that file's path.
+fn jwt_site() -> (Site, std::path::PathBuf) {
+    let site = Site::new();
+    let secret = site.path().join("jwt.secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    (site, secret)
+}
+
 /// A keyless server on `site` that takes the app's JWTs signed with the key in `secret`.
 fn jwt_server(site: &Site, secret: &std::path::Path) -> Server {
     let mut cmd = serve_command(
@@ -193,9 +201,7 @@ fn start(w: Who) -> u16 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
-    let site = Site::new();
-    let secret = site.path().join("jwt.secret");
-    std::fs::write(&secret, SECRET).unwrap();
+    let (site, secret) = jwt_site();
     let admin = keys_create(&site, "default", "root", "admin", "");
     let a_client = keys_create(&site, "a", "a-app", "client", "");
     let b_client = keys_create(&site, "b", "b-app", "client", "");
@@ -770,9 +776,7 @@ fn the_stdio_gateway_runs_calls_in_its_tenant() {
 /// highest role alone was taken: such a JWT was an approver that could not start a run.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_key_or_token_with_two_roles_opens_both_roles_doors() {
-    let site = Site::new();
-    let secret = site.path().join("jwt.secret");
-    std::fs::write(&secret, SECRET).unwrap();
+    let (site, secret) = jwt_site();
     let both_key = keys_create(&site, "a", "a-both", "client,approver", "");
     let both_jwt = jwt(
         SECRET,

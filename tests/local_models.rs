@@ -26,14 +26,8 @@ fn native_run(extra: &str, replies: Value) -> (Option<i32>, Vec<Value>) {
         json!({ "replies": replies }).to_string(),
     )
     .unwrap();
-    let out = Command::new(toolgate_test_support::bin())
+    let out = toolgate_test_support::toolgate(p)
         .args(["run", "--agent", "agent.yaml", "--json", "go"])
-        .current_dir(p)
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_DB")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let events = String::from_utf8_lossy(&out.stdout)
@@ -318,14 +312,10 @@ fn a_real_local_server_runs_calls_with_no_dialect() {
     .unwrap();
     let mut good = 0;
     for prompt in REAL_PROMPTS {
-        let out = Command::new(toolgate_test_support::bin())
+        let out = toolgate_test_support::toolgate(dir.path())
             .args(["run", "--agent", "agent.yaml", "--json", prompt])
-            .current_dir(dir.path())
             .env("OPENAI_BASE_URL", &url)
             .env("OPENAI_API_KEY", "none")
-            .env_remove("TOOLGATE_TOOLS")
-            .env_remove("TOOLGATE_DB")
-            .stdin(Stdio::null())
             .output()
             .unwrap();
         let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
