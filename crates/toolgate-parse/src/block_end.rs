@@ -33,6 +33,10 @@ pub(crate) enum ScanResult {
         len: usize,
         closed: bool,
     },
+    /// The input ended inside the block, which is `block[..len]`: it was not closed.
+    Cut {
+        len: usize,
+    },
     /// A `<tool_call>` that opens nothing we read: its tag is text.
     NotACall,
 }
@@ -152,10 +156,13 @@ impl BlockScan {
                 }
             };
             return match result {
-                ScanResult::NeedMore if eof => ScanResult::End {
+                ScanResult::NeedMore if eof => ScanResult::Cut {
                     len: self.eof_len(block.len()),
-                    closed: false,
                 },
+                // The scanners that end a block at the end of input themselves.
+                ScanResult::End { len, closed: false } if eof && len == block.len() => {
+                    ScanResult::Cut { len }
+                }
                 other => other,
             };
         }

@@ -14,7 +14,7 @@ use super::json_calls::{Joined, joined_next};
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::is_tool_name;
-use super::types::ProblemKind;
+use super::types::{Problem, ProblemKind};
 
 /// A dialect whose block starts at a special token (or, for the bare forms, at `{` /
 /// `[` at the start of a line).
@@ -387,7 +387,9 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     let body = &block[tag..];
     let (closers, _) = kind.ends();
     let mut body = body;
-    let mut was_closed = closers.is_empty() && closed;
+    // `closed` without a closer: ended by its extent, or by the end of the message
+    // where the dialect's convention ends it there.
+    let mut was_closed = closed;
     for c in closers {
         if let Some(stripped) = body.strip_suffix(std::str::from_utf8(c).unwrap_or_default()) {
             body = stripped;
@@ -465,11 +467,13 @@ pub(super) fn json_call(
 }
 
 fn invalid(name: &str, at: usize, out: &mut BlockOutcome) -> Option<RawCall> {
-    out.problem(
+    let mut problem = Problem::new(
         ProblemKind::InvalidJson,
         at,
         format!("the arguments of '{name}' are not a JSON object; kept as text"),
     );
+    problem.tool = Some(name.to_string());
+    out.problems.push(problem);
     None
 }
 

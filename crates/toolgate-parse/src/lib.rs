@@ -33,6 +33,7 @@ mod stream;
 mod tag_lex;
 mod tagged;
 mod tagged_walk;
+mod truncated;
 mod types;
 mod unions;
 mod utf8;
