@@ -22,6 +22,7 @@ mod group;
 mod hermes;
 mod input;
 mod json_calls;
+mod json_extent;
 mod mistral;
 mod native;
 mod opener;
