@@ -18,6 +18,7 @@ mod entities;
 mod framed;
 mod framed_calls;
 mod glm;
+mod glm_scan;
 mod group;
 mod hermes;
 mod input;
