@@ -57,7 +57,8 @@ pub(crate) fn parse_block(
     walk: Option<Box<Walk>>,
     opts: &ParseOptions,
 ) -> BlockOutcome {
-    let convention = ending == Ending::Cut && truncated::ends_at_eof(kind);
+    let convention =
+        ending == Ending::Cut && truncated::ends_at_eof(kind) && !truncated::ends_bare(block);
     let closed = ending == Ending::Closed || convention;
     let mut out = match kind {
         BlockKind::Xml => xml::parse(block, closed, opts),

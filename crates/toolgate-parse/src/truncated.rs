@@ -28,6 +28,13 @@ pub(crate) fn ends_at_eof(kind: BlockKind) -> bool {
     )
 }
 
+/// Whether a cut block ends right after the token that opens its arguments (Harmony's
+/// `<|message|>`): nothing of the arguments was written, so it is no call even by the
+/// end-of-message convention (an empty message is not `{}`).
+pub(crate) fn ends_bare(block: &str) -> bool {
+    block.trim_end().ends_with("<|message|>")
+}
+
 /// Turns what a cut block gave into one `truncated_call` problem (offset: the block's
 /// start). A block that read as no call and met no structural fault but a missing
 /// name (a Harmony message without a recipient, `<function=NAME>` mentioned in prose)
