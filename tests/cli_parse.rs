@@ -169,7 +169,7 @@ fn tools_folder_guides_coercion_and_broken_files_are_skipped() {
 #[test]
 fn strict_mode_reports_and_drops() {
     let dir = tempfile::tempdir().unwrap();
-    let input = "<tool_call><name>a</name><params><x>1</x>";
+    let input = "<tool_call><name>a</name><params><x>1</params></tool_call>";
     let lenient = json_lines(&cli(&["parse"], input.as_bytes(), dir.path()))[0].clone();
     assert_eq!(lenient["calls"].as_array().unwrap().len(), 1);
     let strict = json_lines(&cli(&["parse", "--strict"], input.as_bytes(), dir.path()))[0].clone();
@@ -181,6 +181,19 @@ fn strict_mode_reports_and_drops() {
             .unwrap()
             .contains("strict")
     );
+}
+
+#[test]
+fn output_cut_inside_a_call_is_no_call_in_either_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "<tool_call>\n<function=write_file>\n<parameter=content>\nrm -rf /tmp/build";
+    for args in [&["parse"][..], &["parse", "--strict"][..]] {
+        let turn = json_lines(&cli(args, input.as_bytes(), dir.path()))[0].clone();
+        assert_eq!(turn["calls"], json!([]), "{args:?}");
+        assert_eq!(turn["text"], input);
+        assert_eq!(turn["problems"][0]["kind"], "truncated_call");
+        assert_eq!(turn["problems"][0]["tool"], "write_file");
+    }
 }
 
 #[test]

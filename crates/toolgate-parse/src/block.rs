@@ -10,7 +10,7 @@ use super::coerce::{
 use super::options::ParseOptions;
 use super::tagged_walk::Walk;
 use super::types::{Problem, ProblemKind};
-use super::{framed, glm, hermes, tagged, xml};
+use super::{framed, glm, hermes, tagged, truncated, xml};
 
 /// A call as a dialect parser found it, before its id is settled.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,15 +36,30 @@ impl BlockOutcome {
     }
 }
 
+/// How a block's end was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// By its dialect's closer.
+    Closed,
+    /// Unclosed, where something else begins (the next call, a wrapper's closer).
+    Unclosed,
+    /// By the end of the output.
+    Cut,
+}
+
 /// Parses `block` (exactly the bytes of one call, from its opening tag) as `kind`.
-/// In strict mode a structural fault drops the call.
+/// In strict mode a structural fault drops the call; a block cut by the end of the
+/// output is never a call (unless its dialect's convention ends it there).
 pub(crate) fn parse_block(
     kind: BlockKind,
     block: &str,
-    closed: bool,
+    ending: Ending,
     walk: Option<Box<Walk>>,
     opts: &ParseOptions,
 ) -> BlockOutcome {
+    let convention =
+        ending == Ending::Cut && truncated::ends_at_eof(kind) && !truncated::ends_bare(block);
+    let closed = ending == Ending::Closed || convention;
     let mut out = match kind {
         BlockKind::Xml => xml::parse(block, closed, opts),
         BlockKind::Hermes => hermes::parse(block, closed, opts),
@@ -53,6 +68,9 @@ pub(crate) fn parse_block(
         BlockKind::Glm => glm::parse_glm(block, closed, opts),
         BlockKind::Framed(f) => framed::parse(f, block, closed, opts),
     };
+    if ending == Ending::Cut && !(convention && out.call.is_some()) {
+        return truncated::truncated(out);
+    }
     if opts.strict && out.call.is_some() && out.problems.iter().any(|p| p.kind.is_structural()) {
         out.call = None;
         out.more.clear();

@@ -6,6 +6,7 @@ use memchr::{memchr, memchr2};
 
 use super::cdata;
 use super::framed::{Framed, FramedEnd, FramedScan};
+use super::glm_scan::GlmScan;
 use super::opener::{FUNCTION, Prefix, TOOL_CALL, TOOL_CALL_END, prefix};
 use super::options::{Dialect, ParseOptions};
 use super::tagged_walk::{INVOKE, QWEN, Walk, Walked};
@@ -33,6 +34,10 @@ pub(crate) enum ScanResult {
         len: usize,
         closed: bool,
     },
+    /// The input ended inside the block, which is `block[..len]`: it was not closed.
+    Cut {
+        len: usize,
+    },
     /// A `<tool_call>` that opens nothing we read: its tag is text.
     NotACall,
 }
@@ -51,9 +56,7 @@ pub(crate) enum BlockScan {
         wrapped: bool,
     },
     Invoke(Box<Walk>),
-    Glm {
-        pos: usize,
-    },
+    Glm(GlmScan),
     Framed(FramedScan),
 }
 
@@ -118,7 +121,7 @@ impl BlockScan {
             BlockScan::Hermes(_) => Some(BlockKind::Hermes),
             BlockScan::Qwen { wrapped, .. } => Some(BlockKind::Qwen { wrapped: *wrapped }),
             BlockScan::Invoke(_) => Some(BlockKind::Invoke),
-            BlockScan::Glm { .. } => Some(BlockKind::Glm),
+            BlockScan::Glm(_) => Some(BlockKind::Glm),
             BlockScan::Framed(f) => Some(BlockKind::Framed(f.kind)),
         }
     }
@@ -138,7 +141,7 @@ impl BlockScan {
                 },
                 BlockScan::Xml(x) => scan_xml(block, x, eof),
                 BlockScan::Hermes(h) => scan_hermes(block, h),
-                BlockScan::Glm { pos } => scan_glm(block, pos),
+                BlockScan::Glm(g) => g.advance(block, eof),
                 BlockScan::Framed(f) => match f.advance(block, eof) {
                     FramedEnd::NeedMore => ScanResult::NeedMore,
                     FramedEnd::NotACall => return ScanResult::NotACall,
@@ -152,10 +155,13 @@ impl BlockScan {
                 }
             };
             return match result {
-                ScanResult::NeedMore if eof => ScanResult::End {
+                ScanResult::NeedMore if eof => ScanResult::Cut {
                     len: self.eof_len(block.len()),
-                    closed: false,
                 },
+                // The scanners that end a block at the end of input themselves.
+                ScanResult::End { len, closed: false } if eof && len == block.len() => {
+                    ScanResult::Cut { len }
+                }
                 other => other,
             };
         }
@@ -229,7 +235,7 @@ fn detect(block: &[u8], pos: &mut usize, eof: bool, dialect: Dialect) -> Detecte
         },
         // A GLM name: a letter or digit of any script, or `_` (`翻译文本`, `get_time`).
         _ if starts_name(&block[start..]) && dialect.allows_special(Dialect::Glm) => {
-            Detected::Is(BlockScan::Glm { pos: start })
+            Detected::Is(BlockScan::Glm(GlmScan::new(start)))
         }
         _ => Detected::NotACall,
     }
@@ -251,21 +257,6 @@ fn starts_name(b: &[u8]) -> bool {
     }
 }
 
-/// A GLM block ends at `</tool_call>`, or unclosed where the next `<tool_call>` opens.
-fn scan_glm(block: &[u8], pos: &mut usize) -> ScanResult {
-    match next_tag(block, pos, &[TOOL_CALL_END, TOOL_CALL]) {
-        None => ScanResult::NeedMore,
-        Some((q, 0)) => ScanResult::End {
-            len: q + TOOL_CALL_END.len(),
-            closed: true,
-        },
-        Some((q, _)) => ScanResult::End {
-            len: q,
-            closed: false,
-        },
-    }
-}
-
 /// Checks the tags in `tags` at `block[q..]`: the index of the one that is there,
 /// `Err(())` when one could still be there once more input arrives.
 fn which(block: &[u8], q: usize, tags: &[&[u8]]) -> Result<Option<usize>, ()> {
@@ -283,7 +274,7 @@ fn which(block: &[u8], q: usize, tags: &[&[u8]]) -> Result<Option<usize>, ()> {
 
 /// The next of `tags` from `pos` on: its position and index. `None` means more input is
 /// needed (`pos` is left where the search goes on).
-fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usize)> {
+pub(crate) fn next_tag(block: &[u8], pos: &mut usize, tags: &[&[u8]]) -> Option<(usize, usize)> {
     loop {
         let Some(i) = memchr(b'<', &block[*pos..]) else {
             *pos = block.len();

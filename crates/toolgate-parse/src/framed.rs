@@ -11,10 +11,11 @@ use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args};
 use super::json_calls::{Joined, joined_next};
+use super::json_extent::JsonExtent;
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::is_tool_name;
-use super::types::ProblemKind;
+use super::types::{Problem, ProblemKind};
 
 /// A dialect whose block starts at a special token (or, for the bare forms, at `{` /
 /// `[` at the start of a line).
@@ -89,6 +90,19 @@ impl Framed {
         }
     }
 
+    /// The token after which the arguments are written as JSON, for the dialects that
+    /// have one (DeepSeek V3 writes a name there, then a fence: read as raw text).
+    fn args_token(self) -> Option<&'static [u8]> {
+        match self {
+            Framed::KimiK2 => Some(KIMI_ARGS.as_bytes()),
+            Framed::DeepSeek => Some(DS_SEP.as_bytes()),
+            Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
+                Some(HARMONY_MESSAGE.as_bytes())
+            }
+            _ => None,
+        }
+    }
+
     /// Tokens that close the block (consumed), and tokens before which an unclosed
     /// block ends.
     fn ends(self) -> (&'static [&'static [u8]], &'static [&'static [u8]]) {
@@ -117,6 +131,20 @@ pub(crate) struct FramedScan {
     extent: Extent,
     /// For a Harmony role header: it was read and names a recipient.
     role_read: bool,
+    /// Where the JSON arguments stand, for the dialects whose arguments are JSON.
+    args: Args,
+}
+
+/// The JSON arguments of a Kimi K2, DeepSeek V3.1 or Harmony call: their closer is
+/// looked for only after the value ends.
+#[derive(Debug, Clone)]
+enum Args {
+    /// Before the token that opens the arguments.
+    Seek,
+    /// Inside the JSON value that started at `start`.
+    In { start: usize, extent: JsonExtent },
+    /// After the value (or the arguments are not JSON): markers are markup again.
+    Past,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -145,6 +173,11 @@ impl FramedScan {
             pos: kind.tag().len(),
             extent: Extent::default(),
             role_read: false,
+            args: if kind.args_token().is_some() {
+                Args::Seek
+            } else {
+                Args::Past
+            },
         }
     }
 
@@ -169,6 +202,9 @@ impl FramedScan {
             }
         }
         loop {
+            if let Some(end) = self.json_args(b, eof) {
+                return end;
+            }
             let Some(k) = memchr(b'<', &b[self.pos..]) else {
                 self.pos = b.len();
                 return if eof {
@@ -182,6 +218,11 @@ impl FramedScan {
             };
             let q = self.pos + k;
             let mut partial = false;
+            match self.args_open(b, q, eof) {
+                Prefix::Full => continue,
+                Prefix::Partial => partial = true,
+                Prefix::No => {}
+            }
             for c in closers {
                 match prefix(&b[q..], c) {
                     Prefix::Full => {
@@ -211,6 +252,72 @@ impl FramedScan {
                 return FramedEnd::NeedMore;
             }
             self.pos = q + 1;
+        }
+    }
+
+    /// Inside JSON arguments: scans to the value's end. Returns `Some` when the scan
+    /// must stop here (more input is needed). An unfinished value at the end of the
+    /// input is read again as raw text, so that a malformed value still finds its
+    /// closer.
+    fn json_args(&mut self, b: &[u8], eof: bool) -> Option<FramedEnd> {
+        let Args::In { start, extent } = &mut self.args else {
+            return None;
+        };
+        let start = *start;
+        if let Some(end) = extent.advance(b, &mut self.pos) {
+            self.pos = end;
+        } else if eof {
+            self.pos = start;
+        } else {
+            return Some(FramedEnd::NeedMore);
+        }
+        self.args = Args::Past;
+        None
+    }
+
+    /// Checks for the token that opens the arguments at `b[q]`. `Full`: it is there and
+    /// the scan goes on after it (inside the JSON value when one starts there).
+    fn args_open(&mut self, b: &[u8], q: usize, eof: bool) -> Prefix {
+        let Args::Seek = self.args else {
+            return Prefix::No;
+        };
+        let Some(token) = self.kind.args_token() else {
+            return Prefix::No;
+        };
+        match prefix(&b[q..], token) {
+            Prefix::Full => {}
+            Prefix::Partial if !eof => return Prefix::Partial,
+            _ => return Prefix::No,
+        }
+        let after = q + token.len();
+        let v = after
+            + b[after..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
+        match b.get(v) {
+            None if !eof => return Prefix::Partial,
+            Some(b'{' | b'[') if self.names_recipient(&b[..q]) => {
+                self.args = Args::In {
+                    start: v,
+                    extent: JsonExtent::default(),
+                };
+                self.pos = v;
+            }
+            _ => {
+                self.args = Args::Past;
+                self.pos = after;
+            }
+        }
+        Prefix::Full
+    }
+
+    /// Whether a Harmony message is addressed to a tool (its JSON is arguments, not
+    /// prose that happens to start with a brace); always for the other dialects.
+    fn names_recipient(&self, head: &[u8]) -> bool {
+        match self.kind {
+            Framed::Harmony => find(head, b"to=").is_some(),
+            _ => true,
         }
     }
 
@@ -387,7 +494,9 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     let body = &block[tag..];
     let (closers, _) = kind.ends();
     let mut body = body;
-    let mut was_closed = closers.is_empty() && closed;
+    // `closed` without a closer: ended by its extent, or by the end of the message
+    // where the dialect's convention ends it there.
+    let mut was_closed = closed;
     for c in closers {
         if let Some(stripped) = body.strip_suffix(std::str::from_utf8(c).unwrap_or_default()) {
             body = stripped;
@@ -465,11 +574,13 @@ pub(super) fn json_call(
 }
 
 fn invalid(name: &str, at: usize, out: &mut BlockOutcome) -> Option<RawCall> {
-    out.problem(
+    let mut problem = Problem::new(
         ProblemKind::InvalidJson,
         at,
         format!("the arguments of '{name}' are not a JSON object; kept as text"),
     );
+    problem.tool = Some(name.to_string());
+    out.problems.push(problem);
     None
 }
 

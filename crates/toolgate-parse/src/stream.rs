@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use memchr::{memchr, memmem};
 
-use super::block::parse_block;
+use super::block::{Ending, parse_block};
 use super::block_end::{BlockScan, ScanResult};
 use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
@@ -483,44 +483,55 @@ impl StreamParser {
                 true
             }
             ScanResult::End { len, closed } => {
-                let end = self.start + len;
-                let at = self.base + self.start;
-                let raw = &self.buf[self.start..end];
-                let Some(kind) = scan.kind() else {
-                    self.flush_text(end);
-                    return true;
+                let ending = if closed {
+                    Ending::Closed
+                } else {
+                    Ending::Unclosed
                 };
-                let outcome = parse_block(kind, raw, closed, scan.into_walk(), &self.opts);
-                let problems = outcome
-                    .problems
-                    .into_iter()
-                    .map(|mut p| {
-                        p.offset += at;
-                        p
-                    })
-                    .collect::<Vec<_>>();
-                match outcome.call {
-                    Some(call) => {
-                        self.emitter.call(call, raw, problems);
-                        for more in outcome.more {
-                            self.emitter.call(more, "", Vec::new());
-                        }
-                        self.consume(end);
-                    }
-                    None => {
-                        self.flush_text(end);
-                        for p in problems {
-                            self.emitter.problem(p);
-                        }
-                    }
+                self.end_block(scan, len, ending)
+            }
+            ScanResult::Cut { len } => self.end_block(scan, len, Ending::Cut),
+        }
+    }
+
+    /// Parses the block `buf[start..start + len]` and hands on its call or its text.
+    fn end_block(&mut self, scan: BlockScan, len: usize, ending: Ending) -> bool {
+        let end = self.start + len;
+        let at = self.base + self.start;
+        let raw = &self.buf[self.start..end];
+        let Some(kind) = scan.kind() else {
+            self.flush_text(end);
+            return true;
+        };
+        let outcome = parse_block(kind, raw, ending, scan.into_walk(), &self.opts);
+        let problems = outcome
+            .problems
+            .into_iter()
+            .map(|mut p| {
+                p.offset += at;
+                p
+            })
+            .collect::<Vec<_>>();
+        match outcome.call {
+            Some(call) => {
+                self.emitter.call(call, raw, problems);
+                for more in outcome.more {
+                    self.emitter.call(more, "", Vec::new());
                 }
-                self.state = State::Text {
-                    scan: end,
-                    fence_checked: false,
-                };
-                true
+                self.consume(end);
+            }
+            None => {
+                self.flush_text(end);
+                for p in problems {
+                    self.emitter.problem(p);
+                }
             }
         }
+        self.state = State::Text {
+            scan: end,
+            fence_checked: false,
+        };
+        true
     }
 }
 

@@ -91,6 +91,10 @@ pub enum ProblemKind {
     DuplicateId,
     /// A line of a recorded stream that could not be read.
     InvalidChunk,
+    /// The output ended inside a call, before its dialect's closer (a `max_tokens`
+    /// stop, a dropped stream): not a call, in lenient mode as in strict. `tool` names
+    /// the tool when it was readable; the message says what was read.
+    TruncatedCall,
 }
 
 impl ProblemKind {

@@ -10,5 +10,6 @@ mod common;
 
 mod conformance;
 mod corpus;
+mod cut_calls;
 mod parse_api;
 mod stream_props;
