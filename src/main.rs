@@ -18,6 +18,11 @@ fn main() -> ExitCode {
         Ok(exporting) => exporting,
         Err(failure) => return failed(failure),
     };
+    // A toolgate killed while its tools ran left their workspaces lent to the tool
+    // user: take that back before anything else runs (a no-op when not root).
+    if let Err(e) = toolgate::sandbox::sweep() {
+        tracing::warn!("could not restore what a killed toolgate left lent: {e}");
+    }
     match cli::run(args) {
         Ok(code) => code,
         Err(failure) => failed(failure),

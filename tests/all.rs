@@ -59,6 +59,7 @@ mod openai_sdk;
 mod openapi_clients;
 mod openapi_tools;
 mod otel;
+mod permissions;
 mod process_groups;
 mod responses_http;
 mod responses_store;

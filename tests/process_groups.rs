@@ -172,14 +172,17 @@ async fn a_timed_out_shell_call_takes_its_grandchild_with_it() {
 #[tokio::test]
 async fn a_finished_call_leaves_a_detached_background_program_alone() {
     // Only a call cut short kills: a program that ends normally may leave a daemon
-    // behind on purpose (its output redirected, so the call does not wait for it).
+    // behind on purpose (its output redirected, so the call does not wait for it). It
+    // lives on, though what was lent to the call (write access to the workspace, as
+    // root) is taken back when the call ends: it is looked for in /proc, not by a file.
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("MARKER");
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_micros();
+    let nap = format!("{}.{micros:06}", 20 + std::process::id() % 50);
     let lib = ToolLibrary::builtin(&toolgate::tool::sources::standard());
-    let line = format!(
-        "(sleep 0.5; touch '{}') >/dev/null 2>&1 & echo started",
-        marker.display()
-    );
+    let line = format!("sleep {nap} >/dev/null 2>&1 & echo started");
     let out = lib
         .get("shell")
         .unwrap()
@@ -187,8 +190,14 @@ async fn a_finished_call_leaves_a_detached_background_program_alone() {
         .await
         .unwrap();
     assert_eq!(out.to_text().trim(), "started");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(marker.exists());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let alive = alive_with(&format!("sleep {nap}"));
+    assert_eq!(alive.len(), 1, "the daemon was killed: {alive:?}");
+    let pid: i32 = alive[0].split(':').next().unwrap().parse().unwrap();
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    );
 }
 
 /// A world for `toolgate run`: an agent whose AUTO `slow` command tool leaves a

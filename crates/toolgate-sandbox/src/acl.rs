@@ -1,20 +1,18 @@
-//! When toolgate runs as root its tools run as an unprivileged user, which must still
-//! write the workspace: a POSIX ACL entry gives that user read-write access to each file
-//! and folder (execute where the owner has it), and a default entry on each folder makes
-//! what is created there later (by anyone) writable for it too. Protected paths (the
-//! database, its key, the tools folder) are skipped. Once per folder and process; a
-//! folder that already carries the default entry is not walked again.
+//! POSIX ACLs as the kernel stores them (`system.posix_acl_*` extended attributes),
+//! read and written through an open descriptor: an entry for the tool user that gives
+//! it read-write access (execute where the owner has it) and, on a folder, a default
+//! entry so what is made there later is writable for it too; and that entry taken off
+//! again. [`crate::grants`] decides when.
 
-use std::collections::BTreeSet;
+use std::fs::Metadata;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
-use rustix::fs::XattrFlags;
+use rustix::fs::{Mode, XattrFlags};
 
-const ACCESS: &str = "system.posix_acl_access";
-const DEFAULT: &str = "system.posix_acl_default";
+pub(crate) const ACCESS: &str = "system.posix_acl_access";
+pub(crate) const DEFAULT: &str = "system.posix_acl_default";
 
 const USER_OBJ: u16 = 0x01;
 const USER: u16 = 0x02;
@@ -27,96 +25,86 @@ const UNDEFINED: u32 = u32::MAX;
 /// One ACL entry: tag, permission bits (rwx = 7), id.
 type Entry = (u16, u16, u32);
 
-/// Gives `uid` read-write access to the tree at `root` (see the module's text).
-pub fn grant_tree(root: &Path, uid: u32, skip: &[PathBuf]) -> io::Result<()> {
-    static DONE: Mutex<BTreeSet<(PathBuf, u32)>> = Mutex::new(BTreeSet::new());
-    let key = (root.to_path_buf(), uid);
-    if DONE.lock().map(|d| d.contains(&key)).unwrap_or(false) {
-        return Ok(());
-    }
-    walk(root, uid, skip, true)?;
-    if let Ok(mut done) = DONE.lock() {
-        done.insert(key);
-    }
-    Ok(())
-}
-
-fn walk(dir: &Path, uid: u32, skip: &[PathBuf], top: bool) -> io::Result<()> {
-    if skip.iter().any(|s| s == dir) {
-        return Ok(());
-    }
-    let meta = dir.symlink_metadata()?;
-    if !meta.is_dir() {
-        return grant(dir, &meta, uid, false);
-    }
-    let done_before = has_default_entry(dir, uid);
-    grant(dir, &meta, uid, true)?;
-    if done_before && !top {
-        return Ok(());
-    }
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if skip.contains(&path) {
-            continue;
-        }
-        let Ok(meta) = path.symlink_metadata() else {
-            continue;
-        };
-        if meta.is_symlink() {
-            continue;
-        }
-        if meta.is_dir() {
-            walk(&path, uid, skip, false)?;
-        } else {
-            grant(&path, &meta, uid, false)?;
-        }
-    }
-    Ok(())
-}
-
-fn has_default_entry(dir: &Path, uid: u32) -> bool {
-    read(dir, DEFAULT)
-        .ok()
-        .flatten()
-        .is_some_and(|e| e.iter().any(|&(tag, _, id)| tag == USER && id == uid))
-}
-
-/// Adds `uid`'s entry to the access ACL of `path` (and to the default ACL of a folder).
-fn grant(path: &Path, meta: &std::fs::Metadata, uid: u32, dir: bool) -> io::Result<()> {
+/// Adds `uid`'s entry to the access ACL of what `fd` is open on (and to the default
+/// ACL of a folder).
+pub(crate) fn grant(fd: &OwnedFd, meta: &Metadata, uid: u32) -> io::Result<()> {
     let mode = meta.mode();
+    let dir = meta.is_dir();
     let perm = if dir || mode & 0o100 != 0 { 7 } else { 6 };
     let mut names = vec![ACCESS];
     if dir {
         names.push(DEFAULT);
     }
     for name in names {
-        let entries = read(path, name)?.unwrap_or_else(|| from_mode(mode));
+        let entries = read(fd, name)?.unwrap_or_else(|| from_mode(mode));
         if entries.contains(&(USER, perm, uid)) {
             continue;
         }
-        let value = encode(&with_user(entries, uid, perm));
-        rustix::fs::setxattr(path, name, &value, XattrFlags::empty()).map_err(|e| {
-            io::Error::new(
-                io::Error::from(e).kind(),
-                format!(
-                    "cannot give the tool user write access to {} (a POSIX ACL): {e}",
-                    path.display()
-                ),
-            )
-        })?;
+        set(fd, name, Some(&encode(&with_user(entries, uid, perm))))?;
     }
     Ok(())
 }
 
-/// The ACL `name` of `path`, `None` when it has none.
-fn read(path: &Path, name: &str) -> io::Result<Option<Vec<Entry>>> {
-    let mut buf = vec![0u8; 512];
-    match rustix::fs::getxattr(path, name, &mut buf) {
-        Ok(n) => Ok(decode(&buf[..n])),
+/// Takes `uid`'s entry off both ACLs; an ACL left with nothing the mode cannot say is
+/// removed, and the mode's group bits say the owning group's again.
+pub(crate) fn revoke(fd: &OwnedFd, meta: &Metadata, uid: u32) -> io::Result<()> {
+    let mut names = vec![ACCESS];
+    if meta.is_dir() {
+        names.push(DEFAULT);
+    }
+    for name in names {
+        let Some(entries) = read(fd, name)? else {
+            continue;
+        };
+        if !entries.iter().any(|&(t, _, id)| t == USER && id == uid) {
+            continue;
+        }
+        let rest = without_user(entries, uid);
+        let minimal = !rest.iter().any(|&(t, _, _)| matches!(t, USER | GROUP));
+        match (minimal, name) {
+            (true, ACCESS) => {
+                set(fd, name, None)?;
+                let group = rest
+                    .iter()
+                    .find(|&&(t, _, _)| t == GROUP_OBJ)
+                    .map_or(0, |&(_, p, _)| u32::from(p));
+                let mode = (meta.mode() & 0o7707) | (group << 3);
+                rustix::fs::fchmod(fd, Mode::from_raw_mode(mode))?;
+            }
+            (true, _) => set(fd, name, None)?,
+            (false, _) => set(fd, name, Some(&encode(&with_mask(rest))))?,
+        }
+    }
+    Ok(())
+}
+
+/// The raw ACL `name` of what `fd` is open on, `None` when it has none.
+pub(crate) fn get(fd: &OwnedFd, name: &str) -> io::Result<Option<Vec<u8>>> {
+    let mut buf = vec![0u8; 4096];
+    match rustix::fs::fgetxattr(fd, name, &mut buf) {
+        Ok(n) => {
+            buf.truncate(n);
+            Ok(Some(buf))
+        }
         Err(rustix::io::Errno::NODATA) => Ok(None),
-        Err(rustix::io::Errno::RANGE) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Sets the raw ACL `name` (`None`: removes it).
+pub(crate) fn set(fd: &OwnedFd, name: &str, value: Option<&[u8]>) -> io::Result<()> {
+    let done = match value {
+        Some(v) => rustix::fs::fsetxattr(fd, name, v, XattrFlags::empty()),
+        None => match rustix::fs::fremovexattr(fd, name) {
+            Err(rustix::io::Errno::NODATA) => Ok(()),
+            r => r,
+        },
+    };
+    Ok(done?)
+}
+
+fn read(fd: &OwnedFd, name: &str) -> io::Result<Option<Vec<Entry>>> {
+    Ok(get(fd, name)?.and_then(|raw| decode(&raw)))
 }
 
 /// The minimal ACL that says what `mode` says.
@@ -131,9 +119,20 @@ fn from_mode(mode: u32) -> Vec<Entry> {
 
 /// `entries` with `uid`'s entry set to `perm` and the mask widened to cover it, in the
 /// order the kernel wants (by tag, then id).
-fn with_user(mut entries: Vec<Entry>, uid: u32, perm: u16) -> Vec<Entry> {
-    entries.retain(|&(tag, _, id)| !(tag == USER && id == uid) && tag != MASK);
+fn with_user(entries: Vec<Entry>, uid: u32, perm: u16) -> Vec<Entry> {
+    let mut entries = without_user(entries, uid);
     entries.push((USER, perm, uid));
+    with_mask(entries)
+}
+
+/// `entries` without `uid`'s entry and without a mask.
+fn without_user(mut entries: Vec<Entry>, uid: u32) -> Vec<Entry> {
+    entries.retain(|&(tag, _, id)| !(tag == USER && id == uid) && tag != MASK);
+    entries
+}
+
+/// `entries` (no mask among them) with the mask that covers them, sorted.
+fn with_mask(mut entries: Vec<Entry>) -> Vec<Entry> {
     let mask = entries
         .iter()
         .filter(|(tag, _, _)| matches!(*tag, USER | GROUP_OBJ | GROUP))
@@ -193,24 +192,27 @@ mod tests {
     }
 
     #[test]
-    fn a_tree_is_granted_but_not_what_it_skips() {
+    fn a_grant_taken_back_leaves_the_mode_and_no_acl() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_path_buf();
-        std::fs::create_dir(root.join("sub")).unwrap();
-        std::fs::write(root.join("sub/f"), "x").unwrap();
-        std::fs::write(root.join("db"), "x").unwrap();
-        match grant_tree(&root, 65534, &[root.join("db")]) {
+        let f = dir.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let fd: OwnedFd = std::fs::File::open(&f).unwrap().into();
+        let meta = f.metadata().unwrap();
+        match grant(&fd, &meta, 65534) {
             // A file system without ACLs: nothing more to see here.
             Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => return,
             r => r.unwrap(),
         }
-        let has = |p: &Path| {
-            read(p, ACCESS)
-                .unwrap()
-                .is_some_and(|e| e.iter().any(|&(t, _, id)| t == USER && id == 65534))
-        };
-        assert!(has(&root.join("sub/f")) && has(&root.join("sub")));
-        assert!(!has(&root.join("db")));
-        assert!(has_default_entry(&root.join("sub"), 65534));
+        assert!(get(&fd, ACCESS).unwrap().is_some());
+        assert_eq!(
+            f.metadata().unwrap().mode() & 0o777,
+            0o660,
+            "the mask shows"
+        );
+        revoke(&fd, &f.metadata().unwrap(), 65534).unwrap();
+        assert_eq!(get(&fd, ACCESS).unwrap(), None);
+        assert_eq!(f.metadata().unwrap().mode() & 0o777, 0o600);
     }
 }

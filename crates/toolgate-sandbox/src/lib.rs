@@ -12,7 +12,8 @@
 //!   its own process group;
 //! - as root, an unprivileged user (`nobody`) that keeps only `CAP_DAC_READ_SEARCH`
 //!   (so that `RLIMIT_NPROC` holds and it cannot signal, `chmod` or write what it does
-//!   not own), the workspace made writable for it with an ACL;
+//!   not own), the workspace lent to it with ACL entries for the launch only (see
+//!   `grants`: taken back when the launch ends, or by the next start after a crash);
 //! - an environment built from nothing.
 //!
 //! What a kernel cannot enforce, the launch refuses (fail closed), unless the tool's
@@ -22,6 +23,7 @@ mod acl;
 mod child;
 mod env;
 mod error;
+mod grants;
 mod paths;
 mod policy;
 mod ruleset;
@@ -67,6 +69,8 @@ pub struct Launch<'a> {
 #[derive(Debug)]
 pub struct Confined {
     scratch: Option<Scratch>,
+    /// The workspace lent to the tool user, given back when the launch ends.
+    _leases: Vec<grants::Lease>,
 }
 
 impl Confined {
@@ -86,7 +90,10 @@ pub fn confine(
 ) -> Result<Confined, SandboxError> {
     let SandboxPolicy::On(rules) = policy else {
         cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
-        return Ok(Confined { scratch: None });
+        return Ok(Confined {
+            scratch: None,
+            _leases: Vec::new(),
+        });
     };
     let support = support::support();
     support.check(launch.who, rules)?;
@@ -107,12 +114,10 @@ pub fn confine(
             .chain(rules.write.iter().map(|p| canonical(p)))
             .collect(),
     };
-    if let Some((uid, _)) = user {
-        for folder in write_here.iter().filter(|f| f.exists()) {
-            acl::grant_tree(folder, uid, &protected)
-                .map_err(|e| SandboxError::setup(tool, "the workspace for the tool user", e))?;
-        }
-    }
+    let leases = match user {
+        Some((uid, _)) => lend(tool, &write_here, uid, &protected)?,
+        None => Vec::new(),
+    };
     let grants = if rules.fs == Fs::Off {
         Grants::default()
     } else {
@@ -182,7 +187,36 @@ pub fn confine(
     child::install(cmd, child);
     Ok(Confined {
         scratch: Some(scratch),
+        _leases: leases,
     })
+}
+
+/// Lends each folder the tool may write to the tool user for this launch.
+fn lend(
+    tool: &str,
+    folders: &[PathBuf],
+    uid: u32,
+    protected: &[PathBuf],
+) -> Result<Vec<grants::Lease>, SandboxError> {
+    folders
+        .iter()
+        .filter(|f| f.exists())
+        .map(|folder| {
+            grants::Lease::take(folder, uid, protected)
+                .map_err(|e| SandboxError::setup(tool, "the workspace for the tool user", e))
+        })
+        .collect()
+}
+
+/// Puts back what a toolgate killed while its tools ran left: the tool user's access
+/// to workspaces (see [`grants`]) and the launches' temporary folders. Run at start-up;
+/// cheap when there is nothing to do. Not root: nothing was ever granted.
+pub fn sweep() -> std::io::Result<()> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    scratch::sweep();
+    grants::sweep()
 }
 
 /// Mounts that put an empty file or folder over each hidden path (around the tool's own

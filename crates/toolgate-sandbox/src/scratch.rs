@@ -5,6 +5,26 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::PathBuf;
 
+/// The start of a launch folder's name: `toolgate-sandbox-PID-START-UUID`.
+const PREFIX: &str = "toolgate-sandbox-";
+
+/// Removes the launch folders of toolgate processes that are gone (killed before
+/// their launches could clean up).
+pub fn sweep() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        if owner.matches('-').count() == 2 && !crate::grants::alive(owner) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A launch's own folder under the system's temporary folder.
 #[derive(Debug)]
 pub struct Scratch {
@@ -14,8 +34,10 @@ pub struct Scratch {
 impl Scratch {
     /// Makes one; `owner`: the user and group the program runs as (toolgate is root).
     pub fn new(owner: Option<(u32, u32)>) -> std::io::Result<Scratch> {
+        let pid = std::process::id();
+        let start = crate::grants::start_time(pid).unwrap_or(0);
         let root = std::env::temp_dir().join(format!(
-            "toolgate-sandbox-{}",
+            "{PREFIX}{pid}-{start}-{}",
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::DirBuilder::new().mode(0o711).create(&root)?;
