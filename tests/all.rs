@@ -80,6 +80,7 @@ mod store_workers;
 mod streamed_output;
 mod subagents;
 mod takeup;
+mod tenant_walls;
 mod tenants_sdk;
 mod tool_files;
 mod tool_runtime;

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use rustix::process::Resource;
 
 pub use error::SandboxError;
-pub use paths::{protect, protect_database};
+pub use paths::{protect, protect_database, protected};
 pub use policy::{
     Ceiling, DEFAULT_CPU, DEFAULT_FILE_SIZE, DEFAULT_MEMORY, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES,
     Fs, Limits, Rules, SandboxPolicy,

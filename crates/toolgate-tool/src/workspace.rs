@@ -4,7 +4,12 @@
 //! walk elsewhere): `..` out of the root, an absolute symlink, or a symlink to anywhere
 //! outside fails at the moment of opening, so a link flipped between a check and an
 //! open cannot make a call escape. Files with more than one hard link are refused, since
-//! the same file may also be reachable from outside.
+//! the same file may also be reachable from outside. Protected paths inside the root
+//! (the database, the tools folder, the other tenants' workspaces) are out of reach:
+//! refused by name, and checked again on what was opened.
+//!
+//! Each tenant has its own workspace under a root ([`tenant_workspace`]): the default
+//! tenant the root itself, any other `ROOT/tenants/NAME/`.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -17,6 +22,54 @@ use super::output::ToolError;
 /// The longest path (bytes) and file name a file tool accepts, as Linux does.
 const MAX_PATH: usize = 4096;
 const MAX_NAME: usize = 255;
+
+/// The folder of a workspace root that holds the tenants' workspaces.
+pub const TENANTS: &str = "tenants";
+
+/// The workspace of `tenant` under `root`: `root` itself for the default tenant (with
+/// `root/tenants` protected: out of its reach), else `root/tenants/NAME`, made when
+/// missing (NAME: the tenant id when it is a plain name, else a digest of it). A root
+/// that already is this tenant's workspace (a sub-agent's, handed down) stays as it is.
+pub fn tenant_workspace(root: &Path, tenant: &str) -> PathBuf {
+    let tenants = root.join(TENANTS);
+    if tenant == toolgate_protocol::identity::DEFAULT_TENANT {
+        toolgate_sandbox::protect(&tenants);
+        return root.to_path_buf();
+    }
+    let name = folder_name(tenant);
+    if root.ends_with(Path::new(TENANTS).join(&name)) {
+        return root.to_path_buf();
+    }
+    let mine = tenants.join(&name);
+    if !mine.is_dir() {
+        use std::os::unix::fs::DirBuilderExt;
+        // A failure shows when the workspace is opened, worded there.
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&mine);
+    }
+    toolgate_sandbox::protect(&tenants);
+    mine
+}
+
+/// A tenant id as a folder name: itself when made of letters, digits, `-`, `_` and
+/// `.` (not first), else `t-` and the start of its SHA-256.
+fn folder_name(tenant: &str) -> String {
+    let plain = !tenant.is_empty()
+        && tenant.len() <= 64
+        && !tenant.starts_with('.')
+        && tenant
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if plain {
+        return tenant.to_string();
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(tenant.as_bytes());
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("t-{hex}")
+}
 
 /// The canonical form of a workspace root, which must exist, be a folder and not be a
 /// symbolic link itself.
@@ -49,6 +102,8 @@ fn refuse_symlink_root(root: &Path) -> io::Result<()> {
 pub struct Workspace {
     dir: Dir,
     root: PathBuf,
+    /// Protected paths inside the root, relative to it.
+    hidden: Vec<PathBuf>,
 }
 
 impl Workspace {
@@ -59,10 +114,57 @@ impl Workspace {
         };
         refuse_symlink_root(root).map_err(fail)?;
         let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(fail)?;
+        let real = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let hidden = toolgate_sandbox::protected()
+            .into_iter()
+            .filter_map(|p| p.strip_prefix(&real).ok().map(Path::to_path_buf))
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
         Ok(Self {
             dir,
-            root: root.to_path_buf(),
+            root: real,
+            hidden,
         })
+    }
+
+    /// Refuses `relative` (as [`Workspace::relative`] gives it) when it names a
+    /// protected path or something in one, `..` followed by name.
+    fn refuse_hidden(&self, requested: &str, relative: &Path) -> Result<(), ToolError> {
+        let mut plain = PathBuf::new();
+        for c in relative.components() {
+            match c {
+                Component::ParentDir => {
+                    plain.pop();
+                }
+                Component::Normal(name) => plain.push(name),
+                _ => {}
+            }
+        }
+        if self.hidden.iter().any(|h| plain.starts_with(h)) {
+            return Err(refuse(requested, "is out of the tools' reach"));
+        }
+        Ok(())
+    }
+
+    /// Refuses what `file` is open on when it lies in a protected path (reached
+    /// through a link inside the workspace, say). Linux: from `/proc/self/fd`.
+    pub fn check_opened(
+        &self,
+        file: &impl std::os::fd::AsRawFd,
+        requested: &str,
+    ) -> Result<(), ToolError> {
+        if self.hidden.is_empty() {
+            return Ok(());
+        }
+        let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let Ok(real) = std::fs::read_link(link) else {
+            return Ok(());
+        };
+        let inside = real.strip_prefix(&self.root).unwrap_or(&real);
+        if self.hidden.iter().any(|h| inside.starts_with(h)) {
+            return Err(refuse(requested, "is out of the tools' reach"));
+        }
+        Ok(())
     }
 
     /// The directory handle every path is opened beneath.
@@ -112,6 +214,7 @@ impl Workspace {
         if relative.as_os_str().is_empty() {
             return Ok(PathBuf::from("."));
         }
+        self.refuse_hidden(requested, &relative)?;
         Ok(relative)
     }
 

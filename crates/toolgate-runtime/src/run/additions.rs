@@ -37,8 +37,12 @@ impl Runner {
 
     /// The workspace a run of `agent` started with `asked` (a server's `--workspace`)
     /// works in.
-    pub fn workspace_for(asked: Option<&Path>, agent: &Agent) -> PathBuf {
-        workspace_of(asked, agent)
+    pub fn workspace_for(
+        asked: Option<&Path>,
+        agent: &Agent,
+        owner: Option<&toolgate_protocol::identity::RunOwner>,
+    ) -> PathBuf {
+        workspace_of(asked, agent, owner)
     }
 }
 

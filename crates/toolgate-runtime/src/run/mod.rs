@@ -292,7 +292,7 @@ impl Runner {
             .with_client_tools(&client_tools)
             .map_err(|e| RunError::BadInput(e.to_string()))?;
         let model = self.model_for(&model_name, &req.agent)?;
-        let workspace = workspace_of(req.workspace.as_deref(), &req.agent);
+        let workspace = workspace_of(req.workspace.as_deref(), &req.agent, req.owner.as_ref());
         if let Some(c) = &req.conversation {
             check_conversation_id(c).map_err(|e| RunError::BadInput(e.to_string()))?;
         }
@@ -402,8 +402,9 @@ impl Runner {
         if let Some(format) = additions.response_format {
             state.response_format = format;
         }
-        if let Some(workspace) = self.folders.as_ref().and_then(|f| f.workspace.clone()) {
-            state.workspace = workspace;
+        if let Some(root) = self.folders.as_ref().and_then(|f| f.workspace.clone()) {
+            let tenant = paths::tenant_of(state.owner.as_ref());
+            state.workspace = toolgate_tool::workspace::tenant_workspace(&root, tenant);
         }
         state.messages = self.messages(&row.conversation_id).await?;
         let stored = state.messages.len();

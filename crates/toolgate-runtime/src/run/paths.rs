@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use toolgate_protocol::identity::{DEFAULT_TENANT, RunOwner};
+use toolgate_tool::workspace::tenant_workspace;
+
 use crate::agent::Agent;
 
 /// `scripted:` paths made absolute, so that another folder's process finds the file.
@@ -22,11 +25,21 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// The root for a run's file tools: the one asked for, else the agent's, else the
-/// current folder; absolute.
-pub(crate) fn workspace_of(asked: Option<&Path>, agent: &Agent) -> PathBuf {
-    let workspace = asked
+/// The root for a run's file tools: its tenant's workspace (see
+/// [`toolgate_tool::workspace::tenant_workspace`]) under the root asked for, else the
+/// agent's, else the current folder; absolute.
+pub(crate) fn workspace_of(
+    asked: Option<&Path>,
+    agent: &Agent,
+    owner: Option<&RunOwner>,
+) -> PathBuf {
+    let root = asked
         .or(agent.workspace.as_deref())
         .unwrap_or(Path::new("."));
-    absolute(workspace)
+    tenant_workspace(&absolute(root), tenant_of(owner))
+}
+
+/// A run's tenant: its owner's, else the default one.
+pub(crate) fn tenant_of(owner: Option<&RunOwner>) -> &str {
+    owner.map_or(DEFAULT_TENANT, |o| o.tenant.as_str())
 }

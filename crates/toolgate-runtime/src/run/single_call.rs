@@ -50,7 +50,8 @@ impl Runner {
     pub async fn start_call(&self, req: StartCall) -> Result<RunObject, RunError> {
         let tools_dir = req.tools_dir.as_deref().map(super::absolute);
         let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
-        let workspace = super::workspace_of(req.workspace.as_deref(), &req.agent);
+        let workspace =
+            super::workspace_of(req.workspace.as_deref(), &req.agent, req.owner.as_ref());
         let run_id = super::new_id("run");
         let state = RunState {
             agent_file: req.agent.path.clone(),

@@ -206,7 +206,11 @@ async fn attach(
     ready: Vec<attachments::Ready>,
     agent: &Agent,
 ) -> Result<Vec<toolgate_model::ImagePart>, ApiError> {
-    let workspace = toolgate_runtime::run::Runner::workspace_for(start.workspace.as_deref(), agent);
+    let workspace = toolgate_runtime::run::Runner::workspace_for(
+        start.workspace.as_deref(),
+        agent,
+        start.owner.as_ref(),
+    );
     let mut images = Vec::new();
     for item in ready {
         match item {

@@ -130,6 +130,7 @@ fn read_beneath(root: &Path, requested: &str, max: u64) -> Result<ToolOutput, To
         .open(&rel)
         .map_err(|e| Workspace::io_error("read", requested, e))?
         .into_std();
+    ws.check_opened(&file, requested)?;
     let meta = file
         .metadata()
         .map_err(|e| Workspace::io_error("read", requested, e))?;
@@ -189,6 +190,7 @@ fn list_beneath(root: &Path, requested: &str) -> Result<Vec<Value>, ToolError> {
     let rel = ws.relative(requested)?;
     let fail = |e| Workspace::io_error("list", requested, e);
     let dir = ws.dir().open_dir(&rel).map_err(fail)?;
+    ws.check_opened(&dir, requested)?;
     let mut entries = Vec::new();
     for entry in dir.entries().map_err(fail)? {
         let entry = entry.map_err(fail)?;
@@ -248,6 +250,13 @@ fn write_beneath(
         let e = ws.dir().open_dir(parent).err().unwrap_or(e);
         return Err(Workspace::io_error("create the folder for", requested, e));
     }
+    // The folder it goes in, checked before anything is made there.
+    let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
+    let folder = ws
+        .dir()
+        .open_dir(parent.unwrap_or(Path::new(".")))
+        .map_err(|e| Workspace::io_error("open the folder of", requested, e))?;
+    ws.check_opened(&folder, requested)?;
     look_before_open(&ws, &rel, requested, "write_file")?;
     // Opened without truncating: nothing changes before the open file is checked.
     let mut options = OpenOptions::new();
@@ -257,6 +266,7 @@ fn write_beneath(
         .open_with(&rel, &options)
         .map_err(|e| Workspace::io_error("open", requested, e))?
         .into_std();
+    ws.check_opened(&file, requested)?;
     let meta = file
         .metadata()
         .map_err(|e| Workspace::io_error("open", requested, e))?;
