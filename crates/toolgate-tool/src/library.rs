@@ -193,7 +193,7 @@ impl LoadedTool {
             &masked
         };
         // A server started at the first call starts before the call's time counts.
-        if let Some(ready) = runner.ready() {
+        if let Some(ready) = runner.ready(ctx) {
             ready.await?;
         }
         let timeout = self

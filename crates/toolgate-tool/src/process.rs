@@ -294,6 +294,34 @@ impl Guard {
     }
 }
 
+/// A long-lived program's process group (a stdio MCP server's): killed whole when this
+/// drops, and by a [`Guard`] when toolgate dies first, `kill -9` included.
+pub struct GroupKeeper {
+    group: u32,
+    guard: Option<Guard>,
+}
+
+impl GroupKeeper {
+    /// Keeps process group `group` (the program was started as its leader).
+    pub fn new(group: u32) -> GroupKeeper {
+        live_groups().insert(group);
+        GroupKeeper {
+            group,
+            guard: Guard::start(group),
+        }
+    }
+}
+
+impl Drop for GroupKeeper {
+    fn drop(&mut self) {
+        kill_group(self.group);
+        live_groups().remove(&self.group);
+        if let Some(guard) = self.guard.take() {
+            guard.stand_down();
+        }
+    }
+}
+
 /// Process groups of programs still running, for [`kill_all`].
 fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
     static LIVE: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());

@@ -184,7 +184,10 @@ pub trait Tool: Send + Sync {
     /// What makes the tool ready to take a call (an MCP server started at its first
     /// call), awaited before the call's timeout starts counting; `None` (most tools):
     /// always ready.
-    fn ready(&self) -> Option<futures_util::future::BoxFuture<'_, Result<(), ToolError>>> {
+    fn ready(
+        &self,
+        _ctx: &ToolContext,
+    ) -> Option<futures_util::future::BoxFuture<'_, Result<(), ToolError>>> {
         None
     }
 }

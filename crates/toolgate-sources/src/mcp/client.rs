@@ -23,8 +23,13 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{Connect, Declaration};
+use toolgate_protocol::identity::DEFAULT_TENANT;
 use toolgate_sandbox::{self as sandbox, SandboxPolicy};
 use toolgate_tool::{Part, ToolContext, ToolError};
+
+/// The connection that lists a server's tools (the default tenant's process, as it
+/// always was; its list is every tenant's).
+const LISTING: &str = DEFAULT_TENANT;
 
 /// The time a server has to start and answer `initialize` and `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -174,6 +179,9 @@ fn token_key(token: &impl serde::Serialize) -> String {
 struct Connection {
     service: RunningService<RoleClient, Handler>,
     listeners: Listeners,
+    /// A stdio server's process group, killed with everything in it when the
+    /// connection goes, or by its guard when toolgate dies first.
+    _group: Option<toolgate_tool::process::GroupKeeper>,
     /// A stdio server's sandbox, kept while it runs (its temporary folder goes with it).
     _confined: Option<sandbox::Confined>,
 }
@@ -192,7 +200,9 @@ pub struct Server {
     policy: Option<SandboxPolicy>,
     /// Where it is declared (the first file, when several declare the same server).
     file: String,
-    connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    /// Its live connections by tenant: a process (or an HTTP session) of each tenant's
+    /// own, never shared with another tenant.
+    connections: tokio::sync::Mutex<HashMap<String, Arc<Connection>>>,
     /// The last lines a stdio server wrote to stderr.
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Its tools as listed when it first started (`tools/list`, as JSON), or as it
@@ -235,7 +245,7 @@ fn shared(
             connect: connect.clone(),
             policy: policy.clone(),
             file: file.clone(),
-            connection: tokio::sync::Mutex::new(None),
+            connections: tokio::sync::Mutex::default(),
             stderr: Arc::default(),
             tools: Arc::default(),
             cache: cache.clone(),
@@ -267,8 +277,8 @@ pub fn stop_unused() -> Vec<String> {
     if let Ok(rt) = runtime() {
         for server in unused {
             rt.spawn(async move {
-                let conn = server.connection.lock().await.take();
-                if let Some(conn) = conn {
+                let conns = std::mem::take(&mut *server.connections.lock().await);
+                for (_, conn) in conns {
                     tracing::info!(server = %server.name, file = %server.file, "MCP server no longer declared; stopping it");
                     match Arc::try_unwrap(conn) {
                         Ok(c) => {
@@ -301,10 +311,10 @@ impl Server {
     /// for this is stopped again (its first call starts it). Keeps the list.
     pub async fn list_once(&self) -> Result<Vec<Value>, String> {
         let running = self
-            .connection
+            .connections
             .lock()
             .await
-            .as_ref()
+            .get(LISTING)
             .is_some_and(|c| c.alive());
         let listed = self.tools().await;
         if !running {
@@ -317,19 +327,24 @@ impl Server {
         Ok(tools)
     }
 
-    /// Starts it if it is not running; the error says why it could not start.
-    pub async fn start_if_stopped(&self) -> Result<(), ToolError> {
-        self.connection().await.map(|_| ()).map_err(|why| {
-            ToolError::ServerUnavailable(format!(
-                "the MCP server '{}' ({}) {why}",
-                self.name, self.file
-            ))
-        })
+    /// Starts `tenant`'s process if it is not running; the error says why it could not
+    /// start.
+    pub async fn start_if_stopped(&self, tenant: &str, extra: &Extra) -> Result<(), ToolError> {
+        self.connection(tenant, extra)
+            .await
+            .map(|_| ())
+            .map_err(|why| {
+                ToolError::ServerUnavailable(format!(
+                    "the MCP server '{}' ({}) {why}",
+                    self.name, self.file
+                ))
+            })
     }
 
-    /// Stops it, if it runs (a later call starts it again).
+    /// Stops the process started to list its tools, if it runs (a later call starts
+    /// it again).
     async fn stop(&self) {
-        let conn = self.connection.lock().await.take();
+        let conn = self.connections.lock().await.remove(LISTING);
         if let Some(Ok(c)) = conn.map(Arc::try_unwrap) {
             let _ = c.service.cancel().await;
         }
@@ -342,7 +357,7 @@ impl Server {
         if let Some(tools) = cached.as_ref() {
             return Ok(tools.clone());
         }
-        let conn = self.connection().await?;
+        let conn = self.connection(LISTING, &Extra::new()).await?;
         let listed = tokio::time::timeout(START_TIMEOUT, conn.service.peer().list_all_tools())
             .await
             .map_err(|_| {
@@ -360,19 +375,22 @@ impl Server {
         Ok(tools)
     }
 
-    /// The live connection, started (again) when there is none or it died.
-    async fn connection(&self) -> Result<Arc<Connection>, String> {
-        let mut slot = self.connection.lock().await;
-        if let Some(conn) = slot.as_ref().filter(|c| c.alive()) {
+    /// `tenant`'s live connection with `extra` in its environment, started (again)
+    /// when there is none or it died. Other credential values (a secret set anew) make
+    /// another process.
+    async fn connection(&self, tenant: &str, extra: &Extra) -> Result<Arc<Connection>, String> {
+        let key = connection_key(tenant, extra);
+        let mut all = self.connections.lock().await;
+        if let Some(conn) = all.get(&key).filter(|c| c.alive()) {
             return Ok(Arc::clone(conn));
         }
-        *slot = None;
-        let conn = Arc::new(self.start().await?);
-        *slot = Some(Arc::clone(&conn));
+        all.remove(&key);
+        let conn = Arc::new(self.start(tenant, extra).await?);
+        all.insert(key, Arc::clone(&conn));
         Ok(conn)
     }
 
-    async fn start(&self) -> Result<Connection, String> {
+    async fn start(&self, tenant: &str, extra: &Extra) -> Result<Connection, String> {
         if let Ok(mut k) = self.stderr.lock() {
             k.clear();
         }
@@ -383,7 +401,7 @@ impl Server {
             ..Handler::default()
         };
         let listeners = Arc::clone(&handler.listeners);
-        let mut confined = None;
+        let (mut confined, mut group) = (None, None);
         let started = match &self.connect {
             Connect::Stdio {
                 command,
@@ -391,7 +409,10 @@ impl Server {
                 env,
                 cwd,
             } => {
-                let (transport, guard) = self.spawn(command, args, env, cwd.as_deref())?;
+                let mut env = env.clone();
+                env.extend(extra.iter().cloned());
+                let (transport, guard) = self.spawn(command, args, &env, cwd.as_deref(), tenant)?;
+                group = transport.id().map(toolgate_tool::process::GroupKeeper::new);
                 confined = Some(guard);
                 tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
                     .await
@@ -421,6 +442,7 @@ impl Server {
         Ok(Connection {
             service,
             listeners,
+            _group: group,
             _confined: confined,
         })
     }
@@ -433,18 +455,26 @@ impl Server {
         args: &[String],
         env: &std::collections::BTreeMap<String, String>,
         cwd: Option<&std::path::Path>,
+        tenant: &str,
     ) -> Result<(TokioChildProcess, sandbox::Confined), String> {
-        let mut cmd = tokio::process::Command::new(command);
-        cmd.args(args);
-        if let Some(dir) = cwd {
-            cmd.current_dir(dir);
-        }
-        // Its workspace: the folder it is declared to run in, else toolgate's.
-        let workspace = match cwd {
+        // Its workspace: the folder it is declared to run in, else toolgate's; another
+        // tenant's process gets a folder of its own (see `tenant_folder`).
+        let declared = match cwd {
             Some(dir) => dir.to_path_buf(),
             None => std::env::current_dir()
                 .map_err(|e| format!("cannot tell the current folder: {e}"))?,
         };
+        let (command, args, workspace) = if tenant == DEFAULT_TENANT || tenant == LISTING {
+            (command.to_string(), args.to_vec(), declared)
+        } else {
+            let (command, args) = anchored(command, args, &declared);
+            (command, args, self.tenant_folder(tenant)?)
+        };
+        let (command, args) = (command.as_str(), args.as_slice());
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args).current_dir(&workspace);
+        // A group of its own, for its keeper to kill whole (see `Connection`).
+        cmd.process_group(0);
         let declared: Vec<(String, String)> =
             env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let who = format!("MCP server '{}'", self.name);
@@ -477,6 +507,29 @@ impl Server {
         Ok((transport, confined))
     }
 
+    /// The folder of `tenant`'s process (not the default tenant's): under toolgate's
+    /// state folder, `mcp/SERVER/tenants/TENANT/`, made when missing; never inside the
+    /// folder the server is declared to run in, which every tenant's agents may share.
+    fn tenant_folder(&self, tenant: &str) -> Result<std::path::PathBuf, String> {
+        let state = std::env::var_os("XDG_STATE_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".local/state"))
+            })
+            .unwrap_or_else(std::env::temp_dir);
+        let root = state.join("toolgate/mcp").join(&self.name);
+        std::fs::create_dir_all(&root)
+            .map_err(|e| format!("cannot make its folder under {}: {e}", root.display()))?;
+        let folder = toolgate_tool::workspace::tenant_workspace(&root, tenant);
+        if !folder.is_dir() {
+            return Err(format!(
+                "cannot make tenant {tenant}'s folder {}",
+                folder.display()
+            ));
+        }
+        Ok(folder)
+    }
+
     /// `why`, with the last line the server wrote to stderr, if any.
     fn with_stderr(&self, why: String) -> String {
         let last = self
@@ -499,7 +552,13 @@ impl Server {
         ctx: ToolContext,
         traceparent: Option<String>,
     ) -> Result<rmcp::model::CallToolResult, ToolError> {
-        let conn = self.connection().await.map_err(|why| {
+        let tenant = tenant_of(&ctx);
+        let extra = extra_env(&ctx);
+        let mut args = args;
+        for (var, _) in &extra {
+            args.remove(var);
+        }
+        let conn = self.connection(&tenant, &extra).await.map_err(|why| {
             ToolError::ServerUnavailable(format!(
                 "the MCP server '{}' ({}) {why}",
                 self.name, self.file
@@ -561,6 +620,56 @@ impl Server {
             self.name, self.file
         ))
     }
+}
+
+/// Variables a server's process gets beyond its declared `env`: its credentials, as the
+/// engine resolved them for the call's tenant.
+pub type Extra = Vec<(String, String)>;
+
+/// The connection key of a call's tenant.
+pub fn tenant_of(ctx: &ToolContext) -> String {
+    ctx.run
+        .tenant
+        .clone()
+        .unwrap_or_else(|| DEFAULT_TENANT.to_string())
+}
+
+/// The credentials the engine injected into a call, as environment variables.
+pub fn extra_env(ctx: &ToolContext) -> Extra {
+    ctx.injected
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
+}
+
+/// A connection's key: the tenant, and a digest of its credential values (never the
+/// values themselves).
+fn connection_key(tenant: &str, extra: &Extra) -> String {
+    if extra.is_empty() {
+        return tenant.to_string();
+    }
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    extra.hash(&mut h);
+    format!("{tenant}#{:016x}", h.finish())
+}
+
+/// `command` and `args` with each one that names an existing path relative to `dir`
+/// made absolute: a process started in another folder still finds its files.
+fn anchored(command: &str, args: &[String], dir: &std::path::Path) -> (String, Vec<String>) {
+    let fix = |a: &str| {
+        let p = std::path::Path::new(a);
+        if a.starts_with('-') || p.is_absolute() || !a.contains(['/', '.']) {
+            return a.to_string();
+        }
+        let full = dir.join(p);
+        if full.exists() {
+            full.display().to_string()
+        } else {
+            a.to_string()
+        }
+    };
+    (fix(command), args.iter().map(|a| fix(a)).collect())
 }
 
 /// A call waiting for its reply: dropped before it (cancelled, timed out), it tells the

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
+use toolgate_tool::Credential;
 
 use toolgate_sandbox::SandboxPolicy;
 use toolgate_tool::{LoadError, Permission};
@@ -45,6 +46,11 @@ pub struct Declaration {
     pub timeout: Option<f64>,
     /// The sandbox a stdio server runs in (`None` for a server reached by URL).
     pub sandbox: Option<SandboxPolicy>,
+    /// Values a stdio server's process gets in its environment, by variable name, from
+    /// the caller's tenant (`${secret:NAME}`: the tenant's stored secret, else the
+    /// shared one) or toolgate's environment (`${env:VAR}`): each tenant's process has
+    /// its own.
+    pub credentials: BTreeMap<String, Credential>,
     /// The file it is declared in.
     pub path: PathBuf,
 }
@@ -76,6 +82,8 @@ struct RawServer {
     timeout: Option<Value>,
     #[serde(default)]
     sandbox: Option<Value>,
+    #[serde(default)]
+    credentials: BTreeMap<String, Value>,
 }
 
 /// A file in the tools folder that declares servers rather than a tool: `mcp.json`, or
@@ -208,7 +216,7 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
             }
         }
     }
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "command",
         "args",
         "env",
@@ -219,6 +227,7 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
         "permissions",
         "timeout",
         "sandbox",
+        "credentials",
     ];
     let used: serde_json::Map<String, Value> = obj
         .iter()
@@ -343,15 +352,52 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
             )
         })?),
     };
+    let credentials = credentials_of(&raw.credentials, &connect)?;
     Ok(Declaration {
         name: name.to_string(),
         connect,
+        credentials,
         permission: raw.permission,
         permissions: raw.permissions,
         timeout,
         sandbox,
         path: path.to_path_buf(),
     })
+}
+
+/// A stdio server's `credentials:` read: variable names to where their values come
+/// from.
+fn credentials_of(
+    raw: &BTreeMap<String, Value>,
+    connect: &Connect,
+) -> Result<BTreeMap<String, Credential>, (String, String)> {
+    if raw.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    if matches!(connect, Connect::Http { .. }) {
+        return Err((
+            "credentials".into(),
+            "credentials are a command server's environment; a server reached by url takes \
+             ${env:VAR} in its headers"
+                .into(),
+        ));
+    }
+    raw.iter()
+        .map(|(var, v)| {
+            let valid = !var.is_empty()
+                && !var.starts_with(|c: char| c.is_ascii_digit())
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err((
+                    "credentials".into(),
+                    format!("credentials: '{var}' is not an environment variable name"),
+                ));
+            }
+            Credential::parse(v)
+                .map(|c| (var.clone(), c))
+                .map_err(|e| ("credentials".into(), format!("credentials: {var}: {e}")))
+        })
+        .collect()
 }
 
 /// `template` with its variables filled from the environment (see

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::client::{Server, on_runtime};
+use super::client::{Server, extra_env, on_runtime, tenant_of};
 use super::config::Declaration;
 use toolgate_tool::{
     Part, Permission, Schema, SourceBinding, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
@@ -44,12 +44,16 @@ impl Tool for McpTool {
         ))
     }
 
-    /// Its server, started if it is not running (within its start timeout, not the
+    /// The server process of the call's tenant, started if it is not running (within its start timeout, not the
     /// call's).
-    fn ready(&self) -> Option<futures_util::future::BoxFuture<'_, Result<(), ToolError>>> {
+    fn ready(
+        &self,
+        ctx: &ToolContext,
+    ) -> Option<futures_util::future::BoxFuture<'_, Result<(), ToolError>>> {
         let server = Arc::clone(&self.server);
+        let (tenant, extra) = (tenant_of(ctx), extra_env(ctx));
         Some(Box::pin(async move {
-            on_runtime(async move { server.start_if_stopped().await }).await?
+            on_runtime(async move { server.start_if_stopped(&tenant, &extra).await }).await?
         }))
     }
 
@@ -141,7 +145,7 @@ pub fn mcp_tool(
         version: None,
         read_only,
         output: None,
-        credentials: Default::default(),
+        credentials: decl.credentials.clone(),
         is_final: false,
         hidden: false,
         sandbox: decl.sandbox.clone(),
