@@ -26,8 +26,12 @@ pub(crate) enum Framed {
     /// `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{..}\n```<｜tool▁call▁end｜>`
     /// (V3) or `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}<｜tool▁call▁end｜>` (V3.1).
     DeepSeek,
-    /// `<｜DSML｜invoke name="N"><｜DSML｜parameter name="K" string="true">v</｜DSML｜parameter></｜DSML｜invoke>`.
+    /// `<｜DSML｜invoke name="N"><｜DSML｜parameter name="K" string="true">v</｜DSML｜parameter></｜DSML｜invoke>`
+    /// (V3.2 in `<｜DSML｜function_calls>`, V4 in `<｜DSML｜tool_calls>`).
     Dsml,
+    /// DeepSeek V4.1's spaced DSML: `<｜DSML｜ invoke name="N"><｜DSML｜ parameter ..>v</｜DSML｜ parameter></｜DSML｜ invoke>`
+    /// in `<｜DSML｜ calls>`.
+    Dsml41,
     /// `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>`.
     Harmony,
     /// Harmony with the recipient in the role, before the channel:
@@ -64,6 +68,14 @@ pub(super) const DSML_PARAM: &str = "<｜DSML｜parameter ";
 pub(super) const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
 pub(crate) const DSML_CALLS: &[u8] = "<｜DSML｜function_calls>".as_bytes();
 pub(crate) const DSML_CALLS_END: &[u8] = "</｜DSML｜function_calls>".as_bytes();
+pub(crate) const DSML_TOOL_CALLS: &[u8] = "<｜DSML｜tool_calls>".as_bytes();
+pub(crate) const DSML_TOOL_CALLS_END: &[u8] = "</｜DSML｜tool_calls>".as_bytes();
+pub(crate) const DSML41_INVOKE: &[u8] = "<｜DSML｜ invoke ".as_bytes();
+const DSML41_INVOKE_END: &[u8] = "</｜DSML｜ invoke>".as_bytes();
+pub(super) const DSML41_PARAM: &str = "<｜DSML｜ parameter ";
+pub(super) const DSML41_PARAM_END: &str = "</｜DSML｜ parameter>";
+pub(crate) const DSML41_CALLS: &[u8] = "<｜DSML｜ calls>".as_bytes();
+pub(crate) const DSML41_CALLS_END: &[u8] = "</｜DSML｜ calls>".as_bytes();
 pub(crate) const HARMONY: &[u8] = b"<|channel|>";
 pub(crate) const HARMONY_START: &[u8] = b"<|start|>";
 /// The longest Harmony role header read (`assistant to=functions.NAME`).
@@ -81,6 +93,7 @@ impl Framed {
             Framed::KimiK2 => KIMI_CALL,
             Framed::DeepSeek => DS_CALL,
             Framed::Dsml => DSML_INVOKE,
+            Framed::Dsml41 => DSML41_INVOKE,
             Framed::Harmony => HARMONY,
             Framed::HarmonyRole => HARMONY_START,
             Framed::Mistral => MISTRAL,
@@ -103,13 +116,28 @@ impl Framed {
         }
     }
 
+    /// For the dialects whose parameter values are raw text between a parameter tag
+    /// and its own closer (DSML): the tag's start and the closer. Inside a value only
+    /// that closer means anything; every other marker is content.
+    pub(crate) fn raw_value(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Framed::Dsml => Some((DSML_PARAM, DSML_PARAM_END)),
+            Framed::Dsml41 => Some((DSML41_PARAM, DSML41_PARAM_END)),
+            _ => None,
+        }
+    }
+
     /// Tokens that close the block (consumed), and tokens before which an unclosed
     /// block ends.
     fn ends(self) -> (&'static [&'static [u8]], &'static [&'static [u8]]) {
         match self {
             Framed::KimiK2 => (&[KIMI_CALL_END], &[KIMI_CALL, KIMI_SECTION_END]),
             Framed::DeepSeek => (&[DS_CALL_END], &[DS_CALL, DS_CALLS_END]),
-            Framed::Dsml => (&[DSML_INVOKE_END], &[DSML_INVOKE, DSML_CALLS_END]),
+            Framed::Dsml => (
+                &[DSML_INVOKE_END],
+                &[DSML_INVOKE, DSML_CALLS_END, DSML_TOOL_CALLS_END],
+            ),
+            Framed::Dsml41 => (&[DSML41_INVOKE_END], &[DSML41_INVOKE, DSML41_CALLS_END]),
             Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => (
                 &[b"<|call|>", b"<|end|>", b"<|return|>"],
                 &[HARMONY_START, HARMONY],
@@ -133,6 +161,8 @@ pub(crate) struct FramedScan {
     role_read: bool,
     /// Where the JSON arguments stand, for the dialects whose arguments are JSON.
     args: Args,
+    /// Inside a raw parameter value (DSML): only its closer is looked for.
+    in_value: bool,
 }
 
 /// The JSON arguments of a Kimi K2, DeepSeek V3.1 or Harmony call: their closer is
@@ -178,6 +208,7 @@ impl FramedScan {
             } else {
                 Args::Past
             },
+            in_value: false,
         }
     }
 
@@ -205,6 +236,9 @@ impl FramedScan {
             if let Some(end) = self.json_args(b, eof) {
                 return end;
             }
+            if let Some(end) = self.raw_value_scan(b, eof) {
+                return end;
+            }
             let Some(k) = memchr(b'<', &b[self.pos..]) else {
                 self.pos = b.len();
                 return if eof {
@@ -219,6 +253,11 @@ impl FramedScan {
             let q = self.pos + k;
             let mut partial = false;
             match self.args_open(b, q, eof) {
+                Prefix::Full => continue,
+                Prefix::Partial => partial = true,
+                Prefix::No => {}
+            }
+            match self.value_open(b, q, eof) {
                 Prefix::Full => continue,
                 Prefix::Partial => partial = true,
                 Prefix::No => {}
@@ -273,6 +312,52 @@ impl FramedScan {
         }
         self.args = Args::Past;
         None
+    }
+
+    /// Inside a raw value: on to its closer. Returns `Some` when the scan must stop
+    /// (more input needed, or the output ended inside the value).
+    fn raw_value_scan(&mut self, b: &[u8], eof: bool) -> Option<FramedEnd> {
+        if !self.in_value {
+            return None;
+        }
+        let (_, close) = self.kind.raw_value()?;
+        let close = close.as_bytes();
+        if let Some(k) = find(&b[self.pos..], close) {
+            self.pos += k + close.len();
+            self.in_value = false;
+            return None;
+        }
+        if eof {
+            return Some(FramedEnd::End {
+                len: b.len(),
+                closed: false,
+            });
+        }
+        // The closer may straddle the end of the input so far.
+        self.pos = b.len().saturating_sub(close.len() - 1).max(self.pos);
+        Some(FramedEnd::NeedMore)
+    }
+
+    /// Checks for a raw parameter's opening tag at `b[q]`. `Full`: the scan goes on
+    /// inside its value.
+    fn value_open(&mut self, b: &[u8], q: usize, eof: bool) -> Prefix {
+        let Some((open, _)) = self.kind.raw_value() else {
+            return Prefix::No;
+        };
+        match prefix(&b[q..], open.as_bytes()) {
+            Prefix::Full => {}
+            Prefix::Partial if !eof => return Prefix::Partial,
+            _ => return Prefix::No,
+        }
+        match memchr(b'>', &b[q..]) {
+            Some(k) => {
+                self.in_value = true;
+                self.pos = q + k + 1;
+                Prefix::Full
+            }
+            None if !eof => Prefix::Partial,
+            None => Prefix::No,
+        }
     }
 
     /// Checks for the token that opens the arguments at `b[q]`. `Full`: it is there and
@@ -506,7 +591,10 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     match kind {
         Framed::KimiK2 => super::framed_calls::kimi(body, tag, opts, &mut out),
         Framed::DeepSeek => super::framed_calls::deepseek(body, tag, opts, &mut out),
-        Framed::Dsml => super::framed_calls::dsml(body, tag, opts, &mut out),
+        Framed::Dsml | Framed::Dsml41 => {
+            let (open, close) = kind.raw_value().unwrap_or((DSML_PARAM, DSML_PARAM_END));
+            super::framed_calls::dsml(body, tag, (open, close), opts, &mut out);
+        }
         Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
             super::framed_calls::harmony(body, tag, opts, &mut out)
         }

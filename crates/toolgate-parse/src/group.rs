@@ -315,6 +315,8 @@ impl Emitter {
             GroupKind::Wrapper(Wrapper::KimiSection) => "<|tool_calls_section_begin|> section",
             GroupKind::Wrapper(Wrapper::DeepSeekCalls) => "<｜tool▁calls▁begin｜> section",
             GroupKind::Wrapper(Wrapper::DsmlCalls) => "<｜DSML｜function_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::DsmlToolCalls) => "<｜DSML｜tool_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::Dsml41Calls) => "<｜DSML｜ calls> wrapper",
         };
         let keep_calls = g.calls > 0 && !(unclosed && self.strict);
         if unclosed && g.calls > 0 {

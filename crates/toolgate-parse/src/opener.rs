@@ -2,7 +2,8 @@
 //! block, a call wrapper or a code fence, including "not sure yet: need more input".
 
 use super::framed::{
-    DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, Framed, HARMONY,
+    DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, DSML_TOOL_CALLS,
+    DSML_TOOL_CALLS_END, DSML41_CALLS, DSML41_CALLS_END, DSML41_INVOKE, Framed, HARMONY,
     HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
     Role, harmony_lead,
 };
@@ -49,6 +50,10 @@ pub(crate) enum Wrapper {
     DeepSeekCalls,
     /// DeepSeek V3.2's `<｜DSML｜function_calls>`.
     DsmlCalls,
+    /// DeepSeek V4's `<｜DSML｜tool_calls>`.
+    DsmlToolCalls,
+    /// DeepSeek V4.1's `<｜DSML｜ calls>`.
+    Dsml41Calls,
 }
 
 impl Wrapper {
@@ -60,6 +65,8 @@ impl Wrapper {
             Wrapper::KimiSection => "<|tool_calls_section_end|>",
             Wrapper::DeepSeekCalls => "<｜tool▁calls▁end｜>",
             Wrapper::DsmlCalls => "</｜DSML｜function_calls>",
+            Wrapper::DsmlToolCalls => "</｜DSML｜tool_calls>",
+            Wrapper::Dsml41Calls => "</｜DSML｜ calls>",
         }
     }
 }
@@ -96,6 +103,8 @@ impl Opener {
                 Wrapper::KimiSection => KIMI_SECTION.len(),
                 Wrapper::DeepSeekCalls => DS_CALLS.len(),
                 Wrapper::DsmlCalls => DSML_CALLS.len(),
+                Wrapper::DsmlToolCalls => DSML_TOOL_CALLS.len(),
+                Wrapper::Dsml41Calls => DSML41_CALLS.len(),
             },
             Opener::Framed(f) => f.tag().len(),
             Opener::WrapperClose(w) => w.close_tag().len(),
@@ -193,7 +202,7 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
 
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 13] = [
+    let table: [(Dialect, &[u8], Opener); 18] = [
         (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
         (
             Dialect::KimiK2,
@@ -226,6 +235,27 @@ fn match_special(rest: &[u8], dialect: Dialect) -> Match {
             Dialect::DeepSeek,
             DSML_CALLS_END,
             Opener::WrapperClose(Wrapper::DsmlCalls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DSML_TOOL_CALLS,
+            Opener::WrapperOpen(Wrapper::DsmlToolCalls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DSML_TOOL_CALLS_END,
+            Opener::WrapperClose(Wrapper::DsmlToolCalls),
+        ),
+        (Dialect::DeepSeek, DSML41_INVOKE, Opener::Framed(Framed::Dsml41)),
+        (
+            Dialect::DeepSeek,
+            DSML41_CALLS,
+            Opener::WrapperOpen(Wrapper::Dsml41Calls),
+        ),
+        (
+            Dialect::DeepSeek,
+            DSML41_CALLS_END,
+            Opener::WrapperClose(Wrapper::Dsml41Calls),
         ),
         (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
         (

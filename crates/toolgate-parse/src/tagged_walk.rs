@@ -397,11 +397,17 @@ impl Walk {
                         KeyAt::NeedMore => return self.hold(q, d),
                         KeyAt::NotATag => {}
                         KeyAt::Key(raw) => {
-                            if d.param == 0 && self.acceptable_raw(raw) {
+                            let quoting = d.call > 0 || d.tool_call > 0;
+                            let from = self.params.last().map_or(0, |p| p.value.start);
+                            if !quoting && line_start(b, from, q) && self.acceptable_raw(raw) {
                                 self.end_value(q, q, ValueEnd::Implicit);
                                 return Step::Continue;
                             }
-                            d.param += 1;
+                            // Inside a call quoted in the value, its parameters
+                            // nest; elsewhere the tag is text.
+                            if quoting {
+                                d.param += 1;
+                            }
                         }
                     }
                     self.pos = q + 1;
@@ -562,6 +568,18 @@ impl Walk {
 enum Step {
     Continue,
     Stop(Walked),
+}
+
+/// Whether `b[q]` starts a line of the value that starts at `from`: only blanks
+/// between it and the previous line break or the value's start. The templates write
+/// every parameter tag on a line of its own, so only there does a parameter tag met
+/// inside a value close it implicitly; elsewhere it is text the value quotes.
+fn line_start(b: &[u8], from: usize, q: usize) -> bool {
+    b[from.min(q)..q]
+        .iter()
+        .rev()
+        .find(|c| !matches!(c, b' ' | b'\t'))
+        .is_none_or(|&c| c == b'\n' || c == b'\r')
 }
 
 /// The property names of an object schema, when it lists some.
