@@ -10,6 +10,7 @@ use memchr::memchr;
 use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args};
+use super::gemma::{GEMMA_CALL, GEMMA_CALL_END, GEMMA_QUOTE};
 use super::json_calls::{Joined, joined_next};
 use super::json_extent::JsonExtent;
 use super::opener::{Prefix, prefix};
@@ -42,6 +43,8 @@ pub(crate) enum Framed {
     HarmonyLead,
     /// `[TOOL_CALLS][{"name": .., "arguments": {..}}]` or `[TOOL_CALLS]NAME[ARGS]{..}`.
     Mistral,
+    /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>v<|"|>,n:1}<tool_call|>` (gemma.rs).
+    Gemma4,
     /// `<|python_tag|>{"name": .., "parameters": {..}}` (several joined by `;`).
     PythonTag,
     /// `<|python_start|>[f(a=1)]<|python_end|>`.
@@ -94,6 +97,7 @@ impl Framed {
             Framed::DeepSeek => DS_CALL,
             Framed::Dsml => DSML_INVOKE,
             Framed::Dsml41 => DSML41_INVOKE,
+            Framed::Gemma4 => GEMMA_CALL,
             Framed::Harmony => HARMONY,
             Framed::HarmonyRole => HARMONY_START,
             Framed::Mistral => MISTRAL,
@@ -116,13 +120,15 @@ impl Framed {
         }
     }
 
-    /// For the dialects whose parameter values are raw text between a parameter tag
-    /// and its own closer (DSML): the tag's start and the closer. Inside a value only
-    /// that closer means anything; every other marker is content.
+    /// For the dialects whose values are raw text between an opening tag and its own
+    /// closer (DSML parameters, Gemma 4 `<|"|>` strings): the tag's start and the
+    /// closer. Inside a value only that closer means anything; every other marker is
+    /// content.
     pub(crate) fn raw_value(self) -> Option<(&'static str, &'static str)> {
         match self {
             Framed::Dsml => Some((DSML_PARAM, DSML_PARAM_END)),
             Framed::Dsml41 => Some((DSML41_PARAM, DSML41_PARAM_END)),
+            Framed::Gemma4 => Some((GEMMA_QUOTE, GEMMA_QUOTE)),
             _ => None,
         }
     }
@@ -138,6 +144,7 @@ impl Framed {
                 &[DSML_INVOKE, DSML_CALLS_END, DSML_TOOL_CALLS_END],
             ),
             Framed::Dsml41 => (&[DSML41_INVOKE_END], &[DSML41_INVOKE, DSML41_CALLS_END]),
+            Framed::Gemma4 => (&[GEMMA_CALL_END], &[GEMMA_CALL]),
             Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => (
                 &[b"<|call|>", b"<|end|>", b"<|return|>"],
                 &[HARMONY_START, HARMONY],
@@ -598,6 +605,7 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
         Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
             super::framed_calls::harmony(body, tag, opts, &mut out)
         }
+        Framed::Gemma4 => super::gemma::gemma(body, tag, opts, &mut out),
         Framed::Mistral => super::mistral::mistral(body, tag, opts, &mut out),
         Framed::PythonTag | Framed::BareJson => {
             super::json_calls::json_calls(body, tag, opts, &mut out)

@@ -17,6 +17,7 @@ pub mod coerce;
 mod entities;
 mod framed;
 mod framed_calls;
+mod gemma;
 mod glm;
 mod glm_scan;
 mod group;

@@ -202,7 +202,12 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
 
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 18] = [
+    let table: [(Dialect, &[u8], Opener); 19] = [
+        (
+            Dialect::Gemma4,
+            super::gemma::GEMMA_CALL,
+            Opener::Framed(Framed::Gemma4),
+        ),
         (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
         (
             Dialect::KimiK2,

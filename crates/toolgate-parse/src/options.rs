@@ -33,6 +33,8 @@ pub enum Dialect {
     Harmony,
     /// Mistral: `[TOOL_CALLS][{"name": .., "arguments": {..}}]` and `[TOOL_CALLS]NAME[ARGS]{..}`.
     Mistral,
+    /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>v<|"|>,n:1}<tool_call|>`.
+    Gemma4,
     /// Llama 3.x JSON: `<|python_tag|>{..}` and, by name only, a bare
     /// `{"name": .., "parameters": {..}}` at a line start.
     Llama3,
@@ -42,7 +44,7 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, deepseek, harmony, mistral, llama3, pythonic";
+    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, deepseek, harmony, mistral, gemma4, llama3, pythonic";
 
     pub(crate) fn allows_xml(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Xml | Dialect::OpenAi)
@@ -79,9 +81,11 @@ impl FromStr for Dialect {
             "glm" | "glm4" | "glm-4.5" | "glm-4.6" | "glm-4.7" | "glm45" | "glm47" => Dialect::Glm,
             "kimi" | "kimi-k2" | "kimi_k2" | "kimik2" => Dialect::KimiK2,
             "deepseek" | "deepseek-v3" | "deepseekv3" | "deepseek-v3.1" | "deepseekv31"
-            | "deepseek-v3.2" | "deepseekv32" | "dsml" => Dialect::DeepSeek,
+            | "deepseek-v3.2" | "deepseekv32" | "dsml" | "deepseek-v4" | "deepseekv4"
+            | "deepseek-v4.1" | "deepseekv41" => Dialect::DeepSeek,
             "harmony" | "gpt-oss" | "gpt_oss" | "gptoss" => Dialect::Harmony,
             "mistral" => Dialect::Mistral,
+            "gemma4" | "gemma-4" | "gemma" => Dialect::Gemma4,
             "llama3" | "llama3_json" | "llama3-json" | "llama" => Dialect::Llama3,
             "pythonic" | "llama4" | "llama4_pythonic" | "llama4-pythonic" => Dialect::Pythonic,
             "openai" | "native" => Dialect::OpenAi,

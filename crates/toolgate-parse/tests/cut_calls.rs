@@ -64,6 +64,21 @@ const CALLS: &[(Dialect, &str, &str)] = &[
         r#"<|python_start|>[write_file(path="a.md", content=""#,
         r#"rm -rf /tmp/build")]<|python_end|>"#,
     ),
+    (
+        Dialect::DeepSeek,
+        "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"write_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">a.md</｜DSML｜parameter>\n<｜DSML｜parameter name=\"content\" string=\"true\">",
+        "rm -rf /tmp/build</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+    ),
+    (
+        Dialect::DeepSeek,
+        "<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"write_file\">\n<｜DSML｜ parameter name=\"path\" string=\"true\">a.md</｜DSML｜ parameter>\n<｜DSML｜ parameter name=\"content\" string=\"true\">",
+        "rm -rf /tmp/build</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+    ),
+    (
+        Dialect::Gemma4,
+        r#"<|tool_call>call:write_file{path:<|"|>a.md<|"|>,content:<|"|>"#,
+        r#"rm -rf /tmp/build<|"|>}<tool_call|>"#,
+    ),
 ];
 
 fn streamed(input: &str, cut: usize, opts: &ParseOptions) -> toolgate_parse::ParsedTurn {
