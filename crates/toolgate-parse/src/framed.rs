@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args};
 use super::gemma::{GEMMA_CALL, GEMMA_CALL_END, GEMMA_QUOTE};
+use super::kimi_k3::{K3_ARG, K3_ARG_END, K3_CALL, K3_CALL_END, K3_SEP, K3_TOOLS_END};
 use super::json_calls::{Joined, joined_next};
 use super::json_extent::JsonExtent;
 use super::opener::{Prefix, prefix};
@@ -45,6 +46,9 @@ pub(crate) enum Framed {
     Mistral,
     /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>v<|"|>,n:1}<tool_call|>` (gemma.rs).
     Gemma4,
+    /// Kimi K3's XTML: `<|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K"
+    /// type="string"<|sep|>v<|close|>argument<|sep|><|close|>call<|sep|>` (kimi_k3.rs).
+    KimiK3,
     /// `<|python_tag|>{"name": .., "parameters": {..}}` (several joined by `;`).
     PythonTag,
     /// `<|python_start|>[f(a=1)]<|python_end|>`.
@@ -67,16 +71,18 @@ pub(crate) const DS_CALLS: &[u8] = "<｜tool▁calls▁begin｜>".as_bytes();
 pub(crate) const DS_CALLS_END: &[u8] = "<｜tool▁calls▁end｜>".as_bytes();
 pub(crate) const DSML_INVOKE: &[u8] = "<｜DSML｜invoke ".as_bytes();
 const DSML_INVOKE_END: &[u8] = "</｜DSML｜invoke>".as_bytes();
-pub(super) const DSML_PARAM: &str = "<｜DSML｜parameter ";
-pub(super) const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
+const DSML_PARAM: &str = "<｜DSML｜parameter ";
+const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
+const DSML_TOKENS: (&str, &str) = (DSML_PARAM, DSML_PARAM_END);
 pub(crate) const DSML_CALLS: &[u8] = "<｜DSML｜function_calls>".as_bytes();
 pub(crate) const DSML_CALLS_END: &[u8] = "</｜DSML｜function_calls>".as_bytes();
 pub(crate) const DSML_TOOL_CALLS: &[u8] = "<｜DSML｜tool_calls>".as_bytes();
 pub(crate) const DSML_TOOL_CALLS_END: &[u8] = "</｜DSML｜tool_calls>".as_bytes();
 pub(crate) const DSML41_INVOKE: &[u8] = "<｜DSML｜ invoke ".as_bytes();
 const DSML41_INVOKE_END: &[u8] = "</｜DSML｜ invoke>".as_bytes();
-pub(super) const DSML41_PARAM: &str = "<｜DSML｜ parameter ";
-pub(super) const DSML41_PARAM_END: &str = "</｜DSML｜ parameter>";
+const DSML41_PARAM: &str = "<｜DSML｜ parameter ";
+const DSML41_PARAM_END: &str = "</｜DSML｜ parameter>";
+const DSML41_TOKENS: (&str, &str) = (DSML41_PARAM, DSML41_PARAM_END);
 pub(crate) const DSML41_CALLS: &[u8] = "<｜DSML｜ calls>".as_bytes();
 pub(crate) const DSML41_CALLS_END: &[u8] = "</｜DSML｜ calls>".as_bytes();
 pub(crate) const HARMONY: &[u8] = b"<|channel|>";
@@ -98,6 +104,7 @@ impl Framed {
             Framed::Dsml => DSML_INVOKE,
             Framed::Dsml41 => DSML41_INVOKE,
             Framed::Gemma4 => GEMMA_CALL,
+            Framed::KimiK3 => K3_CALL,
             Framed::Harmony => HARMONY,
             Framed::HarmonyRole => HARMONY_START,
             Framed::Mistral => MISTRAL,
@@ -121,16 +128,23 @@ impl Framed {
     }
 
     /// For the dialects whose values are raw text between an opening tag and its own
-    /// closer (DSML parameters, Gemma 4 `<|"|>` strings): the tag's start and the
+    /// closer (DSML parameters, Gemma 4 `<|"|>` strings, Kimi K3 arguments): the
+    /// tag's start, what ends the tag (empty: the start is the whole tag) and the
     /// closer. Inside a value only that closer means anything; every other marker is
     /// content.
-    pub(crate) fn raw_value(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            Framed::Dsml => Some((DSML_PARAM, DSML_PARAM_END)),
-            Framed::Dsml41 => Some((DSML41_PARAM, DSML41_PARAM_END)),
-            Framed::Gemma4 => Some((GEMMA_QUOTE, GEMMA_QUOTE)),
-            _ => None,
-        }
+    pub(crate) fn raw_value(self) -> Option<RawValue> {
+        let (open, tag_end, close) = match self {
+            Framed::Dsml => (DSML_PARAM, ">", DSML_PARAM_END),
+            Framed::Dsml41 => (DSML41_PARAM, ">", DSML41_PARAM_END),
+            Framed::Gemma4 => (GEMMA_QUOTE, "", GEMMA_QUOTE),
+            Framed::KimiK3 => (K3_ARG, K3_SEP, K3_ARG_END),
+            _ => return None,
+        };
+        Some(RawValue {
+            open,
+            tag_end,
+            close,
+        })
     }
 
     /// Tokens that close the block (consumed), and tokens before which an unclosed
@@ -145,6 +159,7 @@ impl Framed {
             ),
             Framed::Dsml41 => (&[DSML41_INVOKE_END], &[DSML41_INVOKE, DSML41_CALLS_END]),
             Framed::Gemma4 => (&[GEMMA_CALL_END], &[GEMMA_CALL]),
+            Framed::KimiK3 => (&[K3_CALL_END], &[K3_CALL, K3_TOOLS_END]),
             Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => (
                 &[b"<|call|>", b"<|end|>", b"<|return|>"],
                 &[HARMONY_START, HARMONY],
@@ -155,6 +170,14 @@ impl Framed {
             Framed::Mistral | Framed::BareJson | Framed::BarePythonic => (&[], &[]),
         }
     }
+}
+
+/// How a dialect writes a raw value: see [`Framed::raw_value`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawValue {
+    pub open: &'static str,
+    pub tag_end: &'static str,
+    pub close: &'static str,
 }
 
 /// The end search of one framed block; positions are relative to the block start.
@@ -327,8 +350,7 @@ impl FramedScan {
         if !self.in_value {
             return None;
         }
-        let (_, close) = self.kind.raw_value()?;
-        let close = close.as_bytes();
+        let close = self.kind.raw_value()?.close.as_bytes();
         if let Some(k) = find(&b[self.pos..], close) {
             self.pos += k + close.len();
             self.in_value = false;
@@ -348,18 +370,19 @@ impl FramedScan {
     /// Checks for a raw parameter's opening tag at `b[q]`. `Full`: the scan goes on
     /// inside its value.
     fn value_open(&mut self, b: &[u8], q: usize, eof: bool) -> Prefix {
-        let Some((open, _)) = self.kind.raw_value() else {
+        let Some(raw) = self.kind.raw_value() else {
             return Prefix::No;
         };
-        match prefix(&b[q..], open.as_bytes()) {
+        match prefix(&b[q..], raw.open.as_bytes()) {
             Prefix::Full => {}
             Prefix::Partial if !eof => return Prefix::Partial,
             _ => return Prefix::No,
         }
-        match memchr(b'>', &b[q..]) {
+        let after = q + raw.open.len();
+        match find(&b[after..], raw.tag_end.as_bytes()) {
             Some(k) => {
                 self.in_value = true;
-                self.pos = q + k + 1;
+                self.pos = after + k + raw.tag_end.len();
                 Prefix::Full
             }
             None if !eof => Prefix::Partial,
@@ -598,10 +621,9 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     match kind {
         Framed::KimiK2 => super::framed_calls::kimi(body, tag, opts, &mut out),
         Framed::DeepSeek => super::framed_calls::deepseek(body, tag, opts, &mut out),
-        Framed::Dsml | Framed::Dsml41 => {
-            let (open, close) = kind.raw_value().unwrap_or((DSML_PARAM, DSML_PARAM_END));
-            super::framed_calls::dsml(body, tag, (open, close), opts, &mut out);
-        }
+        Framed::Dsml => super::framed_calls::dsml(body, tag, DSML_TOKENS, opts, &mut out),
+        Framed::Dsml41 => super::framed_calls::dsml(body, tag, DSML41_TOKENS, opts, &mut out),
+        Framed::KimiK3 => super::kimi_k3::kimi_k3(body, tag, opts, &mut out),
         Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
             super::framed_calls::harmony(body, tag, opts, &mut out)
         }

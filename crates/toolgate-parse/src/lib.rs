@@ -25,6 +25,7 @@ mod hermes;
 mod input;
 mod json_calls;
 mod json_extent;
+mod kimi_k3;
 mod mistral;
 mod native;
 mod opener;

@@ -7,6 +7,7 @@ use super::framed::{
     HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
     Role, harmony_lead,
 };
+use super::kimi_k3::{K3_CALL, K3_MARKUP, K3_TOOLS, K3_TOOLS_END};
 use super::options::Dialect;
 
 /// How a literal compares with the start of the remaining input.
@@ -54,9 +55,20 @@ pub(crate) enum Wrapper {
     DsmlToolCalls,
     /// DeepSeek V4.1's `<｜DSML｜ calls>`.
     Dsml41Calls,
+    /// Kimi K3's `<|open|>tools<|sep|>` channel.
+    KimiK3Tools,
 }
 
 impl Wrapper {
+    /// Written with special tokens: never prose, so an empty one, or a stray closer,
+    /// is markup that leaves the text.
+    pub(crate) fn special(self) -> bool {
+        !matches!(
+            self,
+            Wrapper::FunctionCalls | Wrapper::ToolCalls | Wrapper::Minimax
+        )
+    }
+
     pub(crate) fn close_tag(self) -> &'static str {
         match self {
             Wrapper::FunctionCalls => "</function_calls>",
@@ -67,6 +79,7 @@ impl Wrapper {
             Wrapper::DsmlCalls => "</｜DSML｜function_calls>",
             Wrapper::DsmlToolCalls => "</｜DSML｜tool_calls>",
             Wrapper::Dsml41Calls => "</｜DSML｜ calls>",
+            Wrapper::KimiK3Tools => "<|close|>tools<|sep|>",
         }
     }
 }
@@ -86,6 +99,9 @@ pub(crate) enum Opener {
     WrapperClose(Wrapper),
     /// A call framed by special tokens (framed.rs).
     Framed(Framed),
+    /// A dialect's markup that is never text and opens nothing (Kimi K3's response
+    /// channel markers): dropped.
+    Markup(&'static [u8]),
 }
 
 impl Opener {
@@ -105,8 +121,10 @@ impl Opener {
                 Wrapper::DsmlCalls => DSML_CALLS.len(),
                 Wrapper::DsmlToolCalls => DSML_TOOL_CALLS.len(),
                 Wrapper::Dsml41Calls => DSML41_CALLS.len(),
+                Wrapper::KimiK3Tools => K3_TOOLS.len(),
             },
             Opener::Framed(f) => f.tag().len(),
+            Opener::Markup(m) => m.len(),
             Opener::WrapperClose(w) => w.close_tag().len(),
         }
     }
@@ -202,7 +220,21 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
 
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 19] = [
+    let table: [(Dialect, &[u8], Opener); 25] = [
+        (Dialect::KimiK3, K3_CALL, Opener::Framed(Framed::KimiK3)),
+        (
+            Dialect::KimiK3,
+            K3_TOOLS,
+            Opener::WrapperOpen(Wrapper::KimiK3Tools),
+        ),
+        (
+            Dialect::KimiK3,
+            K3_TOOLS_END,
+            Opener::WrapperClose(Wrapper::KimiK3Tools),
+        ),
+        (Dialect::KimiK3, K3_MARKUP[0], Opener::Markup(K3_MARKUP[0])),
+        (Dialect::KimiK3, K3_MARKUP[1], Opener::Markup(K3_MARKUP[1])),
+        (Dialect::KimiK3, K3_MARKUP[2], Opener::Markup(K3_MARKUP[2])),
         (
             Dialect::Gemma4,
             super::gemma::GEMMA_CALL,

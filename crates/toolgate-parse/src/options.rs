@@ -27,7 +27,9 @@ pub enum Dialect {
     Glm,
     /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{..}<|tool_call_end|>..`.
     KimiK2,
-    /// DeepSeek V3 / V3.1 (`<｜tool▁call▁begin｜>` ...) and V3.2 DSML (`<｜DSML｜invoke name=..>`).
+    /// Kimi K3's XTML: `<|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="string"<|sep|>v<|close|>argument<|sep|><|close|>call<|sep|>`.
+    KimiK3,
+    /// DeepSeek V3 / V3.1 (`<｜tool▁call▁begin｜>` ...), V3.2 / V4 / V4.1 DSML (`<｜DSML｜invoke name=..>`).
     DeepSeek,
     /// gpt-oss Harmony: `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>`.
     Harmony,
@@ -44,7 +46,7 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, deepseek, harmony, mistral, gemma4, llama3, pythonic";
+    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, kimi-k3, deepseek, harmony, mistral, gemma4, llama3, pythonic";
 
     pub(crate) fn allows_xml(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Xml | Dialect::OpenAi)
@@ -80,6 +82,7 @@ impl FromStr for Dialect {
             "invoke" | "minimax" | "minimax-m2" => Dialect::Invoke,
             "glm" | "glm4" | "glm-4.5" | "glm-4.6" | "glm-4.7" | "glm45" | "glm47" => Dialect::Glm,
             "kimi" | "kimi-k2" | "kimi_k2" | "kimik2" => Dialect::KimiK2,
+            "kimi-k3" | "kimi_k3" | "kimik3" | "k3" | "xtml" => Dialect::KimiK3,
             "deepseek" | "deepseek-v3" | "deepseekv3" | "deepseek-v3.1" | "deepseekv31"
             | "deepseek-v3.2" | "deepseekv32" | "dsml" | "deepseek-v4" | "deepseekv4"
             | "deepseek-v4.1" | "deepseekv41" => Dialect::DeepSeek,

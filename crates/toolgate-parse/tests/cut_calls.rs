@@ -75,6 +75,11 @@ const CALLS: &[(Dialect, &str, &str)] = &[
         "rm -rf /tmp/build</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
     ),
     (
+        Dialect::KimiK3,
+        r#"<|open|>tools<|sep|><|open|>call tool="write_file" index="1"<|sep|><|open|>argument key="path" type="string"<|sep|>a.md<|close|>argument<|sep|><|open|>argument key="content" type="string"<|sep|>"#,
+        r#"rm -rf /tmp/build<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"#,
+    ),
+    (
         Dialect::Gemma4,
         r#"<|tool_call>call:write_file{path:<|"|>a.md<|"|>,content:<|"|>"#,
         r#"rm -rf /tmp/build<|"|>}<tool_call|>"#,
