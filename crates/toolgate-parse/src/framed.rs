@@ -114,6 +114,17 @@ impl Framed {
         }
     }
 
+    /// What the block is called in messages: its opening token, or a name for the
+    /// forms that have none.
+    fn label(self) -> String {
+        match self {
+            Framed::HarmonyLead => "the Harmony message".into(),
+            Framed::BareJson => "the JSON call".into(),
+            Framed::BarePythonic => "the call list".into(),
+            _ => String::from_utf8_lossy(self.tag()).trim().to_string(),
+        }
+    }
+
     /// The token after which the arguments are written as JSON, for the dialects that
     /// have one (DeepSeek V3 writes a name there, then a fence: read as raw text).
     fn args_token(self) -> Option<&'static [u8]> {
@@ -465,13 +476,19 @@ impl FramedScan {
                         continue;
                     }
                     let line_end = memchr(b'\n', &b[self.pos..]).map_or(b.len(), |k| self.pos + k);
-                    let Some(k) = find(&b[self.pos..line_end], b"[ARGS]") else {
-                        return if line_end < b.len() || eof {
+                    let line = &b[self.pos..line_end];
+                    let Some(k) = find(line, b"[ARGS]") else {
+                        // Prose after the token, up to the next `[TOOL_CALLS]`: not a
+                        // call, and the next token is looked at on its own.
+                        return if line_end < b.len() || eof || find(line, MISTRAL).is_some() {
                             FramedEnd::NotACall
                         } else {
                             FramedEnd::NeedMore
                         };
                     };
+                    if !super::mistral::is_head(&line[..k]) {
+                        return FramedEnd::NotACall;
+                    }
                     self.pos += k + b"[ARGS]".len();
                     while self.pos < b.len() && b[self.pos].is_ascii_whitespace() {
                         self.pos += 1;
@@ -636,14 +653,18 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
             super::pythonic::pythonic(body, tag, opts, &mut out)
         }
     }
-    if out.call.is_some() && !was_closed {
+    // A Harmony message or a `<|python_tag|>` call that read whole ends where the
+    // next message or call begins: its stop token was stripped, which is the
+    // dialect's convention, not a fault.
+    let by_convention = matches!(
+        kind,
+        Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead | Framed::PythonTag
+    );
+    if out.call.is_some() && !was_closed && !by_convention {
         out.problem(
             ProblemKind::UnclosedTag,
             block.len(),
-            format!(
-                "{} was never closed",
-                String::from_utf8_lossy(kind.tag()).trim()
-            ),
+            format!("{} was never closed", kind.label()),
         );
     }
     out
