@@ -53,6 +53,12 @@ pub(crate) enum Framed {
     PythonTag,
     /// `<|python_start|>[f(a=1)]<|python_end|>`.
     PythonStart,
+    /// LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
+    Lfm2,
+    /// Granite 3.0: `<|tool_call|>[{"name": .., "arguments": {..}}]`, ended by the list.
+    Granite,
+    /// Hunyuan A13B: `<tool_calls>[{"name": .., "arguments": {..}}]</tool_calls>`.
+    Hunyuan,
     /// `{"name": .., "parameters": {..}}` at a line start (`--dialect llama3` only).
     BareJson,
     /// `[f(a=1, b="x"), g()]` at a line start (`--dialect pythonic` only).
@@ -94,6 +100,11 @@ pub(crate) const MISTRAL: &[u8] = b"[TOOL_CALLS]";
 pub(crate) const PYTHON_TAG: &[u8] = b"<|python_tag|>";
 pub(crate) const PYTHON_START: &[u8] = b"<|python_start|>";
 const PYTHON_END: &[u8] = b"<|python_end|>";
+pub(crate) const LFM2_START: &[u8] = b"<|tool_call_start|>";
+const LFM2_END: &[u8] = b"<|tool_call_end|>";
+pub(crate) const GRANITE_CALL: &[u8] = b"<|tool_call|>";
+pub(crate) const HUNYUAN_CALLS: &[u8] = b"<tool_calls>";
+const HUNYUAN_CALLS_END: &[u8] = b"</tool_calls>";
 
 impl Framed {
     /// The opening token (empty for the bare forms).
@@ -110,8 +121,30 @@ impl Framed {
             Framed::Mistral => MISTRAL,
             Framed::PythonTag => PYTHON_TAG,
             Framed::PythonStart => PYTHON_START,
+            Framed::Lfm2 => LFM2_START,
+            Framed::Granite => GRANITE_CALL,
+            Framed::Hunyuan => HUNYUAN_CALLS,
             Framed::BareJson | Framed::BarePythonic | Framed::HarmonyLead => b"",
         }
+    }
+
+    /// For the forms whose list of calls follows the opening token and ends with its
+    /// own `]`: the token that may close the block after it.
+    fn list_closer(self) -> Option<&'static [u8]> {
+        match self {
+            Framed::PythonStart => Some(PYTHON_END),
+            Framed::Lfm2 => Some(LFM2_END),
+            Framed::Hunyuan => Some(HUNYUAN_CALLS_END),
+            _ => None,
+        }
+    }
+
+    /// Whether the list holds Python calls (`'` quotes strings too).
+    fn python(self) -> bool {
+        matches!(
+            self,
+            Framed::BarePythonic | Framed::PythonStart | Framed::Lfm2
+        )
     }
 
     /// What the block is called in messages: its opening token, or a name for the
@@ -176,9 +209,14 @@ impl Framed {
                 &[HARMONY_START, HARMONY],
             ),
             Framed::PythonTag => (&[b"<|eom_id|>", b"<|eot_id|>"], &[PYTHON_TAG]),
-            Framed::PythonStart => (&[PYTHON_END], &[PYTHON_START]),
-            // Ended by their JSON / bracket extent.
-            Framed::Mistral | Framed::BareJson | Framed::BarePythonic => (&[], &[]),
+            // Ended by their JSON / bracket extent (and the closer after it, if any).
+            Framed::Mistral
+            | Framed::BareJson
+            | Framed::BarePythonic
+            | Framed::PythonStart
+            | Framed::Lfm2
+            | Framed::Granite
+            | Framed::Hunyuan => (&[], &[]),
         }
     }
 }
@@ -502,7 +540,7 @@ impl FramedScan {
                 _ => return FramedEnd::NotACall,
             }
         }
-        let python = self.kind == Framed::BarePythonic;
+        let python = self.kind.python();
         while self.pos < b.len() {
             let c = b[self.pos];
             match self.extent.quote {
@@ -537,10 +575,7 @@ impl FramedScan {
                                     _ => {}
                                 }
                             }
-                            return FramedEnd::End {
-                                len: end,
-                                closed: true,
-                            };
+                            return self.list_end(b, end, eof);
                         }
                     }
                     _ => {}
@@ -549,6 +584,32 @@ impl FramedScan {
             self.pos += 1;
         }
         need(eof, b.len())
+    }
+}
+
+impl FramedScan {
+    /// A list that closed at `end`: the block takes the closer right after it (blanks
+    /// between), when its form has one.
+    fn list_end(&self, b: &[u8], end: usize, eof: bool) -> FramedEnd {
+        let done = FramedEnd::End {
+            len: end,
+            closed: true,
+        };
+        let Some(closer) = self.kind.list_closer() else {
+            return done;
+        };
+        let at = end + b[end..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+        if at == b.len() && !eof {
+            return FramedEnd::NeedMore;
+        }
+        match prefix(&b[at..], closer) {
+            Prefix::Full => FramedEnd::End {
+                len: at + closer.len(),
+                closed: true,
+            },
+            Prefix::Partial if !eof => FramedEnd::NeedMore,
+            _ => done,
+        }
     }
 }
 
@@ -629,8 +690,11 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     // `closed` without a closer: ended by its extent, or by the end of the message
     // where the dialect's convention ends it there.
     let mut was_closed = closed;
-    for c in closers {
-        if let Some(stripped) = body.strip_suffix(std::str::from_utf8(c).unwrap_or_default()) {
+    for c in closers.iter().chain(kind.list_closer().as_slice()) {
+        if let Some(stripped) = body
+            .trim_end()
+            .strip_suffix(std::str::from_utf8(c).unwrap_or_default())
+        {
             body = stripped;
             was_closed = true;
         }
@@ -649,7 +713,10 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
         Framed::PythonTag | Framed::BareJson => {
             super::json_calls::json_calls(body, tag, opts, &mut out)
         }
-        Framed::PythonStart | Framed::BarePythonic => {
+        Framed::Granite | Framed::Hunyuan => {
+            super::json_calls::json_calls(body, tag, opts, &mut out)
+        }
+        Framed::PythonStart | Framed::Lfm2 | Framed::BarePythonic => {
             super::pythonic::pythonic(body, tag, opts, &mut out)
         }
     }

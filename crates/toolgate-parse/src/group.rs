@@ -340,6 +340,7 @@ impl Emitter {
             GroupKind::Wrapper(Wrapper::DsmlToolCalls) => "<｜DSML｜tool_calls> wrapper",
             GroupKind::Wrapper(Wrapper::Dsml41Calls) => "<｜DSML｜ calls> wrapper",
             GroupKind::Wrapper(Wrapper::KimiK3Tools) => "<|open|>tools<|sep|> channel",
+            GroupKind::Wrapper(Wrapper::Seed) => "<seed:tool_call> wrapper",
         };
         let keep_calls = g.calls > 0 && !(unclosed && self.strict);
         let empty_markup = matches!(g.kind, GroupKind::Wrapper(w) if w.special())

@@ -3,7 +3,8 @@
 
 use super::framed::{
     DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, DSML_TOOL_CALLS,
-    DSML_TOOL_CALLS_END, DSML41_CALLS, DSML41_CALLS_END, DSML41_INVOKE, Framed, HARMONY,
+    DSML_TOOL_CALLS_END, DSML41_CALLS, DSML41_CALLS_END, DSML41_INVOKE, Framed, GRANITE_CALL,
+    HARMONY, LFM2_START,
     HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
     Role, harmony_lead,
 };
@@ -57,6 +58,8 @@ pub(crate) enum Wrapper {
     Dsml41Calls,
     /// Kimi K3's `<|open|>tools<|sep|>` channel.
     KimiK3Tools,
+    /// Seed-OSS's `<seed:tool_call>` around Qwen3-coder calls.
+    Seed,
 }
 
 impl Wrapper {
@@ -65,7 +68,7 @@ impl Wrapper {
     pub(crate) fn special(self) -> bool {
         !matches!(
             self,
-            Wrapper::FunctionCalls | Wrapper::ToolCalls | Wrapper::Minimax
+            Wrapper::FunctionCalls | Wrapper::ToolCalls | Wrapper::Minimax | Wrapper::Seed
         )
     }
 
@@ -80,6 +83,7 @@ impl Wrapper {
             Wrapper::DsmlToolCalls => "</｜DSML｜tool_calls>",
             Wrapper::Dsml41Calls => "</｜DSML｜ calls>",
             Wrapper::KimiK3Tools => "<|close|>tools<|sep|>",
+            Wrapper::Seed => "</seed:tool_call>",
         }
     }
 }
@@ -122,6 +126,7 @@ impl Opener {
                 Wrapper::DsmlToolCalls => DSML_TOOL_CALLS.len(),
                 Wrapper::Dsml41Calls => DSML41_CALLS.len(),
                 Wrapper::KimiK3Tools => K3_TOOLS.len(),
+                Wrapper::Seed => SEED_CALL.len(),
             },
             Opener::Framed(f) => f.tag().len(),
             Opener::Markup(m) => m.len(),
@@ -139,6 +144,7 @@ pub(crate) const INVOKE: &[u8] = b"<invoke ";
 const FUNCTION_CALLS: &[u8] = b"<function_calls>";
 const TOOL_CALLS: &[u8] = b"<tool_calls>";
 const MINIMAX_CALL: &[u8] = b"<minimax:tool_call>";
+const SEED_CALL: &[u8] = b"<seed:tool_call>";
 
 /// The outcome of looking at a `<`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +162,7 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
         None => return Match::NeedMore,
         Some(b'/') if rest.len() == 2 => return Match::NeedMore,
         Some(b'/') if rest[2] == 0xEF => return match_special(rest, dialect),
-        Some(b't' | b'f' | b'i' | b'm' | b'/') => {}
+        Some(b't' | b'f' | b'i' | b'm' | b's' | b'/') => {}
         Some(b'|' | 0xEF) => return match_special(rest, dialect),
         Some(_) => return Match::No,
     }
@@ -164,7 +170,17 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
         || dialect.allows_hermes()
         || dialect.allows_qwen()
         || dialect.allows_special(Dialect::Glm);
-    let table: [(bool, &[u8], Opener); 10] = [
+    let table: [(bool, &[u8], Opener); 12] = [
+        (
+            dialect.allows_qwen(),
+            SEED_CALL,
+            Opener::WrapperOpen(Wrapper::Seed),
+        ),
+        (
+            dialect.allows_qwen(),
+            b"</seed:tool_call>",
+            Opener::WrapperClose(Wrapper::Seed),
+        ),
         (true, THINK, Opener::Think),
         (tool_call, TOOL_CALL, Opener::ToolCall),
         (dialect.allows_qwen(), FUNCTION, Opener::Function),
@@ -206,6 +222,9 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             continue;
         }
         match prefix(rest, lit) {
+            Prefix::Full if opener == Opener::WrapperOpen(Wrapper::ToolCalls) => {
+                return tool_calls(rest, dialect);
+            }
             Prefix::Full => return Match::Yes(opener),
             Prefix::Partial => need_more = true,
             Prefix::No => {}
@@ -218,9 +237,25 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
     }
 }
 
+/// `<tool_calls>`: Hunyuan's JSON list of calls when a `[` follows (blanks between),
+/// else a wrapper of `<tool_call>` elements.
+fn tool_calls(rest: &[u8], dialect: Dialect) -> Match {
+    let after = &rest[TOOL_CALLS.len()..];
+    let lead = after.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    match after.get(lead) {
+        None if dialect.allows_special(Dialect::Hunyuan) => Match::NeedMore,
+        Some(b'[') if dialect.allows_special(Dialect::Hunyuan) => {
+            Match::Yes(Opener::Framed(Framed::Hunyuan))
+        }
+        _ => Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls)),
+    }
+}
+
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 25] = [
+    let table: [(Dialect, &[u8], Opener); 27] = [
+        (Dialect::Lfm2, LFM2_START, Opener::Framed(Framed::Lfm2)),
+        (Dialect::Granite, GRANITE_CALL, Opener::Framed(Framed::Granite)),
         (Dialect::KimiK3, K3_CALL, Opener::Framed(Framed::KimiK3)),
         (
             Dialect::KimiK3,
@@ -450,7 +485,16 @@ mod tests {
         );
         assert_eq!(match_opener(b"<tool_c", Dialect::Auto), Match::NeedMore);
         assert_eq!(
-            match_opener(b"<tool_calls>", Dialect::Auto),
+            match_opener(b"<tool_calls>\n<tool_call>", Dialect::Auto),
+            Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls))
+        );
+        assert_eq!(
+            match_opener(b"<tool_calls>\n[{", Dialect::Auto),
+            Match::Yes(Opener::Framed(Framed::Hunyuan))
+        );
+        assert_eq!(match_opener(b"<tool_calls> ", Dialect::Auto), Match::NeedMore);
+        assert_eq!(
+            match_opener(b"<tool_calls>[", Dialect::Xml),
             Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls))
         );
         assert_eq!(match_opener(b"<thinking>", Dialect::Auto), Match::No);

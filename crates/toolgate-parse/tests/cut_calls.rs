@@ -80,6 +80,26 @@ const CALLS: &[(Dialect, &str, &str)] = &[
         r#"rm -rf /tmp/build<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"#,
     ),
     (
+        Dialect::Lfm2,
+        r#"<|tool_call_start|>[write_file(path="a.md", content=""#,
+        r#"rm -rf /tmp/build")]<|tool_call_end|>"#,
+    ),
+    (
+        Dialect::Granite,
+        r#"<|tool_call|>[{"name": "write_file", "arguments": {"path": "a.md", "content": ""#,
+        r#"rm -rf /tmp/build"}}]"#,
+    ),
+    (
+        Dialect::Hunyuan,
+        r#"<tool_calls>[{"name": "write_file", "arguments": {"path": "a.md", "content": ""#,
+        r#"rm -rf /tmp/build"}}]</tool_calls>"#,
+    ),
+    (
+        Dialect::Qwen3Coder,
+        "<seed:tool_call>\n<function=write_file>\n<parameter=path>\na.md\n</parameter>\n<parameter=content>\n",
+        "rm -rf /tmp/build\n</parameter>\n</function>\n</seed:tool_call>",
+    ),
+    (
         Dialect::Gemma4,
         r#"<|tool_call>call:write_file{path:<|"|>a.md<|"|>,content:<|"|>"#,
         r#"rm -rf /tmp/build<|"|>}<tool_call|>"#,
