@@ -128,14 +128,15 @@ impl Framed {
         }
     }
 
-    /// For the forms whose list of calls follows the opening token and ends with its
-    /// own `]`: the token that may close the block after it.
-    fn list_closer(self) -> Option<&'static [u8]> {
+    /// For the forms whose calls follow the opening token and end with their own `]`
+    /// or `}`: the tokens that may close the block after them.
+    fn list_closer(self) -> &'static [&'static [u8]] {
         match self {
-            Framed::PythonStart => Some(PYTHON_END),
-            Framed::Lfm2 => Some(LFM2_END),
-            Framed::Hunyuan => Some(HUNYUAN_CALLS_END),
-            _ => None,
+            Framed::PythonStart => &[PYTHON_END],
+            Framed::Lfm2 => &[LFM2_END],
+            Framed::Hunyuan => &[HUNYUAN_CALLS_END],
+            Framed::PythonTag => &[b"<|eom_id|>", b"<|eot_id|>"],
+            _ => &[],
         }
     }
 
@@ -208,9 +209,9 @@ impl Framed {
                 &[b"<|call|>", b"<|end|>", b"<|return|>"],
                 &[HARMONY_START, HARMONY],
             ),
-            Framed::PythonTag => (&[b"<|eom_id|>", b"<|eot_id|>"], &[PYTHON_TAG]),
             // Ended by their JSON / bracket extent (and the closer after it, if any).
             Framed::Mistral
+            | Framed::PythonTag
             | Framed::BareJson
             | Framed::BarePythonic
             | Framed::PythonStart
@@ -565,7 +566,7 @@ impl FramedScan {
                         if self.extent.depth == 0 {
                             let end = self.pos + 1;
                             // Llama 3 joins parallel calls with `;` on one line.
-                            if self.kind == Framed::BareJson {
+                            if matches!(self.kind, Framed::BareJson | Framed::PythonTag) {
                                 match joined_next(b, end) {
                                     Joined::Unknown if !eof => return FramedEnd::NeedMore,
                                     Joined::At(next) => {
@@ -595,20 +596,31 @@ impl FramedScan {
             len: end,
             closed: true,
         };
-        let Some(closer) = self.kind.list_closer() else {
+        let closers = self.kind.list_closer();
+        if closers.is_empty() {
             return done;
-        };
+        }
         let at = end + b[end..].iter().take_while(|c| c.is_ascii_whitespace()).count();
         if at == b.len() && !eof {
             return FramedEnd::NeedMore;
         }
-        match prefix(&b[at..], closer) {
-            Prefix::Full => FramedEnd::End {
-                len: at + closer.len(),
-                closed: true,
-            },
-            Prefix::Partial if !eof => FramedEnd::NeedMore,
-            _ => done,
+        let mut partial = false;
+        for closer in closers {
+            match prefix(&b[at..], closer) {
+                Prefix::Full => {
+                    return FramedEnd::End {
+                        len: at + closer.len(),
+                        closed: true,
+                    };
+                }
+                Prefix::Partial => partial = true,
+                Prefix::No => {}
+            }
+        }
+        if partial && !eof {
+            FramedEnd::NeedMore
+        } else {
+            done
         }
     }
 }
@@ -690,7 +702,7 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     // `closed` without a closer: ended by its extent, or by the end of the message
     // where the dialect's convention ends it there.
     let mut was_closed = closed;
-    for c in closers.iter().chain(kind.list_closer().as_slice()) {
+    for c in closers.iter().chain(kind.list_closer()) {
         if let Some(stripped) = body
             .trim_end()
             .strip_suffix(std::str::from_utf8(c).unwrap_or_default())

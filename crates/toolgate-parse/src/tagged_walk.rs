@@ -2,7 +2,9 @@
 //! end, incrementally and using the tool's schema: a value ends at a `</parameter>`
 //! only when what follows is structure (a parameter the tool has and the call has not
 //! given yet, the call's closing tag, another call, or the end of the output), so a
-//! value may hold markup, even whole calls, written as text. The block-end scanner
+//! value may hold markup, even whole calls, written as text. A parameter tag inside a
+//! value opens nothing; only at the start of one of the value's lines, outside a call
+//! the value quotes, does it close the value for the model (lenient). The block-end scanner
 //! and the block parser run the same walk, so where a block ends and how it reads
 //! cannot disagree.
 
@@ -119,7 +121,6 @@ pub(crate) enum Note {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Depths {
-    param: u32,
     call: u32,
     tool_call: u32,
 }
@@ -364,11 +365,6 @@ impl Walk {
                         self.pos = q + 1;
                         continue;
                     }
-                    if d.param > 0 {
-                        d.param -= 1;
-                        self.pos = q + len;
-                        continue;
-                    }
                     match self.structural_after(b, q + len, eof) {
                         None => return self.hold(q, d),
                         Some(true) => {
@@ -403,11 +399,9 @@ impl Walk {
                                 self.end_value(q, q, ValueEnd::Implicit);
                                 return Step::Continue;
                             }
-                            // Inside a call quoted in the value, its parameters
-                            // nest; elsewhere the tag is text.
-                            if quoting {
-                                d.param += 1;
-                            }
+                            // Elsewhere the tag is text: it opens nothing, and the
+                            // value still ends at the first `</parameter>` followed
+                            // by structure.
                         }
                     }
                     self.pos = q + 1;
@@ -431,7 +425,7 @@ impl Walk {
                     };
                     if *inner > 0 {
                         *inner -= 1;
-                    } else if d.param == 0 {
+                    } else {
                         let after = q + tags[t].len();
                         match self.ends_call_after(b, after, eof, t == 1) {
                             None => return self.hold(q, d),
