@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args};
 use super::gemma::{GEMMA_CALL, GEMMA_CALL_END, GEMMA_QUOTE};
-use super::kimi_k3::{K3_ARG, K3_ARG_END, K3_CALL, K3_CALL_END, K3_SEP, K3_TOOLS_END};
 use super::json_calls::{Joined, joined_next};
 use super::json_extent::JsonExtent;
+use super::kimi_k3::{K3_ARG, K3_ARG_END, K3_CALL, K3_CALL_END, K3_SEP, K3_TOOLS_END};
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::is_tool_name;
@@ -600,7 +600,11 @@ impl FramedScan {
         if closers.is_empty() {
             return done;
         }
-        let at = end + b[end..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+        let at = end
+            + b[end..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
         if at == b.len() && !eof {
             return FramedEnd::NeedMore;
         }

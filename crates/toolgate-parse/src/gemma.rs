@@ -220,7 +220,13 @@ mod tests {
 
     #[test]
     fn malformed_arguments_are_no_call() {
-        for body in ["call:f{a:<|\"|>x}", "call:f{a:1", "call:f{:1}", "call:{a:1}", "f{a:1}"] {
+        for body in [
+            "call:f{a:<|\"|>x}",
+            "call:f{a:1",
+            "call:f{:1}",
+            "call:{a:1}",
+            "f{a:1}",
+        ] {
             let out = read(body);
             assert!(out.call.is_none(), "{body}");
             assert_eq!(out.problems.len(), 1, "{body}");

@@ -346,7 +346,9 @@ impl Emitter {
         let empty_markup = matches!(g.kind, GroupKind::Wrapper(w) if w.special())
             && closing.is_some()
             && g.calls == 0
-            && g.items.iter().all(|i| matches!(i, Item::Frame(_) | Item::Space(_)))
+            && g.items
+                .iter()
+                .all(|i| matches!(i, Item::Frame(_) | Item::Space(_)))
             && self.groups.is_empty();
         if empty_markup {
             return;

@@ -4,9 +4,8 @@
 use super::framed::{
     DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, DSML_TOOL_CALLS,
     DSML_TOOL_CALLS_END, DSML41_CALLS, DSML41_CALLS_END, DSML41_INVOKE, Framed, GRANITE_CALL,
-    HARMONY, LFM2_START,
-    HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
-    Role, harmony_lead,
+    HARMONY, HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, LFM2_START, MISTRAL,
+    PYTHON_START, PYTHON_TAG, Role, harmony_lead,
 };
 use super::kimi_k3::{K3_CALL, K3_MARKUP, K3_TOOLS, K3_TOOLS_END};
 use super::options::Dialect;
@@ -251,101 +250,112 @@ fn tool_calls(rest: &[u8], dialect: Dialect) -> Match {
     }
 }
 
+/// The special-token openers (`<|..|>`, `<｜..｜>`), by the dialect that has them.
+const SPECIAL: [(Dialect, &[u8], Opener); 27] = [
+    (Dialect::Lfm2, LFM2_START, Opener::Framed(Framed::Lfm2)),
+    (
+        Dialect::Granite,
+        GRANITE_CALL,
+        Opener::Framed(Framed::Granite),
+    ),
+    (Dialect::KimiK3, K3_CALL, Opener::Framed(Framed::KimiK3)),
+    (
+        Dialect::KimiK3,
+        K3_TOOLS,
+        Opener::WrapperOpen(Wrapper::KimiK3Tools),
+    ),
+    (
+        Dialect::KimiK3,
+        K3_TOOLS_END,
+        Opener::WrapperClose(Wrapper::KimiK3Tools),
+    ),
+    (Dialect::KimiK3, K3_MARKUP[0], Opener::Markup(K3_MARKUP[0])),
+    (Dialect::KimiK3, K3_MARKUP[1], Opener::Markup(K3_MARKUP[1])),
+    (Dialect::KimiK3, K3_MARKUP[2], Opener::Markup(K3_MARKUP[2])),
+    (
+        Dialect::Gemma4,
+        super::gemma::GEMMA_CALL,
+        Opener::Framed(Framed::Gemma4),
+    ),
+    (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
+    (
+        Dialect::KimiK2,
+        KIMI_SECTION,
+        Opener::WrapperOpen(Wrapper::KimiSection),
+    ),
+    (
+        Dialect::KimiK2,
+        KIMI_SECTION_END,
+        Opener::WrapperClose(Wrapper::KimiSection),
+    ),
+    (Dialect::DeepSeek, DS_CALL, Opener::Framed(Framed::DeepSeek)),
+    (
+        Dialect::DeepSeek,
+        DS_CALLS,
+        Opener::WrapperOpen(Wrapper::DeepSeekCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DS_CALLS_END,
+        Opener::WrapperClose(Wrapper::DeepSeekCalls),
+    ),
+    (Dialect::DeepSeek, DSML_INVOKE, Opener::Framed(Framed::Dsml)),
+    (
+        Dialect::DeepSeek,
+        DSML_CALLS,
+        Opener::WrapperOpen(Wrapper::DsmlCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML_CALLS_END,
+        Opener::WrapperClose(Wrapper::DsmlCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML_TOOL_CALLS,
+        Opener::WrapperOpen(Wrapper::DsmlToolCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML_TOOL_CALLS_END,
+        Opener::WrapperClose(Wrapper::DsmlToolCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML41_INVOKE,
+        Opener::Framed(Framed::Dsml41),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML41_CALLS,
+        Opener::WrapperOpen(Wrapper::Dsml41Calls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML41_CALLS_END,
+        Opener::WrapperClose(Wrapper::Dsml41Calls),
+    ),
+    (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
+    (
+        Dialect::Harmony,
+        HARMONY_START,
+        Opener::Framed(Framed::HarmonyRole),
+    ),
+    (
+        Dialect::Llama3,
+        PYTHON_TAG,
+        Opener::Framed(Framed::PythonTag),
+    ),
+    (
+        Dialect::Pythonic,
+        PYTHON_START,
+        Opener::Framed(Framed::PythonStart),
+    ),
+];
+
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 27] = [
-        (Dialect::Lfm2, LFM2_START, Opener::Framed(Framed::Lfm2)),
-        (Dialect::Granite, GRANITE_CALL, Opener::Framed(Framed::Granite)),
-        (Dialect::KimiK3, K3_CALL, Opener::Framed(Framed::KimiK3)),
-        (
-            Dialect::KimiK3,
-            K3_TOOLS,
-            Opener::WrapperOpen(Wrapper::KimiK3Tools),
-        ),
-        (
-            Dialect::KimiK3,
-            K3_TOOLS_END,
-            Opener::WrapperClose(Wrapper::KimiK3Tools),
-        ),
-        (Dialect::KimiK3, K3_MARKUP[0], Opener::Markup(K3_MARKUP[0])),
-        (Dialect::KimiK3, K3_MARKUP[1], Opener::Markup(K3_MARKUP[1])),
-        (Dialect::KimiK3, K3_MARKUP[2], Opener::Markup(K3_MARKUP[2])),
-        (
-            Dialect::Gemma4,
-            super::gemma::GEMMA_CALL,
-            Opener::Framed(Framed::Gemma4),
-        ),
-        (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
-        (
-            Dialect::KimiK2,
-            KIMI_SECTION,
-            Opener::WrapperOpen(Wrapper::KimiSection),
-        ),
-        (
-            Dialect::KimiK2,
-            KIMI_SECTION_END,
-            Opener::WrapperClose(Wrapper::KimiSection),
-        ),
-        (Dialect::DeepSeek, DS_CALL, Opener::Framed(Framed::DeepSeek)),
-        (
-            Dialect::DeepSeek,
-            DS_CALLS,
-            Opener::WrapperOpen(Wrapper::DeepSeekCalls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DS_CALLS_END,
-            Opener::WrapperClose(Wrapper::DeepSeekCalls),
-        ),
-        (Dialect::DeepSeek, DSML_INVOKE, Opener::Framed(Framed::Dsml)),
-        (
-            Dialect::DeepSeek,
-            DSML_CALLS,
-            Opener::WrapperOpen(Wrapper::DsmlCalls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DSML_CALLS_END,
-            Opener::WrapperClose(Wrapper::DsmlCalls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DSML_TOOL_CALLS,
-            Opener::WrapperOpen(Wrapper::DsmlToolCalls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DSML_TOOL_CALLS_END,
-            Opener::WrapperClose(Wrapper::DsmlToolCalls),
-        ),
-        (Dialect::DeepSeek, DSML41_INVOKE, Opener::Framed(Framed::Dsml41)),
-        (
-            Dialect::DeepSeek,
-            DSML41_CALLS,
-            Opener::WrapperOpen(Wrapper::Dsml41Calls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DSML41_CALLS_END,
-            Opener::WrapperClose(Wrapper::Dsml41Calls),
-        ),
-        (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
-        (
-            Dialect::Harmony,
-            HARMONY_START,
-            Opener::Framed(Framed::HarmonyRole),
-        ),
-        (
-            Dialect::Llama3,
-            PYTHON_TAG,
-            Opener::Framed(Framed::PythonTag),
-        ),
-        (
-            Dialect::Pythonic,
-            PYTHON_START,
-            Opener::Framed(Framed::PythonStart),
-        ),
-    ];
+    let table = SPECIAL;
     let mut need_more = false;
     for (d, lit, opener) in table {
         if !dialect.allows_special(d) {
@@ -492,7 +502,10 @@ mod tests {
             match_opener(b"<tool_calls>\n[{", Dialect::Auto),
             Match::Yes(Opener::Framed(Framed::Hunyuan))
         );
-        assert_eq!(match_opener(b"<tool_calls> ", Dialect::Auto), Match::NeedMore);
+        assert_eq!(
+            match_opener(b"<tool_calls> ", Dialect::Auto),
+            Match::NeedMore
+        );
         assert_eq!(
             match_opener(b"<tool_calls>[", Dialect::Xml),
             Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls))

@@ -26,7 +26,10 @@ fn planted_markers_are_content_in_every_dialect() {
             let opts = ParseOptions::default().with_dialect(dialect);
             let whole = parse_text(&p.input, &opts);
             if let Err(e) = check(&p, &whole) {
-                failures.push(format!("seed {seed} ({dialect:?}): {e}\n  input {:?}", p.input));
+                failures.push(format!(
+                    "seed {seed} ({dialect:?}): {e}\n  input {:?}",
+                    p.input
+                ));
                 continue;
             }
             let cut = (seed as usize * 7919) % (p.input.len() + 1);

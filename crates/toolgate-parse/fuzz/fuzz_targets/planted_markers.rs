@@ -34,6 +34,10 @@ fuzz_target!(|input: &[u8]| {
         if let Err(e) = planted::check(&p, &whole) {
             panic!("seed {seed} ({dialect:?}): {e}\n  input {:?}", p.input);
         }
-        assert_eq!(streamed(&p.input, cut, &opts), whole, "seed {seed} cut {cut}");
+        assert_eq!(
+            streamed(&p.input, cut, &opts),
+            whole,
+            "seed {seed} cut {cut}"
+        );
     }
 });

@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use toolgate_parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
 
-const DIALECTS: [Dialect; 19] = [
+const DIALECTS: [Dialect; 18] = [
     Dialect::Auto,
     Dialect::Xml,
     Dialect::Hermes,
@@ -25,7 +25,6 @@ const DIALECTS: [Dialect; 19] = [
     Dialect::Lfm2,
     Dialect::Llama3,
     Dialect::Pythonic,
-    Dialect::Auto,
 ];
 
 fn parse(data: &[u8], cuts: &[usize], opts: &ParseOptions) -> ParsedTurn {
@@ -43,7 +42,9 @@ fn parse(data: &[u8], cuts: &[usize], opts: &ParseOptions) -> ParsedTurn {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&mode, rest)) = input.split_first() else { return };
+    let Some((&mode, rest)) = input.split_first() else {
+        return;
+    };
     if rest.len() < 8 {
         return;
     }

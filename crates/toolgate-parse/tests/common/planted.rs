@@ -298,11 +298,7 @@ fn value(rng: &mut Rng, w: &Writer) -> String {
         v.push(' ');
         v.push_str(WORDS[rng.below(WORDS.len())]);
     }
-    if w.trims {
-        v.trim().to_string()
-    } else {
-        v
-    }
+    if w.trims { v.trim().to_string() } else { v }
 }
 
 /// Checks `turn` against what was planted: the same calls, the same string values.
@@ -318,7 +314,10 @@ pub fn check(p: &Planted, turn: &ParsedTurn) -> Result<(), String> {
     }
     for ((name, args), got) in p.calls.iter().zip(&turn.calls) {
         if &got.name != name || got.arguments.len() != args.len() {
-            return Err(format!("{}: expected {name} {args:?}, got {got:?}", p.writer));
+            return Err(format!(
+                "{}: expected {name} {args:?}, got {got:?}",
+                p.writer
+            ));
         }
         for (k, v) in args {
             let have = got.arguments.get(*k).and_then(|v| v.as_str());
@@ -359,7 +358,12 @@ fn json_obj(args: &[(&str, String)]) -> String {
 fn xml(name: &str, args: &[(&str, String)]) -> String {
     let params: String = args
         .iter()
-        .map(|(k, v)| format!("<{k}><![CDATA[{}]]></{k}>", v.replace("]]>", "]]]]><![CDATA[>")))
+        .map(|(k, v)| {
+            format!(
+                "<{k}><![CDATA[{}]]></{k}>",
+                v.replace("]]>", "]]]]><![CDATA[>")
+            )
+        })
         .collect();
     format!("<tool_call><name>{name}</name><params>{params}</params></tool_call>\n")
 }
@@ -385,7 +389,10 @@ fn qwen(name: &str, args: &[(&str, String)]) -> String {
 }
 
 fn seed(name: &str, args: &[(&str, String)]) -> String {
-    format!("<seed:tool_call>\n{}</seed:tool_call>\n", qwen_body(name, args))
+    format!(
+        "<seed:tool_call>\n{}</seed:tool_call>\n",
+        qwen_body(name, args)
+    )
 }
 
 fn invoke(name: &str, args: &[(&str, String)]) -> String {
@@ -393,7 +400,9 @@ fn invoke(name: &str, args: &[(&str, String)]) -> String {
         .iter()
         .map(|(k, v)| format!("<parameter name=\"{k}\">{v}</parameter>\n"))
         .collect();
-    format!("<minimax:tool_call>\n<invoke name=\"{name}\">\n{params}</invoke>\n</minimax:tool_call>\n")
+    format!(
+        "<minimax:tool_call>\n<invoke name=\"{name}\">\n{params}</invoke>\n</minimax:tool_call>\n"
+    )
 }
 
 fn glm(name: &str, args: &[(&str, String)]) -> String {
@@ -422,7 +431,9 @@ fn dsml(name: &str, args: &[(&str, String)], sp: &str, wrapper: &str) -> String 
     let params: String = args
         .iter()
         .map(|(k, v)| {
-            format!("<｜DSML｜{sp}parameter name=\"{k}\" string=\"true\">{v}</｜DSML｜{sp}parameter>\n")
+            format!(
+                "<｜DSML｜{sp}parameter name=\"{k}\" string=\"true\">{v}</｜DSML｜{sp}parameter>\n"
+            )
         })
         .collect();
     format!(
@@ -458,7 +469,10 @@ fn llama3(name: &str, args: &[(&str, String)]) -> String {
 }
 
 fn py_call(name: &str, args: &[(&str, String)]) -> String {
-    let kw: Vec<String> = args.iter().map(|(k, v)| format!("{k}={}", json_str(v))).collect();
+    let kw: Vec<String> = args
+        .iter()
+        .map(|(k, v)| format!("{k}={}", json_str(v)))
+        .collect();
     format!("{name}({})", kw.join(", "))
 }
 
@@ -467,11 +481,17 @@ fn pythonic(name: &str, args: &[(&str, String)]) -> String {
 }
 
 fn lfm2(name: &str, args: &[(&str, String)]) -> String {
-    format!("<|tool_call_start|>[{}]<|tool_call_end|>", py_call(name, args))
+    format!(
+        "<|tool_call_start|>[{}]<|tool_call_end|>",
+        py_call(name, args)
+    )
 }
 
 fn gemma4(name: &str, args: &[(&str, String)]) -> String {
-    let kv: Vec<String> = args.iter().map(|(k, v)| format!("{k}:<|\"|>{v}<|\"|>")).collect();
+    let kv: Vec<String> = args
+        .iter()
+        .map(|(k, v)| format!("{k}:<|\"|>{v}<|\"|>"))
+        .collect();
     format!("<|tool_call>call:{name}{{{}}}<tool_call|>", kv.join(","))
 }
 
@@ -479,10 +499,14 @@ fn kimi_k3(name: &str, args: &[(&str, String)]) -> String {
     let a: String = args
         .iter()
         .map(|(k, v)| {
-            format!("<|open|>argument key=\"{k}\" type=\"string\"<|sep|>{v}<|close|>argument<|sep|>")
+            format!(
+                "<|open|>argument key=\"{k}\" type=\"string\"<|sep|>{v}<|close|>argument<|sep|>"
+            )
         })
         .collect();
-    format!("<|open|>tools<|sep|><|open|>call tool=\"{name}\" index=\"1\"<|sep|>{a}<|close|>call<|sep|><|close|>tools<|sep|>")
+    format!(
+        "<|open|>tools<|sep|><|open|>call tool=\"{name}\" index=\"1\"<|sep|>{a}<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
 }
 
 fn granite(name: &str, args: &[(&str, String)]) -> String {
