@@ -66,6 +66,8 @@ pub(crate) struct Emitter {
     used_ids: HashSet<String>,
     /// Wrappers that turned into text (they held prose): their closer is text too.
     flipped: Vec<Wrapper>,
+    /// Nothing but blanks was written since the last call.
+    after_call: bool,
 }
 
 impl Emitter {
@@ -79,6 +81,7 @@ impl Emitter {
             next_id: 1,
             used_ids: HashSet::new(),
             flipped: Vec::new(),
+            after_call: false,
         }
     }
 
@@ -94,6 +97,9 @@ impl Emitter {
     pub(crate) fn text(&mut self, s: &str) {
         if s.is_empty() {
             return;
+        }
+        if !s.bytes().all(|b| b.is_ascii_whitespace()) {
+            self.after_call = false;
         }
         if self.collecting() {
             if s.bytes().all(|b| b.is_ascii_whitespace()) {
@@ -152,7 +158,17 @@ impl Emitter {
         }
     }
 
+    /// A call's closing tag met outside any call (`</tool_call>`): a closer the model
+    /// wrote twice when it comes right after a call (blanks between) and no group is
+    /// open, dropped; text anywhere else, where prose may quote it.
+    pub(crate) fn stray_close(&mut self, tag: &str) {
+        if !(self.after_call && self.groups.is_empty()) {
+            self.text(tag);
+        }
+    }
+
     fn emit_call(&mut self, call: RawCall, problems: Vec<Problem>) {
+        self.after_call = true;
         let id = self.settle_id(call.id, call.name.as_str(), &problems);
         let call_problems: Vec<Problem> = problems
             .into_iter()

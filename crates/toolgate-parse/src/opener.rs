@@ -105,6 +105,9 @@ pub(crate) enum Opener {
     /// A dialect's markup that is never text and opens nothing (Kimi K3's response
     /// channel markers): dropped.
     Markup(&'static [u8]),
+    /// `</tool_call>` outside a call: dropped right after a call (a closer written
+    /// twice), text anywhere else.
+    StrayClose,
 }
 
 impl Opener {
@@ -129,6 +132,7 @@ impl Opener {
             },
             Opener::Framed(f) => f.tag().len(),
             Opener::Markup(m) => m.len(),
+            Opener::StrayClose => TOOL_CALL_END.len(),
             Opener::WrapperClose(w) => w.close_tag().len(),
         }
     }
@@ -169,7 +173,8 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
         || dialect.allows_hermes()
         || dialect.allows_qwen()
         || dialect.allows_special(Dialect::Glm);
-    let table: [(bool, &[u8], Opener); 12] = [
+    let table: [(bool, &[u8], Opener); 13] = [
+        (tool_call, TOOL_CALL_END, Opener::StrayClose),
         (
             dialect.allows_qwen(),
             SEED_CALL,
