@@ -10,8 +10,10 @@ use memchr::memchr;
 use serde_json::{Map, Value};
 
 use super::block::{BlockOutcome, RawCall, coerce_json_args};
+use super::gemma::{GEMMA_CALL, GEMMA_CALL_END, GEMMA_QUOTE};
 use super::json_calls::{Joined, joined_next};
 use super::json_extent::JsonExtent;
+use super::kimi_k3::{K3_ARG, K3_ARG_END, K3_CALL, K3_CALL_END, K3_SEP, K3_TOOLS_END};
 use super::opener::{Prefix, prefix};
 use super::options::ParseOptions;
 use super::tag_lex::is_tool_name;
@@ -26,8 +28,12 @@ pub(crate) enum Framed {
     /// `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{..}\n```<｜tool▁call▁end｜>`
     /// (V3) or `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}<｜tool▁call▁end｜>` (V3.1).
     DeepSeek,
-    /// `<｜DSML｜invoke name="N"><｜DSML｜parameter name="K" string="true">v</｜DSML｜parameter></｜DSML｜invoke>`.
+    /// `<｜DSML｜invoke name="N"><｜DSML｜parameter name="K" string="true">v</｜DSML｜parameter></｜DSML｜invoke>`
+    /// (V3.2 in `<｜DSML｜function_calls>`, V4 in `<｜DSML｜tool_calls>`).
     Dsml,
+    /// DeepSeek V4.1's spaced DSML: `<｜DSML｜ invoke name="N"><｜DSML｜ parameter ..>v</｜DSML｜ parameter></｜DSML｜ invoke>`
+    /// in `<｜DSML｜ calls>`.
+    Dsml41,
     /// `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>`.
     Harmony,
     /// Harmony with the recipient in the role, before the channel:
@@ -38,10 +44,21 @@ pub(crate) enum Framed {
     HarmonyLead,
     /// `[TOOL_CALLS][{"name": .., "arguments": {..}}]` or `[TOOL_CALLS]NAME[ARGS]{..}`.
     Mistral,
+    /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>v<|"|>,n:1}<tool_call|>` (gemma.rs).
+    Gemma4,
+    /// Kimi K3's XTML: `<|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K"
+    /// type="string"<|sep|>v<|close|>argument<|sep|><|close|>call<|sep|>` (kimi_k3.rs).
+    KimiK3,
     /// `<|python_tag|>{"name": .., "parameters": {..}}` (several joined by `;`).
     PythonTag,
     /// `<|python_start|>[f(a=1)]<|python_end|>`.
     PythonStart,
+    /// LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
+    Lfm2,
+    /// Granite 3.0: `<|tool_call|>[{"name": .., "arguments": {..}}]`, ended by the list.
+    Granite,
+    /// Hunyuan A13B: `<tool_calls>[{"name": .., "arguments": {..}}]</tool_calls>`.
+    Hunyuan,
     /// `{"name": .., "parameters": {..}}` at a line start (`--dialect llama3` only).
     BareJson,
     /// `[f(a=1, b="x"), g()]` at a line start (`--dialect pythonic` only).
@@ -60,10 +77,20 @@ pub(crate) const DS_CALLS: &[u8] = "<｜tool▁calls▁begin｜>".as_bytes();
 pub(crate) const DS_CALLS_END: &[u8] = "<｜tool▁calls▁end｜>".as_bytes();
 pub(crate) const DSML_INVOKE: &[u8] = "<｜DSML｜invoke ".as_bytes();
 const DSML_INVOKE_END: &[u8] = "</｜DSML｜invoke>".as_bytes();
-pub(super) const DSML_PARAM: &str = "<｜DSML｜parameter ";
-pub(super) const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
+const DSML_PARAM: &str = "<｜DSML｜parameter ";
+const DSML_PARAM_END: &str = "</｜DSML｜parameter>";
+const DSML_TOKENS: (&str, &str) = (DSML_PARAM, DSML_PARAM_END);
 pub(crate) const DSML_CALLS: &[u8] = "<｜DSML｜function_calls>".as_bytes();
 pub(crate) const DSML_CALLS_END: &[u8] = "</｜DSML｜function_calls>".as_bytes();
+pub(crate) const DSML_TOOL_CALLS: &[u8] = "<｜DSML｜tool_calls>".as_bytes();
+pub(crate) const DSML_TOOL_CALLS_END: &[u8] = "</｜DSML｜tool_calls>".as_bytes();
+pub(crate) const DSML41_INVOKE: &[u8] = "<｜DSML｜ invoke ".as_bytes();
+const DSML41_INVOKE_END: &[u8] = "</｜DSML｜ invoke>".as_bytes();
+const DSML41_PARAM: &str = "<｜DSML｜ parameter ";
+const DSML41_PARAM_END: &str = "</｜DSML｜ parameter>";
+const DSML41_TOKENS: (&str, &str) = (DSML41_PARAM, DSML41_PARAM_END);
+pub(crate) const DSML41_CALLS: &[u8] = "<｜DSML｜ calls>".as_bytes();
+pub(crate) const DSML41_CALLS_END: &[u8] = "</｜DSML｜ calls>".as_bytes();
 pub(crate) const HARMONY: &[u8] = b"<|channel|>";
 pub(crate) const HARMONY_START: &[u8] = b"<|start|>";
 /// The longest Harmony role header read (`assistant to=functions.NAME`).
@@ -73,6 +100,11 @@ pub(crate) const MISTRAL: &[u8] = b"[TOOL_CALLS]";
 pub(crate) const PYTHON_TAG: &[u8] = b"<|python_tag|>";
 pub(crate) const PYTHON_START: &[u8] = b"<|python_start|>";
 const PYTHON_END: &[u8] = b"<|python_end|>";
+pub(crate) const LFM2_START: &[u8] = b"<|tool_call_start|>";
+const LFM2_END: &[u8] = b"<|tool_call_end|>";
+pub(crate) const GRANITE_CALL: &[u8] = b"<|tool_call|>";
+pub(crate) const HUNYUAN_CALLS: &[u8] = b"<tool_calls>";
+const HUNYUAN_CALLS_END: &[u8] = b"</tool_calls>";
 
 impl Framed {
     /// The opening token (empty for the bare forms).
@@ -81,12 +113,49 @@ impl Framed {
             Framed::KimiK2 => KIMI_CALL,
             Framed::DeepSeek => DS_CALL,
             Framed::Dsml => DSML_INVOKE,
+            Framed::Dsml41 => DSML41_INVOKE,
+            Framed::Gemma4 => GEMMA_CALL,
+            Framed::KimiK3 => K3_CALL,
             Framed::Harmony => HARMONY,
             Framed::HarmonyRole => HARMONY_START,
             Framed::Mistral => MISTRAL,
             Framed::PythonTag => PYTHON_TAG,
             Framed::PythonStart => PYTHON_START,
+            Framed::Lfm2 => LFM2_START,
+            Framed::Granite => GRANITE_CALL,
+            Framed::Hunyuan => HUNYUAN_CALLS,
             Framed::BareJson | Framed::BarePythonic | Framed::HarmonyLead => b"",
+        }
+    }
+
+    /// For the forms whose calls follow the opening token and end with their own `]`
+    /// or `}`: the tokens that may close the block after them.
+    fn list_closer(self) -> &'static [&'static [u8]] {
+        match self {
+            Framed::PythonStart => &[PYTHON_END],
+            Framed::Lfm2 => &[LFM2_END],
+            Framed::Hunyuan => &[HUNYUAN_CALLS_END],
+            Framed::PythonTag => &[b"<|eom_id|>", b"<|eot_id|>"],
+            _ => &[],
+        }
+    }
+
+    /// Whether the list holds Python calls (`'` quotes strings too).
+    fn python(self) -> bool {
+        matches!(
+            self,
+            Framed::BarePythonic | Framed::PythonStart | Framed::Lfm2
+        )
+    }
+
+    /// What the block is called in messages: its opening token, or a name for the
+    /// forms that have none.
+    fn label(self) -> String {
+        match self {
+            Framed::HarmonyLead => "the Harmony message".into(),
+            Framed::BareJson => "the JSON call".into(),
+            Framed::BarePythonic => "the call list".into(),
+            _ => String::from_utf8_lossy(self.tag()).trim().to_string(),
         }
     }
 
@@ -103,23 +172,62 @@ impl Framed {
         }
     }
 
+    /// For the dialects whose values are raw text between an opening tag and its own
+    /// closer (DSML parameters, Gemma 4 `<|"|>` strings, Kimi K3 arguments): the
+    /// tag's start, what ends the tag (empty: the start is the whole tag) and the
+    /// closer. Inside a value only that closer means anything; every other marker is
+    /// content.
+    pub(crate) fn raw_value(self) -> Option<RawValue> {
+        let (open, tag_end, close) = match self {
+            Framed::Dsml => (DSML_PARAM, ">", DSML_PARAM_END),
+            Framed::Dsml41 => (DSML41_PARAM, ">", DSML41_PARAM_END),
+            Framed::Gemma4 => (GEMMA_QUOTE, "", GEMMA_QUOTE),
+            Framed::KimiK3 => (K3_ARG, K3_SEP, K3_ARG_END),
+            _ => return None,
+        };
+        Some(RawValue {
+            open,
+            tag_end,
+            close,
+        })
+    }
+
     /// Tokens that close the block (consumed), and tokens before which an unclosed
     /// block ends.
     fn ends(self) -> (&'static [&'static [u8]], &'static [&'static [u8]]) {
         match self {
             Framed::KimiK2 => (&[KIMI_CALL_END], &[KIMI_CALL, KIMI_SECTION_END]),
             Framed::DeepSeek => (&[DS_CALL_END], &[DS_CALL, DS_CALLS_END]),
-            Framed::Dsml => (&[DSML_INVOKE_END], &[DSML_INVOKE, DSML_CALLS_END]),
+            Framed::Dsml => (
+                &[DSML_INVOKE_END],
+                &[DSML_INVOKE, DSML_CALLS_END, DSML_TOOL_CALLS_END],
+            ),
+            Framed::Dsml41 => (&[DSML41_INVOKE_END], &[DSML41_INVOKE, DSML41_CALLS_END]),
+            Framed::Gemma4 => (&[GEMMA_CALL_END], &[GEMMA_CALL]),
+            Framed::KimiK3 => (&[K3_CALL_END], &[K3_CALL, K3_TOOLS_END]),
             Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => (
                 &[b"<|call|>", b"<|end|>", b"<|return|>"],
                 &[HARMONY_START, HARMONY],
             ),
-            Framed::PythonTag => (&[b"<|eom_id|>", b"<|eot_id|>"], &[PYTHON_TAG]),
-            Framed::PythonStart => (&[PYTHON_END], &[PYTHON_START]),
-            // Ended by their JSON / bracket extent.
-            Framed::Mistral | Framed::BareJson | Framed::BarePythonic => (&[], &[]),
+            // Ended by their JSON / bracket extent (and the closer after it, if any).
+            Framed::Mistral
+            | Framed::PythonTag
+            | Framed::BareJson
+            | Framed::BarePythonic
+            | Framed::PythonStart
+            | Framed::Lfm2
+            | Framed::Granite
+            | Framed::Hunyuan => (&[], &[]),
         }
     }
+}
+
+/// How a dialect writes a raw value: see [`Framed::raw_value`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawValue {
+    pub open: &'static str,
+    pub tag_end: &'static str,
+    pub close: &'static str,
 }
 
 /// The end search of one framed block; positions are relative to the block start.
@@ -133,6 +241,8 @@ pub(crate) struct FramedScan {
     role_read: bool,
     /// Where the JSON arguments stand, for the dialects whose arguments are JSON.
     args: Args,
+    /// Inside a raw parameter value (DSML): only its closer is looked for.
+    in_value: bool,
 }
 
 /// The JSON arguments of a Kimi K2, DeepSeek V3.1 or Harmony call: their closer is
@@ -178,6 +288,7 @@ impl FramedScan {
             } else {
                 Args::Past
             },
+            in_value: false,
         }
     }
 
@@ -205,6 +316,9 @@ impl FramedScan {
             if let Some(end) = self.json_args(b, eof) {
                 return end;
             }
+            if let Some(end) = self.raw_value_scan(b, eof) {
+                return end;
+            }
             let Some(k) = memchr(b'<', &b[self.pos..]) else {
                 self.pos = b.len();
                 return if eof {
@@ -219,6 +333,11 @@ impl FramedScan {
             let q = self.pos + k;
             let mut partial = false;
             match self.args_open(b, q, eof) {
+                Prefix::Full => continue,
+                Prefix::Partial => partial = true,
+                Prefix::No => {}
+            }
+            match self.value_open(b, q, eof) {
                 Prefix::Full => continue,
                 Prefix::Partial => partial = true,
                 Prefix::No => {}
@@ -273,6 +392,52 @@ impl FramedScan {
         }
         self.args = Args::Past;
         None
+    }
+
+    /// Inside a raw value: on to its closer. Returns `Some` when the scan must stop
+    /// (more input needed, or the output ended inside the value).
+    fn raw_value_scan(&mut self, b: &[u8], eof: bool) -> Option<FramedEnd> {
+        if !self.in_value {
+            return None;
+        }
+        let close = self.kind.raw_value()?.close.as_bytes();
+        if let Some(k) = find(&b[self.pos..], close) {
+            self.pos += k + close.len();
+            self.in_value = false;
+            return None;
+        }
+        if eof {
+            return Some(FramedEnd::End {
+                len: b.len(),
+                closed: false,
+            });
+        }
+        // The closer may straddle the end of the input so far.
+        self.pos = b.len().saturating_sub(close.len() - 1).max(self.pos);
+        Some(FramedEnd::NeedMore)
+    }
+
+    /// Checks for a raw parameter's opening tag at `b[q]`. `Full`: the scan goes on
+    /// inside its value.
+    fn value_open(&mut self, b: &[u8], q: usize, eof: bool) -> Prefix {
+        let Some(raw) = self.kind.raw_value() else {
+            return Prefix::No;
+        };
+        match prefix(&b[q..], raw.open.as_bytes()) {
+            Prefix::Full => {}
+            Prefix::Partial if !eof => return Prefix::Partial,
+            _ => return Prefix::No,
+        }
+        let after = q + raw.open.len();
+        match find(&b[after..], raw.tag_end.as_bytes()) {
+            Some(k) => {
+                self.in_value = true;
+                self.pos = after + k + raw.tag_end.len();
+                Prefix::Full
+            }
+            None if !eof => Prefix::Partial,
+            None => Prefix::No,
+        }
     }
 
     /// Checks for the token that opens the arguments at `b[q]`. `Full`: it is there and
@@ -350,13 +515,19 @@ impl FramedScan {
                         continue;
                     }
                     let line_end = memchr(b'\n', &b[self.pos..]).map_or(b.len(), |k| self.pos + k);
-                    let Some(k) = find(&b[self.pos..line_end], b"[ARGS]") else {
-                        return if line_end < b.len() || eof {
+                    let line = &b[self.pos..line_end];
+                    let Some(k) = find(line, b"[ARGS]") else {
+                        // Prose after the token, up to the next `[TOOL_CALLS]`: not a
+                        // call, and the next token is looked at on its own.
+                        return if line_end < b.len() || eof || find(line, MISTRAL).is_some() {
                             FramedEnd::NotACall
                         } else {
                             FramedEnd::NeedMore
                         };
                     };
+                    if !super::mistral::is_head(&line[..k]) {
+                        return FramedEnd::NotACall;
+                    }
                     self.pos += k + b"[ARGS]".len();
                     while self.pos < b.len() && b[self.pos].is_ascii_whitespace() {
                         self.pos += 1;
@@ -370,7 +541,7 @@ impl FramedScan {
                 _ => return FramedEnd::NotACall,
             }
         }
-        let python = self.kind == Framed::BarePythonic;
+        let python = self.kind.python();
         while self.pos < b.len() {
             let c = b[self.pos];
             match self.extent.quote {
@@ -395,7 +566,7 @@ impl FramedScan {
                         if self.extent.depth == 0 {
                             let end = self.pos + 1;
                             // Llama 3 joins parallel calls with `;` on one line.
-                            if self.kind == Framed::BareJson {
+                            if matches!(self.kind, Framed::BareJson | Framed::PythonTag) {
                                 match joined_next(b, end) {
                                     Joined::Unknown if !eof => return FramedEnd::NeedMore,
                                     Joined::At(next) => {
@@ -405,10 +576,7 @@ impl FramedScan {
                                     _ => {}
                                 }
                             }
-                            return FramedEnd::End {
-                                len: end,
-                                closed: true,
-                            };
+                            return self.list_end(b, end, eof);
                         }
                     }
                     _ => {}
@@ -417,6 +585,47 @@ impl FramedScan {
             self.pos += 1;
         }
         need(eof, b.len())
+    }
+}
+
+impl FramedScan {
+    /// A list that closed at `end`: the block takes the closer right after it (blanks
+    /// between), when its form has one.
+    fn list_end(&self, b: &[u8], end: usize, eof: bool) -> FramedEnd {
+        let done = FramedEnd::End {
+            len: end,
+            closed: true,
+        };
+        let closers = self.kind.list_closer();
+        if closers.is_empty() {
+            return done;
+        }
+        let at = end
+            + b[end..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
+        if at == b.len() && !eof {
+            return FramedEnd::NeedMore;
+        }
+        let mut partial = false;
+        for closer in closers {
+            match prefix(&b[at..], closer) {
+                Prefix::Full => {
+                    return FramedEnd::End {
+                        len: at + closer.len(),
+                        closed: true,
+                    };
+                }
+                Prefix::Partial => partial = true,
+                Prefix::No => {}
+            }
+        }
+        if partial && !eof {
+            FramedEnd::NeedMore
+        } else {
+            done
+        }
     }
 }
 
@@ -497,8 +706,11 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     // `closed` without a closer: ended by its extent, or by the end of the message
     // where the dialect's convention ends it there.
     let mut was_closed = closed;
-    for c in closers {
-        if let Some(stripped) = body.strip_suffix(std::str::from_utf8(c).unwrap_or_default()) {
+    for c in closers.iter().chain(kind.list_closer()) {
+        if let Some(stripped) = body
+            .trim_end()
+            .strip_suffix(std::str::from_utf8(c).unwrap_or_default())
+        {
             body = stripped;
             was_closed = true;
         }
@@ -506,26 +718,36 @@ pub(crate) fn parse(kind: Framed, block: &str, closed: bool, opts: &ParseOptions
     match kind {
         Framed::KimiK2 => super::framed_calls::kimi(body, tag, opts, &mut out),
         Framed::DeepSeek => super::framed_calls::deepseek(body, tag, opts, &mut out),
-        Framed::Dsml => super::framed_calls::dsml(body, tag, opts, &mut out),
+        Framed::Dsml => super::framed_calls::dsml(body, tag, DSML_TOKENS, opts, &mut out),
+        Framed::Dsml41 => super::framed_calls::dsml(body, tag, DSML41_TOKENS, opts, &mut out),
+        Framed::KimiK3 => super::kimi_k3::kimi_k3(body, tag, opts, &mut out),
         Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead => {
             super::framed_calls::harmony(body, tag, opts, &mut out)
         }
+        Framed::Gemma4 => super::gemma::gemma(body, tag, opts, &mut out),
         Framed::Mistral => super::mistral::mistral(body, tag, opts, &mut out),
         Framed::PythonTag | Framed::BareJson => {
             super::json_calls::json_calls(body, tag, opts, &mut out)
         }
-        Framed::PythonStart | Framed::BarePythonic => {
+        Framed::Granite | Framed::Hunyuan => {
+            super::json_calls::json_calls(body, tag, opts, &mut out)
+        }
+        Framed::PythonStart | Framed::Lfm2 | Framed::BarePythonic => {
             super::pythonic::pythonic(body, tag, opts, &mut out)
         }
     }
-    if out.call.is_some() && !was_closed {
+    // A Harmony message or a `<|python_tag|>` call that read whole ends where the
+    // next message or call begins: its stop token was stripped, which is the
+    // dialect's convention, not a fault.
+    let by_convention = matches!(
+        kind,
+        Framed::Harmony | Framed::HarmonyRole | Framed::HarmonyLead | Framed::PythonTag
+    );
+    if out.call.is_some() && !was_closed && !by_convention {
         out.problem(
             ProblemKind::UnclosedTag,
             block.len(),
-            format!(
-                "{} was never closed",
-                String::from_utf8_lossy(kind.tag()).trim()
-            ),
+            format!("{} was never closed", kind.label()),
         );
     }
     out

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::block::{BlockOutcome, RawCall, coerce_param, group_args};
 use super::coerce::property;
-use super::framed::{DS_SEP, DSML_PARAM, DSML_PARAM_END, HARMONY_MESSAGE, KIMI_ARGS, json_call};
+use super::framed::{DS_SEP, HARMONY_MESSAGE, KIMI_ARGS, json_call};
 use super::options::ParseOptions;
 use super::tag_lex::{attribute, is_tool_name};
 use super::types::ProblemKind;
@@ -103,7 +103,17 @@ pub(super) fn deepseek(body: &str, at: usize, opts: &ParseOptions, out: &mut Blo
     out.call = json_call(name, None, args, at, opts, out);
 }
 
-pub(super) fn dsml(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
+/// A DSML invoke; `tokens` are its parameter tag's start and closer (V3.2 / V4, or
+/// V4.1's spaced ones). A value ends only at its own closer: markers inside it are
+/// content (the block scan skipped them the same way).
+pub(super) fn dsml(
+    body: &str,
+    at: usize,
+    tokens: (&str, &str),
+    opts: &ParseOptions,
+    out: &mut BlockOutcome,
+) {
+    let (param_open, param_close) = tokens;
     let Some(gt) = body.find('>') else {
         out.problem(
             ProblemKind::MissingName,
@@ -123,13 +133,13 @@ pub(super) fn dsml(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOu
     let schema = opts.schema(&name);
     let mut rest = &body[gt + 1..];
     let mut pairs = Vec::new();
-    while let Some(p) = rest.find(DSML_PARAM) {
-        let after = &rest[p + DSML_PARAM.len()..];
+    while let Some(p) = rest.find(param_open) {
+        let after = &rest[p + param_open.len()..];
         let Some(gt) = after.find('>') else { break };
         let attrs = &after[..gt];
         let value_start = &after[gt + 1..];
-        let (value, next) = match value_start.find(DSML_PARAM_END) {
-            Some(e) => (&value_start[..e], &value_start[e + DSML_PARAM_END.len()..]),
+        let (value, next) = match value_start.find(param_close) {
+            Some(e) => (&value_start[..e], &value_start[e + param_close.len()..]),
             None => {
                 out.problem(
                     ProblemKind::ImplicitClose,

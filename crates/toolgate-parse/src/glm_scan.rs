@@ -1,8 +1,10 @@
 //! Where a GLM-4.x block ends, incrementally: at `</tool_call>`, or unclosed where the
 //! next `<tool_call>` opens; but never inside an `<arg_value>`, which ends only at its
 //! own `</arg_value>` (nested pairs balance), so a value that quotes `<tool_call>` or
-//! `</tool_call>` is content. A value whose close never comes is read again as raw
-//! text at the end of the input, as before: the left-out close is recovered.
+//! `</tool_call>` is content. When the pairs never balance (a value quotes a lone
+//! `<arg_value>`), the values are read again from the one left open, each ending at
+//! the first `</arg_value>`; a value whose close never comes at all is read again as
+//! raw text at the end of the input, as before: the left-out close is recovered.
 
 use super::block_end::{ScanResult, next_tag};
 use super::opener::{TOOL_CALL, TOOL_CALL_END};
@@ -18,6 +20,8 @@ pub(crate) struct GlmScan {
     depth: u32,
     /// Where the outermost open value's `<arg_value>` is.
     value_start: usize,
+    /// Values end at the first `</arg_value>` (the nested pairs did not balance).
+    flat: bool,
     /// A value was never closed: values are no longer told apart.
     raw: bool,
 }
@@ -28,6 +32,7 @@ impl GlmScan {
             pos,
             depth: 0,
             value_start: 0,
+            flat: false,
             raw: false,
         }
     }
@@ -35,11 +40,20 @@ impl GlmScan {
     pub(crate) fn advance(&mut self, block: &[u8], eof: bool) -> ScanResult {
         loop {
             if self.depth > 0 {
-                match next_tag(block, &mut self.pos, &[VALUE_END, VALUE]) {
+                let tags: &[&[u8]] = if self.flat {
+                    &[VALUE_END]
+                } else {
+                    &[VALUE_END, VALUE]
+                };
+                match next_tag(block, &mut self.pos, tags) {
                     None if eof => {
                         self.depth = 0;
                         self.pos = self.value_start;
-                        self.raw = true;
+                        if self.flat {
+                            self.raw = true;
+                        } else {
+                            self.flat = true;
+                        }
                     }
                     None => return ScanResult::NeedMore,
                     Some((q, 0)) => {

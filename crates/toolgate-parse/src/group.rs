@@ -64,6 +64,10 @@ pub(crate) struct Emitter {
     id_prefix: std::sync::Arc<str>,
     next_id: u64,
     used_ids: HashSet<String>,
+    /// Wrappers that turned into text (they held prose): their closer is text too.
+    flipped: Vec<Wrapper>,
+    /// Nothing but blanks was written since the last call.
+    after_call: bool,
 }
 
 impl Emitter {
@@ -76,6 +80,8 @@ impl Emitter {
             id_prefix,
             next_id: 1,
             used_ids: HashSet::new(),
+            flipped: Vec::new(),
+            after_call: false,
         }
     }
 
@@ -91,6 +97,9 @@ impl Emitter {
     pub(crate) fn text(&mut self, s: &str) {
         if s.is_empty() {
             return;
+        }
+        if !s.bytes().all(|b| b.is_ascii_whitespace()) {
+            self.after_call = false;
         }
         if self.collecting() {
             if s.bytes().all(|b| b.is_ascii_whitespace()) {
@@ -149,7 +158,17 @@ impl Emitter {
         }
     }
 
+    /// A call's closing tag met outside any call (`</tool_call>`): a closer the model
+    /// wrote twice when it comes right after a call (blanks between) and no group is
+    /// open, dropped; text anywhere else, where prose may quote it.
+    pub(crate) fn stray_close(&mut self, tag: &str) {
+        if !(self.after_call && self.groups.is_empty()) {
+            self.text(tag);
+        }
+    }
+
     fn emit_call(&mut self, call: RawCall, problems: Vec<Problem>) {
+        self.after_call = true;
         let id = self.settle_id(call.id, call.name.as_str(), &problems);
         let call_problems: Vec<Problem> = problems
             .into_iter()
@@ -225,9 +244,12 @@ impl Emitter {
                     Item::Problem(p) => problems.push(p),
                 }
             }
-            if matches!(g.kind, GroupKind::Fence { .. }) {
-                g.calls = 0;
-                fence = Some(g);
+            match g.kind {
+                GroupKind::Fence { .. } => {
+                    g.calls = 0;
+                    fence = Some(g);
+                }
+                GroupKind::Wrapper(w) => self.flipped.push(w),
             }
         }
         self.as_text = fence.is_some();
@@ -299,7 +321,23 @@ impl Emitter {
                 .is_some_and(|g| g.kind == GroupKind::Wrapper(wrapper));
         if matches_top {
             self.close_top(Some(tag), false, offset);
+        } else if let Some(k) = self.flipped.iter().rposition(|&w| w == wrapper) {
+            self.flipped.remove(k);
+            self.text(tag);
         } else {
+            self.markup(tag, wrapper.special());
+        }
+    }
+
+    /// A dialect's markup met outside any call: dropped when `special` (special
+    /// tokens are never prose), except inside a code fence, whose content is kept as
+    /// written.
+    pub(crate) fn markup(&mut self, tag: &str, special: bool) {
+        let in_fence = self
+            .groups
+            .iter()
+            .any(|g| matches!(g.kind, GroupKind::Fence { .. }));
+        if !special || in_fence {
             self.text(tag);
         }
     }
@@ -315,8 +353,22 @@ impl Emitter {
             GroupKind::Wrapper(Wrapper::KimiSection) => "<|tool_calls_section_begin|> section",
             GroupKind::Wrapper(Wrapper::DeepSeekCalls) => "<｜tool▁calls▁begin｜> section",
             GroupKind::Wrapper(Wrapper::DsmlCalls) => "<｜DSML｜function_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::DsmlToolCalls) => "<｜DSML｜tool_calls> wrapper",
+            GroupKind::Wrapper(Wrapper::Dsml41Calls) => "<｜DSML｜ calls> wrapper",
+            GroupKind::Wrapper(Wrapper::KimiK3Tools) => "<|open|>tools<|sep|> channel",
+            GroupKind::Wrapper(Wrapper::Seed) => "<seed:tool_call> wrapper",
         };
         let keep_calls = g.calls > 0 && !(unclosed && self.strict);
+        let empty_markup = matches!(g.kind, GroupKind::Wrapper(w) if w.special())
+            && closing.is_some()
+            && g.calls == 0
+            && g.items
+                .iter()
+                .all(|i| matches!(i, Item::Frame(_) | Item::Space(_)))
+            && self.groups.is_empty();
+        if empty_markup {
+            return;
+        }
         if unclosed && g.calls > 0 {
             let at = if unclosed { g.offset } else { offset };
             let mut message = format!("{what} holding calls was never closed");

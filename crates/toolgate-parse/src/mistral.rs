@@ -12,6 +12,19 @@ pub(super) fn name_len(b: &[u8]) -> usize {
         .count()
 }
 
+/// Whether `head` (what stands between `[TOOL_CALLS]` and `[ARGS]`) is a tool name,
+/// optionally followed by `[CALL_ID]` and an id: prose there means the token was not
+/// followed by a call.
+pub(super) fn is_head(head: &[u8]) -> bool {
+    let head = head.trim_ascii();
+    let n = name_len(head);
+    n > 0
+        && (n == head.len()
+            || head[n..]
+                .strip_prefix(b"[CALL_ID]")
+                .is_some_and(|id| !id.iter().any(|c| c.is_ascii_whitespace() || *c == b'[')))
+}
+
 pub(super) fn mistral(body: &str, at: usize, opts: &ParseOptions, out: &mut BlockOutcome) {
     let t = body.trim_start();
     if t.starts_with('[') || t.starts_with('{') {

@@ -2,10 +2,12 @@
 //! block, a call wrapper or a code fence, including "not sure yet: need more input".
 
 use super::framed::{
-    DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, Framed, HARMONY,
-    HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, MISTRAL, PYTHON_START, PYTHON_TAG,
-    Role, harmony_lead,
+    DS_CALL, DS_CALLS, DS_CALLS_END, DSML_CALLS, DSML_CALLS_END, DSML_INVOKE, DSML_TOOL_CALLS,
+    DSML_TOOL_CALLS_END, DSML41_CALLS, DSML41_CALLS_END, DSML41_INVOKE, Framed, GRANITE_CALL,
+    HARMONY, HARMONY_START, KIMI_CALL, KIMI_SECTION, KIMI_SECTION_END, LFM2_START, MISTRAL,
+    PYTHON_START, PYTHON_TAG, Role, harmony_lead,
 };
+use super::kimi_k3::{K3_CALL, K3_MARKUP, K3_TOOLS, K3_TOOLS_END};
 use super::options::Dialect;
 
 /// How a literal compares with the start of the remaining input.
@@ -49,9 +51,26 @@ pub(crate) enum Wrapper {
     DeepSeekCalls,
     /// DeepSeek V3.2's `<｜DSML｜function_calls>`.
     DsmlCalls,
+    /// DeepSeek V4's `<｜DSML｜tool_calls>`.
+    DsmlToolCalls,
+    /// DeepSeek V4.1's `<｜DSML｜ calls>`.
+    Dsml41Calls,
+    /// Kimi K3's `<|open|>tools<|sep|>` channel.
+    KimiK3Tools,
+    /// Seed-OSS's `<seed:tool_call>` around Qwen3-coder calls.
+    Seed,
 }
 
 impl Wrapper {
+    /// Written with special tokens: never prose, so an empty one, or a stray closer,
+    /// is markup that leaves the text.
+    pub(crate) fn special(self) -> bool {
+        !matches!(
+            self,
+            Wrapper::FunctionCalls | Wrapper::ToolCalls | Wrapper::Minimax | Wrapper::Seed
+        )
+    }
+
     pub(crate) fn close_tag(self) -> &'static str {
         match self {
             Wrapper::FunctionCalls => "</function_calls>",
@@ -60,6 +79,10 @@ impl Wrapper {
             Wrapper::KimiSection => "<|tool_calls_section_end|>",
             Wrapper::DeepSeekCalls => "<｜tool▁calls▁end｜>",
             Wrapper::DsmlCalls => "</｜DSML｜function_calls>",
+            Wrapper::DsmlToolCalls => "</｜DSML｜tool_calls>",
+            Wrapper::Dsml41Calls => "</｜DSML｜ calls>",
+            Wrapper::KimiK3Tools => "<|close|>tools<|sep|>",
+            Wrapper::Seed => "</seed:tool_call>",
         }
     }
 }
@@ -79,6 +102,12 @@ pub(crate) enum Opener {
     WrapperClose(Wrapper),
     /// A call framed by special tokens (framed.rs).
     Framed(Framed),
+    /// A dialect's markup that is never text and opens nothing (Kimi K3's response
+    /// channel markers): dropped.
+    Markup(&'static [u8]),
+    /// `</tool_call>` outside a call: dropped right after a call (a closer written
+    /// twice), text anywhere else.
+    StrayClose,
 }
 
 impl Opener {
@@ -96,8 +125,14 @@ impl Opener {
                 Wrapper::KimiSection => KIMI_SECTION.len(),
                 Wrapper::DeepSeekCalls => DS_CALLS.len(),
                 Wrapper::DsmlCalls => DSML_CALLS.len(),
+                Wrapper::DsmlToolCalls => DSML_TOOL_CALLS.len(),
+                Wrapper::Dsml41Calls => DSML41_CALLS.len(),
+                Wrapper::KimiK3Tools => K3_TOOLS.len(),
+                Wrapper::Seed => SEED_CALL.len(),
             },
             Opener::Framed(f) => f.tag().len(),
+            Opener::Markup(m) => m.len(),
+            Opener::StrayClose => TOOL_CALL_END.len(),
             Opener::WrapperClose(w) => w.close_tag().len(),
         }
     }
@@ -112,6 +147,7 @@ pub(crate) const INVOKE: &[u8] = b"<invoke ";
 const FUNCTION_CALLS: &[u8] = b"<function_calls>";
 const TOOL_CALLS: &[u8] = b"<tool_calls>";
 const MINIMAX_CALL: &[u8] = b"<minimax:tool_call>";
+const SEED_CALL: &[u8] = b"<seed:tool_call>";
 
 /// The outcome of looking at a `<`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +165,7 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
         None => return Match::NeedMore,
         Some(b'/') if rest.len() == 2 => return Match::NeedMore,
         Some(b'/') if rest[2] == 0xEF => return match_special(rest, dialect),
-        Some(b't' | b'f' | b'i' | b'm' | b'/') => {}
+        Some(b't' | b'f' | b'i' | b'm' | b's' | b'/') => {}
         Some(b'|' | 0xEF) => return match_special(rest, dialect),
         Some(_) => return Match::No,
     }
@@ -137,7 +173,18 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
         || dialect.allows_hermes()
         || dialect.allows_qwen()
         || dialect.allows_special(Dialect::Glm);
-    let table: [(bool, &[u8], Opener); 10] = [
+    let table: [(bool, &[u8], Opener); 13] = [
+        (tool_call, TOOL_CALL_END, Opener::StrayClose),
+        (
+            dialect.allows_qwen(),
+            SEED_CALL,
+            Opener::WrapperOpen(Wrapper::Seed),
+        ),
+        (
+            dialect.allows_qwen(),
+            b"</seed:tool_call>",
+            Opener::WrapperClose(Wrapper::Seed),
+        ),
         (true, THINK, Opener::Think),
         (tool_call, TOOL_CALL, Opener::ToolCall),
         (dialect.allows_qwen(), FUNCTION, Opener::Function),
@@ -179,6 +226,9 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             continue;
         }
         match prefix(rest, lit) {
+            Prefix::Full if opener == Opener::WrapperOpen(Wrapper::ToolCalls) => {
+                return tool_calls(rest, dialect);
+            }
             Prefix::Full => return Match::Yes(opener),
             Prefix::Partial => need_more = true,
             Prefix::No => {}
@@ -191,59 +241,126 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
     }
 }
 
+/// `<tool_calls>`: Hunyuan's JSON list of calls when a `[` follows (blanks between),
+/// else a wrapper of `<tool_call>` elements.
+fn tool_calls(rest: &[u8], dialect: Dialect) -> Match {
+    let after = &rest[TOOL_CALLS.len()..];
+    let lead = after.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    match after.get(lead) {
+        None if dialect.allows_special(Dialect::Hunyuan) => Match::NeedMore,
+        Some(b'[') if dialect.allows_special(Dialect::Hunyuan) => {
+            Match::Yes(Opener::Framed(Framed::Hunyuan))
+        }
+        _ => Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls)),
+    }
+}
+
+/// The special-token openers (`<|..|>`, `<｜..｜>`), by the dialect that has them.
+const SPECIAL: [(Dialect, &[u8], Opener); 27] = [
+    (Dialect::Lfm2, LFM2_START, Opener::Framed(Framed::Lfm2)),
+    (
+        Dialect::Granite,
+        GRANITE_CALL,
+        Opener::Framed(Framed::Granite),
+    ),
+    (Dialect::KimiK3, K3_CALL, Opener::Framed(Framed::KimiK3)),
+    (
+        Dialect::KimiK3,
+        K3_TOOLS,
+        Opener::WrapperOpen(Wrapper::KimiK3Tools),
+    ),
+    (
+        Dialect::KimiK3,
+        K3_TOOLS_END,
+        Opener::WrapperClose(Wrapper::KimiK3Tools),
+    ),
+    (Dialect::KimiK3, K3_MARKUP[0], Opener::Markup(K3_MARKUP[0])),
+    (Dialect::KimiK3, K3_MARKUP[1], Opener::Markup(K3_MARKUP[1])),
+    (Dialect::KimiK3, K3_MARKUP[2], Opener::Markup(K3_MARKUP[2])),
+    (
+        Dialect::Gemma4,
+        super::gemma::GEMMA_CALL,
+        Opener::Framed(Framed::Gemma4),
+    ),
+    (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
+    (
+        Dialect::KimiK2,
+        KIMI_SECTION,
+        Opener::WrapperOpen(Wrapper::KimiSection),
+    ),
+    (
+        Dialect::KimiK2,
+        KIMI_SECTION_END,
+        Opener::WrapperClose(Wrapper::KimiSection),
+    ),
+    (Dialect::DeepSeek, DS_CALL, Opener::Framed(Framed::DeepSeek)),
+    (
+        Dialect::DeepSeek,
+        DS_CALLS,
+        Opener::WrapperOpen(Wrapper::DeepSeekCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DS_CALLS_END,
+        Opener::WrapperClose(Wrapper::DeepSeekCalls),
+    ),
+    (Dialect::DeepSeek, DSML_INVOKE, Opener::Framed(Framed::Dsml)),
+    (
+        Dialect::DeepSeek,
+        DSML_CALLS,
+        Opener::WrapperOpen(Wrapper::DsmlCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML_CALLS_END,
+        Opener::WrapperClose(Wrapper::DsmlCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML_TOOL_CALLS,
+        Opener::WrapperOpen(Wrapper::DsmlToolCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML_TOOL_CALLS_END,
+        Opener::WrapperClose(Wrapper::DsmlToolCalls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML41_INVOKE,
+        Opener::Framed(Framed::Dsml41),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML41_CALLS,
+        Opener::WrapperOpen(Wrapper::Dsml41Calls),
+    ),
+    (
+        Dialect::DeepSeek,
+        DSML41_CALLS_END,
+        Opener::WrapperClose(Wrapper::Dsml41Calls),
+    ),
+    (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
+    (
+        Dialect::Harmony,
+        HARMONY_START,
+        Opener::Framed(Framed::HarmonyRole),
+    ),
+    (
+        Dialect::Llama3,
+        PYTHON_TAG,
+        Opener::Framed(Framed::PythonTag),
+    ),
+    (
+        Dialect::Pythonic,
+        PYTHON_START,
+        Opener::Framed(Framed::PythonStart),
+    ),
+];
+
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
-    let table: [(Dialect, &[u8], Opener); 13] = [
-        (Dialect::KimiK2, KIMI_CALL, Opener::Framed(Framed::KimiK2)),
-        (
-            Dialect::KimiK2,
-            KIMI_SECTION,
-            Opener::WrapperOpen(Wrapper::KimiSection),
-        ),
-        (
-            Dialect::KimiK2,
-            KIMI_SECTION_END,
-            Opener::WrapperClose(Wrapper::KimiSection),
-        ),
-        (Dialect::DeepSeek, DS_CALL, Opener::Framed(Framed::DeepSeek)),
-        (
-            Dialect::DeepSeek,
-            DS_CALLS,
-            Opener::WrapperOpen(Wrapper::DeepSeekCalls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DS_CALLS_END,
-            Opener::WrapperClose(Wrapper::DeepSeekCalls),
-        ),
-        (Dialect::DeepSeek, DSML_INVOKE, Opener::Framed(Framed::Dsml)),
-        (
-            Dialect::DeepSeek,
-            DSML_CALLS,
-            Opener::WrapperOpen(Wrapper::DsmlCalls),
-        ),
-        (
-            Dialect::DeepSeek,
-            DSML_CALLS_END,
-            Opener::WrapperClose(Wrapper::DsmlCalls),
-        ),
-        (Dialect::Harmony, HARMONY, Opener::Framed(Framed::Harmony)),
-        (
-            Dialect::Harmony,
-            HARMONY_START,
-            Opener::Framed(Framed::HarmonyRole),
-        ),
-        (
-            Dialect::Llama3,
-            PYTHON_TAG,
-            Opener::Framed(Framed::PythonTag),
-        ),
-        (
-            Dialect::Pythonic,
-            PYTHON_START,
-            Opener::Framed(Framed::PythonStart),
-        ),
-    ];
+    let table = SPECIAL;
     let mut need_more = false;
     for (d, lit, opener) in table {
         if !dialect.allows_special(d) {
@@ -383,7 +500,19 @@ mod tests {
         );
         assert_eq!(match_opener(b"<tool_c", Dialect::Auto), Match::NeedMore);
         assert_eq!(
-            match_opener(b"<tool_calls>", Dialect::Auto),
+            match_opener(b"<tool_calls>\n<tool_call>", Dialect::Auto),
+            Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls))
+        );
+        assert_eq!(
+            match_opener(b"<tool_calls>\n[{", Dialect::Auto),
+            Match::Yes(Opener::Framed(Framed::Hunyuan))
+        );
+        assert_eq!(
+            match_opener(b"<tool_calls> ", Dialect::Auto),
+            Match::NeedMore
+        );
+        assert_eq!(
+            match_opener(b"<tool_calls>[", Dialect::Xml),
             Match::Yes(Opener::WrapperOpen(Wrapper::ToolCalls))
         );
         assert_eq!(match_opener(b"<thinking>", Dialect::Auto), Match::No);

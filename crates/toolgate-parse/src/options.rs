@@ -27,12 +27,22 @@ pub enum Dialect {
     Glm,
     /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{..}<|tool_call_end|>..`.
     KimiK2,
-    /// DeepSeek V3 / V3.1 (`<｜tool▁call▁begin｜>` ...) and V3.2 DSML (`<｜DSML｜invoke name=..>`).
+    /// Kimi K3's XTML: `<|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="string"<|sep|>v<|close|>argument<|sep|><|close|>call<|sep|>`.
+    KimiK3,
+    /// DeepSeek V3 / V3.1 (`<｜tool▁call▁begin｜>` ...), V3.2 / V4 / V4.1 DSML (`<｜DSML｜invoke name=..>`).
     DeepSeek,
     /// gpt-oss Harmony: `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>`.
     Harmony,
     /// Mistral: `[TOOL_CALLS][{"name": .., "arguments": {..}}]` and `[TOOL_CALLS]NAME[ARGS]{..}`.
     Mistral,
+    /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>v<|"|>,n:1}<tool_call|>`.
+    Gemma4,
+    /// IBM Granite 3.0: `<|tool_call|>[{"name": .., "arguments": {..}}]`.
+    Granite,
+    /// Tencent Hunyuan A13B: `<tool_calls>[{"name": .., "arguments": {..}}]</tool_calls>`.
+    Hunyuan,
+    /// LiquidAI LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
+    Lfm2,
     /// Llama 3.x JSON: `<|python_tag|>{..}` and, by name only, a bare
     /// `{"name": .., "parameters": {..}}` at a line start.
     Llama3,
@@ -42,13 +52,16 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, deepseek, harmony, mistral, llama3, pythonic";
+    pub const NAMES: &'static str = "auto, xml, hermes, qwen3-coder, invoke, openai, glm, kimi-k2, kimi-k3, deepseek, harmony, mistral, gemma4, granite, hunyuan, lfm2, llama3, pythonic (aliases: seed-oss reads as qwen3-coder, ernie as hermes)";
 
     pub(crate) fn allows_xml(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Xml | Dialect::OpenAi)
     }
     pub(crate) fn allows_hermes(self) -> bool {
-        matches!(self, Dialect::Auto | Dialect::Hermes | Dialect::OpenAi)
+        matches!(
+            self,
+            Dialect::Auto | Dialect::Hermes | Dialect::OpenAi | Dialect::Hunyuan
+        )
     }
     pub(crate) fn allows_qwen(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Qwen3Coder | Dialect::OpenAi)
@@ -73,15 +86,24 @@ impl FromStr for Dialect {
         Ok(match s.to_ascii_lowercase().as_str() {
             "auto" => Dialect::Auto,
             "xml" | "cdata" => Dialect::Xml,
-            "hermes" | "qwen2.5" | "json" => Dialect::Hermes,
-            "qwen3-coder" | "qwen3coder" | "qwen3" | "qwen" => Dialect::Qwen3Coder,
+            "hermes" | "qwen2.5" | "json" | "ernie" | "ernie4.5" | "ernie45" | "ernie-4.5" => {
+                Dialect::Hermes
+            }
+            "qwen3-coder" | "qwen3coder" | "qwen3" | "qwen" | "seed-oss" | "seed_oss"
+            | "seedoss" => Dialect::Qwen3Coder,
             "invoke" | "minimax" | "minimax-m2" => Dialect::Invoke,
             "glm" | "glm4" | "glm-4.5" | "glm-4.6" | "glm-4.7" | "glm45" | "glm47" => Dialect::Glm,
             "kimi" | "kimi-k2" | "kimi_k2" | "kimik2" => Dialect::KimiK2,
+            "kimi-k3" | "kimi_k3" | "kimik3" | "k3" | "xtml" => Dialect::KimiK3,
             "deepseek" | "deepseek-v3" | "deepseekv3" | "deepseek-v3.1" | "deepseekv31"
-            | "deepseek-v3.2" | "deepseekv32" | "dsml" => Dialect::DeepSeek,
+            | "deepseek-v3.2" | "deepseekv32" | "dsml" | "deepseek-v4" | "deepseekv4"
+            | "deepseek-v4.1" | "deepseekv41" => Dialect::DeepSeek,
             "harmony" | "gpt-oss" | "gpt_oss" | "gptoss" => Dialect::Harmony,
             "mistral" => Dialect::Mistral,
+            "gemma4" | "gemma-4" | "gemma" => Dialect::Gemma4,
+            "granite" | "granite3" | "granite-3" => Dialect::Granite,
+            "hunyuan" | "hunyuan-a13b" | "hunyuan_a13b" => Dialect::Hunyuan,
+            "lfm2" | "lfm" | "lfm2.5" => Dialect::Lfm2,
             "llama3" | "llama3_json" | "llama3-json" | "llama" => Dialect::Llama3,
             "pythonic" | "llama4" | "llama4_pythonic" | "llama4-pythonic" => Dialect::Pythonic,
             "openai" | "native" => Dialect::OpenAi,

@@ -390,6 +390,22 @@ impl StreamParser {
             Opener::Function => State::Block(BlockScan::function()),
             Opener::Invoke => State::Block(BlockScan::invoke()),
             Opener::Framed(f) => State::Block(BlockScan::framed(f)),
+            Opener::StrayClose => {
+                self.emitter.stray_close(&self.buf[self.start..tag_end]);
+                self.consume(tag_end);
+                State::Text {
+                    scan: tag_end,
+                    fence_checked: false,
+                }
+            }
+            Opener::Markup(_) => {
+                self.emitter.markup(&self.buf[self.start..tag_end], true);
+                self.consume(tag_end);
+                State::Text {
+                    scan: tag_end,
+                    fence_checked: false,
+                }
+            }
             Opener::WrapperOpen(w) => {
                 self.emitter
                     .wrapper_open(&self.buf[self.start..tag_end], w, at);

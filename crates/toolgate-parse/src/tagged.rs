@@ -66,12 +66,8 @@ pub(crate) fn parse_qwen(
         closed
     };
     if !wrapped && !closed && walk.params.is_empty() {
-        // `<function=x>` mentioned in prose: no parameters, never closed.
-        out.problem(
-            ProblemKind::MissingName,
-            pos,
-            format!("<function={name}> with no parameters and no </function> is not a call"),
-        );
+        // `<function=x>` mentioned in prose: no parameters, never closed. Text, and
+        // nothing to report about it.
         return out;
     }
     build(block, &name, &walk, function_closed, &QWEN, opts, &mut out);

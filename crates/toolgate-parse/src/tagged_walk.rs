@@ -2,7 +2,9 @@
 //! end, incrementally and using the tool's schema: a value ends at a `</parameter>`
 //! only when what follows is structure (a parameter the tool has and the call has not
 //! given yet, the call's closing tag, another call, or the end of the output), so a
-//! value may hold markup, even whole calls, written as text. The block-end scanner
+//! value may hold markup, even whole calls, written as text. A parameter tag inside a
+//! value opens nothing; only at the start of one of the value's lines, outside a call
+//! the value quotes, does it close the value for the model (lenient). The block-end scanner
 //! and the block parser run the same walk, so where a block ends and how it reads
 //! cannot disagree.
 
@@ -119,7 +121,6 @@ pub(crate) enum Note {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Depths {
-    param: u32,
     call: u32,
     tool_call: u32,
 }
@@ -364,11 +365,6 @@ impl Walk {
                         self.pos = q + 1;
                         continue;
                     }
-                    if d.param > 0 {
-                        d.param -= 1;
-                        self.pos = q + len;
-                        continue;
-                    }
                     match self.structural_after(b, q + len, eof) {
                         None => return self.hold(q, d),
                         Some(true) => {
@@ -397,11 +393,15 @@ impl Walk {
                         KeyAt::NeedMore => return self.hold(q, d),
                         KeyAt::NotATag => {}
                         KeyAt::Key(raw) => {
-                            if d.param == 0 && self.acceptable_raw(raw) {
+                            let quoting = d.call > 0 || d.tool_call > 0;
+                            let from = self.params.last().map_or(0, |p| p.value.start);
+                            if !quoting && line_start(b, from, q) && self.acceptable_raw(raw) {
                                 self.end_value(q, q, ValueEnd::Implicit);
                                 return Step::Continue;
                             }
-                            d.param += 1;
+                            // Elsewhere the tag is text: it opens nothing, and the
+                            // value still ends at the first `</parameter>` followed
+                            // by structure.
                         }
                     }
                     self.pos = q + 1;
@@ -425,7 +425,7 @@ impl Walk {
                     };
                     if *inner > 0 {
                         *inner -= 1;
-                    } else if d.param == 0 {
+                    } else {
                         let after = q + tags[t].len();
                         match self.ends_call_after(b, after, eof, t == 1) {
                             None => return self.hold(q, d),
@@ -562,6 +562,18 @@ impl Walk {
 enum Step {
     Continue,
     Stop(Walked),
+}
+
+/// Whether `b[q]` starts a line of the value that starts at `from`: only blanks
+/// between it and the previous line break or the value's start. The templates write
+/// every parameter tag on a line of its own, so only there does a parameter tag met
+/// inside a value close it implicitly; elsewhere it is text the value quotes.
+fn line_start(b: &[u8], from: usize, q: usize) -> bool {
+    b[from.min(q)..q]
+        .iter()
+        .rev()
+        .find(|c| !matches!(c, b' ' | b'\t'))
+        .is_none_or(|&c| c == b'\n' || c == b'\r')
 }
 
 /// The property names of an object schema, when it lists some.

@@ -12,4 +12,5 @@ mod conformance;
 mod corpus;
 mod cut_calls;
 mod parse_api;
+mod planted_markers;
 mod stream_props;

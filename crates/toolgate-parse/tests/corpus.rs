@@ -161,3 +161,19 @@ fn every_two_chunk_split_equals_whole() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A problem message names what it is about: never an empty tag or name (`" was never
+/// closed"`, `'' does not name a tool`).
+#[test]
+fn problem_messages_never_name_an_empty_tag() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        for p in whole(&case.input, &options(case)).problems {
+            let m = &p.message;
+            if m.starts_with(' ') || m.contains("''") || m.contains("<>") || m.is_empty() {
+                failures.push(format!("{}: {m:?}", case.name));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -64,6 +64,46 @@ const CALLS: &[(Dialect, &str, &str)] = &[
         r#"<|python_start|>[write_file(path="a.md", content=""#,
         r#"rm -rf /tmp/build")]<|python_end|>"#,
     ),
+    (
+        Dialect::DeepSeek,
+        "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"write_file\">\n<｜DSML｜parameter name=\"path\" string=\"true\">a.md</｜DSML｜parameter>\n<｜DSML｜parameter name=\"content\" string=\"true\">",
+        "rm -rf /tmp/build</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+    ),
+    (
+        Dialect::DeepSeek,
+        "<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"write_file\">\n<｜DSML｜ parameter name=\"path\" string=\"true\">a.md</｜DSML｜ parameter>\n<｜DSML｜ parameter name=\"content\" string=\"true\">",
+        "rm -rf /tmp/build</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+    ),
+    (
+        Dialect::KimiK3,
+        r#"<|open|>tools<|sep|><|open|>call tool="write_file" index="1"<|sep|><|open|>argument key="path" type="string"<|sep|>a.md<|close|>argument<|sep|><|open|>argument key="content" type="string"<|sep|>"#,
+        r#"rm -rf /tmp/build<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"#,
+    ),
+    (
+        Dialect::Lfm2,
+        r#"<|tool_call_start|>[write_file(path="a.md", content=""#,
+        r#"rm -rf /tmp/build")]<|tool_call_end|>"#,
+    ),
+    (
+        Dialect::Granite,
+        r#"<|tool_call|>[{"name": "write_file", "arguments": {"path": "a.md", "content": ""#,
+        r#"rm -rf /tmp/build"}}]"#,
+    ),
+    (
+        Dialect::Hunyuan,
+        r#"<tool_calls>[{"name": "write_file", "arguments": {"path": "a.md", "content": ""#,
+        r#"rm -rf /tmp/build"}}]</tool_calls>"#,
+    ),
+    (
+        Dialect::Qwen3Coder,
+        "<seed:tool_call>\n<function=write_file>\n<parameter=path>\na.md\n</parameter>\n<parameter=content>\n",
+        "rm -rf /tmp/build\n</parameter>\n</function>\n</seed:tool_call>",
+    ),
+    (
+        Dialect::Gemma4,
+        r#"<|tool_call>call:write_file{path:<|"|>a.md<|"|>,content:<|"|>"#,
+        r#"rm -rf /tmp/build<|"|>}<tool_call|>"#,
+    ),
 ];
 
 fn streamed(input: &str, cut: usize, opts: &ParseOptions) -> toolgate_parse::ParsedTurn {

@@ -6,13 +6,25 @@
 use libfuzzer_sys::fuzz_target;
 use toolgate_parse::{Dialect, InputParser, ParseOptions, ParsedTurn, collect};
 
-const DIALECTS: [Dialect; 6] = [
+const DIALECTS: [Dialect; 18] = [
     Dialect::Auto,
     Dialect::Xml,
     Dialect::Hermes,
     Dialect::Qwen3Coder,
     Dialect::Invoke,
     Dialect::OpenAi,
+    Dialect::Glm,
+    Dialect::KimiK2,
+    Dialect::KimiK3,
+    Dialect::DeepSeek,
+    Dialect::Harmony,
+    Dialect::Mistral,
+    Dialect::Gemma4,
+    Dialect::Granite,
+    Dialect::Hunyuan,
+    Dialect::Lfm2,
+    Dialect::Llama3,
+    Dialect::Pythonic,
 ];
 
 fn parse(data: &[u8], cuts: &[usize], opts: &ParseOptions) -> ParsedTurn {
@@ -30,7 +42,9 @@ fn parse(data: &[u8], cuts: &[usize], opts: &ParseOptions) -> ParsedTurn {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&mode, rest)) = input.split_first() else { return };
+    let Some((&mode, rest)) = input.split_first() else {
+        return;
+    };
     if rest.len() < 8 {
         return;
     }

@@ -4,6 +4,8 @@
 //! each test binary that includes it names the corpus folder as `crate::CORPUS`.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+pub mod planted;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
