@@ -159,6 +159,8 @@ fn run_page(page: &Page, runnable: &[&Block]) -> Result<Duration, String> {
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("TOOLGATE_ADDR", format!("127.0.0.1:{port}"))
+        // examples/demo.sh builds toolgate unless it names one already built.
+        .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log);
