@@ -105,7 +105,7 @@ fn commands(block: &Block) -> Vec<String> {
 fn script(page: &Page, runnable: &[&Block], port: u16) -> String {
     let mut s = String::from(
         "set -eo pipefail\n\
-         trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null || true' EXIT\n",
+         trap 'for p in $(jobs -p); do kill \"$p\" 2>/dev/null || true; done; wait || true' EXIT\n",
     );
     for block in runnable {
         let _ = writeln!(s, "printf '\\n{MARKER}%s\\n' '{}'", block.line);
@@ -114,7 +114,6 @@ fn script(page: &Page, runnable: &[&Block], port: u16) -> String {
             s.push('\n');
         }
     }
-    let _ = writeln!(s, "printf '\\n{MARKER}done %s\\n' '{}'", page.path.display());
     s
 }
 
@@ -216,6 +215,10 @@ fn every_shell_example_runs() {
     let mut work = Vec::new();
     for page in &pages {
         let mut runnable = Vec::new();
+        // The crates' READMEs show their own test commands: not examples of toolgate.
+        if page.path.starts_with("crates") {
+            continue;
+        }
         for block in blocks(&page.text) {
             if !SHELLS.contains(&block.lang()) {
                 continue;
