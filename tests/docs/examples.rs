@@ -102,7 +102,7 @@ fn commands(block: &Block) -> Vec<String> {
 }
 
 /// One page's runnable examples as a bash script.
-fn script(page: &Page, runnable: &[&Block], port: u16) -> String {
+fn script(runnable: &[&Block], port: u16) -> String {
     let mut s = String::from(
         "set -eo pipefail\n\
          trap 'for p in $(jobs -p); do kill \"$p\" 2>/dev/null || true; done; wait || true' EXIT\n",
@@ -145,7 +145,7 @@ fn run_page(page: &Page, runnable: &[&Block]) -> Result<Duration, String> {
     std::fs::create_dir_all(&home).unwrap();
     let port = free_port();
     let script_path = tmp.path().join("examples.sh");
-    std::fs::write(&script_path, script(page, runnable, port)).unwrap();
+    std::fs::write(&script_path, script(runnable, port)).unwrap();
     let log_path = tmp.path().join("output.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_toolgate")).parent().unwrap();
