@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-
 /// The workspace root: this package's folder (the test-support crate's own idea of it
 /// is fixed when that crate is built, which may have been in another checkout).
 pub fn root() -> &'static Path {

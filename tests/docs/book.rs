@@ -4,8 +4,8 @@
 use std::process::Command;
 
 use super::markdown::{blocks, links};
-use super::{book_files, mdbook, pages};
 use super::root;
+use super::{book_files, mdbook, pages};
 
 #[test]
 fn the_book_builds_with_mdbook() {
@@ -23,7 +23,10 @@ fn the_book_builds_with_mdbook() {
         String::from_utf8_lossy(&build.stderr)
     );
     for page in book_files() {
-        let rel = page.strip_prefix("docs/src").unwrap().with_extension("html");
+        let rel = page
+            .strip_prefix("docs/src")
+            .unwrap()
+            .with_extension("html");
         if rel.as_os_str() == "SUMMARY.html" {
             continue;
         }
@@ -45,7 +48,10 @@ fn every_page_is_in_the_summary() {
         .map(|p| p.strip_prefix("docs/src").unwrap().display().to_string())
         .filter(|p| p != "SUMMARY.md" && !listed.contains(p))
         .collect();
-    assert!(missing.is_empty(), "pages not in docs/src/SUMMARY.md: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "pages not in docs/src/SUMMARY.md: {missing:?}"
+    );
 }
 
 #[test]

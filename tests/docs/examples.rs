@@ -10,7 +10,7 @@
 //!   the text, and as `TOOLGATE_ADDR`); a server started with `&` is stopped when the
 //!   page's script ends;
 //! - the few examples that cannot run here (a network, a key, a model server, minutes
-//!   of benchmarks) are ```` ```sh,no-run ```` with `<!-- no-run: REASON -->` on the
+//!   of benchmarks) are ```` ```sh,no_run ```` with `<!-- no_run: REASON -->` on the
 //!   line before; there are at most [`MAX_NO_RUN`] of them.
 
 use std::fmt::Write as _;
@@ -18,14 +18,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::markdown::{blocks, Block};
-use super::{pages, root, Page};
+use super::markdown::{Block, blocks};
+use super::{Page, pages, root};
 use toolgate_test_support::CLEARED_ENV;
 
 /// The info strings whose blocks are shell examples.
 const SHELLS: &[&str] = &["sh", "bash", "shell", "console"];
 
-/// How many examples may be marked `no-run`: a handful, each with its reason.
+/// How many examples may be marked `no_run`: a handful, each with its reason.
 const MAX_NO_RUN: usize = 14;
 
 /// How long one page's examples may take together.
@@ -34,11 +34,11 @@ const PAGE_LIMIT: Duration = Duration::from_secs(180);
 /// The marker printed before each example, so that a failure names its line.
 const MARKER: &str = "@@ example ";
 
-/// The reason an example does not run, from `<!-- no-run: REASON -->`.
+/// The reason an example does not run, from `<!-- no_run: REASON -->`.
 fn no_run_reason(block: &Block) -> Option<&str> {
     let reason = block
         .before
-        .strip_prefix("<!-- no-run:")?
+        .strip_prefix("<!-- no_run:")?
         .strip_suffix("-->")?
         .trim();
     (!reason.is_empty()).then_some(reason)
@@ -149,7 +149,11 @@ fn run_page(page: &Page, runnable: &[&Block]) -> Result<Duration, String> {
     let log_path = tmp.path().join("output.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_toolgate")).parent().unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut cmd = Command::new("bash");
     cmd.arg(&script_path)
         .current_dir(&work)
@@ -185,7 +189,11 @@ fn run_page(page: &Page, runnable: &[&Block]) -> Result<Duration, String> {
     let output = std::fs::read_to_string(&log_path).unwrap_or_default();
     match status {
         Some(s) if s.success() => Ok(start.elapsed()),
-        other => Err(report(page, &output, other.map_or("timed out".into(), |s| s.to_string()))),
+        other => Err(report(
+            page,
+            &output,
+            other.map_or("timed out".into(), |s| s.to_string()),
+        )),
     }
 }
 
@@ -224,7 +232,7 @@ fn every_shell_example_runs() {
                 continue;
             }
             let at = format!("{}:{}", page.path.display(), block.line);
-            if block.has("no-run") {
+            if block.has("no_run") {
                 match no_run_reason(&block) {
                     Some(reason) => no_run.push(format!("{at}: {reason}")),
                     None => unexplained.push(at),
@@ -239,16 +247,19 @@ fn every_shell_example_runs() {
     }
     assert!(
         unexplained.is_empty(),
-        "no-run examples without `<!-- no-run: REASON -->` on the line before: {unexplained:?}"
+        "no_run examples without `<!-- no_run: REASON -->` on the line before: {unexplained:?}"
     );
     assert!(
         no_run.len() <= MAX_NO_RUN,
-        "{} no-run examples (at most {MAX_NO_RUN}):\n{}",
+        "{} no_run examples (at most {MAX_NO_RUN}):\n{}",
         no_run.len(),
         no_run.join("\n")
     );
     let examples: usize = work.iter().map(|(_, r)| r.len()).sum();
-    assert!(examples > 20, "only {examples} runnable shell examples found");
+    assert!(
+        examples > 20,
+        "only {examples} runnable shell examples found"
+    );
     let results: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = work
             .iter()
@@ -266,14 +277,24 @@ fn every_shell_example_runs() {
             Err(report) => failures.push(report),
         }
     }
-    eprintln!("docs examples: {examples} ran, {} not run:\n  {}", no_run.len(), no_run.join("\n  "));
+    eprintln!(
+        "docs examples: {examples} ran, {} not run:\n  {}",
+        no_run.len(),
+        no_run.join("\n  ")
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
 fn an_exit_comment_checks_the_exit_code() {
-    assert_eq!(command_line("echo hi   # a comment"), "echo hi   # a comment");
+    assert_eq!(
+        command_line("echo hi   # a comment"),
+        "echo hi   # a comment"
+    );
     let line = command_line("toolgate run x  # the run pauses   # exit 3: paused");
-    assert!(line.starts_with("toolgate run x && __rc=0 || __rc=$?; [ \"$__rc\" = 3 ]"), "{line}");
+    assert!(
+        line.starts_with("toolgate run x && __rc=0 || __rc=$?; [ \"$__rc\" = 3 ]"),
+        "{line}"
+    );
     assert_eq!(command_line("echo '# exit 3'"), "echo '# exit 3'");
 }

@@ -26,9 +26,15 @@ fn subcommands(help: &str) -> Vec<String> {
 /// What is wrong with the end of `text`, the help of `toolgate ARGS`; `None` when it
 /// names a page that exists.
 fn check(text: &str) -> Option<String> {
-    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
     let Some(page) = last.trim().strip_prefix("Book: ") else {
-        return Some(format!("it ends with {last:?}, not `Book: docs/src/PAGE.md`"));
+        return Some(format!(
+            "it ends with {last:?}, not `Book: docs/src/PAGE.md`"
+        ));
     };
     if !page.starts_with("docs/src/") || !page.ends_with(".md") {
         return Some(format!("{page} is not a page of the book (docs/src/*.md)"));
@@ -53,6 +59,9 @@ fn every_command_help_ends_with_its_book_page() {
             todo.push(next);
         }
     }
-    assert!(seen > 20, "only {seen} helps read: is the Commands: reader broken?");
+    assert!(
+        seen > 20,
+        "only {seen} helps read: is the Commands: reader broken?"
+    );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -57,7 +57,11 @@ fn check(page: &Path, target: &str) -> Option<String> {
     (!ids.contains(anchor)).then(|| {
         let mut known: Vec<_> = ids.into_iter().collect();
         known.sort();
-        format!("{} has no heading #{anchor} (it has: {})", file.display(), known.join(", "))
+        format!(
+            "{} has no heading #{anchor} (it has: {})",
+            file.display(),
+            known.join(", ")
+        )
     })
 }
 
@@ -81,6 +85,9 @@ fn every_internal_link_and_anchor_resolves() {
             }
         }
     }
-    assert!(checked > 50, "only {checked} internal links found: is the reader broken?");
+    assert!(
+        checked > 50,
+        "only {checked} internal links found: is the reader broken?"
+    );
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

@@ -8,24 +8,21 @@ use std::collections::HashSet;
 pub struct Block {
     /// The fence's line, 1-based.
     pub line: usize,
-    /// The info string: ```` ```sh,no-run ```` gives `sh,no-run`.
+    /// The info string: ```` ```sh,no_run ```` gives `sh,no_run`.
     pub info: String,
     /// The lines between the fences.
     pub body: Vec<String>,
-    /// The last non-blank line before the fence (where a `no-run` reason goes).
+    /// The last non-blank line before the fence (where a `no_run` reason goes).
     pub before: String,
 }
 
 impl Block {
     /// The language: the info string up to its first comma or space.
     pub fn lang(&self) -> &str {
-        self.info
-            .split([',', ' '])
-            .next()
-            .unwrap_or_default()
+        self.info.split([',', ' ']).next().unwrap_or_default()
     }
 
-    /// Whether the info string carries `flag` (`sh,no-run`).
+    /// Whether the info string carries `flag` (`sh,no_run`).
     pub fn has(&self, flag: &str) -> bool {
         self.info.split([',', ' ']).skip(1).any(|f| f == flag)
     }
@@ -198,12 +195,15 @@ pub fn slug(text: &str) -> String {
 #[test]
 fn the_reader_finds_blocks_links_and_anchors() {
     let text = "# The `serve` API\n\nSee [x](a.md#b) and `[not](c.md)`.\n\n\
-                <!-- no-run: needs a key -->\n```sh,no-run\necho [a](b)\n```\n\n## Twice\n## Twice\n\
+                <!-- no_run: needs a key -->\n```sh,no_run\necho [a](b)\n```\n\n## Twice\n## Twice\n\
                 [ref]: https://example.com\n";
     let b = blocks(text);
     assert_eq!(b.len(), 1);
-    assert_eq!((b[0].line, b[0].lang(), b[0].has("no-run")), (6, "sh", true));
-    assert_eq!(b[0].before, "<!-- no-run: needs a key -->");
+    assert_eq!(
+        (b[0].line, b[0].lang(), b[0].has("no_run")),
+        (6, "sh", true)
+    );
+    assert_eq!(b[0].before, "<!-- no_run: needs a key -->");
     let targets: Vec<_> = links(text).into_iter().map(|l| l.target).collect();
     assert_eq!(targets, ["a.md#b", "https://example.com"]);
     let a = anchors(text);
