@@ -298,3 +298,21 @@ fn an_exit_comment_checks_the_exit_code() {
     );
     assert_eq!(command_line("echo '# exit 3'"), "echo '# exit 3'");
 }
+
+#[test]
+fn a_failure_names_the_page_the_line_and_the_output() {
+    let page = Page {
+        path: "docs/src/x.md".into(),
+        text: String::new(),
+    };
+    let output = format!("\n{MARKER}12\nfine\n\n{MARKER}40\nboom: no such file\n");
+    let text = report(&page, &output, "exit status: 1".into());
+    assert!(
+        text.starts_with("docs/src/x.md:40: the example failed (exit status: 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("boom: no such file") && !text.contains("fine"),
+        "{text}"
+    );
+}
