@@ -26,7 +26,7 @@ if command -v flock >/dev/null 2>&1; then
     flock 9
 fi
 
-if [[ -x "$mdbook" ]] && "$mdbook" --version 2>/dev/null | grep -q "v$version"; then
+if [[ -x "$mdbook" ]] && [[ "$("$mdbook" --version 2>/dev/null)" == *"v$version"* ]]; then
     echo "$mdbook"
     exit 0
 fi
