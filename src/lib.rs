@@ -39,3 +39,12 @@ pub mod tool {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's Rust examples (`docs/src`), compiled and run as doctests: one item per
+/// page that has any (the docs tests check that none is missing).
+#[cfg(doctest)]
+pub mod book_doctests {
+    /// `docs/src/howto/library.md`.
+    #[doc = include_str!("../docs/src/howto/library.md")]
+    pub struct HowtoLibrary;
+}

@@ -35,6 +35,7 @@ mod deadlines_store;
 mod dialect_runs;
 mod dialects_cli;
 mod dify_tools;
+mod docs;
 mod engine;
 mod final_hidden;
 mod hot_reload;

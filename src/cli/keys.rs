@@ -24,6 +24,7 @@ pub struct KeysArgs {
 #[derive(Subcommand, Debug)]
 enum KeysCommand {
     /// Issue a key: printed once, stored hashed.
+    #[command(after_help = "Book: docs/src/howto/identities.md")]
     Create {
         /// Its name: what `decided_by` records for its decisions.
         #[arg(long)]
@@ -43,11 +44,13 @@ enum KeysCommand {
         json: bool,
     },
     /// List the issued keys (never the keys themselves).
+    #[command(after_help = "Book: docs/src/howto/identities.md")]
     List {
         #[arg(long)]
         json: bool,
     },
     /// Revoke a key: it is refused from now on.
+    #[command(after_help = "Book: docs/src/howto/identities.md")]
     Revoke { name: String },
 }
 

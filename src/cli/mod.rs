@@ -36,7 +36,8 @@ use toolgate::tool::{LoadedTool, ToolLibrary};
 #[command(
     name = "toolgate",
     version,
-    about = "An agent-loop runtime: tool calls parsed, gated, run and recorded"
+    about = "An agent-loop runtime: tool calls parsed, gated, run and recorded",
+    after_help = "Book: docs/src/introduction.md"
 )]
 pub struct Cli {
     /// The database: a SQLite file, or a PostgreSQL URL (postgres://USER@HOST:PORT/DB)
@@ -110,41 +111,59 @@ pub fn check_run_tenant(store: &Store, id: &str) -> Result<(), Failure> {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Parse one model output (a file, or stdin) and print its text, calls and problems as JSON.
+    #[command(after_help = "Book: docs/src/howto/parse.md")]
     Parse(parse::ParseArgs),
     /// List, inspect, check and call the tools of the library.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Tools(tools::ToolsArgs),
     /// Print the XML tool instructions (or the OpenAI tools array) for some tools.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Prompt(prompt::PromptArgs),
     /// List recorded calls (by conversation, run, tool, status, time), as a table or JSON.
+    #[command(after_help = "Book: docs/src/explanation/record.md")]
     Calls(calls::CallsArgs),
     /// Usage summaries: one conversation, one tool, or everything.
+    #[command(after_help = "Book: docs/src/explanation/record.md")]
     Stats(stats::StatsArgs),
     /// Run an agent on a message, until it answers, pauses for action (exit 3) or fails.
+    #[command(after_help = "Book: docs/src/tutorials/first-agent.md")]
     Run(run::RunArgs),
     /// List runs, newest first.
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Runs(runs::RunsArgs),
     /// Show one run: status, waiting items, usage (--json: the run object).
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Show(runs::ShowArgs),
     /// Approve a paused run's call(s), optionally for good (--always) or with edited --args.
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Approve(runs::ApproveArgs),
     /// Deny a paused run's call; the reason goes to the model.
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Deny(runs::DenyArgs),
     /// Give a client tool's output to a paused run.
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Submit(runs::SubmitArgs),
     /// Continue a run whose items are all resolved, that failed, or whose process died.
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Resume(runs::ResumeArgs),
     /// Cancel a run that has not ended.
+    #[command(after_help = "Book: docs/src/tutorials/person-in-the-loop.md")]
     Cancel(runs::ResumeArgs),
     /// Serve the run API, SSE and an OpenAI Responses endpoint over HTTP.
+    #[command(after_help = "Book: docs/src/tutorials/serving.md")]
     Serve(Box<serve::ServeArgs>),
     /// Serve an agent's tools to an MCP client over stdio, every call gated and recorded.
+    #[command(after_help = "Book: docs/src/howto/mcp-server.md")]
     Mcp(mcp::McpArgs),
     /// Issue, list and revoke the keys `serve` accepts (roles, tenants, groups).
+    #[command(after_help = "Book: docs/src/howto/identities.md")]
     Keys(keys::KeysArgs),
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
+    #[command(after_help = "Book: docs/src/howto/secrets.md")]
     Secrets(secrets::SecretsArgs),
     /// What this machine can confine (Landlock, seccomp, the tools' user), and whether a
     /// program starts in the default sandbox.
+    #[command(after_help = "Book: docs/src/howto/sandbox.md")]
     Doctor(doctor::DoctorArgs),
 }
 

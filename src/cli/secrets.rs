@@ -24,6 +24,7 @@ pub struct SecretsArgs {
 #[derive(Subcommand, Debug)]
 enum SecretsCommand {
     /// Store a secret: its value from stdin (one line), or from --from-env VAR.
+    #[command(after_help = "Book: docs/src/howto/secrets.md")]
     Set {
         /// The name tool files use (`credentials: {token: {secret: NAME}}`).
         name: String,
@@ -32,11 +33,13 @@ enum SecretsCommand {
         from_env: Option<String>,
     },
     /// List the stored secrets' names (never their values).
+    #[command(after_help = "Book: docs/src/howto/secrets.md")]
     List {
         #[arg(long)]
         json: bool,
     },
     /// Remove a stored secret.
+    #[command(after_help = "Book: docs/src/howto/secrets.md")]
     Rm { name: String },
 }
 

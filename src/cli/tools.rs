@@ -26,19 +26,23 @@ pub struct ToolsArgs {
 #[derive(Subcommand, Debug)]
 enum ToolsCommand {
     /// Every tool: name, permission, how it runs, where it is defined.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     List {
         #[arg(long)]
         json: bool,
     },
     /// One tool in full.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Show {
         name: String,
         #[arg(long)]
         json: bool,
     },
     /// Load every tool file in DIR (default: the tools folder) and report problems; exit 2 if any.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Check { dir: Option<PathBuf> },
     /// Validate arguments and run one tool directly.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Call {
         name: String,
         /// The arguments as a JSON object.
