@@ -9,6 +9,7 @@ pub mod clock;
 mod error_kind;
 pub mod error_line;
 pub mod events;
+pub mod allow;
 pub mod identity;
 pub mod image;
 mod part;
