@@ -38,6 +38,7 @@ mod dialects_cli;
 mod dify_tools;
 mod engine;
 mod final_hidden;
+mod hook_sandbox;
 mod hot_reload;
 mod identities;
 mod identity_keys;

@@ -11,13 +11,14 @@
 //! A command hook runs in the same sandbox as command tools (`toolgate_sandbox`:
 //! Landlock, seccomp, `nobody` as root, rlimits, an environment built from nothing,
 //! its own process group killed on a timeout or when toolgate dies), with its own
-//! settings: `sandbox:` on the hook, written as in a tool file, except that `fs`
-//! defaults to `workspace-read`: the hook's "workspace" is its folder (the folder of
-//! the file naming it, where it starts), which it may read but not write; it writes
-//! only its own temporary `HOME`, and the `write:` folders its settings name. No
-//! network unless `network: true`; `sandbox: off` runs it as toolgate's own user, as
-//! before. Its environment holds `TOOLGATE_HOOK`, `TOOLGATE_TENANT`, `TOOLGATE_USER`,
-//! `TOOLGATE_RUN_ID` and `TOOLGATE_CONVERSATION_ID` besides the sandbox's own.
+//! settings: `sandbox:` on the hook, written as in a tool file (`fs`, `read`, `write`,
+//! `network`, `limits`, or `off`). Its folder (the folder of the file naming it, where
+//! it starts) it may read but never write; it writes its own temporary `HOME` and the
+//! `write:` folders its settings name (`fs: workspace-read` makes those read-only too),
+//! nothing else. No network unless `network: true`; `sandbox: off` runs it as
+//! toolgate's own user, unconfined, as hooks ran before. Its environment holds
+//! `TOOLGATE_HOOK`, `TOOLGATE_TENANT`, `TOOLGATE_USER`, `TOOLGATE_RUN_ID`,
+//! `TOOLGATE_CONVERSATION_ID` and `TOOLGATE_CALL_ID` besides the sandbox's own.
 //!
 //! ```yaml
 //! hooks:
@@ -74,25 +75,26 @@ pub struct Hook {
     pub sandbox: SandboxPolicy,
 }
 
-/// A command hook's sandbox when it names none: the tools' default, with its folder
-/// read-only.
-pub fn default_sandbox() -> SandboxPolicy {
-    SandboxPolicy::On(toolgate_sandbox::Rules {
-        fs: Fs::WorkspaceRead,
-        ..Default::default()
-    })
-}
-
-/// `sandbox:` as a hook writes it: as in a tool file, `fs` defaulting to
-/// `workspace-read`.
-fn read_sandbox(v: &Value, folder: &Path) -> Result<SandboxPolicy, String> {
-    let mut policy = SandboxPolicy::parse(v, folder).map_err(|(_, m)| m)?;
-    if let SandboxPolicy::On(rules) = &mut policy
-        && v.get("fs").is_none()
-    {
-        rules.fs = Fs::WorkspaceRead;
+/// How a command hook is launched under `policy`: the rules the sandbox applies, and
+/// the folder given to it as the workspace. The hook's own `folder` (where it starts)
+/// is only ever read; what it may write is its `write:` folders (the first stands as
+/// the sandbox's workspace, the rest stay `write:`), or, without any, nothing but its
+/// temporary `HOME` (the folder then lent read-only, as `fs: workspace-read`).
+fn launch_policy(policy: &SandboxPolicy, folder: &Path) -> (SandboxPolicy, PathBuf) {
+    let SandboxPolicy::On(rules) = policy else {
+        return (SandboxPolicy::Off, folder.to_path_buf());
+    };
+    let mut rules = rules.clone();
+    if rules.fs == Fs::Off {
+        return (SandboxPolicy::On(rules), folder.to_path_buf());
     }
-    Ok(policy)
+    rules.read.push(folder.to_path_buf());
+    if rules.fs == Fs::WorkspaceWrite && !rules.write.is_empty() {
+        let workspace = rules.write.remove(0);
+        return (SandboxPolicy::On(rules), workspace);
+    }
+    rules.fs = Fs::WorkspaceRead;
+    (SandboxPolicy::On(rules), folder.to_path_buf())
 }
 
 /// The hooks of an agent or a tool.
@@ -226,11 +228,12 @@ impl Hook {
         let mut target = None;
         let mut timeout = DEFAULT_TIMEOUT;
         let mut on_error = OnError::Deny;
-        let mut sandbox = default_sandbox();
+        let mut sandbox = SandboxPolicy::default();
         for (k, v) in map {
             match k.as_str() {
                 "sandbox" => {
-                    sandbox = read_sandbox(v, folder).map_err(|m| key_err(k, format!("sandbox: {m}")))?;
+                    sandbox = SandboxPolicy::parse(v, folder)
+                        .map_err(|(_, m)| key_err(k, format!("sandbox: {m}")))?;
                 }
                 "command" => {
                     let parts: Option<Vec<String>> = match v {
@@ -389,19 +392,31 @@ impl Hook {
             program.to_path_buf()
         };
         let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&command[1..]).current_dir(&self.folder);
+        cmd.args(&command[1..]);
         let env = hook_env(request);
         let who = format!("the {} hook", request.hook);
         let shown = program.to_string_lossy();
+        // Arguments naming files of its folder (`hooks/guard.sh`), as absolute paths:
+        // the sandbox finds the program's own files from them.
+        let files: Vec<String> = command[1..]
+            .iter()
+            .map(|a| match self.folder.join(a) {
+                p if Path::new(a).is_relative() && p.exists() => p.to_string_lossy().into_owned(),
+                _ => a.clone(),
+            })
+            .collect();
+        let (policy, workspace) = launch_policy(&self.sandbox, &self.folder);
         let launch = sandbox::Launch {
             who: &who,
-            workspace: &self.folder,
-            program: Some((&shown, &command[1..])),
+            workspace: &workspace,
+            program: Some((&shown, &files)),
             env: &env,
         };
         // Kept until the program has ended: its temporary folder goes with it.
-        let _confined = sandbox::confine(&mut cmd, &self.sandbox, &launch)
+        let _confined = sandbox::confine(&mut cmd, &policy, &launch)
             .map_err(|e| format!("could not be sandboxed: {e}"))?;
+        // It starts in its own folder (readable to it), whatever the sandbox lent.
+        cmd.current_dir(&self.folder);
         // The caller's own timeout gives up first; this one is a backstop.
         let done = crate::process::run(cmd, &body, self.timeout + Duration::from_secs(1), MAX_ANSWER)
             .await
