@@ -49,7 +49,42 @@ impl Toolkit {
         }
     }
 
-    /// The toolkit for a caller limited to `allow` (met with any limit it had).
+    /// The toolkit for a caller limited to `allow` (met with any limit it had): a tool
+    /// outside it is not offered ([`Toolkit::tools`]), and the gate refuses its calls
+    /// (it still resolves, so that the refusal is recorded as the policy's).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolgate_protocol::allow::Allow;
+    /// use toolgate_tool::permission::{Gate, Who};
+    /// use toolgate_tool::{Permission, ToolLibrary};
+    /// # use serde_json::{Map, Value, json};
+    /// # use toolgate_tool::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+    /// # struct Noop(ToolSpec);
+    /// # #[async_trait::async_trait]
+    /// # impl Tool for Noop {
+    /// #     fn spec(&self) -> &ToolSpec { &self.0 }
+    /// #     async fn call(&self, _: &ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    /// #         Ok(ToolOutput::text(""))
+    /// #     }
+    /// # }
+    /// # let mut library = ToolLibrary::default();
+    /// # for name in ["x", "y"] {
+    /// #     let spec = ToolSpec::new(name, "", Permission::Auto, json!({"type": "object"}));
+    /// #     library.add(Arc::new(Noop(spec))).unwrap();
+    /// # }
+    /// let kit = Arc::new(library)
+    ///     .toolkit(&["x".into(), "y".into()], Default::default())
+    ///     .unwrap()
+    ///     .limited(&Allow { agents: None, tools: Some(vec!["x".into()]) });
+    /// let offered: Vec<&str> = kit.tools().iter().map(|t| t.spec.name.as_str()).collect();
+    /// assert_eq!(offered, ["x"]);
+    /// let call = |name: &str| toolgate_parse::ToolCall { id: "c1".into(), name: name.into(), arguments: Map::new() };
+    /// assert_eq!(Gate::judge(&kit, &call("x"), &[], &Who::default()).gate, Gate::Run);
+    /// let refused = Gate::judge(&kit, &call("y"), &[], &Who::default());
+    /// assert_eq!(refused.gate, Gate::Refuse);
+    /// assert!(refused.reason.unwrap().starts_with("allow-list"));
+    /// ```
     pub fn limited(mut self, allow: &Allow) -> Toolkit {
         self.allow = self.allow.meet(allow);
         self

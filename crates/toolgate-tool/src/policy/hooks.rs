@@ -551,5 +551,44 @@ mod tests {
             bad(json!({"after_result": {"url": "ftp://x"}})).0,
             ["after_result", "url"]
         );
+        assert_eq!(
+            bad(json!({"before_call": {"url": "http://h", "sandbox": "off"}})).0,
+            ["before_call", "sandbox"]
+        );
+    }
+
+    #[test]
+    fn a_hook_reads_its_folder_and_writes_only_its_write_folders() {
+        let folder = Path::new("/srv/agents");
+        let hook = |sandbox: Value| {
+            Hooks::parse(
+                &json!({"before_call": {"command": ["./g.sh"], "sandbox": sandbox}}),
+                folder,
+            )
+            .unwrap()
+            .before_call
+            .unwrap()
+        };
+        let rules = |p: &SandboxPolicy| match p {
+            SandboxPolicy::On(r) => r.clone(),
+            SandboxPolicy::Off => panic!("off"),
+        };
+        // By default: its folder lent read-only, nothing written but its HOME.
+        let default = Hooks::parse(&json!({"before_call": {"command": ["./g.sh"]}}), folder)
+            .unwrap()
+            .before_call
+            .unwrap();
+        let (p, ws) = launch_policy(&default.sandbox, folder);
+        assert_eq!((rules(&p).fs, ws.as_path()), (Fs::WorkspaceRead, folder));
+        // With write folders: those are what it writes; its folder is read.
+        let (p, ws) = launch_policy(&hook(json!({"write": ["/var/log/g", "/tmp/g"]})).sandbox, folder);
+        let r = rules(&p);
+        assert_eq!(ws, Path::new("/var/log/g"));
+        assert_eq!(r.write, [PathBuf::from("/tmp/g")]);
+        assert!(r.read.contains(&folder.to_path_buf()) && r.fs == Fs::WorkspaceWrite);
+        // workspace-read keeps even those read-only; off is off.
+        let (p, ws) = launch_policy(&hook(json!({"fs": "workspace-read", "write": ["/var/log/g"]})).sandbox, folder);
+        assert_eq!((rules(&p).fs, ws.as_path()), (Fs::WorkspaceRead, folder));
+        assert_eq!(launch_policy(&hook(json!("off")).sandbox, folder).0, SandboxPolicy::Off);
     }
 }
