@@ -68,7 +68,11 @@ fn with_key(mut server: Server, key: &str) -> Server {
 /// Every run in the database, as `toolgate runs --json` (the admin's view) lists them.
 fn runs(site: &Site) -> Vec<Value> {
     let out = toolgate_in(site.path(), &site.db(), &["runs", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v.as_array().cloned().unwrap_or_default()
 }
@@ -142,7 +146,10 @@ async fn x_runs_y_is_refused(server: &Server, agent: &str, marks: &Path) {
     assert_eq!(y["status"], "denied", "{y}");
     assert_eq!(y["error_kind"], "policy", "{y}");
     let said = y.to_string();
-    assert!(said.contains("allow-list"), "the record does not say why: {y}");
+    assert!(
+        said.contains("allow-list"),
+        "the record does not say why: {y}"
+    );
     let x = records.iter().find(|c| c["tool"] == "x").unwrap();
     assert_eq!(x["status"], "succeeded", "{x}");
 }

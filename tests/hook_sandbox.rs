@@ -102,7 +102,8 @@ async fn a_hook_is_told_for_whom_and_runs_in_the_sandbox() {
     let outside = root_dir.join("outside");
     open_folder(&outside);
     open_folder(&root_dir.join("agents"));
-    let (tight, loose): (PathBuf, PathBuf) = (root_dir.join("out-tight"), root_dir.join("out-loose"));
+    let (tight, loose): (PathBuf, PathBuf) =
+        (root_dir.join("out-tight"), root_dir.join("out-loose"));
     open_folder(&tight);
     open_folder(&loose);
     guarded_agent(
@@ -131,7 +132,10 @@ async fn a_hook_is_told_for_whom_and_runs_in_the_sandbox() {
     let said = call.to_string();
     let uid = if root() { "uid=65534" } else { "uid=" };
     for want in [uid, "tenant:acme", "folder=refused"] {
-        assert!(said.contains(want), "the hook found otherwise than {want}: {call}");
+        assert!(
+            said.contains(want),
+            "the hook found otherwise than {want}: {call}"
+        );
     }
     assert!(!root_dir.join("agents/bare-escaped").exists());
 
@@ -139,10 +143,12 @@ async fn a_hook_is_told_for_whom_and_runs_in_the_sandbox() {
         .post("/v1/runs", json!({"agent": "tight", "input": "Go."}))
         .await;
     assert_eq!(s, 200, "{run}");
-    assert_eq!(run["status"], "completed", "the hook did not allow the call: {run}");
+    assert_eq!(
+        run["status"], "completed",
+        "the hook did not allow the call: {run}"
+    );
     let input: Value =
-        serde_json::from_str(&std::fs::read_to_string(tight.join("input.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(tight.join("input.json")).unwrap()).unwrap();
     assert_eq!(input["hook"], "before_call", "{input}");
     assert_eq!(input["tenant"], "acme", "{input}");
     assert_eq!(input["user"], "acme-client", "{input}");

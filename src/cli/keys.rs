@@ -259,7 +259,9 @@ fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
             })
             .collect();
         print(&table::render(
-            &["NAME", "ROLE", "TENANT", "GROUPS", "AGENTS", "TOOLS", "STATE"],
+            &[
+                "NAME", "ROLE", "TENANT", "GROUPS", "AGENTS", "TOOLS", "STATE",
+            ],
             &rows,
         ))?;
     }

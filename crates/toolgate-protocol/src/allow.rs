@@ -86,10 +86,9 @@ fn meet(a: Option<&[String]>, b: Option<&[String]>) -> Option<Vec<String>> {
                     // A pattern of one side is kept when the other side's list covers
                     // all it names; a plain name, when the other admits it.
                     let covered = match p.strip_suffix('*') {
-                        Some(prefix) => theirs.iter().any(|t| {
-                            t.strip_suffix('*')
-                                .is_some_and(|tp| prefix.starts_with(tp))
-                        }),
+                        Some(prefix) => theirs
+                            .iter()
+                            .any(|t| t.strip_suffix('*').is_some_and(|tp| prefix.starts_with(tp))),
                         None => admits(Some(theirs), p),
                     };
                     if covered && !out.contains(p) {
@@ -120,7 +119,12 @@ mod tests {
         let tenant = allow(Some(&["b", "c"]), Some(&["gh__issues", "x", "y"]));
         let both = key.meet(&tenant);
         assert_eq!(both.agents.as_deref(), Some(&["b".to_string()][..]));
-        for (tool, ok) in [("x", true), ("gh__issues", true), ("gh__push", false), ("y", false)] {
+        for (tool, ok) in [
+            ("x", true),
+            ("gh__issues", true),
+            ("gh__push", false),
+            ("y", false),
+        ] {
             assert_eq!(both.tool(tool), ok, "{tool}");
         }
         // One side without a list leaves the other's.

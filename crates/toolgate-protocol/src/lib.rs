@@ -5,11 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod allow;
 pub mod clock;
 mod error_kind;
 pub mod error_line;
 pub mod events;
-pub mod allow;
 pub mod identity;
 pub mod image;
 mod part;

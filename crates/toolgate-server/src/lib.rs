@@ -227,7 +227,10 @@ impl AppState {
             return Err(ApiError::new(
                 axum::http::StatusCode::FORBIDDEN,
                 "forbidden",
-                format!("{} may not run agent '{name}' (its allow-list does not name it)", who.name),
+                format!(
+                    "{} may not run agent '{name}' (its allow-list does not name it)",
+                    who.name
+                ),
             ));
         }
         self.agent(name)

@@ -7,8 +7,8 @@ use tokio_postgres::Row;
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
-use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
 use crate::sqlite::keys::{list_to_store, stored_list};
+use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
 use toolgate_protocol::identity::{Allow, Identity};
 
 const COLUMNS: &str =

@@ -418,12 +418,17 @@ impl Hook {
         // It starts in its own folder (readable to it), whatever the sandbox lent.
         cmd.current_dir(&self.folder);
         // The caller's own timeout gives up first; this one is a backstop.
-        let done = crate::process::run(cmd, &body, self.timeout + Duration::from_secs(1), MAX_ANSWER)
-            .await
-            .map_err(|e| match e {
-                crate::ToolError::Execution(m) => format!("could not start {}: {m}", program.display()),
-                other => other.to_string(),
-            })?;
+        let done = crate::process::run(
+            cmd,
+            &body,
+            self.timeout + Duration::from_secs(1),
+            MAX_ANSWER,
+        )
+        .await
+        .map_err(|e| match e {
+            crate::ToolError::Execution(m) => format!("could not start {}: {m}", program.display()),
+            other => other.to_string(),
+        })?;
         match done.code {
             Some(0) => Ok(done.stdout.bytes),
             code => {
@@ -581,14 +586,23 @@ mod tests {
         let (p, ws) = launch_policy(&default.sandbox, folder);
         assert_eq!((rules(&p).fs, ws.as_path()), (Fs::WorkspaceRead, folder));
         // With write folders: those are what it writes; its folder is read.
-        let (p, ws) = launch_policy(&hook(json!({"write": ["/var/log/g", "/tmp/g"]})).sandbox, folder);
+        let (p, ws) = launch_policy(
+            &hook(json!({"write": ["/var/log/g", "/tmp/g"]})).sandbox,
+            folder,
+        );
         let r = rules(&p);
         assert_eq!(ws, Path::new("/var/log/g"));
         assert_eq!(r.write, [PathBuf::from("/tmp/g")]);
         assert!(r.read.contains(&folder.to_path_buf()) && r.fs == Fs::WorkspaceWrite);
         // workspace-read keeps even those read-only; off is off.
-        let (p, ws) = launch_policy(&hook(json!({"fs": "workspace-read", "write": ["/var/log/g"]})).sandbox, folder);
+        let (p, ws) = launch_policy(
+            &hook(json!({"fs": "workspace-read", "write": ["/var/log/g"]})).sandbox,
+            folder,
+        );
         assert_eq!((rules(&p).fs, ws.as_path()), (Fs::WorkspaceRead, folder));
-        assert_eq!(launch_policy(&hook(json!("off")).sandbox, folder).0, SandboxPolicy::Off);
+        assert_eq!(
+            launch_policy(&hook(json!("off")).sandbox, folder).0,
+            SandboxPolicy::Off
+        );
     }
 }
