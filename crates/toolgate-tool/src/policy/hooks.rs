@@ -14,7 +14,8 @@
 //! settings: `sandbox:` on the hook, written as in a tool file (`fs`, `read`, `write`,
 //! `network`, `limits`, or `off`). Its folder (the folder of the file naming it, where
 //! it starts) it may read but never write; it writes its own temporary `HOME` and the
-//! `write:` folders its settings name (`fs: workspace-read` makes those read-only too),
+//! `write:` folders its settings name (`fs: workspace-read` makes those read-only too;
+//! `fs: off` lifts the file-system rules, its folder then lent as a tool's workspace),
 //! nothing else. No network unless `network: true`; `sandbox: off` runs it as
 //! toolgate's own user, unconfined, as hooks ran before. Its environment holds
 //! `TOOLGATE_HOOK`, `TOOLGATE_TENANT`, `TOOLGATE_USER`, `TOOLGATE_RUN_ID`,
@@ -79,7 +80,8 @@ pub struct Hook {
 /// the folder given to it as the workspace. The hook's own `folder` (where it starts)
 /// is only ever read; what it may write is its `write:` folders (the first stands as
 /// the sandbox's workspace, the rest stay `write:`), or, without any, nothing but its
-/// temporary `HOME` (the folder then lent read-only, as `fs: workspace-read`).
+/// temporary `HOME` (the folder then lent read-only, as `fs: workspace-read`). With
+/// `fs: off` the folder is the workspace, as a tool's.
 fn launch_policy(policy: &SandboxPolicy, folder: &Path) -> (SandboxPolicy, PathBuf) {
     let SandboxPolicy::On(rules) = policy else {
         return (SandboxPolicy::Off, folder.to_path_buf());
