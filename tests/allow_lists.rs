@@ -275,3 +275,96 @@ async fn a_jwts_allow_list_claims_limit_it() {
         "{me}"
     );
 }
+
+/// One JSON-RPC message to `/mcp/{agent}` in `session` (if any): the session id the
+/// server gives and the answer (read from JSON or from the SSE stream's data).
+async fn mcp(
+    server: &Server,
+    agent: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (Option<String>, Value) {
+    let mut r = server
+        .client
+        .post(server.url(&format!("/mcp/{agent}")))
+        .bearer_auth(server.key.as_deref().unwrap_or_default())
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&message);
+    if let Some(id) = session {
+        r = r.header("mcp-session-id", id);
+    }
+    let r = r.send().await.unwrap();
+    assert!(r.status().is_success(), "{message}: {}", r.status());
+    let id = r
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = r.text().await.unwrap();
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("id").is_some())
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    (id, answer)
+}
+
+/// Over the MCP gateway, a key limited to tool `x` is listed `x` alone, and a
+/// `tools/call` of `y` is refused (an error result), recorded, and never runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn over_mcp_a_key_limited_to_one_tool_is_offered_it_alone_and_refused_the_other() {
+    let (site, marks) = site();
+    let limited = key(&site, "a", "only-x-mcp", &["--tools", "x"]);
+    let server = with_key(site.serve(None), &limited);
+    let (session, _) = mcp(
+        &server,
+        "alpha",
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "attacker", "version": "1"}}}),
+    )
+    .await;
+    let session = session.expect("a session id");
+    mcp(
+        &server,
+        "alpha",
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let (_, listed) = mcp(
+        &server,
+        "alpha",
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["x"], "{listed}");
+    let (_, called) = mcp(
+        &server,
+        "alpha",
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "y", "arguments": {}}}),
+    )
+    .await;
+    assert_eq!(called["result"]["isError"], true, "{called}");
+    assert!(!marks.join("y").exists(), "y ran over MCP");
+    let (_, page) = server.get("/v1/calls?tool=y").await;
+    let y = &page["calls"][0];
+    assert_eq!(
+        (&y["status"], &y["error_kind"]),
+        (&json!("denied"), &json!("policy")),
+        "{page}"
+    );
+}
