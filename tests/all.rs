@@ -18,6 +18,7 @@ use toolgate_test_support::{fake_anthropic, fake_openai, launching, serving};
 
 // The areas.
 mod agent_openai;
+mod allow_lists;
 mod anthropic_api;
 mod approval_deadlines;
 mod approval_policy;
@@ -38,6 +39,7 @@ mod dify_tools;
 mod docs;
 mod engine;
 mod final_hidden;
+mod hook_sandbox;
 mod hot_reload;
 mod identities;
 mod identity_keys;

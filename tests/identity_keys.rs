@@ -46,6 +46,11 @@ async fn issued_keys_on(dbs: [TestDb; 2]) {
             roles: Roles::of(&[Role::Approver]),
             tenant: "a".into(),
             groups: vec!["finance".into()],
+            // Its allow-lists: agents limited (one name), tools empty (nothing).
+            allow: toolgate::identity::Allow {
+                agents: Some(vec!["payments".into()]),
+                tools: Some(vec![]),
+            },
             expires_at,
         };
         let old = store.create_key(new("old", "h1", Some(1))).await.unwrap();
@@ -81,6 +86,11 @@ async fn issued_keys_on(dbs: [TestDb; 2]) {
                 );
                 assert_eq!(who.key_id.as_deref(), Some("key_live"), "{name}");
                 assert_eq!(who.groups, ["finance"], "{name}");
+                assert_eq!(
+                    (who.allow.agents.as_deref(), who.allow.tools.as_deref()),
+                    (Some(&["payments".to_string()][..]), Some(&[][..])),
+                    "{name}: the allow-lists come back as issued"
+                );
             }
             other => panic!("{name}: {other:?}"),
         }
@@ -143,6 +153,7 @@ fn one_name_issued_by_workers_at_once_is_taken_once_on_postgres() {
                     roles: Roles::of(&[Role::Client]),
                     tenant: "a".into(),
                     groups: vec![],
+                    allow: Default::default(),
                     expires_at: None,
                 }))
             })
@@ -281,7 +292,7 @@ async fn jwks_keys_check_es256_tokens() {
     assert_eq!(s, 200, "{me}");
     assert_eq!(
         me,
-        json!({"name": "app-user", "key_id": null, "role": "client", "roles": ["client"], "tenant": "a", "groups": []})
+        json!({"name": "app-user", "key_id": null, "role": "client", "roles": ["client"], "tenant": "a", "groups": [], "agents": null, "tools": null})
     );
     let (s, e) = get(sign(&other.serialize_pem(), "k1")).await;
     assert_eq!(s, 401, "{e}");

@@ -48,6 +48,7 @@ impl Api {
             mcp_approval_timeout: toolgate::mcp_gateway::DEFAULT_APPROVAL_TIMEOUT,
             jwt: None,
             rates: None,
+            tenant_allows: Default::default(),
             allowed_hosts: Default::default(),
             public_origin: None,
             hub: Hub::default(),

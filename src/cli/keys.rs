@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use base64::Engine as _;
 use clap::{Args, Subcommand};
-use toolgate::identity::Roles;
+use toolgate::identity::{Allow, Roles};
 use toolgate::store::NewKey;
 
 use super::out::{self, print, print_json, say};
@@ -36,10 +36,17 @@ enum KeysCommand {
         /// Its groups, for agents' `approvers:` (a,b).
         #[arg(long, value_delimiter = ',')]
         groups: Vec<String>,
+        /// The only agents it may start (a,b); any agent of its tenant when absent.
+        #[arg(long, value_name = "A,B")]
+        agents: Option<String>,
+        /// The only tools its runs may call (x,y; `github__*` for every tool of an MCP
+        /// server); any tool when absent.
+        #[arg(long, value_name = "X,Y")]
+        tools: Option<String>,
         /// How long it lasts (e.g. 30d, 12h, 90m); forever when absent.
         #[arg(long)]
         expires: Option<String>,
-        /// Print {"name", "role", "roles", "tenant", "groups", "key"}.
+        /// Print {"name", "role", "roles", "tenant", "groups", "agents", "tools", "key"}.
         #[arg(long)]
         json: bool,
     },
@@ -67,6 +74,36 @@ fn check_word(what: &str, word: &str) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// An allow-list as given (`a,b`): `None` when the flag is absent; each name letters,
+/// digits, `_`, `-`, `.`, with an optional `*` at its end.
+pub fn allow_list(flag: &str, text: Option<&str>) -> Result<Option<Vec<String>>, Failure> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let names = Allow::list(text);
+    for n in &names {
+        let stem = n.strip_suffix('*').unwrap_or(n);
+        if !stem
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(Failure::bad_input(format!(
+                "{flag}: '{n}' is not a name: use letters, digits, '_', '-', '.' and a '*' at the end"
+            )));
+        }
+    }
+    Ok(Some(names))
+}
+
+/// An allow-list in a table: `*` for no limit, `-` for an empty one.
+fn shown_list(list: Option<&[String]>) -> String {
+    match list {
+        None => "*".into(),
+        Some([]) => "-".into(),
+        Some(l) => l.join(","),
+    }
 }
 
 /// `30d`, `12h`, `90m`, `45s`, `2w` as milliseconds.
@@ -109,9 +146,17 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
             name,
             role,
             groups,
+            agents,
+            tools,
             expires,
             json,
-        } => create(db, name, &role, groups, expires, json),
+        } => {
+            let allow = Allow {
+                agents: allow_list("--agents", agents.as_deref())?,
+                tools: allow_list("--tools", tools.as_deref())?,
+            };
+            create(db, name, &role, groups, allow, expires, json)
+        }
         KeysCommand::List { json } => list(db, json),
         KeysCommand::Revoke { name } => revoke(db, &name),
     }
@@ -123,6 +168,7 @@ fn create(
     name: String,
     role: &str,
     groups: Vec<String>,
+    allow: Allow,
     expires: Option<String>,
     json: bool,
 ) -> Result<ExitCode, Failure> {
@@ -162,13 +208,15 @@ fn create(
             roles,
             tenant,
             groups,
+            allow,
             expires_at,
         }))
         .map_err(|e| Failure::bad_input(e.to_string()))?;
     if json {
         let shown = serde_json::json!({
             "name": info.name, "role": info.roles, "roles": info.roles.names(),
-            "tenant": info.tenant, "groups": info.groups, "key": key,
+            "tenant": info.tenant, "groups": info.groups,
+            "agents": info.allow.agents, "tools": info.allow.tools, "key": key,
         });
         print_json(&mut out::stdout(), &shown, false)?;
     } else {
@@ -207,12 +255,16 @@ fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
                     k.roles.to_string(),
                     k.tenant.clone(),
                     k.groups.join(","),
+                    shown_list(k.allow.agents.as_deref()),
+                    shown_list(k.allow.tools.as_deref()),
                     state,
                 ]
             })
             .collect();
         print(&table::render(
-            &["NAME", "ROLE", "TENANT", "GROUPS", "STATE"],
+            &[
+                "NAME", "ROLE", "TENANT", "GROUPS", "AGENTS", "TOOLS", "STATE",
+            ],
             &rows,
         ))?;
     }

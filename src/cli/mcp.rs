@@ -60,6 +60,7 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
         owner: super::tenant().map(|t| toolgate::identity::RunOwner {
             tenant: t.to_string(),
             user: std::env::var("USER").ok().map(|u| format!("cli:{u}")),
+            allow: Default::default(),
         }),
     };
     let rt = super::run::runtime()?;

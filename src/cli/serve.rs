@@ -106,6 +106,10 @@ pub struct ServeArgs {
     /// `per_key: {requests_per_second: 5, burst: 10, runs_at_once: 2}`, `per_tenant: ...`).
     #[arg(long, value_name = "FILE")]
     rate_limits: Option<PathBuf>,
+    /// The agents and tools each tenant's callers may use (a YAML file:
+    /// `acme: {agents: [a, b], tools: [x, y]}`), met with each key's or token's own.
+    #[arg(long, env = "TOOLGATE_TENANTS", value_name = "FILE")]
+    tenants: Option<PathBuf>,
     #[command(flatten)]
     limits: super::limits::LimitArgs,
     /// Print the OpenAPI document and exit.
@@ -160,9 +164,15 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
         ),
         None => None,
     };
+    let tenant_allows = match &args.tenants {
+        Some(f) => toolgate::server::tenants::TenantAllows::load(f)
+            .map_err(|e| Failure::bad_input(e.to_string()))?,
+        None => Default::default(),
+    };
     let config = ServeConfig {
         jwt,
         rate_limits,
+        tenant_allows,
         metrics_addr: args.metrics_addr,
         addr: args.addr,
         agents_dir: args.agents,

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::allow::Allow;
+
 /// The tenant of data created before tenants existed, and of callers that name none.
 pub const DEFAULT_TENANT: &str = "default";
 
@@ -120,6 +122,8 @@ pub struct Identity {
     pub roles: Roles,
     pub tenant: String,
     pub groups: Vec<String>,
+    /// The agents and tools it may use: its own allow-list met with its tenant's.
+    pub allow: Allow,
 }
 
 impl Identity {
@@ -132,6 +136,7 @@ impl Identity {
             roles: Roles::of(&[Role::Admin]),
             tenant: DEFAULT_TENANT.to_string(),
             groups: Vec::new(),
+            allow: Allow::default(),
         }
     }
 
@@ -154,13 +159,17 @@ impl Identity {
     }
 }
 
-/// For whom a run runs: its tenant and the identity that started it. Tools see both
-/// (`TOOLGATE_TENANT`, `TOOLGATE_USER`, `${context:...}`); sub-agent runs inherit it.
+/// For whom a run runs: its tenant, the identity that started it, and what that
+/// identity may call. Tools see the first two (`TOOLGATE_TENANT`, `TOOLGATE_USER`,
+/// `${context:...}`); the gate refuses a call to a tool `allow` does not name, at every
+/// step of the run, whoever continues it; sub-agent runs inherit it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunOwner {
     pub tenant: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Allow::is_open")]
+    pub allow: Allow,
 }
 
 impl RunOwner {
@@ -169,6 +178,7 @@ impl RunOwner {
         RunOwner {
             tenant: who.tenant.clone(),
             user: Some(who.name.clone()),
+            allow: who.allow.clone(),
         }
     }
 }
@@ -230,6 +240,7 @@ mod tests {
             roles: Roles::of(&[role]),
             tenant: "a".into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            allow: Allow::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod allow;
 pub mod clock;
 mod error_kind;
 pub mod error_line;

@@ -45,7 +45,8 @@ pub async fn require_key(
         .and_then(bearer)
         .map(|g| g.trim().to_string());
     let who = match identify(&state, given.as_deref()).await {
-        Ok(who) => who,
+        // What it may use: its own allow-lists met with its tenant's.
+        Ok(who) => state.tenant_allows.limit(who),
         Err(message) => return unauthorized(&message),
     };
     if let Some(why) = super::roles::refuses(req.method(), req.uri().path(), &who) {

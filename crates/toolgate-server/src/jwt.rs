@@ -1,7 +1,9 @@
 //! An app's own login: its JWTs accepted as bearer tokens, signed with a shared HS256
 //! secret (`--jwt-secret-file`) or with keys of a JWKS (`--jwks FILE|URL`, RS256 or
 //! ES256), `exp`/`nbf` and the configured `aud`/`iss` checked, and claims mapped to an
-//! identity (`--jwt-claims sub=sub,tenant=org_id,roles=roles,groups=groups`). A JWKS
+//! identity (`--jwt-claims sub=sub,tenant=org_id,roles=roles,groups=groups`; the
+//! `agents` and `tools` claims, when a token has them, limit it as a key's allow-lists
+//! do: `agents=allowed_agents,tools=allowed_tools` renames them). A JWKS
 //! URL is read again every [`JWKS_REFRESH`], so that keys the app rotates in are taken.
 
 /// How often a `--jwks URL` is read again.
@@ -13,7 +15,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::Value;
 
-use toolgate_protocol::identity::{Identity, Role, Roles};
+use toolgate_protocol::identity::{Allow, Identity, Role, Roles};
 
 /// Which claim holds each part of an identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +24,10 @@ pub struct ClaimMap {
     pub tenant: String,
     pub roles: String,
     pub groups: String,
+    /// The agents it may start (absent: any).
+    pub agents: String,
+    /// The tools its runs may call (absent: any).
+    pub tools: String,
 }
 
 impl Default for ClaimMap {
@@ -31,6 +37,8 @@ impl Default for ClaimMap {
             tenant: "tenant".into(),
             roles: "roles".into(),
             groups: "groups".into(),
+            agents: "agents".into(),
+            tools: "tools".into(),
         }
     }
 }
@@ -63,7 +71,7 @@ impl ClaimMap {
         for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, claim) = pair.split_once('=').ok_or_else(|| {
                 format!(
-                    "--jwt-claims: '{pair}' is not FIELD=CLAIM (fields: sub, tenant, roles, groups)"
+                    "--jwt-claims: '{pair}' is not FIELD=CLAIM (fields: sub, tenant, roles, groups, agents, tools)"
                 )
             })?;
             let claim = claim.trim().to_string();
@@ -75,9 +83,11 @@ impl ClaimMap {
                 "tenant" => map.tenant = claim,
                 "roles" => map.roles = claim,
                 "groups" => map.groups = claim,
+                "agents" => map.agents = claim,
+                "tools" => map.tools = claim,
                 other => {
                     return Err(format!(
-                        "--jwt-claims: unknown field '{other}' (fields: sub, tenant, roles, groups)"
+                        "--jwt-claims: unknown field '{other}' (fields: sub, tenant, roles, groups, agents, tools)"
                     ));
                 }
             }
@@ -272,12 +282,19 @@ impl JwtVerifier {
                 self.claims.roles
             ));
         }
+        // An allow-list claim, when present, limits; one that is not a list (or a
+        // string of names) allows nothing.
+        let limit = |name: &str| claims.get(name).map(|_| list(name));
         Ok(Identity {
             name: sub,
             key_id: None,
             roles,
             tenant,
             groups: list(&self.claims.groups),
+            allow: Allow {
+                agents: limit(&self.claims.agents),
+                tools: limit(&self.claims.tools),
+            },
         })
     }
 }

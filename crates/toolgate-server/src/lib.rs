@@ -31,6 +31,7 @@ mod runs;
 mod scope;
 mod sse;
 mod takeup;
+pub mod tenants;
 mod timeline;
 mod trace;
 
@@ -50,6 +51,7 @@ pub use hub::Hub;
 pub use notify::NotifyConfig;
 pub use openapi::{document, openapi};
 
+use toolgate_protocol::identity::{Identity, RunOwner};
 use toolgate_protocol::{RunEvent, RunObject};
 use toolgate_runtime::agent::Agent;
 use toolgate_runtime::run::{RunError, Runner, StartRun};
@@ -89,6 +91,8 @@ pub struct ServeConfig {
     pub jwt: Option<JwtSettings>,
     /// Requests per second and runs at once, per key and per tenant.
     pub rate_limits: Option<rate::RateConfig>,
+    /// The agents and tools each tenant's callers may use (`--tenants`).
+    pub tenant_allows: tenants::TenantAllows,
 }
 
 /// Where an app's JWT keys come from and how its claims map.
@@ -127,6 +131,8 @@ pub struct AppState {
     pub jwt: Option<Arc<jwt::JwtVerifier>>,
     /// Rate limits, when configured.
     pub rates: Option<Arc<rate::RateLimits>>,
+    /// The agents and tools each tenant's callers may use.
+    pub tenant_allows: tenants::TenantAllows,
     /// The `Host` names requests may carry.
     pub allowed_hosts: guard::AllowedHosts,
     /// The origin of `--public-url`, which pages may call from besides this server's own.
@@ -214,10 +220,28 @@ impl AppState {
         self.agents.get(&self.runner.loaded, name)
     }
 
-    /// A new run's request: the agent by name, the server's tools and workspace. A
-    /// model override must be an `openai:` one: a client never names a file here.
+    /// The agent called `name`, for `who` to run: 403 when its allow-lists do not name
+    /// it (asked first, so that a refused caller learns nothing of which agents exist).
+    pub fn agent_for(&self, who: &Identity, name: &str) -> Result<Agent, ApiError> {
+        if !who.allow.agent(name) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "{} may not run agent '{name}' (its allow-list does not name it)",
+                    who.name
+                ),
+            ));
+        }
+        self.agent(name)
+    }
+
+    /// A new run's request for `who`: the agent by name (one `who` may run), the
+    /// server's tools and workspace, `who` as its owner. A model override must be an
+    /// `openai:` one: a client never names a file here.
     pub fn start_request(
         &self,
+        who: &Identity,
         agent: &str,
         input: String,
         conversation: Option<String>,
@@ -236,14 +260,14 @@ impl AppState {
             )));
         }
         Ok(StartRun {
-            agent: self.agent(agent)?,
+            agent: self.agent_for(who, agent)?,
             model,
             conversation,
             message: input,
             tools_dir: self.tools_dir.clone(),
             workspace: self.workspace.clone(),
             priority: None,
-            owner: None,
+            owner: Some(RunOwner::of(who)),
         })
     }
 }
@@ -385,6 +409,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         rates: config
             .rate_limits
             .map(|c| Arc::new(rate::RateLimits::new(c))),
+        tenant_allows: config.tenant_allows,
         allowed_hosts,
         public_origin: config
             .public_url

@@ -16,6 +16,7 @@ use tower::ServiceExt;
 
 use super::{ApiError, AppState};
 use crate::mcp_gateway::{Gateway, Session};
+use toolgate_protocol::identity::Identity;
 
 type Service = StreamableHttpService<Session, LocalSessionManager>;
 
@@ -72,8 +73,13 @@ pub async fn handle(
     agent: String,
     request: Request,
 ) -> Response {
-    // An unknown agent is the API's 404, not an MCP error.
-    if let Err(e) = state.agent(&agent) {
+    // An agent the caller may not run is the API's 403, and an unknown one its 404,
+    // not MCP errors.
+    let known = match request.extensions().get::<Identity>() {
+        Some(who) => state.agent_for(who, &agent),
+        None => state.agent(&agent),
+    };
+    if let Err(e) = known {
         return e.into_response();
     }
     let service = match mcp.service(&state, &agent) {

@@ -188,11 +188,15 @@ pub struct ToolInfo {
     pub four_eyes: bool,
 }
 
-/// The tools library: built-ins and the server's tools folder.
+/// The tools library: built-ins and the server's tools folder (those the caller's
+/// allow-list names).
 #[utoipa::path(get, path = "/v1/tools", tag = "catalogue",
     responses((status = 200, body = Vec<ToolInfo>), (status = 401, body = ErrorBody),
         (status = 500, body = ErrorBody)))]
-pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolInfo>>, ApiError> {
+pub async fn tools(
+    State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
+) -> Result<Json<Vec<ToolInfo>>, ApiError> {
     let runner = state.runner.clone();
     let dir = state.tools_dir.clone();
     let library = tokio::task::spawn_blocking(move || {
@@ -205,6 +209,7 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
     .map_err(|e| ApiError::internal(format!("the tools folder cannot be loaded: {e}")))?;
     let mut tools: Vec<ToolInfo> = library
         .tools()
+        .filter(|t| who.allow.tool(&t.spec.name))
         .map(|t| {
             let spec = &t.spec;
             ToolInfo {
@@ -231,11 +236,14 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> Result<Json<Vec<ToolIn
     Ok(Json(tools))
 }
 
-/// The agents of the server's agents folder.
+/// The agents of the server's agents folder (those the caller's allow-list names).
 #[utoipa::path(get, path = "/v1/agents", tag = "catalogue",
     responses((status = 200, body = Vec<AgentInfo>), (status = 401, body = ErrorBody),
         (status = 500, body = ErrorBody)))]
-pub async fn agents(State(state): State<Arc<AppState>>) -> Result<Json<Vec<AgentInfo>>, ApiError> {
+pub async fn agents(
+    State(state): State<Arc<AppState>>,
+    super::scope::Caller(who): super::scope::Caller,
+) -> Result<Json<Vec<AgentInfo>>, ApiError> {
     let reader = Arc::clone(&state);
     let (agents, problems) =
         tokio::task::spawn_blocking(move || reader.agents.list(&reader.runner.loaded))
@@ -244,7 +252,13 @@ pub async fn agents(State(state): State<Arc<AppState>>) -> Result<Json<Vec<Agent
     for p in problems {
         tracing::warn!(problem = %p, "an agent file did not load");
     }
-    Ok(Json(agents.iter().map(AgentInfo::from).collect()))
+    Ok(Json(
+        agents
+            .iter()
+            .filter(|a| who.allow.agent(&a.name))
+            .map(AgentInfo::from)
+            .collect(),
+    ))
 }
 
 /// `GET /healthz`.

@@ -60,6 +60,7 @@ mod tests {
             roles: Roles::of(&[role]),
             tenant: "a".into(),
             groups: Vec::new(),
+            allow: Default::default(),
         }
     }
 

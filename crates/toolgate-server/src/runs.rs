@@ -168,14 +168,18 @@ pub async fn create_run(
         state.conversation_for(&who, c).await?;
     }
     state.may_start(&who).await?;
-    let mut start =
-        state.start_request(&body.agent, body.input, body.conversation_id, body.model)?;
+    let mut start = state.start_request(
+        &who,
+        &body.agent,
+        body.input,
+        body.conversation_id,
+        body.model,
+    )?;
     start.priority = body.priority;
     if let Some(choice) = &body.tool_choice {
         start.agent.tool_choice = toolgate_model::ToolChoice::read(choice)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
     }
-    start.owner = Some(toolgate_protocol::identity::RunOwner::of(&who));
     let drive = Drive::Start(Box::new(start));
     if body.stream {
         return Ok(sse::drive(&state, state.spawn_drive(drive)).into_response());

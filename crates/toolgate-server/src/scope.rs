@@ -51,10 +51,15 @@ pub struct WhoAmI {
     pub roles: Vec<String>,
     pub tenant: String,
     pub groups: Vec<String>,
+    /// The only agents it may start (its key's or token's list met with its
+    /// tenant's); null when any.
+    pub agents: Option<Vec<String>>,
+    /// The only tools its runs may call; null when any.
+    pub tools: Option<Vec<String>>,
 }
 
-/// The caller as the server sees it: name, role, tenant and groups (what the inbox
-/// uses to show only what this person may decide).
+/// The caller as the server sees it: name, role, tenant, groups (what the inbox uses to
+/// show only what this person may decide) and the agents and tools it may use.
 #[utoipa::path(get, path = "/v1/whoami", tag = "records",
     responses((status = 200, body = WhoAmI), (status = 401, body = super::error::ErrorBody)))]
 pub async fn whoami(Caller(who): Caller) -> axum::Json<WhoAmI> {
@@ -65,6 +70,8 @@ pub async fn whoami(Caller(who): Caller) -> axum::Json<WhoAmI> {
         roles: who.roles.names().into_iter().map(String::from).collect(),
         tenant: who.tenant,
         groups: who.groups,
+        agents: who.allow.agents,
+        tools: who.allow.tools,
     })
 }
 

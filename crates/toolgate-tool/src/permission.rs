@@ -1,6 +1,7 @@
 //! The gate: for each resolved call, whether it runs now, waits for a person, waits
-//! for the client's output, or is refused without asking: the permission word, or the
-//! rules on its arguments (see [`crate::policy`]), decide. Pure: no I/O.
+//! for the client's output, or is refused without asking: the caller's allow-list
+//! (see [`Toolkit::limited`]), then the permission word, or the rules on its arguments
+//! (see [`crate::policy`]), decide. Pure: no I/O.
 
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +135,16 @@ impl Gate {
         let Ok(tool) = toolkit.resolve(&call.name) else {
             return run;
         };
+        if !toolkit.allows(&call.name) {
+            // The caller's (or its tenant's) allow-list: whatever the arguments.
+            return Verdict {
+                gate: Gate::Refuse,
+                reason: Some(format!(
+                    "allow-list: the caller of this run may not use '{}'",
+                    call.name
+                )),
+            };
+        }
         let Ok(args) = tool.check(call.arguments.clone()) else {
             // Nobody is asked about a call that cannot run; the model gets the errors.
             return run;

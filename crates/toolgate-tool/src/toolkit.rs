@@ -1,6 +1,8 @@
 //! `Toolkit`, one agent's view of the tool library: the tools it was given, by name,
-//! with its own permission overrides, its policy (rules, hooks, deadline) and its
-//! sandbox ceiling. A toolkit never reaches a tool it was not given.
+//! with its own permission overrides, its policy (rules, hooks, deadline), its
+//! sandbox ceiling, and the allow-list of the caller it runs for (tools outside it are
+//! not offered to the model, and the gate refuses their calls). A toolkit never
+//! reaches a tool it was not given.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use super::output::ToolError;
 use super::spec::Permission;
 use crate::policy::{AgentPolicy, Deadline, Facts, Hook, Ruling, rules::word};
 use toolgate_parse::Schemas;
+use toolgate_protocol::allow::Allow;
 
 /// One agent's tools.
 #[derive(Clone)]
@@ -23,6 +26,9 @@ pub struct Toolkit {
     confined: HashMap<String, Arc<LoadedTool>>,
     /// Tools the run's client declared (definition-only), after the agent's.
     client: HashMap<String, Arc<LoadedTool>>,
+    /// The tools the run's caller may use (its key's or token's list met with its
+    /// tenant's).
+    allow: Allow,
 }
 
 impl Toolkit {
@@ -39,7 +45,55 @@ impl Toolkit {
             policy: Arc::default(),
             confined: HashMap::new(),
             client: HashMap::new(),
+            allow: Allow::default(),
         }
+    }
+
+    /// The toolkit for a caller limited to `allow` (met with any limit it had): a tool
+    /// outside it is not offered ([`Toolkit::tools`]), and the gate refuses its calls
+    /// (it still resolves, so that the refusal is recorded as the policy's).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolgate_protocol::allow::Allow;
+    /// use toolgate_tool::permission::{Gate, Who};
+    /// use toolgate_tool::{Permission, ToolLibrary};
+    /// # use serde_json::{Map, Value, json};
+    /// # use toolgate_tool::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+    /// # struct Noop(ToolSpec);
+    /// # #[async_trait::async_trait]
+    /// # impl Tool for Noop {
+    /// #     fn spec(&self) -> &ToolSpec { &self.0 }
+    /// #     async fn call(&self, _: &ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    /// #         Ok(ToolOutput::text(""))
+    /// #     }
+    /// # }
+    /// # let mut library = ToolLibrary::default();
+    /// # for name in ["x", "y"] {
+    /// #     let spec = ToolSpec::new(name, "", Permission::Auto, json!({"type": "object"}));
+    /// #     library.add(Arc::new(Noop(spec))).unwrap();
+    /// # }
+    /// let kit = Arc::new(library)
+    ///     .toolkit(&["x".into(), "y".into()], Default::default())
+    ///     .unwrap()
+    ///     .limited(&Allow { agents: None, tools: Some(vec!["x".into()]) });
+    /// let offered: Vec<&str> = kit.tools().iter().map(|t| t.spec.name.as_str()).collect();
+    /// assert_eq!(offered, ["x"]);
+    /// let call = |name: &str| toolgate_parse::ToolCall { id: "c1".into(), name: name.into(), arguments: Map::new() };
+    /// assert_eq!(Gate::judge(&kit, &call("x"), &[], &Who::default()).gate, Gate::Run);
+    /// let refused = Gate::judge(&kit, &call("y"), &[], &Who::default());
+    /// assert_eq!(refused.gate, Gate::Refuse);
+    /// assert!(refused.reason.unwrap().starts_with("allow-list"));
+    /// ```
+    pub fn limited(mut self, allow: &Allow) -> Toolkit {
+        self.allow = self.allow.meet(allow);
+        self
+    }
+
+    /// Whether the run's caller may use tool `name`: the gate refuses a call of a tool
+    /// it may not, and such a tool is not offered.
+    pub fn allows(&self, name: &str) -> bool {
+        self.allow.tool(name)
     }
 
     /// The toolkit with the client's own tools added after the agent's. A name the
@@ -101,7 +155,12 @@ impl Toolkit {
         }
         Err(ToolError::NotFound {
             name: name.to_string(),
-            available: self.names.clone(),
+            available: self
+                .names
+                .iter()
+                .filter(|n| self.allows(n))
+                .cloned()
+                .collect(),
         })
     }
 
@@ -196,9 +255,13 @@ impl Toolkit {
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
     }
 
-    /// The tools, in the order the agent lists them.
+    /// The tools offered, in the order the agent lists them: those the caller may use.
     pub fn tools(&self) -> Vec<&Arc<LoadedTool>> {
-        self.names.iter().filter_map(|n| self.get(n)).collect()
+        self.names
+            .iter()
+            .filter(|n| self.allows(n))
+            .filter_map(|n| self.get(n))
+            .collect()
     }
 
     pub fn names(&self) -> &[String] {

@@ -37,8 +37,8 @@ pub enum PromptError {
 /// tool instructions after them.
 pub fn system_prompt(agent: &Agent, toolkit: &Toolkit) -> Result<String, PromptError> {
     let mut system = agent.instructions.trim_end().to_string();
-    if agent.mode == Mode::Xml && !toolkit.names().is_empty() {
-        let tools = toolkit.tools();
+    let tools = toolkit.tools();
+    if agent.mode == Mode::Xml && !tools.is_empty() {
         let refs: Vec<&toolgate_tool::LoadedTool> = tools.iter().map(|t| t.as_ref()).collect();
         let text = prompts()
             .map_err(PromptError::Templates)?

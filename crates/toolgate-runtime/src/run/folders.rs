@@ -83,7 +83,8 @@ impl Runner {
         let toolkit = self
             .toolkit(&agent, tools.as_deref())?
             .with_client_tools(&state.client_tools)
-            .map_err(|e| RunError::BadInput(e.to_string()))?;
+            .map_err(|e| RunError::BadInput(e.to_string()))?
+            .limited(&super::allow_of(state.owner.as_ref()));
         Ok((agent, toolkit))
     }
 

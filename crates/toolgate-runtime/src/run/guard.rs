@@ -44,7 +44,8 @@ pub(super) struct After {
     pub failure: Option<String>,
 }
 
-/// What a hook of `call` receives.
+/// What a hook of `call` receives: the call, and for whom it runs (tenant, user, run,
+/// conversation).
 fn hook_request<'a>(
     live: &'a Live,
     call: &'a ToolCall,
@@ -52,11 +53,14 @@ fn hook_request<'a>(
     arguments: &'a Map<String, Value>,
     result: Option<&'a str>,
 ) -> HookRequest<'a> {
+    let whom = who(live);
     HookRequest {
         hook,
         tool: &call.name,
         arguments,
         agent: &live.agent.name,
+        tenant: whom.tenant,
+        user: (!whom.user.is_empty()).then_some(whom.user),
         run_id: &live.run_id,
         call_id: &call.id,
         conversation_id: &live.conversation_id,

@@ -50,10 +50,12 @@ impl Runner {
     /// the events) a clone whose events pass a filter that leaves the hidden calls out.
     /// The filter keeps the events' order; it ends once the clone and its copies drop.
     pub(super) fn hiding(&self, live: &Live) -> Runner {
+        // Every tool of the toolkit, offered or not (a refused call is hidden too).
         let tools: HashSet<String> = live
             .toolkit
-            .tools()
-            .into_iter()
+            .names()
+            .iter()
+            .filter_map(|n| live.toolkit.resolve(n).ok())
             .filter(|t| t.spec.hidden)
             .map(|t| t.spec.name.clone())
             .collect();

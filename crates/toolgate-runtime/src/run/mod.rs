@@ -158,6 +158,13 @@ pub(crate) struct Live {
     pub known_secrets: Vec<String>,
 }
 
+/// What the caller a run is for may use: its owner's allow-list (none: no limit).
+pub(crate) fn allow_of(
+    owner: Option<&toolgate_protocol::identity::RunOwner>,
+) -> toolgate_protocol::allow::Allow {
+    owner.map(|o| o.allow.clone()).unwrap_or_default()
+}
+
 impl Runner {
     /// A runner on `store` whose libraries are the built-ins of `sources` plus the tools
     /// folder read by them, with OpenAI settings from the environment and no event sink.
@@ -290,7 +297,8 @@ impl Runner {
         let toolkit = self
             .toolkit(&req.agent, tools_dir.as_deref())?
             .with_client_tools(&client_tools)
-            .map_err(|e| RunError::BadInput(e.to_string()))?;
+            .map_err(|e| RunError::BadInput(e.to_string()))?
+            .limited(&allow_of(req.owner.as_ref()));
         let model = self.model_for(&model_name, &req.agent)?;
         let workspace = workspace_of(req.workspace.as_deref(), &req.agent, req.owner.as_ref());
         if let Some(c) = &req.conversation {

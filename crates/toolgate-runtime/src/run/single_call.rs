@@ -49,7 +49,9 @@ impl Runner {
     /// with the call waiting for a decision.
     pub async fn start_call(&self, req: StartCall) -> Result<RunObject, RunError> {
         let tools_dir = req.tools_dir.as_deref().map(super::absolute);
-        let toolkit = self.toolkit(&req.agent, tools_dir.as_deref())?;
+        let toolkit = self
+            .toolkit(&req.agent, tools_dir.as_deref())?
+            .limited(&super::allow_of(req.owner.as_ref()));
         let workspace =
             super::workspace_of(req.workspace.as_deref(), &req.agent, req.owner.as_ref());
         let run_id = super::new_id("run");

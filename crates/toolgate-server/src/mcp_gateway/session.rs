@@ -154,13 +154,22 @@ impl Session {
     }
 
     /// The tools a client sees: the toolkit less the tools toolgate cannot run
-    /// (definition-only ones) and those the agent may never call.
-    fn listed(&self) -> Result<Vec<Tool>, String> {
+    /// (definition-only ones), those the agent may never call, and those the caller's
+    /// allow-list leaves out.
+    fn listed(&self, ctx: &RequestContext<RoleServer>) -> Result<Vec<Tool>, String> {
+        let allow = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<toolgate_protocol::identity::Identity>())
+            .map(|who| who.allow.clone())
+            .or_else(|| self.gateway.owner.as_ref().map(|o| o.allow.clone()))
+            .unwrap_or_default();
         let toolkit = self
             .gateway
             .runner
             .toolkit_of(&self.agent, self.gateway.tools_dir.as_deref())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .limited(&allow);
         Ok(toolkit
             .tools()
             .into_iter()
@@ -362,9 +371,9 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.listed()
+        self.listed(&ctx)
             .map(ListToolsResult::with_all_items)
             .map_err(|e| ErrorData::internal_error(e, None))
     }

@@ -101,7 +101,7 @@ pub async fn create_response(
         message.push_str("\n\n");
         message.push_str(&format.instruction());
     }
-    let agent = state.agent(agent_name)?;
+    let agent = state.agent_for(&who, agent_name)?;
     let (agent_tools, agent_names) = tools_of(&state, &agent).await;
     if let Some(name) = declared
         .as_deref()
@@ -294,6 +294,7 @@ async fn continue_from(
             }
             let message = input.message.unwrap_or_default();
             let start = state.start_request(
+                who,
                 agent_name,
                 message,
                 Some(run.conversation_id.clone()),
@@ -336,8 +337,7 @@ async fn start_fresh(
     }
     state.may_start(who).await?;
     let message = input.message.unwrap_or_default();
-    let mut start = state.start_request(agent_name, message, None, None)?;
-    start.owner = Some(toolgate_protocol::identity::RunOwner::of(who));
+    let start = state.start_request(who, agent_name, message, None, None)?;
     Ok((Plan::Start(Box::new(start)), HashMap::new(), None))
 }
 

@@ -7,10 +7,12 @@ use tokio_postgres::Row;
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
+use crate::sqlite::keys::{list_to_store, stored_list};
 use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
-use toolgate_protocol::identity::Identity;
+use toolgate_protocol::identity::{Allow, Identity};
 
-const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
+const COLUMNS: &str =
+    "id, name, role, tenant, groups, created_at, expires_at, revoked_at, agents, tools";
 
 /// A key as listed, from a row of [`COLUMNS`].
 fn info(r: &Row) -> Result<KeyInfo, tokio_postgres::Error> {
@@ -22,6 +24,10 @@ fn info(r: &Row) -> Result<KeyInfo, tokio_postgres::Error> {
         roles: crate::sqlite::keys::stored_roles(&role),
         tenant: r.try_get(3)?,
         groups: serde_json::from_str(&groups).unwrap_or_default(),
+        allow: Allow {
+            agents: stored_list(r.try_get(8)?),
+            tools: stored_list(r.try_get(9)?),
+        },
         created_at: r.try_get(5)?,
         expires_at: r.try_get(6)?,
         revoked_at: r.try_get(7)?,
@@ -48,8 +54,8 @@ impl PgStore {
             let row = client
                 .query_opt(
                     &format!(
-                        "INSERT INTO api_keys (id, name, hash, role, tenant, groups, created_at, expires_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, {NOW_MS}, $7)
+                        "INSERT INTO api_keys (id, name, hash, role, tenant, groups, created_at, expires_at, agents, tools)
+                         VALUES ($1, $2, $3, $4, $5, $6, {NOW_MS}, $7, $8, $9)
                          ON CONFLICT (name) DO NOTHING RETURNING created_at"
                     ),
                     &[
@@ -60,6 +66,8 @@ impl PgStore {
                         &key.tenant,
                         &groups,
                         &key.expires_at,
+                        &list_to_store(key.allow.agents.as_ref()),
+                        &list_to_store(key.allow.tools.as_ref()),
                     ],
                 )
                 .await
@@ -75,6 +83,7 @@ impl PgStore {
                 roles: key.roles,
                 tenant: key.tenant,
                 groups: key.groups,
+                allow: key.allow,
                 expires_at: key.expires_at,
                 revoked_at: None,
             })
@@ -160,7 +169,7 @@ impl PgStore {
                 return Ok(KeyLookup::Unknown);
             };
             let key = info(&row).map_err(|e| s.error(e))?;
-            let now: i64 = row.try_get(8).map_err(|e| s.error(e))?;
+            let now: i64 = row.try_get(10).map_err(|e| s.error(e))?;
             Ok(match key {
                 k if k.revoked_at.is_some() => KeyLookup::Revoked(k.name),
                 k if k.expires_at.is_some_and(|t| t <= now) => KeyLookup::Expired(k.name),
@@ -170,6 +179,7 @@ impl PgStore {
                     roles: k.roles,
                     tenant: k.tenant,
                     groups: k.groups,
+                    allow: k.allow,
                 }),
             })
         })

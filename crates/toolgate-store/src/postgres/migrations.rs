@@ -6,7 +6,10 @@
 use tokio_postgres::Client;
 
 /// The migrations, in order; migration `i` takes the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_allow_lists.sql"),
+];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

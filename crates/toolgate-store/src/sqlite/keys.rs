@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::SqliteStore;
 use super::runs::{Refusal, RunsError};
 use toolgate_protocol::clock::now_ms;
-use toolgate_protocol::identity::{Identity, Role, Roles};
+use toolgate_protocol::identity::{Allow, Identity, Role, Roles};
 
 /// An issued key as listed (never the key itself).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -20,6 +20,9 @@ pub struct KeyInfo {
     pub roles: Roles,
     pub tenant: String,
     pub groups: Vec<String>,
+    /// The agents and tools it may use (`agents`, `tools`; absent: no limit).
+    #[serde(flatten)]
+    pub allow: Allow,
     /// Unix milliseconds.
     pub created_at: i64,
     pub expires_at: Option<i64>,
@@ -36,6 +39,7 @@ pub struct NewKey {
     pub roles: Roles,
     pub tenant: String,
     pub groups: Vec<String>,
+    pub allow: Allow,
     pub expires_at: Option<i64>,
 }
 
@@ -57,10 +61,25 @@ fn info(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyInfo> {
         roles: stored_roles(&role),
         tenant: r.get(3)?,
         groups: serde_json::from_str(&groups).unwrap_or_default(),
+        allow: Allow {
+            agents: stored_list(r.get(8)?),
+            tools: stored_list(r.get(9)?),
+        },
         created_at: r.get(5)?,
         expires_at: r.get(6)?,
         revoked_at: r.get(7)?,
     })
+}
+
+/// An allow-list as stored: a JSON array, or NULL for no limit. A value this version
+/// cannot read allows nothing (it fails closed).
+pub(crate) fn stored_list(text: Option<String>) -> Option<Vec<String>> {
+    text.map(|t| serde_json::from_str(&t).unwrap_or_default())
+}
+
+/// An allow-list to store: a JSON array, or NULL for no limit.
+pub(crate) fn list_to_store(list: Option<&Vec<String>>) -> Option<String> {
+    list.map(|l| serde_json::to_string(l).unwrap_or_else(|_| "[]".into()))
 }
 
 /// A key's roles as stored (`client,approver`); a name this version does not know, or
@@ -72,7 +91,8 @@ pub(crate) fn stored_roles(text: &str) -> Roles {
         .unwrap_or(Roles::of(&[Role::Client]))
 }
 
-const COLUMNS: &str = "id, name, role, tenant, groups, created_at, expires_at, revoked_at";
+const COLUMNS: &str =
+    "id, name, role, tenant, groups, created_at, expires_at, revoked_at, agents, tools";
 
 impl SqliteStore {
     /// Stores a new key; refused when the name is taken (a revoked key keeps its name).
@@ -90,8 +110,11 @@ impl SqliteStore {
             let groups = serde_json::to_string(&key.groups).unwrap_or_else(|_| "[]".into());
             let now = now_ms();
             tx.execute(
-                "INSERT INTO api_keys (id, name, hash, role, tenant, groups, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![key.id, key.name, key.hash, key.roles.to_string(), key.tenant, groups, now, key.expires_at],
+                "INSERT INTO api_keys (id, name, hash, role, tenant, groups, created_at, expires_at, agents, tools) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    key.id, key.name, key.hash, key.roles.to_string(), key.tenant, groups, now, key.expires_at,
+                    list_to_store(key.allow.agents.as_ref()), list_to_store(key.allow.tools.as_ref())
+                ],
             )?;
             Ok(KeyInfo {
                 id: key.id,
@@ -99,6 +122,7 @@ impl SqliteStore {
                 roles: key.roles,
                 tenant: key.tenant,
                 groups: key.groups,
+                allow: key.allow,
                 created_at: now,
                 expires_at: key.expires_at,
                 revoked_at: None,
@@ -161,6 +185,7 @@ impl SqliteStore {
                     roles: k.roles,
                     tenant: k.tenant,
                     groups: k.groups,
+                    allow: k.allow,
                 }),
             })
         })

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_response_input.sql"),
     include_str!("migrations/0013_changes.sql"),
     include_str!("migrations/0014_run_usage.sql"),
+    include_str!("migrations/0015_allow_lists.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

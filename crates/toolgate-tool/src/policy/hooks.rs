@@ -3,17 +3,41 @@
 //! command (JSON on stdin, JSON on stdout) or an HTTP endpoint (a POST signed like the
 //! notifications). A hook that fails, times out or answers nonsense is an error here;
 //! the loop fails closed on it.
+//!
+//! A hook receives the call (`tool`, `arguments` with secrets as `[secret]`, `call_id`)
+//! and for whom it runs: `agent`, `tenant`, `user` (null when nobody is named),
+//! `run_id` and `conversation_id` ([`HookRequest`]).
+//!
+//! A command hook runs in the same sandbox as command tools (`toolgate_sandbox`:
+//! Landlock, seccomp, `nobody` as root, rlimits, an environment built from nothing,
+//! its own process group killed on a timeout or when toolgate dies), with its own
+//! settings: `sandbox:` on the hook, written as in a tool file (`fs`, `read`, `write`,
+//! `network`, `limits`, or `off`). Its folder (the folder of the file naming it, where
+//! it starts) it may read but never write; it writes its own temporary `HOME` and the
+//! `write:` folders its settings name (`fs: workspace-read` makes those read-only too;
+//! `fs: off` lifts the file-system rules, its folder then lent as a tool's workspace),
+//! nothing else. No network unless `network: true`; `sandbox: off` runs it as
+//! toolgate's own user, unconfined, as hooks ran before. Its environment holds
+//! `TOOLGATE_HOOK`, `TOOLGATE_TENANT`, `TOOLGATE_USER`, `TOOLGATE_RUN_ID`,
+//! `TOOLGATE_CONVERSATION_ID` and `TOOLGATE_CALL_ID` besides the sandbox's own.
+//!
+//! ```yaml
+//! hooks:
+//!   before_call:
+//!     command: [./guard.py]
+//!     timeout: 2s
+//!     sandbox: {write: [/var/log/guard], limits: {memory: 512M}}
+//! ```
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::deadline::duration_of;
+use toolgate_sandbox::{self as sandbox, Fs, SandboxPolicy};
 
 /// A hook's timeout when its file gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -48,6 +72,31 @@ pub struct Hook {
     pub on_error: OnError,
     /// The folder of the file that names it: where a command starts.
     pub folder: PathBuf,
+    /// The sandbox a command runs in (see the module's documentation).
+    pub sandbox: SandboxPolicy,
+}
+
+/// How a command hook is launched under `policy`: the rules the sandbox applies, and
+/// the folder given to it as the workspace. The hook's own `folder` (where it starts)
+/// is only ever read; what it may write is its `write:` folders (the first stands as
+/// the sandbox's workspace, the rest stay `write:`), or, without any, nothing but its
+/// temporary `HOME` (the folder then lent read-only, as `fs: workspace-read`). With
+/// `fs: off` the folder is the workspace, as a tool's.
+fn launch_policy(policy: &SandboxPolicy, folder: &Path) -> (SandboxPolicy, PathBuf) {
+    let SandboxPolicy::On(rules) = policy else {
+        return (SandboxPolicy::Off, folder.to_path_buf());
+    };
+    let mut rules = rules.clone();
+    if rules.fs == Fs::Off {
+        return (SandboxPolicy::On(rules), folder.to_path_buf());
+    }
+    rules.read.push(folder.to_path_buf());
+    if rules.fs == Fs::WorkspaceWrite && !rules.write.is_empty() {
+        let workspace = rules.write.remove(0);
+        return (SandboxPolicy::On(rules), workspace);
+    }
+    rules.fs = Fs::WorkspaceRead;
+    (SandboxPolicy::On(rules), folder.to_path_buf())
 }
 
 /// The hooks of an agent or a tool.
@@ -65,6 +114,10 @@ pub struct HookRequest<'a> {
     pub tool: &'a str,
     pub arguments: &'a Map<String, Value>,
     pub agent: &'a str,
+    /// The run's tenant (`default` when it names none).
+    pub tenant: &'a str,
+    /// Who started the run; null when nobody is named.
+    pub user: Option<&'a str>,
     pub run_id: &'a str,
     pub call_id: &'a str,
     pub conversation_id: &'a str,
@@ -151,7 +204,7 @@ impl Hooks {
     /// The hooks as one line of text, for a fingerprint of the policy.
     pub fn describe(&self) -> String {
         let one = |h: &Hook| match &h.target {
-            Target::Command(c) => format!("command:{c:?}"),
+            Target::Command(c) => format!("command:{c:?} sandbox:{:?}", h.sandbox),
             Target::Url(u) => format!("url:{u}"),
         };
         let mut out = String::new();
@@ -177,8 +230,13 @@ impl Hook {
         let mut target = None;
         let mut timeout = DEFAULT_TIMEOUT;
         let mut on_error = OnError::Deny;
+        let mut sandbox = SandboxPolicy::default();
         for (k, v) in map {
             match k.as_str() {
+                "sandbox" => {
+                    sandbox = SandboxPolicy::parse(v, folder)
+                        .map_err(|(_, m)| key_err(k, format!("sandbox: {m}")))?;
+                }
                 "command" => {
                     let parts: Option<Vec<String>> = match v {
                         Value::Array(a) => a.iter().map(|x| x.as_str().map(String::from)).collect(),
@@ -225,18 +283,27 @@ impl Hook {
                 other => {
                     return Err(key_err(
                         other,
-                        format!("unknown key '{other}' (use command or url, timeout, on_error)"),
+                        format!(
+                            "unknown key '{other}' (use command or url, timeout, on_error, sandbox)"
+                        ),
                     ));
                 }
             }
         }
         let both = map.contains_key("command") && map.contains_key("url");
+        if map.contains_key("sandbox") && map.contains_key("url") {
+            return Err(key_err(
+                "sandbox",
+                "sandbox: only a command hook runs a program".into(),
+            ));
+        }
         match target {
             Some(target) if !both => Ok(Hook {
                 target,
                 timeout,
                 on_error,
                 folder: folder.to_path_buf(),
+                sandbox,
             }),
             _ => Err((vec![], "give a command or a url (one of them)".into())),
         }
@@ -286,7 +353,7 @@ impl Hook {
     /// Sends the request, within the timeout; the answer must be a JSON object.
     async fn ask(&self, request: &HookRequest<'_>) -> Result<Value, String> {
         let body = serde_json::to_vec(request).map_err(|e| format!("could not be asked: {e}"))?;
-        let text = match tokio::time::timeout(self.timeout, self.send(request.hook, body)).await {
+        let text = match tokio::time::timeout(self.timeout, self.send(request, body)).await {
             Ok(r) => r?,
             Err(_) => {
                 return Err(format!(
@@ -305,65 +372,100 @@ impl Hook {
         }
     }
 
-    async fn send(&self, hook: &'static str, body: Vec<u8>) -> Result<Vec<u8>, String> {
+    async fn send(&self, request: &HookRequest<'_>, body: Vec<u8>) -> Result<Vec<u8>, String> {
         match &self.target {
-            Target::Command(command) => self.run_command(command, body).await,
-            Target::Url(url) => post(url, hook, body).await,
+            Target::Command(command) => self.run_command(command, request, body).await,
+            Target::Url(url) => post(url, request.hook, body).await,
         }
     }
 
-    async fn run_command(&self, command: &[String], body: Vec<u8>) -> Result<Vec<u8>, String> {
+    /// Runs the command in the hook's sandbox, `body` on its stdin; its stdout is the
+    /// answer. Killed whole (its process group) when the wait is given up.
+    async fn run_command(
+        &self,
+        command: &[String],
+        request: &HookRequest<'_>,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, String> {
         let program = Path::new(&command[0]);
         let program = if program.is_relative() && command[0].contains('/') {
             self.folder.join(program)
         } else {
             program.to_path_buf()
         };
-        let mut child = tokio::process::Command::new(&program)
-            .args(&command[1..])
-            .current_dir(&self.folder)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("could not start {}: {e}", program.display()))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A hook that does not read its input may close it: not an error by itself.
-            let _ = stdin.write_all(&body).await;
-        }
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        let (out, err) = (child.stdout.take(), child.stderr.take());
-        let read_out = async {
-            if let Some(o) = out {
-                let _ = o.take(MAX_ANSWER as u64).read_to_end(&mut stdout).await;
-            }
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(&command[1..]);
+        let env = hook_env(request);
+        let who = format!("the {} hook", request.hook);
+        let shown = program.to_string_lossy();
+        // Arguments naming files of its folder (`hooks/guard.sh`), as absolute paths:
+        // the sandbox finds the program's own files from them.
+        let files: Vec<String> = command[1..]
+            .iter()
+            .map(|a| match self.folder.join(a) {
+                p if Path::new(a).is_relative() && p.exists() => p.to_string_lossy().into_owned(),
+                _ => a.clone(),
+            })
+            .collect();
+        let (policy, workspace) = launch_policy(&self.sandbox, &self.folder);
+        let launch = sandbox::Launch {
+            who: &who,
+            workspace: &workspace,
+            program: Some((&shown, &files)),
+            env: &env,
         };
-        let read_err = async {
-            if let Some(e) = err {
-                let _ = e.take(4096).read_to_end(&mut stderr).await;
-            }
-        };
-        tokio::join!(read_out, read_err);
-        let status = child
-            .wait()
-            .await
-            .map_err(|e| format!("could not be waited for: {e}"))?;
-        if !status.success() {
-            let said = String::from_utf8_lossy(&stderr);
-            let said = said.trim();
-            return Err(format!(
-                "exited with {status}{}",
-                if said.is_empty() {
-                    String::new()
+        // Kept until the program has ended: its temporary folder goes with it.
+        let _confined = sandbox::confine(&mut cmd, &policy, &launch)
+            .map_err(|e| format!("could not be sandboxed: {e}"))?;
+        // It starts in its own folder (readable to it), whatever the sandbox lent.
+        cmd.current_dir(&self.folder);
+        // The caller's own timeout gives up first; this one is a backstop.
+        let done = crate::process::run(
+            cmd,
+            &body,
+            self.timeout + Duration::from_secs(1),
+            MAX_ANSWER,
+        )
+        .await
+        .map_err(|e| match e {
+            crate::ToolError::Execution(m) => format!("could not start {}: {m}", program.display()),
+            other => other.to_string(),
+        })?;
+        match done.code {
+            Some(0) => Ok(done.stdout.bytes),
+            code => {
+                let said = String::from_utf8_lossy(&done.stderr.bytes);
+                let last = said.trim().lines().last().unwrap_or_default().to_string();
+                let status = match code {
+                    Some(c) => format!("exited with status {c}"),
+                    None => "was killed by a signal".to_string(),
+                };
+                Err(if last.is_empty() {
+                    status
                 } else {
-                    format!(": {}", said.lines().last().unwrap_or_default())
-                }
-            ));
+                    format!("{status}: {last}")
+                })
+            }
         }
-        Ok(stdout)
     }
+}
+
+/// The variables a command hook gets: which hook, and for whom the call runs.
+fn hook_env(request: &HookRequest<'_>) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("TOOLGATE_HOOK".to_string(), request.hook.to_string()),
+        ("TOOLGATE_TENANT".to_string(), request.tenant.to_string()),
+        ("TOOLGATE_RUN_ID".to_string(), request.run_id.to_string()),
+        (
+            "TOOLGATE_CONVERSATION_ID".to_string(),
+            request.conversation_id.to_string(),
+        ),
+        ("TOOLGATE_CALL_ID".to_string(), request.call_id.to_string()),
+    ];
+    if let Some(user) = request.user {
+        env.push(("TOOLGATE_USER".to_string(), user.to_string()));
+    }
+    env
 }
 
 /// The client URL hooks are posted with: no redirects (the signed body goes where it
@@ -455,6 +557,54 @@ mod tests {
         assert_eq!(
             bad(json!({"after_result": {"url": "ftp://x"}})).0,
             ["after_result", "url"]
+        );
+        assert_eq!(
+            bad(json!({"before_call": {"url": "http://h", "sandbox": "off"}})).0,
+            ["before_call", "sandbox"]
+        );
+    }
+
+    #[test]
+    fn a_hook_reads_its_folder_and_writes_only_its_write_folders() {
+        let folder = Path::new("/srv/agents");
+        let hook = |sandbox: Value| {
+            Hooks::parse(
+                &json!({"before_call": {"command": ["./g.sh"], "sandbox": sandbox}}),
+                folder,
+            )
+            .unwrap()
+            .before_call
+            .unwrap()
+        };
+        let rules = |p: &SandboxPolicy| match p {
+            SandboxPolicy::On(r) => r.clone(),
+            SandboxPolicy::Off => panic!("off"),
+        };
+        // By default: its folder lent read-only, nothing written but its HOME.
+        let default = Hooks::parse(&json!({"before_call": {"command": ["./g.sh"]}}), folder)
+            .unwrap()
+            .before_call
+            .unwrap();
+        let (p, ws) = launch_policy(&default.sandbox, folder);
+        assert_eq!((rules(&p).fs, ws.as_path()), (Fs::WorkspaceRead, folder));
+        // With write folders: those are what it writes; its folder is read.
+        let (p, ws) = launch_policy(
+            &hook(json!({"write": ["/var/log/g", "/tmp/g"]})).sandbox,
+            folder,
+        );
+        let r = rules(&p);
+        assert_eq!(ws, Path::new("/var/log/g"));
+        assert_eq!(r.write, [PathBuf::from("/tmp/g")]);
+        assert!(r.read.contains(&folder.to_path_buf()) && r.fs == Fs::WorkspaceWrite);
+        // workspace-read keeps even those read-only; off is off.
+        let (p, ws) = launch_policy(
+            &hook(json!({"fs": "workspace-read", "write": ["/var/log/g"]})).sandbox,
+            folder,
+        );
+        assert_eq!((rules(&p).fs, ws.as_path()), (Fs::WorkspaceRead, folder));
+        assert_eq!(
+            launch_policy(&hook(json!("off")).sandbox, folder).0,
+            SandboxPolicy::Off
         );
     }
 }
