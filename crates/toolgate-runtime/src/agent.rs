@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::LimitConfig;
-use toolgate_tool::folder::{first_line, line_of};
+use toolgate_tool::folder::line_of;
 use toolgate_tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
 
 /// The model used when neither the agent file nor `--model` names one.
@@ -214,24 +214,12 @@ fn agent_fault(path: &Path, line: Option<usize>, message: String) -> AgentError 
     }
 }
 
-/// Reads the file's text and parses it, naming the field when the parser does not.
+/// Reads the file's text and parses it; a fault names the field and its line.
 fn read_raw(path: &Path) -> Result<(String, RawAgent), AgentError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| agent_fault(path, None, format!("cannot read the agent file: {e}")))?;
-    let raw: RawAgent = serde_saphyr::from_str(&text).map_err(|e| {
-        let line = e.location().map(|l| l.line() as usize);
-        let mut message = first_line(&e.to_string());
-        // Name the field when the parser's message does not.
-        let key = line
-            .and_then(|l| text.lines().nth(l.saturating_sub(1)))
-            .and_then(|l| l.split_once(':'))
-            .map(|(k, _)| k.trim().trim_start_matches("- ").to_string())
-            .filter(|k| !k.is_empty() && !k.contains(' ') && !message.contains(k.as_str()));
-        if let Some(key) = key {
-            message = format!("field '{key}': {message}");
-        }
-        agent_fault(path, line, message)
-    })?;
+    let raw: RawAgent = toolgate_tool::user_file::from_yaml(&text)
+        .map_err(|fault| agent_fault(path, fault.line, fault.message))?;
     Ok((text, raw))
 }
 

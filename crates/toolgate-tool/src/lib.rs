@@ -24,6 +24,7 @@ pub mod secrets;
 pub mod source;
 pub mod spec;
 mod toolkit;
+pub mod user_file;
 pub mod vars;
 pub mod workspace;
 

@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 use super::super::builtin;
 use super::http;
 use toolgate_tool::credentials::{self, Credential};
-use toolgate_tool::folder::{LoadError, ToolDef, first_line, line_of};
+use toolgate_tool::folder::{LoadError, ToolDef, line_of};
 use toolgate_tool::list_form::{ListError, list_form};
 use toolgate_tool::schema::{Schema, SchemaError};
 use toolgate_tool::spec::{Entry, ToolSpec};
+use toolgate_tool::user_file;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,15 +96,12 @@ fn parse_raw(path: &Path, text: &str) -> Result<RawTool, LoadError> {
         message,
     };
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
-    if is_json {
-        serde_json::from_str(text).map_err(|e| fail(Some(e.line()), e.to_string()))
+    let parsed = if is_json {
+        user_file::from_json(text)
     } else {
-        serde_saphyr::from_str(text).map_err(|e| {
-            let message = e.to_string();
-            let line = e.location().map(|l| l.line() as usize);
-            fail(line, first_line(&message))
-        })
-    }
+        user_file::from_yaml(text)
+    };
+    parsed.map_err(|f| fail(f.line, f.message))
 }
 
 /// The tool's name, trimmed: letters, digits, `_`, `-` or `.`.
