@@ -36,6 +36,7 @@ mod dialect_runs;
 mod dialects_cli;
 mod dify_tools;
 mod engine;
+mod file_errors;
 mod final_hidden;
 mod hot_reload;
 mod identities;
