@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod credentials;
+pub mod file_schema;
 pub mod folder;
 mod keywords;
 mod library;
