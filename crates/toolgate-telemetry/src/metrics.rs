@@ -157,6 +157,56 @@ pub fn set_recording(on: bool) {
     RECORDING.store(on, Ordering::Relaxed);
 }
 
+/// One metric as the reference lists it: its exposed name, type and help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    pub name: String,
+    pub kind: String,
+    pub help: String,
+}
+
+/// Every counted metric, read from a registry filled as [`install`] fills it (the
+/// scrape-time collectors are their installer's to describe).
+pub fn catalogue() -> Result<Vec<Described>, std::fmt::Error> {
+    let m = Metrics::new(|_, _| {});
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
+    Ok(described(&text))
+}
+
+/// The metrics an OpenMetrics text declares (its `# TYPE` and `# HELP` lines).
+pub fn described(text: &str) -> Vec<Described> {
+    let mut out: Vec<Described> = Vec::new();
+    for line in text.lines() {
+        let Some((kind, rest)) = line
+            .strip_prefix("# TYPE ")
+            .map(|r| ("type", r))
+            .or_else(|| line.strip_prefix("# HELP ").map(|r| ("help", r)))
+        else {
+            continue;
+        };
+        let (name, value) = rest.split_once(' ').unwrap_or((rest, ""));
+        let at = match out.iter().position(|d| d.name == name) {
+            Some(i) => i,
+            None => {
+                out.push(Described {
+                    name: name.to_string(),
+                    kind: String::new(),
+                    help: String::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let slot = if kind == "type" {
+            &mut out[at].kind
+        } else {
+            &mut out[at].help
+        };
+        *slot = value.to_string();
+    }
+    out
+}
+
 /// The OpenMetrics text of every metric now (`None` before [`install`]). Reads the
 /// store: call it off the async workers.
 pub fn render() -> Option<Result<String, std::fmt::Error>> {

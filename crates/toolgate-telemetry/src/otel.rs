@@ -61,6 +61,12 @@ fn traces_url(endpoint: &str, traces: Option<String>) -> String {
     }
 }
 
+
+/// The full URL spans go to, instead of `--otlp-endpoint` + `/v1/traces`.
+pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+/// The exported service name (default `toolgate`).
+pub const SERVICE_NAME_ENV: &str = "OTEL_SERVICE_NAME";
+
 /// A layer exporting toolgate's spans as `settings` say, and the exporter behind it.
 /// Call it outside an async runtime (the exporter makes its own HTTP client).
 pub fn layer<S>(settings: &OtelSettings) -> Result<(impl Layer<S>, Exporting), OtelError>
@@ -69,7 +75,7 @@ where
 {
     let url = traces_url(
         &settings.endpoint,
-        std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").ok(),
+        std::env::var(TRACES_ENDPOINT_ENV).ok(),
     );
     let fail = |why: String| OtelError {
         endpoint: url.clone(),
@@ -88,7 +94,7 @@ where
         .build()
         .map_err(|e| fail(e.to_string()))?;
     let mut resource = Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+    if std::env::var_os(SERVICE_NAME_ENV).is_none() {
         resource = resource.with_service_name("toolgate");
     }
     let provider = SdkTracerProvider::builder()

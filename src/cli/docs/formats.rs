@@ -1,0 +1,112 @@
+//! The file formats' reference: each format's JSON Schema (generated with `schemars`
+//! from the type that reads the file) written to `schemas/`, and a page per format
+//! rendered from that schema.
+
+use serde_json::Value;
+
+use super::schema_md::{definitions, fields_table};
+use super::{Page, to_json};
+
+/// One file format: its schema's file, its page, and what the page says first.
+struct Format {
+    schema_file: &'static str,
+    page: &'static str,
+    title: &'static str,
+    intro: &'static str,
+    schema: fn() -> schemars::Schema,
+}
+
+const FORMATS: [Format; 4] = [
+    Format {
+        schema_file: "agent.schema.json",
+        page: "agent-file.md",
+        title: "Agent files",
+        intro: "An agent file (YAML or JSON, passed with `--agent FILE` or found in the \
+                `--agents` folder of `serve`) names an agent, its model, mode, instructions, \
+                tools, permissions, limits and sub-agents.",
+        schema: toolgate::agent::file_schema,
+    },
+    Format {
+        schema_file: "tool.schema.json",
+        page: "tool-file.md",
+        title: "Tool files",
+        intro: "A tool file (`tools/*.yaml`, `*.yml` or `*.json`, one tool each) declares a \
+                tool: its name, description, parameters, permission, and how it runs \
+                (`entry`: a built-in, the client, a command or an HTTP call).",
+        schema: toolgate::tool::sources::tool_file_schema,
+    },
+    Format {
+        schema_file: "mcp-server.schema.json",
+        page: "mcp-file.md",
+        title: "MCP server declarations",
+        intro: "A file in the tools folder that holds `mcp_server:` (one server, toolgate's \
+                form) or `mcpServers:` (the `mcp.json` desktop MCP clients write, read as it \
+                is) declares MCP servers; each server's tools join the library as \
+                `SERVER__TOOL`.",
+        schema: toolgate::tool::mcp::config::file_schema,
+    },
+    Format {
+        schema_file: "scripted-replies.schema.json",
+        page: "scripted-replies.md",
+        title: "Scripted model replies",
+        intro: "A replies file (`--model scripted:FILE`) plays a model offline: each model \
+                turn gets the next reply, after the conversation's last assistant message, so \
+                a run resumed by another process goes on where it stopped.",
+        schema: toolgate::model::ScriptedModel::file_schema,
+    },
+];
+
+/// The schemas (`schemas/*.schema.json`) and the format pages.
+pub fn pages() -> Vec<Page> {
+    let mut out = Vec::new();
+    for f in &FORMATS {
+        let schema = (f.schema)().to_value();
+        out.push(Page::new(format!("schemas/{}", f.schema_file), to_json(&schema)));
+        out.push(Page::reference(f.page, page(f, &schema)));
+    }
+    out
+}
+
+/// A format's page: what the file is, how an editor checks it, its fields and the
+/// types they refer to.
+fn page(f: &Format, schema: &Value) -> String {
+    let mut out = format!("# {}\n\n{}\n\n", f.title, f.intro);
+    out.push_str(&format!(
+        "The JSON Schema of this format is [`schemas/{file}`](../../../schemas/{file}), \
+         generated from the type that reads the file. An editor with the YAML language server \
+         (VS Code's YAML extension, Helix, Neovim) checks and completes a file that starts \
+         with a line naming it, relative to the file or as a URL:\n\n\
+         ```yaml\n# yaml-language-server: $schema=../schemas/{file}\n```\n\n",
+        file = f.schema_file
+    ));
+    if let Some(d) = schema.get("description").and_then(Value::as_str) {
+        out.push_str(&format!("{}\n\n", d.trim()));
+    }
+    out.push_str("## Fields\n\n");
+    let table = fields_table(schema);
+    if table.is_empty() {
+        // A format with alternative forms: the fields of each.
+        for (i, alt) in schema
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            out.push_str(&format!("### Form {}\n\n{}\n", i + 1, fields_table(alt)));
+            if let Some(servers) = alt.pointer("/properties/mcpServers") {
+                out.push_str(&format!(
+                    "Each server of `mcpServers` (or `servers`):\n\n{}\n",
+                    fields_table(&servers["additionalProperties"])
+                ));
+            }
+        }
+    } else {
+        out.push_str(&format!("{table}\n"));
+    }
+    if let Some(defs) = schema.get("$defs").and_then(Value::as_object) {
+        out.push_str("## Types\n\n");
+        out.push_str(&definitions(defs, "###"));
+    }
+    out
+}
