@@ -35,6 +35,7 @@ mod deadlines_store;
 mod dialect_runs;
 mod dialects_cli;
 mod dify_tools;
+mod docs_reference;
 mod engine;
 mod file_errors;
 mod final_hidden;

@@ -17,7 +17,10 @@ pub const INTERRUPTED: u8 = 130;
 
 /// Every code, with its meaning, for the reference.
 pub const CODES: [(u8, &str); 5] = [
-    (DONE, "Done: the command did what it was asked (a run completed)."),
+    (
+        DONE,
+        "Done: the command did what it was asked (a run completed).",
+    ),
     (
         FAILED,
         "Anything else failed: the store, a tool, the model, a run that failed or was \

@@ -2,8 +2,8 @@
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod calls;
-mod doctor;
 mod docs;
+mod doctor;
 mod doctor_model;
 mod environment;
 pub mod exit;

@@ -69,10 +69,7 @@ impl AnthropicModel {
             Some(k) => Some(k),
             None => var(API_KEY_ENV),
         };
-        let base = settings
-            .base_url
-            .clone()
-            .or_else(|| var(BASE_URL_ENV));
+        let base = settings.base_url.clone().or_else(|| var(BASE_URL_ENV));
         if api_key.is_none() && base.is_none() {
             return Err(ModelError::Config(format!(
                 "anthropic:{model} needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for another server); set it, or use --model scripted:FILE"

@@ -19,7 +19,9 @@ pub const DEFAULT_MODEL: &str = "openai:gpt-4o-mini";
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
 
 /// How the agent's model sees its tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// OpenAI `tools` in the request; calls come back as native `tool_calls`.
@@ -169,6 +171,7 @@ struct RawAgent {
     #[serde(default)]
     priority: i32,
     /// Limits on its tools' sandboxes: the stricter of each setting wins.
+    #[serde(default)]
     #[schemars(schema_with = "toolgate_tool::file_schema::sandbox_ceiling")]
     sandbox: Option<serde_json::Value>,
     /// Groups one of which decides its calls.

@@ -134,10 +134,15 @@ pub fn described() -> Vec<toolgate_telemetry::metrics::Described> {
         help: help.to_string(),
     };
     let gauges = LIMITER_GAUGES.iter().map(|(n, h, _)| one((n, h), "gauge"));
-    let counters = LIMITER_COUNTERS.iter().map(|(n, h, _)| one((n, h), "counter"));
+    let counters = LIMITER_COUNTERS
+        .iter()
+        .map(|(n, h, _)| one((n, h), "counter"));
     gauges
         .chain(counters)
-        .chain([one(APPROVALS_WAITING, "gauge"), one(APPROVALS_OLDEST, "gauge")])
+        .chain([
+            one(APPROVALS_WAITING, "gauge"),
+            one(APPROVALS_OLDEST, "gauge"),
+        ])
         .collect()
 }
 

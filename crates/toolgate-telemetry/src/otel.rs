@@ -61,7 +61,6 @@ fn traces_url(endpoint: &str, traces: Option<String>) -> String {
     }
 }
 
-
 /// The full URL spans go to, instead of `--otlp-endpoint` + `/v1/traces`.
 pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 /// The exported service name (default `toolgate`).
@@ -73,10 +72,7 @@ pub fn layer<S>(settings: &OtelSettings) -> Result<(impl Layer<S>, Exporting), O
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let url = traces_url(
-        &settings.endpoint,
-        std::env::var(TRACES_ENDPOINT_ENV).ok(),
-    );
+    let url = traces_url(&settings.endpoint, std::env::var(TRACES_ENDPOINT_ENV).ok());
     let fail = |why: String| OtelError {
         endpoint: url.clone(),
         why,

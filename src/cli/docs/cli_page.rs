@@ -38,7 +38,11 @@ fn section(cmd: &Command, depth: usize, out: &mut String) {
     if !args.is_empty() {
         out.push_str("| Argument | Description |\n|---|---|\n");
         for a in args {
-            out.push_str(&format!("| {} | {} |\n", cell(&spelling(a)), cell(&help(a))));
+            out.push_str(&format!(
+                "| {} | {} |\n",
+                cell(&spelling(a)),
+                cell(&help(a))
+            ));
         }
         out.push('\n');
     }
@@ -56,7 +60,12 @@ fn section(cmd: &Command, depth: usize, out: &mut String) {
 fn spelling(a: &Arg) -> String {
     let value = a
         .get_value_names()
-        .map(|v| v.iter().map(|n| format!("<{n}>")).collect::<Vec<_>>().join(" "))
+        .map(|v| {
+            v.iter()
+                .map(|n| format!("<{n}>"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .unwrap_or_else(|| format!("<{}>", a.get_id().as_str().to_uppercase()));
     if a.is_positional() {
         return format!("`{value}`");

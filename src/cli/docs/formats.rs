@@ -61,7 +61,10 @@ pub fn pages() -> Vec<Page> {
     let mut out = Vec::new();
     for f in &FORMATS {
         let schema = (f.schema)().to_value();
-        out.push(Page::new(format!("schemas/{}", f.schema_file), to_json(&schema)));
+        out.push(Page::new(
+            format!("schemas/{}", f.schema_file),
+            to_json(&schema),
+        ));
         out.push(Page::reference(f.page, page(f, &schema)));
     }
     out
@@ -79,9 +82,6 @@ fn page(f: &Format, schema: &Value) -> String {
          ```yaml\n# yaml-language-server: $schema=../schemas/{file}\n```\n\n",
         file = f.schema_file
     ));
-    if let Some(d) = schema.get("description").and_then(Value::as_str) {
-        out.push_str(&format!("{}\n\n", d.trim()));
-    }
     out.push_str("## Fields\n\n");
     let table = fields_table(schema);
     if table.is_empty() {

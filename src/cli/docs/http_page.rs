@@ -19,7 +19,10 @@ pub fn page(doc: &Value) -> String {
     }
     out.push_str("## Operations\n\n");
     let empty = Map::new();
-    let paths = doc.get("paths").and_then(Value::as_object).unwrap_or(&empty);
+    let paths = doc
+        .get("paths")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     for (path, item) in paths {
         for (method, op) in item.as_object().unwrap_or(&empty) {
             if op.is_object() && method != "parameters" {
@@ -27,7 +30,10 @@ pub fn page(doc: &Value) -> String {
             }
         }
     }
-    if let Some(schemas) = doc.pointer("/components/schemas").and_then(Value::as_object) {
+    if let Some(schemas) = doc
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+    {
         out.push_str("## Schemas\n\n");
         out.push_str(&definitions(schemas, "###"));
     }
@@ -63,7 +69,10 @@ fn operation(method: &str, path: &str, op: &Value, out: &mut String) {
         }
         out.push('\n');
     }
-    if let Some(content) = op.pointer("/requestBody/content").and_then(Value::as_object) {
+    if let Some(content) = op
+        .pointer("/requestBody/content")
+        .and_then(Value::as_object)
+    {
         for (media, body) in content {
             let t = body.get("schema").map(type_of).unwrap_or_default();
             out.push_str(&format!("Request body (`{media}`): {t}\n\n"));
@@ -85,7 +94,10 @@ fn operation(method: &str, path: &str, op: &Value, out: &mut String) {
                         .join(", ")
                 })
                 .unwrap_or_default();
-            let d = r.get("description").and_then(Value::as_str).unwrap_or_default();
+            let d = r
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             out.push_str(&format!("| {status} | {} | {} |\n", cell(d), cell(&body)));
         }
         out.push('\n');

@@ -66,7 +66,10 @@ pub fn pages() -> Result<Vec<Page>, String> {
     let cli = super::Cli::command();
     let mut pages = vec![
         Page::reference("cli.md", cli_page::page(&cli)),
-        Page::reference("http-api.md", http_page::page(&toolgate::server::document())),
+        Page::reference(
+            "http-api.md",
+            http_page::page(&toolgate::server::document()),
+        ),
         Page::reference("metrics.md", tables::metrics()?),
         Page::reference("exit-codes.md", tables::exit_codes()),
         Page::reference("environment.md", tables::environment(&cli)),
@@ -106,5 +109,6 @@ fn write(root: &Path, page: &Page) -> Result<(), Failure> {
         std::fs::create_dir_all(folder)
             .map_err(|e| Failure::other(format!("{}: {e}", folder.display())))?;
     }
-    std::fs::write(&path, &page.text).map_err(|e| Failure::other(format!("{}: {e}", path.display())))
+    std::fs::write(&path, &page.text)
+        .map_err(|e| Failure::other(format!("{}: {e}", path.display())))
 }

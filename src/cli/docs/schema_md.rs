@@ -93,10 +93,16 @@ fn describe(schema: &Value) -> String {
         }
         text.push_str(&s);
     };
-    if let Some(min) = schema.get("minimum") {
+    if let Some(min) = schema.get("minimum").filter(|m| m.as_f64() != Some(0.0)) {
         add(format!("At least {min}."));
     }
-    if let Some(d) = schema.get("default") {
+    let unset = |d: &Value| match d {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    if let Some(d) = schema.get("default").filter(|d| !unset(d)) {
         add(format!("Default: `{d}`."));
     }
     cell(&text)

@@ -33,7 +33,10 @@ pub fn environment(root: &Command) -> String {
     collect_env(root, "toolgate", &mut flags);
     flags.sort();
     for (var, flag, commands) in flags {
-        out.push_str(&format!("| `{var}` | `--{flag}` | {} |\n", commands.join(", ")));
+        out.push_str(&format!(
+            "| `{var}` | `--{flag}` | {} |\n",
+            commands.join(", ")
+        ));
     }
     out.push_str(
         "\n## Read by toolgate\n\n\
@@ -82,8 +85,16 @@ pub fn metrics() -> Result<String, String> {
          | Metric | Type | Help |\n|---|---|---|\n",
     );
     let counted = toolgate::telemetry::metrics::catalogue().map_err(|e| e.to_string())?;
-    for m in counted.iter().chain(&toolgate::server::collect::described()) {
-        out.push_str(&format!("| `{}` | {} | {} |\n", m.name, m.kind, cell(&m.help)));
+    for m in counted
+        .iter()
+        .chain(&toolgate::server::collect::described())
+    {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            m.name,
+            m.kind,
+            cell(&m.help)
+        ));
     }
     out.push_str(
         "\n## Spans\n\n\
@@ -94,7 +105,9 @@ pub fn metrics() -> Result<String, String> {
          show.\n\n",
     );
     for (name, fields) in spans() {
-        out.push_str(&format!("### `{name}`\n\n| Attribute | Meaning |\n|---|---|\n"));
+        out.push_str(&format!(
+            "### `{name}`\n\n| Attribute | Meaning |\n|---|---|\n"
+        ));
         for f in fields {
             let meaning = toolgate::telemetry::genai::ATTRIBUTES
                 .iter()

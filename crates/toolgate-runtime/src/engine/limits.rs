@@ -12,7 +12,16 @@ use tokio::sync::oneshot;
 
 /// What to do with a call that cannot run yet.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 #[schemars(rename = "QueueStrategy")]
@@ -27,7 +36,9 @@ pub enum Strategy {
 }
 
 /// The limits (an agent file's `limits:` reads into this).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct LimitConfig {
     /// Calls running at once, in all.

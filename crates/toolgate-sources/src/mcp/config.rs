@@ -102,13 +102,19 @@ pub fn file_schema() -> schemars::Schema {
     let defs = root.remove("$defs");
     let mut desktop = properties.clone();
     if let Some(map) = desktop.as_object_mut() {
-        map.insert("type".into(), serde_json::json!({
-            "enum": ["stdio", "http", "streamable-http", "streamableHttp"],
-            "description": "The transport (`sse`, the legacy one, is refused)."
-        }));
-        map.insert("disabled".into(), serde_json::json!({
-            "type": "boolean", "description": "A disabled server is skipped."
-        }));
+        map.insert(
+            "type".into(),
+            serde_json::json!({
+                "enum": ["stdio", "http", "streamable-http", "streamableHttp"],
+                "description": "The transport (`sse`, the legacy one, is refused)."
+            }),
+        );
+        map.insert(
+            "disabled".into(),
+            serde_json::json!({
+                "type": "boolean", "description": "A disabled server is skipped."
+            }),
+        );
     }
     let servers = serde_json::json!({
         "type": "object",

@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 use super::super::builtin;
 use super::http;
 use toolgate_tool::credentials::{self, Credential};
+use toolgate_tool::file_schema;
 use toolgate_tool::folder::{LoadError, ToolDef, line_of};
 use toolgate_tool::list_form::{ListError, list_form};
 use toolgate_tool::schema::{Schema, SchemaError};
-use toolgate_tool::file_schema;
 use toolgate_tool::spec::{Entry, ToolSpec};
 use toolgate_tool::user_file;
 
