@@ -85,6 +85,8 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 /// Every metric the process keeps, and the bounds on their labels.
 pub struct Metrics {
     registry: Registry,
+    /// What was registered, for the reference ([`catalogue`]).
+    described: Vec<Described>,
     runs: Family<RunLabels, Counter>,
     runs_active: Family<AgentLabel, Gauge>,
     run_seconds: Histograms<AgentLabel>,
@@ -165,46 +167,31 @@ pub struct Described {
     pub help: String,
 }
 
-/// Every counted metric, read from a registry filled as [`install`] fills it (the
-/// scrape-time collectors are their installer's to describe).
-pub fn catalogue() -> Result<Vec<Described>, std::fmt::Error> {
-    let m = Metrics::new(|_, _| {});
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
-    Ok(described(&text))
+/// Every counted metric, as [`install`] registers them (the scrape-time collectors
+/// are their installer's to describe).
+pub fn catalogue() -> Vec<Described> {
+    Metrics::new(|_, _| {}).described
 }
 
-/// The metrics an OpenMetrics text declares (its `# TYPE` and `# HELP` lines).
-pub fn described(text: &str) -> Vec<Described> {
-    let mut out: Vec<Described> = Vec::new();
-    for line in text.lines() {
-        let Some((kind, rest)) = line
-            .strip_prefix("# TYPE ")
-            .map(|r| ("type", r))
-            .or_else(|| line.strip_prefix("# HELP ").map(|r| ("help", r)))
-        else {
-            continue;
-        };
-        let (name, value) = rest.split_once(' ').unwrap_or((rest, ""));
-        let at = match out.iter().position(|d| d.name == name) {
-            Some(i) => i,
-            None => {
-                out.push(Described {
-                    name: name.to_string(),
-                    kind: String::new(),
-                    help: String::new(),
-                });
-                out.len() - 1
-            }
-        };
-        let slot = if kind == "type" {
-            &mut out[at].kind
-        } else {
-            &mut out[at].help
-        };
-        *slot = value.to_string();
+/// A registry being filled, and what went in.
+struct Registering {
+    registry: Registry,
+    described: Vec<Described>,
+}
+
+impl Registering {
+    /// Registers `metric` as `toolgate_{name}` and notes it.
+    fn add<M>(&mut self, name: &str, help: &str, metric: M)
+    where
+        M: prometheus_client::registry::Metric + prometheus_client::metrics::TypedMetric,
+    {
+        self.described.push(Described {
+            name: format!("toolgate_{name}"),
+            kind: M::TYPE.as_str().to_string(),
+            help: help.to_string(),
+        });
+        self.registry.register(name, help, metric);
     }
-    out
 }
 
 /// The OpenMetrics text of every metric now (`None` before [`install`]). Reads the
@@ -236,83 +223,87 @@ fn with_collectors(
 impl Metrics {
     /// Registers every counted metric, then the `collectors`.
     fn new(collectors: impl FnOnce(&mut Registry, &Bounds)) -> Self {
-        let mut r = Registry::with_prefix("toolgate");
+        let mut r = Registering {
+            registry: Registry::with_prefix("toolgate"),
+            described: Vec::new(),
+        };
         let runs = Family::default();
-        r.register(
+        r.add(
             "runs",
             "Drives of runs that ended with this status (a run that pauses, then completes, counts once in each)",
             runs.clone(),
         );
         let runs_active = Family::default();
-        r.register(
+        r.add(
             "runs_active",
             "Runs this process is driving now",
             runs_active.clone(),
         );
         let run_seconds = Histograms::new_with_constructor(run_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "run_duration_seconds",
             "How long a drive of a run took (up to its end or pause)",
             run_seconds.clone(),
         );
         let model_calls = Family::default();
-        r.register(
+        r.add(
             "model_calls",
             "Model requests, by model and outcome (ok, error)",
             model_calls.clone(),
         );
         let model_seconds = Histograms::new_with_constructor(model_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "model_call_duration_seconds",
             "How long a model took to answer",
             model_seconds.clone(),
         );
         let tokens = Family::default();
-        r.register(
+        r.add(
             "model_tokens",
             "Tokens the models reported, by model and type (input, output)",
             tokens.clone(),
         );
         let tool_calls = Family::default();
-        r.register(
+        r.add(
             "tool_calls",
             "Recorded tool calls, by tool, status and error kind (`none` without an error)",
             tool_calls.clone(),
         );
         let tool_seconds = Histograms::new_with_constructor(tool_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "tool_call_duration_seconds",
             "How long tools ran (calls that got a slot and started)",
             tool_seconds.clone(),
         );
         let decision_seconds =
             Histograms::new_with_constructor(decision_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "decision_latency_seconds",
             "From an item's request to its decision (approve, deny, submit), by the run's agent",
             decision_seconds.clone(),
         );
         let commit_seconds = Histograms::new_with_constructor(commit_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "store_commit_duration_seconds",
             "Store transactions: group commits of call records (records) and the rest (transaction)",
             commit_seconds.clone(),
         );
         let webhooks = Family::default();
-        r.register(
+        r.add(
             "webhook_deliveries",
             "Webhook notifications, by outcome (delivered, given_up)",
             webhooks.clone(),
         );
         let webhook_failed_attempts = Counter::default();
-        r.register(
+        r.add(
             "webhook_failed_attempts",
             "Webhook attempts that failed (each retry counts)",
             webhook_failed_attempts.clone(),
         );
-        let agents = with_collectors(&mut r, collectors);
+        let agents = with_collectors(&mut r.registry, collectors);
         Self {
-            registry: r,
+            registry: r.registry,
+            described: r.described,
             runs,
             runs_active,
             run_seconds,

@@ -46,7 +46,10 @@ fn section(cmd: &Command, depth: usize, out: &mut String) {
         }
         out.push('\n');
     }
-    let subs: Vec<&Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).collect();
+    let subs: Vec<&Command> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .collect();
     if !subs.is_empty() && depth > 2 {
         let names: Vec<String> = subs.iter().map(|s| format!("`{}`", s.get_name())).collect();
         out.push_str(&format!("Subcommands: {}.\n\n", names.join(", ")));
@@ -94,6 +97,9 @@ fn help(a: &Arg) -> String {
         .map(|h| h.to_string())
         .unwrap_or_default();
     let mut add = |s: String| {
+        if !text.is_empty() && !text.ends_with(['.', ':', '!', '?']) {
+            text.push('.');
+        }
         if !text.is_empty() {
             text.push(' ');
         }
@@ -113,7 +119,7 @@ fn help(a: &Arg) -> String {
         .iter()
         .map(|d| format!("`{}`", d.to_string_lossy()))
         .collect();
-    if !defaults.is_empty() {
+    if !defaults.is_empty() && a.get_action().takes_values() {
         add(format!("Default: {}.", defaults.join(", ")));
     }
     if let Some(env) = a.get_env() {

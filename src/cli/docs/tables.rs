@@ -58,8 +58,10 @@ fn collect_env(cmd: &Command, path: &str, out: &mut Vec<(String, String, Vec<Str
             continue;
         };
         let var = env.to_string_lossy().to_string();
-        let command = if a.is_global_set() {
+        let command = if a.is_global_set() && path == "toolgate" {
             "every command".to_string()
+        } else if a.is_global_set() {
+            format!("`{path}` and its subcommands")
         } else {
             format!("`{path}`")
         };
@@ -84,7 +86,7 @@ pub fn metrics() -> Result<String, String> {
          (past a cap, `other`), never ids or arguments.\n\n\
          | Metric | Type | Help |\n|---|---|---|\n",
     );
-    let counted = toolgate::telemetry::metrics::catalogue().map_err(|e| e.to_string())?;
+    let counted = toolgate::telemetry::metrics::catalogue();
     for m in counted
         .iter()
         .chain(&toolgate::server::collect::described())
