@@ -11,6 +11,8 @@ use super::{Page, to_json};
 struct Format {
     schema_file: &'static str,
     page: &'static str,
+    /// A folder of this repository holding such files.
+    folder: &'static str,
     title: &'static str,
     intro: &'static str,
     schema: fn() -> schemars::Schema,
@@ -20,6 +22,7 @@ const FORMATS: [Format; 4] = [
     Format {
         schema_file: "agent.schema.json",
         page: "agent-file.md",
+        folder: "examples/agents",
         title: "Agent files",
         intro: "An agent file (YAML or JSON, passed with `--agent FILE` or found in the \
                 `--agents` folder of `serve`) names an agent, its model, mode, instructions, \
@@ -29,6 +32,7 @@ const FORMATS: [Format; 4] = [
     Format {
         schema_file: "tool.schema.json",
         page: "tool-file.md",
+        folder: "tools",
         title: "Tool files",
         intro: "A tool file (`tools/*.yaml`, `*.yml` or `*.json`, one tool each) declares a \
                 tool: its name, description, parameters, permission, and how it runs \
@@ -38,6 +42,7 @@ const FORMATS: [Format; 4] = [
     Format {
         schema_file: "mcp-server.schema.json",
         page: "mcp-file.md",
+        folder: "examples/mcp",
         title: "MCP server declarations",
         intro: "A file in the tools folder that holds `mcp_server:` (one server, toolgate's \
                 form) or `mcpServers:` (the `mcp.json` desktop MCP clients write, read as it \
@@ -48,6 +53,7 @@ const FORMATS: [Format; 4] = [
     Format {
         schema_file: "scripted-replies.schema.json",
         page: "scripted-replies.md",
+        folder: "examples/agents",
         title: "Scripted model replies",
         intro: "A replies file (`--model scripted:FILE`) plays a model offline: each model \
                 turn gets the next reply, after the conversation's last assistant message, so \
@@ -75,12 +81,18 @@ pub fn pages() -> Vec<Page> {
 fn page(f: &Format, schema: &Value) -> String {
     let mut out = format!("# {}\n\n{}\n\n", f.title, f.intro);
     out.push_str(&format!(
-        "The JSON Schema of this format is [`schemas/{file}`](../../../schemas/{file}), \
-         generated from the type that reads the file. An editor with the YAML language server \
-         (VS Code's YAML extension, Helix, Neovim) checks and completes a file that starts \
-         with a line naming it, relative to the file or as a URL:\n\n\
-         ```yaml\n# yaml-language-server: $schema=../schemas/{file}\n```\n\n",
-        file = f.schema_file
+        "Its JSON Schema is `schemas/{file}` in the repository, generated from the type \
+         that reads the file, so this page and the schema say what toolgate accepts. An \
+         editor with the YAML language server (VS Code's YAML extension, Helix, Neovim, \
+         Zed) checks and completes a file whose first line names the schema, by a path \
+         relative to the file or by a URL; for a file in this repository's `{folder}/`:\n\n\
+         ```yaml\n# yaml-language-server: $schema={up}schemas/{file}\n```\n\n\
+         A JSON file can name it in a `$schema` key instead only where the format allows \
+         unknown keys; toolgate's formats refuse them, so give the schema to the editor's \
+         settings (`yaml.schemas`, `json.schemas`) instead.\n\n",
+        file = f.schema_file,
+        folder = f.folder,
+        up = "../".repeat(f.folder.split('/').count()),
     ));
     out.push_str("## Fields\n\n");
     let table = fields_table(schema);
