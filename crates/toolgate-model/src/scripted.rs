@@ -82,7 +82,7 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     /// The JSON Schema of a replies file, as [`ScriptedModel::load`] reads it.
     pub fn file_schema() -> schemars::Schema {
-        schemars::generate::SchemaSettings::draft2020_12()
+        schemars::generate::SchemaSettings::draft07()
             .into_generator()
             .into_root_schema_for::<Script>()
     }

@@ -217,7 +217,7 @@ fn permissions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Sc
 
 /// The JSON Schema of an agent file, as [`Agent::load`] reads it.
 pub fn file_schema() -> schemars::Schema {
-    schemars::generate::SchemaSettings::draft2020_12()
+    schemars::generate::SchemaSettings::draft07()
         .into_generator()
         .into_root_schema_for::<RawAgent>()
 }

@@ -66,7 +66,7 @@ const FORMATS: [Format; 4] = [
 pub fn pages() -> Vec<Page> {
     let mut out = Vec::new();
     for f in &FORMATS {
-        let schema = (f.schema)().to_value();
+        let schema = heading_first((f.schema)().to_value());
         out.push(Page::new(
             format!("schemas/{}", f.schema_file),
             to_json(&schema),
@@ -74,6 +74,21 @@ pub fn pages() -> Vec<Page> {
         out.push(Page::reference(f.page, page(f, &schema)));
     }
     out
+}
+
+/// `schema` with `$schema`, `title` and `description` first, as a reader expects.
+fn heading_first(schema: Value) -> Value {
+    let Value::Object(mut map) = schema else {
+        return schema;
+    };
+    let mut out = serde_json::Map::new();
+    for key in ["$schema", "title", "description"] {
+        if let Some(v) = map.remove(key) {
+            out.insert(key.to_string(), v);
+        }
+    }
+    out.extend(map);
+    Value::Object(out)
 }
 
 /// A format's page: what the file is, how an editor checks it, its fields and the
@@ -116,7 +131,8 @@ fn page(f: &Format, schema: &Value) -> String {
     } else {
         out.push_str(&format!("{table}\n"));
     }
-    if let Some(defs) = schema.get("$defs").and_then(Value::as_object) {
+    let defs = schema.get("definitions").or_else(|| schema.get("$defs"));
+    if let Some(defs) = defs.and_then(Value::as_object) {
         out.push_str("## Types\n\n");
         out.push_str(&definitions(defs, "###"));
     }

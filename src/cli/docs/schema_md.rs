@@ -42,6 +42,13 @@ pub fn type_of(schema: &Value) -> String {
         let words: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
         return words.join(" or ");
     }
+    if let Some([only]) = obj
+        .get("allOf")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    {
+        return type_of(only);
+    }
     for key in ["anyOf", "oneOf"] {
         if let Some(alts) = obj.get(key).and_then(Value::as_array) {
             let alts: Vec<String> = alts.iter().map(type_of).filter(|t| t != "null").collect();

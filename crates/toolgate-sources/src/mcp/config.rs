@@ -95,11 +95,11 @@ struct RawServer {
 /// The JSON Schema of a file [`read`] takes: one server in toolgate's form
 /// (`mcp_server:` and `command:` or `url:`), or a desktop client's `mcpServers` map.
 pub fn file_schema() -> schemars::Schema {
-    let mut root = schemars::generate::SchemaSettings::draft2020_12()
+    let mut root = schemars::generate::SchemaSettings::draft07()
         .into_generator()
         .into_root_schema_for::<RawServer>();
     let properties = root.remove("properties").unwrap_or_default();
-    let defs = root.remove("$defs");
+    let defs = root.remove("definitions");
     let mut desktop = properties.clone();
     if let Some(map) = desktop.as_object_mut() {
         map.insert(
@@ -143,7 +143,7 @@ pub fn file_schema() -> schemars::Schema {
         ]
     });
     if let (Some(defs), Some(map)) = (defs, schema.as_object_mut()) {
-        map.insert("$defs".into(), defs);
+        map.insert("definitions".into(), defs);
     }
     schemars::Schema::try_from(schema).unwrap_or_default()
 }

@@ -111,7 +111,7 @@ enum Version {
 
 /// The JSON Schema of a tool file, as [`load_file`] reads it.
 pub fn file_schema() -> schemars::Schema {
-    schemars::generate::SchemaSettings::draft2020_12()
+    schemars::generate::SchemaSettings::draft07()
         .into_generator()
         .into_root_schema_for::<RawTool>()
 }
