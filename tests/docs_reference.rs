@@ -100,7 +100,8 @@ fn kind_of(path: &Path, value: &Value) -> Option<Kind> {
     if foreign.iter().any(|k| top.contains_key(*k)) && !top.contains_key("entry") {
         return None;
     }
-    if folder == "agents" || name == "agent.yaml" {
+    let under_agents = path.components().any(|c| c.as_os_str() == "agents");
+    if under_agents || name == "agent.yaml" {
         return Some(Kind::Agent);
     }
     (folder == "tools" && top.contains_key("name")).then_some(Kind::Tool)
