@@ -1,5 +1,6 @@
 //! A mistake in an agent or tool file is reported at the right field and line, whatever
-//! the file's syntax: block YAML, flow YAML or JSON (issue 39, item 5).
+//! the file's syntax: block YAML, flow YAML or JSON (issue 39, item 5); MCP server
+//! declarations too.
 
 use std::path::Path;
 
@@ -123,5 +124,30 @@ fn tool_file_faults_name_the_field_in_every_syntax() {
         toolgate::tool::load_file(path)
             .map(drop)
             .map_err(|e| e.to_string())
+    });
+}
+
+const MCP: &[Case] = &[
+    Case {
+        name: "permission misspelt, block YAML",
+        file: "m.yaml",
+        text: "mcp_server: time\ncommand: x\npermission: sometimes\n",
+        expected: ":3: MCP server: field 'permission': unknown variant `sometimes`",
+    },
+    Case {
+        name: "unknown field, JSON",
+        file: "m.json",
+        text: "{\"mcp_server\": \"time\", \"command\": \"x\",\n \"permision\": \"auto\"}\n",
+        expected: ":2: MCP server: field 'permision': unknown field `permision`",
+    },
+];
+
+#[test]
+fn mcp_declaration_faults_name_the_field() {
+    check(MCP, |path| {
+        match toolgate::tool::mcp::config::read(path).errors.first() {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
+        }
     });
 }

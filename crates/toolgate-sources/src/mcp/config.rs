@@ -238,10 +238,13 @@ fn read_file(path: &Path) -> Result<Read, LoadError> {
         }
         return Ok(out);
     }
-    let raw: RawServer = serde_json::from_value(value.clone()).map_err(|e| {
-        let message = e.to_string();
-        let key = message.split('`').nth(1).unwrap_or_default().to_string();
-        fail(&[&key], format!("MCP server: {message}"))
+    let raw: RawServer = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        // The field the deserializer was in, whatever the file's syntax.
+        let key = e.path().to_string();
+        fail(
+            &[&key],
+            format!("MCP server: field '{key}': {}", e.into_inner()),
+        )
     })?;
     let name = raw.mcp_server.clone().unwrap_or_default();
     let d = declaration(path, &name, raw).map_err(|(key, m)| fail(&[key.as_str()], m))?;
