@@ -92,7 +92,7 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode, Failure> {
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        super::exit::code(super::exit::FAILED)
     })
 }
 

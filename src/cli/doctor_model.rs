@@ -144,7 +144,7 @@ pub fn run(target: &str, as_json: bool) -> Result<ExitCode, Failure> {
         out.write_all(text.as_bytes()).map_err(out::write_failure)?;
     }
     Ok(if form == Form::Prose {
-        ExitCode::from(1)
+        super::exit::code(super::exit::FAILED)
     } else {
         ExitCode::SUCCESS
     })

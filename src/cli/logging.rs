@@ -46,7 +46,7 @@ pub fn init(
     if format == LogFormat::Json {
         out::say_as_json();
     }
-    let from_env = std::env::var("RUST_LOG")
+    let from_env = std::env::var(super::environment::RUST_LOG)
         .ok()
         .filter(|v| !v.trim().is_empty());
     let filter = match from_env.map(|v| (EnvFilter::try_new(&v), v)) {

@@ -1,9 +1,12 @@
-//! Command-line definitions shared by every subcommand, and the exit-code contract:
+//! Command-line definitions shared by every subcommand; the exit codes are in `exit`:
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod calls;
+mod docs;
 mod doctor;
 mod doctor_model;
+mod environment;
+pub mod exit;
 mod interactive;
 mod keys;
 mod limits;
@@ -165,6 +168,9 @@ enum Command {
     /// program starts in the default sandbox.
     #[command(after_help = "Book: docs/src/howto/sandbox.md")]
     Doctor(doctor::DoctorArgs),
+    /// Generate (or check) the book's reference pages and the file formats' JSON Schemas.
+    #[command(hide = true)]
+    Docs(docs::DocsArgs),
 }
 
 /// A failed command: its exit code and the one line to print.
@@ -178,14 +184,14 @@ impl Failure {
     /// Bad input from the user: exit code 2.
     pub fn bad_input(message: impl Into<String>) -> Self {
         Self {
-            code: 2,
+            code: exit::BAD_INPUT,
             message: message.into(),
         }
     }
     /// Anything else: exit code 1.
     pub fn other(message: impl Into<String>) -> Self {
         Self {
-            code: 1,
+            code: exit::FAILED,
             message: message.into(),
         }
     }
@@ -242,6 +248,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Keys(args) => keys::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
         Command::Doctor(args) => doctor::run(args),
+        Command::Docs(args) => docs::run(args),
     }
 }
 

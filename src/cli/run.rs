@@ -118,7 +118,7 @@ pub async fn drive(store: &Store, json: bool, op: Op) -> Result<RunObject, RunEr
             if tokio::signal::ctrl_c().await.is_ok() {
                 // No drop runs past exit: end the tools' programs here.
                 toolgate::tool::process::kill_all();
-                std::process::exit(130);
+                std::process::exit(super::exit::INTERRUPTED.into());
             }
         }
     });
@@ -186,8 +186,8 @@ pub async fn finish(store: &Store, mut run: RunObject, json: bool) -> Result<Exi
 pub fn exit_code(status: RunStatus) -> ExitCode {
     match status {
         RunStatus::Completed => ExitCode::SUCCESS,
-        RunStatus::RequiresAction => ExitCode::from(3),
-        _ => ExitCode::from(1),
+        RunStatus::RequiresAction => super::exit::code(super::exit::PAUSED),
+        _ => super::exit::code(super::exit::FAILED),
     }
 }
 

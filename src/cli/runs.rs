@@ -299,7 +299,7 @@ fn describe(run: &RunObject) -> String {
 
 fn exit_if_paused(status: RunStatus) -> ExitCode {
     if status == RunStatus::RequiresAction {
-        ExitCode::from(3)
+        super::exit::code(super::exit::PAUSED)
     } else {
         ExitCode::SUCCESS
     }
@@ -391,7 +391,7 @@ fn decide(
                 .await
                 .map_err(run_failure)?;
             render::outcome(&run, common.json)?;
-            return Ok(ExitCode::from(3));
+            return Ok(super::exit::code(super::exit::PAUSED));
         }
         match drive(&store, common.json, Op::Resume(common.run.clone())).await {
             Ok(run) => finish(&store, run, common.json).await,

@@ -122,7 +122,7 @@ fn api_key(file: Option<&Path>) -> Result<Option<String>, Failure> {
         Some(f) => Some(std::fs::read_to_string(f).map_err(|e| {
             Failure::bad_input(format!("cannot read the API key file {}: {e}", f.display()))
         })?),
-        None => std::env::var("TOOLGATE_API_KEY").ok(),
+        None => std::env::var(super::environment::API_KEY).ok(),
     };
     match key.map(|k| k.trim().to_string()) {
         Some(k) if k.is_empty() => Err(Failure::bad_input(

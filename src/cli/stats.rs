@@ -186,7 +186,7 @@ fn conversation(
 /// `toolgate stats`.
 pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.limits {
-        let key = std::env::var("TOOLGATE_API_KEY").ok();
+        let key = std::env::var(super::environment::API_KEY).ok();
         return super::stats_limits::show(&args.server, key.as_deref(), args.json);
     }
     let store = open_existing_store(db)?;

@@ -369,7 +369,7 @@ fn report(
             say!(
                 "toolgate: '{name}' is a client tool: toolgate never runs it; its arguments are valid"
             );
-            Ok(ExitCode::from(3))
+            Ok(super::exit::code(super::exit::PAUSED))
         }
         Err(e @ (ToolError::InvalidArguments { .. } | ToolError::NotFound { .. })) => {
             Err(Failure::bad_input(hide(e.to_string())))

@@ -16,6 +16,11 @@ use super::{
 };
 use crate::OpenAiConfig;
 
+/// The API key of Anthropic's Messages API.
+pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+/// The base URL of the Anthropic server (default Anthropic's).
+pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
+
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
 
@@ -62,12 +67,9 @@ impl AnthropicModel {
             .map_err(|e| ModelError::Config(e.to_string()))?
         {
             Some(k) => Some(k),
-            None => var("ANTHROPIC_API_KEY"),
+            None => var(API_KEY_ENV),
         };
-        let base = settings
-            .base_url
-            .clone()
-            .or_else(|| var("ANTHROPIC_BASE_URL"));
+        let base = settings.base_url.clone().or_else(|| var(BASE_URL_ENV));
         if api_key.is_none() && base.is_none() {
             return Err(ModelError::Config(format!(
                 "anthropic:{model} needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for another server); set it, or use --model scripted:FILE"

@@ -18,6 +18,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The environment variables the model providers read.
+pub mod env {
+    pub use super::anthropic::{
+        API_KEY_ENV as ANTHROPIC_API_KEY, BASE_URL_ENV as ANTHROPIC_BASE_URL,
+    };
+    pub use super::openai::{
+        API_KEY_ENV as OPENAI_API_KEY, ATTEMPTS_ENV as MODEL_ATTEMPTS,
+        BACKOFF_ENV as MODEL_BACKOFF_MS, BASE_URL_ENV as OPENAI_BASE_URL,
+    };
+}
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
 pub use openai::{OpenAiConfig, OpenAiModel};

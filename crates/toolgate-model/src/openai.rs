@@ -46,20 +46,29 @@ impl Default for OpenAiConfig {
     }
 }
 
+/// The API key of OpenAI-compatible servers.
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// The base URL of the OpenAI-compatible server (default OpenAI's).
+pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+/// How many times a model request is tried (default 3).
+pub const ATTEMPTS_ENV: &str = "TOOLGATE_MODEL_ATTEMPTS";
+/// The wait before the first retry of a model request, in milliseconds (doubled each time).
+pub const BACKOFF_ENV: &str = "TOOLGATE_MODEL_BACKOFF_MS";
+
 impl OpenAiConfig {
     /// `OPENAI_API_KEY`, `OPENAI_BASE_URL`; `TOOLGATE_MODEL_ATTEMPTS` and
     /// `TOOLGATE_MODEL_BACKOFF_MS` tune the retries.
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let mut config = Self {
-            api_key: var("OPENAI_API_KEY"),
-            base_url: var("OPENAI_BASE_URL"),
+            api_key: var(API_KEY_ENV),
+            base_url: var(BASE_URL_ENV),
             ..Self::default()
         };
-        if let Some(n) = var("TOOLGATE_MODEL_ATTEMPTS").and_then(|v| v.parse().ok()) {
+        if let Some(n) = var(ATTEMPTS_ENV).and_then(|v| v.parse().ok()) {
             config.attempts = n;
         }
-        if let Some(ms) = var("TOOLGATE_MODEL_BACKOFF_MS").and_then(|v| v.parse().ok()) {
+        if let Some(ms) = var(BACKOFF_ENV).and_then(|v| v.parse().ok()) {
             config.backoff = Duration::from_millis(ms);
         }
         config

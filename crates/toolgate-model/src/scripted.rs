@@ -11,19 +11,27 @@ use super::{MessageRole, Model, ModelError, ModelReply, ModelRequest, ReplySink}
 use toolgate_parse::NativeCalls;
 use toolgate_protocol::Usage;
 
-#[derive(Debug, Clone, Deserialize)]
+/// A scripted model's replies (`--model scripted:FILE`): given in order, one per model
+/// turn.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ScriptedReplies")]
 struct Script {
+    /// The replies, in the order the model gives them.
     replies: Vec<Reply>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// One model reply.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Reply {
+    /// The reply's text (calls written in it are read as in xml mode).
     #[serde(default)]
     content: String,
+    /// Native tool calls.
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
+    /// The tokens the reply reports using.
     #[serde(default)]
     usage: Option<ScriptedUsage>,
     /// `length` plays an answer cut by the output limit.
@@ -31,24 +39,36 @@ struct Reply {
     finish_reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// One native tool call of a reply.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ScriptedCall {
+    /// The call's id (one is made up when absent).
     #[serde(default)]
     id: Option<String>,
+    /// The tool called.
     name: String,
     /// An object, or a JSON string as a server would send it.
     #[serde(default)]
+    #[schemars(schema_with = "arguments_schema")]
     arguments: Option<Value>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+/// The tokens a reply reports.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ScriptedUsage {
+    /// Tokens of the prompt.
     #[serde(default)]
     prompt_tokens: u64,
+    /// Tokens of the reply.
     #[serde(default)]
     completion_tokens: u64,
+}
+
+/// `arguments:`: an object, or a JSON string.
+fn arguments_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["object", "string", "null"]})
 }
 
 /// Replies read from a file.
@@ -60,6 +80,13 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
+    /// The JSON Schema of a replies file, as [`ScriptedModel::load`] reads it.
+    pub fn file_schema() -> schemars::Schema {
+        schemars::generate::SchemaSettings::draft07()
+            .into_generator()
+            .into_root_schema_for::<Script>()
+    }
+
     /// Reads a replies file: `replies:` a list of `content` and optional `tool_calls`.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());

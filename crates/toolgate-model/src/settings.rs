@@ -13,7 +13,7 @@ pub const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "hi
 /// How an agent's requests to its model are made. Every field is optional: unset,
 /// the provider's environment (`OPENAI_*`, `ANTHROPIC_*`) and the server's defaults
 /// apply.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSettings {
     /// The server to ask instead of the provider's `*_BASE_URL`.
@@ -23,8 +23,10 @@ pub struct ModelSettings {
     /// `ANTHROPIC_API_KEY`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// Nucleus sampling: the probability mass the tokens are drawn from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
     /// The longest answer, in tokens.
@@ -53,15 +55,29 @@ pub struct ModelSpec {
     pub settings: ModelSettings,
 }
 
-#[derive(Deserialize)]
+/// The map form of a model: its name and settings.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ModelSettings")]
 struct RawSpec {
+    /// `openai:NAME`, `anthropic:NAME` or `scripted:FILE`.
     name: String,
     #[serde(flatten)]
     settings: ModelSettings,
 }
 
 impl ModelSpec {
+    /// The JSON Schema of what [`ModelSpec::from_value`] reads: a name, or a map with
+    /// `name` and settings.
+    pub fn file_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let map = generator.subschema_for::<RawSpec>();
+        schemars::json_schema!({
+            "description": "A model: `openai:NAME`, `anthropic:NAME` or `scripted:FILE`, or a map \
+                with that `name` and the settings of its requests.",
+            "anyOf": [{"type": "string", "pattern": "^[a-z_]+:.+$"}, map]
+        })
+    }
+
     /// Reads `model:` (or a `fallback:` entry): a name, or a map with `name` and
     /// settings. The message names the field at fault.
     pub fn from_value(value: &Value) -> Result<ModelSpec, SettingsError> {

@@ -25,6 +25,25 @@ pub enum ToolChoice {
 pub struct ToolChoiceError(pub String);
 
 impl ToolChoice {
+    /// The JSON Schema of what [`ToolChoice::read`] takes.
+    pub fn file_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Whether the model may (`auto`, the default), must (`required`) or must \
+                not (`none`) call tools, or must call one: `{name: TOOL}`.",
+            "anyOf": [
+                {"enum": ["auto", "required", "any", "none"]},
+                {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]},
+                {
+                    "type": "object",
+                    "properties": {"type": {"const": "function"}, "function": {
+                        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+                    }},
+                    "required": ["function"]
+                }
+            ]
+        })
+    }
+
     /// Reads `auto`, `required`, `none`, `{name: TOOL}`, or OpenAI's
     /// `{"type": "function", "function": {"name": TOOL}}`.
     pub fn read(v: &Value) -> Result<Self, ToolChoiceError> {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::LimitConfig;
-use toolgate_tool::folder::{first_line, line_of};
+use toolgate_tool::folder::line_of;
 use toolgate_tool::{Permission, ToolLibrary, Toolkit, ToolkitError};
 
 /// The model used when neither the agent file nor `--model` names one.
@@ -19,7 +19,9 @@ pub const DEFAULT_MODEL: &str = "openai:gpt-4o-mini";
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
 
 /// How the agent's model sees its tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// OpenAI `tools` in the request; calls come back as native `tool_calls`.
@@ -88,63 +90,136 @@ pub struct Agent {
     pub mcp_hold: Option<std::time::Duration>,
 }
 
-#[derive(Deserialize)]
+/// An agent file: the agent's name, model, mode, instructions, tools, permissions,
+/// limits and sub-agents.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "AgentFile")]
 struct RawAgent {
+    /// The agent's name: runs, records and metrics carry it.
     name: String,
+    /// The model (default `openai:gpt-4o-mini`; `--model` overrides): a name, or a map
+    /// with `name` and settings.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_model::ModelSpec::file_schema")]
     model: Option<serde_json::Value>,
+    /// Models tried in order when the primary keeps failing.
     #[serde(default)]
+    #[schemars(schema_with = "fallback_schema")]
     fallback: Vec<serde_json::Value>,
+    /// The context budget: the tokens a request may take, and what makes room.
     #[serde(default)]
+    #[schemars(with = "Option<toolgate_model::context::ContextConfig>")]
     context: Option<serde_json::Value>,
+    /// How the model sees its tools: `native` (tools in the request) or `xml`
+    /// (instructions in the system prompt, calls read from the text).
     #[serde(default)]
     mode: Mode,
+    /// The system prompt's instructions.
     #[serde(default)]
     instructions: Option<String>,
+    /// A file holding the instructions, relative to the agent file (not with
+    /// `instructions`).
     #[serde(default)]
     instructions_file: Option<PathBuf>,
+    /// The tools of the library it may call, by name.
     #[serde(default)]
     tools: Vec<String>,
+    /// Permission words or rules by tool, over the tools' own.
     #[serde(default)]
+    #[schemars(schema_with = "permissions_schema")]
     permissions: serde_json::Map<String, serde_json::Value>,
+    /// Programs or endpoints asked before each call and after each result.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::hooks")]
     hooks: Option<serde_json::Value>,
+    /// How long an approval may wait for a person.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::duration")]
     approval_timeout: Option<serde_json::Value>,
+    /// What an approval nobody decided in time becomes.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::on_timeout")]
     on_timeout: Option<serde_json::Value>,
+    /// Model turns a run may take (default 10).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_iterations: Option<u32>,
+    /// The root for file tools, relative to the agent file.
     #[serde(default)]
     workspace: Option<PathBuf>,
+    /// Concurrency limits for its calls (the runner's when absent).
     #[serde(default)]
     limits: Option<LimitConfig>,
+    /// What the agent does, for a parent that has it as a sub-agent.
     #[serde(default)]
     description: Option<String>,
+    /// Other agents it may hand tasks to: a map (tool name -> agent file, or `{file,
+    /// permission, max_depth}`) or a list of the same entries.
     #[serde(default)]
+    #[schemars(schema_with = "crate::subagents::file_schema")]
     subagents: Option<serde_json::Value>,
+    /// How deep the tree of runs under a run of this agent may go (default 3).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_depth: Option<u32>,
+    /// How calls written as text are read: a dialect name, `auto` (the default), or
+    /// `none` (native mode only: the text is not read for calls).
     #[serde(default)]
     dialect: Option<String>,
+    /// Its calls' priority under the `priority` strategy: higher goes first (default 0).
     #[serde(default)]
     priority: i32,
+    /// Limits on its tools' sandboxes: the stricter of each setting wins.
+    #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::sandbox_ceiling")]
     sandbox: Option<serde_json::Value>,
+    /// Groups one of which decides its calls.
     #[serde(default)]
     approvers: Vec<String>,
+    /// Whoever started a run may not decide its calls.
     #[serde(default)]
     four_eyes: bool,
+    /// How long an MCP client's CONFIRM call is held for a decision before it is
+    /// denied (the gateway's `--approval-timeout` when absent).
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::duration")]
     mcp_hold: Option<serde_json::Value>,
+    /// How many times one identical call (same tool, same arguments) may run in a run
+    /// (default 3; 0: no bound); a model that repeats itself more is told so instead.
     #[serde(default)]
     max_repeats: Option<u32>,
+    /// What an answer cut by the model's output limit does: `continue` (the default)
+    /// or `fail`.
     #[serde(default)]
+    #[schemars(with = "Option<crate::guards::OnTruncated>")]
     on_truncated: Option<String>,
+    /// Calls run from one answer (0, the default: no bound); the rest are told to wait.
     #[serde(default)]
     max_calls_per_turn: Option<u32>,
+    /// Whether the model may, must, or must not call tools.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_model::ToolChoice::file_schema")]
     tool_choice: Option<serde_json::Value>,
+}
+
+/// `fallback:`: a list of models.
+fn fallback_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let model = toolgate_model::ModelSpec::file_schema(generator);
+    schemars::json_schema!({"type": "array", "items": model})
+}
+
+/// `permissions:`: tool -> a permission word or rules.
+fn permissions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let permission = toolgate_tool::file_schema::permission(generator);
+    schemars::json_schema!({"type": "object", "additionalProperties": permission})
+}
+
+/// The JSON Schema of an agent file, as [`Agent::load`] reads it.
+pub fn file_schema() -> schemars::Schema {
+    schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<RawAgent>()
 }
 
 /// `mcp_hold:` as seconds (`4`) or a duration (`4s`, `1500ms`, `2m`), more than zero.
@@ -214,24 +289,12 @@ fn agent_fault(path: &Path, line: Option<usize>, message: String) -> AgentError 
     }
 }
 
-/// Reads the file's text and parses it, naming the field when the parser does not.
+/// Reads the file's text and parses it; a fault names the field and its line.
 fn read_raw(path: &Path) -> Result<(String, RawAgent), AgentError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| agent_fault(path, None, format!("cannot read the agent file: {e}")))?;
-    let raw: RawAgent = serde_saphyr::from_str(&text).map_err(|e| {
-        let line = e.location().map(|l| l.line() as usize);
-        let mut message = first_line(&e.to_string());
-        // Name the field when the parser's message does not.
-        let key = line
-            .and_then(|l| text.lines().nth(l.saturating_sub(1)))
-            .and_then(|l| l.split_once(':'))
-            .map(|(k, _)| k.trim().trim_start_matches("- ").to_string())
-            .filter(|k| !k.is_empty() && !k.contains(' ') && !message.contains(k.as_str()));
-        if let Some(key) = key {
-            message = format!("field '{key}': {message}");
-        }
-        agent_fault(path, line, message)
-    })?;
+    let raw: RawAgent = toolgate_tool::user_file::from_yaml(&text)
+        .map_err(|fault| agent_fault(path, fault.line, fault.message))?;
     Ok((text, raw))
 }
 

@@ -12,7 +12,9 @@ pub const DEFAULT_MAX_REPEATS: u32 = 3;
 pub const MAX_CONTINUATIONS: u32 = 2;
 
 /// What an answer cut by the model's output limit (`finish_reason: length`) does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnTruncated {
     /// The model is asked to continue (at most [`MAX_CONTINUATIONS`] times in a row),

@@ -204,6 +204,33 @@ pub enum SubagentsError {
     Twice { name: String },
 }
 
+/// The JSON Schema of what [`parse`] reads.
+pub fn file_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let permission = generator.subschema_for::<Permission>();
+    let entry = schemars::json_schema!({
+        "anyOf": [
+            {"type": "string", "description": "The sub-agent's file, relative to this one."},
+            {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string", "description": "The sub-agent's file, relative to this one."},
+                    "permission": permission,
+                    "max_depth": {"type": "integer", "minimum": 1}
+                },
+                "required": ["file"],
+                "additionalProperties": false
+            }
+        ]
+    });
+    schemars::json_schema!({
+        "anyOf": [
+            {"type": "object", "additionalProperties": entry, "description": "Tool name -> sub-agent."},
+            {"type": "array", "items": entry, "description": "Sub-agents behind `call_subagent`."},
+            {"type": "null"}
+        ]
+    })
+}
+
 /// Reads the `subagents:` field of the agent file in `folder`: a map (tool name ->
 /// file, or `{file, permission, max_depth}`) or a list of the same entries. Each
 /// sub-agent file is read for its name and description only, so that agents naming

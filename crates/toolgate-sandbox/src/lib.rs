@@ -44,7 +44,7 @@ pub use policy::{
     Ceiling, DEFAULT_CPU, DEFAULT_FILE_SIZE, DEFAULT_MEMORY, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES,
     Fs, Limits, Rules, SandboxPolicy,
 };
-pub use support::{Feature, Support, support};
+pub use support::{ABI_ENV, Feature, Support, support};
 
 use child::Child;
 use ruleset::Grants;

@@ -78,11 +78,15 @@ pub fn support() -> &'static Support {
     SUPPORT.get_or_init(Support::probe)
 }
 
+/// Lowers the Landlock ABI the sandbox uses (to try the fail-closed path on a kernel
+/// that has everything); never raises it.
+pub const ABI_ENV: &str = "TOOLGATE_SANDBOX_ABI";
+
 impl Support {
     fn probe() -> Support {
         let kernel = landlock_abi();
         // For trying the fail-closed path on a kernel that has everything: only lowers.
-        let cap = std::env::var("TOOLGATE_SANDBOX_ABI")
+        let cap = std::env::var(ABI_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<u32>().ok());
         let landlock_abi = cap.map_or(kernel, |c| c.min(kernel));

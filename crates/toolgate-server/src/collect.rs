@@ -87,39 +87,76 @@ impl Limiters {
 /// The counters one column of a limiter row shows.
 type Column = fn(&Counters) -> u64;
 
+/// The limiters' gauges: name, help, the column each shows.
+const LIMITER_GAUGES: [(&str, &str, Column); 2] = [
+    ("limiter_running", "Calls holding a slot now.", |c| {
+        c.current as u64
+    }),
+    ("limiter_queued", "Calls waiting for a slot now.", |c| {
+        c.queued as u64
+    }),
+];
+
+/// The limiters' counters: name, help, the column each shows.
+const LIMITER_COUNTERS: [(&str, &str, Column); 4] = [
+    ("limiter_acquired", "Slots given.", |c| c.acquired),
+    (
+        "limiter_rejected",
+        "Calls refused (a full queue, or the reject strategy).",
+        |c| c.rejected,
+    ),
+    (
+        "limiter_timed_out",
+        "Calls that ran past their timeout.",
+        |c| c.timed_out,
+    ),
+    ("limiter_completed", "Calls that ran and ended.", |c| {
+        c.completed
+    }),
+];
+
+/// The approvals' gauges: name and help.
+const APPROVALS_WAITING: (&str, &str) = (
+    "approvals_waiting",
+    "Approval items of paused runs waiting for a person now.",
+);
+const APPROVALS_OLDEST: (&str, &str) = (
+    "approvals_oldest_wait_seconds",
+    "How long the oldest approval item still waiting has waited (0 when none waits).",
+);
+
+/// Every metric the scrape-time collectors expose (prefixed as exposed), for the
+/// reference; the limiters' are labelled by `limiter` and `category`.
+pub fn described() -> Vec<toolgate_telemetry::metrics::Described> {
+    let one = |(name, help): (&str, &str), kind: &str| toolgate_telemetry::metrics::Described {
+        name: format!("toolgate_{name}"),
+        kind: kind.to_string(),
+        help: help.to_string(),
+    };
+    let gauges = LIMITER_GAUGES.iter().map(|(n, h, _)| one((n, h), "gauge"));
+    let counters = LIMITER_COUNTERS
+        .iter()
+        .map(|(n, h, _)| one((n, h), "counter"));
+    gauges
+        .chain(counters)
+        .chain([
+            one(APPROVALS_WAITING, "gauge"),
+            one(APPROVALS_OLDEST, "gauge"),
+        ])
+        .collect()
+}
+
 impl Collector for Limiters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let rows = self.rows();
-        let gauges: [(&str, &str, Column); 2] = [
-            ("limiter_running", "Calls holding a slot now.", |c| {
-                c.current as u64
-            }),
-            ("limiter_queued", "Calls waiting for a slot now.", |c| {
-                c.queued as u64
-            }),
-        ];
+        let gauges = LIMITER_GAUGES;
         for (name, help, value) in gauges {
             let mut e = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (labels, c) in &rows {
                 ConstGauge::new(value(c) as i64).encode(e.encode_family(labels)?)?;
             }
         }
-        let counters: [(&str, &str, Column); 4] = [
-            ("limiter_acquired", "Slots given.", |c| c.acquired),
-            (
-                "limiter_rejected",
-                "Calls refused (a full queue, or the reject strategy).",
-                |c| c.rejected,
-            ),
-            (
-                "limiter_timed_out",
-                "Calls that ran past their timeout.",
-                |c| c.timed_out,
-            ),
-            ("limiter_completed", "Calls that ran and ended.", |c| {
-                c.completed
-            }),
-        ];
+        let counters = LIMITER_COUNTERS;
         for (name, help, value) in counters {
             let mut e = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (labels, c) in &rows {
@@ -162,14 +199,14 @@ impl Collector for Approvals {
             (toolgate_protocol::clock::now_ms() - t).max(0) as f64 / 1000.0
         });
         ConstGauge::new(waiting.approvals as i64).encode(encoder.encode_descriptor(
-            "approvals_waiting",
-            "Approval items of paused runs waiting for a person now.",
+            APPROVALS_WAITING.0,
+            APPROVALS_WAITING.1,
             None,
             MetricType::Gauge,
         )?)?;
         ConstGauge::new(age).encode(encoder.encode_descriptor(
-            "approvals_oldest_wait_seconds",
-            "How long the oldest approval item still waiting has waited (0 when none waits).",
+            APPROVALS_OLDEST.0,
+            APPROVALS_OLDEST.1,
             None,
             MetricType::Gauge,
         )?)?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use toolgate_tool::{Sources, ToolSource};
 
-pub use tool_file::{http, load_file};
+pub use tool_file::{file_schema as tool_file_schema, http, load_file};
 
 /// Every standard source, in the order a file of the tools folder is offered to them:
 /// the first that claims it has it, and one-tool files take whatever is left.

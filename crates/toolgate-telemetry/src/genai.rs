@@ -13,6 +13,61 @@ use tracing::field::Empty;
 
 use toolgate_protocol::Usage;
 
+/// What each attribute of the spans below means, for the reference (a span attribute
+/// missing here fails the reference's generation).
+pub const ATTRIBUTES: &[(&str, &str)] = &[
+    ("run_id", "The run's id (logs)."),
+    ("agent", "The agent's name (logs)."),
+    ("call_id", "The call's id (logs)."),
+    ("tool", "The tool's name (logs)."),
+    (
+        "otel.name",
+        "The exported span name: `invoke_agent AGENT`, `chat MODEL`, `execute_tool TOOL`.",
+    ),
+    (
+        "otel.kind",
+        "The exported span kind (`client` for a model request).",
+    ),
+    (
+        "otel.status_code",
+        "`error` when the drive, request or call failed.",
+    ),
+    (
+        "gen_ai.operation.name",
+        "`invoke_agent`, `chat` or `execute_tool`.",
+    ),
+    (
+        "gen_ai.provider.name",
+        "`openai`, `toolgate.scripted`, or `toolgate` for other models.",
+    ),
+    ("gen_ai.agent.name", "The agent's name."),
+    ("gen_ai.conversation.id", "The run's conversation."),
+    (
+        "gen_ai.request.model",
+        "The model's name, without its provider.",
+    ),
+    (
+        "gen_ai.usage.input_tokens",
+        "Prompt tokens the model reported.",
+    ),
+    (
+        "gen_ai.usage.output_tokens",
+        "Answer tokens the model reported.",
+    ),
+    ("gen_ai.tool.name", "The tool's name."),
+    ("gen_ai.tool.call.id", "The call's id."),
+    ("gen_ai.tool.type", "`function`."),
+    (
+        "gen_ai.tool.call.arguments",
+        "The call's arguments as recorded (secrets masked); with `--trace-content` only.",
+    ),
+    (
+        "gen_ai.tool.call.result",
+        "The call's result as recorded (secrets masked); with `--trace-content` only.",
+    ),
+    ("error.type", "The kind of error when the span failed."),
+];
+
 /// `{operation} {name}`: a GenAI span's name.
 struct OpName<'a>(&'static str, &'a str);
 

@@ -85,6 +85,8 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 /// Every metric the process keeps, and the bounds on their labels.
 pub struct Metrics {
     registry: Registry,
+    /// What was registered, for the reference ([`catalogue`]).
+    described: Vec<Described>,
     runs: Family<RunLabels, Counter>,
     runs_active: Family<AgentLabel, Gauge>,
     run_seconds: Histograms<AgentLabel>,
@@ -157,6 +159,41 @@ pub fn set_recording(on: bool) {
     RECORDING.store(on, Ordering::Relaxed);
 }
 
+/// One metric as the reference lists it: its exposed name, type and help.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    pub name: String,
+    pub kind: String,
+    pub help: String,
+}
+
+/// Every counted metric, as [`install`] registers them (the scrape-time collectors
+/// are their installer's to describe).
+pub fn catalogue() -> Vec<Described> {
+    Metrics::new(|_, _| {}).described
+}
+
+/// A registry being filled, and what went in.
+struct Registering {
+    registry: Registry,
+    described: Vec<Described>,
+}
+
+impl Registering {
+    /// Registers `metric` as `toolgate_{name}` and notes it.
+    fn add<M>(&mut self, name: &str, help: &str, metric: M)
+    where
+        M: prometheus_client::registry::Metric + prometheus_client::metrics::TypedMetric,
+    {
+        self.described.push(Described {
+            name: format!("toolgate_{name}"),
+            kind: M::TYPE.as_str().to_string(),
+            help: help.to_string(),
+        });
+        self.registry.register(name, help, metric);
+    }
+}
+
 /// The OpenMetrics text of every metric now (`None` before [`install`]). Reads the
 /// store: call it off the async workers.
 pub fn render() -> Option<Result<String, std::fmt::Error>> {
@@ -186,83 +223,87 @@ fn with_collectors(
 impl Metrics {
     /// Registers every counted metric, then the `collectors`.
     fn new(collectors: impl FnOnce(&mut Registry, &Bounds)) -> Self {
-        let mut r = Registry::with_prefix("toolgate");
+        let mut r = Registering {
+            registry: Registry::with_prefix("toolgate"),
+            described: Vec::new(),
+        };
         let runs = Family::default();
-        r.register(
+        r.add(
             "runs",
             "Drives of runs that ended with this status (a run that pauses, then completes, counts once in each)",
             runs.clone(),
         );
         let runs_active = Family::default();
-        r.register(
+        r.add(
             "runs_active",
             "Runs this process is driving now",
             runs_active.clone(),
         );
         let run_seconds = Histograms::new_with_constructor(run_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "run_duration_seconds",
             "How long a drive of a run took (up to its end or pause)",
             run_seconds.clone(),
         );
         let model_calls = Family::default();
-        r.register(
+        r.add(
             "model_calls",
             "Model requests, by model and outcome (ok, error)",
             model_calls.clone(),
         );
         let model_seconds = Histograms::new_with_constructor(model_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "model_call_duration_seconds",
             "How long a model took to answer",
             model_seconds.clone(),
         );
         let tokens = Family::default();
-        r.register(
+        r.add(
             "model_tokens",
             "Tokens the models reported, by model and type (input, output)",
             tokens.clone(),
         );
         let tool_calls = Family::default();
-        r.register(
+        r.add(
             "tool_calls",
             "Recorded tool calls, by tool, status and error kind (`none` without an error)",
             tool_calls.clone(),
         );
         let tool_seconds = Histograms::new_with_constructor(tool_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "tool_call_duration_seconds",
             "How long tools ran (calls that got a slot and started)",
             tool_seconds.clone(),
         );
         let decision_seconds =
             Histograms::new_with_constructor(decision_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "decision_latency_seconds",
             "From an item's request to its decision (approve, deny, submit), by the run's agent",
             decision_seconds.clone(),
         );
         let commit_seconds = Histograms::new_with_constructor(commit_buckets as fn() -> Histogram);
-        r.register(
+        r.add(
             "store_commit_duration_seconds",
             "Store transactions: group commits of call records (records) and the rest (transaction)",
             commit_seconds.clone(),
         );
         let webhooks = Family::default();
-        r.register(
+        r.add(
             "webhook_deliveries",
             "Webhook notifications, by outcome (delivered, given_up)",
             webhooks.clone(),
         );
         let webhook_failed_attempts = Counter::default();
-        r.register(
+        r.add(
             "webhook_failed_attempts",
             "Webhook attempts that failed (each retry counts)",
             webhook_failed_attempts.clone(),
         );
-        let agents = with_collectors(&mut r, collectors);
+        let agents = with_collectors(&mut r.registry, collectors);
         Self {
-            registry: r,
+            registry: r.registry,
+            described: r.described,
             runs,
             runs_active,
             run_seconds,

@@ -61,16 +61,18 @@ fn traces_url(endpoint: &str, traces: Option<String>) -> String {
     }
 }
 
+/// The full URL spans go to, instead of `--otlp-endpoint` + `/v1/traces`.
+pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+/// The exported service name (default `toolgate`).
+pub const SERVICE_NAME_ENV: &str = "OTEL_SERVICE_NAME";
+
 /// A layer exporting toolgate's spans as `settings` say, and the exporter behind it.
 /// Call it outside an async runtime (the exporter makes its own HTTP client).
 pub fn layer<S>(settings: &OtelSettings) -> Result<(impl Layer<S>, Exporting), OtelError>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let url = traces_url(
-        &settings.endpoint,
-        std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").ok(),
-    );
+    let url = traces_url(&settings.endpoint, std::env::var(TRACES_ENDPOINT_ENV).ok());
     let fail = |why: String| OtelError {
         endpoint: url.clone(),
         why,
@@ -88,7 +90,7 @@ where
         .build()
         .map_err(|e| fail(e.to_string()))?;
     let mut resource = Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+    if std::env::var_os(SERVICE_NAME_ENV).is_none() {
         resource = resource.with_service_name("toolgate");
     }
     let provider = SdkTracerProvider::builder()

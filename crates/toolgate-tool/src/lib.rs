@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod credentials;
+pub mod file_schema;
 pub mod folder;
 mod keywords;
 mod library;
@@ -24,6 +25,7 @@ pub mod secrets;
 pub mod source;
 pub mod spec;
 mod toolkit;
+pub mod user_file;
 pub mod vars;
 pub mod workspace;
 

@@ -17,17 +17,22 @@ pub enum Permission {
 }
 
 /// How a tool runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Entry {
     /// A handler compiled into toolgate.
-    Builtin { handler: String },
+    Builtin {
+        /// The built-in's name: `calculator`, `echo`, `read_file`, `write_file`, `shell`, ...
+        handler: String,
+    },
     /// Definition only: the client runs it and submits the output.
     Client,
     /// An external program: JSON arguments on stdin, the result on stdout (JSON or
     /// text). A non-zero exit is an error result carrying stderr.
     Command {
+        /// The program (a path, or a name looked up on `PATH`).
         command: String,
+        /// Its arguments.
         #[serde(default)]
         args: Vec<String>,
         /// Extra environment; values may use `${VAR}` from toolgate's environment.
@@ -45,12 +50,15 @@ pub enum Entry {
     /// A declarative HTTP call. `{param}` in `url`, `query` and `body` values is the
     /// argument; `${VAR}` in `headers` (and `url`) is an environment variable.
     Http {
+        /// The URL; `{param}` is the argument, `${VAR}` an environment variable.
         url: String,
+        /// The HTTP method (default GET).
         #[serde(default = "default_method")]
         method: String,
         /// Query parameter -> template; a pair whose parameters are absent is left out.
         #[serde(default)]
         query: BTreeMap<String, String>,
+        /// Header -> value; `${VAR}` is an environment variable.
         #[serde(default)]
         headers: BTreeMap<String, String>,
         /// `json`: the arguments not used in the URL or query, as a JSON object; or a
@@ -81,6 +89,7 @@ pub enum Entry {
     /// provider's tool; never written in a tool file): the source's name as its `type`
     /// and the source's own binding beside it, as `tools show --json` shows it.
     #[serde(untagged)]
+    #[schemars(skip)]
     Source(SourceBinding),
 }
 

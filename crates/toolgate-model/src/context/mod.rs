@@ -40,6 +40,7 @@ pub fn message_tokens(counter: &Counter, m: &crate::Message) -> u64 {
     Default,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
     strum::IntoStaticStr,
     strum::EnumString,
     strum::VariantArray,
@@ -62,7 +63,7 @@ impl Strategy {
 }
 
 /// An agent file's `context:` block, every field optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
     /// The most tokens a request (prompt and answer) may take; the model's window
@@ -73,6 +74,7 @@ pub struct ContextConfig {
     /// when unset.
     #[serde(default)]
     pub result_tokens: Option<u64>,
+    /// What makes room when the conversation outgrows the budget (default summarize).
     #[serde(default)]
     pub strategy: Option<Strategy>,
 }

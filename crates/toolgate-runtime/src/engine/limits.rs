@@ -11,8 +11,20 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 /// What to do with a call that cannot run yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "QueueStrategy")]
 pub enum Strategy {
     /// Wait in arrival order.
     #[default]
@@ -24,7 +36,9 @@ pub enum Strategy {
 }
 
 /// The limits (an agent file's `limits:` reads into this).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct LimitConfig {
     /// Calls running at once, in all.
@@ -36,7 +50,9 @@ pub struct LimitConfig {
     /// Calls that may wait; more are refused (a call a person approved always waits).
     #[serde(default = "default_queue")]
     pub queue: usize,
+    // Not a doc comment: that would change the OpenAPI document's schema.
     #[serde(default)]
+    #[schemars(description = "How a call that cannot run yet waits (default fifo).")]
     pub strategy: Strategy,
 }
 

@@ -21,6 +21,9 @@ use toolgate_tool::folder::{LoadError, ToolDef, line_of};
 use toolgate_tool::schema::Schema;
 use toolgate_tool::{Permission, SourceBinding, ToolSpec};
 
+/// The Python that runs Dify plugins (default `python3`).
+pub const PYTHON_ENV: &str = "TOOLGATE_PYTHON";
+
 /// What a YAML file is, as far as Dify goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -246,7 +249,7 @@ fn tool_def(
         tool: tool.clone(),
         source: std::path::absolute(&source).unwrap_or(source),
         root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
-        python: std::env::var("TOOLGATE_PYTHON").unwrap_or_else(|_| "python3".into()),
+        python: std::env::var(PYTHON_ENV).unwrap_or_else(|_| "python3".into()),
         provider_credentials: provider_credentials.keys().cloned().collect(),
         form_defaults: split.form_defaults,
     };

@@ -25,13 +25,16 @@ pub fn list_live() {
 }
 
 /// The folder of the kept lists, if there is a place for it.
+/// The folder of toolgate's caches (the MCP tool lists under `mcp-tools/`).
+pub const CACHE_DIR_ENV: &str = "TOOLGATE_CACHE_DIR";
+
 fn dir() -> Option<PathBuf> {
     let set = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    if let Some(d) = set("TOOLGATE_CACHE_DIR") {
+    if let Some(d) = set(CACHE_DIR_ENV) {
         return Some(d.join("mcp-tools"));
     }
     let base = set("XDG_CACHE_HOME").or_else(|| set("HOME").map(|h| h.join(".cache")))?;

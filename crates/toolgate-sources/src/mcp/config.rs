@@ -57,33 +57,107 @@ pub struct Declaration {
 
 /// A server as written, in either form (toolgate's keys; the desktop form's `type`
 /// and `disabled` too).
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
+    /// The server's name: the prefix of its tools' names (`NAME__TOOL`).
     #[serde(default)]
     mcp_server: Option<String>,
+    /// The program to start, speaking MCP on its stdin and stdout (not with `url`).
     #[serde(default)]
     command: Option<String>,
+    /// The program's arguments.
     #[serde(default)]
     args: Vec<String>,
+    /// The program's environment (built from nothing but these); `${VAR}` is toolgate's.
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// The folder the program starts in, relative to this file.
     #[serde(default)]
     cwd: Option<PathBuf>,
+    /// A streamable HTTP endpoint (not with `command`).
     #[serde(default)]
     url: Option<String>,
+    /// HTTP headers sent to a `url` server; `${VAR}` is an environment variable.
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// The permission of its tools that `permissions` does not name (unset: from each
+    /// tool's annotations: read-only tools `auto`, the others `confirm`).
     #[serde(default)]
     permission: Option<Permission>,
+    /// Permission words by the server's own tool name.
     #[serde(default)]
     permissions: BTreeMap<String, Permission>,
+    /// How long a call may take.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::duration")]
     timeout: Option<Value>,
+    /// The sandbox a stdio server runs in (`off`, or its settings).
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::sandbox")]
     sandbox: Option<Value>,
+    /// A stdio server's environment from each caller's tenant: `{VAR: "${secret:NAME}"}`
+    /// (the tenant's secret, else the shared one) or `"${env:VAR}"`; each tenant's
+    /// process gets its own values.
     #[serde(default)]
+    #[schemars(schema_with = "toolgate_tool::file_schema::credentials")]
     credentials: BTreeMap<String, Value>,
+}
+
+/// The JSON Schema of a file [`read`] takes: one server in toolgate's form
+/// (`mcp_server:` and `command:` or `url:`), or a desktop client's `mcpServers` map.
+pub fn file_schema() -> schemars::Schema {
+    let mut root = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<RawServer>();
+    let properties = root.remove("properties").unwrap_or_default();
+    let defs = root.remove("definitions");
+    let mut desktop = properties.clone();
+    if let Some(map) = desktop.as_object_mut() {
+        map.insert(
+            "type".into(),
+            serde_json::json!({
+                "enum": ["stdio", "http", "streamable-http", "streamableHttp"],
+                "description": "The transport (`sse`, the legacy one, is refused)."
+            }),
+        );
+        map.insert(
+            "disabled".into(),
+            serde_json::json!({
+                "type": "boolean", "description": "A disabled server is skipped."
+            }),
+        );
+    }
+    let servers = serde_json::json!({
+        "type": "object",
+        "description": "Servers by name, as desktop MCP clients write them (keys toolgate does \
+            not use are let be).",
+        "additionalProperties": {"type": "object", "properties": desktop}
+    });
+    let mut schema = serde_json::json!({
+        "$schema": root.get("$schema"),
+        "title": "McpServerFile",
+        "description": "An MCP server declaration in the tools folder: one server in toolgate's \
+            form, or a desktop client's `mcpServers` map (`mcp.json`).",
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": properties,
+                "required": ["mcp_server"],
+                "oneOf": [{"required": ["command"]}, {"required": ["url"]}],
+                "additionalProperties": false
+            },
+            {
+                "type": "object",
+                "properties": {"mcpServers": servers, "servers": servers},
+                "anyOf": [{"required": ["mcpServers"]}, {"required": ["servers"]}]
+            }
+        ]
+    });
+    if let (Some(defs), Some(map)) = (defs, schema.as_object_mut()) {
+        map.insert("definitions".into(), defs);
+    }
+    schemars::Schema::try_from(schema).unwrap_or_default()
 }
 
 /// A file in the tools folder that declares servers rather than a tool: `mcp.json`, or
@@ -176,10 +250,13 @@ fn read_file(path: &Path) -> Result<Read, LoadError> {
         }
         return Ok(out);
     }
-    let raw: RawServer = serde_json::from_value(value.clone()).map_err(|e| {
-        let message = e.to_string();
-        let key = message.split('`').nth(1).unwrap_or_default().to_string();
-        fail(&[&key], format!("MCP server: {message}"))
+    let raw: RawServer = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        // The field the deserializer was in, whatever the file's syntax.
+        let key = e.path().to_string();
+        fail(
+            &[&key],
+            format!("MCP server: field '{key}': {}", e.into_inner()),
+        )
     })?;
     let name = raw.mcp_server.clone().unwrap_or_default();
     let d = declaration(path, &name, raw).map_err(|(key, m)| fail(&[key.as_str()], m))?;

@@ -12,7 +12,7 @@ mod traced;
 
 use std::path::Path;
 
-pub use cache::list_live;
+pub use cache::{CACHE_DIR_ENV, list_live};
 pub use client::stop_unused;
 pub use config::{Connect, Declaration, declares_servers, declares_servers_in};
 pub use tool::{McpTool, output_of, tool_name};

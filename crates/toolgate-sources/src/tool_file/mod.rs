@@ -11,7 +11,7 @@ mod templates;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use read::load_file;
+pub use read::{file_schema, load_file};
 
 use super::builtin;
 use toolgate_tool::source::{Claim, Found, ToolSource};

@@ -13,51 +13,84 @@ use serde_json::{Value, json};
 use super::super::builtin;
 use super::http;
 use toolgate_tool::credentials::{self, Credential};
-use toolgate_tool::folder::{LoadError, ToolDef, first_line, line_of};
+use toolgate_tool::file_schema;
+use toolgate_tool::folder::{LoadError, ToolDef, line_of};
 use toolgate_tool::list_form::{ListError, list_form};
 use toolgate_tool::schema::{Schema, SchemaError};
 use toolgate_tool::spec::{Entry, ToolSpec};
+use toolgate_tool::user_file;
 
-#[derive(Deserialize)]
+/// A tool file: one tool, its parameters, how it runs and who decides its calls.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawTool {
+#[schemars(rename = "ToolFile")]
+pub(crate) struct RawTool {
+    /// The tool's name, as the model calls it: letters, digits, `_`, `-` or `.`.
     name: String,
+    /// What the tool does, for the model.
     #[serde(default)]
     description: String,
-    /// A word, or a map of rules (deny_if, confirm_if, auto_if, otherwise).
+    /// Whether a call runs at once (`auto`, the default), waits for a person
+    /// (`confirm`) or is refused (`never`); or rules over the arguments.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::permission")]
     permission: Option<Value>,
+    /// Programs or endpoints asked before each call and after each result.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::hooks")]
     hooks: Option<Value>,
+    /// How long an approval may wait for a person.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::duration")]
     approval_timeout: Option<Value>,
+    /// What an approval nobody decided in time becomes.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::on_timeout")]
     on_timeout: Option<Value>,
+    /// The arguments: a JSON Schema of type object, or a list of parameters.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::parameters")]
     parameters: Option<Value>,
+    /// How the tool runs (default `{type: client}`: the client runs it and submits
+    /// the output).
     #[serde(default)]
+    #[schemars(with = "Option<Entry>")]
     entry: Option<Value>,
+    /// The concurrency category its calls count against (`limits.per_category`).
     #[serde(default)]
     category: Option<String>,
+    /// Seconds a call may run before it fails with a timeout (default 60).
     #[serde(default)]
     timeout: Option<f64>,
+    /// Words to find and group tools by.
     #[serde(default)]
     tags: Vec<String>,
+    /// The tool's version (a string or a number), shown and recorded.
     #[serde(default)]
+    #[schemars(with = "Option<Version>")]
     version: Option<Value>,
+    /// The tool only reads: its calls may run side by side and be retried.
     #[serde(default)]
     read_only: bool,
     /// The declared output: a JSON Schema, or a list of fields like `parameters`.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::parameters")]
     output: Option<Value>,
+    /// Arguments the model never fills, filled from the environment or stored secrets.
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::credentials")]
     credentials: BTreeMap<String, Value>,
+    /// A successful output of this tool is the run's answer: the run ends without
+    /// asking the model again.
     #[serde(default, rename = "final")]
     is_final: bool,
+    /// Its calls are recorded and their results go to the model, but they are left out
+    /// of event streams (`--json`, SSE) and the command line's output.
     #[serde(default)]
     hidden: bool,
     /// The sandbox of the programs it starts (`off`, or fs/read/write/network/limits).
     #[serde(default)]
+    #[schemars(schema_with = "file_schema::sandbox")]
     sandbox: Option<Value>,
     /// Groups one of which decides its calls.
     #[serde(default)]
@@ -65,6 +98,22 @@ struct RawTool {
     /// Whoever started a run may not decide its calls of this tool.
     #[serde(default)]
     four_eyes: bool,
+}
+
+/// `version:` as written: a string or a number.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code, reason = "a schema only: the field is read as JSON")]
+enum Version {
+    Text(String),
+    Number(f64),
+}
+
+/// The JSON Schema of a tool file, as [`load_file`] reads it.
+pub fn file_schema() -> schemars::Schema {
+    schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<RawTool>()
 }
 
 /// Reads one tool file: parses it, compiles its schema, checks its entry.
@@ -95,15 +144,12 @@ fn parse_raw(path: &Path, text: &str) -> Result<RawTool, LoadError> {
         message,
     };
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
-    if is_json {
-        serde_json::from_str(text).map_err(|e| fail(Some(e.line()), e.to_string()))
+    let parsed = if is_json {
+        user_file::from_json(text)
     } else {
-        serde_saphyr::from_str(text).map_err(|e| {
-            let message = e.to_string();
-            let line = e.location().map(|l| l.line() as usize);
-            fail(line, first_line(&message))
-        })
-    }
+        user_file::from_yaml(text)
+    };
+    parsed.map_err(|f| fail(f.line, f.message))
 }
 
 /// The tool's name, trimmed: letters, digits, `_`, `-` or `.`.
