@@ -387,3 +387,82 @@ async fn process_run_dropped_kills_the_group() {
     let _ = task.await;
     never_touched(&marker).await;
 }
+
+/// `toolgate tools call` of a command tool with this line, in `dir`, to its end.
+fn tools_call(dir: &Path, line: &str) -> std::process::Output {
+    let tools = dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let yaml = format!(
+        "name: bg\ndescription: x\ntimeout: 60\nentry:\n  type: command\n  command: sh\n  args: [\"-c\", {}]\n",
+        serde_json::to_string(line).unwrap()
+    );
+    std::fs::write(tools.join("bg.yaml"), yaml).unwrap();
+    Command::new(toolgate_test_support::bin())
+        .args(["tools", "call", "bg", "--tools"])
+        .arg(&tools)
+        .arg("--db")
+        .arg(dir.join("t.db"))
+        .current_dir(dir)
+        .env_remove("TOOLGATE_DB")
+        .env_remove("TOOLGATE_TOOLS")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A program a finished call left running on purpose lives on while toolgate does,
+/// but not past it: once `toolgate tools call` has exited, its guard has killed it.
+#[test]
+fn a_daemon_a_finished_call_left_dies_with_toolgate() {
+    let w = tempfile::tempdir().unwrap();
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_micros();
+    let nap = format!("{}.{micros:06}", 40 + std::process::id() % 50);
+    let out = tools_call(
+        w.path(),
+        &format!("sleep {nap} >/dev/null 2>&1 & echo started"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let needle = format!("sleep {nap}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !alive_with(&needle).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        alive_with(&needle),
+        Vec::<String>::new(),
+        "the daemon outlived toolgate"
+    );
+}
+
+/// A sandboxed program cannot leave its process group (`setsid`, `setpgid` are
+/// refused), so nothing it starts escapes the kill of a call cut short.
+#[test]
+fn a_sandboxed_program_cannot_leave_its_process_group() {
+    let w = tempfile::tempdir().unwrap();
+    let marker = w.path().join("MARKER");
+    let out = tools_call(
+        w.path(),
+        &format!(
+            "setsid sh -c 'sleep 1; touch {}' 2>&1; python3 -c 'import os; os.setpgid(0, 0)' 2>&1 | tail -1; echo done",
+            marker.display()
+        ),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("PermissionError") || text.contains("Permission denied"),
+        "{text}"
+    );
+    assert_never_touched(&marker);
+}

@@ -2,7 +2,9 @@
 //! `seccompiler` (the Firecracker team's BPF compiler): with the network off, sockets of
 //! any family but Unix are refused (UDP, raw, netlink; Landlock already stops TCP);
 //! always, io_uring (it would open sockets behind the filter's back), file handles
-//! (`open_by_handle_at` bypasses paths), the kernel keyring and x32 calls are refused.
+//! (`open_by_handle_at` bypasses paths), the kernel keyring and x32 calls are refused,
+//! and so are `setsid` and `setpgid`: a program stays in the process group toolgate
+//! kills whole (a cancel, a timeout, toolgate's own death), it cannot leave it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -32,6 +34,8 @@ fn compile(network: bool) -> Result<BpfProgram, String> {
         always(libc::SYS_add_key),
         always(libc::SYS_request_key),
         always(libc::SYS_keyctl),
+        always(libc::SYS_setsid),
+        always(libc::SYS_setpgid),
     ]
     .into_iter()
     .collect();

@@ -225,13 +225,14 @@ impl Running {
         }
     }
 
-    /// The program ended on its own: nothing to kill.
+    /// The program ended on its own: nothing to kill now. What it left running in its
+    /// group (a daemon, on purpose) lives on, but not past toolgate: its guard stays.
     fn finished(&mut self) {
         if let Some(id) = self.group.take() {
             live_groups().remove(&id);
-        }
-        if let Some(guard) = self.guard.take() {
-            guard.stand_down();
+            if let Some(guard) = self.guard.take() {
+                linger(id, guard);
+            }
         }
     }
 }
@@ -292,6 +293,33 @@ impl Guard {
         // Five bytes into an empty pipe never block; a gone guard is fine.
         let _ = std::io::Write::write_all(&mut self.pipe, b"done\n");
     }
+}
+
+/// The guards of groups a finished program left processes in: each kills its group
+/// when toolgate dies. A guard whose group is gone stands down (looked at whenever
+/// another is added), so that a group id freed and reused is not killed later.
+fn linger(group: u32, guard: Guard) {
+    static LINGERING: Mutex<Vec<(u32, Guard)>> = Mutex::new(Vec::new());
+    let mut all = LINGERING.lock().unwrap_or_else(|p| p.into_inner());
+    let (live, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+        .into_iter()
+        .chain(std::iter::once((group, guard)))
+        .partition(|(id, _)| group_alive(*id));
+    *all = live;
+    drop(all);
+    for (_, guard) in gone {
+        guard.stand_down();
+    }
+}
+
+/// Whether process group `id` still has a process (signal 0 tests without sending).
+fn group_alive(id: u32) -> bool {
+    i32::try_from(id)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|pid| {
+            rustix::process::test_kill_process_group(pid) != Err(rustix::io::Errno::SRCH)
+        })
 }
 
 /// A long-lived program's process group (a stdio MCP server's): killed whole when this
