@@ -30,6 +30,7 @@ mod opener;
 mod options;
 mod pyliteral;
 mod pythonic;
+mod reasoning;
 mod sse;
 mod stream;
 mod tag_lex;
@@ -47,7 +48,7 @@ pub use input::InputParser;
 pub use native::NativeCalls;
 pub use options::{Dialect, ParseOptions, Schemas};
 pub use stream::{StreamParser, collect};
-pub use types::{ParsedTurn, Problem, ProblemKind, ToolCall};
+pub use types::{ParsedTurn, Problem, ProblemKind, Reasoning, ToolCall};
 
 /// Parses one model output written as text (any text dialect `opts` allows).
 ///
