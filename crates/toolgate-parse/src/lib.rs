@@ -47,6 +47,7 @@ pub use group::StreamEvent;
 pub use input::InputParser;
 pub use native::NativeCalls;
 pub use options::{Dialect, ParseOptions, Schemas};
+pub use reasoning::native_reasoning;
 pub use stream::{StreamParser, collect};
 pub use types::{ParsedTurn, Problem, ProblemKind, Reasoning, ToolCall};
 

@@ -183,7 +183,7 @@ pub(crate) fn read_completion(value: &Value) -> Option<(String, NativeCalls, Opt
         let position = list_len(message);
         calls.delta_json(position, &serde_json::json!({ "function": legacy }), 0);
     }
-    let reasoning = super::reasoning::native(message).map(str::to_string);
+    let reasoning = super::reasoning::native_reasoning(message).map(str::to_string);
     Some((content, calls, reasoning))
 }
 

@@ -140,8 +140,14 @@ pub(crate) fn lead(b: &[u8], mut scan: usize, eof: bool) -> Lead {
 }
 
 /// The reasoning of a native answer's message or delta: `reasoning_content` (vLLM,
-/// DeepSeek, SGLang) or `reasoning` (vLLM's newer name, OpenRouter, Ollama).
-pub(crate) fn native(message: &Value) -> Option<&str> {
+/// DeepSeek, SGLang) or `reasoning` (vLLM's newer name, OpenRouter, Ollama), when it
+/// holds any text.
+///
+/// ```
+/// let delta = serde_json::json!({"role": "assistant", "reasoning_content": "Hmm."});
+/// assert_eq!(toolgate_parse::native_reasoning(&delta), Some("Hmm."));
+/// ```
+pub fn native_reasoning(message: &Value) -> Option<&str> {
     ["reasoning_content", "reasoning"]
         .iter()
         .find_map(|k| message.get(*k).and_then(Value::as_str))

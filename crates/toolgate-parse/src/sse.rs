@@ -105,7 +105,7 @@ impl SseReader {
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             out.content.push_str(text);
         }
-        out.reasoning = super::reasoning::native(delta).map(str::to_string);
+        out.reasoning = super::reasoning::native_reasoning(delta).map(str::to_string);
         if let Some(list) = delta.get("tool_calls").and_then(Value::as_array) {
             for (i, call) in list.iter().enumerate() {
                 calls.delta_json(i, call, self.offset);
