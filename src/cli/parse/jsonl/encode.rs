@@ -7,10 +7,23 @@ use toolgate::parse::{ParsedTurn, ToolCall};
 
 use super::special::next_special;
 
-/// `{"text":..,"calls":[..],"problems":[..]}` and a line break.
+/// `{"text":..,"reasoning":[..],"calls":[..],"problems":[..]}` (`reasoning` only when
+/// there is some) and a line break.
 pub(super) fn write_turn(out: &mut Vec<u8>, turn: &ParsedTurn) {
     out.extend_from_slice(b"{\"text\":");
     write_str(out, &turn.text);
+    if !turn.reasoning.is_empty() {
+        out.extend_from_slice(b",\"reasoning\":[");
+        for (i, r) in turn.reasoning.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"text\":");
+            write_str(out, &r.text);
+            out.extend_from_slice(format!(",\"start\":{},\"end\":{}}}", r.start, r.end).as_bytes());
+        }
+        out.push(b']');
+    }
     out.extend_from_slice(b",\"calls\":[");
     for (i, call) in turn.calls.iter().enumerate() {
         if i > 0 {
