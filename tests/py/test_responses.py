@@ -158,7 +158,9 @@ class AutoCall(Lifecycle):
         # Only the real call ran; the text never shows the reasoning.
         self.assertEqual(final.output[2].output, "42")
         self.assertEqual(final.output_text, "Checking.6*7 is 42.")
-        self.assertEqual(c.responses.retrieve(final.id).model_dump(), final.model_dump())
+        again = c.responses.retrieve(final.id)
+        self.assertEqual(again.output[0].model_dump(), first.model_dump())
+        self.assertEqual(again.output_text, final.output_text)
         whole = keep(c.responses.create(model="agent:thinker", input="6*7?"))
         self.assertEqual([o.type for o in whole.output], [o.type for o in final.output])
         self.assertEqual(whole.output[3].content[0].text, "It is 42.")
