@@ -60,6 +60,7 @@ mod openapi_clients;
 mod openapi_tools;
 mod otel;
 mod process_groups;
+mod reasoning_runs;
 mod responses_http;
 mod responses_store;
 mod sandbox_settings;
