@@ -7,7 +7,7 @@ use super::framed::{
     Role, harmony_lead,
 };
 use super::options::Dialect;
-use super::reasoning::{Form, MISTRAL_THINK, THINK};
+use super::reasoning::{Form, KIMI_THINK, MISTRAL_THINK, THINK};
 
 /// How a literal compares with the start of the remaining input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,6 +283,23 @@ pub(crate) fn match_lead(rest: &[u8], dialect: Dialect, eof: bool) -> Match {
         Role::NeedMore => Match::NeedMore,
         Role::NotACall => Match::No,
         Role::Recipient(_) => Match::Yes(Opener::Framed(Framed::HarmonyLead)),
+    }
+}
+
+/// The first byte of `◁` (U+25C1), which opens Kimi's `◁think▷`.
+pub(crate) const TRIANGLE: u8 = 0xE2;
+
+/// What starts at a `◁` in prose: Kimi's `◁think▷` (Kimi-VL, Kimi-Dev, some Kimi K2
+/// templates), with the dialects that allow Kimi's forms. Other characters that share
+/// the first byte (dashes, quotes) fail at the second.
+pub(crate) fn match_triangle(rest: &[u8], dialect: Dialect) -> Match {
+    if !dialect.allows_special(Dialect::KimiK2) {
+        return Match::No;
+    }
+    match prefix(rest, KIMI_THINK) {
+        Prefix::Full => Match::Yes(Opener::Reasoning(Form::KimiThink)),
+        Prefix::Partial => Match::NeedMore,
+        Prefix::No => Match::No,
     }
 }
 

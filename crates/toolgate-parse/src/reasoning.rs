@@ -1,5 +1,5 @@
 //! Reasoning blocks: the forms a model's thinking is written in (`<think>`, Mistral's
-//! `[THINK]`, Harmony's analysis channel), and the scans that find where one ends.
+//! `[THINK]`, Kimi's `◁think▷`, Harmony's analysis channel), and the scans that find where one ends.
 //! Inside a block nothing is searched for but its own closer, so a call the model only
 //! considered is never a call; an unclosed block runs to the end of the output (a model
 //! cut off while thinking). The text of a block leaves `text` and becomes reasoning.
@@ -17,6 +17,8 @@ pub(crate) enum Form {
     Think,
     /// Mistral's `[THINK]...[/THINK]` (Magistral, Ministral).
     MistralThink,
+    /// Kimi's `◁think▷...◁/think▷` (Kimi-VL thinking, Kimi-Dev; some Kimi K2 templates).
+    KimiThink,
     /// Harmony's analysis channel without a recipient:
     /// `<|channel|>analysis<|message|>...<|end|>`.
     Analysis,
@@ -28,6 +30,8 @@ pub(crate) const THINK: &[u8] = b"<think>";
 pub(crate) const THINK_END: &[u8] = b"</think>";
 pub(crate) const MISTRAL_THINK: &[u8] = b"[THINK]";
 const MISTRAL_THINK_END: &[u8] = b"[/THINK]";
+pub(crate) const KIMI_THINK: &[u8] = "◁think▷".as_bytes();
+const KIMI_THINK_END: &[u8] = "◁/think▷".as_bytes();
 const ANALYSIS: &[u8] = b"<|channel|>analysis<|message|>";
 const ANALYSIS_ROLE: &[u8] = b"<|start|>assistant<|channel|>analysis<|message|>";
 const HARMONY_END: &[u8] = b"<|end|>";
@@ -36,6 +40,8 @@ static THINK_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(THINK_END));
 static MISTRAL_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(MISTRAL_THINK_END));
+static KIMI_END_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(KIMI_THINK_END));
 static HARMONY_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(HARMONY_END));
 
@@ -45,6 +51,7 @@ impl Form {
         match self {
             Form::Think => THINK,
             Form::MistralThink => MISTRAL_THINK,
+            Form::KimiThink => KIMI_THINK,
             Form::Analysis => ANALYSIS,
             Form::AnalysisRole => ANALYSIS_ROLE,
         }
@@ -55,6 +62,7 @@ impl Form {
         match self {
             Form::Think => THINK_END,
             Form::MistralThink => MISTRAL_THINK_END,
+            Form::KimiThink => KIMI_THINK_END,
             Form::Analysis | Form::AnalysisRole => HARMONY_END,
         }
     }
@@ -63,6 +71,7 @@ impl Form {
         match self {
             Form::Think => &THINK_END_FINDER,
             Form::MistralThink => &MISTRAL_END_FINDER,
+            Form::KimiThink => &KIMI_END_FINDER,
             Form::Analysis | Form::AnalysisRole => &HARMONY_END_FINDER,
         }
     }

@@ -15,9 +15,10 @@ use super::block_end::{BlockScan, ScanResult};
 use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
 use super::opener::{
-    FenceStart, Match, Opener, fence_line, fence_start, match_bracket, match_lead, match_opener,
+    FenceStart, Match, Opener, TRIANGLE, fence_line, fence_start, match_bracket, match_lead,
+    match_opener, match_triangle,
 };
-use super::options::ParseOptions;
+use super::options::{Dialect, ParseOptions};
 use super::reasoning::{BlockEnd, Form, Lead};
 use super::types::{ParsedTurn, Reasoning};
 use super::utf8::Utf8Decoder;
@@ -309,34 +310,24 @@ impl StreamParser {
             let bytes = self.buf.as_bytes();
             let limit = fence.unwrap_or(bytes.len());
             let dialect = self.opts.dialect;
-            if dialect.scans_brackets() {
-                let brace = if matches!(dialect, super::options::Dialect::Llama3) {
-                    b'{'
-                } else {
-                    b'<'
+            let hay = &bytes[i..limit];
+            // `<` always; `[` and `{` where bracket forms count; the first byte of
+            // Kimi's `◁think▷` where it counts.
+            let triangle = dialect.allows_special(Dialect::KimiK2);
+            let stop = if dialect.scans_brackets() {
+                let third = match dialect {
+                    Dialect::Llama3 => b'{',
+                    _ if triangle => TRIANGLE,
+                    _ => b'<',
                 };
-                for k in memchr::memchr3_iter(b'<', b'[', brace, &bytes[i..limit]) {
-                    let p = i + k;
-                    let found = if bytes[p] == b'<' {
-                        match_opener(&bytes[p..], dialect)
-                    } else {
-                        match_bracket(&bytes[p..], dialect, self.line_start_at(p))
-                    };
-                    match found {
-                        Match::NeedMore if !eof => return Stop::Hold(p),
-                        Match::Yes(opener) => return Stop::Opener(p, opener),
-                        _ => {}
-                    }
-                }
+                self.first_stop(i, memchr::memchr3_iter(b'<', b'[', third, hay), eof)
+            } else if triangle {
+                self.first_stop(i, memchr::memchr2_iter(b'<', TRIANGLE, hay), eof)
             } else {
-                for k in memchr::memchr_iter(b'<', &bytes[i..limit]) {
-                    let p = i + k;
-                    match match_opener(&bytes[p..], dialect) {
-                        Match::NeedMore if !eof => return Stop::Hold(p),
-                        Match::Yes(opener) => return Stop::Opener(p, opener),
-                        _ => {}
-                    }
-                }
+                self.first_stop(i, memchr::memchr_iter(b'<', hay), eof)
+            };
+            if let Some(stop) = stop {
+                return stop;
             }
             let Some(f) = fence else { return Stop::End };
             match self.fence_line_start(f) {
@@ -346,6 +337,27 @@ impl StreamParser {
                 _ => i = f + bytes[f..].iter().take_while(|&&b| b == bytes[f]).count(),
             }
         }
+    }
+
+    /// The first of the candidate places `hits` (offsets from `i`) that opens something,
+    /// or may once more input comes.
+    fn first_stop(&self, i: usize, hits: impl Iterator<Item = usize>, eof: bool) -> Option<Stop> {
+        let bytes = self.buf.as_bytes();
+        let dialect = self.opts.dialect;
+        for k in hits {
+            let p = i + k;
+            let found = match bytes[p] {
+                b'<' => match_opener(&bytes[p..], dialect),
+                TRIANGLE => match_triangle(&bytes[p..], dialect),
+                _ => match_bracket(&bytes[p..], dialect, self.line_start_at(p)),
+            };
+            match found {
+                Match::NeedMore if !eof => return Some(Stop::Hold(p)),
+                Match::Yes(opener) => return Some(Stop::Opener(p, opener)),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Where the next run of three backticks or tildes at or after `from` starts. The

@@ -137,6 +137,10 @@ const FRAGMENTS: &[&str] = &[
     "<|start|>assistant<|channel|>analysis<|message|>",
     "</thi",
     "[TH",
+    "◁think▷",
+    "◁/think▷",
+    "—",
+    "“",
 ];
 
 /// A small xorshift64* generator: the same seed, the same cases.
