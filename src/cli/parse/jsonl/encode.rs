@@ -159,6 +159,7 @@ mod tests {
             "<tool_call><name>a</name><params><x>1</x>",
             "<tool_call>{\"name\": \"b\", \"arguments\": {\"k\": [1, -2.5e300, true, false, {\"z\": null, \"q\\\"\": \"\\u0001\"}], \"e\": [], \"o\": {}}}</tool_call> tail\t\u{1}",
             "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"c\", \"arguments\": {\"n\": 18446744073709551615}}</tool_call>",
+            "<think>a \"quoted\"\tthought</think>Then.<think>more 中文</think>",
         ] {
             let turn = parse_input(input, &opts);
             calls += turn.calls.len();
@@ -171,6 +172,7 @@ mod tests {
                 String::from_utf8(expected).unwrap()
             );
         }
-        assert_eq!(calls, 5);
+        // The third input ends inside its call: no call (a truncated_call problem).
+        assert_eq!(calls, 4);
     }
 }
