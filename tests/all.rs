@@ -67,6 +67,7 @@ mod openapi_tools;
 mod otel;
 mod permissions;
 mod process_groups;
+mod reasoning_runs;
 mod responses_http;
 mod responses_store;
 mod sandbox_settings;

@@ -44,6 +44,54 @@ fn prints_the_contract_object_from_stdin() {
 }
 
 #[test]
+fn reasoning_is_its_own_array_and_never_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "<think>Maybe <tool_call><name>rm</name></tool_call>.</think>Searching.\n\
+                 <tool_call><name>web_search</name><params><query>rust</query></params></tool_call>";
+    let out = cli(&["parse"], input.as_bytes(), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["text"], "Searching.\n");
+    assert_eq!(
+        v["reasoning"],
+        json!([{"text": "Maybe <tool_call><name>rm</name></tool_call>.", "start": 7, "end": 52}])
+    );
+    assert_eq!(v["calls"].as_array().unwrap().len(), 1);
+    assert_eq!(v["calls"][0]["name"], "web_search");
+
+    // Mistral's [THINK], cut off while thinking: all reasoning, no call.
+    let cut = "[THINK]I would run [TOOL_CALLS]rm[ARGS]{\"path\": \"/\"}";
+    let out = cli(
+        &["parse", "--dialect", "mistral"],
+        cut.as_bytes(),
+        dir.path(),
+    );
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["text"], "");
+    assert_eq!(v["calls"], json!([]));
+    assert_eq!(
+        v["reasoning"][0]["text"],
+        "I would run [TOOL_CALLS]rm[ARGS]{\"path\": \"/\"}"
+    );
+
+    // A template that opened <think> in the prompt.
+    let lead = "Check the file first.</think>Done.";
+    let out = cli(
+        &["parse", "--reasoning-opened"],
+        lead.as_bytes(),
+        dir.path(),
+    );
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["text"], "Done.");
+    assert_eq!(v["reasoning"][0]["text"], "Check the file first.");
+    // Without it (and not under deepseek / kimi-k2) the closer is only text.
+    let out = cli(&["parse"], lead.as_bytes(), dir.path());
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["text"], lead);
+    assert!(v.get("reasoning").is_none(), "no reasoning, no field: {v}");
+}
+
+#[test]
 fn reads_a_file_and_strips_a_leading_bom() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("out.txt");

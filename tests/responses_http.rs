@@ -564,3 +564,123 @@ async fn tool_choice_of_a_request_reaches_the_model_and_is_echoed() {
         assert!(error.to_string().contains("tool_choice"), "{path}: {error}");
     }
 }
+
+/// A model that thinks aloud: the server's `reasoning_content` before its call, then a
+/// `<think>` block in its text before the answer (with a call it only considered).
+struct ThinkingModel;
+
+#[async_trait::async_trait]
+impl Model for ThinkingModel {
+    fn name(&self) -> &str {
+        "thinking"
+    }
+
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn ReplySink,
+    ) -> Result<ModelReply, ModelError> {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| m.role == toolgate::model::MessageRole::Assistant)
+            .count();
+        let mut native = toolgate::parse::NativeCalls::default();
+        let content = if turn == 0 {
+            sink.reasoning("I need ");
+            sink.reasoning("the product.");
+            native.delta(
+                0,
+                Some("call_c"),
+                Some("calculator"),
+                Some(r#"{"expression": "6*7"}"#),
+                0,
+            );
+            String::new()
+        } else {
+            let text = "<think>It is 42; no need for <tool_call>{\"name\": \"calculator\", \
+                        \"arguments\": {\"expression\": \"1/0\"}}</tool_call>.</think>The answer is 42.";
+            sink.text(text);
+            text.to_string()
+        };
+        Ok(ModelReply {
+            truncated: false,
+            reasoning: Vec::new(),
+            content,
+            native,
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn reasoning_is_recorded_and_answered_as_reasoning_items() {
+    let api = Api::with_model(Some(Arc::new(ThinkingModel))).await;
+    let events = api
+        .stream(json!({"model": "agent:helper", "input": "6*7?", "stream": true}))
+        .await;
+    let deltas: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.reasoning_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        deltas,
+        "I need the product.It is 42; no need for <tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1/0\"}}</tool_call>."
+    );
+    let last = &events.last().unwrap().1["response"];
+    assert_eq!(
+        kinds(&last["output"]),
+        ["reasoning", "mcp_call", "reasoning", "message"]
+    );
+    let output = &last["output"];
+    assert_eq!(output[0]["content"][0]["text"], "I need the product.");
+    assert_eq!(output[0]["summary"], json!([]));
+    assert!(
+        output[2]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("It is 42")
+    );
+    assert_eq!(output[3]["content"][0]["text"], "The answer is 42.");
+    // The call the model only considered never ran: one call, the product.
+    assert_eq!(output[1]["output"], "42");
+    // Unstreamed, the same items.
+    let (status, whole) = api
+        .post(
+            "/v1/responses",
+            json!({"model": "agent:helper", "input": "6*7?"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        kinds(&whole["output"]),
+        ["reasoning", "mcp_call", "reasoning", "message"]
+    );
+    // The run recorded what the model thought beside each assistant message.
+    let run = last["metadata"]["toolgate_run_id"].as_str().unwrap();
+    let (status, timeline) = api.get(&format!("/v1/runs/{run}/timeline")).await;
+    assert_eq!(status, 200);
+    let thoughts: Vec<&Value> = timeline["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| &m["thinking"])
+        .collect();
+    assert_eq!(thoughts.len(), 2);
+    assert_eq!(
+        thoughts[0],
+        &json!([{"text": "I need the product.", "start": 0, "end": 19}])
+    );
+    assert_eq!(thoughts[1][0]["start"], 7);
+    assert!(
+        thoughts[1][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("It is 42")
+    );
+    // The run's answer is the text without its reasoning.
+    let (_, run_object) = api.get(&format!("/v1/runs/{run}")).await;
+    assert_eq!(run_object["output"], "The answer is 42.");
+}

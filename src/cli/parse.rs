@@ -26,6 +26,10 @@ pub struct ParseArgs {
     /// Report structural faults and drop the calls that have them, instead of recovering.
     #[arg(long)]
     strict: bool,
+    /// The prompt opened a `<think>` block (a template that starts the model thinking):
+    /// the output is reasoning up to its `</think>`.
+    #[arg(long)]
+    reasoning_opened: bool,
     /// Feed the input through the streaming parser in chunks of N bytes (same output).
     #[arg(long, value_name = "N")]
     stream: Option<usize>,
@@ -50,6 +54,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode, Failure> {
     let opts = ParseOptions::default()
         .with_dialect(dialect)
         .with_strict(args.strict)
+        .with_reasoning_opened(args.reasoning_opened)
         .with_schemas(Arc::new(tools.schemas()));
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out::stdout());
     let pretty = args.pretty;

@@ -1,5 +1,6 @@
-//! How a run looks on the terminal: events as they happen (text on stdout, progress on
-//! stderr), or one JSON object per line with `--json`; and the run's outcome at the end.
+//! How a run looks on the terminal: events as they happen (text on stdout, progress and
+//! the model's reasoning, under a `thinking` label, on stderr), or one JSON object per
+//! line with `--json`; and the run's outcome at the end.
 
 use std::io::Write;
 
@@ -14,6 +15,8 @@ use super::{Failure, out};
 pub struct Printer {
     json: bool,
     text_open: bool,
+    /// The model's reasoning is being shown on stderr (mid-section).
+    thinking_open: bool,
     /// The tool of each call that started in the run, for its streamed lines.
     tools: std::collections::HashMap<String, String>,
 }
@@ -32,6 +35,14 @@ impl Printer {
         let mut stdout = out::stdout();
         if self.json {
             return out::print_json(&mut stdout, e, false);
+        }
+        if let RunEvent::ReasoningDelta(events::ReasoningDelta { text, .. }) = e {
+            self.thinking(text);
+            return Ok(());
+        }
+        if self.thinking_open {
+            self.thinking_open = false;
+            let _ = writeln!(out::stderr(), "\n· end of thinking");
         }
         if let RunEvent::TextDelta(events::TextDelta { text, .. }) = e {
             self.text_open = !text.ends_with('\n');
@@ -74,6 +85,20 @@ impl Printer {
         human(e);
         Ok(())
     }
+
+    /// A piece of the model's reasoning, on stderr, in a section of its own.
+    fn thinking(&mut self, text: &str) {
+        let mut err = out::stderr();
+        if !self.thinking_open {
+            self.thinking_open = true;
+            if self.text_open {
+                self.text_open = false;
+                let _ = out::print("\n");
+            }
+            let _ = writeln!(err, "· thinking:");
+        }
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    }
 }
 
 /// Writes the progress line of an event on stderr (none for some).
@@ -90,7 +115,7 @@ fn human(e: &RunEvent) {
             let verb = if *resumed { "continuing" } else { "started" };
             let _ = writeln!(err, "· run {run_id} {verb} (agent {agent}, model {model})");
         }
-        RunEvent::TextDelta(_) | RunEvent::ToolCallParsed(_) => {}
+        RunEvent::TextDelta(_) | RunEvent::ReasoningDelta(_) | RunEvent::ToolCallParsed(_) => {}
         RunEvent::ParseProblem(events::ParseProblem { message, .. }) => {
             let _ = writeln!(err, "· note: {message}");
         }

@@ -21,6 +21,7 @@ import unittest
 
 import openai
 from openai import OpenAI
+from openai.types.responses import ResponseReasoningItem
 
 BASE_URL = os.environ["TOOLGATE_BASE_URL"]
 API_KEY = os.environ.get("TOOLGATE_API_KEY", "none")
@@ -136,6 +137,33 @@ class AutoCall(Lifecycle):
         text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
         self.assertNotIn("tool_call", text)
         self.assertEqual(text, "Let me check.6*7 is 42.")
+
+    def test_reasoning_comes_as_reasoning_items_and_a_considered_call_never_runs(self):
+        c = client()
+        with c.responses.stream(model="agent:thinker", input="6*7?") as stream:
+            events = list(stream)
+            final = keep(stream.get_final_response())
+        types = self.check_sequence(events)
+        self.assertIn("response.reasoning_text.delta", types)
+        self.assertIn("response.reasoning_text.done", types)
+        self.assertEqual([o.type for o in final.output], ["reasoning", "message", "mcp_call", "reasoning", "message"])
+        first = final.output[0]
+        self.assertIsInstance(first, ResponseReasoningItem)
+        self.assertEqual(first.summary, [])
+        self.assertEqual(first.status, "completed")
+        self.assertTrue(first.content[0].text.startswith("The user wants 6*7."))
+        self.assertEqual(first.content[0].type, "reasoning_text")
+        thought = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+        self.assertEqual(thought, first.content[0].text + "It is 42.")
+        # Only the real call ran; the text never shows the reasoning.
+        self.assertEqual(final.output[2].output, "42")
+        self.assertEqual(final.output_text, "Checking.6*7 is 42.")
+        again = c.responses.retrieve(final.id)
+        self.assertEqual(again.output[0].model_dump(), first.model_dump())
+        self.assertEqual(again.output_text, final.output_text)
+        whole = keep(c.responses.create(model="agent:thinker", input="6*7?"))
+        self.assertEqual([o.type for o in whole.output], [o.type for o in final.output])
+        self.assertEqual(whole.output[3].content[0].text, "It is 42.")
 
 
 class ApprovalsAndClientTools(Lifecycle):

@@ -315,10 +315,16 @@ impl Reading {
                 );
                 Block::ToolUse
             }
-            Some("thinking") => Block::Thinking {
-                thinking: str_of(&b, "thinking"),
-                signature: str_of(&b, "signature"),
-            },
+            Some("thinking") => {
+                let thinking = str_of(&b, "thinking");
+                if !thinking.is_empty() {
+                    sink.reasoning(&thinking);
+                }
+                Block::Thinking {
+                    thinking,
+                    signature: str_of(&b, "signature"),
+                }
+            }
             Some("redacted_thinking") => Block::Redacted(b),
             _ => Block::Other,
         };
@@ -344,7 +350,11 @@ impl Reading {
                     .delta(index, None, None, Some(&part), index as usize);
             }
             (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
-                thinking.push_str(&str_of(&d, "thinking"));
+                let piece = str_of(&d, "thinking");
+                thinking.push_str(&piece);
+                if !piece.is_empty() {
+                    sink.reasoning(&piece);
+                }
             }
             (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
                 signature.push_str(&str_of(&d, "signature"));

@@ -74,6 +74,12 @@ pub struct Message {
     /// and `redacted_thinking`, with their signatures), given back unchanged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<Value>,
+    /// What the model thought, read from its answer (`<think>`, `[THINK]`, Harmony's
+    /// analysis channel, a server's `reasoning_content`, Anthropic thinking), block by
+    /// block: recorded beside the message and shown, never sent back by itself (a text
+    /// answer goes back as written, and its template keeps or drops its reasoning).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<toolgate_parse::Reasoning>,
     /// Images for the model: a tool message's (its result's image parts), or a user
     /// message's (xml mode's results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -90,6 +96,7 @@ impl Message {
             compaction: None,
             prompt_tokens: None,
             reasoning: Vec::new(),
+            thinking: Vec::new(),
             images: Vec::new(),
         }
     }
@@ -103,6 +110,7 @@ impl Message {
             compaction: None,
             prompt_tokens: None,
             reasoning: Vec::new(),
+            thinking: Vec::new(),
             images: Vec::new(),
         }
     }
@@ -110,6 +118,12 @@ impl Message {
     /// This message, with the reasoning blocks its answer came with.
     pub fn with_reasoning(mut self, reasoning: Vec<Value>) -> Self {
         self.reasoning = reasoning;
+        self
+    }
+
+    /// This message, with what the model thought while writing it.
+    pub fn with_thinking(mut self, thinking: Vec<toolgate_parse::Reasoning>) -> Self {
+        self.thinking = thinking;
         self
     }
 
@@ -128,6 +142,7 @@ impl Message {
             compaction: None,
             prompt_tokens: None,
             reasoning: Vec::new(),
+            thinking: Vec::new(),
             images: Vec::new(),
         }
     }
@@ -166,6 +181,9 @@ pub struct ModelReply {
 pub trait ReplySink: Send {
     /// A piece of the answer's text.
     fn text(&mut self, delta: &str);
+    /// A piece of the answer's reasoning the server sent apart from its text
+    /// (`reasoning_content`, Anthropic `thinking`).
+    fn reasoning(&mut self, _delta: &str) {}
     /// The request failed and is tried again after `wait`: text sent so far is void.
     fn retrying(&mut self, attempt: u32, wait: Duration, error: &str);
 }

@@ -207,6 +207,9 @@ impl OpenAiModel {
                     reply.content.push_str(text);
                     sink.text(text);
                 }
+                if let Some(thought) = toolgate_parse::native_reasoning(delta) {
+                    sink.reasoning(thought);
+                }
                 if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                     for (i, call) in calls.iter().enumerate() {
                         reply.native.delta_json(i, call, offset);

@@ -9,13 +9,16 @@ use std::collections::HashSet;
 
 use super::block::RawCall;
 use super::opener::{FenceLine, Wrapper};
-use super::types::{Problem, ProblemKind, ToolCall};
+use super::types::{Problem, ProblemKind, Reasoning, ToolCall};
 
 /// What the streaming parser hands out, in input order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// Text that is not part of any call.
     Text(String),
+    /// A piece of the model's reasoning, with where it stands in the input; pieces of
+    /// one block follow each other (`end` of one is `start` of the next).
+    Reasoning(Reasoning),
     /// A complete call.
     Call(ToolCall),
     Problem(Problem),
@@ -114,6 +117,28 @@ impl Emitter {
             Some(StreamEvent::Text(t)) => t.push_str(s),
             _ => self.events.push(StreamEvent::Text(s.to_string())),
         }
+    }
+
+    /// A piece of reasoning. It is never part of a group's content: a group holding
+    /// calls around it keeps them.
+    pub(crate) fn reasoning(&mut self, piece: Reasoning) {
+        if piece.text.is_empty() {
+            return;
+        }
+        match self.events.last_mut() {
+            Some(StreamEvent::Reasoning(last)) if last.end == piece.start => {
+                last.text.push_str(&piece.text);
+                last.end = piece.end;
+            }
+            _ => self.events.push(StreamEvent::Reasoning(piece)),
+        }
+    }
+
+    /// Whether a code fence is open (its content is shown, not run or thought).
+    pub(crate) fn in_fence(&self) -> bool {
+        self.groups
+            .first()
+            .is_some_and(|g| matches!(g.kind, GroupKind::Fence { .. }))
     }
 
     /// A problem that belongs to no kept call.

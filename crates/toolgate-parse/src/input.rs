@@ -9,7 +9,7 @@ use super::native::NativeCalls;
 use super::options::{Dialect, ParseOptions};
 use super::sse::SseReader;
 use super::stream::{StreamParser, collect};
-use super::types::ParsedTurn;
+use super::types::{ParsedTurn, Reasoning};
 use super::utf8::Utf8Decoder;
 
 enum Mode {
@@ -45,6 +45,8 @@ pub struct InputParser {
     text: StreamParser,
     calls: NativeCalls,
     utf8: Utf8Decoder,
+    /// How much native reasoning (`reasoning_content`) was read: its pieces' offsets.
+    reasoning_at: usize,
 }
 
 impl InputParser {
@@ -64,6 +66,7 @@ impl InputParser {
             mode,
             calls: NativeCalls::default(),
             utf8: Utf8Decoder::default(),
+            reasoning_at: 0,
         }
     }
 
@@ -95,7 +98,8 @@ impl InputParser {
                     .as_ref()
                     .and_then(super::native::read_completion)
                 {
-                    Some((content, calls)) => {
+                    Some((content, calls, reasoning)) => {
+                        self.native_reasoning(reasoning, &mut events);
                         events.extend(self.text.feed(&content));
                         self.calls = calls;
                     }
@@ -119,7 +123,17 @@ impl InputParser {
         turn
     }
 
+    /// A native answer's reasoning, as one more piece of its one block.
+    fn native_reasoning(&mut self, reasoning: Option<String>, events: &mut Vec<StreamEvent>) {
+        if let Some(text) = reasoning {
+            let piece = Reasoning::new(text, self.reasoning_at);
+            self.reasoning_at = piece.end;
+            events.push(StreamEvent::Reasoning(piece));
+        }
+    }
+
     fn text_line(&mut self, out: super::sse::LineOut, events: &mut Vec<StreamEvent>) {
+        self.native_reasoning(out.reasoning, events);
         if !out.content.is_empty() {
             events.extend(self.text.feed(&out.content));
         }

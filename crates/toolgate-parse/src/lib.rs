@@ -32,6 +32,7 @@ mod opener;
 mod options;
 mod pyliteral;
 mod pythonic;
+mod reasoning;
 mod sse;
 mod stream;
 mod tag_lex;
@@ -48,8 +49,9 @@ pub use group::StreamEvent;
 pub use input::InputParser;
 pub use native::NativeCalls;
 pub use options::{Dialect, ParseOptions, Schemas};
+pub use reasoning::native_reasoning;
 pub use stream::{StreamParser, collect};
-pub use types::{ParsedTurn, Problem, ProblemKind, ToolCall};
+pub use types::{ParsedTurn, Problem, ProblemKind, Reasoning, ToolCall};
 
 /// Parses one model output written as text (any text dialect `opts` allows).
 ///

@@ -158,7 +158,7 @@ impl NativeCalls {
 }
 
 /// A chat.completion object (or a bare assistant message): its text and its calls.
-pub(crate) fn read_completion(value: &Value) -> Option<(String, NativeCalls)> {
+pub(crate) fn read_completion(value: &Value) -> Option<(String, NativeCalls, Option<String>)> {
     let message = match value.get("choices") {
         Some(choices) => choices.get(0)?.get("message")?,
         None if value.get("role").is_some() || value.get("tool_calls").is_some() => value,
@@ -183,7 +183,8 @@ pub(crate) fn read_completion(value: &Value) -> Option<(String, NativeCalls)> {
         let position = list_len(message);
         calls.delta_json(position, &serde_json::json!({ "function": legacy }), 0);
     }
-    Some((content, calls))
+    let reasoning = super::reasoning::native_reasoning(message).map(str::to_string);
+    Some((content, calls, reasoning))
 }
 
 fn list_len(message: &Value) -> usize {

@@ -1,4 +1,4 @@
-//! Recognising, at a `<` or a line start in prose, what could open a call, a `<think>`
+//! Recognising, at a `<` or a line start in prose, what could open a call, a reasoning
 //! block, a call wrapper or a code fence, including "not sure yet: need more input".
 
 use super::framed::{
@@ -9,6 +9,7 @@ use super::framed::{
 };
 use super::kimi_k3::{K3_CALL, K3_MARKUP, K3_TOOLS, K3_TOOLS_END};
 use super::options::Dialect;
+use super::reasoning::{Form, KIMI_THINK, MISTRAL_THINK, THINK};
 
 /// How a literal compares with the start of the remaining input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,8 +91,9 @@ impl Wrapper {
 /// What starts at a `<` in prose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Opener {
-    /// `<think>`: everything up to `</think>` is text.
-    Think,
+    /// A reasoning block (`<think>`, `[THINK]`, Harmony's analysis channel): everything
+    /// up to its closer is reasoning, never a call.
+    Reasoning(Form),
     /// `<tool_call>`: XML, Hermes or Qwen3-coder, decided by what follows.
     ToolCall,
     /// `<function=`: a Qwen3-coder call without its `<tool_call>` wrapper.
@@ -114,7 +116,7 @@ impl Opener {
     /// Bytes of the opening tag itself.
     pub(crate) fn tag_len(self) -> usize {
         match self {
-            Opener::Think => THINK.len(),
+            Opener::Reasoning(form) => form.open().len(),
             Opener::ToolCall => TOOL_CALL.len(),
             Opener::Function => FUNCTION.len(),
             Opener::Invoke => INVOKE.len(),
@@ -138,8 +140,6 @@ impl Opener {
     }
 }
 
-pub(crate) const THINK: &[u8] = b"<think>";
-pub(crate) const THINK_END: &[u8] = b"</think>";
 pub(crate) const TOOL_CALL: &[u8] = b"<tool_call>";
 pub(crate) const TOOL_CALL_END: &[u8] = b"</tool_call>";
 pub(crate) const FUNCTION: &[u8] = b"<function=";
@@ -185,7 +185,7 @@ pub(crate) fn match_opener(rest: &[u8], dialect: Dialect) -> Match {
             b"</seed:tool_call>",
             Opener::WrapperClose(Wrapper::Seed),
         ),
-        (true, THINK, Opener::Think),
+        (true, THINK, Opener::Reasoning(Form::Think)),
         (tool_call, TOOL_CALL, Opener::ToolCall),
         (dialect.allows_qwen(), FUNCTION, Opener::Function),
         (dialect.allows_invoke(), INVOKE, Opener::Invoke),
@@ -360,6 +360,17 @@ const SPECIAL: [(Dialect, &[u8], Opener); 27] = [
 
 /// The special-token openers (`<|..|>`, `<｜..｜>`) the dialect allows.
 fn match_special(rest: &[u8], dialect: Dialect) -> Match {
+    // Harmony's analysis channel first: it starts like a call's channel or role header,
+    // and while it may still be one, nothing else is decided.
+    if dialect.allows_special(Dialect::Harmony) {
+        for form in [Form::Analysis, Form::AnalysisRole] {
+            match prefix(rest, form.open()) {
+                Prefix::Full => return Match::Yes(Opener::Reasoning(form)),
+                Prefix::Partial => return Match::NeedMore,
+                Prefix::No => {}
+            }
+        }
+    }
     let table = SPECIAL;
     let mut need_more = false;
     for (d, lit, opener) in table {
@@ -392,17 +403,39 @@ pub(crate) fn match_lead(rest: &[u8], dialect: Dialect, eof: bool) -> Match {
     }
 }
 
+/// The first byte of `◁` (U+25C1), which opens Kimi's `◁think▷`.
+pub(crate) const TRIANGLE: u8 = 0xE2;
+
+/// What starts at a `◁` in prose: Kimi's `◁think▷` (Kimi-VL, Kimi-Dev, some Kimi K2
+/// templates), with the dialects that allow Kimi's forms. Other characters that share
+/// the first byte (dashes, quotes) fail at the second.
+pub(crate) fn match_triangle(rest: &[u8], dialect: Dialect) -> Match {
+    if !dialect.allows_special(Dialect::KimiK2) {
+        return Match::No;
+    }
+    match prefix(rest, KIMI_THINK) {
+        Prefix::Full => Match::Yes(Opener::Reasoning(Form::KimiThink)),
+        Prefix::Partial => Match::NeedMore,
+        Prefix::No => Match::No,
+    }
+}
+
 /// What starts at a `[` or `{` in prose: Mistral's `[TOOL_CALLS]` anywhere (with the
 /// dialects that allow it); a bare JSON call or pythonic list only at a line start and
 /// only when that dialect was asked for by name.
 pub(crate) fn match_bracket(rest: &[u8], dialect: Dialect, line_start: bool) -> Match {
-    match rest.first() {
-        Some(b'[') if dialect.allows_special(Dialect::Mistral) => match prefix(rest, MISTRAL) {
-            Prefix::Full => return Match::Yes(Opener::Framed(Framed::Mistral)),
-            Prefix::Partial => return Match::NeedMore,
-            Prefix::No => {}
-        },
-        _ => {}
+    if rest.first() == Some(&b'[') && dialect.allows_special(Dialect::Mistral) {
+        let table = [
+            (MISTRAL, Opener::Framed(Framed::Mistral)),
+            (MISTRAL_THINK, Opener::Reasoning(Form::MistralThink)),
+        ];
+        for (lit, opener) in table {
+            match prefix(rest, lit) {
+                Prefix::Full => return Match::Yes(opener),
+                Prefix::Partial => return Match::NeedMore,
+                Prefix::No => {}
+            }
+        }
     }
     if !line_start {
         return Match::No;

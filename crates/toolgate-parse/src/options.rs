@@ -75,6 +75,13 @@ impl Dialect {
     pub(crate) fn scans_brackets(self) -> bool {
         self.allows_special(Dialect::Mistral) || matches!(self, Dialect::Llama3 | Dialect::Pythonic)
     }
+    /// Dialects whose templates may put `<think>` in the prompt, so that the output
+    /// starts mid-reasoning and holds only `</think>`: DeepSeek R1 / V3.1 / V3.2
+    /// (thinking mode) and Kimi K2 Thinking. Text before a `</think>` that no `<think>`
+    /// opened is reasoning.
+    pub(crate) fn prompts_think(self) -> bool {
+        matches!(self, Dialect::DeepSeek | Dialect::KimiK2)
+    }
     pub(crate) fn allows_invoke(self) -> bool {
         matches!(self, Dialect::Auto | Dialect::Invoke | Dialect::OpenAi)
     }
@@ -130,6 +137,9 @@ pub struct ParseOptions {
     pub schemas: Arc<Schemas>,
     /// Generated call ids are this prefix followed by a counter (`call_1`, `call_2`, ...).
     pub id_prefix: Arc<str>,
+    /// The prompt ended inside a `<think>` block (a template that opens it for the
+    /// model): the output is reasoning up to its `</think>`, or to its end.
+    pub reasoning_opened: bool,
 }
 
 impl Default for ParseOptions {
@@ -139,6 +149,7 @@ impl Default for ParseOptions {
             strict: false,
             schemas: Arc::new(Schemas::new()),
             id_prefix: Arc::from("call_"),
+            reasoning_opened: false,
         }
     }
 }
@@ -154,6 +165,10 @@ impl ParseOptions {
     }
     pub fn with_schemas(mut self, schemas: Arc<Schemas>) -> Self {
         self.schemas = schemas;
+        self
+    }
+    pub fn with_reasoning_opened(mut self, opened: bool) -> Self {
+        self.reasoning_opened = opened;
         self
     }
     pub fn with_id_prefix(mut self, prefix: impl AsRef<str>) -> Self {

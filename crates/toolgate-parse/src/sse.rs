@@ -11,6 +11,8 @@ use super::types::{Problem, ProblemKind};
 #[derive(Debug, Default)]
 pub(crate) struct LineOut {
     pub content: String,
+    /// The delta's `reasoning_content` (or `reasoning`).
+    pub reasoning: Option<String>,
     pub problem: Option<Problem>,
 }
 
@@ -103,6 +105,7 @@ impl SseReader {
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             out.content.push_str(text);
         }
+        out.reasoning = super::reasoning::native_reasoning(delta).map(str::to_string);
         if let Some(list) = delta.get("tool_calls").and_then(Value::as_array) {
             for (i, call) in list.iter().enumerate() {
                 calls.delta_json(i, call, self.offset);

@@ -3,7 +3,8 @@
 //! what the parser must guarantee is that the split never matters. It looks at each
 //! byte a bounded number of times: prose is skipped with memchr, a call block is
 //! scanned for its end once (the scanner keeps its place between chunks) and parsed
-//! once when complete, and only a suffix that could still open a tag is held back.
+//! once when complete, a reasoning block is searched only for its closer, and only a
+//! suffix that could still open a tag is held back.
 
 use std::sync::LazyLock;
 
@@ -14,15 +15,14 @@ use super::block_end::{BlockScan, ScanResult};
 use super::group::{Emitter, StreamEvent};
 use super::native::Finished;
 use super::opener::{
-    FenceStart, Match, Opener, Prefix, THINK_END, fence_line, fence_start, match_bracket,
-    match_lead, match_opener, prefix,
+    FenceStart, Match, Opener, TRIANGLE, fence_line, fence_start, match_bracket, match_lead,
+    match_opener, match_triangle,
 };
-use super::options::ParseOptions;
-use super::types::ParsedTurn;
+use super::options::{Dialect, ParseOptions};
+use super::reasoning::{BlockEnd, Form, Lead};
+use super::types::{ParsedTurn, Reasoning};
 use super::utf8::Utf8Decoder;
 
-static THINK_END_FINDER: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(THINK_END));
 static TICKS: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"```"));
 static TILDES: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"~~~"));
 
@@ -48,8 +48,11 @@ enum State {
     /// A line (from `start`) that begins like a code fence; `scan` is where the search
     /// for its end continues.
     FenceLine { scan: usize },
-    /// Inside `<think>`: text up to `</think>`, never a call.
-    Think { scan: usize },
+    /// Inside a reasoning block: reasoning up to its closer, never a call.
+    Reasoning { form: Form, scan: usize },
+    /// The start of an output whose prompt may have opened `<think>`: held until a
+    /// `</think>` (what came before is reasoning) or a `<think>` (it is not) decides.
+    Lead { scan: usize },
     /// A call block from `start`.
     Block(BlockScan),
 }
@@ -89,16 +92,26 @@ pub struct StreamParser {
 impl StreamParser {
     pub fn new(opts: ParseOptions) -> Self {
         let emitter = Emitter::new(opts.strict, opts.id_prefix.clone());
+        let state = if opts.reasoning_opened {
+            State::Reasoning {
+                form: Form::Think,
+                scan: 0,
+            }
+        } else if opts.dialect.prompts_think() {
+            State::Lead { scan: 0 }
+        } else {
+            State::Text {
+                scan: 0,
+                fence_checked: false,
+            }
+        };
         Self {
             opts,
             buf: String::new(),
             start: 0,
             base: 0,
             start_of_line: true,
-            state: State::Text {
-                scan: 0,
-                fence_checked: false,
-            },
+            state,
             emitter,
             utf8: Utf8Decoder::default(),
             fence_next: None,
@@ -183,6 +196,15 @@ impl StreamParser {
         }
     }
 
+    /// Hands `buf[start..to]` on as reasoning.
+    fn flush_reasoning(&mut self, to: usize) {
+        if to > self.start {
+            let piece = Reasoning::new(&self.buf[self.start..to], self.base + self.start);
+            self.emitter.reasoning(piece);
+            self.consume(to);
+        }
+    }
+
     fn compact(&mut self) {
         if self.start > 0 && self.start >= self.buf.len() / 2 {
             let n = self.start;
@@ -192,9 +214,10 @@ impl StreamParser {
             self.fence_next = self.fence_next.and_then(|f| f.checked_sub(n));
             self.fence_searched = self.fence_searched.saturating_sub(n);
             match &mut self.state {
-                State::Text { scan, .. } | State::FenceLine { scan } | State::Think { scan } => {
-                    *scan -= n
-                }
+                State::Text { scan, .. }
+                | State::FenceLine { scan }
+                | State::Reasoning { scan, .. }
+                | State::Lead { scan } => *scan -= n,
                 State::Block(_) => {}
             }
         }
@@ -218,7 +241,8 @@ impl StreamParser {
                 fence_checked,
             } => self.step_text(scan, fence_checked, eof),
             State::FenceLine { scan } => self.step_fence_line(scan, eof),
-            State::Think { scan } => self.step_think(scan, eof),
+            State::Reasoning { form, scan } => self.step_reasoning(form, scan, eof),
+            State::Lead { scan } => self.step_lead(scan, eof),
             State::Block(scan) => self.step_block(scan, eof),
         }
     }
@@ -286,34 +310,24 @@ impl StreamParser {
             let bytes = self.buf.as_bytes();
             let limit = fence.unwrap_or(bytes.len());
             let dialect = self.opts.dialect;
-            if dialect.scans_brackets() {
-                let brace = if matches!(dialect, super::options::Dialect::Llama3) {
-                    b'{'
-                } else {
-                    b'<'
+            let hay = &bytes[i..limit];
+            // `<` always; `[` and `{` where bracket forms count; the first byte of
+            // Kimi's `◁think▷` where it counts.
+            let triangle = dialect.allows_special(Dialect::KimiK2);
+            let stop = if dialect.scans_brackets() {
+                let third = match dialect {
+                    Dialect::Llama3 => b'{',
+                    _ if triangle => TRIANGLE,
+                    _ => b'<',
                 };
-                for k in memchr::memchr3_iter(b'<', b'[', brace, &bytes[i..limit]) {
-                    let p = i + k;
-                    let found = if bytes[p] == b'<' {
-                        match_opener(&bytes[p..], dialect)
-                    } else {
-                        match_bracket(&bytes[p..], dialect, self.line_start_at(p))
-                    };
-                    match found {
-                        Match::NeedMore if !eof => return Stop::Hold(p),
-                        Match::Yes(opener) => return Stop::Opener(p, opener),
-                        _ => {}
-                    }
-                }
+                self.first_stop(i, memchr::memchr3_iter(b'<', b'[', third, hay), eof)
+            } else if triangle {
+                self.first_stop(i, memchr::memchr2_iter(b'<', TRIANGLE, hay), eof)
             } else {
-                for k in memchr::memchr_iter(b'<', &bytes[i..limit]) {
-                    let p = i + k;
-                    match match_opener(&bytes[p..], dialect) {
-                        Match::NeedMore if !eof => return Stop::Hold(p),
-                        Match::Yes(opener) => return Stop::Opener(p, opener),
-                        _ => {}
-                    }
-                }
+                self.first_stop(i, memchr::memchr_iter(b'<', hay), eof)
+            };
+            if let Some(stop) = stop {
+                return stop;
             }
             let Some(f) = fence else { return Stop::End };
             match self.fence_line_start(f) {
@@ -323,6 +337,27 @@ impl StreamParser {
                 _ => i = f + bytes[f..].iter().take_while(|&&b| b == bytes[f]).count(),
             }
         }
+    }
+
+    /// The first of the candidate places `hits` (offsets from `i`) that opens something,
+    /// or may once more input comes.
+    fn first_stop(&self, i: usize, hits: impl Iterator<Item = usize>, eof: bool) -> Option<Stop> {
+        let bytes = self.buf.as_bytes();
+        let dialect = self.opts.dialect;
+        for k in hits {
+            let p = i + k;
+            let found = match bytes[p] {
+                b'<' => match_opener(&bytes[p..], dialect),
+                TRIANGLE => match_triangle(&bytes[p..], dialect),
+                _ => match_bracket(&bytes[p..], dialect, self.line_start_at(p)),
+            };
+            match found {
+                Match::NeedMore if !eof => return Some(Stop::Hold(p)),
+                Match::Yes(opener) => return Some(Stop::Opener(p, opener)),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Where the next run of three backticks or tildes at or after `from` starts. The
@@ -385,7 +420,21 @@ impl StreamParser {
         let at = self.base + self.start;
         let tag_end = self.start + opener.tag_len();
         self.state = match opener {
-            Opener::Think => State::Think { scan: tag_end },
+            // A reasoning marker shown in a code fence is an example: text.
+            Opener::Reasoning(_) if self.emitter.in_fence() => {
+                self.flush_text(tag_end);
+                State::Text {
+                    scan: tag_end,
+                    fence_checked: false,
+                }
+            }
+            Opener::Reasoning(form) => {
+                self.consume(tag_end);
+                State::Reasoning {
+                    form,
+                    scan: tag_end,
+                }
+            }
             Opener::ToolCall => State::Block(BlockScan::tool_call()),
             Opener::Function => State::Block(BlockScan::function()),
             Opener::Invoke => State::Block(BlockScan::invoke()),
@@ -460,29 +509,44 @@ impl StreamParser {
         true
     }
 
-    fn step_think(&mut self, scan: usize, eof: bool) -> bool {
-        let bytes = self.buf.as_bytes();
-        if let Some(k) = THINK_END_FINDER.find(&bytes[scan..]) {
-            let end = scan + k + THINK_END.len();
-            self.flush_text(end);
-            self.state = State::Text {
-                scan: end,
-                fence_checked: false,
-            };
-            return true;
+    fn step_reasoning(&mut self, form: Form, scan: usize, eof: bool) -> bool {
+        match super::reasoning::block_end(form, self.buf.as_bytes(), scan, eof) {
+            BlockEnd::Closed { text_end, end } => {
+                self.flush_reasoning(text_end);
+                self.consume(end);
+                self.state = State::Text {
+                    scan: end,
+                    fence_checked: false,
+                };
+                true
+            }
+            BlockEnd::Open { keep } => {
+                self.flush_reasoning(keep);
+                self.hold(State::Reasoning { form, scan: keep })
+            }
         }
-        let len = bytes.len();
-        if eof {
-            self.flush_text(len);
-            return false;
+    }
+
+    fn step_lead(&mut self, scan: usize, eof: bool) -> bool {
+        match super::reasoning::lead(self.buf.as_bytes(), scan, eof) {
+            Lead::Reasoning { text_end, end } => {
+                self.flush_reasoning(text_end);
+                self.consume(end);
+                self.state = State::Text {
+                    scan: end,
+                    fence_checked: false,
+                };
+                true
+            }
+            Lead::Text => {
+                self.state = State::Text {
+                    scan: self.start,
+                    fence_checked: false,
+                };
+                true
+            }
+            Lead::NeedMore { scan } => self.hold(State::Lead { scan }),
         }
-        // Hold back only a suffix that could still become `</think>`.
-        let tail = len.saturating_sub(THINK_END.len() - 1).max(scan);
-        let keep = (tail..len)
-            .find(|&k| bytes[k] == b'<' && prefix(&bytes[k..], THINK_END) == Prefix::Partial)
-            .unwrap_or(len);
-        self.flush_text(keep);
-        self.hold(State::Think { scan: keep })
     }
 
     fn step_block(&mut self, mut scan: BlockScan, eof: bool) -> bool {
@@ -557,6 +621,14 @@ pub fn collect(turn: &mut ParsedTurn, events: impl IntoIterator<Item = StreamEve
         match e {
             StreamEvent::Text(t) if turn.text.is_empty() => turn.text = t,
             StreamEvent::Text(t) => turn.text.push_str(&t),
+            StreamEvent::Reasoning(r) => match turn.reasoning.last_mut() {
+                // A piece that continues the last block in the input joins it.
+                Some(last) if last.end == r.start && !r.text.is_empty() => {
+                    last.text.push_str(&r.text);
+                    last.end = r.end;
+                }
+                _ => turn.reasoning.push(r),
+            },
             StreamEvent::Call(c) => turn.calls.push(c),
             StreamEvent::Problem(p) => turn.problems.push(p),
         }

@@ -16,13 +16,39 @@ pub struct ToolCall {
 
 /// The result of parsing one model output.
 ///
-/// `text` is everything that is not a call, in order; `calls` are the calls in the
-/// order they were written; `problems` are the recoverable oddities met on the way.
+/// `text` is everything that is not a call or reasoning, in order; `reasoning` is what
+/// the model thought (`<think>`, `[THINK]`, Harmony's analysis channel), in order and
+/// never searched for calls; `calls` are the calls in the order they were written;
+/// `problems` are the recoverable oddities met on the way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ParsedTurn {
     pub text: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Reasoning>,
     pub calls: Vec<ToolCall>,
     pub problems: Vec<Problem>,
+}
+
+/// One block of the model's reasoning: its text, without the markers around it, and
+/// where that text stands in the input (`start..end`, byte offsets; for a native
+/// answer's `reasoning_content`, offsets into that field).
+///
+/// A streaming parser hands reasoning out in pieces of this same shape as it arrives;
+/// [`crate::collect`] joins pieces that follow each other in the input into one block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    pub text: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Reasoning {
+    /// A piece of reasoning read at byte `start`.
+    pub fn new(text: impl Into<String>, start: usize) -> Self {
+        let text = text.into();
+        let end = start + text.len();
+        Self { text, start, end }
+    }
 }
 
 /// Something odd in the model's output: a call dropped, a tag closed for the model,

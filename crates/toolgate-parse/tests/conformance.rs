@@ -42,6 +42,9 @@ struct Expect {
     /// Compared with surrounding whitespace trimmed (peers differ on it).
     #[serde(default)]
     text: Option<String>,
+    /// When given, the reasoning blocks' texts in order.
+    #[serde(default)]
+    reasoning: Option<Vec<String>>,
     #[serde(default)]
     calls: Vec<Call>,
     /// When given, the problem kinds in order; `[any]` means at least one problem.
@@ -87,6 +90,12 @@ fn check(case: &Case, got: &ParsedTurn) -> Result<(), String> {
         && got.text.trim() != text.trim()
     {
         errs.push(format!("text: expected {text:?}, got {:?}", got.text));
+    }
+    if let Some(reasoning) = &e.reasoning {
+        let have: Vec<&str> = got.reasoning.iter().map(|r| r.text.as_str()).collect();
+        if &have != reasoning {
+            errs.push(format!("reasoning: expected {reasoning:?}, got {have:?}"));
+        }
     }
     if got.calls.len() != e.calls.len() {
         errs.push(format!(

@@ -18,6 +18,24 @@ fn check_expected(case: &Case, got: &ParsedTurn) -> Result<(), String> {
             short(&got.text)
         ));
     }
+    let reasoning: Vec<&str> = got.reasoning.iter().map(|r| r.text.as_str()).collect();
+    if reasoning != e.reasoning {
+        errs.push(format!(
+            "reasoning: expected {:?}\n      got      {:?}",
+            e.reasoning, reasoning
+        ));
+    }
+    // A text input's reasoning spans point at the reasoning itself.
+    if !case.input.starts_with("data:") && !case.input.trim_start().starts_with('{') {
+        for r in &got.reasoning {
+            if case.input.get(r.start..r.end) != Some(r.text.as_str()) {
+                errs.push(format!(
+                    "reasoning span {}..{} is not its text",
+                    r.start, r.end
+                ));
+            }
+        }
+    }
     if got.calls.len() != e.calls.len() {
         errs.push(format!(
             "calls: expected {}, got {}",

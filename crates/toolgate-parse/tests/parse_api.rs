@@ -42,12 +42,59 @@ fn lookalike_tag_is_released_as_soon_as_it_differs() {
     assert_eq!(texts(&p.feed("kit> b")), "<toolkit> b");
 }
 
+fn thoughts(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Reasoning(r) => Some(r.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
-fn think_text_streams_while_the_block_is_open() {
+fn reasoning_streams_while_the_block_is_open() {
     let mut p = StreamParser::new(ParseOptions::default());
-    assert_eq!(texts(&p.feed("<think>step one, ")), "<think>step one, ");
-    assert_eq!(texts(&p.feed("step two</thi")), "step two");
-    assert_eq!(texts(&p.feed("nk>ok")), "</think>ok");
+    let first = p.feed("<think>step one, ");
+    assert_eq!(texts(&first), "");
+    assert_eq!(thoughts(&first), "step one, ");
+    let second = p.feed("step two</thi");
+    assert_eq!(
+        thoughts(&second),
+        "step two",
+        "only a possible closer is held"
+    );
+    let third = p.feed("nk>ok");
+    assert_eq!(thoughts(&third), "");
+    assert_eq!(texts(&third), "ok");
+    // The pieces carry their place in the input, and join into one block.
+    let mut turn = toolgate_parse::ParsedTurn::default();
+    toolgate_parse::collect(&mut turn, first.into_iter().chain(second).chain(third));
+    assert_eq!(turn.reasoning.len(), 1);
+    assert_eq!(turn.reasoning[0].text, "step one, step two");
+    assert_eq!((turn.reasoning[0].start, turn.reasoning[0].end), (7, 25));
+}
+
+#[test]
+fn a_native_answer_reasoning_content_is_reasoning() {
+    let completion = r#"{"choices": [{"message": {"role": "assistant", "content": "Hi.",
+        "reasoning_content": "The user greets; <tool_call>{\"name\": \"x\"}</tool_call> no."}}]}"#;
+    let turn = parse_input(completion, &ParseOptions::default());
+    assert_eq!(turn.text, "Hi.");
+    assert!(turn.calls.is_empty());
+    assert_eq!(
+        turn.reasoning[0].text,
+        "The user greets; <tool_call>{\"name\": \"x\"}</tool_call> no."
+    );
+    let sse = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"Think \"}}]}\n\n\
+               data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"more.\"}}]}\n\n\
+               data: {\"choices\":[{\"delta\":{\"content\":\"Done.\"}}]}\n\n\
+               data: [DONE]\n\n";
+    let turn = parse_input(sse, &ParseOptions::default());
+    assert_eq!(turn.text, "Done.");
+    assert_eq!(turn.reasoning.len(), 1);
+    assert_eq!(turn.reasoning[0].text, "Think more.");
+    assert_eq!((turn.reasoning[0].start, turn.reasoning[0].end), (0, 11));
 }
 
 #[test]

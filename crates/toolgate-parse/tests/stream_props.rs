@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use toolgate_parse::{Dialect, ParseOptions};
+use toolgate_parse::{Dialect, InputParser, ParseOptions, StreamEvent};
 
 use common::{cases, options, split_at, whole};
 
@@ -163,6 +163,18 @@ const FRAGMENTS: &[&str] = &[
     "</function>",
     "<|tool_calls_section_begin|>",
     "<|tool_calls_section_end|>",
+    // Reasoning: Mistral's [THINK], Harmony's analysis channel, a prompt-opened think.
+    "[THINK]",
+    "[/THINK]",
+    "<|channel|>analysis<|message|>",
+    "analysis",
+    "<|start|>assistant<|channel|>analysis<|message|>",
+    "</thi",
+    "[TH",
+    "◁think▷",
+    "◁/think▷",
+    "—",
+    "“",
 ];
 
 /// A small xorshift64* generator: the same seed, the same cases.
@@ -281,8 +293,70 @@ fn generated_outputs_split_anywhere() {
         let d = *rng.pick(DIALECTS);
         let opts = ParseOptions::default()
             .with_dialect(d)
-            .with_strict(rng.next() & 1 == 1);
+            .with_strict(rng.next() & 1 == 1)
+            .with_reasoning_opened(rng.below(8) == 0);
         check_generated(&input, &cuts, &opts, seed);
+        check_reasoning_deltas(&input, &cuts, &opts, seed);
+    }
+}
+
+/// The reasoning pieces a stream hands out, cut at `cuts`, joined in order, equal the
+/// whole parse's reasoning joined; each piece follows the last one of its block, and
+/// each whole block's span holds its text.
+fn check_reasoning_deltas(input: &str, cuts: &[usize], opts: &ParseOptions, seed: u64) {
+    let whole_turn = whole(input, opts);
+    let mut p = InputParser::new(opts.clone());
+    let mut pieces = Vec::new();
+    let bytes = input.as_bytes();
+    let mut from = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+        let cut = cut.clamp(from, bytes.len());
+        pieces.extend(p.feed_bytes(&bytes[from..cut]));
+        from = cut;
+    }
+    pieces.extend(p.finish());
+    let streamed: String = pieces
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Reasoning(r) => {
+                assert!(!r.text.is_empty(), "seed {seed}: an empty reasoning piece");
+                assert_eq!(r.end - r.start, r.text.len(), "seed {seed}: piece span");
+                Some(r.text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let joined: String = whole_turn
+        .reasoning
+        .iter()
+        .map(|r| r.text.as_str())
+        .collect();
+    assert_eq!(streamed, joined, "seed {seed}: {input:?} cut at {cuts:?}");
+    if !input.starts_with("data:") && !input.trim_start().starts_with(['{', '\u{feff}']) {
+        for r in &whole_turn.reasoning {
+            assert_eq!(
+                input.get(r.start..r.end),
+                Some(r.text.as_str()),
+                "seed {seed}: span of {r:?} in {input:?}"
+            );
+        }
+    }
+}
+
+/// Corpus cases with reasoning: every single cut hands out the same reasoning.
+#[test]
+fn reasoning_pieces_join_to_the_whole_at_every_cut() {
+    for case in cases().iter().filter(|c| !c.expect.reasoning.is_empty()) {
+        let opts = options(case);
+        for cut in 0..=case.input.len() {
+            check_reasoning_deltas(&case.input, &[cut], &opts, cut as u64);
+        }
+        check_reasoning_deltas(
+            &case.input,
+            &(1..case.input.len()).collect::<Vec<_>>(),
+            &opts,
+            0,
+        );
     }
 }
 

@@ -40,6 +40,11 @@ pub enum RunEvent {
     #[serde(rename = "text.delta")]
     #[strum(serialize = "text.delta")]
     TextDelta(TextDelta),
+    /// What the model thought (`<think>`, `[THINK]`, Harmony's analysis channel, a
+    /// server's `reasoning_content`), as it streams: never searched for calls.
+    #[serde(rename = "reasoning.delta")]
+    #[strum(serialize = "reasoning.delta")]
+    ReasoningDelta(ReasoningDelta),
     /// A call was found in the model's answer.
     #[serde(rename = "tool_call.parsed")]
     #[strum(serialize = "tool_call.parsed")]
@@ -121,6 +126,7 @@ impl RunEvent {
         match self {
             RunEvent::RunStarted(e) => &e.run_id,
             RunEvent::TextDelta(e) => &e.run_id,
+            RunEvent::ReasoningDelta(e) => &e.run_id,
             RunEvent::ToolCallParsed(e) => &e.run_id,
             RunEvent::ParseProblem(e) => &e.run_id,
             RunEvent::ApprovalRequested(e) => &e.run_id,
@@ -175,6 +181,7 @@ macro_rules! into_run_event {
 into_run_event!(
     RunStarted,
     TextDelta,
+    ReasoningDelta,
     ToolCallParsed,
     ParseProblem,
     ApprovalRequested,
@@ -206,6 +213,14 @@ pub struct RunStarted {
 /// `text.delta`: model text that is not a tool call, as it streams.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TextDelta {
+    pub run_id: String,
+    pub text: String,
+}
+
+/// `reasoning.delta`: a piece of the model's reasoning, as it streams. Pieces of one
+/// answer follow each other; the whole of it is recorded with the assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReasoningDelta {
     pub run_id: String,
     pub text: String,
 }

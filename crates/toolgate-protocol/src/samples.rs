@@ -58,6 +58,13 @@ pub fn every_event() -> Vec<(RunEvent, &'static str)> {
             r#"{"type":"text.delta","run_id":"run_1","text":"Hi"}"#,
         ),
         (
+            RunEvent::ReasoningDelta(events::ReasoningDelta {
+                run_id: run(),
+                text: "The user greets me.".into(),
+            }),
+            r#"{"type":"reasoning.delta","run_id":"run_1","text":"The user greets me."}"#,
+        ),
+        (
             RunEvent::ToolCallParsed(events::ToolCallParsed {
                 run_id: run(),
                 call_id: "call_1".into(),

@@ -39,6 +39,11 @@ pub struct TimelineMessage {
     pub role: String,
     #[serde(default)]
     pub content: String,
+    /// What the model thought while writing an assistant message, block by block
+    /// (`text`, and `start`/`end`: where it stood in the answer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    pub thinking: Vec<Value>,
     /// An assistant message's calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<MessageCall>,

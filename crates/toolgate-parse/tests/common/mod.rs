@@ -22,6 +22,9 @@ pub struct Case {
     pub dialect: Option<String>,
     #[serde(default)]
     pub strict: bool,
+    /// The prompt opened a `<think>` block (`ParseOptions::reasoning_opened`).
+    #[serde(default)]
+    pub reasoning_opened: bool,
     /// `${NAME}` in input and expectations becomes `text` repeated `times` times.
     #[serde(default)]
     pub vars: BTreeMap<String, Repeat>,
@@ -39,6 +42,9 @@ pub struct Repeat {
 #[derive(Debug, Deserialize)]
 pub struct Expect {
     pub text: String,
+    /// The reasoning blocks' texts, in order.
+    #[serde(default)]
+    pub reasoning: Vec<String>,
     #[serde(default)]
     pub calls: Vec<ExpectCall>,
     /// Problem kinds, in order.
@@ -114,6 +120,9 @@ fn expand(c: &mut Case) {
         let big = rep.text.repeat(rep.times);
         c.input = c.input.replace(&token, &big);
         c.expect.text = c.expect.text.replace(&token, &big);
+        for r in &mut c.expect.reasoning {
+            *r = r.replace(&token, &big);
+        }
         for call in &mut c.expect.calls {
             for v in call.arguments.values_mut() {
                 expand_value(v, &token, &big);
@@ -149,6 +158,7 @@ pub fn options(case: &Case) -> ParseOptions {
     ParseOptions::default()
         .with_dialect(dialect)
         .with_strict(case.strict)
+        .with_reasoning_opened(case.reasoning_opened)
         .with_schemas(schemas())
 }
 

@@ -37,12 +37,14 @@ impl Runner {
         prompt_tokens: u64,
     ) -> Result<Option<End>, RunError> {
         let reasoning = std::mem::take(&mut reply.reasoning);
+        let thinking = parsed.reasoning;
         let calls = unique_ids(parsed.calls, &live.state);
         let unreadable = self.record_unreadable(live, &parsed.problems, &calls, reply.truncated);
         let said = |content: String, calls| {
             Message::assistant(content, calls)
                 .with_prompt_tokens(prompt_tokens)
                 .with_reasoning(reasoning)
+                .with_thinking(thinking)
         };
         if calls.is_empty() && !unreadable.is_empty() {
             // The model tried to call a tool and failed to write the call: tell it,

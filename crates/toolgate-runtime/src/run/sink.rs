@@ -1,7 +1,9 @@
 //! The sink a model streams into during one turn: text goes through the streaming
 //! parser, so the person watching sees prose as `text.delta` events and calls as
-//! `tool_call.parsed` events the moment each one is complete. An answer with no call
-//! in any dialect is read once more for bare JSON calls of the agent's tools.
+//! `tool_call.parsed` events the moment each one is complete, and what the model thinks
+//! (written in its text, or sent apart by the server) as `reasoning.delta` events. An
+//! answer with no call in any dialect is read once more for bare JSON calls of the
+//! agent's tools, outside its reasoning.
 
 use std::time::Duration;
 
@@ -20,6 +22,8 @@ pub(crate) struct TurnSink<'a> {
     reading: Reading,
     /// The whole text of the answer, for the bare-call reading at its end.
     raw: String,
+    /// How much reasoning the server sent apart from the text (the next piece's start).
+    native_reasoning: usize,
 }
 
 /// How the text of an answer is read for calls.
@@ -47,6 +51,7 @@ impl<'a> TurnSink<'a> {
             turn: ParsedTurn::default(),
             reading,
             raw: String::new(),
+            native_reasoning: 0,
         }
     }
 
@@ -63,6 +68,10 @@ impl<'a> TurnSink<'a> {
                 StreamEvent::Text(text) => self.emit(events::TextDelta {
                     run_id,
                     text: text.clone(),
+                }),
+                StreamEvent::Reasoning(r) => self.emit(events::ReasoningDelta {
+                    run_id,
+                    text: r.text.clone(),
                 }),
                 StreamEvent::Call(call) => self.parsed(call),
                 StreamEvent::Problem(p) => self.emit(events::ParseProblem {
@@ -96,7 +105,7 @@ impl<'a> TurnSink<'a> {
         if let Reading::Calls { trailing } = self.reading
             && !had_native
             && self.turn.calls.is_empty()
-            && let Some(bare) = super::bare_calls::read(&self.raw, &self.opts, trailing)
+            && let Some(mut bare) = super::bare_calls::read(self.unthought(), &self.opts, trailing)
         {
             for call in &bare.calls {
                 self.parsed(call);
@@ -108,9 +117,21 @@ impl<'a> TurnSink<'a> {
                 });
             }
             // The earlier reading's problems were about the same text, read otherwise.
+            bare.reasoning = std::mem::take(&mut self.turn.reasoning);
             self.turn = bare;
         }
         self.turn
+    }
+}
+
+impl TurnSink<'_> {
+    /// The answer's text without its reasoning, for the bare-call reading.
+    fn unthought(&self) -> &str {
+        if self.turn.reasoning.is_empty() {
+            &self.raw
+        } else {
+            &self.turn.text
+        }
     }
 }
 
@@ -129,6 +150,12 @@ impl ReplySink for TurnSink<'_> {
         self.take(events);
     }
 
+    fn reasoning(&mut self, delta: &str) {
+        let piece = toolgate_parse::Reasoning::new(delta, self.native_reasoning);
+        self.native_reasoning = piece.end;
+        self.take(vec![StreamEvent::Reasoning(piece)]);
+    }
+
     fn retrying(&mut self, attempt: u32, wait: Duration, error: &str) {
         self.emit(events::ModelRetry {
             run_id: self.run_id.to_string(),
@@ -139,5 +166,6 @@ impl ReplySink for TurnSink<'_> {
         self.parser = StreamParser::new(self.opts.clone());
         self.turn = ParsedTurn::default();
         self.raw.clear();
+        self.native_reasoning = 0;
     }
 }

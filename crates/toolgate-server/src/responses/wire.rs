@@ -177,6 +177,13 @@ impl OutputContent {
     }
 }
 
+/// One part of a reasoning item's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReasoningContent {
+    ReasoningText { text: String },
+}
+
 /// Why an `mcp_call` failed: the tool's error, or the reason it did not run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -200,6 +207,17 @@ impl McpCallError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputItem {
+    /// What the model thought before it wrote what follows (`<think>`, `[THINK]`,
+    /// Harmony's analysis channel, a server's `reasoning_content`), as it thought it.
+    Reasoning {
+        /// `rs_` + the response id's suffix + a counter.
+        id: String,
+        /// Always empty: toolgate writes no summaries.
+        #[schema(value_type = Vec<Object>)]
+        summary: Vec<Value>,
+        content: Vec<ReasoningContent>,
+        status: ItemStatus,
+    },
     /// The model's text.
     Message {
         id: String,
@@ -250,6 +268,7 @@ impl OutputItem {
     pub fn id(&self) -> &str {
         match self {
             OutputItem::Message { id, .. }
+            | OutputItem::Reasoning { id, .. }
             | OutputItem::McpCall { id, .. }
             | OutputItem::McpApprovalRequest { id, .. }
             | OutputItem::FunctionCall { id, .. } => id,

@@ -7,10 +7,23 @@ use toolgate::parse::{ParsedTurn, ToolCall};
 
 use super::special::next_special;
 
-/// `{"text":..,"calls":[..],"problems":[..]}` and a line break.
+/// `{"text":..,"reasoning":[..],"calls":[..],"problems":[..]}` (`reasoning` only when
+/// there is some) and a line break.
 pub(super) fn write_turn(out: &mut Vec<u8>, turn: &ParsedTurn) {
     out.extend_from_slice(b"{\"text\":");
     write_str(out, &turn.text);
+    if !turn.reasoning.is_empty() {
+        out.extend_from_slice(b",\"reasoning\":[");
+        for (i, r) in turn.reasoning.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"text\":");
+            write_str(out, &r.text);
+            out.extend_from_slice(format!(",\"start\":{},\"end\":{}}}", r.start, r.end).as_bytes());
+        }
+        out.push(b']');
+    }
     out.extend_from_slice(b",\"calls\":[");
     for (i, call) in turn.calls.iter().enumerate() {
         if i > 0 {
@@ -146,6 +159,7 @@ mod tests {
             "<tool_call><name>a</name><params><x>1</x>",
             "<tool_call>{\"name\": \"b\", \"arguments\": {\"k\": [1, -2.5e300, true, false, {\"z\": null, \"q\\\"\": \"\\u0001\"}], \"e\": [], \"o\": {}}}</tool_call> tail\t\u{1}",
             "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"c\", \"arguments\": {\"n\": 18446744073709551615}}</tool_call>",
+            "<think>a \"quoted\"\tthought</think>Then.<think>more 中文</think>",
         ] {
             let turn = parse_input(input, &opts);
             calls += turn.calls.len();
@@ -158,6 +172,7 @@ mod tests {
                 String::from_utf8(expected).unwrap()
             );
         }
-        assert_eq!(calls, 5);
+        // The third input ends inside its call: no call (a truncated_call problem).
+        assert_eq!(calls, 4);
     }
 }

@@ -1,5 +1,6 @@
 //! From a run's events to a response: the output items in the order things happen
-//! (model text -> `message`, a call run server-side -> `mcp_call`, a CONFIRM call ->
+//! (model reasoning -> `reasoning`, model text -> `message`, a call run server-side ->
+//! `mcp_call`, a CONFIRM call ->
 //! `mcp_approval_request`, a client tool -> `function_call`), and the Responses stream
 //! events announcing them, numbered, in the sequence the OpenAI SDKs' stream helpers
 //! accept. Pure: the caller feeds events and call records, and sends what comes back.
@@ -15,8 +16,8 @@ use serde_json::{Value, json};
 use super::ending::Ending;
 use super::input::{APPROVAL_PREFIX, FUNCTION_CALL_PREFIX, MCP_CALL_PREFIX};
 use super::wire::{
-    ItemStatus, McpCallError, McpCallStatus, OutputContent, OutputItem, ResponseObject,
-    ResponseStatus, SERVER_LABEL,
+    ItemStatus, McpCallError, McpCallStatus, OutputContent, OutputItem, ReasoningContent,
+    ResponseObject, ResponseStatus, SERVER_LABEL,
 };
 use toolgate_protocol::{CallStatus, ItemKind, RequiredItem, RunEvent, events};
 use toolgate_store::CallRecord;
@@ -33,6 +34,9 @@ pub struct Translator {
     /// Whitespace at the end of the open message, held until more text follows.
     held: String,
     messages: usize,
+    /// The reasoning item being streamed, by output index.
+    thinking: Option<usize>,
+    reasonings: usize,
     /// The output index of each call's `mcp_call`.
     calls: HashMap<String, usize>,
     /// Calls whose `mcp_call` waits for its record, in order.
@@ -56,6 +60,8 @@ impl Translator {
             open: None,
             held: String::new(),
             messages: 0,
+            thinking: None,
+            reasonings: 0,
             calls: HashMap::new(),
             awaiting: Vec::new(),
             told: HashMap::new(),
@@ -129,6 +135,9 @@ impl Translator {
         let mut out = Vec::new();
         match event {
             RunEvent::TextDelta(events::TextDelta { text, .. }) => self.text(&mut out, text),
+            RunEvent::ReasoningDelta(events::ReasoningDelta { text, .. }) => {
+                self.reasoning(&mut out, text)
+            }
             RunEvent::ModelRetry(_) => {
                 // The model starts its answer again: what was shown of it stays, cut short.
                 self.close_message(&mut out, ItemStatus::Incomplete);
@@ -194,6 +203,7 @@ impl Translator {
                     // Whitespace between calls is no message.
                     return;
                 }
+                self.close_reasoning(out, ItemStatus::Completed);
                 let suffix = self.response.id.trim_start_matches("resp_").to_string();
                 let id = format!("msg_{suffix}_{}", self.messages);
                 self.messages += 1;
@@ -254,7 +264,82 @@ impl Translator {
         }
     }
 
+    /// A piece of the model's reasoning: into the open `reasoning` item, or a new one
+    /// (after text, the message is done: what the model thinks next is a new item).
+    fn reasoning(&mut self, out: &mut Vec<StreamEvent>, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        self.close_text(out, ItemStatus::Completed);
+        let index = match self.thinking {
+            Some(index) => index,
+            None => {
+                let suffix = self.response.id.trim_start_matches("resp_").to_string();
+                let id = format!("rs_{suffix}_{}", self.reasonings);
+                self.reasonings += 1;
+                let index = self.push_item(
+                    out,
+                    OutputItem::Reasoning {
+                        id,
+                        summary: Vec::new(),
+                        content: vec![ReasoningContent::ReasoningText {
+                            text: String::new(),
+                        }],
+                        status: ItemStatus::InProgress,
+                    },
+                );
+                self.thinking = Some(index);
+                index
+            }
+        };
+        if let OutputItem::Reasoning { content, .. } = &mut self.response.output[index]
+            && let Some(ReasoningContent::ReasoningText { text }) = content.first_mut()
+        {
+            text.push_str(delta);
+        }
+        let id = self.response.output[index].id().to_string();
+        self.emit(
+            out,
+            "response.reasoning_text.delta",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": delta}),
+        );
+    }
+
+    fn close_reasoning(&mut self, out: &mut Vec<StreamEvent>, status: ItemStatus) {
+        let Some(index) = self.thinking.take() else {
+            return;
+        };
+        let (id, text) = match &mut self.response.output[index] {
+            OutputItem::Reasoning {
+                id,
+                content,
+                status: s,
+                ..
+            } => {
+                *s = status;
+                let text = content
+                    .iter()
+                    .map(|ReasoningContent::ReasoningText { text }| text.as_str())
+                    .collect::<String>();
+                (id.clone(), text)
+            }
+            _ => return,
+        };
+        self.emit(
+            out,
+            "response.reasoning_text.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+        );
+        self.item_done(out, index);
+    }
+
+    /// Closes the open reasoning item and the open message.
     fn close_message(&mut self, out: &mut Vec<StreamEvent>, status: ItemStatus) {
+        self.close_reasoning(out, status);
+        self.close_text(out, status);
+    }
+
+    fn close_text(&mut self, out: &mut Vec<StreamEvent>, status: ItemStatus) {
         let Some(index) = self.open.take() else {
             return;
         };

@@ -533,3 +533,63 @@ fn endings_follow_the_run_status() {
         (ResponseStatus::Failed, "lease lost".to_string())
     );
 }
+
+fn thought(t: &str) -> RunEvent {
+    RunEvent::ReasoningDelta(events::ReasoningDelta {
+        run_id: RUN.into(),
+        text: t.into(),
+    })
+}
+
+#[test]
+fn reasoning_is_a_reasoning_item_before_the_message_it_led_to() {
+    let mut t = translator(&[]);
+    let events = run(
+        &mut t,
+        &[
+            thought("The user "),
+            thought("greets me."),
+            text("\n\n"),
+            text("Hello."),
+            thought("Now a tool."),
+            started("call_1", "calculator"),
+            RunEvent::RunCompleted(events::RunCompleted { run_id: RUN.into() }),
+        ],
+        &[record("call_1", "calculator", CallStatus::Succeeded, "14")],
+        done(ResponseStatus::Completed, vec![]),
+    );
+    assert_eq!(
+        types(&events)[..13],
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.reasoning_text.delta",
+            "response.reasoning_text.delta",
+            "response.reasoning_text.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+        ]
+    );
+    let added = &events[2]["item"];
+    assert_eq!(added["type"], "reasoning");
+    assert_eq!(added["status"], "in_progress");
+    assert_eq!(events[3]["item_id"], "rs_abc_0");
+    assert_eq!(events[3]["delta"], "The user ");
+    assert_eq!(events[5]["text"], "The user greets me.");
+    let output = &events.last().unwrap()["response"]["output"];
+    assert_eq!(
+        output[0],
+        json!({"type": "reasoning", "id": "rs_abc_0", "summary": [], "status": "completed",
+               "content": [{"type": "reasoning_text", "text": "The user greets me."}]})
+    );
+    assert_eq!(output[1]["type"], "message");
+    assert_eq!(output[2]["id"], "rs_abc_1");
+    assert_eq!(output[2]["content"][0]["text"], "Now a tool.");
+    assert_eq!(output[3]["type"], "mcp_call");
+}
