@@ -9,6 +9,9 @@ use std::sync::LazyLock;
 use memchr::{memchr, memmem};
 use serde_json::Value;
 
+use crate::framed::FramedEnd;
+use crate::options::Dialect;
+
 /// A written form of reasoning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Form {
@@ -121,8 +124,11 @@ pub(crate) enum Lead {
 }
 
 /// Scans the start of an output for a lone `</think>` (the dialects whose templates
-/// put `<think>` in the prompt: the output starts mid-reasoning).
-pub(crate) fn lead(b: &[u8], mut scan: usize, eof: bool) -> Lead {
+/// put `<think>` in the prompt: the output starts mid-reasoning). A call written on the
+/// way (`dialect`'s framed calls) is stepped over whole, its arguments read as they
+/// are read in a call: a `</think>` quoted in a string value is content, not the end
+/// of reasoning.
+pub(crate) fn lead(b: &[u8], mut scan: usize, eof: bool, dialect: Dialect) -> Lead {
     while let Some(k) = memchr(b'<', &b[scan..]) {
         let p = scan + k;
         let rest = &b[p..];
@@ -139,7 +145,17 @@ pub(crate) fn lead(b: &[u8], mut scan: usize, eof: bool) -> Lead {
         if partial && !eof {
             return Lead::NeedMore { scan: p };
         }
-        scan = p + 1;
+        scan = match crate::opener::match_opener(rest, dialect) {
+            crate::opener::Match::Yes(crate::opener::Opener::Framed(kind)) => {
+                match crate::framed::FramedScan::new(kind).advance(rest, eof) {
+                    FramedEnd::End { len, closed: true } => p + len.max(1),
+                    FramedEnd::NeedMore => return Lead::NeedMore { scan: p },
+                    _ => p + 1,
+                }
+            }
+            crate::opener::Match::NeedMore if !eof => return Lead::NeedMore { scan: p },
+            _ => p + 1,
+        };
     }
     if eof {
         Lead::Text
@@ -193,14 +209,30 @@ mod tests {
     #[test]
     fn lead_decides_on_the_first_think_marker() {
         assert_eq!(
-            lead(b"a <b> c</think>d", 0, false),
+            lead(b"a <b> c</think>d", 0, false, Dialect::DeepSeek),
             Lead::Reasoning {
                 text_end: 7,
                 end: 15
             }
         );
-        assert_eq!(lead(b"a<think>b</think>", 0, false), Lead::Text);
-        assert_eq!(lead(b"a</th", 0, false), Lead::NeedMore { scan: 1 });
-        assert_eq!(lead(b"a</th", 0, true), Lead::Text);
+        assert_eq!(
+            lead(b"a<think>b</think>", 0, false, Dialect::DeepSeek),
+            Lead::Text
+        );
+        assert_eq!(
+            lead(b"a</th", 0, false, Dialect::DeepSeek),
+            Lead::NeedMore { scan: 1 }
+        );
+        assert_eq!(lead(b"a</th", 0, true, Dialect::DeepSeek), Lead::Text);
+        // A `</think>` quoted in a call's arguments is content: the call is stepped over.
+        let call = b"<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": \"x </think> y\"}<|tool_call_end|>";
+        assert_eq!(lead(call, 0, true, Dialect::KimiK2), Lead::Text);
+        // One after the call is the end of the reasoning that mentioned it.
+        let mut mentioned = call.to_vec();
+        mentioned.extend_from_slice(b" so.</think>Done.");
+        assert!(matches!(
+            lead(&mentioned, 0, true, Dialect::KimiK2),
+            Lead::Reasoning { .. }
+        ));
     }
 }

@@ -528,7 +528,7 @@ impl StreamParser {
     }
 
     fn step_lead(&mut self, scan: usize, eof: bool) -> bool {
-        match super::reasoning::lead(self.buf.as_bytes(), scan, eof) {
+        match super::reasoning::lead(self.buf.as_bytes(), scan, eof, self.opts.dialect) {
             Lead::Reasoning { text_end, end } => {
                 self.flush_reasoning(text_end);
                 self.consume(end);

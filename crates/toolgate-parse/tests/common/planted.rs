@@ -86,10 +86,7 @@ pub struct Writer {
     write: fn(&str, &[(&str, String)]) -> String,
     /// Markers this form cannot carry inside a value (its own closer, where its rules
     /// have no escape for it).
-    /// Markers this form cannot carry in a value. Under `kimi-k2` and `deepseek` a lone
-    /// `</think>` ends reasoning the prompt opened (their templates do), and the scan for
-    /// it does not yet skip a call's JSON strings: a call quoting it is read as reasoning
-    /// (not run, so nothing runs that was not asked for; the call is lost).
+    /// Markers this form cannot carry in a value.
     forbidden: &'static [&'static str],
     /// Values of this form lose blanks at their edges.
     trims: bool,
@@ -142,28 +139,28 @@ pub const WRITERS: &[Writer] = &[
         name: "kimi-k2",
         dialect: Dialect::KimiK2,
         write: kimi_k2,
-        forbidden: &["</think>"],
+        forbidden: &[],
         trims: false,
     },
     Writer {
         name: "deepseek-v3.1",
         dialect: Dialect::DeepSeek,
         write: deepseek,
-        forbidden: &["</think>"],
+        forbidden: &[],
         trims: false,
     },
     Writer {
         name: "dsml-v3.2",
         dialect: Dialect::DeepSeek,
         write: dsml32,
-        forbidden: &["</｜DSML｜parameter>", "</think>"],
+        forbidden: &["</｜DSML｜parameter>"],
         trims: false,
     },
     Writer {
         name: "dsml-v4.1",
         dialect: Dialect::DeepSeek,
         write: dsml41,
-        forbidden: &["</｜DSML｜ parameter>", "</think>"],
+        forbidden: &["</｜DSML｜ parameter>"],
         trims: false,
     },
     Writer {
