@@ -6,6 +6,8 @@
 //! each tenant's process, and `/proc` must show none of them alive.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use toolgate_test_support::alive_with;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -83,29 +85,8 @@ fn digest(token: &str) -> String {
 
 /// What `where` said to a run of `cred`'s tenant.
 async fn where_for(server: &Server, cred: &str) -> Value {
-    let run: Value = server
-        .client
-        .post(server.url("/v1/runs"))
-        .bearer_auth(cred)
-        .json(&json!({"agent": "probe", "input": "Where?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(run["status"], "completed", "{run}");
-    let calls: Value = server
-        .client
-        .get(server.url(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap())))
-        .bearer_auth(cred)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let call = &calls["calls"][0];
+    let calls = server.completed_calls(cred, "probe", "Where?").await;
+    let call = &calls[0];
     assert_eq!(call["status"], "succeeded", "{call}");
     found(&call["result"]).unwrap_or_else(|| panic!("no answer of `where` in {call}"))
 }
@@ -128,21 +109,6 @@ fn found(v: &Value) -> Option<Value> {
         Value::Object(o) => o.values().find_map(found),
         _ => None,
     }
-}
-
-/// The processes alive now whose command line holds `needle` (a walk of `/proc`).
-fn alive_with(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if line.contains(needle) {
-            found.push(format!("{}: {line}", entry.file_name().to_string_lossy()));
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,6 +7,8 @@
 //! 11, item 7).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use toolgate_test_support::alive_with;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -248,21 +250,6 @@ fn interrupt(child: &Child) {
 
 fn marker_in(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("MARKER")
-}
-
-/// The processes alive now whose command line holds `needle` (a walk of `/proc`).
-fn alive_with(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if line.contains(needle) {
-            found.push(format!("{}: {line}", entry.file_name().to_string_lossy()));
-        }
-    }
-    found
 }
 
 /// `kill -9` of toolgate in the middle of a command call: no drop, no signal handler

@@ -74,28 +74,7 @@ fn site() -> Site {
 
 /// Starts `agent` as `cred`'s caller and returns what its calls gave back.
 async fn run_as(server: &Server, cred: &str, agent: &str) -> String {
-    let started = server
-        .client
-        .post(server.url("/v1/runs"))
-        .bearer_auth(cred)
-        .json(&json!({"agent": agent, "input": "Go."}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status().as_u16(), 200);
-    let run: Value = started.json().await.unwrap();
-    assert_eq!(run["status"], "completed", "{run}");
-    let calls: Value = server
-        .client
-        .get(server.url(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap())))
-        .bearer_auth(cred)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let calls = calls["calls"].as_array().unwrap();
+    let calls = server.completed_calls(cred, agent, "Go.").await;
     assert!(!calls.is_empty());
     // What came back, not what was asked (the arguments name acme's files).
     calls

@@ -93,3 +93,22 @@ pub fn toolgate(dir: &Path) -> Command {
     }
     cmd
 }
+
+/// The processes alive now whose command line holds `needle` (a walk of `/proc`), as
+/// `PID: COMMAND LINE`: what a test checks nothing outlived.
+pub fn alive_with(needle: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if line.contains(needle) {
+            found.push(format!("{}: {line}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}

@@ -230,6 +230,34 @@ impl Server {
         }
     }
 
+    /// Starts `agent` with `input` as `cred`'s caller, expects it to complete, and
+    /// returns its calls as `GET /v1/calls` lists them (with the same credential).
+    pub async fn completed_calls(&self, cred: &str, agent: &str, input: &str) -> Vec<Value> {
+        let started = self
+            .client
+            .post(self.url("/v1/runs"))
+            .bearer_auth(cred)
+            .json(&serde_json::json!({"agent": agent, "input": input}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status().as_u16(), 200);
+        let run: Value = started.json().await.unwrap();
+        assert_eq!(run["status"], "completed", "{run}");
+        let id = run["id"].as_str().unwrap();
+        let calls: Value = self
+            .client
+            .get(self.url(&format!("/v1/calls?run_id={id}")))
+            .bearer_auth(cred)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        calls["calls"].as_array().unwrap().clone()
+    }
+
     /// The `/v1/runs` answer of a new `assistant` run, paused on its two items.
     pub async fn paused_assistant(&self) -> Value {
         let (status, run) = self
