@@ -639,15 +639,47 @@ pub(crate) enum Role {
 }
 
 /// Reads `<|start|>assistant to=RECIPIENT<|channel|>` at the start of `b`: the header
-/// must be the assistant's, name a recipient, and be followed by the channel.
+/// must be the assistant's, name a recipient, and be followed by the channel. The
+/// recipient may stand in the channel's header instead (`<|start|>assistant<|channel|>
+/// commentary to=RECIPIENT ...`, the other place the format allows it): the role header
+/// is then the call's too, not text left between calls.
 fn harmony_role(b: &[u8], eof: bool) -> Role {
-    header(b, HARMONY_START.len(), eof, |header| {
+    let in_role = header(b, HARMONY_START.len(), eof, |header| {
         let mut words = header.split_whitespace();
         words.next() == Some("assistant")
             && words
                 .find_map(|w| w.strip_prefix("to="))
                 .is_some_and(|to| !to.is_empty() && to != "assistant")
-    })
+    });
+    if !matches!(in_role, Role::NotACall) {
+        return in_role;
+    }
+    match header(b, HARMONY_START.len(), eof, |h| h.trim() == "assistant") {
+        Role::Recipient(channel) => channel_names_recipient(b, channel, eof),
+        other => other,
+    }
+}
+
+/// Whether the channel header starting at `channel` (up to the next special token)
+/// names a recipient: then the message is a call, read from `channel` on.
+fn channel_names_recipient(b: &[u8], channel: usize, eof: bool) -> Role {
+    let window = &b[channel..b.len().min(channel + HARMONY_ROLE_MAX)];
+    let Some(k) = find(window, b"<|") else {
+        return if eof || window.len() == HARMONY_ROLE_MAX {
+            Role::NotACall
+        } else {
+            Role::NeedMore
+        };
+    };
+    let names = String::from_utf8_lossy(&window[..k])
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("to=").map(str::to_string))
+        .is_some_and(|to| !to.is_empty() && to != "assistant");
+    if names {
+        Role::Recipient(channel)
+    } else {
+        Role::NotACall
+    }
 }
 
 /// Reads ` to=RECIPIENT<|channel|>` at the start of an output (the role was prompted).
