@@ -363,7 +363,12 @@ fn match_special(rest: &[u8], dialect: Dialect) -> Match {
     // Harmony's analysis channel first: it starts like a call's channel or role header,
     // and while it may still be one, nothing else is decided.
     if dialect.allows_special(Dialect::Harmony) {
-        for form in [Form::Analysis, Form::AnalysisRole] {
+        for form in [
+            Form::Analysis,
+            Form::AnalysisRole,
+            Form::Final,
+            Form::FinalRole,
+        ] {
             match prefix(rest, form.open()) {
                 Prefix::Full => return Match::Yes(Opener::Reasoning(form)),
                 Prefix::Partial => return Match::NeedMore,

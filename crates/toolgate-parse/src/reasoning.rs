@@ -27,6 +27,12 @@ pub(crate) enum Form {
     Analysis,
     /// The same with its role header: `<|start|>assistant<|channel|>analysis<|message|>`.
     AnalysisRole,
+    /// Not reasoning: Harmony's final channel, the answer for the user, whose header
+    /// and `<|return|>` are markup and whose content is text, never read for calls:
+    /// `<|channel|>final<|message|>...<|return|>`.
+    Final,
+    /// The same with its role header.
+    FinalRole,
 }
 
 pub(crate) const THINK: &[u8] = b"<think>";
@@ -38,6 +44,9 @@ const KIMI_THINK_END: &[u8] = "◁/think▷".as_bytes();
 const ANALYSIS: &[u8] = b"<|channel|>analysis<|message|>";
 const ANALYSIS_ROLE: &[u8] = b"<|start|>assistant<|channel|>analysis<|message|>";
 const HARMONY_END: &[u8] = b"<|end|>";
+const FINAL: &[u8] = b"<|channel|>final<|message|>";
+const FINAL_ROLE: &[u8] = b"<|start|>assistant<|channel|>final<|message|>";
+const HARMONY_RETURN: &[u8] = b"<|return|>";
 
 static THINK_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(THINK_END));
@@ -47,6 +56,8 @@ static KIMI_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(KIMI_THINK_END));
 static HARMONY_END_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(HARMONY_END));
+static HARMONY_RETURN_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(HARMONY_RETURN));
 
 impl Form {
     /// The marker that opens the block.
@@ -57,7 +68,14 @@ impl Form {
             Form::KimiThink => KIMI_THINK,
             Form::Analysis => ANALYSIS,
             Form::AnalysisRole => ANALYSIS_ROLE,
+            Form::Final => FINAL,
+            Form::FinalRole => FINAL_ROLE,
         }
+    }
+
+    /// Whether the block's content is text (the final channel), not reasoning.
+    pub(crate) fn is_text(self) -> bool {
+        matches!(self, Form::Final | Form::FinalRole)
     }
 
     /// The marker that closes the block.
@@ -67,6 +85,7 @@ impl Form {
             Form::MistralThink => MISTRAL_THINK_END,
             Form::KimiThink => KIMI_THINK_END,
             Form::Analysis | Form::AnalysisRole => HARMONY_END,
+            Form::Final | Form::FinalRole => HARMONY_RETURN,
         }
     }
 
@@ -76,6 +95,7 @@ impl Form {
             Form::MistralThink => &MISTRAL_END_FINDER,
             Form::KimiThink => &KIMI_END_FINDER,
             Form::Analysis | Form::AnalysisRole => &HARMONY_END_FINDER,
+            Form::Final | Form::FinalRole => &HARMONY_RETURN_FINDER,
         }
     }
 }

@@ -196,6 +196,16 @@ impl StreamParser {
         }
     }
 
+    /// Hands `buf[start..to]` of a block of `form` on: as text for the final channel,
+    /// else as reasoning.
+    fn flush_block(&mut self, form: Form, to: usize) {
+        if form.is_text() {
+            self.flush_text(to);
+        } else {
+            self.flush_reasoning(to);
+        }
+    }
+
     /// Hands `buf[start..to]` on as reasoning.
     fn flush_reasoning(&mut self, to: usize) {
         if to > self.start {
@@ -512,7 +522,7 @@ impl StreamParser {
     fn step_reasoning(&mut self, form: Form, scan: usize, eof: bool) -> bool {
         match super::reasoning::block_end(form, self.buf.as_bytes(), scan, eof) {
             BlockEnd::Closed { text_end, end } => {
-                self.flush_reasoning(text_end);
+                self.flush_block(form, text_end);
                 self.consume(end);
                 self.state = State::Text {
                     scan: end,
@@ -521,7 +531,7 @@ impl StreamParser {
                 true
             }
             BlockEnd::Open { keep } => {
-                self.flush_reasoning(keep);
+                self.flush_block(form, keep);
                 self.hold(State::Reasoning { form, scan: keep })
             }
         }
