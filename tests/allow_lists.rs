@@ -368,3 +368,38 @@ async fn over_mcp_a_key_limited_to_one_tool_is_offered_it_alone_and_refused_the_
         "{page}"
     );
 }
+
+/// A key limited to agent `lead` cannot reach agent `beta` through `lead`'s sub-agent:
+/// the call is refused (`policy`) and no run of `beta` is recorded. Before, the agent
+/// list was checked only where a run starts from outside.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_limited_to_one_agent_does_not_reach_another_as_its_sub_agent() {
+    let (site, marks) = site();
+    std::fs::write(
+        site.path().join("agents/lead.yaml"),
+        "name: lead\nmodel: scripted:lead.replies.yaml\ninstructions: Delegate.\ntools: []\nsubagents:\n  helper: beta.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(
+        site.path().join("agents/lead.replies.yaml"),
+        "replies:\n  - content: Delegating.\n    tool_calls: [{id: call_h, name: helper, arguments: {task: Go.}}]\n  - content: Done.\n",
+    )
+    .unwrap();
+    let limited = key(&site, "a", "only-lead", &["--agents", "lead"]);
+    let server = with_key(site.serve(None), &limited);
+    let (s, run) = server
+        .post("/v1/runs", json!({"agent": "lead", "input": "Go."}))
+        .await;
+    assert_eq!(s, 200, "{run}");
+    assert_eq!(run["status"], "completed", "{run}");
+    let (_, calls) = server
+        .get(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap()))
+        .await;
+    let call = &calls["calls"][0];
+    assert_eq!(call["tool"], "helper", "{calls}");
+    assert_eq!(call["status"], "failed", "{call}");
+    assert_eq!(call["error_kind"], "policy", "{call}");
+    let agents: Vec<Value> = runs(&site).iter().map(|r| r["agent"].clone()).collect();
+    assert_eq!(agents, [json!("lead")], "beta ran as a sub-agent");
+    assert!(!marks.join("x").exists(), "beta's tool ran");
+}

@@ -273,6 +273,17 @@ impl Runner {
                 )));
             }
         };
+        // An allow-list that names agents holds for sub-agents too: a caller limited
+        // to one agent does not reach another through it.
+        if !super::allow_of(job.owner.as_ref()).agent(&agent.name) {
+            return Ok(Err(refused(
+                ErrorKind::Policy,
+                format!(
+                    "The sub-agent '{}' is not among the agents the caller of this run may use (allow-list)",
+                    target.name
+                ),
+            )));
+        }
         let (start, link, place) = child_start(job, agent);
         let _slot = self.subagent_slot(engine, cancel).await;
         self.announce(job, target);
