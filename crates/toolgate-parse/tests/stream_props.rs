@@ -10,6 +10,7 @@ use crate::common;
 
 use toolgate_parse::{Dialect, InputParser, ParseOptions, StreamEvent};
 
+use common::rng::Rng;
 use common::{cases, options, split_at, whole};
 
 /// Pieces that, glued at random, make outputs full of near-misses.
@@ -176,32 +177,6 @@ const FRAGMENTS: &[&str] = &[
     "—",
     "“",
 ];
-
-/// A small xorshift64* generator: the same seed, the same cases.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        // Never zero (xorshift's fixed point), and seeds close together diverge at once.
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A number in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
-        &from[self.below(from.len())]
-    }
-}
 
 /// How many cases each property tries: `STREAM_CASES`, else 512 (quick in CI).
 fn case_count() -> u64 {

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 pub mod planted;
+pub mod rng;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

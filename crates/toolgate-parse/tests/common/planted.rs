@@ -7,6 +7,7 @@
 //! nothing but the parser.
 #![allow(dead_code)]
 
+use super::rng::Rng;
 use toolgate_parse::{Dialect, ParsedTurn};
 
 /// Markers of every dialect, written as they appear in outputs.
@@ -236,27 +237,12 @@ pub struct Planted {
     pub calls: Vec<(String, Vec<(&'static str, String)>)>,
 }
 
-/// A small xorshift generator: the same seed, the same case.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 const KEYS: [&str; 3] = ["path", "content", "note"];
 const WORDS: [&str; 6] = ["see", "x", "wrap it in", "then", "中文", "ok"];
 
 /// The case of `seed`: one or two calls of one form, with markers in their values.
 pub fn planted(seed: u64) -> Planted {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(seed);
     let w = &WRITERS[rng.below(WRITERS.len())];
     let ncalls = 1 + rng.below(2);
     let mut input = String::new();
