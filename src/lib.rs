@@ -14,6 +14,7 @@
 //! (`toolgate-protocol`) holds the events, statuses and the run object front ends read,
 //! and [`telemetry`] (`toolgate-telemetry`) the metrics and traces an operator watches.
 
+pub use toolgate_knowledge as knowledge;
 pub use toolgate_model as model;
 pub use toolgate_model::context;
 pub use toolgate_parse as parse;

@@ -8,6 +8,7 @@ mod doctor_model;
 mod environment;
 pub mod exit;
 mod interactive;
+mod kb;
 mod keys;
 mod limits;
 mod logging;
@@ -164,6 +165,9 @@ enum Command {
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
     #[command(after_help = "Book: docs/src/howto/secrets.md")]
     Secrets(secrets::SecretsArgs),
+    /// Knowledge bases: create, add documents, list, show, search, remove.
+    #[command(after_help = "Book: docs/src/howto/knowledge.md")]
+    Kb(kb::KbArgs),
     /// What this machine can confine (Landlock, seccomp, the tools' user), and whether a
     /// program starts in the default sandbox.
     #[command(after_help = "Book: docs/src/howto/sandbox.md")]
@@ -245,6 +249,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(*args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
+        Command::Kb(args) => kb::run(args, &cli.db),
         Command::Keys(args) => keys::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
         Command::Doctor(args) => doctor::run(args),

@@ -8,6 +8,7 @@
 mod error;
 mod facade;
 mod feed;
+pub mod knowledge;
 mod lease;
 pub mod model;
 mod postgres;

@@ -1,8 +1,10 @@
 //! The `Store`'s operations, each answered by its backend: runs and their items
 //! (`runs.rs`), decisions and deadlines (`decisions.rs`), call records and their
-//! summaries (`records.rs`), keys, secrets and stored responses (`accounts.rs`).
+//! summaries (`records.rs`), knowledge bases (`knowledge.rs`), keys, secrets and
+//! stored responses (`accounts.rs`).
 
 mod accounts;
 mod decisions;
+mod knowledge;
 mod records;
 mod runs;

@@ -8,6 +8,7 @@ mod clock;
 mod deadlines;
 mod decisions;
 mod keys;
+mod knowledge;
 mod listener;
 mod lists;
 mod migrations;
