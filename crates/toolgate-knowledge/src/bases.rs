@@ -28,7 +28,7 @@ pub struct Knowledge {
 }
 
 /// A base and its documents.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct BaseDetail {
     #[serde(flatten)]
     pub base: BaseRow,

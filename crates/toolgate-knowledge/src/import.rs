@@ -13,7 +13,7 @@ use crate::extract::{Kind, extract};
 use crate::{ChunkSize, Knowledge, KnowledgeError, chunk};
 
 /// What happened to one file of an import, as it happens.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Imported {
     /// The file was stored (or found unchanged).

@@ -5,7 +5,8 @@
 //! scores on one 0-to-1 scale.
 //!
 //! [`Knowledge`] is one tenant's bases; `extract`, `chunk`, `terms` and `score` are the
-//! pure parts; `embed`, `rerank` and `endpoint` the HTTP clients.
+//! pure parts; `embed`, `rerank` and `endpoint` the HTTP clients; `tool` the retrieval
+//! tool an agent's `knowledge:` gives it.
 
 mod bases;
 pub mod chunk;
@@ -18,6 +19,7 @@ mod rerank;
 pub mod score;
 mod search;
 pub mod terms;
+mod tool;
 
 pub use bases::{BaseDetail, Knowledge, check_name};
 pub use chunk::{Chunk, ChunkSize};
@@ -27,4 +29,5 @@ pub use error::KnowledgeError;
 pub use import::{ImportSummary, Imported, content_hash, source_name};
 pub use rerank::Reranker;
 pub use search::{Mode, Passage, Query};
+pub use tool::{KnowledgeTool, Retrieval, SEARCH_KNOWLEDGE, tool};
 pub use toolgate_store::knowledge::{BaseRow, DocumentRow, Stored};

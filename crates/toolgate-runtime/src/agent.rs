@@ -48,6 +48,8 @@ pub struct Agent {
     pub mode: Mode,
     pub instructions: String,
     pub tools: Vec<String>,
+    /// Knowledge bases searched through the `search_knowledge` tool (`knowledge:`).
+    pub knowledge: Vec<String>,
     /// Permission words by tool (a tool given rules has its `otherwise` here, if any).
     pub permissions: HashMap<String, Permission>,
     /// Rules by tool, hooks around every call, and the deadline of its approvals.
@@ -125,6 +127,10 @@ struct RawAgent {
     /// The tools of the library it may call, by name.
     #[serde(default)]
     tools: Vec<String>,
+    /// Knowledge bases (of the run's tenant) it searches through the
+    /// `search_knowledge` tool.
+    #[serde(default)]
+    knowledge: Vec<String>,
     /// Permission words or rules by tool, over the tools' own.
     #[serde(default)]
     #[schemars(schema_with = "permissions_schema")]
@@ -590,6 +596,7 @@ impl Agent {
             mode: raw.mode,
             instructions,
             tools: raw.tools,
+            knowledge: raw.knowledge,
             permissions,
             policy,
             max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
@@ -616,8 +623,22 @@ impl Agent {
     /// The agent's view of `library`; an unknown tool name is an error on the `tools`
     /// field.
     pub fn toolkit(&self, library: &Arc<ToolLibrary>) -> Result<Toolkit, AgentError> {
+        self.toolkit_with(library, Vec::new())
+    }
+
+    /// [`Agent::toolkit`] with `more` tools of the program's own (the runner's
+    /// `search_knowledge`, which needs its store), each given to the agent.
+    pub fn toolkit_with(
+        &self,
+        library: &Arc<ToolLibrary>,
+        more: Vec<Arc<dyn toolgate_tool::Tool>>,
+    ) -> Result<Toolkit, AgentError> {
         let mut extra = self.subagents.tools();
         let mut extra_names = self.subagents.tool_names();
+        for tool in more {
+            extra_names.push(tool.spec().name.clone());
+            extra.push(tool);
+        }
         // `read_result` pages through cut results: offered with a `context:` budget, or
         // when the agent lists it.
         let read_result = crate::run::READ_RESULT;

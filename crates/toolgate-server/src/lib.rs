@@ -14,6 +14,7 @@ mod follow;
 pub mod guard;
 mod hub;
 mod inbox;
+mod knowledge;
 pub mod jwt;
 mod limits;
 pub mod listen;

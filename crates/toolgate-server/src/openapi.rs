@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use toolgate_protocol::RunEvent;
 
-use super::{AppState, feed, limits, records, responses, runs, scope, timeline};
+use super::{AppState, feed, knowledge, limits, records, responses, runs, scope, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -56,6 +56,10 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))
         .routes(routes!(scope::whoami))
+        .routes(routes!(knowledge::list_bases, knowledge::create_base))
+        .routes(routes!(knowledge::get_base, knowledge::remove_base))
+        .routes(routes!(knowledge::add_document, knowledge::remove_document))
+        .routes(routes!(knowledge::search))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     let events = run_events(router.get_openapi_mut());

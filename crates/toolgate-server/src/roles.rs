@@ -38,6 +38,10 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     if *method == Method::GET || *method == Method::HEAD {
         return ANY;
     }
+    // Knowledge bases: clients search them, admins write them.
+    if path.starts_with("/v1/knowledge") && !path.ends_with("/search") {
+        return ADMIN;
+    }
     if path.starts_with("/v1/runs/") && (path.ends_with("/approve") || path.ends_with("/deny")) {
         return APPROVER;
     }
@@ -75,6 +79,9 @@ mod tests {
         assert!(refuses(&Method::GET, "/v1/runs", &who(Role::Approver)).is_none());
         assert!(refuses(&Method::GET, "/metrics", &who(Role::Client)).is_some());
         assert!(refuses(&Method::GET, "/metrics", &who(Role::Admin)).is_none());
+        assert!(refuses(&post, "/v1/knowledge/docs/search", &who(Role::Client)).is_none());
+        assert!(refuses(&post, "/v1/knowledge/docs/documents", &who(Role::Client)).is_some());
+        assert!(refuses(&post, "/v1/knowledge", &who(Role::Admin)).is_none());
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub struct NewBase {
 }
 
 /// A stored knowledge base with its totals.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct BaseRow {
     #[serde(skip)]
     pub id: i64,
@@ -35,7 +35,7 @@ pub struct BaseRow {
 }
 
 /// A stored document of a base.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct DocumentRow {
     pub source: String,
     /// SHA-256 of the file's bytes (hex).
@@ -70,7 +70,7 @@ pub struct NewChunk {
 }
 
 /// What storing a document did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum Stored {

@@ -241,7 +241,21 @@ impl Runner {
             .loaded
             .library(tools_dir, |dir| (self.load_library)(dir))
             .map_err(|e| RunError::BadInput(e.to_string()))?;
-        Ok(agent.toolkit(&library)?)
+        Ok(agent.toolkit_with(&library, self.knowledge_tools(agent))?)
+    }
+
+    /// The `search_knowledge` tool, for an agent that lists `knowledge:`.
+    fn knowledge_tools(&self, agent: &Agent) -> Vec<Arc<dyn toolgate_tool::Tool>> {
+        if agent.knowledge.is_empty() {
+            return Vec::new();
+        }
+        let retrieval = toolgate_knowledge::Retrieval::of(agent.knowledge.clone());
+        vec![toolgate_knowledge::tool(
+            toolgate_knowledge::SEARCH_KNOWLEDGE,
+            None,
+            self.store.clone(),
+            retrieval,
+        )]
     }
 
     /// Starts a run and drives it until it completes, pauses, fails or runs out of
