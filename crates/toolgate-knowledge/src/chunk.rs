@@ -101,7 +101,13 @@ fn markdown_sections(text: &str) -> Vec<Section> {
         }
         at += line.len();
     }
-    out.retain(|s| !text[s.start..s.end].trim().is_empty());
+    // A section that is only its heading (a title right above a subsection) adds
+    // nothing: its title is in the trail of the sections below it.
+    out.retain(|s| {
+        let body = &text[s.start..s.end];
+        let body = if s.title.is_some() { body.split_once('\n').map_or("", |(_, rest)| rest) } else { body };
+        !body.trim().is_empty()
+    });
     out
 }
 
