@@ -52,6 +52,7 @@ mod inbox_browser;
 mod knowledge;
 mod knowledge_agent;
 mod knowledge_corpus;
+mod knowledge_http;
 mod limits_process;
 mod local_models;
 mod mcp_clients;

@@ -110,7 +110,7 @@ fn semantic_and_hybrid_search_use_the_embeddings_endpoint() {
     for db in TestDb::both() {
         let server = EmbeddingsServer::start();
         let url = Some(server.base_url.as_str());
-        let dir = corpus_base(&db, url, "openai:fake-embed-64");
+        let dir = corpus_base(&db, url, "openai:fake-embed");
         let p = dir.path();
         for mode in ["semantic", "hybrid"] {
             let (r, misses) = recall(|q| search(&db, p, url, q, &["--mode", mode]));
@@ -124,14 +124,14 @@ fn semantic_and_hybrid_search_use_the_embeddings_endpoint() {
             assert!(hits[0].1.contains("reset button"), "{}: {mode}: {hits:?}", db.name());
         }
         let asked = server.asked.lock().unwrap();
-        assert!(asked.models.iter().all(|m| m == "fake-embed-64"), "{:?}", asked.models);
+        assert!(asked.models.iter().all(|m| m == "fake-embed"), "{:?}", asked.models);
         assert!(asked.inputs >= 25);
         drop(asked);
 
         // Another model's vectors do not compare: refused, as bad input.
         let refused = kb(&db, p, url, &["kb", "search", "docs", "tides", "--embeddings", "openai:other"]);
         assert_eq!(refused.status.code(), Some(2), "{}", db.name());
-        assert!(String::from_utf8_lossy(&refused.stderr).contains("openai:fake-embed-64"));
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("openai:fake-embed"));
     }
 }
 
@@ -140,7 +140,7 @@ fn scores_share_one_scale_and_rerank_reorders() {
     let db = TestDb::sqlite();
     let server = EmbeddingsServer::start();
     let url = Some(server.base_url.as_str());
-    let dir = corpus_base(&db, url, "openai:fake-embed-64");
+    let dir = corpus_base(&db, url, "openai:fake-embed");
     let p = dir.path();
     for mode in ["fulltext", "semantic", "hybrid"] {
         let all = json(&ok(&db, kb(&db, p, url, &["kb", "search", "docs", "moon tides", "--json", "--mode", mode, "--top-k", "20"])));

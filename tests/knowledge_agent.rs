@@ -13,9 +13,20 @@ use crate::knowledge_corpus::write_corpus;
 
 const AGENT: &str = "name: librarian\nmodel: scripted:replies.yaml\nknowledge: [docs]\nworkspace: .\n";
 
+/// The same through a tool file of the user's naming.
+const FILE_AGENT: &str = "name: filed\nmodel: scripted:filed.yaml\ntools: [manual_search]\nworkspace: .\n";
+
+const TOOL_FILE: &str = "name: manual_search\ndescription: Searches the router manual.\nentry: {type: knowledge, bases: [docs], top_k: 2, threshold: 0.2, mode: fulltext}\n";
+
+const FILED_REPLIES: &str = r#"replies:
+  - content: Looking.
+    tool_calls: [{id: call_f, name: manual_search, arguments: {query: "default admin password label"}}]
+  - content: "It is on the label under the device [corpus/manual.pdf, page 1]."
+"#;
+
 const REPLIES: &str = r#"replies:
   - content: Let me look that up.
-    tool_calls: [{id: call_kb, name: search_knowledge, arguments: {query: "How do I reset the router?", top_k: 3}}]
+    tool_calls: [{id: call_kb, name: search_knowledge, arguments: {query: "How long do I hold the reset button of the router?", top_k: 3}}]
   - content: "Hold the reset button for ten seconds [corpus/manual.pdf, page 2]."
 "#;
 
@@ -45,7 +56,7 @@ fn retrieved(db: &TestDb, dir: &Path) -> Value {
         .find(|c| c["tool"] == "search_knowledge")
         .unwrap_or_else(|| panic!("no search_knowledge call in {calls}"))
         .clone();
-    assert_eq!(call["status"], "success", "{call}");
+    assert_eq!(call["status"], "succeeded", "{call}");
     let result = &call["result"];
     let text = result.as_str().map_or_else(|| result.to_string(), str::to_string);
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -87,4 +98,28 @@ fn an_agent_retrieves_passages_with_their_place_and_cites_them() {
         assert!(result.contains("there is no knowledge base 'docs'"), "{}: {call}", db.name());
         assert!(!result.contains("ten seconds"), "{call}");
     }
+}
+
+#[test]
+fn a_tool_file_of_type_knowledge_is_a_retrieval_tool() {
+    let db = TestDb::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write_corpus(p);
+    std::fs::create_dir(p.join("tools")).unwrap();
+    std::fs::write(p.join("tools/manual_search.yaml"), TOOL_FILE).unwrap();
+    std::fs::write(p.join("agent.yaml"), FILE_AGENT).unwrap();
+    std::fs::write(p.join("filed.yaml"), FILED_REPLIES).unwrap();
+    ok(toolgate(&db, p, &["kb", "create", "docs", "--chunk", "120", "--overlap", "30"]));
+    ok(toolgate(&db, p, &["kb", "add", "docs", "corpus"]));
+    ok(toolgate(&db, p, &["run", "--agent", "agent.yaml", "--json", "Password?"]));
+    let calls: Value = serde_json::from_slice(&ok(toolgate(&db, p, &["calls", "--json"])).stdout).unwrap();
+    let call = calls["calls"].as_array().unwrap().iter().find(|c| c["tool"] == "manual_search").cloned().unwrap();
+    assert_eq!(call["status"], "succeeded", "{call}");
+    let found: Value = serde_json::from_str(call["result"].as_str().unwrap()).unwrap();
+    let passages = found["passages"].as_array().unwrap();
+    assert!(passages.len() <= 2, "{found}");
+    assert_eq!(passages[0]["source"], "corpus/manual.pdf", "{found}");
+    assert!(passages[0]["text"].as_str().unwrap().contains("label under the device"), "{found}");
+    assert!(passages.iter().all(|p| p["score"].as_f64().unwrap() >= 0.2), "{found}");
 }

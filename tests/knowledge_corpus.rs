@@ -2,7 +2,7 @@
 //! (Markdown, HTML with navigation and scripts, a two-page PDF made here, plain text),
 //! questions whose answers are known, and an embeddings server (OpenAI's
 //! `/v1/embeddings` shape, plus a Cohere-shaped `/v1/rerank`) whose vectors are
-//! deterministic: a bag of stemmed words hashed into 64 dimensions, with a few
+//! deterministic: a bag of stemmed words hashed into 512 dimensions, with a few
 //! synonyms sharing a dimension, so that meaning reaches where words do not.
 #![allow(dead_code)]
 
@@ -161,7 +161,7 @@ fn squash(t: &str) -> String {
 }
 
 /// Dimensions of the fake embeddings.
-pub const DIMS: usize = 64;
+pub const DIMS: usize = 512;
 
 /// Words that mean the same to the fake model (the second stands for the first).
 const SYNONYMS: &[(&str, &str)] = &[("reboot", "reset"), ("gadget", "router"), ("restart", "reset")];

@@ -65,11 +65,14 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// A runner whose tool library comes from the run's tools folder, broken tool files
 /// reported on stderr (each once, when it breaks).
 pub fn runner(store: Store) -> Runner {
-    let mut runner = Runner::new(store, toolgate::tool::sources::standard());
+    // Tool files of `entry: {type: knowledge}` search this store's knowledge bases.
+    let sources = toolgate::tool::sources::standard()
+        .with_first(toolgate::knowledge::KnowledgeFiles::new(store.clone()));
+    let mut runner = Runner::new(store, sources.clone());
     runner.limits = super::limits::process();
-    runner.load_library = Arc::new(|dir: Option<&Path>| match dir {
-        None => Ok(ToolLibrary::builtin(&toolgate::tool::sources::standard())),
-        Some(dir) => ToolLibrary::load(dir, &toolgate::tool::sources::standard()),
+    runner.load_library = Arc::new(move |dir: Option<&Path>| match dir {
+        None => Ok(ToolLibrary::builtin(&sources)),
+        Some(dir) => ToolLibrary::load(dir, &sources),
     });
     runner.loaded = Arc::new(Loaded::reporting(Arc::new(|line: &str| {
         say!("toolgate: warning: {line}")

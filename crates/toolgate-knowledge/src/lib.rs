@@ -6,7 +6,7 @@
 //!
 //! [`Knowledge`] is one tenant's bases; `extract`, `chunk`, `terms` and `score` are the
 //! pure parts; `embed`, `rerank` and `endpoint` the HTTP clients; `tool` the retrieval
-//! tool an agent's `knowledge:` gives it.
+//! tool an agent's `knowledge:` gives it, `source` the same from a tool file.
 
 mod bases;
 pub mod chunk;
@@ -18,6 +18,7 @@ mod import;
 mod rerank;
 pub mod score;
 mod search;
+mod source;
 pub mod terms;
 mod tool;
 
@@ -29,5 +30,6 @@ pub use error::KnowledgeError;
 pub use import::{ImportSummary, Imported, content_hash, source_name};
 pub use rerank::Reranker;
 pub use search::{Mode, Passage, Query};
+pub use source::KnowledgeFiles;
 pub use tool::{KnowledgeTool, Retrieval, SEARCH_KNOWLEDGE, tool};
 pub use toolgate_store::knowledge::{BaseRow, DocumentRow, Stored};
