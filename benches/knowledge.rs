@@ -32,8 +32,8 @@ fn vocabulary() -> &'static [String] {
     static WORDS: OnceLock<Vec<String>> = OnceLock::new();
     WORDS.get_or_init(|| {
         const SYL: [&str; 24] = [
-            "ka", "lo", "mi", "ne", "tor", "ван", "sa", "bri", "del", "fu", "gan", "hor", "is", "jul", "ker", "lum", "mor", "nix", "op",
-            "pra", "qui", "ros", "sel", "tun",
+            "ka", "lo", "mi", "ne", "tor", "ван", "sa", "bri", "del", "fu", "gan", "hor", "is",
+            "jul", "ker", "lum", "mor", "nix", "op", "pra", "qui", "ros", "sel", "tun",
         ];
         (0..VOCABULARY)
             .map(|i| {
@@ -49,7 +49,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
 
@@ -61,7 +64,11 @@ impl Lcg {
     }
 
     fn sentence(&mut self, words: usize) -> String {
-        (0..words).map(|_| self.word()).collect::<Vec<_>>().join(" ") + "."
+        (0..words)
+            .map(|_| self.word())
+            .collect::<Vec<_>>()
+            .join(" ")
+            + "."
     }
 }
 
@@ -83,7 +90,9 @@ fn markdown(seed: u64, sections: usize) -> String {
 fn embed(text: &str) -> Vec<f32> {
     let mut v = vec![0.0f32; DIMS];
     for w in toolgate::knowledge::terms::terms(text) {
-        let h = w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let h = w.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
         v[(h % DIMS as u64) as usize] += 1.0;
     }
     v
@@ -92,8 +101,13 @@ fn embed(text: &str) -> Vec<f32> {
 /// An embeddings server on a free port (its thread lives as long as the process).
 fn embeddings_server() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    listener.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
-    let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
+    listener
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .port();
     std::thread::spawn(move || {
         let rt = runtime();
         rt.block_on(async move {
@@ -101,23 +115,35 @@ fn embeddings_server() -> String {
                 "/v1/embeddings",
                 axum::routing::post(|body: axum::Json<Value>| async move {
                     let inputs: Vec<String> = match &body["input"] {
-                        Value::Array(a) => a.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect(),
+                        Value::Array(a) => a
+                            .iter()
+                            .map(|v| v.as_str().unwrap_or_default().to_string())
+                            .collect(),
                         v => vec![v.as_str().unwrap_or_default().to_string()],
                     };
-                    let data: Vec<Value> =
-                        inputs.iter().enumerate().map(|(i, t)| json!({"index": i, "embedding": embed(t)})).collect();
+                    let data: Vec<Value> = inputs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| json!({"index": i, "embedding": embed(t)}))
+                        .collect();
                     axum::Json(json!({"data": data, "model": body["model"]}))
                 }),
             );
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
-            axum::serve(listener, app).await.unwrap_or_else(|e| panic!("{e}"));
+            let listener =
+                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
+            axum::serve(listener, app)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
         });
     });
     format!("http://127.0.0.1:{port}/v1")
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"))
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A PostgreSQL server's URL: the environment's, or one started for this run.
@@ -135,7 +161,11 @@ fn server() -> String {
         .output()
         .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
     assert!(out.status.success(), "{script} could not start PostgreSQL");
-    String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_else(|| panic!("no URL")).to_string()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no URL"))
+        .to_string()
 }
 
 /// A fresh PostgreSQL database on the server.
@@ -143,9 +173,14 @@ fn postgres_database(tag: &str) -> String {
     let server = server();
     let name = format!("bench_knowledge_{tag}_{}", std::process::id());
     runtime().block_on(async {
-        let (client, conn) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("{e}"));
+        let (client, conn) = tokio_postgres::connect(&server, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let conn = tokio::spawn(conn);
-        client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap_or_else(|e| panic!("{e}"));
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         drop(client);
         let _ = conn.await;
     });
@@ -158,7 +193,8 @@ fn postgres_database(tag: &str) -> String {
 fn import(store: Store, folder: &Path, backend: &str) {
     let kb = Knowledge::new(store, "bench");
     let rt = runtime();
-    rt.block_on(kb.create("import", None, ChunkSize::default())).unwrap_or_else(|e| panic!("{e}"));
+    rt.block_on(kb.create("import", None, ChunkSize::default()))
+        .unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     let summary = rt
         .block_on(kb.add("import", &[folder.to_path_buf()], &mut |_| {}))
@@ -215,13 +251,31 @@ fn fill(store: &Store, url: &str) -> Filled {
                 }
             })
             .collect();
-        let doc = NewDocument { source: format!("doc{d}.md"), hash: format!("{d}"), bytes: 1, chunks };
-        rt.block_on(store.put_knowledge_document(base.id, doc)).unwrap_or_else(|e| panic!("{e}"));
+        let doc = NewDocument {
+            source: format!("doc{d}.md"),
+            hash: format!("{d}"),
+            bytes: 1,
+            chunks,
+        };
+        rt.block_on(store.put_knowledge_document(base.id, doc))
+            .unwrap_or_else(|e| panic!("{e}"));
     }
-    let backend = if store.is_shared() { "postgres" } else { "sqlite" };
-    println!("{backend}: 100,000 chunks written in {:.1} s", started.elapsed().as_secs_f64());
-    let endpoint = Endpoint { base_url: url.to_string(), api_key: None };
-    Filled { kb: Knowledge::new(store.clone(), "bench").with_endpoints(endpoint.clone(), endpoint) }
+    let backend = if store.is_shared() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    println!(
+        "{backend}: 100,000 chunks written in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let endpoint = Endpoint {
+        base_url: url.to_string(),
+        api_key: None,
+    };
+    Filled {
+        kb: Knowledge::new(store.clone(), "bench").with_endpoints(endpoint.clone(), endpoint),
+    }
 }
 
 fn fixture() -> &'static Fixture {
@@ -231,7 +285,8 @@ fn fixture() -> &'static Fixture {
         let folder = dir.path().join("markdown");
         std::fs::create_dir(&folder).unwrap_or_else(|e| panic!("{e}"));
         for i in 0..200 {
-            std::fs::write(folder.join(format!("doc{i}.md")), markdown(i, 40)).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(folder.join(format!("doc{i}.md")), markdown(i, 40))
+                .unwrap_or_else(|e| panic!("{e}"));
         }
         let url = embeddings_server();
         let sqlite = Store::open(dir.path().join("knowledge.db")).unwrap_or_else(|e| panic!("{e}"));
@@ -246,7 +301,11 @@ fn fixture() -> &'static Fixture {
                 percentiles(backend, filled, mode);
             }
         }
-        Fixture { _dir: dir, sqlite, postgres }
+        Fixture {
+            _dir: dir,
+            sqlite,
+            postgres,
+        }
     })
 }
 
@@ -258,22 +317,35 @@ fn percentiles(backend: &str, filled: &Filled, mode: Mode) {
         .cycle()
         .take(200)
         .map(|text| {
-            let q = Query { text: text.clone(), top_k: 5, threshold: 0.0, mode: Some(mode), rerank: None };
+            let q = Query {
+                text: text.clone(),
+                top_k: 5,
+                threshold: 0.0,
+                mode: Some(mode),
+                rerank: None,
+            };
             let started = Instant::now();
-            let found = rt.block_on(filled.kb.search("big", &q)).unwrap_or_else(|e| panic!("{e}"));
+            let found = rt
+                .block_on(filled.kb.search("big", &q))
+                .unwrap_or_else(|e| panic!("{e}"));
             divan::black_box(found);
             started.elapsed().as_secs_f64() * 1e3
         })
         .collect();
     times.sort_by(f64::total_cmp);
     let mode: &str = mode.into();
-    println!("{backend} {mode} at 100,000 chunks: p50 {:.1} ms, p99 {:.1} ms", times[99], times[197]);
+    println!(
+        "{backend} {mode} at 100,000 chunks: p50 {:.1} ms, p99 {:.1} ms",
+        times[99], times[197]
+    );
 }
 
 /// Three words of the vocabulary (a fixed sequence, so every run asks the same).
 fn queries() -> Vec<String> {
     let mut g = Lcg(99);
-    (0..64).map(|_| format!("{} {} {}", g.word(), g.word(), g.word())).collect()
+    (0..64)
+        .map(|_| format!("{} {} {}", g.word(), g.word(), g.word()))
+        .collect()
 }
 
 fn search(bencher: Bencher, filled: &Filled, mode: Mode) {
@@ -282,8 +354,16 @@ fn search(bencher: Bencher, filled: &Filled, mode: Mode) {
     let mut i = 0;
     bencher.bench_local(|| {
         i = (i + 1) % queries.len();
-        let q = Query { text: queries[i].clone(), top_k: 5, threshold: 0.0, mode: Some(mode), rerank: None };
-        let found = rt.block_on(filled.kb.search("big", &q)).unwrap_or_else(|e| panic!("{e}"));
+        let q = Query {
+            text: queries[i].clone(),
+            top_k: 5,
+            threshold: 0.0,
+            mode: Some(mode),
+            rerank: None,
+        };
+        let found = rt
+            .block_on(filled.kb.search("big", &q))
+            .unwrap_or_else(|e| panic!("{e}"));
         divan::black_box(found);
     });
 }

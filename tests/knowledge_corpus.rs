@@ -74,18 +74,58 @@ pub const PDF_PAGES: &[&[&str]] = &[
 
 /// Questions, the source that answers each, and words the answering passage holds.
 pub const QUESTIONS: &[(&str, &str, &str)] = &[
-    ("What causes the tides?", "guides/tides.md", "gravity of the moon"),
-    ("When do spring tides happen?", "guides/tides.md", "new moon and full moon"),
-    ("How long should sourdough proof in the fridge?", "guides/bread.md", "twelve hours"),
-    ("What temperature should the Dutch oven be for baking bread?", "guides/bread.md", "250 degrees"),
+    (
+        "What causes the tides?",
+        "guides/tides.md",
+        "gravity of the moon",
+    ),
+    (
+        "When do spring tides happen?",
+        "guides/tides.md",
+        "new moon and full moon",
+    ),
+    (
+        "How long should sourdough proof in the fridge?",
+        "guides/bread.md",
+        "twelve hours",
+    ),
+    (
+        "What temperature should the Dutch oven be for baking bread?",
+        "guides/bread.md",
+        "250 degrees",
+    ),
     ("What is magma?", "pages/volcanoes.html", "molten rock"),
-    ("What is a pyroclastic flow?", "pages/volcanoes.html", "hot gas and volcanic ash"),
-    ("How do bees communicate the direction of flowers?", "pages/bees.html", "waggle dance"),
-    ("How many eggs does the queen lay a day?", "pages/bees.html", "two thousand eggs"),
+    (
+        "What is a pyroclastic flow?",
+        "pages/volcanoes.html",
+        "hot gas and volcanic ash",
+    ),
+    (
+        "How do bees communicate the direction of flowers?",
+        "pages/bees.html",
+        "waggle dance",
+    ),
+    (
+        "How many eggs does the queen lay a day?",
+        "pages/bees.html",
+        "two thousand eggs",
+    ),
     ("How do I reset the router?", "manual.pdf", "ten seconds"),
-    ("Where is the default admin password?", "manual.pdf", "label under the device"),
-    ("What is the budget of the garden project?", "notes.txt", "four thousand euros"),
-    ("Which moves begin the Queen's Gambit?", "guides/chess.md", "1.d4 d5 2.c4"),
+    (
+        "Where is the default admin password?",
+        "manual.pdf",
+        "label under the device",
+    ),
+    (
+        "What is the budget of the garden project?",
+        "notes.txt",
+        "four thousand euros",
+    ),
+    (
+        "Which moves begin the Queen's Gambit?",
+        "guides/chess.md",
+        "1.d4 d5 2.c4",
+    ),
 ];
 
 /// Writes the corpus under `dir/corpus` (the PDF made here).
@@ -107,13 +147,19 @@ pub fn pdf(pages: &[&[&str]]) -> Vec<u8> {
         "<< /Type /Catalog /Pages 2 0 R >>".into(),
         format!(
             "<< /Type /Pages /Kids [{}] /Count {n} >>",
-            (0..n).map(|i| format!("{} 0 R", 3 + 2 * i)).collect::<Vec<_>>().join(" ")
+            (0..n)
+                .map(|i| format!("{} 0 R", 3 + 2 * i))
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     ];
     for (i, lines) in pages.iter().enumerate() {
         let mut content = String::from("BT /F1 12 Tf 72 720 Td 16 TL\n");
         for line in lines.iter() {
-            let escaped = line.replace('\\', "\\\\").replace('(', "\\(").replace(')', "\\)");
+            let escaped = line
+                .replace('\\', "\\\\")
+                .replace('(', "\\(")
+                .replace(')', "\\)");
             content.push_str(&format!("({escaped}) Tj T*\n"));
         }
         content.push_str("ET");
@@ -121,9 +167,14 @@ pub fn pdf(pages: &[&[&str]]) -> Vec<u8> {
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {} 0 R /Resources << /Font << /F1 {font} 0 R >> >> >>",
             4 + 2 * i
         ));
-        objects.push(format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()));
+        objects.push(format!(
+            "<< /Length {} >>\nstream\n{content}\nendstream",
+            content.len()
+        ));
     }
-    objects.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into());
+    objects.push(
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into(),
+    );
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
@@ -131,12 +182,18 @@ pub fn pdf(pages: &[&[&str]]) -> Vec<u8> {
         out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
     }
     let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
     for o in offsets {
         out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
     }
     out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
     );
     out
 }
@@ -147,7 +204,10 @@ pub fn recall(search: impl Fn(&str) -> Vec<(String, String)>) -> (f64, Vec<Strin
     let mut misses = Vec::new();
     for (question, source, words) in QUESTIONS {
         let found = search(question);
-        if !found.iter().any(|(s, text)| s.ends_with(source) && squash(text).contains(&squash(words))) {
+        if !found
+            .iter()
+            .any(|(s, text)| s.ends_with(source) && squash(text).contains(&squash(words)))
+        {
             misses.push(format!("{question} -> {found:?}"));
         }
     }
@@ -164,15 +224,25 @@ fn squash(t: &str) -> String {
 pub const DIMS: usize = 512;
 
 /// Words that mean the same to the fake model (the second stands for the first).
-const SYNONYMS: &[(&str, &str)] = &[("reboot", "reset"), ("gadget", "router"), ("restart", "reset")];
+const SYNONYMS: &[(&str, &str)] = &[
+    ("reboot", "reset"),
+    ("gadget", "router"),
+    ("restart", "reset"),
+];
 
 /// The fake model's vector for `text`: each stemmed word adds 1 to its dimension.
 pub fn embed(text: &str) -> Vec<f32> {
     let mut v = vec![0.0f32; DIMS];
     for word in toolgate::knowledge::terms::terms(text) {
-        let word = SYNONYMS.iter().find(|(s, _)| *s == word).map_or(word.as_str(), |(_, w)| w).to_string();
+        let word = SYNONYMS
+            .iter()
+            .find(|(s, _)| *s == word)
+            .map_or(word.as_str(), |(_, w)| w)
+            .to_string();
         let stem = word.trim_end_matches('s');
-        let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
         v[(hash % DIMS as u64) as usize] += 1.0;
     }
     v
@@ -203,7 +273,10 @@ impl EmbeddingsServer {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let state = asked.clone();
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let app = axum::Router::new()
                     .route("/v1/embeddings", axum::routing::post(embeddings))
@@ -218,7 +291,11 @@ impl EmbeddingsServer {
                     .unwrap();
             });
         });
-        EmbeddingsServer { base_url: format!("http://127.0.0.1:{port}/v1"), asked, _stop: stop }
+        EmbeddingsServer {
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            asked,
+            _stop: stop,
+        }
     }
 }
 
@@ -228,10 +305,16 @@ type State = axum::extract::State<Arc<Mutex<Asked>>>;
 async fn embeddings(state: State, body: axum::Json<Value>) -> axum::Json<Value> {
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect(),
+        Value::Array(a) => a
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect(),
         other => panic!("input must be a string or an array, not {other}"),
     };
-    let model = body["model"].as_str().expect("every request names its model").to_string();
+    let model = body["model"]
+        .as_str()
+        .expect("every request names its model")
+        .to_string();
     {
         let mut asked = state.0.lock().unwrap();
         asked.models.push(model.clone());
@@ -242,7 +325,9 @@ async fn embeddings(state: State, body: axum::Json<Value>) -> axum::Json<Value> 
         .enumerate()
         .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": embed(t)}))
         .collect();
-    axum::Json(json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
+    axum::Json(
+        json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}}),
+    )
 }
 
 /// `POST /v1/rerank` in Cohere's shape: the share of the query's words a document has.
@@ -259,6 +344,13 @@ async fn rerank(state: State, body: axum::Json<Value>) -> axum::Json<Value> {
             json!({"index": i, "relevance_score": shared as f64 / query.len().max(1) as f64})
         })
         .collect();
-    results.sort_by(|a, b| b["relevance_score"].as_f64().unwrap().total_cmp(&a["relevance_score"].as_f64().unwrap()));
-    axum::Json(json!({"id": "rr-1", "results": results, "meta": {"billed_units": {"search_units": 1}}}))
+    results.sort_by(|a, b| {
+        b["relevance_score"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&a["relevance_score"].as_f64().unwrap())
+    });
+    axum::Json(
+        json!({"id": "rr-1", "results": results, "meta": {"billed_units": {"search_units": 1}}}),
+    )
 }

@@ -132,11 +132,17 @@ fn failure(e: KnowledgeError) -> Failure {
 pub fn run(args: KbArgs, db: &Path) -> Result<ExitCode, Failure> {
     let rt = runtime()?;
     match args.command {
-        KbCommand::Create { name, embeddings, chunk, overlap } => {
+        KbCommand::Create {
+            name,
+            embeddings,
+            chunk,
+            overlap,
+        } => {
             let size = ChunkSize::new(chunk, overlap).map_err(Failure::bad_input)?;
             let model = parse_spec(&embeddings).map_err(failure)?;
             let kb = Knowledge::new(open_store(db)?, tenant());
-            rt.block_on(kb.create(&name, model, size)).map_err(failure)?;
+            rt.block_on(kb.create(&name, model, size))
+                .map_err(failure)?;
             say!("toolgate: knowledge base {name} created");
             Ok(ExitCode::SUCCESS)
         }
@@ -161,7 +167,10 @@ pub fn run(args: KbArgs, db: &Path) -> Result<ExitCode, Failure> {
                     ]
                 })
                 .collect();
-            print(&table::render(&["NAME", "EMBEDDINGS", "SOURCES", "CHUNKS"], &rows))?;
+            print(&table::render(
+                &["NAME", "EMBEDDINGS", "SOURCES", "CHUNKS"],
+                &rows,
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         KbCommand::Show { name, json } => {
@@ -184,9 +193,19 @@ pub fn run(args: KbArgs, db: &Path) -> Result<ExitCode, Failure> {
             let rows: Vec<Vec<String>> = detail
                 .sources
                 .iter()
-                .map(|d| vec![d.source.clone(), d.chunks.to_string(), d.bytes.to_string(), d.hash[..12].to_string()])
+                .map(|d| {
+                    vec![
+                        d.source.clone(),
+                        d.chunks.to_string(),
+                        d.bytes.to_string(),
+                        d.hash[..12].to_string(),
+                    ]
+                })
                 .collect();
-            print(&table::render(&["SOURCE", "CHUNKS", "BYTES", "SHA-256"], &rows))?;
+            print(&table::render(
+                &["SOURCE", "CHUNKS", "BYTES", "SHA-256"],
+                &rows,
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         KbCommand::Search(args) => search(&rt, db, args),
@@ -194,7 +213,8 @@ pub fn run(args: KbArgs, db: &Path) -> Result<ExitCode, Failure> {
             let kb = Knowledge::new(open_existing_store(db)?, tenant());
             match source {
                 Some(source) => {
-                    rt.block_on(kb.remove_source(&name, &source)).map_err(failure)?;
+                    rt.block_on(kb.remove_source(&name, &source))
+                        .map_err(failure)?;
                     say!("toolgate: {source} removed from knowledge base {name}");
                 }
                 None => {
@@ -226,31 +246,48 @@ fn add(
         }
         match event {
             Imported::Failed { source, error } => say!("toolgate: {source}: {error}"),
-            Imported::Stored { source, stored, chunks, .. } if chatty && !json => {
+            Imported::Stored {
+                source,
+                stored,
+                chunks,
+                ..
+            } if chatty && !json => {
                 let what: &str = stored.into();
                 say!("toolgate: [{done}] {source}: {what}, {chunks} chunks");
             }
             Imported::Stored { .. } => {}
         }
     };
-    let summary = rt.block_on(kb.add(name, paths, &mut progress)).map_err(failure)?;
+    let summary = rt
+        .block_on(kb.add(name, paths, &mut progress))
+        .map_err(failure)?;
     written?;
     if json {
         print_json(&mut out::stdout(), &summary, false)?;
     } else {
         say!(
             "toolgate: knowledge base {name}: {} added, {} replaced, {} unchanged, {} failed ({} chunks, {} bytes read)",
-            summary.added, summary.replaced, summary.unchanged, summary.failed, summary.chunks, summary.bytes
+            summary.added,
+            summary.replaced,
+            summary.unchanged,
+            summary.failed,
+            summary.chunks,
+            summary.bytes
         );
     }
-    Ok(if summary.failed > 0 { ExitCode::from(super::exit::FAILED) } else { ExitCode::SUCCESS })
+    Ok(if summary.failed > 0 {
+        ExitCode::from(super::exit::FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `kb search`: passages as JSON, or as text blocks naming source, section and score.
 fn search(rt: &tokio::runtime::Runtime, db: &Path, args: SearchArgs) -> Result<ExitCode, Failure> {
     let kb = Knowledge::new(open_existing_store(db)?, tenant());
     let base = rt.block_on(kb.base(&args.name)).map_err(failure)?;
-    kb.embedder(&base, args.embeddings.as_deref()).map_err(failure)?;
+    kb.embedder(&base, args.embeddings.as_deref())
+        .map_err(failure)?;
     let query = Query {
         text: args.query,
         top_k: args.top_k,
@@ -258,7 +295,9 @@ fn search(rt: &tokio::runtime::Runtime, db: &Path, args: SearchArgs) -> Result<E
         mode: args.mode.map(Mode::from),
         rerank: args.rerank,
     };
-    let passages = rt.block_on(kb.search(&args.name, &query)).map_err(failure)?;
+    let passages = rt
+        .block_on(kb.search(&args.name, &query))
+        .map_err(failure)?;
     if args.json {
         print_json(&mut out::stdout(), &passages, false)?;
     } else {
@@ -269,7 +308,11 @@ fn search(rt: &tokio::runtime::Runtime, db: &Path, args: SearchArgs) -> Result<E
 
 /// One passage as text: a header line with its place and score, then its text.
 fn render(p: &Passage) -> String {
-    let section = p.section.as_deref().map(|s| format!(" § {s}")).unwrap_or_default();
+    let section = p
+        .section
+        .as_deref()
+        .map(|s| format!(" § {s}"))
+        .unwrap_or_default();
     format!(
         "{}{section} (chunk {}, bytes {}-{}) score {:.3}\n{}\n\n",
         p.source, p.chunk, p.start, p.end, p.score, p.text

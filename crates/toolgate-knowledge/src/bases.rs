@@ -2,8 +2,8 @@
 //! when the name or settings do not fit. Import is in `import.rs`, search in
 //! `search.rs`.
 
-use toolgate_store::knowledge::{BaseRow, DocumentRow, NewBase};
 use toolgate_store::Store;
+use toolgate_store::knowledge::{BaseRow, DocumentRow, NewBase};
 
 use crate::{ChunkSize, Embedder, Endpoint, KnowledgeError};
 
@@ -39,7 +39,9 @@ pub struct BaseDetail {
 pub fn check_name(name: &str) -> Result<(), KnowledgeError> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if ok {
         Ok(())
     } else {
@@ -123,7 +125,11 @@ impl Knowledge {
     pub async fn remove_source(&self, name: &str, source: &str) -> Result<(), KnowledgeError> {
         let base = self.base(name).await?;
         let source = crate::import::source_name(std::path::Path::new(source));
-        if self.store.remove_knowledge_document(base.id, &source).await? {
+        if self
+            .store
+            .remove_knowledge_document(base.id, &source)
+            .await?
+        {
             Ok(())
         } else {
             Err(KnowledgeError::Invalid(format!(

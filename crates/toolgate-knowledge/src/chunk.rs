@@ -18,7 +18,9 @@ impl ChunkSize {
     /// The sizes, checked: a chunk of at least 50 characters, an overlap under half of it.
     pub fn new(size: usize, overlap: usize) -> Result<ChunkSize, String> {
         if size < 50 {
-            return Err(format!("--chunk {size} is too small: use at least 50 characters"));
+            return Err(format!(
+                "--chunk {size} is too small: use at least 50 characters"
+            ));
         }
         if overlap * 2 > size {
             return Err(format!(
@@ -31,7 +33,10 @@ impl ChunkSize {
 
 impl Default for ChunkSize {
     fn default() -> Self {
-        ChunkSize { size: 800, overlap: 100 }
+        ChunkSize {
+            size: 800,
+            overlap: 100,
+        }
     }
 }
 
@@ -65,7 +70,11 @@ pub fn chunk(doc: &Extracted, size: ChunkSize) -> Vec<Chunk> {
 /// The document's sections, in order, covering its text.
 fn sections(doc: &Extracted) -> Vec<Section> {
     match &doc.structure {
-        Structure::Plain => vec![Section { title: None, start: 0, end: doc.text.len() }],
+        Structure::Plain => vec![Section {
+            title: None,
+            start: 0,
+            end: doc.text.len(),
+        }],
         Structure::Pages(starts) => starts
             .iter()
             .enumerate()
@@ -82,7 +91,11 @@ fn sections(doc: &Extracted) -> Vec<Section> {
 /// Markdown sections: a heading (`#` to `######`, outside code fences) begins one, and
 /// its title is the trail of headings above it (`Install > From source`).
 fn markdown_sections(text: &str) -> Vec<Section> {
-    let mut out = vec![Section { title: None, start: 0, end: text.len() }];
+    let mut out = vec![Section {
+        title: None,
+        start: 0,
+        end: text.len(),
+    }];
     let mut trail: Vec<(usize, String)> = Vec::new();
     let mut fenced = false;
     let mut at = 0;
@@ -97,7 +110,11 @@ fn markdown_sections(text: &str) -> Vec<Section> {
                 last.end = at;
             }
             let names: Vec<&str> = trail.iter().map(|(_, t)| t.as_str()).collect();
-            out.push(Section { title: Some(names.join(" > ")), start: at, end: text.len() });
+            out.push(Section {
+                title: Some(names.join(" > ")),
+                start: at,
+                end: text.len(),
+            });
         }
         at += line.len();
     }
@@ -105,7 +122,11 @@ fn markdown_sections(text: &str) -> Vec<Section> {
     // nothing: its title is in the trail of the sections below it.
     out.retain(|s| {
         let body = &text[s.start..s.end];
-        let body = if s.title.is_some() { body.split_once('\n').map_or("", |(_, rest)| rest) } else { body };
+        let body = if s.title.is_some() {
+            body.split_once('\n').map_or("", |(_, rest)| rest)
+        } else {
+            body
+        };
         !body.trim().is_empty()
     });
     out
@@ -207,7 +228,13 @@ fn chars(text: &str, a: usize, b: usize) -> usize {
 
 /// Packs consecutive pieces into chunks of at most `size` characters, each after the
 /// first beginning up to `overlap` characters before the previous one ended.
-fn pack(text: &str, section: &Section, pieces: &[(usize, usize)], size: ChunkSize, out: &mut Vec<Chunk>) {
+fn pack(
+    text: &str,
+    section: &Section,
+    pieces: &[(usize, usize)],
+    size: ChunkSize,
+    out: &mut Vec<Chunk>,
+) {
     let mut i = 0;
     let mut carried: Option<usize> = None;
     while i < pieces.len() {
@@ -229,7 +256,12 @@ fn pack(text: &str, section: &Section, pieces: &[(usize, usize)], size: ChunkSiz
 /// Where the overlap taken from the end of `text[start..end]` begins: at most
 /// `overlap` characters back, at the start of a word.
 fn overlap_start(text: &str, start: usize, end: usize, overlap: usize) -> Option<usize> {
-    let back = text[start..end].char_indices().rev().nth(overlap.saturating_sub(1))?.0 + start;
+    let back = text[start..end]
+        .char_indices()
+        .rev()
+        .nth(overlap.saturating_sub(1))?
+        .0
+        + start;
     let word = text[back..end].find(char::is_whitespace)?;
     let from = back + word;
     let first = text[from..end].find(|c: char| !c.is_whitespace())?;
@@ -259,14 +291,22 @@ mod tests {
     use super::*;
 
     fn md(text: &str) -> Extracted {
-        Extracted { text: text.into(), structure: Structure::Markdown }
+        Extracted {
+            text: text.into(),
+            structure: Structure::Markdown,
+        }
     }
 
     #[test]
     fn headings_make_sections_with_their_trail() {
-        let doc = md("# Guide\n\nIntro.\n\n## Install\n\nRun it.\n\n```\n# not a heading\n```\n\n## Use\n\nCall it.\n");
+        let doc = md(
+            "# Guide\n\nIntro.\n\n## Install\n\nRun it.\n\n```\n# not a heading\n```\n\n## Use\n\nCall it.\n",
+        );
         let chunks = chunk(&doc, ChunkSize::default());
-        let titles: Vec<_> = chunks.iter().map(|c| c.section.as_deref().unwrap()).collect();
+        let titles: Vec<_> = chunks
+            .iter()
+            .map(|c| c.section.as_deref().unwrap())
+            .collect();
         assert_eq!(titles, ["Guide", "Guide > Install", "Guide > Use"]);
         assert!(chunks[1].text.contains("# not a heading"));
         for c in &chunks {
@@ -277,7 +317,10 @@ mod tests {
     #[test]
     fn long_text_is_cut_within_size_with_overlap() {
         let para: String = (0..200).map(|i| format!("word{i} ")).collect();
-        let doc = Extracted { text: para.clone(), structure: Structure::Plain };
+        let doc = Extracted {
+            text: para.clone(),
+            structure: Structure::Plain,
+        };
         let size = ChunkSize::new(100, 20).unwrap();
         let chunks = chunk(&doc, size);
         assert!(chunks.len() > 10);

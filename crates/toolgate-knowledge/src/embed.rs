@@ -33,7 +33,9 @@ pub fn parse_spec(spec: &str) -> Result<Option<String>, KnowledgeError> {
 impl Embedder {
     /// The model name sent to the endpoint.
     pub fn model(&self) -> &str {
-        self.spec.split_once(':').map_or(self.spec.as_str(), |(_, m)| m)
+        self.spec
+            .split_once(':')
+            .map_or(self.spec.as_str(), |(_, m)| m)
     }
 
     /// One vector per input, in order.
@@ -42,7 +44,10 @@ impl Embedder {
         for batch in inputs.chunks(BATCH) {
             let answer = self
                 .endpoint
-                .post("embeddings", &json!({"model": self.model(), "input": batch}))
+                .post(
+                    "embeddings",
+                    &json!({"model": self.model(), "input": batch}),
+                )
                 .await?;
             out.extend(read_vectors(&answer, batch.len())?);
         }
@@ -58,11 +63,17 @@ fn read_vectors(answer: &Value, expected: usize) -> Result<Vec<Vec<f32>>, Knowle
         .and_then(Value::as_array)
         .ok_or_else(|| bad("has no data array"))?;
     if data.len() != expected {
-        return Err(bad(&format!("has {} vectors for {expected} inputs", data.len())));
+        return Err(bad(&format!(
+            "has {} vectors for {expected} inputs",
+            data.len()
+        )));
     }
     let mut out = vec![Vec::new(); expected];
     for (i, item) in data.iter().enumerate() {
-        let index = item.get("index").and_then(Value::as_u64).map_or(i, |n| n as usize);
+        let index = item
+            .get("index")
+            .and_then(Value::as_u64)
+            .map_or(i, |n| n as usize);
         let vector: Vec<f32> = item
             .get("embedding")
             .and_then(Value::as_array)
@@ -71,7 +82,9 @@ fn read_vectors(answer: &Value, expected: usize) -> Result<Vec<Vec<f32>>, Knowle
             .map(|x| x.as_f64().map(|f| f as f32))
             .collect::<Option<_>>()
             .ok_or_else(|| bad("has a non-number in an embedding"))?;
-        let slot = out.get_mut(index).ok_or_else(|| bad("has an index out of range"))?;
+        let slot = out
+            .get_mut(index)
+            .ok_or_else(|| bad("has an index out of range"))?;
         *slot = vector;
     }
     if out.iter().any(Vec::is_empty) {
@@ -96,8 +109,12 @@ mod tests {
 
     #[test]
     fn vectors_are_placed_by_index() {
-        let answer = json!({"data": [{"index": 1, "embedding": [2.0]}, {"index": 0, "embedding": [1.0]}]});
-        assert_eq!(read_vectors(&answer, 2).unwrap(), vec![vec![1.0], vec![2.0]]);
+        let answer =
+            json!({"data": [{"index": 1, "embedding": [2.0]}, {"index": 0, "embedding": [1.0]}]});
+        assert_eq!(
+            read_vectors(&answer, 2).unwrap(),
+            vec![vec![1.0], vec![2.0]]
+        );
         assert!(read_vectors(&answer, 3).is_err());
     }
 }

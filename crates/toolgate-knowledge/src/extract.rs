@@ -50,9 +50,18 @@ pub struct Extracted {
 /// The text of a document of `kind`; why not, when it has none to give.
 pub fn extract(kind: Kind, bytes: &[u8]) -> Result<Extracted, String> {
     let extracted = match kind {
-        Kind::Markdown => Extracted { text: utf8(bytes)?, structure: Structure::Markdown },
-        Kind::Text => Extracted { text: utf8(bytes)?, structure: Structure::Plain },
-        Kind::Html => Extracted { text: html(&utf8(bytes)?)?, structure: Structure::Markdown },
+        Kind::Markdown => Extracted {
+            text: utf8(bytes)?,
+            structure: Structure::Markdown,
+        },
+        Kind::Text => Extracted {
+            text: utf8(bytes)?,
+            structure: Structure::Plain,
+        },
+        Kind::Html => Extracted {
+            text: html(&utf8(bytes)?)?,
+            structure: Structure::Markdown,
+        },
         Kind::Pdf => pdf(bytes)?,
     };
     if extracted.text.trim().is_empty() {
@@ -67,8 +76,12 @@ pub fn extract(kind: Kind, bytes: &[u8]) -> Result<Extracted, String> {
 /// The bytes as UTF-8 (a byte-order mark dropped).
 fn utf8(bytes: &[u8]) -> Result<String, String> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    String::from_utf8(bytes.to_vec())
-        .map_err(|e| format!("not UTF-8 text (invalid byte at {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// HTML as Markdown, without the page's scripts, styles, navigation and forms.
@@ -97,7 +110,10 @@ fn pdf(bytes: &[u8]) -> Result<Extracted, String> {
         text.push_str(page.trim());
         text.push_str("\n\n");
     }
-    Ok(Extracted { text, structure: Structure::Pages(starts) })
+    Ok(Extracted {
+        text,
+        structure: Structure::Pages(starts),
+    })
 }
 
 #[cfg(test)]
@@ -113,7 +129,11 @@ mod tests {
             <footer>Copyright</footer></body></html>";
         let out = extract(Kind::Html, page.as_bytes()).unwrap();
         assert!(out.text.contains("# Tides"), "{}", out.text);
-        assert!(out.text.contains("The moon pulls the **sea**."), "{}", out.text);
+        assert!(
+            out.text.contains("The moon pulls the **sea**."),
+            "{}",
+            out.text
+        );
         for gone in ["var x", "Home", "Copyright"] {
             assert!(!out.text.contains(gone), "{gone} in {}", out.text);
         }

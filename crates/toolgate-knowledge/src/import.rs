@@ -17,7 +17,12 @@ use crate::{ChunkSize, Knowledge, KnowledgeError, chunk};
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Imported {
     /// The file was stored (or found unchanged).
-    Stored { source: String, stored: Stored, chunks: usize, bytes: usize },
+    Stored {
+        source: String,
+        stored: Stored,
+        chunks: usize,
+        bytes: usize,
+    },
     /// The file could not be read or stored; the import goes on.
     Failed { source: String, error: String },
 }
@@ -36,7 +41,12 @@ pub struct ImportSummary {
 impl ImportSummary {
     fn count(&mut self, event: &Imported) {
         match event {
-            Imported::Stored { stored, chunks, bytes, .. } => {
+            Imported::Stored {
+                stored,
+                chunks,
+                bytes,
+                ..
+            } => {
                 match stored {
                     Stored::Added => self.added += 1,
                     Stored::Replaced => self.replaced += 1,
@@ -58,7 +68,10 @@ pub fn source_name(path: &Path) -> String {
 
 /// The SHA-256 of `bytes`, in hex.
 pub fn content_hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The files under `paths`: a file as named; a folder's readable files (by extension),
@@ -78,12 +91,19 @@ fn files(paths: &[PathBuf]) -> Vec<Result<PathBuf, (PathBuf, String)>> {
 fn walk(dir: &Path, out: &mut Vec<Result<PathBuf, (PathBuf, String)>>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) => return out.push(Err((dir.to_path_buf(), format!("cannot list the folder: {e}")))),
+        Err(e) => {
+            return out.push(Err((
+                dir.to_path_buf(),
+                format!("cannot list the folder: {e}"),
+            )));
+        }
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for p in paths {
-        let hidden = p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        let hidden = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         if hidden {
             continue;
         }
@@ -109,7 +129,10 @@ impl Knowledge {
         for file in files(paths) {
             let event = match file {
                 Ok(path) => self.add_file(&base, &path).await,
-                Err((path, error)) => Imported::Failed { source: source_name(&path), error },
+                Err((path, error)) => Imported::Failed {
+                    source: source_name(&path),
+                    error,
+                },
             };
             summary.count(&event);
             progress(&event);
@@ -126,7 +149,10 @@ impl Knowledge {
         };
         match read {
             Ok(event) => event,
-            Err(e) => Imported::Failed { source, error: e.to_string() },
+            Err(e) => Imported::Failed {
+                source,
+                error: e.to_string(),
+            },
         }
     }
 
@@ -138,7 +164,10 @@ impl Knowledge {
         bytes: &[u8],
     ) -> Result<Imported, KnowledgeError> {
         let kind = Kind::of(source).ok_or_else(|| {
-            KnowledgeError::Invalid(format!("not a kind of document toolgate reads ({})", Kind::EXTENSIONS))
+            KnowledgeError::Invalid(format!(
+                "not a kind of document toolgate reads ({})",
+                Kind::EXTENSIONS
+            ))
         })?;
         let hash = content_hash(bytes);
         let stored = |stored, chunks| Imported::Stored {
@@ -155,7 +184,10 @@ impl Knowledge {
             .await
             .map_err(|e| KnowledgeError::Invalid(format!("extraction stopped: {e}")))?
             .map_err(KnowledgeError::Invalid)?;
-        let size = ChunkSize { size: base.chunk as usize, overlap: base.overlap as usize };
+        let size = ChunkSize {
+            size: base.chunk as usize,
+            overlap: base.overlap as usize,
+        };
         let chunks = chunk::chunk(&extracted, size);
         let vectors = self.vectors(base, &chunks).await?;
         let count = chunks.len();
@@ -178,7 +210,10 @@ impl Knowledge {
                 .collect(),
         };
         let done = self.store.put_knowledge_document(base.id, doc).await?;
-        Ok(stored(done, if done == Stored::Unchanged { 0 } else { count }))
+        Ok(stored(
+            done,
+            if done == Stored::Unchanged { 0 } else { count },
+        ))
     }
 
     /// Each chunk's embedding, when the base has a model (`None`s otherwise).

@@ -43,7 +43,10 @@ fn read_results(answer: &Value, count: usize) -> Result<Vec<(usize, f64)>, Knowl
         .ok_or_else(|| bad("has no results array"))?;
     let mut out = Vec::with_capacity(results.len());
     for r in results {
-        let index = r.get("index").and_then(Value::as_u64).ok_or_else(|| bad("has a result without an index"))?;
+        let index = r
+            .get("index")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("has a result without an index"))?;
         let score = r
             .get("relevance_score")
             .and_then(Value::as_f64)

@@ -14,7 +14,13 @@ pub const RRF_K: f64 = 60.0;
 pub fn relative(raw: &[f64]) -> Vec<f64> {
     let best = raw.iter().copied().fold(0.0_f64, f64::max);
     raw.iter()
-        .map(|r| if best > 0.0 { (r / best).clamp(0.0, 1.0) } else { 0.0 })
+        .map(|r| {
+            if best > 0.0 {
+                (r / best).clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        })
         .collect()
 }
 

@@ -13,8 +13,17 @@ use crate::{Knowledge, KnowledgeError, Reranker, terms};
 
 /// How to rank.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::EnumString,
-    strum::IntoStaticStr, utoipa::ToSchema, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    utoipa::ToSchema,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
@@ -43,7 +52,13 @@ pub struct Query {
 
 impl Query {
     pub fn new(text: &str, mode: Mode) -> Query {
-        Query { text: text.into(), top_k: 5, threshold: 0.0, mode: Some(mode), rerank: None }
+        Query {
+            text: text.into(),
+            top_k: 5,
+            threshold: 0.0,
+            mode: Some(mode),
+            rerank: None,
+        }
     }
 }
 
@@ -99,7 +114,11 @@ impl Knowledge {
     /// One base's passages, scored, best first (not yet cut).
     async fn search_base(&self, base: &BaseRow, q: &Query) -> Result<Vec<Passage>, KnowledgeError> {
         let wanted = (q.top_k * 4).max(20);
-        let mode = q.mode.unwrap_or(if base.embeddings.is_some() { Mode::Hybrid } else { Mode::Fulltext });
+        let mode = q.mode.unwrap_or(if base.embeddings.is_some() {
+            Mode::Hybrid
+        } else {
+            Mode::Fulltext
+        });
         let scored: Vec<(ChunkHit, f64)> = match mode {
             Mode::Fulltext => self.fulltext(base, &q.text, wanted).await?,
             Mode::Semantic => self.semantic(base, &q.text, wanted).await?,
@@ -130,7 +149,10 @@ impl Knowledge {
         text: &str,
         wanted: usize,
     ) -> Result<Vec<(ChunkHit, f64)>, KnowledgeError> {
-        let hits = self.store.search_knowledge_text(base.id, terms::terms(text), wanted).await?;
+        let hits = self
+            .store
+            .search_knowledge_text(base.id, terms::terms(text), wanted)
+            .await?;
         let raw: Vec<f64> = hits.iter().map(|h| h.raw).collect();
         Ok(hits.into_iter().zip(relative(&raw)).collect())
     }
@@ -148,7 +170,11 @@ impl Knowledge {
                 base.name
             ))
         })?;
-        let query = embedder.embed(&[text.to_string()]).await?.pop().unwrap_or_default();
+        let query = embedder
+            .embed(&[text.to_string()])
+            .await?
+            .pop()
+            .unwrap_or_default();
         check_dims(base, query.len())?;
         let mut near: Vec<(i64, f64)> = self
             .store
@@ -173,8 +199,11 @@ impl Knowledge {
         let meaning = self.semantic(base, text, wanted).await?;
         let ids = |l: &[(ChunkHit, f64)]| l.iter().map(|(h, _)| h.id).collect::<Vec<_>>();
         let fused = fuse(&[ids(&words), ids(&meaning)]);
-        let mut hits: HashMap<i64, ChunkHit> =
-            words.into_iter().chain(meaning).map(|(h, _)| (h.id, h)).collect();
+        let mut hits: HashMap<i64, ChunkHit> = words
+            .into_iter()
+            .chain(meaning)
+            .map(|(h, _)| (h.id, h))
+            .collect();
         Ok(fused
             .into_iter()
             .take(wanted)
@@ -209,7 +238,10 @@ impl Knowledge {
         model: &str,
         scored: Vec<(ChunkHit, f64)>,
     ) -> Result<Vec<(ChunkHit, f64)>, KnowledgeError> {
-        let reranker = Reranker { model: model.to_string(), endpoint: self.rerank.clone() };
+        let reranker = Reranker {
+            model: model.to_string(),
+            endpoint: self.rerank.clone(),
+        };
         let documents: Vec<String> = scored.iter().map(|(h, _)| h.text.clone()).collect();
         let order = reranker.rerank(text, &documents).await?;
         let mut slots: Vec<Option<ChunkHit>> = scored.into_iter().map(|(h, _)| Some(h)).collect();

@@ -82,10 +82,17 @@ impl ToolSource for KnowledgeFiles {
 
     fn load(&self, path: &Path, text: &str) -> Found {
         match self.read(path, text) {
-            Ok(tool) => Found { tools: vec![tool], errors: Vec::new() },
+            Ok(tool) => Found {
+                tools: vec![tool],
+                errors: Vec::new(),
+            },
             Err(message) => Found {
                 tools: Vec::new(),
-                errors: vec![LoadError { path: path.to_path_buf(), line: None, message }],
+                errors: vec![LoadError {
+                    path: path.to_path_buf(),
+                    line: None,
+                    message,
+                }],
             },
         }
     }
@@ -111,7 +118,12 @@ impl KnowledgeFiles {
             mode: raw.entry.mode,
             rerank: raw.entry.rerank.clone(),
         };
-        let runner = crate::tool(&raw.name, raw.description.as_deref(), self.store.clone(), retrieval);
+        let runner = crate::tool(
+            &raw.name,
+            raw.description.as_deref(),
+            self.store.clone(),
+            retrieval,
+        );
         let mut spec = runner.spec().clone();
         spec.permission = raw.permission.unwrap_or(Permission::Auto);
         let label = format!("knowledge:{}", raw.entry.bases.join(","));

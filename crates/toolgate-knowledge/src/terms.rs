@@ -28,7 +28,10 @@ mod tests {
 
     #[test]
     fn function_words_and_punctuation_go() {
-        assert_eq!(terms("What is the port of the Server? port!"), ["port", "server"]);
+        assert_eq!(
+            terms("What is the port of the Server? port!"),
+            ["port", "server"]
+        );
         assert!(terms("what is it").is_empty());
         assert_eq!(terms("\"x\" OR y*"), ["x", "y"]);
     }

@@ -32,7 +32,13 @@ impl Retrieval {
     /// The bases, searched with the defaults (5 passages, no threshold, the bases' own
     /// mode).
     pub fn of(bases: Vec<String>) -> Retrieval {
-        Retrieval { bases, top_k: 5, threshold: 0.0, mode: None, rerank: None }
+        Retrieval {
+            bases,
+            top_k: 5,
+            threshold: 0.0,
+            mode: None,
+            rerank: None,
+        }
     }
 }
 
@@ -44,7 +50,12 @@ pub struct KnowledgeTool {
 }
 
 /// The tool `name` searching `retrieval.bases` in `store`.
-pub fn tool(name: &str, description: Option<&str>, store: Store, retrieval: Retrieval) -> Arc<dyn Tool> {
+pub fn tool(
+    name: &str,
+    description: Option<&str>,
+    store: Store,
+    retrieval: Retrieval,
+) -> Arc<dyn Tool> {
     let description = description.map_or_else(
         || {
             format!(
@@ -66,7 +77,9 @@ pub fn tool(name: &str, description: Option<&str>, store: Store, retrieval: Retr
             "required": ["query"]
         }),
         permission: Permission::Auto,
-        entry: Entry::Builtin { handler: SEARCH_KNOWLEDGE.into() },
+        entry: Entry::Builtin {
+            handler: SEARCH_KNOWLEDGE.into(),
+        },
         category: Some("knowledge".into()),
         timeout: None,
         tags: vec!["knowledge".into()],
@@ -78,7 +91,11 @@ pub fn tool(name: &str, description: Option<&str>, store: Store, retrieval: Retr
         is_final: false,
         hidden: false,
     };
-    Arc::new(KnowledgeTool { spec, store, retrieval })
+    Arc::new(KnowledgeTool {
+        spec,
+        store,
+        retrieval,
+    })
 }
 
 #[async_trait]
@@ -87,14 +104,32 @@ impl Tool for KnowledgeTool {
         &self.spec
     }
 
-    async fn call(&self, ctx: &ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
-        let text = args.get("query").and_then(Value::as_str).unwrap_or_default().trim().to_string();
+    async fn call(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let text = args
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         if text.is_empty() {
             return Ok(ToolOutput::error("query is empty: say what to look for"));
         }
         let r = &self.retrieval;
-        let top_k = args.get("top_k").and_then(Value::as_u64).map_or(r.top_k, |k| k as usize);
-        let query = Query { text, top_k, threshold: r.threshold, mode: r.mode, rerank: r.rerank.clone() };
+        let top_k = args
+            .get("top_k")
+            .and_then(Value::as_u64)
+            .map_or(r.top_k, |k| k as usize);
+        let query = Query {
+            text,
+            top_k,
+            threshold: r.threshold,
+            mode: r.mode,
+            rerank: r.rerank.clone(),
+        };
         let tenant = ctx.run.tenant.as_deref().unwrap_or(DEFAULT_TENANT);
         let kb = Knowledge::new(self.store.clone(), tenant);
         match kb.search_many(&r.bases, &query).await {

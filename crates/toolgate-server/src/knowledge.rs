@@ -79,9 +79,13 @@ pub struct SourceQuery {
 /// 409, an embeddings or rerank endpoint failing 502.
 fn api_error(e: KnowledgeError) -> ApiError {
     match e {
-        KnowledgeError::NoBase(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string()),
+        KnowledgeError::NoBase(_) => {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string())
+        }
         KnowledgeError::Invalid(_) => ApiError::bad_request(e.to_string()),
-        KnowledgeError::Endpoint(_) => ApiError::new(StatusCode::BAD_GATEWAY, "upstream", e.to_string()),
+        KnowledgeError::Endpoint(_) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, "upstream", e.to_string())
+        }
         KnowledgeError::Store(s) => s.into(),
     }
 }
@@ -110,10 +114,16 @@ pub async fn create_base(
     ApiJson(req): ApiJson<CreateBase>,
 ) -> Result<(StatusCode, Json<BaseRow>), ApiError> {
     let defaults = ChunkSize::default();
-    let size = ChunkSize::new(req.chunk.unwrap_or(defaults.size), req.overlap.unwrap_or(defaults.overlap))
-        .map_err(ApiError::bad_request)?;
+    let size = ChunkSize::new(
+        req.chunk.unwrap_or(defaults.size),
+        req.overlap.unwrap_or(defaults.overlap),
+    )
+    .map_err(ApiError::bad_request)?;
     let model = parse_spec(req.embeddings.as_deref().unwrap_or("none")).map_err(api_error)?;
-    let base = bases(&state, &who).create(&req.name, model, size).await.map_err(api_error)?;
+    let base = bases(&state, &who)
+        .create(&req.name, model, size)
+        .await
+        .map_err(api_error)?;
     Ok((StatusCode::CREATED, Json(base)))
 }
 
@@ -126,7 +136,9 @@ pub async fn get_base(
     Caller(who): Caller,
     PathId(name): PathId,
 ) -> Result<Json<BaseDetail>, ApiError> {
-    Ok(Json(bases(&state, &who).show(&name).await.map_err(api_error)?))
+    Ok(Json(
+        bases(&state, &who).show(&name).await.map_err(api_error)?,
+    ))
 }
 
 /// Removes a knowledge base and everything in it (admins).
@@ -158,14 +170,24 @@ pub async fn add_document(
         (None, Some(b64)) => base64::engine::general_purpose::STANDARD
             .decode(b64.trim())
             .map_err(|e| ApiError::bad_request(format!("base64: {e}")))?,
-        _ => return Err(ApiError::bad_request("give the document as text or as base64 (one of them)")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "give the document as text or as base64 (one of them)",
+            ));
+        }
     };
     if req.source.trim().is_empty() || req.source.chars().any(char::is_control) {
-        return Err(ApiError::bad_request("source must name the document (its extension says its kind)"));
+        return Err(ApiError::bad_request(
+            "source must name the document (its extension says its kind)",
+        ));
     }
     let kb = bases(&state, &who);
     let base = kb.base(&name).await.map_err(api_error)?;
-    Ok(Json(kb.add_bytes(&base, &req.source, &bytes).await.map_err(api_error)?))
+    Ok(Json(
+        kb.add_bytes(&base, &req.source, &bytes)
+            .await
+            .map_err(api_error)?,
+    ))
 }
 
 /// Removes one source from a knowledge base (admins).
@@ -179,7 +201,10 @@ pub async fn remove_document(
     PathId(name): PathId,
     ApiQuery(q): ApiQuery<SourceQuery>,
 ) -> Result<StatusCode, ApiError> {
-    bases(&state, &who).remove_source(&name, &q.source).await.map_err(api_error)?;
+    bases(&state, &who)
+        .remove_source(&name, &q.source)
+        .await
+        .map_err(api_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -201,6 +226,9 @@ pub async fn search(
         mode: req.mode,
         rerank: req.rerank,
     };
-    let passages = bases(&state, &who).search(&name, &query).await.map_err(api_error)?;
+    let passages = bases(&state, &who)
+        .search(&name, &query)
+        .await
+        .map_err(api_error)?;
     Ok(Json(SearchAnswer { passages }))
 }

@@ -70,7 +70,9 @@ pub struct NewChunk {
 }
 
 /// What storing a document did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum Stored {
@@ -113,7 +115,11 @@ pub fn bytes_vector(b: &[u8]) -> Vec<f32> {
 pub fn any_of(terms: &[String]) -> Vec<String> {
     terms
         .iter()
-        .map(|t| t.chars().filter(|c| c.is_alphanumeric()).collect::<String>())
+        .map(|t| {
+            t.chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect::<String>()
+        })
         .filter(|t| !t.is_empty())
         .collect()
 }

@@ -14,7 +14,8 @@ use crate::knowledge::{
 };
 
 /// A base with its totals (as `SELECT ... FROM knowledge_bases b`).
-const BASE: &str = "SELECT b.id, b.tenant, b.name, b.embeddings, b.dims, b.chunk_size, b.overlap, b.created_at,
+const BASE: &str =
+    "SELECT b.id, b.tenant, b.name, b.embeddings, b.dims, b.chunk_size, b.overlap, b.created_at,
         (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id),
         (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id),
         (SELECT coalesce(sum(bytes), 0)::BIGINT FROM knowledge_documents d WHERE d.base_id = b.id)
@@ -65,8 +66,10 @@ impl PgStore {
     {
         self.on_pool(move |s| async move {
             let client = s.client().await?;
-            let refs: Vec<&(dyn ToSql + Sync)> =
-                args.iter().map(|a| a.as_ref() as &(dyn ToSql + Sync)).collect();
+            let refs: Vec<&(dyn ToSql + Sync)> = args
+                .iter()
+                .map(|a| a.as_ref() as &(dyn ToSql + Sync))
+                .collect();
             let rows = client.query(&sql, &refs).await.map_err(|e| s.error(e))?;
             rows.iter()
                 .map(read)
@@ -176,7 +179,11 @@ impl PgStore {
     }
 
     /// The content hash stored for `source`, if the base has it.
-    pub async fn knowledge_hash(&self, base: i64, source: &str) -> Result<Option<String>, StoreError> {
+    pub async fn knowledge_hash(
+        &self,
+        base: i64,
+        source: &str,
+    ) -> Result<Option<String>, StoreError> {
         let rows = self
             .knowledge_rows(
                 "SELECT hash FROM knowledge_documents WHERE base_id = $1 AND source = $2".into(),
@@ -198,7 +205,9 @@ impl PgStore {
         self.on_pool(move |s| async move {
             let mut client = s.client().await?;
             let tx = client.transaction().await.map_err(|e| s.error(e))?;
-            let stored = put_document(&tx, base, &doc).await.map_err(|e| s.error(e))?;
+            let stored = put_document(&tx, base, &doc)
+                .await
+                .map_err(|e| s.error(e))?;
             tx.commit().await.map_err(|e| s.error(e))?;
             s.committed();
             Ok(stored)
@@ -216,7 +225,9 @@ impl PgStore {
         self.on_pool(move |s| async move {
             let mut client = s.client().await?;
             let tx = client.transaction().await.map_err(|e| s.error(e))?;
-            let found = drop_document(&tx, base, &source).await.map_err(|e| s.error(e))?;
+            let found = drop_document(&tx, base, &source)
+                .await
+                .map_err(|e| s.error(e))?;
             tx.commit().await.map_err(|e| s.error(e))?;
             s.committed();
             Ok(found)
@@ -244,7 +255,11 @@ impl PgStore {
                  WHERE c.base_id = $1 AND c.tsv @@ q
                  ORDER BY score DESC, c.id LIMIT $3"
             ),
-            vec![Box::new(base), Box::new(terms.join(" | ")), Box::new(limit as i64)],
+            vec![
+                Box::new(base),
+                Box::new(terms.join(" | ")),
+                Box::new(limit as i64),
+            ],
             hit_row,
         )
         .await
@@ -262,7 +277,11 @@ impl PgStore {
     }
 
     /// The base's chunks of these ids (raw score 0), in no particular order.
-    pub async fn knowledge_chunks(&self, base: i64, ids: &[i64]) -> Result<Vec<ChunkHit>, StoreError> {
+    pub async fn knowledge_chunks(
+        &self,
+        base: i64,
+        ids: &[i64],
+    ) -> Result<Vec<ChunkHit>, StoreError> {
         self.knowledge_rows(
             format!(
                 "SELECT {HIT}, 0.0::FLOAT8 FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
@@ -312,15 +331,20 @@ async fn put_document(
     let starts: Vec<i64> = c.iter().map(|c| c.start).collect();
     let ends: Vec<i64> = c.iter().map(|c| c.end).collect();
     let texts: Vec<String> = c.iter().map(|c| c.text.clone()).collect();
-    let vectors: Vec<Option<Vec<u8>>> =
-        c.iter().map(|c| c.embedding.as_deref().map(vector_bytes)).collect();
+    let vectors: Vec<Option<Vec<u8>>> = c
+        .iter()
+        .map(|c| c.embedding.as_deref().map(vector_bytes))
+        .collect();
     tx.execute(
         "INSERT INTO knowledge_chunks (document_id, base_id, ordinal, section, start_offset, end_offset, text, embedding)
          SELECT $1, $2, * FROM UNNEST($3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], $7::TEXT[], $8::BYTEA[])",
         &[&id, &base, &ordinals, &sections, &starts, &ends, &texts, &vectors],
     )
     .await?;
-    if let Some(dims) = c.iter().find_map(|c| c.embedding.as_ref().map(|v| v.len() as i64)) {
+    if let Some(dims) = c
+        .iter()
+        .find_map(|c| c.embedding.as_ref().map(|v| v.len() as i64))
+    {
         tx.execute(
             "UPDATE knowledge_bases SET dims = coalesce(dims, $2) WHERE id = $1",
             &[&base, &dims],

@@ -14,7 +14,8 @@ use crate::knowledge::{
 use toolgate_protocol::clock::now_ms;
 
 /// A base with its totals, by tenant and name.
-const BASE: &str = "SELECT b.id, b.tenant, b.name, b.embeddings, b.dims, b.chunk_size, b.overlap, b.created_at,
+const BASE: &str =
+    "SELECT b.id, b.tenant, b.name, b.embeddings, b.dims, b.chunk_size, b.overlap, b.created_at,
         (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id),
         (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id),
         (SELECT coalesce(sum(bytes), 0) FROM knowledge_documents d WHERE d.base_id = b.id)
@@ -80,7 +81,8 @@ impl SqliteStore {
     /// The tenant's bases, by name.
     pub fn knowledge_bases(&self, tenant: &str) -> Result<Vec<BaseRow>, RunsError> {
         self.read_runs(|conn| {
-            let mut stmt = conn.prepare_cached(&format!("{BASE} WHERE b.tenant = ?1 ORDER BY b.name"))?;
+            let mut stmt =
+                conn.prepare_cached(&format!("{BASE} WHERE b.tenant = ?1 ORDER BY b.name"))?;
             let rows = stmt.query_map([tenant], base_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
@@ -202,7 +204,11 @@ impl SqliteStore {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let query = terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR ");
+        let query = terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ");
         self.read_runs(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {HIT}, -bm25(knowledge_fts, 1.0, 0.5) AS score
@@ -267,9 +273,15 @@ fn insert_document(tx: &Transaction<'_>, base: i64, doc: &NewDocument) -> Result
     )?;
     for c in &doc.chunks {
         let vector = c.embedding.as_deref().map(vector_bytes);
-        insert.execute(params![document, base, c.ordinal, c.section, c.start, c.end, c.text, vector])?;
+        insert.execute(params![
+            document, base, c.ordinal, c.section, c.start, c.end, c.text, vector
+        ])?;
     }
-    if let Some(dims) = doc.chunks.iter().find_map(|c| c.embedding.as_ref().map(Vec::len)) {
+    if let Some(dims) = doc
+        .chunks
+        .iter()
+        .find_map(|c| c.embedding.as_ref().map(Vec::len))
+    {
         tx.execute(
             "UPDATE knowledge_bases SET dims = coalesce(dims, ?2) WHERE id = ?1",
             params![base, dims as i64],
