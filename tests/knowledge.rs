@@ -212,7 +212,7 @@ fn semantic_and_hybrid_search_use_the_embeddings_endpoint() {
             assert!(r >= 0.9, "{}: {mode} recall@5 {r}: {misses:#?}", db.name());
         }
         // Words the documents do not use, meaning what they say.
-        let q = "reboot the gadget";
+        let q = "reboot switch";
         assert!(search(&db, p, url, q, &["--mode", "fulltext"]).is_empty());
         for mode in ["semantic", "hybrid"] {
             let hits = search(&db, p, url, q, &["--mode", mode, "--top-k", "1"]);

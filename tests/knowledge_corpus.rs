@@ -228,6 +228,7 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("reboot", "reset"),
     ("gadget", "router"),
     ("restart", "reset"),
+    ("switch", "button"),
 ];
 
 /// The fake model's vector for `text`: each stemmed word adds 1 to its dimension.
