@@ -198,7 +198,7 @@ pub fn run(args: KbArgs, db: &Path) -> Result<ExitCode, Failure> {
                         d.source.clone(),
                         d.chunks.to_string(),
                         d.bytes.to_string(),
-                        d.hash[..12].to_string(),
+                        d.hash.get(..12).unwrap_or(&d.hash).to_string(),
                     ]
                 })
                 .collect();

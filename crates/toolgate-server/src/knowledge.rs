@@ -71,7 +71,9 @@ pub struct SearchAnswer {
 
 /// Which source to remove.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SourceQuery {
+    /// The source, as the base lists it.
     pub source: String,
 }
 
