@@ -94,5 +94,6 @@ mod tool_runtime;
 mod tool_validation;
 mod totals;
 mod wal_upkeep;
+mod web_fetch;
 mod workers_pg;
 mod workspace_confinement;

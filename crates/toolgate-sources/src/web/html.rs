@@ -124,7 +124,10 @@ dens, their young and the long days they spend grooming their thick fur coats.</
             md.contains("[care guide](https://zoo.example/care/otters)"),
             "{md}"
         );
-        assert!(md.contains("[field study](https://example.org/study)"), "{md}");
+        assert!(
+            md.contains("[field study](https://example.org/study)"),
+            "{md}"
+        );
         assert!(md.contains("## Diet"), "{md}");
         for mark in ["SCRIPT-MARK", "NAV-MARK", "FOOTER-MARK", "color:red"] {
             assert!(!md.contains(mark), "{mark} in {md}");
@@ -138,8 +141,14 @@ dens, their young and the long days they spend grooming their thick fur coats.</
             "https://a.example/",
         );
         assert_eq!(page.title, "Tiny");
-        assert!(page.markdown.contains("[one](https://a.example/)"), "{page:?}");
-        assert!(!page.markdown.contains("NAV-MARK") && !page.markdown.contains("SCRIPT-MARK"), "{page:?}");
+        assert!(
+            page.markdown.contains("[one](https://a.example/)"),
+            "{page:?}"
+        );
+        assert!(
+            !page.markdown.contains("NAV-MARK") && !page.markdown.contains("SCRIPT-MARK"),
+            "{page:?}"
+        );
     }
 
     #[test]

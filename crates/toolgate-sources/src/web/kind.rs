@@ -92,7 +92,11 @@ mod tests {
             (Some("image/png"), png, Kind::Image("image/png")),
             (Some("image/tiff"), b"II*", Kind::Other("image/tiff".into())),
             (Some("text/markdown"), b"# x", Kind::Text),
-            (Some("application/zip"), b"PK", Kind::Other("application/zip".into())),
+            (
+                Some("application/zip"),
+                b"PK",
+                Kind::Other("application/zip".into()),
+            ),
             (None, b"%PDF-1.4", Kind::Pdf),
             (None, png, Kind::Image("image/png")),
             (None, b"  <!DOCTYPE html><p>x", Kind::Html),

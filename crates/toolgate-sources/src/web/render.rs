@@ -112,14 +112,24 @@ fn json_part(page: &Fetched, window: Window) -> Part {
 }
 
 /// The text with its title and URL above, the window's note and `note` below.
-fn framed(title: Option<&str>, url: &str, body: &str, window: Window, note: Option<&str>) -> String {
+fn framed(
+    title: Option<&str>,
+    url: &str,
+    body: &str,
+    window: Window,
+    note: Option<&str>,
+) -> String {
     let mut out = String::new();
     if let Some(title) = title.filter(|t| !t.is_empty()) {
         out.push_str(&format!("Title: {title}\n"));
     }
     out.push_str(&format!("URL: {url}\n\n"));
     let total = body.chars().count();
-    let shown: String = body.chars().skip(window.start).take(window.max_chars).collect();
+    let shown: String = body
+        .chars()
+        .skip(window.start)
+        .take(window.max_chars)
+        .collect();
     out.push_str(&shown);
     let end = (window.start + window.max_chars).min(total);
     if window.start >= total && total > 0 {
@@ -192,9 +202,15 @@ mod tests {
         let all = framed(Some("T"), "https://a/", "abcdef", w(0, 10), None);
         assert_eq!(all, "Title: T\nURL: https://a/\n\nabcdef");
         let head = framed(None, "https://a/", "abcdef", w(0, 4), None);
-        assert!(head.ends_with("abcd\n\n[characters 0 to 4 of 6; call again with start: 4 for more]"), "{head}");
+        assert!(
+            head.ends_with("abcd\n\n[characters 0 to 4 of 6; call again with start: 4 for more]"),
+            "{head}"
+        );
         let tail = framed(None, "https://a/", "abcdef", w(4, 4), Some("[n]"));
-        assert!(tail.ends_with("ef\n\n[characters 4 to 6 of 6]\n\n[n]"), "{tail}");
+        assert!(
+            tail.ends_with("ef\n\n[characters 4 to 6 of 6]\n\n[n]"),
+            "{tail}"
+        );
         let past = framed(None, "https://a/", "abcdef", w(9, 4), None);
         assert!(past.contains("past the end"), "{past}");
     }

@@ -85,7 +85,8 @@ pub fn spec() -> ToolSpec {
     if let Ok(Some(p)) = configured()
         && p.needs_key()
     {
-        s.credentials = BTreeMap::from([(KEY_ARG.to_string(), Credential::Secret(KEY_SECRET.into()))]);
+        s.credentials =
+            BTreeMap::from([(KEY_ARG.to_string(), Credential::Secret(KEY_SECRET.into()))]);
     }
     s
 }
@@ -177,9 +178,7 @@ pub async fn search(
 
 /// `TOOLGATE_SEARCH_URL`, or the provider's public endpoint.
 fn endpoint(provider: &dyn Provider) -> Result<reqwest::Url, ToolError> {
-    let configured = std::env::var(URL_ENV)
-        .ok()
-        .filter(|u| !u.trim().is_empty());
+    let configured = std::env::var(URL_ENV).ok().filter(|u| !u.trim().is_empty());
     let url = match (configured, provider.default_endpoint()) {
         (Some(url), _) => url,
         (None, Some(url)) => url.to_string(),
@@ -190,6 +189,5 @@ fn endpoint(provider: &dyn Provider) -> Result<reqwest::Url, ToolError> {
             )));
         }
     };
-    http::parse_url(url.trim())
-        .map_err(|e| ToolError::Execution(format!("{URL_ENV}: {e}")))
+    http::parse_url(url.trim()).map_err(|e| ToolError::Execution(format!("{URL_ENV}: {e}")))
 }
