@@ -112,3 +112,43 @@ pub(crate) fn get(
         retry: http::Retry::default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::net::SocketAddr;
+
+    use async_trait::async_trait;
+    use toolgate_tool::net::AllowList;
+
+    use super::*;
+
+    /// Every name resolves to one private address.
+    struct Intranet;
+
+    #[async_trait]
+    impl Resolve for Intranet {
+        async fn lookup(&self, _host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+            Ok(vec![SocketAddr::from(([10, 1, 2, 3], port))])
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_inside_is_refused_before_connecting() {
+        let url = Url::parse("https://docs.example/guide").unwrap();
+        let req = get(
+            url,
+            "*/*",
+            AllowList::default(),
+            1024,
+            Duration::from_secs(5),
+        );
+        let Err(err) = fetch_with(&req, &Intranet).await else {
+            panic!("fetched");
+        };
+        assert!(
+            matches!(&err, ToolError::BlockedAddress { address, .. } if address == "10.1.2.3"),
+            "{err}"
+        );
+    }
+}
