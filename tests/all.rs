@@ -98,5 +98,7 @@ mod tool_runtime;
 mod tool_validation;
 mod totals;
 mod wal_upkeep;
+mod web_fetch;
+mod web_search;
 mod workers_pg;
 mod workspace_confinement;

@@ -61,6 +61,18 @@ pub fn read() -> Vec<(&'static str, &'static str)> {
             "Allow-list entries (hosts, addresses, networks) every HTTP tool may reach although the network rule refuses them.",
         ),
         (
+            toolgate::tool::sources::web::fetch::MAX_BYTES_ENV,
+            "The most bytes `web_fetch` reads of one response (default 10 MiB).",
+        ),
+        (
+            toolgate::tool::sources::web::search::PROVIDER_ENV,
+            "The provider `web_search` asks: `searxng`, `brave` or `tavily` (its key: the stored secret `web_search.api_key`).",
+        ),
+        (
+            toolgate::tool::sources::web::search::URL_ENV,
+            "The search provider's endpoint: a SearXNG instance's URL (required for SearXNG), or another URL for Brave or Tavily.",
+        ),
+        (
             toolgate::tool::policy::hooks::SECRET_ENV,
             "The key URL hooks are signed with (else the notifications' key).",
         ),

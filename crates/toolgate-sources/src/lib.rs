@@ -7,6 +7,7 @@ pub mod dify;
 pub mod mcp;
 pub mod openapi;
 pub mod tool_file;
+pub mod web;
 
 use std::sync::Arc;
 

@@ -31,6 +31,9 @@ pub const CLEARED_ENV: &[&str] = &[
     "TOOLGATE_LOG_FORMAT",
     "OPENAI_API_KEY",
     "RUST_LOG",
+    "TOOLGATE_SEARCH_PROVIDER",
+    "TOOLGATE_SEARCH_URL",
+    "TOOLGATE_FETCH_MAX_BYTES",
 ];
 
 /// The root of the workspace (the folder of the root Cargo.toml).

@@ -67,6 +67,8 @@ pub fn specs() -> Vec<ToolSpec> {
         files::list_spec(),
         files::write_spec(),
         shell::spec(),
+        crate::web::fetch::spec(),
+        crate::web::search::spec(),
     ]
 }
 
@@ -108,12 +110,14 @@ pub fn handler(handler: &str, spec: ToolSpec) -> Option<Arc<dyn Tool>> {
         "list_dir" => files::list_dir,
         "write_file" => files::write_file,
         "shell" => return Some(Arc::new(shell::Shell { spec })),
+        "web_fetch" => crate::web::fetch::web_fetch,
+        "web_search" => crate::web::search::web_search,
         _ => return None,
     };
     Some(Arc::new(Builtin { spec, handler }))
 }
 
-pub const HANDLERS: [&str; 8] = [
+pub const HANDLERS: [&str; 10] = [
     "echo",
     "calculator",
     "current_time",
@@ -122,10 +126,17 @@ pub const HANDLERS: [&str; 8] = [
     "list_dir",
     "write_file",
     "shell",
+    "web_fetch",
+    "web_search",
 ];
 
 /// A built-in spec: its entry names its own handler.
-fn spec(name: &str, description: &str, permission: Permission, parameters: Value) -> ToolSpec {
+pub(crate) fn spec(
+    name: &str,
+    description: &str,
+    permission: Permission,
+    parameters: Value,
+) -> ToolSpec {
     ToolSpec {
         tags: vec!["builtin".to_string()],
         ..ToolSpec::new(name, description, permission, parameters)
@@ -133,6 +144,6 @@ fn spec(name: &str, description: &str, permission: Permission, parameters: Value
 }
 
 /// A string argument the schema made sure of.
-fn text_arg<'a>(args: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
+pub(crate) fn text_arg<'a>(args: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
 }

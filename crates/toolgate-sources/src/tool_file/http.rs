@@ -149,14 +149,23 @@ fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
 }
 
 /// Why one try failed: a connection that could not be made may be tried again.
-enum Failure {
+pub(crate) enum Failure {
     Connect(ToolError),
     Other(ToolError),
 }
 
+impl Failure {
+    /// The error, whatever the kind of failure.
+    pub(crate) fn into_error(self) -> ToolError {
+        match self {
+            Failure::Connect(e) | Failure::Other(e) => e,
+        }
+    }
+}
+
 /// One try: the request and its redirects, each hop checked before it connects. The
 /// final response, and the URL it came from.
-async fn follow(
+pub(crate) async fn follow(
     req: &Request,
     resolver: &dyn Resolve,
 ) -> Result<(reqwest::Response, reqwest::Url), Failure> {
