@@ -20,7 +20,7 @@ pub use error::{Refusal, StoreError};
 pub use feed::{Change, ChangeKind, Watched, next_change_of};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
 pub use model::{
-    CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
+    Attempt, CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
     RunSave, Scope, SecretScope, StoredCall,
 };
 pub use sqlite::{
