@@ -70,6 +70,7 @@ impl RetryOn {
 /// `retry:` as a file writes it (every key optional, none unknown).
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Retry")]
 pub struct RawRetry {
     /// Tries in all, the first one included (default 3, at most 10).
     #[serde(default)]
