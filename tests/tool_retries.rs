@@ -274,3 +274,44 @@ fn an_mcp_server_that_drops_mid_call_is_started_again_and_a_read_only_call_retri
     assert_eq!(rec["error_kind"], "server_unavailable", "{rec}");
     assert!(rec.get("attempts").is_none(), "{rec}");
 }
+
+#[test]
+fn the_tries_are_kept_by_both_store_backends_for_runs_and_single_calls() {
+    let port = free_port();
+    let tool = format!(
+        "name: ping\ndescription: Ping.\nread_only: true\n\
+         entry: {{type: http, url: \"http://127.0.0.1:{port}/\", allow_hosts: [\"127.0.0.1\"]}}\n\
+         retry: {{attempts: 2, backoff: 0, on: [connect]}}\n"
+    );
+    let replies = "replies:\n  - content: Pinging.\n    tool_calls: [{id: call_ping, name: ping, arguments: {}}]\n  - content: It is down.\n";
+    let agent = "name: pinger\nmodel: scripted:replies.yaml\ntools: [ping]\npermissions: {ping: auto}\n";
+    let w = world(&[
+        ("tools/ping.yaml", tool),
+        ("replies.yaml", replies.to_string()),
+        ("agent.yaml", agent.to_string()),
+    ]);
+    let d = w.path();
+    for db in crate::databases::TestDb::both() {
+        let run = |args: &[&str]| {
+            toolgate(d)
+                .arg("--db")
+                .arg(db.arg())
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let out = run(&["run", "--agent", "agent.yaml", "--json", "ping it"]);
+        assert_eq!(out.status.code(), Some(0), "{}: {}", db.name(), all(&out));
+        let out = run(&["tools", "call", "ping", "--args", "{}", "--conversation", "single"]);
+        assert_eq!(out.status.code(), Some(1), "{}: {}", db.name(), all(&out));
+        let out = run(&["calls", "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{}: {e}: {}", db.name(), all(&out)));
+        let calls = v["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 2, "{}: {v}", db.name());
+        for rec in calls {
+            assert_eq!(outcomes(rec), ["connect", "connect"], "{}: {rec}", db.name());
+            assert_eq!(rec["attempts"][0]["wait_ms"], 0.0, "{}: {rec}", db.name());
+        }
+    }
+}
