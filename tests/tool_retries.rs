@@ -59,7 +59,10 @@ fn start_api() -> Api {
     let api = Api { child, port };
     let start = Instant::now();
     while get(port, "/openapi.json").is_none() {
-        assert!(start.elapsed() < Duration::from_secs(60), "the API did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the API did not start"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     api
@@ -118,8 +121,8 @@ fn call_and_record(dir: &Path, tool: &str, args: Value, conv: &str) -> (Output, 
         .args(["calls", "--conversation", conv, "--json"])
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&listed.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", all(&listed)));
+    let v: Value =
+        serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {}", all(&listed)));
     let calls = v["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{v}");
     (out, calls[0].clone())
@@ -140,7 +143,10 @@ fn outcomes(record: &Value) -> Vec<String> {
 #[test]
 fn openapi_calls_are_retried_on_5xx_and_429_honouring_retry_after() {
     let api = start_api();
-    let w = flaky_world(&api, "{attempts: 3, backoff: 50ms, on: [429, 5xx, timeout]}");
+    let w = flaky_world(
+        &api,
+        "{attempts: 3, backoff: 50ms, on: [429, 5xx, timeout]}",
+    );
     let d = w.path();
 
     // Two 503s, then the answer: three tries, each on the record.
@@ -148,8 +154,17 @@ fn openapi_calls_are_retried_on_5xx_and_429_honouring_retry_after() {
     assert!(out.status.success(), "{}", all(&out));
     assert_eq!(rec["status"], "succeeded", "{rec}");
     assert_eq!(outcomes(&rec), ["5xx", "5xx", "succeeded"], "{rec}");
-    assert!(rec["attempts"][0]["error"].as_str().unwrap().contains("503"), "{rec}");
-    assert_eq!(rec["attempts"][1]["wait_ms"], 100.0, "the backoff doubles: {rec}");
+    assert!(
+        rec["attempts"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("503"),
+        "{rec}"
+    );
+    assert_eq!(
+        rec["attempts"][1]["wait_ms"], 100.0,
+        "the backoff doubles: {rec}"
+    );
     assert_eq!(hits(&api, "a"), 3);
 
     // A 429 with Retry-After: 1 waits that second, not the 50 ms backoff.
@@ -230,10 +245,16 @@ fn an_http_tool_file_retries_a_refused_connection_and_a_bad_policy_names_its_key
 
     let bad = tool.replace("on: [connect]", "on: [teapot]");
     let w = world(&[("tools/ping.yaml", bad)]);
-    let out = toolgate(w.path()).args(["tools", "check"]).output().unwrap();
+    let out = toolgate(w.path())
+        .args(["tools", "check"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", all(&out));
     let text = all(&out);
-    assert!(text.contains("ping.yaml:5") && text.contains("teapot"), "{text}");
+    assert!(
+        text.contains("ping.yaml:5") && text.contains("teapot"),
+        "{text}"
+    );
 }
 
 /// The dropping MCP server declared with `retry`.
@@ -284,7 +305,8 @@ fn the_tries_are_kept_by_both_store_backends_for_runs_and_single_calls() {
          retry: {{attempts: 2, backoff: 0, on: [connect]}}\n"
     );
     let replies = "replies:\n  - content: Pinging.\n    tool_calls: [{id: call_ping, name: ping, arguments: {}}]\n  - content: It is down.\n";
-    let agent = "name: pinger\nmodel: scripted:replies.yaml\ntools: [ping]\npermissions: {ping: auto}\n";
+    let agent =
+        "name: pinger\nmodel: scripted:replies.yaml\ntools: [ping]\npermissions: {ping: auto}\n";
     let w = world(&[
         ("tools/ping.yaml", tool),
         ("replies.yaml", replies.to_string()),
@@ -302,7 +324,15 @@ fn the_tries_are_kept_by_both_store_backends_for_runs_and_single_calls() {
         };
         let out = run(&["run", "--agent", "agent.yaml", "--json", "ping it"]);
         assert_eq!(out.status.code(), Some(0), "{}: {}", db.name(), all(&out));
-        let out = run(&["tools", "call", "ping", "--args", "{}", "--conversation", "single"]);
+        let out = run(&[
+            "tools",
+            "call",
+            "ping",
+            "--args",
+            "{}",
+            "--conversation",
+            "single",
+        ]);
         assert_eq!(out.status.code(), Some(1), "{}: {}", db.name(), all(&out));
         let out = run(&["calls", "--json"]);
         let v: Value = serde_json::from_slice(&out.stdout)
@@ -310,7 +340,12 @@ fn the_tries_are_kept_by_both_store_backends_for_runs_and_single_calls() {
         let calls = v["calls"].as_array().unwrap();
         assert_eq!(calls.len(), 2, "{}: {v}", db.name());
         for rec in calls {
-            assert_eq!(outcomes(rec), ["connect", "connect"], "{}: {rec}", db.name());
+            assert_eq!(
+                outcomes(rec),
+                ["connect", "connect"],
+                "{}: {rec}",
+                db.name()
+            );
             assert_eq!(rec["attempts"][0]["wait_ms"], 0.0, "{}: {rec}", db.name());
         }
     }

@@ -132,8 +132,9 @@ impl RetryPolicy {
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .map(Duration::from_secs_f64)
                 .ok_or("backoff must be 0 or more seconds")?,
-            Some(Value::String(s)) => crate::policy::parse_duration(s)
-                .map_err(|e| format!("backoff: {e}"))?,
+            Some(Value::String(s)) => {
+                crate::policy::parse_duration(s).map_err(|e| format!("backoff: {e}"))?
+            }
             Some(other) => return Err(format!("backoff: {other} is not a duration")),
         };
         let on = match &raw.on {
@@ -193,12 +194,23 @@ pub enum Noted {
 
 /// The retryable failure a try's `result` is (with what its tool `noted`), if any.
 pub fn failure_of(result: &Result<ToolOutput, ToolError>, noted: Option<Noted>) -> Option<Failure> {
-    let plain = |on| Some(Failure { on, retry_after: None });
+    let plain = |on| {
+        Some(Failure {
+            on,
+            retry_after: None,
+        })
+    };
     match (result, noted) {
         (Err(ToolError::Timeout(_)), _) => plain(RetryOn::Timeout),
         (Err(ToolError::ServerUnavailable(_)), _) => plain(RetryOn::Connect),
         (Err(_), Some(Noted::Connect)) => plain(RetryOn::Connect),
-        (Ok(out), Some(Noted::Status { status, retry_after })) if out.is_error => {
+        (
+            Ok(out),
+            Some(Noted::Status {
+                status,
+                retry_after,
+            }),
+        ) if out.is_error => {
             let on = match status {
                 429 => RetryOn::TooManyRequests,
                 500..=599 => RetryOn::ServerError,
@@ -224,14 +236,20 @@ mod tests {
 
     #[test]
     fn a_written_policy_reads_with_its_defaults() {
-        let p = RetryPolicy::read(&json!({"attempts": 4, "backoff": "200ms", "on": ["timeout", 429]}))
-            .unwrap();
+        let p =
+            RetryPolicy::read(&json!({"attempts": 4, "backoff": "200ms", "on": ["timeout", 429]}))
+                .unwrap();
         assert_eq!(p.attempts, 4);
         assert_eq!(p.backoff, Duration::from_millis(200));
         assert_eq!(p.on, [RetryOn::Timeout, RetryOn::TooManyRequests]);
         let d = RetryPolicy::read(&json!({})).unwrap();
         assert_eq!((d.attempts, d.backoff, d.on.len()), (3, DEFAULT_BACKOFF, 4));
-        for bad in [json!({"attempts": 0}), json!({"on": ["404"]}), json!({"tries": 2}), json!({"backoff": -1})] {
+        for bad in [
+            json!({"attempts": 0}),
+            json!({"on": ["404"]}),
+            json!({"tries": 2}),
+            json!({"backoff": -1}),
+        ] {
             assert!(RetryPolicy::read(&bad).is_err(), "{bad}");
         }
     }
@@ -240,8 +258,14 @@ mod tests {
     fn waits_double_and_retry_after_wins() {
         let p = RetryPolicy::read(&json!({"attempts": 3, "backoff": 1})).unwrap();
         let f = |on, retry_after| Failure { on, retry_after };
-        assert_eq!(p.wait_before(2, &f(RetryOn::ServerError, None)), Some(Duration::from_secs(1)));
-        assert_eq!(p.wait_before(3, &f(RetryOn::ServerError, None)), Some(Duration::from_secs(2)));
+        assert_eq!(
+            p.wait_before(2, &f(RetryOn::ServerError, None)),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            p.wait_before(3, &f(RetryOn::ServerError, None)),
+            Some(Duration::from_secs(2))
+        );
         assert_eq!(p.wait_before(4, &f(RetryOn::ServerError, None)), None);
         let later = Some(Duration::from_millis(300));
         assert_eq!(p.wait_before(2, &f(RetryOn::TooManyRequests, later)), later);
@@ -253,16 +277,35 @@ mod tests {
     fn only_safe_calls_are_retried() {
         let p = RetryPolicy::read(&json!({})).unwrap();
         assert!(p.applies(true) && !p.applies(false));
-        assert!(RetryPolicy::read(&json!({"idempotent": true})).unwrap().applies(false));
-        assert!(!RetryPolicy::read(&json!({"attempts": 1})).unwrap().applies(true));
+        assert!(
+            RetryPolicy::read(&json!({"idempotent": true}))
+                .unwrap()
+                .applies(false)
+        );
+        assert!(
+            !RetryPolicy::read(&json!({"attempts": 1}))
+                .unwrap()
+                .applies(true)
+        );
     }
 
     #[test]
     fn failures_are_classified_by_error_and_status() {
         let err = ToolOutput::error("HTTP 503");
-        let status = |s| Some(Noted::Status { status: s, retry_after: None });
-        assert_eq!(failure_of(&Ok(err.clone()), status(503)).unwrap().on, RetryOn::ServerError);
-        assert_eq!(failure_of(&Ok(err.clone()), status(429)).unwrap().on, RetryOn::TooManyRequests);
+        let status = |s| {
+            Some(Noted::Status {
+                status: s,
+                retry_after: None,
+            })
+        };
+        assert_eq!(
+            failure_of(&Ok(err.clone()), status(503)).unwrap().on,
+            RetryOn::ServerError
+        );
+        assert_eq!(
+            failure_of(&Ok(err.clone()), status(429)).unwrap().on,
+            RetryOn::TooManyRequests
+        );
         assert_eq!(failure_of(&Ok(err), status(404)), None);
         assert_eq!(failure_of(&Ok(ToolOutput::text("ok")), status(200)), None);
         let t = Err(ToolError::Timeout(Duration::from_secs(1)));
@@ -270,7 +313,10 @@ mod tests {
         let gone = Err(ToolError::ServerUnavailable("stopped".into()));
         assert_eq!(failure_of(&gone, None).unwrap().on, RetryOn::Connect);
         let refused = Err(ToolError::Execution("connection refused".into()));
-        assert_eq!(failure_of(&refused, Some(Noted::Connect)).unwrap().on, RetryOn::Connect);
+        assert_eq!(
+            failure_of(&refused, Some(Noted::Connect)).unwrap().on,
+            RetryOn::Connect
+        );
         assert_eq!(failure_of(&refused, None), None);
     }
 }

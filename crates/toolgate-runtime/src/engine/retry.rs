@@ -49,9 +49,7 @@ pub(super) async fn invoke(
         ctx.take_noted();
         let result = once(tool, ctx, args.clone(), cancel).await;
         let failure = failure_of(&result, ctx.take_noted());
-        let wait = failure
-            .as_ref()
-            .and_then(|f| policy.wait_before(n + 1, f));
+        let wait = failure.as_ref().and_then(|f| policy.wait_before(n + 1, f));
         attempts.push(attempt(n, &result, failure.as_ref(), start.elapsed(), wait));
         let Some(wait) = wait else {
             return finished(result, attempts);

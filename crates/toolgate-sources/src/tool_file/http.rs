@@ -13,8 +13,8 @@ use reqwest::Method;
 use serde_json::{Map, Value};
 
 use toolgate_tool::net::{self, AllowList, Resolve, SystemResolver};
-use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use toolgate_tool::retry::Noted;
+use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) use super::templates::percent_encode;
 use super::templates::{arg_text, fill, placeholders};
