@@ -327,6 +327,7 @@ fn million(dir: &tempfile::TempDir) -> Store {
                         started_at: 1_700_000_000_000 + n as i64,
                         duration_ms: (n % 997) as f64 * 0.37,
                         replaced: false,
+                        attempts: Vec::new(),
                     }
                 })
                 .collect();
@@ -388,6 +389,7 @@ fn tree(store: &Store) -> String {
                     started_at: 1_800_000_000_000 + n as i64,
                     duration_ms: 0.5,
                     replaced: false,
+                    attempts: Vec::new(),
                 })
                 .collect();
             store

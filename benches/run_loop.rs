@@ -220,6 +220,7 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
                 started_at: 0,
                 duration_ms: 0.0,
                 replaced: false,
+                attempts: Vec::new(),
             };
             store
                 .save_run(&id, owner, save(i, vec![record]))

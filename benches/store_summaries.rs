@@ -82,6 +82,7 @@ fn record(n: usize) -> CallRecord {
         started_at: 1_700_000_000_000 + n as i64,
         duration_ms: (n % 997) as f64 * 0.37,
         replaced: false,
+        attempts: Vec::new(),
     }
 }
 

@@ -61,6 +61,7 @@ fn main() {
                             started_at: 0,
                             duration_ms: 0.01,
                             replaced: false,
+                            attempts: Vec::new(),
                         })
                         .collect();
                     if let Err(e) = store.record_calls(batch).await {

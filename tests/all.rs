@@ -94,6 +94,7 @@ mod takeup;
 mod tenant_walls;
 mod tenants_sdk;
 mod tool_files;
+mod tool_retries;
 mod tool_runtime;
 mod tool_validation;
 mod totals;

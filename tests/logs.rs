@@ -138,6 +138,7 @@ fn record(i: i64) -> CallRecord {
         started_at: i,
         duration_ms: 1.0,
         replaced: false,
+        attempts: Vec::new(),
     };
     r.set_result(&"z".repeat(2000));
     r

@@ -58,6 +58,7 @@ fn record(
         started_at,
         duration_ms,
         replaced: false,
+        attempts: Vec::new(),
     }
 }
 

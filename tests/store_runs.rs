@@ -122,6 +122,7 @@ fn record(run: &str, call: &str) -> CallRecord {
         started_at: 1,
         duration_ms: 1.0,
         replaced: false,
+        attempts: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ fn record(n: usize) -> CallRecord {
         started_at: 1_000 + n as i64,
         duration_ms: ((n * 37) % 997) as f64,
         replaced: false,
+        attempts: Vec::new(),
     }
 }
 
@@ -343,6 +344,7 @@ fn varied(n: usize) -> CallRecord {
         started_at: 10_000 + (n as i64 * 37) % 4_000,
         duration_ms,
         replaced: n.is_multiple_of(50),
+        attempts: Vec::new(),
     }
 }
 

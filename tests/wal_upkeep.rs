@@ -27,6 +27,7 @@ fn record(n: usize) -> CallRecord {
         started_at: 1_000 + n as i64,
         duration_ms: 1.0,
         replaced: false,
+        attempts: Vec::new(),
     }
 }
 

@@ -21,8 +21,8 @@ pub use error::{Refusal, StoreError};
 pub use feed::{Change, ChangeKind, Watched, next_change_of};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
 pub use model::{
-    CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
-    RunSave, Scope, SecretScope, StoredCall,
+    Attempt, CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink,
+    RunRow, RunSave, Scope, SecretScope, StoredCall,
 };
 pub use sqlite::{
     APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyInfo, KeyLookup,

@@ -212,6 +212,43 @@ pub struct CallRecord {
     /// still what the tool returned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replaced: bool,
+    /// Each try of a call its retry policy tried more than once, in order (empty for
+    /// a call tried once: the record is that try).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+}
+
+/// One try of a call that was tried more than once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Attempt {
+    /// 1 for the first try.
+    pub attempt: u32,
+    /// `succeeded`, the failure that was retried (`timeout`, `connect`, `429`, `5xx`),
+    /// or `failed` for a last try that failed otherwise.
+    pub outcome: String,
+    /// What went wrong, as the record's error message would say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long the try took.
+    pub duration_ms: f64,
+    /// How long toolgate waited before the next try (`Retry-After` or the backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
+}
+
+impl Attempt {
+    /// `attempts` as the text stored in the `attempts` column (`None`: none).
+    pub fn to_column(attempts: &[Attempt]) -> Option<String> {
+        (!attempts.is_empty())
+            .then(|| serde_json::to_string(attempts).ok())
+            .flatten()
+    }
+
+    /// The `attempts` column read back (an unreadable one reads as none).
+    pub fn from_column(text: Option<String>) -> Vec<Attempt> {
+        text.and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
 }
 
 impl CallRecord {

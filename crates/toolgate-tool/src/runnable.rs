@@ -73,6 +73,9 @@ pub struct ToolContext {
     /// Values shown as `[secret]` in streamed parts: the call's secret arguments and
     /// credentials.
     masks: Arc<Vec<String>>,
+    /// What the tool noted about its peer's answer (an HTTP status, a connection that
+    /// failed), read by the engine to decide whether to try again.
+    noted: Arc<std::sync::Mutex<Option<crate::retry::Noted>>>,
 }
 
 impl ToolContext {
@@ -85,7 +88,20 @@ impl ToolContext {
             run: Arc::default(),
             output: None,
             masks: Arc::default(),
+            noted: Arc::default(),
         }
+    }
+
+    /// Notes what the peer answered (the last note of a try wins), for the retry policy.
+    pub fn note(&self, noted: crate::retry::Noted) {
+        if let Ok(mut slot) = self.noted.lock() {
+            *slot = Some(noted);
+        }
+    }
+
+    /// Takes what the tool noted since the last take.
+    pub fn take_noted(&self) -> Option<crate::retry::Noted> {
+        self.noted.lock().ok().and_then(|mut slot| slot.take())
     }
 
     /// Sends streamed output parts to `events`.

@@ -5,6 +5,7 @@
 
 mod cancel;
 pub mod limits;
+mod retry;
 mod shares;
 
 use std::path::PathBuf;
@@ -218,6 +219,7 @@ impl Engine {
                     started_at: None,
                     execution: Duration::ZERO,
                     credential_values: Vec::new(),
+                    attempts: Vec::new(),
                 },
             ),
             Ok(tool) => {
@@ -257,6 +259,7 @@ impl Engine {
             started_at: ran.started_at.unwrap_or(started_at),
             duration_ms: ran.execution.as_secs_f64() * 1000.0,
             replaced: false,
+            attempts: masked_attempts(ran.attempts, &secrets, &ran.credential_values),
         };
         fill_record(&mut record, &result, &secrets);
         self.report_finished(&record);
@@ -281,6 +284,7 @@ impl Engine {
     ) -> Ran {
         let mut started_at = None;
         let mut execution = Duration::ZERO;
+        let mut attempts = Vec::new();
         // Credential values: not even the model sees them, should the tool echo one.
         let mut credential_values = Vec::new();
         let injected = self.credentials(tool).await;
@@ -317,10 +321,9 @@ impl Engine {
                     ctx = ctx.with_output(tx.clone());
                 }
                 let start = Instant::now();
-                let r = tokio::select! {
-                    r = tool.invoke(&ctx, call_arguments) => r,
-                    _ = cancel.cancelled() => Err(ToolError::Cancelled),
-                };
+                let tried = retry::invoke(tool, &ctx, call_arguments, cancel).await;
+                let r = tried.result;
+                attempts = tried.attempts;
                 execution = start.elapsed();
                 drop(permit);
                 toolgate_telemetry::metrics::tool_ran(who.name, execution);
@@ -338,6 +341,7 @@ impl Engine {
             started_at,
             execution,
             credential_values,
+            attempts,
         }
     }
 
@@ -388,6 +392,23 @@ struct Ran {
     execution: Duration,
     /// The credentials injected into it, masked in its output.
     credential_values: Vec<String>,
+    /// Its tries, when its retry policy tried it more than once.
+    attempts: Vec<toolgate_store::Attempt>,
+}
+
+/// `attempts` with the call's secret values and credentials shown as `[secret]`.
+fn masked_attempts(
+    mut attempts: Vec<toolgate_store::Attempt>,
+    secrets: &[String],
+    credentials: &[String],
+) -> Vec<toolgate_store::Attempt> {
+    let hidden: Vec<String> = secrets.iter().chain(credentials).cloned().collect();
+    for a in &mut attempts {
+        if let Some(e) = &mut a.error {
+            *e = toolgate_tool::secrets::mask_values(e, &hidden).into_owned();
+        }
+    }
+    attempts
 }
 
 /// How a call is admitted: workflows past the limits, approved calls to wait for a

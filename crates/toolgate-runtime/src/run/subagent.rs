@@ -139,6 +139,7 @@ impl Runner {
                         started_at,
                         duration_ms,
                         replaced: false,
+                        attempts: Vec::new(),
                     };
                     if error_kind.is_none() {
                         record.set_result(&output);

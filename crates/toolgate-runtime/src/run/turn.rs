@@ -251,6 +251,7 @@ impl Runner {
             started_at: now_ms(),
             duration_ms: 0.0,
             replaced: false,
+            attempts: Vec::new(),
         };
         if status == CallStatus::Client || error_kind == Some(ErrorKind::ClientError) {
             record.set_result(&output);

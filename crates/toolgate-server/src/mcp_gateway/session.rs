@@ -120,6 +120,7 @@ impl Session {
                 started_at: jiff::Timestamp::now().as_millisecond(),
                 duration_ms: 0.0,
                 replaced: false,
+                attempts: Vec::new(),
             };
             if let Err(e) = runner.store.record_calls(vec![record]).await {
                 tracing::warn!(run_id, error = %e, "cannot record the cancelled call");

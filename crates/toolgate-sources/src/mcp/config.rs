@@ -51,6 +51,9 @@ pub struct Declaration {
     /// shared one) or toolgate's environment (`${env:VAR}`): each tenant's process has
     /// its own.
     pub credentials: BTreeMap<String, Credential>,
+    /// How its tools' failed calls are tried again (a dropped server is started again
+    /// before the next try).
+    pub retry: Option<toolgate_tool::RetryPolicy>,
     /// The file it is declared in.
     pub path: PathBuf,
 }
@@ -102,6 +105,11 @@ struct RawServer {
     #[serde(default)]
     #[schemars(schema_with = "toolgate_tool::file_schema::credentials")]
     credentials: BTreeMap<String, Value>,
+    /// How its tools' failed calls are tried again: `{attempts, backoff, on: [timeout,
+    /// connect], idempotent}`; a server that dropped is started again before the next
+    /// try. Only read-only (or idempotent) tools are retried.
+    #[serde(default)]
+    retry: Option<toolgate_tool::retry::RawRetry>,
 }
 
 /// The JSON Schema of a file [`read`] takes: one server in toolgate's form
@@ -430,7 +438,14 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         })?),
     };
     let credentials = credentials_of(&raw.credentials, &connect)?;
+    let retry = raw
+        .retry
+        .as_ref()
+        .map(toolgate_tool::RetryPolicy::from_raw)
+        .transpose()
+        .map_err(|m| fail("retry", format!("retry: {m}")))?;
     Ok(Declaration {
+        retry,
         name: name.to_string(),
         connect,
         credentials,

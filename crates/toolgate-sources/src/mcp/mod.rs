@@ -106,8 +106,9 @@ fn load(path: &Path) -> Found {
                     names.push(t["name"].as_str().unwrap_or_default().to_string());
                     let spec = toolgate_tool::Tool::spec(&tool).clone();
                     let runner: std::sync::Arc<dyn toolgate_tool::Tool> = std::sync::Arc::new(tool);
-                    out.tools
-                        .push(ToolDef::new(spec, schema, &decl.path, NAME, Some(runner)));
+                    let mut def = ToolDef::new(spec, schema, &decl.path, NAME, Some(runner));
+                    def.policy.retry = decl.retry.clone();
+                    out.tools.push(def);
                 }
                 Err(why) => out.errors.push(fail(&decl.path, &decl.name, &why)),
             }

@@ -56,7 +56,7 @@ impl Tool for OpenApiTool {
             req.headers
                 .push((name.clone(), http::expand_context(template, &ctx.run)?));
         }
-        let out = http::send(req).await?;
+        let out = http::send_for(req, ctx).await?;
         Ok(excerpt_on_error(out))
     }
 }

@@ -45,6 +45,11 @@ pub struct RawSource {
     /// run_id, conversation_id) and `${VAR}`.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// How a failed call is tried again: `{attempts, backoff, on: [timeout, connect,
+    /// 429, 5xx], idempotent}`; only safe operations (GET, HEAD, OPTIONS) are retried
+    /// unless `idempotent: true`.
+    #[serde(default)]
+    pub retry: Option<toolgate_tool::retry::RawRetry>,
 }
 
 /// `auth:` as written.

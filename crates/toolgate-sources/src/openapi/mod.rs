@@ -113,6 +113,12 @@ fn tools(
         max_response: raw.max_response,
         headers: &raw.headers,
     };
+    let retry = raw
+        .retry
+        .as_ref()
+        .map(toolgate_tool::RetryPolicy::from_raw)
+        .transpose()
+        .map_err(|m| fail("retry", format!("retry: {m}")))?;
     let found = operations::operations(&doc, &common);
     let mut defs = Vec::new();
     let mut errors = Vec::new();
@@ -139,7 +145,9 @@ fn tools(
             Ok((spec, schema)) => {
                 let runner: std::sync::Arc<dyn toolgate_tool::Tool> =
                     std::sync::Arc::new(OpenApiTool::new(spec.clone()));
-                defs.push(ToolDef::new(spec, schema, path, NAME, Some(runner)));
+                let mut def = ToolDef::new(spec, schema, path, NAME, Some(runner));
+                def.policy.retry = retry.clone();
+                defs.push(def);
             }
             // Operations toolgate cannot call (file uploads, binary bodies) are left
             // out, and named only when the file asks for them.

@@ -13,6 +13,7 @@ use reqwest::Method;
 use serde_json::{Map, Value};
 
 use toolgate_tool::net::{self, AllowList, Resolve, SystemResolver};
+use toolgate_tool::retry::Noted;
 use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub(crate) use super::templates::percent_encode;
@@ -107,14 +108,37 @@ pub async fn send(req: Request) -> Result<ToolOutput, ToolError> {
 
 /// [`send`], with host names looked up by `resolver`.
 pub async fn send_with(req: Request, resolver: &dyn Resolve) -> Result<ToolOutput, ToolError> {
+    send_noting(req, resolver, None).await
+}
+
+/// [`send`] for a call: the last answer's status (or a connection that could not be
+/// made) is noted on `ctx`, for the engine's retry policy.
+pub async fn send_for(req: Request, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    send_noting(req, &SystemResolver, Some(ctx)).await
+}
+
+async fn send_noting(
+    req: Request,
+    resolver: &dyn Resolve,
+    ctx: Option<&ToolContext>,
+) -> Result<ToolOutput, ToolError> {
     let timeout = req.timeout;
-    tokio::time::timeout(timeout, exchange(&req, resolver))
+    tokio::time::timeout(timeout, exchange(&req, resolver, ctx))
         .await
         .unwrap_or(Err(ToolError::Timeout(timeout)))
 }
 
 /// Tries, and tries again while the tool's retry rule says so.
-async fn exchange(req: &Request, resolver: &dyn Resolve) -> Result<ToolOutput, ToolError> {
+async fn exchange(
+    req: &Request,
+    resolver: &dyn Resolve,
+    ctx: Option<&ToolContext>,
+) -> Result<ToolOutput, ToolError> {
+    let note = |n: Noted| {
+        if let Some(ctx) = ctx {
+            ctx.note(n)
+        }
+    };
     let retry = req.retry.applies_to(&req.method);
     let mut attempt = 0;
     loop {
@@ -129,8 +153,17 @@ async fn exchange(req: &Request, resolver: &dyn Resolve) -> Result<ToolOutput, T
             Err(Failure::Connect(_)) if again => {
                 tokio::time::sleep(req.retry.delay(attempt, None)).await;
             }
-            Ok((resp, url)) => return read(req, resp, &url).await,
-            Err(Failure::Connect(e)) => return Err(e),
+            Ok((resp, url)) => {
+                note(Noted::Status {
+                    status: resp.status().as_u16(),
+                    retry_after: retry_after(&resp),
+                });
+                return read(req, resp, &url).await;
+            }
+            Err(Failure::Connect(e)) => {
+                note(Noted::Connect);
+                return Err(e);
+            }
             Err(Failure::Other(e)) => return Err(e),
         }
         attempt += 1;
@@ -144,8 +177,7 @@ fn retryable(status: reqwest::StatusCode) -> bool {
 /// A `Retry-After` in seconds.
 fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
     let v = resp.headers().get(reqwest::header::RETRY_AFTER)?;
-    let secs: f64 = v.to_str().ok()?.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+    toolgate_tool::retry::parse_retry_after(v.to_str().ok()?)
 }
 
 /// Why one try failed: a connection that could not be made may be tried again.
@@ -550,7 +582,7 @@ impl Tool for HttpTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        send(self.request(&args, &ctx.run)?).await
+        send_for(self.request(&args, &ctx.run)?, ctx).await
     }
 }
 

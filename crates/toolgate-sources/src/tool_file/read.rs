@@ -92,6 +92,10 @@ pub(crate) struct RawTool {
     #[serde(default)]
     #[schemars(schema_with = "file_schema::sandbox")]
     sandbox: Option<Value>,
+    /// How a failed call is tried again: `{attempts, backoff, on: [timeout, connect,
+    /// 429, 5xx], idempotent}`; only read-only or idempotent tools are retried.
+    #[serde(default)]
+    retry: Option<toolgate_tool::retry::RawRetry>,
     /// Groups one of which decides its calls.
     #[serde(default)]
     approvers: Vec<String>,
@@ -322,6 +326,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         folder,
     )
     .map_err(fault)?;
+    let retry = retry_of(raw.retry.as_ref()).map_err(|m| fail_at(&["retry"], m))?;
     let sandbox = sandbox_of(path, &entry, raw.sandbox.as_ref())
         .map_err(|(key, m)| fail_at(&["sandbox", &key], m))?;
     let spec = ToolSpec {
@@ -354,6 +359,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             rules,
             hooks,
             deadline,
+            retry,
         },
         rule: toolgate_protocol::identity::DecisionRule {
             approvers: raw.approvers,
@@ -362,6 +368,15 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         source: super::NAME,
         runner,
     })
+}
+
+/// `retry:` read, or why it is wrong.
+fn retry_of(
+    raw: Option<&toolgate_tool::retry::RawRetry>,
+) -> Result<Option<toolgate_tool::RetryPolicy>, String> {
+    raw.map(toolgate_tool::RetryPolicy::from_raw)
+        .transpose()
+        .map_err(|m| format!("retry: {m}"))
 }
 
 /// The sandbox of a tool that starts programs (its `sandbox:`, or the default); none

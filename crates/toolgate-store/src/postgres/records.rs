@@ -29,6 +29,7 @@ struct Columns {
     started_at: Vec<i64>,
     duration_ms: Vec<f64>,
     replaced: Vec<bool>,
+    attempts: Vec<Option<String>>,
 }
 
 impl Columns {
@@ -51,14 +52,16 @@ impl Columns {
             c.started_at.push(r.started_at);
             c.duration_ms.push(r.duration_ms);
             c.replaced.push(r.replaced);
+            c.attempts
+                .push(crate::model::Attempt::to_column(&r.attempts));
         }
         c
     }
 }
 
 /// Inserts a batch given as arrays, one per column, in one statement.
-const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced) \
-     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[])";
+const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts) \
+     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[], $16::text[])";
 
 /// Whose runs a record belongs to, for a tenant filter (records without a run are the
 /// default tenant's).
@@ -100,6 +103,7 @@ impl PgStore {
                     &c.started_at,
                     &c.duration_ms,
                     &c.replaced,
+                    &c.attempts,
                 ],
             )
             .await

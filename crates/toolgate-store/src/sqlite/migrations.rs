@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0014_run_usage.sql"),
     include_str!("migrations/0015_allow_lists.sql"),
     include_str!("migrations/0016_knowledge.sql"),
+    include_str!("migrations/0017_call_attempts.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

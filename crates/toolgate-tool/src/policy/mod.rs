@@ -24,6 +24,8 @@ pub struct Policy {
     pub rules: Option<Rules>,
     pub hooks: Hooks,
     pub deadline: Option<Deadline>,
+    /// How its calls are tried again (`retry:` in its tool file or source file).
+    pub retry: Option<crate::retry::RetryPolicy>,
 }
 
 /// An agent's policy, from its file: rules by tool (an agent's entry for a tool

@@ -83,6 +83,7 @@ fn record(call: &str, tool: &str, status: CallStatus, result: &str) -> CallRecor
         started_at: 0,
         duration_ms: 1.0,
         replaced: false,
+        attempts: Vec::new(),
     };
     if status == CallStatus::Succeeded {
         r.set_result(result);
