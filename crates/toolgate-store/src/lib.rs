@@ -9,6 +9,7 @@ mod error;
 mod facade;
 mod feed;
 mod lease;
+mod mcp_tasks;
 pub mod model;
 mod postgres;
 mod sqlite;
@@ -18,6 +19,7 @@ use std::path::Path;
 
 pub use error::{Refusal, StoreError};
 pub use feed::{Change, ChangeKind, Watched, next_change_of};
+pub use mcp_tasks::{McpTask, TaskPage};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
 pub use model::{
     CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,

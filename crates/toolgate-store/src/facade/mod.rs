@@ -4,5 +4,6 @@
 
 mod accounts;
 mod decisions;
+mod mcp_tasks;
 mod records;
 mod runs;

@@ -9,6 +9,7 @@ mod deadlines;
 mod decisions;
 mod keys;
 mod listener;
+mod mcp_tasks;
 mod lists;
 mod migrations;
 mod prepared;

@@ -7,6 +7,7 @@ mod changes;
 mod deadlines;
 mod decisions;
 pub(crate) mod keys;
+mod mcp_tasks;
 mod migrations;
 mod queries;
 mod record;
