@@ -19,6 +19,7 @@ mod limits;
 pub mod listen;
 mod mcp;
 pub mod mcp_gateway;
+mod mcp_tasks_http;
 mod metrics;
 pub mod notify;
 mod openapi;
