@@ -54,6 +54,7 @@ mod local_models;
 mod mcp_clients;
 mod mcp_gateway;
 mod mcp_servers;
+mod mcp_tasks;
 mod mcp_tenants;
 mod metrics;
 mod model_settings;
