@@ -32,6 +32,7 @@ mod cli_subagents;
 mod cli_tools;
 mod context_budget;
 mod credentials;
+mod dashboards;
 mod deadlines_store;
 mod dialect_runs;
 mod dialects_cli;

@@ -108,9 +108,9 @@ async fn the_typescript_task_client_waits_for_an_approval_made_on_another_worker
     assert_eq!(status, 200, "{run}");
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(
-        std::fs::read_to_string(b.path().join("ws/tasked.txt")).unwrap(),
+        std::fs::read_to_string(b.path().join("ws/tenants/acme/tasked.txt")).unwrap(),
         "approved",
-        "the approved call ran on B, where it was decided"
+        "the approved call ran on B, where it was decided, in the tenant's folder"
     );
 
     let out = tokio::task::spawn_blocking(move || node.wait_with_output().unwrap())
@@ -129,7 +129,7 @@ async fn the_typescript_task_client_waits_for_an_approval_made_on_another_worker
 
     // The cancelled call never ran and can no longer be approved.
     for site in [&a, &b] {
-        assert!(!site.path().join("ws/cancelled.txt").exists());
+        assert!(!site.path().join("ws/tenants/acme/cancelled.txt").exists());
     }
     assert!(waiting(&worker_b, &approver_key, "keeper").await.is_empty());
     let calls = serving::toolgate_in(

@@ -7,6 +7,7 @@
 mod agents;
 mod auth;
 pub mod collect;
+mod collect_wal;
 mod deadlines;
 mod error;
 mod feed;
