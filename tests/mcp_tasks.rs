@@ -77,26 +77,32 @@ async fn the_typescript_task_client_waits_for_an_approval_made_on_another_worker
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    // Every line the script prints, as it prints it.
     let stdout = BufReader::new(node.stdout.take().unwrap());
-    let lines = tokio::task::spawn_blocking(move || {
-        let mut seen = Vec::new();
-        for line in stdout.lines() {
-            let line = line.unwrap();
-            let waits = line.contains("\"input_required\"") && seen.is_empty();
-            seen.push(line);
-            if waits {
-                return (seen, true);
-            }
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
         }
-        (seen, false)
+    });
+    let first = tokio::task::spawn_blocking(move || {
+        let first = lines.recv_timeout(std::time::Duration::from_secs(60));
+        (first, lines)
     })
     .await
     .unwrap();
-    let (mut seen, waits) = lines;
-    assert!(waits, "the client never saw input_required: {seen:?}");
+    let (first, lines) = first;
+    let mut seen = vec![first.expect("the script printed nothing within 60 s")];
+    assert!(
+        seen[0].contains("\"input_required\""),
+        "the client never saw input_required: {seen:?}"
+    );
     let note: Value = serde_json::from_str(&seen[0]).unwrap();
     assert!(
-        note["message"].as_str().unwrap_or_default().contains("decision"),
+        note["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("decision"),
         "{note}"
     );
 
@@ -113,17 +119,24 @@ async fn the_typescript_task_client_waits_for_an_approval_made_on_another_worker
         "the approved call ran on B, where it was decided, in the tenant's folder"
     );
 
-    let out = tokio::task::spawn_blocking(move || node.wait_with_output().unwrap())
+    let status = tokio::task::spawn_blocking(move || node.wait().unwrap())
         .await
         .unwrap();
-    let rest = String::from_utf8_lossy(&out.stdout).into_owned();
-    seen.extend(rest.lines().map(str::to_string));
-    assert!(out.status.success(), "tests/node/mcp_tasks.mjs failed: {seen:#?}");
+    reader.join().unwrap();
+    seen.extend(lines.try_iter());
+    assert!(
+        status.success(),
+        "tests/node/mcp_tasks.mjs failed: {seen:#?}"
+    );
     let last: Value = serde_json::from_str(seen.last().unwrap()).unwrap();
     let approved = &last["approved"]["seen"];
     assert_eq!(approved[0], "created:input_required", "{last}");
     assert!(
-        approved.as_array().unwrap().iter().any(|s| s == "input_required"),
+        approved
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "input_required"),
         "{last}"
     );
 
@@ -144,7 +157,10 @@ async fn the_typescript_task_client_waits_for_an_approval_made_on_another_worker
         .iter()
         .map(|c| {
             (
-                c["arguments"]["path"].as_str().unwrap_or_default().to_string(),
+                c["arguments"]["path"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 c["status"].as_str().unwrap_or_default().to_string(),
             )
         })

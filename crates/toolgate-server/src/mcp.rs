@@ -14,8 +14,8 @@ use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tower::ServiceExt;
 
-use super::{ApiError, AppState};
 use super::mcp_tasks_http::{self, Sorted};
+use super::{ApiError, AppState};
 use crate::mcp_gateway::tasks::Tasks;
 use crate::mcp_gateway::{Gateway, Session};
 use toolgate_protocol::identity::Identity;

@@ -65,7 +65,10 @@ pub(super) async fn sort(request: Request) -> Result<Sorted, Response> {
             Request::from_parts(parts, Body::from(bytes)),
             patch,
         )),
-        None => Ok(Sorted::Rmcp(Request::from_parts(parts, Body::from(bytes)), None)),
+        None => Ok(Sorted::Rmcp(
+            Request::from_parts(parts, Body::from(bytes)),
+            None,
+        )),
     }
 }
 
@@ -80,7 +83,9 @@ pub(super) fn no_session(session: Option<&str>) -> Response {
     };
     (
         status,
-        axum::Json(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}})),
+        axum::Json(
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}}),
+        ),
     )
         .into_response()
 }
@@ -170,7 +175,10 @@ pub(super) fn patched(response: Response, patch: Patch) -> Response {
                         let cut = carry.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
                         let rest = carry.split_off(cut);
                         let out = patch_lines(&carry, patch);
-                        Some((Ok::<_, std::io::Error>(Bytes::from(out)), (stream, rest, false)))
+                        Some((
+                            Ok::<_, std::io::Error>(Bytes::from(out)),
+                            (stream, rest, false),
+                        ))
                     }
                     Some(Err(e)) => Some((Err(std::io::Error::other(e)), (stream, carry, true))),
                     None if carry.is_empty() => None,

@@ -49,10 +49,7 @@ fn seed(state: &AppState) {
     let mut tools = Vec::new();
     let mut models = Vec::new();
     for agent in &agents {
-        if let Ok(toolkit) = state
-            .runner
-            .toolkit_of(agent, state.tools_dir.as_deref())
-        {
+        if let Ok(toolkit) = state.runner.toolkit_of(agent, state.tools_dir.as_deref()) {
             tools.extend(toolkit.tools().into_iter().map(|t| t.spec.name.clone()));
         }
         models.extend(agent.model.clone());

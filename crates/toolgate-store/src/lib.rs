@@ -19,8 +19,8 @@ use std::path::Path;
 
 pub use error::{Refusal, StoreError};
 pub use feed::{Change, ChangeKind, Watched, next_change_of};
-pub use mcp_tasks::{McpTask, TaskPage};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
+pub use mcp_tasks::{McpTask, TaskPage};
 pub use model::{
     CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
     RunSave, Scope, SecretScope, StoredCall,

@@ -187,7 +187,10 @@ pub fn seed(agents: &[String], tools: &[String], models: &[String]) {
     }
     for tool in tools {
         let tool = m.tools.label(tool);
-        drop(m.tool_seconds.get_or_create(&ToolLabel { tool: tool.clone() }));
+        drop(
+            m.tool_seconds
+                .get_or_create(&ToolLabel { tool: tool.clone() }),
+        );
         for status in CALL_STATUSES {
             drop(m.tool_calls.get_or_create(&CallLabels {
                 tool: tool.clone(),

@@ -7,19 +7,19 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use super::Gateway;
+use super::cancel;
 use super::hold::{self, Held, Hold};
 use super::joined::{HeldCalls, call_key};
 use super::single::{self, error};
-use super::cancel;
 use toolgate_protocol::{RunObject, RunStatus};
 use toolgate_runtime::agent::Agent;
 use toolgate_tool::{LoadedTool, Permission};

@@ -40,7 +40,11 @@ pub(super) async fn start(call: Call<'_>) -> Result<(RunObject, DecisionRule), C
         .runner
         .toolkit_of(agent, gateway.tools_dir.as_deref())
     {
-        Err(e) => return Err(error(format!("toolgate cannot load the agent's tools: {e}"))),
+        Err(e) => {
+            return Err(error(format!(
+                "toolgate cannot load the agent's tools: {e}"
+            )));
+        }
         Ok(toolkit) => {
             if let Ok(tool) = toolkit.resolve(name) {
                 if tool.definition_only() {

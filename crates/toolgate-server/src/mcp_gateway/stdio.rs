@@ -74,8 +74,13 @@ async fn write_out<W: AsyncWrite + Unpin>(mut lines: UnboundedReceiver<String>, 
 
 /// Reads the client's messages: task requests answered here, the rest passed to rmcp.
 /// The end of stdin is the end of rmcp's input.
-async fn inbound<R, W>(input: R, mut to_rmcp: W, out: UnboundedSender<String>, patches: Patches, tasks: Arc<Tasks>)
-where
+async fn inbound<R, W>(
+    input: R,
+    mut to_rmcp: W,
+    out: UnboundedSender<String>,
+    patches: Patches,
+    tasks: Arc<Tasks>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -115,7 +120,11 @@ where
 }
 
 /// Passes rmcp's messages out, adding task support to the answers that need it.
-async fn outbound<R: AsyncRead + Unpin>(from_rmcp: R, out: UnboundedSender<String>, patches: Patches) {
+async fn outbound<R: AsyncRead + Unpin>(
+    from_rmcp: R,
+    out: UnboundedSender<String>,
+    patches: Patches,
+) {
     let mut lines = BufReader::new(from_rmcp).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let patch = serde_json::from_str::<Value>(&line).ok().and_then(|m| {

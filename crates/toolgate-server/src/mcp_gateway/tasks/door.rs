@@ -56,7 +56,12 @@ impl Tasks {
     }
 
     /// Answers task method `method`; status notifications on the way go to `notes`.
-    pub async fn answer(&self, method: &str, params: Value, notes: &Notes) -> Result<Value, RpcError> {
+    pub async fn answer(
+        &self,
+        method: &str,
+        params: Value,
+        notes: &Notes,
+    ) -> Result<Value, RpcError> {
         match method {
             "tools/call" => self.create(params).await,
             "tasks/get" => {
@@ -182,7 +187,9 @@ impl Tasks {
     async fn list(&self, params: &Value) -> Result<Value, RpcError> {
         let after = match params.get("cursor").and_then(Value::as_str) {
             None => None,
-            Some(c) => Some(cursor_of(c).ok_or_else(|| RpcError::invalid("not a cursor of tasks/list"))?),
+            Some(c) => {
+                Some(cursor_of(c).ok_or_else(|| RpcError::invalid("not a cursor of tasks/list"))?)
+            }
         };
         let mut page = self
             .gateway

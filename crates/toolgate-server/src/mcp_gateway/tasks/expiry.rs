@@ -33,7 +33,10 @@ async fn end(gateway: &Gateway, task: &McpTask) {
     let Ok(run) = gateway.runner.get(&task.run_id).await else {
         return;
     };
-    if !matches!(run.status, RunStatus::RequiresAction | RunStatus::InProgress) {
+    if !matches!(
+        run.status,
+        RunStatus::RequiresAction | RunStatus::InProgress
+    ) {
         return;
     }
     let why = format!("MCP task {} expired (ttl {} ms)", task.id, task.ttl_ms);

@@ -16,7 +16,11 @@ const DECIDER_GRACE: Duration = Duration::from_millis(500);
 const RECHECK: Duration = Duration::from_secs(30);
 
 /// Follows `task` to its end and returns its run then.
-pub(super) async fn to_end(tasks: &Tasks, task: &McpTask, notes: &Notes) -> Result<RunObject, RpcError> {
+pub(super) async fn to_end(
+    tasks: &Tasks,
+    task: &McpTask,
+    notes: &Notes,
+) -> Result<RunObject, RpcError> {
     let runner = &tasks.gateway.runner;
     // Subscribed before the first read, so that no change falls between the two.
     let mut changes = runner.store.watch();
@@ -25,7 +29,12 @@ pub(super) async fn to_end(tasks: &Tasks, task: &McpTask, notes: &Notes) -> Resu
     loop {
         let (run, status, message) = tasks.state(task).await?;
         if told != Some(status) {
-            notes(status_note(task_json(task, status, message, run.updated_at)));
+            notes(status_note(task_json(
+                task,
+                status,
+                message,
+                run.updated_at,
+            )));
             told = Some(status);
         }
         if status.is_terminal() {

@@ -94,26 +94,59 @@ mod tests {
 
     #[test]
     fn task_requests_are_ours_and_the_rest_goes_to_rmcp() {
-        let ours = classify(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "task": {"ttl": 5}}}));
+        let ours = classify(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "task": {"ttl": 5}}}),
+        );
         assert!(matches!(ours, Inbound::Task { ref method, .. } if method == "tools/call"));
-        let held = classify(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x"}}));
-        assert_eq!(held, Inbound::Rmcp { id: json!(4), patch: None });
-        let get = classify(&json!({"jsonrpc": "2.0", "id": "a", "method": "tasks/get", "params": {"taskId": "t"}}));
+        let held = classify(
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x"}}),
+        );
+        assert_eq!(
+            held,
+            Inbound::Rmcp {
+                id: json!(4),
+                patch: None
+            }
+        );
+        let get = classify(
+            &json!({"jsonrpc": "2.0", "id": "a", "method": "tasks/get", "params": {"taskId": "t"}}),
+        );
         assert!(matches!(get, Inbound::Task { ref method, .. } if method == "tasks/get"));
         let note = classify(&json!({"jsonrpc": "2.0", "method": "tasks/get"}));
-        assert_eq!(note, Inbound::Rmcp { id: Value::Null, patch: None });
-        let init = classify(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}));
-        assert_eq!(init, Inbound::Rmcp { id: json!(0), patch: Some(Patch::Initialize) });
+        assert_eq!(
+            note,
+            Inbound::Rmcp {
+                id: Value::Null,
+                patch: None
+            }
+        );
+        let init =
+            classify(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}));
+        assert_eq!(
+            init,
+            Inbound::Rmcp {
+                id: json!(0),
+                patch: Some(Patch::Initialize)
+            }
+        );
     }
 
     #[test]
     fn answers_get_the_task_capability_and_each_tool_its_task_support() {
-        let mut init = json!({"jsonrpc": "2.0", "id": 0, "result": {"capabilities": {"tools": {}}}});
+        let mut init =
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"capabilities": {"tools": {}}}});
         patch(Patch::Initialize, &mut init);
-        assert_eq!(init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
-        let mut list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a"}, {"name": "b"}]}});
+        assert_eq!(
+            init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"],
+            json!({})
+        );
+        let mut list =
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a"}, {"name": "b"}]}});
         patch(Patch::ToolsList, &mut list);
-        assert_eq!(list["result"]["tools"][1]["execution"]["taskSupport"], "optional");
+        assert_eq!(
+            list["result"]["tools"][1]["execution"]["taskSupport"],
+            "optional"
+        );
         let mut failed = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "no"}});
         patch(Patch::ToolsList, &mut failed);
         assert!(failed.get("result").is_none());

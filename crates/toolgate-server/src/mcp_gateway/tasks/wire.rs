@@ -61,7 +61,12 @@ impl TaskStatus {
 
 /// The task object (`Task`): as `tasks/get` answers and `notifications/tasks/status`
 /// carries it.
-pub(super) fn task_json(task: &McpTask, status: TaskStatus, message: Option<String>, updated: i64) -> Value {
+pub(super) fn task_json(
+    task: &McpTask,
+    status: TaskStatus,
+    message: Option<String>,
+    updated: i64,
+) -> Value {
     let mut v = json!({
         "taskId": task.id,
         "status": <&str>::from(status),
