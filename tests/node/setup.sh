@@ -2,7 +2,8 @@
 # Makes the Node tools the cross-language tests use: Node 22 (the npm package `node@22`,
 # for packages that need Node >= 22 where the machine has an older one), TypeScript,
 # openapi-typescript and openapi-fetch (a typed client from /openapi.json), the MCP
-# Inspector CLI and the official OpenAI Node SDK (`openai`), all in target/node-tools
+# Inspector CLI, the official OpenAI Node SDK (`openai`) and the official MCP SDK
+# (`@modelcontextprotocol/sdk`, its task client), all in target/node-tools
 # (or $TOOLGATE_NODE_TOOLS), never in the source tree. Idempotent: an install matching tests/node/package.json is left as it is.
 # Fails loudly (non-zero exit, the reason on stderr). Prints the folder last.
 set -euo pipefail

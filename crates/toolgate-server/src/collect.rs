@@ -38,6 +38,9 @@ pub fn register(
         agents: Arc::clone(&bounds.agents),
         categories: Arc::clone(&bounds.categories),
     }));
+    registry.register_collector(Box::new(super::collect_wal::Wal {
+        store: store.clone(),
+    }));
     registry.register_collector(Box::new(Approvals { store }));
 }
 
@@ -142,6 +145,7 @@ pub fn described() -> Vec<toolgate_telemetry::metrics::Described> {
         .chain([
             one(APPROVALS_WAITING, "gauge"),
             one(APPROVALS_OLDEST, "gauge"),
+            one(super::collect_wal::WAL_BYTES, "gauge"),
         ])
         .collect()
 }

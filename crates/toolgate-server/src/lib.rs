@@ -7,6 +7,7 @@
 mod agents;
 mod auth;
 pub mod collect;
+mod collect_wal;
 mod deadlines;
 mod error;
 mod feed;
@@ -20,6 +21,7 @@ mod limits;
 pub mod listen;
 mod mcp;
 pub mod mcp_gateway;
+mod mcp_tasks_http;
 mod metrics;
 pub mod notify;
 mod openapi;

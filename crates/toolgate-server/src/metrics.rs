@@ -23,6 +23,7 @@ pub async fn start(
     let limits = Arc::clone(&state.runner.limits);
     let store = state.runner.store.clone();
     metrics::install(|registry, bounds| super::collect::register(registry, bounds, limits, store));
+    seed(state);
     let Some(addr) = extra else { return Ok(()) };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -39,6 +40,26 @@ pub async fn start(
         }
     });
     Ok(())
+}
+
+/// Gives the agents of the folder, their tools and models their series at zero, so that
+/// the first scrape of a fresh server shows 0 for them rather than nothing.
+fn seed(state: &AppState) {
+    let (agents, _) = state.agents.list(&state.runner.loaded);
+    let mut tools = Vec::new();
+    let mut models = Vec::new();
+    for agent in &agents {
+        if let Ok(toolkit) = state.runner.toolkit_of(agent, state.tools_dir.as_deref()) {
+            tools.extend(toolkit.tools().into_iter().map(|t| t.spec.name.clone()));
+        }
+        models.extend(agent.model.clone());
+    }
+    tools.sort();
+    tools.dedup();
+    models.sort();
+    models.dedup();
+    let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
+    metrics::seed(&names, &tools, &models);
 }
 
 /// Every metric now: OpenMetrics when the scraper asks for it, the classic Prometheus

@@ -10,6 +10,7 @@ mod facade;
 mod feed;
 pub mod knowledge;
 mod lease;
+mod mcp_tasks;
 pub mod model;
 mod postgres;
 mod sqlite;
@@ -20,6 +21,7 @@ use std::path::Path;
 pub use error::{Refusal, StoreError};
 pub use feed::{Change, ChangeKind, Watched, next_change_of};
 pub use lease::{is_this_process, lease_owner_name, lease_pid};
+pub use mcp_tasks::{McpTask, TaskPage};
 pub use model::{
     Attempt, CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink,
     RunRow, RunSave, Scope, SecretScope, StoredCall,

@@ -1,7 +1,8 @@
 //! The process's Prometheus metrics (`prometheus-client`): what runs, model calls, tool
 //! calls, decisions, the store and webhooks did, counted where it happens, plus the
 //! figures read at each scrape (limiters, approvals waiting: the collectors [`install`]
-//! is given). Nothing is
+//! is given). Every family has its series from the start, at zero ([`seed`] for the
+//! agents, tools and models a server loads). Nothing is
 //! counted until a process installs them (`toolgate serve` does): every recording
 //! function is a no-op before, so the CLI pays nothing. Label values are bounded (see
 //! `labels`): agents, tools, models and categories the process meets, never ids or
@@ -141,7 +142,81 @@ pub struct Bounds {
 /// returns them. `collectors` registers the figures read at each scrape (the process
 /// that installs them knows where they are: its limiter, its store).
 pub fn install(collectors: impl FnOnce(&mut Registry, &Bounds)) -> &'static Metrics {
-    METRICS.get_or_init(|| Metrics::new(collectors))
+    METRICS.get_or_init(|| {
+        let m = Metrics::new(collectors);
+        m.seed_closed();
+        m
+    })
+}
+
+/// The statuses a drive of a run ends with.
+const RUN_STATUSES: [&str; 5] = [
+    "completed",
+    "requires_action",
+    "incomplete",
+    "failed",
+    "cancelled",
+];
+
+/// The statuses a tool call the process runs is recorded with.
+const CALL_STATUSES: [CallStatus; 5] = [
+    CallStatus::Succeeded,
+    CallStatus::Failed,
+    CallStatus::Denied,
+    CallStatus::Timeout,
+    CallStatus::Cancelled,
+];
+
+/// Makes the series of `agents`, `tools` and `models` (with every closed label value:
+/// run and call statuses, model outcomes, token types) at zero, so that a fresh
+/// server's first scrape shows 0 for them, not "no data". Names met later get their
+/// series when first counted. A no-op before [`install`].
+pub fn seed(agents: &[String], tools: &[String], models: &[String]) {
+    let Some(m) = METRICS.get() else { return };
+    for agent in agents {
+        let label = m.agent(agent);
+        drop(m.runs_active.get_or_create(&label));
+        drop(m.run_seconds.get_or_create(&label));
+        drop(m.decision_seconds.get_or_create(&label));
+        for status in RUN_STATUSES {
+            drop(m.runs.get_or_create(&RunLabels {
+                agent: label.agent.clone(),
+                status: status.to_string(),
+            }));
+        }
+    }
+    for tool in tools {
+        let tool = m.tools.label(tool);
+        drop(
+            m.tool_seconds
+                .get_or_create(&ToolLabel { tool: tool.clone() }),
+        );
+        for status in CALL_STATUSES {
+            drop(m.tool_calls.get_or_create(&CallLabels {
+                tool: tool.clone(),
+                status: status.as_str(),
+                error_kind: m.error_kinds.label("none"),
+            }));
+        }
+    }
+    for model in models {
+        let model = m.model(model);
+        drop(m.model_seconds.get_or_create(&ModelLabel {
+            model: model.clone(),
+        }));
+        for outcome in ["ok", "error"] {
+            drop(m.model_calls.get_or_create(&ModelOutcome {
+                model: model.clone(),
+                outcome,
+            }));
+        }
+        for kind in ["input", "output"] {
+            drop(m.tokens.get_or_create(&TokenLabels {
+                model: model.clone(),
+                r#type: kind,
+            }));
+        }
+    }
 }
 
 /// The metrics, once installed (and while they record).
@@ -320,6 +395,16 @@ impl Metrics {
             tools: Vocabulary::new(TOOLS),
             models: Vocabulary::new(MODELS),
             error_kinds: Vocabulary::new(ERROR_KINDS),
+        }
+    }
+
+    /// The series whose labels are all closed sets, at zero from the start.
+    fn seed_closed(&self) {
+        for kind in ["records", "transaction"] {
+            drop(self.commit_seconds.get_or_create(&KindLabel { kind }));
+        }
+        for outcome in ["delivered", "given_up"] {
+            drop(self.webhooks.get_or_create(&OutcomeLabel { outcome }));
         }
     }
 

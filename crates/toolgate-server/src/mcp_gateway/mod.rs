@@ -5,12 +5,18 @@
 //! model's call, and a CONFIRM call waits as the run's pending item: asked through MCP
 //! elicitation when the client supports it, otherwise held until `toolgate approve`,
 //! `deny` or the HTTP API decides it from any process, or until the approval timeout.
+//! A client that asks for a task (`tools/call` with `task`, protocol 2025-11-25) gets
+//! one instead of a hold, and follows it for as long as it likes (`tasks/`).
 
+mod cancel;
 mod hold;
 mod joined;
 mod session;
+mod single;
 mod stdin;
+mod stdio;
 mod stdout;
+pub mod tasks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,6 +72,9 @@ impl Gateway {
     /// Serves `agent` on stdin/stdout until the client closes either. Logs go to stderr
     /// only: stdout carries the protocol.
     pub async fn serve_stdio(&self, agent: Agent) -> Result<(), GatewayError> {
+        let gateway = Arc::new(self.clone());
+        let tasks = Arc::new(tasks::Tasks::new(Arc::clone(&gateway), agent.clone(), None));
+        let _reaper = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(tasks::reap(gateway)));
         let session = self.session(agent);
         let conversation = session.conversation().to_string();
         tracing::info!(%conversation, "MCP session on stdio");
@@ -74,7 +83,9 @@ impl Gateway {
         // Stdin closing ends the session's held calls at once (rmcp would otherwise
         // wait for them before it stops).
         let input = stdin::Input::new(tokio::io::stdin(), session.ended());
-        let running = session.serve((input, output)).await.map_err(|e| match e {
+        // Task methods are answered before rmcp, which speaks a later draft of them.
+        let (_plumbing, rmcp_io) = stdio::plumb(input, output, tasks);
+        let running = session.serve(rmcp_io).await.map_err(|e| match e {
             rmcp::service::ServerInitializeError::ConnectionClosed(_) => GatewayError::Closed,
             other => GatewayError::Handshake(other.to_string()),
         })?;

@@ -7,21 +7,21 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use super::Gateway;
+use super::cancel;
 use super::hold::{self, Held, Hold};
 use super::joined::{HeldCalls, call_key};
-use toolgate_protocol::{CallStatus, CallerKind, RunObject, RunStatus};
+use super::single::{self, error};
+use toolgate_protocol::{RunObject, RunStatus};
 use toolgate_runtime::agent::Agent;
-use toolgate_runtime::run::StartCall;
-use toolgate_store::{CallQuery, CallRecord};
 use toolgate_tool::{LoadedTool, Permission};
 
 /// One client connection: the agent it is served, its conversation, and a lock that
@@ -91,44 +91,13 @@ impl Session {
     /// Cancels a held call's run (the client gave up on it) and records the call as
     /// `cancelled`: it never runs, whoever approves it later.
     async fn cancel_held(&self, run_id: &str, why: &str) -> CallToolResult {
-        let runner = &self.gateway.runner;
-        let item = runner
-            .get(run_id)
-            .await
-            .ok()
-            .and_then(|r| r.required_action)
-            .and_then(|a| a.items.into_iter().next());
-        if let Err(e) = runner.cancel(run_id).await {
+        match cancel::cancel_run(&self.gateway, run_id, why).await {
             // Decided (or ended) meanwhile: that stands.
-            return error(format!("{why}; run {run_id}: {e}"));
+            Err(e) => error(format!("{why}; {e}")),
+            Ok(()) => error(format!(
+                "{why}: the held call was cancelled and will not run (run {run_id})"
+            )),
         }
-        tracing::info!(run_id, reason = %why, "held call cancelled with its client");
-        if let Some(item) = item {
-            let record = CallRecord {
-                call_id: item.call_id,
-                run_id: Some(run_id.to_string()),
-                conversation_id: self.conversation.clone(),
-                agent: Some(self.agent.name.clone()),
-                caller: CallerKind::Agent,
-                tool: item.tool,
-                arguments: item.arguments,
-                result: None,
-                result_size: 0,
-                status: CallStatus::Cancelled,
-                error_kind: Some(toolgate_protocol::ErrorKind::Cancelled),
-                error_message: Some(format!("{why} while the call waited for approval")),
-                started_at: jiff::Timestamp::now().as_millisecond(),
-                duration_ms: 0.0,
-                replaced: false,
-                attempts: Vec::new(),
-            };
-            if let Err(e) = runner.store.record_calls(vec![record]).await {
-                tracing::warn!(run_id, error = %e, "cannot record the cancelled call");
-            }
-        }
-        error(format!(
-            "{why}: the held call was cancelled and will not run (run {run_id})"
-        ))
     }
 
     /// A retried identical call: waits on the run already held for it.
@@ -195,53 +164,23 @@ impl Session {
             return self.join(&key, &run_id, ctx).await;
         }
         let _one_at_a_time = self.turn.lock().await;
-        let gateway = &self.gateway;
-        // Who decides this tool's calls: the agent's rule, with the tool's own.
-        let mut rule = self.agent.decision_rule.clone();
-        match gateway
-            .runner
-            .toolkit_of(&self.agent, gateway.tools_dir.as_deref())
-        {
-            Err(e) => return error(format!("toolgate cannot load the agent's tools: {e}")),
-            Ok(toolkit) => {
-                if let Ok(tool) = toolkit.resolve(&name) {
-                    if tool.definition_only() {
-                        return error(format!(
-                            "'{name}' is a client tool (definition-only): toolgate does not run it, so it is not served over MCP"
-                        ));
-                    }
-                    rule = rule.with(&tool.rule);
-                }
-            }
-        }
-        let call = toolgate_runtime::engine::call(
-            &format!(
-                "call_mcp_{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..12]
-            ),
-            &name,
+        let owner = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<toolgate_protocol::identity::Identity>())
+            .map(toolgate_protocol::identity::RunOwner::of);
+        let started = single::start(single::Call {
+            gateway: &self.gateway,
+            agent: &self.agent,
+            conversation: self.conversation.clone(),
+            name: &name,
             arguments,
-        );
-        let started = gateway
-            .runner
-            .start_call(StartCall {
-                agent: self.agent.clone(),
-                conversation: self.conversation.clone(),
-                call: call.clone(),
-                tools_dir: gateway.tools_dir.clone(),
-                workspace: gateway.workspace.clone(),
-                // The caller the server's auth layer found (over stdio: none).
-                owner: ctx
-                    .extensions
-                    .get::<axum::http::request::Parts>()
-                    .and_then(|p| p.extensions.get::<toolgate_protocol::identity::Identity>())
-                    .map(toolgate_protocol::identity::RunOwner::of)
-                    .or_else(|| gateway.owner.clone()),
-            })
-            .await;
-        let run = match started {
-            Ok(run) => run,
-            Err(e) => return error(format!("toolgate could not run '{name}': {e}")),
+            owner,
+        })
+        .await;
+        let (run, rule) = match started {
+            Ok(started) => started,
+            Err(result) => return result,
         };
         if run.status == RunStatus::RequiresAction {
             let asker = match ctx
@@ -266,44 +205,10 @@ impl Session {
         self.result(&run).await
     }
 
-    /// The MCP result of an ended single-call run: its output, an error when the call's
-    /// record says it did not succeed.
+    /// The MCP result of an ended single-call run.
     async fn result(&self, run: &RunObject) -> CallToolResult {
-        if run.status != RunStatus::Completed {
-            return error(format!(
-                "the call did not finish (run {} is {}): {}",
-                run.id,
-                run.status.as_str(),
-                run.last_error.as_deref().unwrap_or("no reason recorded")
-            ));
-        }
-        let q = CallQuery {
-            run_id: Some(run.id.clone()),
-            limit: Some(1),
-            ..CallQuery::default()
-        };
-        let record = self
-            .gateway
-            .runner
-            .store
-            .calls(&q)
-            .await
-            .map(|page| page.calls.into_iter().next());
-        let output = run.output.clone().unwrap_or_default();
-        match record {
-            Ok(Some(r)) if r.record.status == CallStatus::Succeeded => {
-                CallToolResult::success(vec![ContentBlock::text(output)])
-            }
-            Ok(Some(_)) => error(output),
-            Ok(None) => error(format!("run {} ended without a call record", run.id)),
-            Err(e) => error(format!("cannot read the call's record: {e}")),
-        }
+        single::result(&self.gateway, run).await
     }
-}
-
-/// An error result: the client (and its model) reads the text.
-fn error(text: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(text.into())])
 }
 
 /// A tool as MCP lists it: name, description, input schema, and hints from its spec;

@@ -6,5 +6,6 @@
 mod accounts;
 mod decisions;
 mod knowledge;
+mod mcp_tasks;
 mod records;
 mod runs;

@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_allow_lists.sql"),
     include_str!("migrations/0016_knowledge.sql"),
     include_str!("migrations/0017_call_attempts.sql"),
+    include_str!("migrations/0020_mcp_tasks.sql"),
 ];
 
 /// The schema version this build writes.

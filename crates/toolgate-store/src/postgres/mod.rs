@@ -11,6 +11,7 @@ mod keys;
 mod knowledge;
 mod listener;
 mod lists;
+mod mcp_tasks;
 mod migrations;
 mod prepared;
 mod records;

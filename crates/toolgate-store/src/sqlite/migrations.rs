@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0015_allow_lists.sql"),
     include_str!("migrations/0016_knowledge.sql"),
     include_str!("migrations/0017_call_attempts.sql"),
+    include_str!("migrations/0020_mcp_tasks.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

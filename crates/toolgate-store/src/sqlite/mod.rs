@@ -8,6 +8,7 @@ mod deadlines;
 mod decisions;
 pub(crate) mod keys;
 mod knowledge;
+mod mcp_tasks;
 mod migrations;
 mod queries;
 mod record;
