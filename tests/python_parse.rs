@@ -7,7 +7,7 @@ use std::process::Command;
 
 #[test]
 fn python_package_builds_and_passes_its_tests() {
-    let root = toolgate_test_support::workspace_root();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let script = root.join("crates/toolgate-parse-py/tests/run.sh");
     let out = Command::new("bash")
         .arg(&script)
