@@ -15,7 +15,7 @@ use super::Failure;
 #[derive(Args, Debug)]
 pub struct McpArgs {
     /// The agent file (YAML) whose tools are served.
-    #[arg(long)]
+    #[arg(long, value_hint = clap::ValueHint::FilePath)]
     agent: PathBuf,
     /// The tools folder (default ./tools; built-in tools are always there).
     #[arg(long, env = "TOOLGATE_TOOLS")]

@@ -2,6 +2,7 @@
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
 mod calls;
+mod completions;
 mod docs;
 mod doctor;
 mod doctor_model;
@@ -12,6 +13,7 @@ mod kb;
 mod keys;
 mod limits;
 mod logging;
+mod man;
 mod mcp;
 pub mod out;
 mod parse;
@@ -36,10 +38,19 @@ use toolgate::store::{Store, StoreError, postgres_url};
 
 use toolgate::tool::{LoadedTool, ToolLibrary};
 
+/// What `toolgate --version` prints after the name: the version and the commit it was
+/// built from (hash and date; build.rs finds them).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TOOLGATE_COMMIT"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "toolgate",
-    version,
+    version = VERSION,
     about = "An agent-loop runtime: tool calls parsed, gated, run and recorded",
     after_help = "Book: docs/src/introduction.md"
 )]
@@ -172,6 +183,12 @@ enum Command {
     /// program starts in the default sandbox.
     #[command(after_help = "Book: docs/src/howto/sandbox.md")]
     Doctor(doctor::DoctorArgs),
+    /// Print the completion script for bash, zsh, fish, elvish or PowerShell.
+    #[command(after_help = "Book: docs/src/howto/install.md")]
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page, or write every command's page into a folder (--dir).
+    #[command(after_help = "Book: docs/src/howto/install.md")]
+    Man(man::ManArgs),
     /// Generate (or check) the book's reference pages and the file formats' JSON Schemas.
     #[command(hide = true)]
     Docs(docs::DocsArgs),
@@ -253,6 +270,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Keys(args) => keys::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),
         Command::Doctor(args) => doctor::run(args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
         Command::Docs(args) => docs::run(args),
     }
 }

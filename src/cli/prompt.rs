@@ -26,7 +26,7 @@ pub struct PromptArgs {
     #[arg(long)]
     openai: bool,
     /// Print this agent's system prompt in xml mode (its instructions, then its tools').
-    #[arg(long, conflicts_with = "tools")]
+    #[arg(long, value_hint = clap::ValueHint::FilePath, conflicts_with = "tools")]
     agent: Option<PathBuf>,
 }
 

@@ -20,7 +20,7 @@ use super::{Failure, render};
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The agent file (YAML).
-    #[arg(long)]
+    #[arg(long, value_hint = clap::ValueHint::FilePath)]
     agent: PathBuf,
     /// The model: openai:NAME, anthropic:NAME or scripted:FILE (default: the agent's, else openai:gpt-4o-mini).
     #[arg(long)]

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::{LoadedTool, Schema, ToolOutput};
 
-const INSTRUCTIONS: &str = include_str!("../../../prompts/tool_instructions.j2");
-const RESULTS: &str = include_str!("../../../prompts/tool_results.j2");
+const INSTRUCTIONS: &str = include_str!("../prompts/tool_instructions.j2");
+const RESULTS: &str = include_str!("../prompts/tool_results.j2");
 
 /// A template failed to render.
 #[derive(Debug, thiserror::Error)]
