@@ -10,6 +10,7 @@ pub mod collect;
 mod deadlines;
 mod error;
 mod feed;
+mod files;
 mod follow;
 pub mod guard;
 mod hub;

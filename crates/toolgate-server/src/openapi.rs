@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use toolgate_protocol::RunEvent;
 
-use super::{AppState, feed, limits, records, responses, runs, scope, timeline};
+use super::{AppState, feed, files, limits, records, responses, runs, scope, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -55,6 +55,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))
+        .routes(routes!(files::get_file))
+        .routes(routes!(files::get_file_content))
         .routes(routes!(scope::whoami))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());

@@ -99,6 +99,7 @@ fn done(status: ResponseStatus, waiting: Vec<RequiredItem>) -> Ending {
         incomplete: None,
         usage: ResponseUsage::default(),
         waiting,
+        files: Vec::new(),
         at: 200,
     }
 }
