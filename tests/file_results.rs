@@ -97,7 +97,8 @@ async fn binary_results_become_images_and_files_a_client_fetches() {
         .args(["--print-card", "1"])
         .output()
         .unwrap();
-    std::fs::write(&card, ran("media_api.py --print-card", printed)).unwrap();
+    assert!(printed.status.success(), "{printed:?}");
+    std::fs::write(&card, &printed.stdout).unwrap();
 
     let out = Command::new(&python)
         .arg(script("test_file_results.py"))

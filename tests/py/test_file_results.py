@@ -48,7 +48,8 @@ class FileResults(unittest.TestCase):
             expected = f.read()
         raw = acme.files.with_raw_response.content(cite.file_id)
         self.assertEqual(raw.headers["content-type"], "application/pdf")
-        self.assertEqual(raw.read(), expected)
+        self.assertEqual(raw.http_response.content, expected)
+        self.assertEqual(acme.files.content(cite.file_id).read(), expected)
 
         globex = client(os.environ["GLOBEX_KEY"])
         with self.assertRaises(openai.NotFoundError):
