@@ -29,7 +29,9 @@ impl Drop for Api {
 }
 
 fn script(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(name)
 }
 
 async fn start_api(python: &Path) -> (Api, String) {
@@ -54,7 +56,10 @@ async fn start_api(python: &Path) -> (Api, String) {
         {
             return (api, resp.text().await.unwrap());
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "the API did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the API did not start"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -110,7 +115,10 @@ async fn binary_results_become_images_and_files_a_client_fetches() {
         .unwrap();
     let stdout = ran("test_file_results.py", out);
     let ids: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
-    let (run_id, file_id) = (ids["run_id"].as_str().unwrap(), ids["file_id"].as_str().unwrap());
+    let (run_id, file_id) = (
+        ids["run_id"].as_str().unwrap(),
+        ids["file_id"].as_str().unwrap(),
+    );
 
     // The run object lists the file; it lies in acme's workspace, as its bytes.
     let run: Value = server
@@ -149,7 +157,10 @@ async fn binary_results_become_images_and_files_a_client_fetches() {
         .await
         .unwrap();
     let text = calls.to_string();
-    assert!(text.contains("[image image/png, 70 bytes, sha256:"), "{text}");
+    assert!(
+        text.contains("[image image/png, 70 bytes, sha256:"),
+        "{text}"
+    );
     assert!(text.contains(file_id), "{text}");
 
     // GET /v1/files/{id} itself: the bytes with their type; another tenant: 404.
@@ -162,7 +173,10 @@ async fn binary_results_become_images_and_files_a_client_fetches() {
         .unwrap();
     assert_eq!(got.status().as_u16(), 200);
     assert_eq!(got.headers()["content-type"], "application/pdf");
-    assert_eq!(got.bytes().await.unwrap().as_ref(), std::fs::read(&card).unwrap());
+    assert_eq!(
+        got.bytes().await.unwrap().as_ref(),
+        std::fs::read(&card).unwrap()
+    );
     let walled = server
         .client
         .get(server.url(&format!("/v1/files/{file_id}")))
@@ -171,4 +185,55 @@ async fn binary_results_become_images_and_files_a_client_fetches() {
         .await
         .unwrap();
     assert_eq!(walled.status().as_u16(), 404);
+}
+
+/// The server-everything entry point, installed by tests/mcp/setup.sh.
+fn everything() -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(root.join("tests/mcp/setup.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cannot run tests/mcp/setup.sh");
+    assert!(out.status.success(), "tests/mcp/setup.sh failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("everything="))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| panic!("tests/mcp/setup.sh printed no everything=: {text}"))
+}
+
+#[test]
+fn an_mcp_blob_resource_is_decoded_by_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("tools/mcp.json"),
+        serde_json::json!({"mcpServers": {"everything": {"command": "node", "args": [everything()]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let args = r#"{"resourceType": "Blob", "resourceId": 2}"#;
+    let out = crate::launching::output(
+        &[
+            "tools",
+            "call",
+            "everything__get-resource-reference",
+            "--args",
+            args,
+            "--json",
+        ],
+        dir.path(),
+    );
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", crate::launching::stderr(&out)));
+    // The blob (base64, typed text/plain) arrives as its text, not as a bare link.
+    let parts = r["output"]["parts"].as_array().unwrap();
+    assert!(
+        parts.iter().any(|p| p["type"] == "text"
+            && p["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Resource 2: This is a base64 blob created at")),
+        "{r}"
+    );
 }

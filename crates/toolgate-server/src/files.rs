@@ -49,11 +49,7 @@ async fn serve(
     let run_id = run_of(id).ok_or_else(missing)?;
     // A run this caller may not see is a 404 for its files too.
     let run = state.run_for(who, run_id).await.map_err(|_| missing())?;
-    let (file, bytes) = state
-        .runner
-        .file(&run.id, id)
-        .await?
-        .ok_or_else(missing)?;
+    let (file, bytes) = state.runner.file(&run.id, id).await?.ok_or_else(missing)?;
     let disposition = format!(
         "inline; filename=\"{}\"",
         file.name.replace(['"', '\\', '\r', '\n'], "_")

@@ -28,10 +28,7 @@ impl FileSink {
     /// The sink of a call's context (a call outside a run saves under the run id
     /// `local`).
     pub fn of(ctx: &ToolContext) -> Self {
-        Self::new(
-            &ctx.workspace,
-            ctx.run.run_id.as_deref().unwrap_or("local"),
-        )
+        Self::new(&ctx.workspace, ctx.run.run_id.as_deref().unwrap_or("local"))
     }
 
     pub fn new(workspace: &Path, run_id: &str) -> Self {
@@ -180,12 +177,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sink = FileSink::new(dir.path(), "run_ab12");
         let png = b"\x89PNG\r\n\x1a\n0000";
-        assert!(matches!(sink.part(png, "image/png", None).unwrap(), Part::Image { mime, .. } if mime == "image/png"));
-        assert!(matches!(sink.part(b"{}", "application/json; charset=utf-8", None).unwrap(), Part::Text { .. }));
-        assert!(matches!(sink.part(b"plain", "", None).unwrap(), Part::Text { .. }));
+        assert!(
+            matches!(sink.part(png, "image/png", None).unwrap(), Part::Image { mime, .. } if mime == "image/png")
+        );
+        assert!(matches!(
+            sink.part(b"{}", "application/json; charset=utf-8", None)
+                .unwrap(),
+            Part::Text { .. }
+        ));
+        assert!(matches!(
+            sink.part(b"plain", "", None).unwrap(),
+            Part::Text { .. }
+        ));
         let pdf = b"%PDF-1.4\n\xff\xfe binary";
-        let Part::File { path, mime, id, name, bytes } =
-            sink.part(pdf, "application/pdf", Some("../../card.pdf")).unwrap()
+        let Part::File {
+            path,
+            mime,
+            id,
+            name,
+            bytes,
+        } = sink
+            .part(pdf, "application/pdf", Some("../../card.pdf"))
+            .unwrap()
         else {
             panic!("not a file")
         };
@@ -197,6 +210,8 @@ mod tests {
         assert_eq!(path, format!("files/{id}.pdf"));
         assert_eq!(std::fs::read(dir.path().join(&path)).unwrap(), pdf);
         // Bytes that are not UTF-8 and have no type are a file too.
-        assert!(matches!(sink.part(b"\xff\x00", "", None).unwrap(), Part::File { mime: Some(m), .. } if m == "application/octet-stream"));
+        assert!(
+            matches!(sink.part(b"\xff\x00", "", None).unwrap(), Part::File { mime: Some(m), .. } if m == "application/octet-stream")
+        );
     }
 }

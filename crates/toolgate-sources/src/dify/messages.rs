@@ -85,7 +85,11 @@ fn message_part(json: Value, sink: &FileSink) -> Result<Part, ToolError> {
 
 /// An image URL's type, by its extension (`image/*` when it has none known).
 fn image_type(url: &str) -> &'static str {
-    let path = url.split(['?', '#']).next().unwrap_or(url).to_ascii_lowercase();
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .to_ascii_lowercase();
     match path.rsplit('.').next() {
         Some("png") => "image/png",
         Some("jpg" | "jpeg") => "image/jpeg",
@@ -112,18 +116,25 @@ mod tests {
             r#"{"kind": "json", "json": {"t": 21}}"#,
             r#"{"kind": "link", "url": "https://example.com/a"}"#,
             r#"{"kind": "image", "url": "https://example.com/m.png"}"#,
-            format!(r#"{{"kind": "blob", "data": "{pdf}", "mime": "application/pdf", "name": "r.pdf"}}"#),
+            format!(
+                r#"{{"kind": "blob", "data": "{pdf}", "mime": "application/pdf", "name": "r.pdf"}}"#
+            ),
         );
         let out = parts_of(ToolOutput::text(lines), &sink).unwrap();
         assert!(matches!(&out.parts[0], Part::Text { text } if text == "Sunny"));
         assert!(matches!(&out.parts[1], Part::Json { json } if json["t"] == 21));
         assert!(matches!(&out.parts[2], Part::Link { url, .. } if url == "https://example.com/a"));
-        assert!(matches!(&out.parts[3], Part::Image { mime, url: Some(_), .. } if mime == "image/png"));
+        assert!(
+            matches!(&out.parts[3], Part::Image { mime, url: Some(_), .. } if mime == "image/png")
+        );
         let Part::File { path, name, .. } = &out.parts[4] else {
             panic!("{:?}", out.parts[4])
         };
         assert_eq!(name.as_deref(), Some("r.pdf"));
-        assert_eq!(std::fs::read(dir.path().join(path)).unwrap(), b"%PDF-1.4 \xff");
+        assert_eq!(
+            std::fs::read(dir.path().join(path)).unwrap(),
+            b"%PDF-1.4 \xff"
+        );
         assert!(matches!(&out.parts[5], Part::Text { text } if text == "plain words"));
     }
 }

@@ -188,7 +188,11 @@ pub fn output_saving(result: &Value, sink: Option<&FileSink>) -> Result<ToolOutp
         if let Blob::Kept { mime, data, name } = &*part {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data.trim())
-                .map_err(|e| ToolError::Execution(format!("the server sent {mime} data that is not base64: {e}")))?;
+                .map_err(|e| {
+                    ToolError::Execution(format!(
+                        "the server sent {mime} data that is not base64: {e}"
+                    ))
+                })?;
             *part = Blob::Ready(sink.part(&bytes, mime, name.as_deref())?);
         }
     }
@@ -324,6 +328,35 @@ mod tests {
             "time__get_current_time"
         );
         assert_eq!(tool_name("fs", "read.file/v2"), "fs__read_file_v2");
+    }
+
+    #[test]
+    fn blobs_and_audio_are_saved_as_files_of_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = FileSink::new(dir.path(), "run_0c4e");
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let result = json!({"content": [
+            {"type": "resource", "resource": {"uri": "mem://docs/report.pdf", "mimeType": "application/pdf", "blob": b64(b"%PDF-1.7 \xff")}},
+            {"type": "resource", "resource": {"uri": "mem://notes/a", "mimeType": "text/plain", "blob": b64(b"just text")}},
+            {"type": "audio", "mimeType": "audio/wav", "data": b64(b"RIFF....WAVE")},
+        ]});
+        let out = output_saving(&result, Some(&sink)).unwrap();
+        let Part::File {
+            path, name, mime, ..
+        } = &out.parts[0]
+        else {
+            panic!("{:?}", out.parts)
+        };
+        assert_eq!(name.as_deref(), Some("report.pdf"));
+        assert_eq!(mime.as_deref(), Some("application/pdf"));
+        assert_eq!(
+            std::fs::read(dir.path().join(path)).unwrap(),
+            b"%PDF-1.7 \xff"
+        );
+        assert!(matches!(&out.parts[1], Part::Text { text } if text == "just text"));
+        assert!(matches!(&out.parts[2], Part::File { mime: Some(m), .. } if m == "audio/wav"));
+        // Without a run to save in, they are described.
+        assert!(output_of(&result).to_text().contains("application/pdf, "));
     }
 
     #[test]

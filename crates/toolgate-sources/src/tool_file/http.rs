@@ -321,8 +321,14 @@ async fn read(
     let content_type = resp_type.unwrap_or_default();
     // An error's body is for the model to read, never kept as a file.
     let files = req.files.as_ref().filter(|_| status.is_success());
-    let kept = Kept { files, max: req.max_response, truncated, total };
-    out.parts.push(body_part(&kept, &body, &content_type, name.as_deref())?);
+    let kept = Kept {
+        files,
+        max: req.max_response,
+        truncated,
+        total,
+    };
+    out.parts
+        .push(body_part(&kept, &body, &content_type, name.as_deref())?);
     Ok(out)
 }
 
@@ -343,9 +349,17 @@ fn body_part(
     content_type: &str,
     name: Option<&str>,
 ) -> Result<Part, ToolError> {
-    let Kept { files, max, truncated, total } = *kept;
+    let Kept {
+        files,
+        max,
+        truncated,
+        total,
+    } = *kept;
     let json_type = content_type.contains("json");
-    if json_type && !truncated && let Ok(json) = serde_json::from_slice::<Value>(body) {
+    if json_type
+        && !truncated
+        && let Ok(json) = serde_json::from_slice::<Value>(body)
+    {
         return Ok(Part::Json { json });
     }
     let mime = toolgate_tool::files::essence(content_type);
