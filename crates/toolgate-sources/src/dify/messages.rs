@@ -110,16 +110,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sink = FileSink::new(dir.path(), "run_d1f7");
         let pdf = base64::engine::general_purpose::STANDARD.encode(b"%PDF-1.4 \xff");
-        let lines = format!(
-            "{}\n{}\n{}\n{}\n{}\nplain words\n",
+        let blob = format!(
+            r#"{{"kind": "blob", "data": "{pdf}", "mime": "application/pdf", "name": "r.pdf"}}"#
+        );
+        let lines = [
             r#"{"kind": "text", "text": "Sunny"}"#,
             r#"{"kind": "json", "json": {"t": 21}}"#,
             r#"{"kind": "link", "url": "https://example.com/a"}"#,
             r#"{"kind": "image", "url": "https://example.com/m.png"}"#,
-            format!(
-                r#"{{"kind": "blob", "data": "{pdf}", "mime": "application/pdf", "name": "r.pdf"}}"#
-            ),
-        );
+            blob.as_str(),
+            "plain words",
+        ]
+        .join("\n");
         let out = parts_of(ToolOutput::text(lines), &sink).unwrap();
         assert!(matches!(&out.parts[0], Part::Text { text } if text == "Sunny"));
         assert!(matches!(&out.parts[1], Part::Json { json } if json["t"] == 21));
