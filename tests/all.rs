@@ -41,6 +41,7 @@ mod docs;
 mod docs_reference;
 mod engine;
 mod file_errors;
+mod file_results;
 mod final_hidden;
 mod hook_sandbox;
 mod hot_reload;

@@ -147,11 +147,15 @@ fn its_tool_runs_with_a_stored_credential_that_is_never_shown() {
     let text = all(&out);
     assert!(!text.contains(KEY) && !text.contains(STATION), "{text}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // The messages the tool yielded, one per line: its text, then its JSON.
-    let shown = v["output"]["parts"][0]["text"].as_str().unwrap();
-    let (first, second) = shown.split_once('\n').unwrap();
-    assert_eq!(first, "Forecast for Oslo (degrees Celsius), key [secret]");
-    let json: Value = serde_json::from_str(second).unwrap();
+    // The messages the tool yielded, each a part of its kind: its text, then its JSON.
+    let parts = &v["output"]["parts"];
+    assert_eq!(parts[0]["type"], "text", "{v}");
+    assert_eq!(
+        parts[0]["text"],
+        "Forecast for Oslo (degrees Celsius), key [secret]"
+    );
+    assert_eq!(parts[1]["type"], "json", "{v}");
+    let json = &parts[1]["json"];
     assert_eq!(json["key_length"], KEY.len());
     assert_eq!(json["station_given"], true);
     assert_eq!(json["units"], "metric");

@@ -582,6 +582,7 @@ async fn a_host_name_is_resolved_once_and_the_request_goes_to_that_address() {
         max_response: 1024,
         allow: AllowList::parse(["127.0.0.2"]).unwrap(),
         retry: Retry::default(),
+        files: None,
     };
     let out = http::send_with(req, &resolver).await.unwrap();
     assert_eq!(out.to_text(), "pinned");

@@ -10,6 +10,7 @@ pub mod clock;
 mod error_kind;
 pub mod error_line;
 pub mod events;
+pub mod file;
 pub mod identity;
 pub mod image;
 mod part;
@@ -18,6 +19,7 @@ pub mod webhook;
 
 pub use error_kind::ErrorKind;
 pub use events::{Event, RunEvent};
+pub use file::FileOutput;
 pub use image::ImagePart;
 pub use part::Part;
 
@@ -308,6 +310,9 @@ pub struct RunObject {
     /// Who started it: an issued key's name or a JWT's subject, when known.
     #[serde(default)]
     pub started_by: Option<String>,
+    /// Files saved from its tools' binary results, in order (`GET /v1/files/{id}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileOutput>,
 }
 
 fn default_tenant() -> String {

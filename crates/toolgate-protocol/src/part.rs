@@ -27,10 +27,18 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
-    /// A file the tool wrote or points to (a path in the workspace).
+    /// A file the tool wrote or points to (a path in the workspace). A file saved from
+    /// a binary result (a PDF an API answered, an MCP blob) also has an `id`, by which
+    /// the client fetches it (`GET /v1/files/{id}`), its `name` and size.
     File {
         path: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
     },
 }

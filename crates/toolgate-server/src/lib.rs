@@ -11,6 +11,7 @@ mod collect_wal;
 mod deadlines;
 mod error;
 mod feed;
+mod files;
 mod follow;
 pub mod guard;
 mod hub;

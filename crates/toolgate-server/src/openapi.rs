@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use toolgate_protocol::RunEvent;
 
-use super::{AppState, feed, knowledge, limits, records, responses, runs, scope, timeline};
+use super::{AppState, feed, files, knowledge, limits, records, responses, runs, scope, timeline};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -55,6 +55,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))
+        .routes(routes!(files::get_file))
+        .routes(routes!(files::get_file_content))
         .routes(routes!(scope::whoami))
         .routes(routes!(knowledge::list_bases, knowledge::create_base))
         .routes(routes!(knowledge::get_base, knowledge::remove_base))

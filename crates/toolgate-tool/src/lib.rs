@@ -8,6 +8,7 @@
 pub mod client;
 pub mod credentials;
 pub mod file_schema;
+pub mod files;
 pub mod folder;
 mod keywords;
 mod library;

@@ -85,6 +85,18 @@ impl ToolOutput {
                     Some(t) => out.push_str(&format!("[{t}]({url})")),
                     None => out.push_str(url),
                 },
+                Part::File {
+                    path,
+                    mime,
+                    id: Some(_),
+                    name,
+                    bytes,
+                } => out.push_str(&format!(
+                    "[file {path}: {}, {}, {} bytes; saved in the workspace, read it with read_file]",
+                    name.as_deref().unwrap_or(path),
+                    mime.as_deref().unwrap_or("application/octet-stream"),
+                    bytes.unwrap_or(0)
+                )),
                 Part::File { path, .. } => out.push_str(&format!("[file {path}]")),
             }
         }

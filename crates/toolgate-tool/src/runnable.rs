@@ -172,9 +172,18 @@ fn masked(part: Part, values: &[String]) -> Part {
             url: text(url),
             title: title.map(text),
         },
-        Part::File { path, mime } => Part::File {
+        Part::File {
+            path,
+            mime,
+            id,
+            name,
+            bytes,
+        } => Part::File {
             path: text(path),
             mime,
+            id,
+            name,
+            bytes,
         },
     }
 }

@@ -14,6 +14,7 @@ mod decide;
 mod decision_rule;
 mod ending;
 mod error;
+mod files;
 mod final_tool;
 mod folders;
 mod guard;
@@ -354,6 +355,7 @@ impl Runner {
             client_tools,
             response_format: additions.response_format.flatten(),
             marks: Default::default(),
+            files: Vec::new(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = state_json(&state)?;

@@ -35,5 +35,6 @@ pub fn run_object(row: &RunRow, pending: &[PendingRow]) -> RunObject {
         parent_call_id: row.parent_call_id.clone(),
         tenant: row.tenant.clone(),
         started_by: row.started_by.clone(),
+        files: state.map(|s| s.files).unwrap_or_default(),
     }
 }

@@ -178,6 +178,7 @@ impl Runner {
         let mut record = outcome.record;
         if let Ok(out) = &outcome.result {
             c.images = out.images();
+            live.state.files.extend(super::files::saved(out, &c.call));
         }
         if outcome.result.is_ok() && !live.toolkit.hooks(&c.call.name, true).is_empty() {
             let ran = self.prepare(live, c).call;

@@ -77,6 +77,7 @@ impl Runner {
             client_tools: Vec::new(),
             response_format: None,
             marks: Default::default(),
+            files: Vec::new(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = super::state_json(&state)?;

@@ -74,6 +74,9 @@ pub struct RunState {
         skip_serializing_if = "super::loop_marks::LoopMarks::is_empty"
     )]
     pub marks: super::loop_marks::LoopMarks,
+    /// Files saved from its calls' binary results, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<toolgate_protocol::FileOutput>,
 }
 
 /// A sub-agent run's place in its tree.

@@ -93,6 +93,7 @@ async fn drive(
                 incomplete: None,
                 usage: ResponseUsage::default(),
                 waiting,
+                files: Vec::new(),
                 at: now_s(),
             };
             let out = t.finish(end);

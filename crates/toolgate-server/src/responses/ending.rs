@@ -6,7 +6,7 @@ use super::wire::{
     IncompleteDetails, InputTokensDetails, OutputTokensDetails, ResponseError, ResponseStatus,
     ResponseUsage,
 };
-use toolgate_protocol::{RequiredItem, RunObject, RunStatus, Usage};
+use toolgate_protocol::{FileOutput, RequiredItem, RunObject, RunStatus, Usage};
 
 /// How the run's part in a response ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,8 @@ pub struct Ending {
     /// What the run still waits for (a paused run): listed in the output if no event
     /// announced them.
     pub waiting: Vec<RequiredItem>,
+    /// The files the run's tools saved: cited on the response's last message.
+    pub files: Vec<FileOutput>,
     /// Unix seconds.
     pub at: i64,
 }
@@ -38,6 +40,7 @@ pub fn ending(run: Option<&RunObject>, error: Option<&str>, before: Usage, at: i
         incomplete: None,
         usage,
         waiting: Vec::new(),
+        files: Vec::new(),
         at,
     };
     if let Some(message) = error {
@@ -46,12 +49,14 @@ pub fn ending(run: Option<&RunObject>, error: Option<&str>, before: Usage, at: i
     let Some(run) = run else {
         return failed("the run could not be read after it stopped".into());
     };
+    let files = run.files.clone();
     let plain = |status| Ending {
         status,
         error: None,
         incomplete: None,
         usage,
         waiting: Vec::new(),
+        files: files.clone(),
         at,
     };
     match run.status {

@@ -158,7 +158,8 @@ pub enum McpCallStatus {
 pub enum OutputContent {
     OutputText {
         text: String,
-        /// Always empty.
+        /// `container_file_citation`s of the files the run's tools saved (on the last
+        /// message; fetch one with `GET /v1/files/{file_id}/content`).
         #[schema(value_type = Vec<Object>)]
         annotations: Vec<Value>,
         /// Always empty.

@@ -224,6 +224,9 @@ pub fn write_file<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled
             ToolOutput::text(format!("{verb} {len} bytes to {requested}")).with(Part::File {
                 path: requested,
                 mime: None,
+                id: None,
+                name: None,
+                bytes: None,
             }),
         )
     })

@@ -28,7 +28,7 @@ pub fn spec() -> ToolSpec {
 }
 
 /// The handler of the tool.
-pub fn http_request<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
+pub fn http_request<'a>(ctx: &'a ToolContext, args: Map<String, Value>) -> Handled<'a> {
     Box::pin(async move {
         let body = match args.get("body") {
             None | Some(Value::Null) => None,
@@ -47,6 +47,7 @@ pub fn http_request<'a>(_ctx: &'a ToolContext, args: Map<String, Value>) -> Hand
             // Only what the operator opened: the model cannot widen its own reach.
             allow: AllowList::from_env().map_err(|e| ToolError::Execution(e.to_string()))?,
             retry: Retry::default(),
+            files: Some(toolgate_tool::files::FileSink::of(ctx)),
         })
         .await
     })

@@ -2,12 +2,14 @@
 
 Usage: python3 -c <this file> TOOL_SOURCE.py PLUGIN_ROOT
 stdin:  {"tool_parameters": {...}, "credentials": {...}}
-stdout: the messages the tool yields, one per line: text as it is, JSON on one line,
-        links and images as their URL.
+stdout: the messages the tool yields, one JSON object per line with its kind:
+        {"kind": "text"|"json"|"link"|"image"|"blob", ...}; a blob's bytes in base64
+        with its mime type and file name.
 A tool that raises exits 1 with the error on stderr. When the tool needs a part of
 the `dify_plugin` package that the stand-in below does not have, it exits 2 saying so
 in one line; nothing is installed by this adapter.
 """
+import base64
 import importlib.util
 import inspect
 import json
@@ -130,24 +132,36 @@ def tool_base():
 
 
 def line(msg):
+    """One message as one JSON line, with its kind: text, json, link, image, blob."""
     kind = getattr(msg.type, "value", msg.type)
     body = msg.message
     if kind == "text":
-        return body.text
-    if kind == "json":
-        return json.dumps(body.json_object, ensure_ascii=False, default=str)
-    if kind in ("link", "image", "image_link"):
-        return body.text
-    if kind == "variable":
-        return json.dumps({body.variable_name: body.variable_value}, ensure_ascii=False, default=str)
-    if kind in ("blob", "file"):
+        out = {"kind": "text", "text": body.text}
+    elif kind == "json":
+        out = {"kind": "json", "json": body.json_object}
+    elif kind == "link":
+        out = {"kind": "link", "url": body.text}
+    elif kind in ("image", "image_link"):
+        out = {"kind": "image", "url": body.text}
+    elif kind == "variable":
+        out = {"kind": "json", "json": {body.variable_name: body.variable_value}}
+    elif kind in ("blob", "file"):
         meta = getattr(msg, "meta", None) or {}
         blob = getattr(body, "blob", b"") or b""
-        return "[%s: %d bytes%s]" % (kind, len(blob), ", " + meta["mime_type"] if "mime_type" in meta else "")
-    if kind == "log":
+        if isinstance(blob, str):
+            blob = blob.encode()
+        out = {
+            "kind": "blob",
+            "data": base64.b64encode(blob).decode(),
+            "mime": meta.get("mime_type") or "application/octet-stream",
+            "name": meta.get("filename") or meta.get("file_name"),
+        }
+    elif kind == "log":
         print("log: %s" % getattr(body, "label", ""), file=sys.stderr)
         return None
-    return str(body)
+    else:
+        out = {"kind": "text", "text": str(body)}
+    return json.dumps(out, ensure_ascii=False, default=str)
 
 
 def main():

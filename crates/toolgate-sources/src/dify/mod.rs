@@ -4,6 +4,7 @@
 //! its Python class through toolgate's adapter, with no Dify installed.
 
 mod files;
+mod messages;
 mod params;
 mod run;
 mod source;

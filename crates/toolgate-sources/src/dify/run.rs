@@ -105,7 +105,8 @@ impl Tool for DifyTool {
         let Value::Object(request) = request else {
             return Err(ToolError::Execution("the request is not an object".into()));
         };
-        command.call(ctx, request).await
+        let out = command.call(ctx, request).await?;
+        super::messages::parts_of(out, &toolgate_tool::files::FileSink::of(ctx))
     }
 
     fn with_sandbox(&self, policy: toolgate_sandbox::SandboxPolicy) -> Option<Arc<dyn Tool>> {

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::client::{Server, extra_env, on_runtime, tenant_of};
 use super::config::Declaration;
+use toolgate_tool::files::FileSink;
 use toolgate_tool::{
     Part, Permission, Schema, SourceBinding, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
@@ -34,14 +36,14 @@ impl Tool for McpTool {
     ) -> Result<ToolOutput, ToolError> {
         let server = Arc::clone(&self.server);
         let remote = self.remote.clone();
+        let sink = toolgate_tool::files::FileSink::of(ctx);
         let ctx = ctx.clone();
         // Read here: the call runs on the MCP runtime, outside this call's span.
         let traceparent = toolgate_telemetry::propagate::current();
         let result =
             on_runtime(async move { server.call(&remote, args, ctx, traceparent).await }).await??;
-        Ok(output_of(
-            &serde_json::to_value(&result).unwrap_or(Value::Null),
-        ))
+        let result = serde_json::to_value(&result).unwrap_or(Value::Null);
+        output_saving(&result, Some(&sink))
     }
 
     /// The server process of the call's tenant, started if it is not running (within its start timeout, not the
@@ -161,12 +163,80 @@ pub fn mcp_tool(
 }
 
 /// A `tools/call` result (as JSON) as toolgate output. Structured content is one JSON
-/// part; a text block that only repeats it (servers send both) is left out.
+/// part; a text block that only repeats it (servers send both) is left out. Audio and
+/// binary resources are described, not kept (see [`output_saving`]).
 pub fn output_of(result: &Value) -> ToolOutput {
+    let mut out = parts_of(result);
+    for part in &mut out.parts {
+        if let Blob::Kept { mime, data, .. } = part {
+            *part = Blob::Ready(Part::Text {
+                text: format!("[{mime}, {} bytes of base64: not kept]", data.len()),
+            });
+        }
+    }
+    out.finish()
+}
+
+/// [`output_of`], with audio and binary resources (`blob`) saved as files in the run's
+/// workspace by `sink` (their kinds kept: an image resource is an image part).
+pub fn output_saving(result: &Value, sink: Option<&FileSink>) -> Result<ToolOutput, ToolError> {
+    let Some(sink) = sink else {
+        return Ok(output_of(result));
+    };
+    let mut out = parts_of(result);
+    for part in &mut out.parts {
+        if let Blob::Kept { mime, data, name } = &*part {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|e| {
+                    ToolError::Execution(format!(
+                        "the server sent {mime} data that is not base64: {e}"
+                    ))
+                })?;
+            *part = Blob::Ready(sink.part(&bytes, mime, name.as_deref())?);
+        }
+    }
+    Ok(out.finish())
+}
+
+/// A part, or binary data still to be kept or described.
+enum Blob {
+    Ready(Part),
+    Kept {
+        mime: String,
+        data: String,
+        name: Option<String>,
+    },
+}
+
+/// Parts on their way to an output.
+struct Pending {
+    parts: Vec<Blob>,
+    is_error: bool,
+}
+
+impl Pending {
+    fn finish(self) -> ToolOutput {
+        ToolOutput {
+            parts: self
+                .parts
+                .into_iter()
+                .filter_map(|b| match b {
+                    Blob::Ready(p) => Some(p),
+                    Blob::Kept { .. } => None,
+                })
+                .collect(),
+            is_error: self.is_error,
+        }
+    }
+}
+
+/// The blocks of a result in order, binary ones not yet kept.
+fn parts_of(result: &Value) -> Pending {
     let structured = result.get("structuredContent").filter(|v| !v.is_null());
     let mut parts = Vec::new();
     if let Some(json) = structured {
-        parts.push(Part::Json { json: json.clone() });
+        parts.push(Blob::Ready(Part::Json { json: json.clone() }));
     }
     for block in result
         .get("content")
@@ -174,55 +244,74 @@ pub fn output_of(result: &Value) -> ToolOutput {
         .into_iter()
         .flatten()
     {
-        let text = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_string);
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                let t = text("text").unwrap_or_default();
-                let repeats = structured.is_some_and(|s| {
-                    serde_json::from_str::<Value>(&t).is_ok_and(|parsed| &parsed == s)
-                });
-                if !repeats {
-                    parts.push(Part::Text { text: t });
-                }
-            }
-            Some("image") => parts.push(Part::Image {
-                mime: text("mimeType").unwrap_or_else(|| "image/png".into()),
-                url: None,
-                data: text("data"),
-            }),
-            Some("audio") => parts.push(Part::Text {
-                text: format!(
-                    "[audio {}, {} bytes of base64]",
-                    text("mimeType").unwrap_or_default(),
-                    text("data").map_or(0, |d| d.len())
-                ),
-            }),
-            Some("resource_link") => parts.push(Part::Link {
-                url: text("uri").unwrap_or_default(),
-                title: text("title").or_else(|| text("name")),
-            }),
-            Some("resource") => {
-                let res = block.get("resource").cloned().unwrap_or(Value::Null);
-                let field = |k: &str| res.get(k).and_then(Value::as_str).map(str::to_string);
-                let uri = field("uri").unwrap_or_default();
-                match field("text") {
-                    Some(body) => parts.push(Part::Text {
-                        text: format!("[resource {uri}]\n{body}"),
-                    }),
-                    None => parts.push(Part::Link {
-                        url: uri,
-                        title: field("mimeType"),
-                    }),
-                }
-            }
-            _ => parts.push(Part::Json {
-                json: block.clone(),
-            }),
+        if let Some(part) = block_part(block, structured) {
+            parts.push(part);
         }
     }
-    ToolOutput {
+    Pending {
         parts,
         is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+    }
+}
+
+/// One content block (`None`: a text block that repeats the structured content).
+fn block_part(block: &Value, structured: Option<&Value>) -> Option<Blob> {
+    let text = |k: &str| block.get(k).and_then(Value::as_str).map(str::to_string);
+    let part = match block.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            let t = text("text").unwrap_or_default();
+            let repeats = structured.is_some_and(|s| {
+                serde_json::from_str::<Value>(&t).is_ok_and(|parsed| &parsed == s)
+            });
+            if repeats {
+                return None;
+            }
+            Part::Text { text: t }
+        }
+        Some("image") => Part::Image {
+            mime: text("mimeType").unwrap_or_else(|| "image/png".into()),
+            url: None,
+            data: text("data"),
+        },
+        Some("audio") => {
+            return Some(Blob::Kept {
+                mime: text("mimeType").unwrap_or_else(|| "audio/wav".into()),
+                data: text("data").unwrap_or_default(),
+                name: None,
+            });
+        }
+        Some("resource_link") => Part::Link {
+            url: text("uri").unwrap_or_default(),
+            title: text("title").or_else(|| text("name")),
+        },
+        Some("resource") => return Some(resource_part(block)),
+        _ => Part::Json {
+            json: block.clone(),
+        },
+    };
+    Some(Blob::Ready(part))
+}
+
+/// An embedded resource: its text, its binary data to keep, or a link to it.
+fn resource_part(block: &Value) -> Blob {
+    let res = block.get("resource").cloned().unwrap_or(Value::Null);
+    let field = |k: &str| res.get(k).and_then(Value::as_str).map(str::to_string);
+    let uri = field("uri").unwrap_or_default();
+    if let Some(body) = field("text") {
+        return Blob::Ready(Part::Text {
+            text: format!("[resource {uri}]\n{body}"),
+        });
+    }
+    match field("blob") {
+        Some(data) => Blob::Kept {
+            mime: field("mimeType").unwrap_or_else(|| "application/octet-stream".into()),
+            data,
+            name: uri.rsplit('/').next().map(str::to_string),
+        },
+        None => Blob::Ready(Part::Link {
+            url: uri,
+            title: field("mimeType"),
+        }),
     }
 }
 
@@ -239,6 +328,35 @@ mod tests {
             "time__get_current_time"
         );
         assert_eq!(tool_name("fs", "read.file/v2"), "fs__read_file_v2");
+    }
+
+    #[test]
+    fn blobs_and_audio_are_saved_as_files_of_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = FileSink::new(dir.path(), "run_0c4e");
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let result = json!({"content": [
+            {"type": "resource", "resource": {"uri": "mem://docs/report.pdf", "mimeType": "application/pdf", "blob": b64(b"%PDF-1.7 \xff")}},
+            {"type": "resource", "resource": {"uri": "mem://notes/a", "mimeType": "text/plain", "blob": b64(b"just text")}},
+            {"type": "audio", "mimeType": "audio/wav", "data": b64(b"RIFF....WAVE")},
+        ]});
+        let out = output_saving(&result, Some(&sink)).unwrap();
+        let Part::File {
+            path, name, mime, ..
+        } = &out.parts[0]
+        else {
+            panic!("{:?}", out.parts)
+        };
+        assert_eq!(name.as_deref(), Some("report.pdf"));
+        assert_eq!(mime.as_deref(), Some("application/pdf"));
+        assert_eq!(
+            std::fs::read(dir.path().join(path)).unwrap(),
+            b"%PDF-1.7 \xff"
+        );
+        assert!(matches!(&out.parts[1], Part::Text { text } if text == "just text"));
+        assert!(matches!(&out.parts[2], Part::File { mime: Some(m), .. } if m == "audio/wav"));
+        // Without a run to save in, they are described.
+        assert!(output_of(&result).to_text().contains("application/pdf, "));
     }
 
     #[test]

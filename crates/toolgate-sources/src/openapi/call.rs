@@ -56,6 +56,7 @@ impl Tool for OpenApiTool {
             req.headers
                 .push((name.clone(), http::expand_context(template, &ctx.run)?));
         }
+        req.files = Some(toolgate_tool::files::FileSink::of(ctx));
         let out = http::send_for(req, ctx).await?;
         Ok(excerpt_on_error(out))
     }
@@ -181,6 +182,7 @@ pub fn request(
         max_response: b.max_response.unwrap_or(DEFAULT_MAX_RESPONSE),
         allow,
         retry: Retry::default(),
+        files: None,
     })
 }
 

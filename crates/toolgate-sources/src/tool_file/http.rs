@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
+use toolgate_tool::files::FileSink;
 use toolgate_tool::net::{self, AllowList, Resolve, SystemResolver};
 use toolgate_tool::retry::Noted;
 use toolgate_tool::{Entry, Part, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -44,6 +45,8 @@ pub struct Request {
     /// What may be reached although the network rule refuses it.
     pub allow: AllowList,
     pub retry: Retry,
+    /// Where a binary body is saved as a file (`None`: it is described, not kept).
+    pub files: Option<FileSink>,
 }
 
 #[derive(Clone)]
@@ -330,11 +333,15 @@ async fn read(
     url: &reqwest::Url,
 ) -> Result<ToolOutput, ToolError> {
     let status = resp.status();
-    let json_type = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.contains("json"));
+    let header = |name| {
+        resp.headers()
+            .get(name)
+            .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let resp_type = header(reqwest::header::CONTENT_TYPE);
+    let name = header(reqwest::header::CONTENT_DISPOSITION)
+        .and_then(|d| toolgate_tool::files::disposition_name(&d));
     let mut body = Vec::new();
     let mut total = 0usize;
     let fail =
@@ -352,23 +359,76 @@ async fn read(
             text: format!("HTTP {status} from {} {url}", req.method),
         });
     }
-    let parsed = (json_type && !truncated)
-        .then(|| serde_json::from_slice::<Value>(&body).ok())
-        .flatten();
-    match parsed {
-        Some(json) => out.parts.push(Part::Json { json }),
-        None => {
-            let mut text = String::from_utf8_lossy(&body).into_owned();
-            if truncated {
-                text.push_str(&format!(
-                    "\n[response truncated: {} of {total} bytes shown]",
-                    body.len()
-                ));
-            }
-            out.parts.push(Part::Text { text });
-        }
-    }
+    let content_type = resp_type.unwrap_or_default();
+    // An error's body is for the model to read, never kept as a file.
+    let files = req.files.as_ref().filter(|_| status.is_success());
+    let kept = Kept {
+        files,
+        max: req.max_response,
+        truncated,
+        total,
+    };
+    out.parts
+        .push(body_part(&kept, &body, &content_type, name.as_deref())?);
     Ok(out)
+}
+
+/// How much of a body was read, and where a binary one may be saved.
+struct Kept<'a> {
+    files: Option<&'a FileSink>,
+    max: usize,
+    truncated: bool,
+    total: usize,
+}
+
+/// A response body as a part: JSON as JSON, text as text (its truncation noted), an
+/// image as an image part, anything else as a file saved in the run's workspace (when
+/// the request has somewhere to save it, and the body came whole).
+fn body_part(
+    kept: &Kept<'_>,
+    body: &[u8],
+    content_type: &str,
+    name: Option<&str>,
+) -> Result<Part, ToolError> {
+    let Kept {
+        files,
+        max,
+        truncated,
+        total,
+    } = *kept;
+    let json_type = content_type.contains("json");
+    if json_type
+        && !truncated
+        && let Ok(json) = serde_json::from_slice::<Value>(body)
+    {
+        return Ok(Part::Json { json });
+    }
+    let mime = toolgate_tool::files::essence(content_type);
+    let textual = toolgate_tool::files::is_textual(&mime)
+        || (mime.is_empty() && std::str::from_utf8(body).is_ok());
+    if !textual {
+        if truncated {
+            return Ok(Part::Text {
+                text: format!(
+                    "[a {mime} body of {total} bytes, over the tool's max_response of {max} bytes: not kept]"
+                ),
+            });
+        }
+        if let Some(files) = files {
+            return files.part(body, &mime, name);
+        }
+        return Ok(Part::Text {
+            text: format!("[a {mime} body of {total} bytes: not kept]"),
+        });
+    }
+    let mut text = String::from_utf8_lossy(body).into_owned();
+    if truncated {
+        text.push_str(&format!(
+            "\n[response truncated: {} of {total} bytes shown]",
+            body.len()
+        ));
+    }
+    Ok(Part::Text { text })
 }
 
 /// Parses and checks an `http` or `https` URL.
@@ -567,6 +627,7 @@ impl HttpTool {
                 backoff: Duration::from_secs_f64(backoff.unwrap_or(DEFAULT_BACKOFF)),
                 non_idempotent: *retry_non_idempotent,
             },
+            files: None,
         })
     }
 }
@@ -582,7 +643,9 @@ impl Tool for HttpTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        send_for(self.request(&args, &ctx.run)?, ctx).await
+        let mut req = self.request(&args, &ctx.run)?;
+        req.files = Some(FileSink::of(ctx));
+        send_for(req, ctx).await
     }
 }
 

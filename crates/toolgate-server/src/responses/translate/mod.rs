@@ -362,6 +362,42 @@ impl Translator {
         self.item_done(out, index);
     }
 
+    /// The run's saved files as `container_file_citation` annotations (the container:
+    /// the run) on the response's last message, each announced as it is added. A
+    /// response without a message cites none; the run object lists them all.
+    fn cite_files(&mut self, out: &mut Vec<StreamEvent>, files: &[toolgate_protocol::FileOutput]) {
+        let Some(index) = self
+            .response
+            .output
+            .iter()
+            .rposition(|o| matches!(o, OutputItem::Message { .. }))
+        else {
+            return;
+        };
+        let id = self.response.output[index].id().to_string();
+        for file in files {
+            let annotation = json!({
+                "type": "container_file_citation",
+                "container_id": toolgate_protocol::file::run_of(&file.id).unwrap_or_default(),
+                "file_id": file.id, "filename": file.name, "start_index": 0, "end_index": 0,
+            });
+            let OutputItem::Message { content, .. } = &mut self.response.output[index] else {
+                return;
+            };
+            let Some(OutputContent::OutputText { annotations, .. }) = content.first_mut() else {
+                return;
+            };
+            annotations.push(annotation.clone());
+            let at = annotations.len() - 1;
+            self.emit(
+                out,
+                "response.output_text.annotation.added",
+                json!({"item_id": id, "output_index": index, "content_index": 0,
+                    "annotation_index": at, "annotation": annotation}),
+            );
+        }
+    }
+
     /// An item a paused run waits for: `mcp_approval_request` or `function_call`.
     fn waiting_item(&mut self, out: &mut Vec<StreamEvent>, item: &RequiredItem) {
         let arguments = item.arguments.to_string();
@@ -566,6 +602,7 @@ impl Translator {
                 self.waiting_item(&mut out, item);
             }
         }
+        self.cite_files(&mut out, &ending.files);
         let r = &mut self.response;
         r.status = ending.status;
         r.error = ending.error;

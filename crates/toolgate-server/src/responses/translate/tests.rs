@@ -100,6 +100,7 @@ fn done(status: ResponseStatus, waiting: Vec<RequiredItem>) -> Ending {
         incomplete: None,
         usage: ResponseUsage::default(),
         waiting,
+        files: Vec::new(),
         at: 200,
     }
 }
@@ -465,7 +466,43 @@ fn run_object(status: RunStatus, usage: Usage) -> RunObject {
         parent_call_id: None,
         tenant: "default".into(),
         started_by: None,
+        files: Vec::new(),
     }
+}
+
+#[test]
+fn saved_files_are_cited_on_the_last_message() {
+    let mut t = translator(&[]);
+    let file = toolgate_protocol::FileOutput {
+        id: toolgate_protocol::file::file_id(RUN, "0a1b"),
+        object: "file".into(),
+        name: "card.pdf".into(),
+        mime: "application/pdf".into(),
+        bytes: 3,
+        path: "files/x.pdf".into(),
+        call_id: "c1".into(),
+        tool: "get_card".into(),
+        created_at: 0,
+    };
+    let end = Ending {
+        files: vec![file],
+        ..done(ResponseStatus::Completed, vec![])
+    };
+    let out = run(&mut t, &[text("Here it is.")], &[], end);
+    let added: Vec<&StreamEvent> = out
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.annotation.added")
+        .collect();
+    assert_eq!(added.len(), 1, "{out:?}");
+    let note = &added[0]["annotation"];
+    assert_eq!(note["type"], "container_file_citation");
+    assert_eq!(note["container_id"], RUN);
+    assert_eq!(note["filename"], "card.pdf");
+    let last = out.last().unwrap();
+    assert_eq!(
+        last["response"]["output"][0]["content"][0]["annotations"][0]["file_id"],
+        "file-run_1-0a1b"
+    );
 }
 
 #[test]
