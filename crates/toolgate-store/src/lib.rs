@@ -11,6 +11,7 @@ mod feed;
 mod lease;
 pub mod model;
 mod postgres;
+pub mod spend;
 mod sqlite;
 mod summary;
 
@@ -28,6 +29,7 @@ pub use sqlite::{
     NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows,
     Waiting,
 };
+pub use spend::{ModelRequestRow, Spend, SpendBy, SpendFilter, SpendRow};
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use postgres::PgStore;

@@ -26,6 +26,8 @@ use toolgate_protocol::{CallStatus, Usage};
 const AGENTS: usize = 200;
 const TOOLS: usize = 1000;
 const MODELS: usize = 32;
+const TENANTS: usize = 100;
+const KEYS: usize = 200;
 /// Error kinds are a closed set in the code; the cap only guards against a new one
 /// built from data.
 const ERROR_KINDS: usize = 100;
@@ -56,6 +58,13 @@ struct ModelOutcome {
 struct TokenLabels {
     model: String,
     r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpendLabels {
+    agent: String,
+    tenant: String,
+    key: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -99,6 +108,11 @@ pub struct Metrics {
     commit_seconds: Histograms<KindLabel>,
     webhooks: Family<OutcomeLabel, Counter>,
     webhook_failed_attempts: Counter,
+    spend_tokens: Family<SpendLabels, Counter>,
+    spend_nanos: Family<SpendLabels, Counter>,
+    budgets_reached: Family<OutcomeLabel, Counter>,
+    tenants: Vocabulary,
+    keys: Vocabulary,
     agents: Arc<Vocabulary>,
     tools: Vocabulary,
     models: Vocabulary,
@@ -300,6 +314,7 @@ impl Metrics {
             "Webhook attempts that failed (each retry counts)",
             webhook_failed_attempts.clone(),
         );
+        let (spend_tokens, spend_nanos, budgets_reached) = spend_metrics(&mut r);
         let agents = with_collectors(&mut r.registry, collectors);
         Self {
             registry: r.registry,
@@ -316,6 +331,11 @@ impl Metrics {
             commit_seconds,
             webhooks,
             webhook_failed_attempts,
+            spend_tokens,
+            spend_nanos,
+            budgets_reached,
+            tenants: Vocabulary::new(TENANTS),
+            keys: Vocabulary::new(KEYS),
             agents,
             tools: Vocabulary::new(TOOLS),
             models: Vocabulary::new(MODELS),
@@ -331,6 +351,59 @@ impl Metrics {
 
     fn model(&self, model: &str) -> String {
         self.models.label(model_name(model))
+    }
+}
+
+/// The spend counters: tokens and nanodollars by agent, tenant and key, and budgets
+/// reached by what they did.
+fn spend_metrics(
+    r: &mut Registering,
+) -> (
+    Family<SpendLabels, Counter>,
+    Family<SpendLabels, Counter>,
+    Family<OutcomeLabel, Counter>,
+) {
+    let tokens = Family::default();
+    r.add(
+        "spend_tokens",
+        "Tokens (prompt and completion) of model requests, by agent, tenant and key (`-`: none)",
+        tokens.clone(),
+    );
+    let nanos = Family::default();
+    r.add(
+        "spend_nanodollars",
+        "What model requests cost by the price table, in US nanodollars, by agent, tenant and key",
+        nanos.clone(),
+    );
+    let reached = Family::default();
+    r.add(
+        "budgets_reached",
+        "Budgets reached before a model request, by what they did (pause, fail, warn)",
+        reached.clone(),
+    );
+    (tokens, nanos, reached)
+}
+
+/// A model request of a run of `agent` (in `tenant`, started by `key`) used `tokens`
+/// and cost `nanos`.
+pub fn spent(agent: &str, tenant: &str, key: Option<&str>, tokens: u64, nanos: u64) {
+    if let Some(m) = get() {
+        let labels = SpendLabels {
+            agent: m.agents.label(agent),
+            tenant: m.tenants.label(tenant),
+            key: m.keys.label(key.unwrap_or("-")),
+        };
+        m.spend_tokens.get_or_create(&labels).inc_by(tokens);
+        m.spend_nanos.get_or_create(&labels).inc_by(nanos);
+    }
+}
+
+/// A budget was reached; it did `on_limit` (`pause`, `fail`, `warn`).
+pub fn budget_reached(on_limit: &'static str) {
+    if let Some(m) = get() {
+        m.budgets_reached
+            .get_or_create(&OutcomeLabel { outcome: on_limit })
+            .inc();
     }
 }
 

@@ -77,6 +77,8 @@ impl Runner {
             client_tools: Vec::new(),
             response_format: None,
             marks: Default::default(),
+            cost_nanos: 0,
+            budget: Default::default(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = super::state_json(&state)?;
@@ -118,6 +120,7 @@ impl Runner {
             persisted: 0,
             secret_tools: sealing::any_secret(&schemas),
             known_secrets: Vec::new(),
+            requests: Vec::new(),
             schemas: Arc::new(schemas),
         };
         let turn = self.gate(&mut live, vec![req.call]).await;

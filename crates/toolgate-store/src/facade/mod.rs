@@ -6,3 +6,4 @@ mod accounts;
 mod decisions;
 mod records;
 mod runs;
+mod spend;

@@ -9,6 +9,7 @@ use tokio_postgres::Client;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_allow_lists.sql"),
+    include_str!("migrations/0019_spend.sql"),
 ];
 
 /// The schema version this build writes.

@@ -19,6 +19,7 @@ mod run_rows;
 mod runs;
 mod save_rows;
 mod secrets;
+mod spend;
 mod summary;
 mod totals;
 mod tree;

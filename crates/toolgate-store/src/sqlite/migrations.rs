@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0013_changes.sql"),
     include_str!("migrations/0014_run_usage.sql"),
     include_str!("migrations/0015_allow_lists.sql"),
+    include_str!("migrations/0019_spend.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

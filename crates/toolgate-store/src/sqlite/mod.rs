@@ -15,6 +15,7 @@ mod run_errors;
 mod run_list;
 mod runs;
 mod secrets;
+mod spend;
 mod summary;
 mod timeline;
 mod totals;
