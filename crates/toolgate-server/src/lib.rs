@@ -29,6 +29,7 @@ pub mod responses;
 mod roles;
 mod runs;
 mod scope;
+mod spend;
 mod sse;
 mod takeup;
 pub mod tenants;
