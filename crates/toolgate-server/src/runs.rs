@@ -174,7 +174,8 @@ pub async fn create_run(
         body.input,
         body.conversation_id,
         body.model,
-    )?;
+    )
+    .await?;
     start.priority = body.priority;
     if let Some(choice) = &body.tool_choice {
         start.agent.tool_choice = toolgate_model::ToolChoice::read(choice)

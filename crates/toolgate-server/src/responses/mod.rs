@@ -299,7 +299,8 @@ async fn continue_from(
                 message,
                 Some(run.conversation_id.clone()),
                 None,
-            )?;
+            )
+            .await?;
             Ok((
                 Plan::Start(Box::new(start)),
                 HashMap::new(),
@@ -337,7 +338,9 @@ async fn start_fresh(
     }
     state.may_start(who).await?;
     let message = input.message.unwrap_or_default();
-    let start = state.start_request(who, agent_name, message, None, None)?;
+    let start = state
+        .start_request(who, agent_name, message, None, None)
+        .await?;
     Ok((Plan::Start(Box::new(start)), HashMap::new(), None))
 }
 

@@ -7,3 +7,4 @@ mod decisions;
 mod records;
 mod runs;
 mod spend;
+mod key_budgets;

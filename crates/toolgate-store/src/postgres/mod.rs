@@ -20,6 +20,7 @@ mod runs;
 mod save_rows;
 mod secrets;
 mod spend;
+mod key_budgets;
 mod summary;
 mod totals;
 mod tree;

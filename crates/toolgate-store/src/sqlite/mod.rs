@@ -16,6 +16,7 @@ mod run_list;
 mod runs;
 mod secrets;
 mod spend;
+mod key_budgets;
 mod summary;
 mod timeline;
 mod totals;
