@@ -46,7 +46,12 @@ fn answer(text: &str, usage: (u64, u64)) -> Reply {
 }
 
 /// A runner on `store` asking `server`, and the agent file written with `budget`.
-fn setup(server: &FakeOpenAi, store: Store, dir: &std::path::Path, budget: &str) -> (Runner, Agent) {
+fn setup(
+    server: &FakeOpenAi,
+    store: Store,
+    dir: &std::path::Path,
+    budget: &str,
+) -> (Runner, Agent) {
     let file = dir.join("agent.yaml");
     std::fs::write(
         &file,
@@ -100,7 +105,11 @@ fn stats_json(db: &TestDb, dir: &std::path::Path, args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -134,20 +143,38 @@ async fn pause_raise_continue(db: &TestDb) {
     // A client's output is not how a budget is resumed; nor an edit without a limit.
     assert!(
         runner
-            .decide(&run.id, Some(&item.call_id), Decision::Submit { output: "x".into(), is_error: false })
+            .decide(
+                &run.id,
+                Some(&item.call_id),
+                Decision::Submit {
+                    output: "x".into(),
+                    is_error: false
+                }
+            )
             .await
             .is_err()
     );
     let no_limit = serde_json::Map::from_iter([("limit".to_string(), json!(0))]);
     assert!(
         runner
-            .decide(&run.id, Some(&item.call_id), Decision::Edit { arguments: no_limit })
+            .decide(
+                &run.id,
+                Some(&item.call_id),
+                Decision::Edit {
+                    arguments: no_limit
+                }
+            )
             .await
             .is_err()
     );
     let raise = serde_json::Map::from_iter([("limit".to_string(), json!(1000))]);
     runner
-        .decide_by(&run.id, Some(&item.call_id), Decision::Edit { arguments: raise }, Some("ann".into()))
+        .decide_by(
+            &run.id,
+            Some(&item.call_id),
+            Decision::Edit { arguments: raise },
+            Some("ann".into()),
+        )
         .await
         .unwrap();
     let done = runner.resume(&run.id).await.unwrap();
@@ -162,12 +189,23 @@ async fn pause_raise_continue(db: &TestDb) {
 async fn check_spend(db: &TestDb, dir: &std::path::Path, run: &RunObject, usages: &[(u64, u64)]) {
     let (requests, prompt, completion, cost) = reported(usages);
     let store = db.open();
-    for by in [SpendBy::Agent, SpendBy::Conversation, SpendBy::Tenant, SpendBy::Key] {
+    for by in [
+        SpendBy::Agent,
+        SpendBy::Conversation,
+        SpendBy::Tenant,
+        SpendBy::Key,
+    ] {
         let rows = store.spend_by(by, Scope::All).await.unwrap();
         assert_eq!(rows.len(), 1, "{by:?} on {}: {rows:?}", db.name());
         let s = rows[0].spend;
         assert_eq!(
-            (s.requests, s.prompt_tokens, s.completion_tokens, s.total_tokens, s.cost_nanos),
+            (
+                s.requests,
+                s.prompt_tokens,
+                s.completion_tokens,
+                s.total_tokens,
+                s.cost_nanos
+            ),
             (requests, prompt, completion, prompt + completion, cost),
             "{by:?} on {}",
             db.name()
@@ -187,7 +225,10 @@ async fn check_spend(db: &TestDb, dir: &std::path::Path, run: &RunObject, usages
     assert_eq!(conv["spend"]["prompt_tokens"], json!(prompt), "{conv}");
     assert_eq!(conv["spend"]["completion_tokens"], json!(completion));
     assert_eq!(conv["spend"]["cost_nanos"], json!(cost));
-    assert_eq!(conv["model_usage"]["total_tokens"], json!(prompt + completion));
+    assert_eq!(
+        conv["model_usage"]["total_tokens"],
+        json!(prompt + completion)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,11 +252,18 @@ async fn fail_and_stay_failed(db: &TestDb) {
     let run = runner.start(start(agent, dir.path())).await.unwrap();
     assert_eq!(run.status, RunStatus::Failed, "on {}: {run:?}", db.name());
     let error = run.last_error.clone().unwrap();
-    assert!(error.contains("budget of agent spender reached: 0.000135 of 0.0001 usd per conversation"), "{error}");
+    assert!(
+        error.contains("budget of agent spender reached: 0.000135 of 0.0001 usd per conversation"),
+        "{error}"
+    );
     assert_eq!(server.requests().len(), 1, "no request past a hard limit");
     let again = runner.resume(&run.id).await.unwrap();
     assert_eq!(again.status, RunStatus::Failed);
-    assert_eq!(server.requests().len(), 1, "resuming does not ask the model either");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "resuming does not ask the model either"
+    );
     let (requests, prompt, completion, cost) = reported(&usages);
     let spend = db
         .open()
@@ -226,7 +274,12 @@ async fn fail_and_stay_failed(db: &TestDb) {
         .await
         .unwrap();
     assert_eq!(
-        (spend.requests, spend.prompt_tokens, spend.completion_tokens, spend.cost_nanos),
+        (
+            spend.requests,
+            spend.prompt_tokens,
+            spend.completion_tokens,
+            spend.cost_nanos
+        ),
         (requests, prompt, completion, cost)
     );
 }

@@ -163,7 +163,9 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
             };
             let budgets = budgets
                 .iter()
-                .map(|b| Budget::parse_short(b).map_err(|e| Failure::bad_input(format!("--budget: {e}"))))
+                .map(|b| {
+                    Budget::parse_short(b).map_err(|e| Failure::bad_input(format!("--budget: {e}")))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let key_name = name.clone();
             let created = create(db, name, &role, groups, allow, expires, json)?;

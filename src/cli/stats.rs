@@ -194,10 +194,7 @@ fn spend_of(store: &Store, conv: &str) -> Result<serde_json::Value, Failure> {
         conversation: Some(conv.to_string()),
         ..Default::default()
     };
-    let spend = store
-        .spend(&filter)
-        .wait()?
-        .map_err(super::store_failure)?;
+    let spend = store.spend(&filter).wait()?.map_err(super::store_failure)?;
     let mut v = serde_json::to_value(spend).unwrap_or_default();
     v["cost_usd"] = toolgate::protocol::budget::usd(spend.cost_nanos).into();
     Ok(v)

@@ -25,7 +25,11 @@ pub fn show(store: &Store, by: &str, json: bool) -> Result<(), Failure> {
     let mut out = out::stdout();
     if json {
         let value: Vec<serde_json::Value> = rows.iter().map(row_json).collect();
-        return print_json(&mut out, &serde_json::json!({"by": by, "rows": value}), false);
+        return print_json(
+            &mut out,
+            &serde_json::json!({"by": by, "rows": value}),
+            false,
+        );
     }
     let text = render(by, &rows);
     out.write_all(text.as_bytes()).map_err(out::write_failure)

@@ -108,8 +108,12 @@ impl Prices {
             let price = Price {
                 input,
                 output: per_m("output", p.output)?,
-                cached_input: p.cached_input.map_or(Ok(input), |d| per_m("cached_input", d))?,
-                cache_write: p.cache_write.map_or(Ok(input), |d| per_m("cache_write", d))?,
+                cached_input: p
+                    .cached_input
+                    .map_or(Ok(input), |d| per_m("cached_input", d))?,
+                cache_write: p
+                    .cache_write
+                    .map_or(Ok(input), |d| per_m("cache_write", d))?,
             };
             models.insert(name, price);
         }
@@ -172,8 +176,15 @@ mod tests {
             prices.cost("openai:gpt-4o-mini-2024-07-18", &usage),
             Some(750_000_000)
         );
-        assert_eq!(prices.cost("gpt-4o-2024-08-06", &usage), Some(12_500_000_000));
-        assert!(prices.price("anthropic:claude-sonnet-4-5-20250929").is_some());
+        assert_eq!(
+            prices.cost("gpt-4o-2024-08-06", &usage),
+            Some(12_500_000_000)
+        );
+        assert!(
+            prices
+                .price("anthropic:claude-sonnet-4-5-20250929")
+                .is_some()
+        );
         assert_eq!(prices.cost("scripted:replies.yaml", &usage), None);
     }
 
@@ -181,8 +192,10 @@ mod tests {
     fn a_file_replaces_and_adds() {
         let mut prices = Prices::builtin();
         prices.extend(
-            Prices::parse("models: {gpt-4o-mini: {input: 1, output: 1}, local: {input: 0, output: 0}}")
-                .unwrap_or_else(|e| panic!("{e}")),
+            Prices::parse(
+                "models: {gpt-4o-mini: {input: 1, output: 1}, local: {input: 0, output: 0}}",
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
         );
         let one = Usage {
             prompt_tokens: 1,

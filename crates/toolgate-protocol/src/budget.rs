@@ -257,14 +257,24 @@ impl Budget {
             Some((p, o)) => (p, Some(o)),
             None => (rest, None),
         };
-        let per: Per = per.trim().parse().map_err(|_| bad("PER is run, conversation, day or month"))?;
+        let per: Per = per
+            .trim()
+            .parse()
+            .map_err(|_| bad("PER is run, conversation, day or month"))?;
         let on_limit: OnLimit = match on_limit {
-            Some(o) => o.trim().parse().map_err(|_| bad("on the limit: pause, fail or warn"))?,
+            Some(o) => o
+                .trim()
+                .parse()
+                .map_err(|_| bad("on the limit: pause, fail or warn"))?,
             None => OnLimit::Pause,
         };
         let amount = amount.trim();
         let limit = if let Some(n) = amount.strip_suffix("tokens") {
-            Limit::Tokens(n.trim().parse().map_err(|_| bad("tokens are a whole number"))?)
+            Limit::Tokens(
+                n.trim()
+                    .parse()
+                    .map_err(|_| bad("tokens are a whole number"))?,
+            )
         } else if let Some(n) = amount.strip_suffix("usd") {
             let d: f64 = n.trim().parse().map_err(|_| bad("usd is a number"))?;
             Limit::Usd(nanos_of_usd(d).ok_or_else(|| bad("usd is not negative"))?)
@@ -377,16 +387,30 @@ mod tests {
         assert_eq!(Per::Month.period_start(now), Some(1_793_491_200_000));
         assert_eq!(Per::Run.period_start(now), None);
         // 2024-03-01 after a leap February.
-        assert_eq!(Per::Month.period_start(1_709_294_400_000), Some(1_709_251_200_000));
+        assert_eq!(
+            Per::Month.period_start(1_709_294_400_000),
+            Some(1_709_251_200_000)
+        );
     }
 
     #[test]
     fn the_short_form_reads_back_what_it_writes() {
-        for text in ["20000tokens/run:pause", "5usd/month:fail", "0.001usd/day:warn"] {
+        for text in [
+            "20000tokens/run:pause",
+            "5usd/month:fail",
+            "0.001usd/day:warn",
+        ] {
             let b = Budget::parse_short(text).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(b.to_string(), text);
         }
-        for bad in ["5/run", "5usd", "5usd/week", "5usd/run:stop", "-1usd/run", "xtokens/run"] {
+        for bad in [
+            "5/run",
+            "5usd",
+            "5usd/week",
+            "5usd/run:stop",
+            "-1usd/run",
+            "xtokens/run",
+        ] {
             assert!(Budget::parse_short(bad).is_err(), "{bad}");
         }
     }
@@ -396,7 +420,8 @@ mod tests {
         let both: Result<Budget, _> =
             serde_json::from_str(r#"{"per": "run", "tokens": 5, "usd": 1}"#);
         assert!(both.is_err());
-        let b: Budget = serde_json::from_str(r#"{"per": "day", "usd": 0.25}"#).unwrap_or_else(|e| panic!("{e}"));
+        let b: Budget = serde_json::from_str(r#"{"per": "day", "usd": 0.25}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(b.limit, Limit::Usd(250_000_000));
         assert_eq!(b.on_limit, OnLimit::Pause);
         assert_eq!(usd(1_500_000_000), "1.5");

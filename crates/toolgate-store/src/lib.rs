@@ -24,12 +24,12 @@ pub use model::{
     CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink, RunRow,
     RunSave, Scope, SecretScope, StoredCall,
 };
+pub use spend::{ModelRequestRow, Spend, SpendBy, SpendFilter, SpendRow};
 pub use sqlite::{
     APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyInfo, KeyLookup,
     NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows,
     Waiting,
 };
-pub use spend::{ModelRequestRow, Spend, SpendBy, SpendFilter, SpendRow};
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 
 use postgres::PgStore;

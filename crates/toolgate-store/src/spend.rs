@@ -38,9 +38,7 @@ pub struct SpendFilter {
 }
 
 /// Tokens and money spent.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Spend {
     /// Model requests.
     pub requests: u64,

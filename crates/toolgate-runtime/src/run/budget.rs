@@ -227,7 +227,10 @@ impl Runner {
         let tenant = super::paths::tenant_of(live.state.owner.as_ref()).to_string();
         let mut filter = SpendFilter {
             tenant: Some(tenant),
-            since: rule.budget.per.period_start(toolgate_protocol::clock::now_ms()),
+            since: rule
+                .budget
+                .per
+                .period_start(toolgate_protocol::clock::now_ms()),
             ..SpendFilter::default()
         };
         match (&rule.budget.per, &rule.whose) {
@@ -237,9 +240,10 @@ impl Runner {
             (_, Whose::Tenant(t)) => filter.tenant = Some(t.clone()),
         }
         let stored = self.store.spend(&filter).await?;
-        let unsaved = live.requests.iter().fold((0, 0), |(t, c), r| {
-            (t + r.total_tokens, c + r.cost_nanos)
-        });
+        let unsaved = live
+            .requests
+            .iter()
+            .fold((0, 0), |(t, c), r| (t + r.total_tokens, c + r.cost_nanos));
         Ok(if tokens {
             stored.total_tokens + unsaved.0
         } else {
@@ -337,11 +341,15 @@ pub(super) fn checked_raise(
         .budget
         .hold
         .filter(|h| h.call_id == item.call_id)
-        .ok_or_else(|| RunError::BadInput(format!("run {} does not wait on {}", row.id, item.call_id)))?;
+        .ok_or_else(|| {
+            RunError::BadInput(format!("run {} does not wait on {}", row.id, item.call_id))
+        })?;
     let arguments = Value::Object(arguments);
     raised_limit(hold.budget.budget.limit, &arguments).map_err(RunError::InvalidArguments)?;
     match arguments {
         Value::Object(map) => Ok(map),
-        _ => Err(RunError::BadInput("edited arguments must be an object".into())),
+        _ => Err(RunError::BadInput(
+            "edited arguments must be an object".into(),
+        )),
     }
 }

@@ -293,14 +293,15 @@ async fn continue_from(
                 ));
             }
             let message = input.message.unwrap_or_default();
-            let start = state.start_request(
-                who,
-                agent_name,
-                message,
-                Some(run.conversation_id.clone()),
-                None,
-            )
-            .await?;
+            let start = state
+                .start_request(
+                    who,
+                    agent_name,
+                    message,
+                    Some(run.conversation_id.clone()),
+                    None,
+                )
+                .await?;
             Ok((
                 Plan::Start(Box::new(start)),
                 HashMap::new(),

@@ -6,7 +6,11 @@ use toolgate_protocol::budget::Budget;
 
 impl Store {
     /// Sets the budgets of key `name`; whether there is such a key.
-    pub async fn set_key_budgets(&self, name: &str, budgets: &[Budget]) -> Result<bool, StoreError> {
+    pub async fn set_key_budgets(
+        &self,
+        name: &str,
+        budgets: &[Budget],
+    ) -> Result<bool, StoreError> {
         let json = serde_json::to_string(budgets)
             .map_err(|e| StoreError::Corrupt(format!("budgets could not be written: {e}")))?;
         match &self.backend {
@@ -27,7 +31,9 @@ impl Store {
         match stored {
             None => Ok(Vec::new()),
             Some(text) => serde_json::from_str(&text).map_err(|e| {
-                StoreError::Corrupt(format!("key {name}: its stored budgets cannot be read: {e}"))
+                StoreError::Corrupt(format!(
+                    "key {name}: its stored budgets cannot be read: {e}"
+                ))
             }),
         }
     }

@@ -4,7 +4,7 @@
 
 mod accounts;
 mod decisions;
+mod key_budgets;
 mod records;
 mod runs;
 mod spend;
-mod key_budgets;

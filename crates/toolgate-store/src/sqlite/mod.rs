@@ -6,6 +6,7 @@
 mod changes;
 mod deadlines;
 mod decisions;
+mod key_budgets;
 pub(crate) mod keys;
 mod migrations;
 mod queries;
@@ -16,7 +17,6 @@ mod run_list;
 mod runs;
 mod secrets;
 mod spend;
-mod key_budgets;
 mod summary;
 mod timeline;
 mod totals;
