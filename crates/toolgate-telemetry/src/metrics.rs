@@ -108,11 +108,7 @@ pub struct Metrics {
     commit_seconds: Histograms<KindLabel>,
     webhooks: Family<OutcomeLabel, Counter>,
     webhook_failed_attempts: Counter,
-    spend_tokens: Family<SpendLabels, Counter>,
-    spend_nanos: Family<SpendLabels, Counter>,
-    budgets_reached: Family<OutcomeLabel, Counter>,
-    tenants: Vocabulary,
-    keys: Vocabulary,
+    spend: SpendMetrics,
     agents: Arc<Vocabulary>,
     tools: Vocabulary,
     models: Vocabulary,
@@ -314,7 +310,7 @@ impl Metrics {
             "Webhook attempts that failed (each retry counts)",
             webhook_failed_attempts.clone(),
         );
-        let (spend_tokens, spend_nanos, budgets_reached) = spend_metrics(&mut r);
+        let spend = spend_metrics(&mut r);
         let agents = with_collectors(&mut r.registry, collectors);
         Self {
             registry: r.registry,
@@ -331,11 +327,7 @@ impl Metrics {
             commit_seconds,
             webhooks,
             webhook_failed_attempts,
-            spend_tokens,
-            spend_nanos,
-            budgets_reached,
-            tenants: Vocabulary::new(TENANTS),
-            keys: Vocabulary::new(KEYS),
+            spend,
             agents,
             tools: Vocabulary::new(TOOLS),
             models: Vocabulary::new(MODELS),
@@ -354,15 +346,18 @@ impl Metrics {
     }
 }
 
-/// The spend counters: tokens and nanodollars by agent, tenant and key, and budgets
-/// reached by what they did.
-fn spend_metrics(
-    r: &mut Registering,
-) -> (
-    Family<SpendLabels, Counter>,
-    Family<SpendLabels, Counter>,
-    Family<OutcomeLabel, Counter>,
-) {
+/// The spend counters: tokens and nanodollars by agent, tenant and key (tenants and keys
+/// bounded by vocabularies of their own), and budgets reached by what they did.
+struct SpendMetrics {
+    tokens: Family<SpendLabels, Counter>,
+    nanos: Family<SpendLabels, Counter>,
+    reached: Family<OutcomeLabel, Counter>,
+    tenants: Vocabulary,
+    keys: Vocabulary,
+}
+
+/// Registers the spend counters.
+fn spend_metrics(r: &mut Registering) -> SpendMetrics {
     let tokens = Family::default();
     r.add(
         "spend_tokens",
@@ -381,7 +376,13 @@ fn spend_metrics(
         "Budgets reached before a model request, by what they did (pause, fail, warn)",
         reached.clone(),
     );
-    (tokens, nanos, reached)
+    SpendMetrics {
+        tokens,
+        nanos,
+        reached,
+        tenants: Vocabulary::new(TENANTS),
+        keys: Vocabulary::new(KEYS),
+    }
 }
 
 /// A model request of a run of `agent` (in `tenant`, started by `key`) used `tokens`
@@ -390,18 +391,19 @@ pub fn spent(agent: &str, tenant: &str, key: Option<&str>, tokens: u64, nanos: u
     if let Some(m) = get() {
         let labels = SpendLabels {
             agent: m.agents.label(agent),
-            tenant: m.tenants.label(tenant),
-            key: m.keys.label(key.unwrap_or("-")),
+            tenant: m.spend.tenants.label(tenant),
+            key: m.spend.keys.label(key.unwrap_or("-")),
         };
-        m.spend_tokens.get_or_create(&labels).inc_by(tokens);
-        m.spend_nanos.get_or_create(&labels).inc_by(nanos);
+        m.spend.tokens.get_or_create(&labels).inc_by(tokens);
+        m.spend.nanos.get_or_create(&labels).inc_by(nanos);
     }
 }
 
 /// A budget was reached; it did `on_limit` (`pause`, `fail`, `warn`).
 pub fn budget_reached(on_limit: &'static str) {
     if let Some(m) = get() {
-        m.budgets_reached
+        m.spend
+            .reached
             .get_or_create(&OutcomeLabel { outcome: on_limit })
             .inc();
     }

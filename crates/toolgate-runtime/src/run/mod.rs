@@ -164,6 +164,15 @@ pub(crate) struct Live {
     pub requests: Vec<toolgate_store::ModelRequestRow>,
 }
 
+/// The built-in price table with `TOOLGATE_PRICES`'s file over it; a file that cannot be
+/// read is logged, and the built-in table used.
+fn prices_from_env() -> toolgate_model::prices::Prices {
+    toolgate_model::prices::Prices::from_env().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the price file is not used; the built-in prices are");
+        toolgate_model::prices::Prices::builtin()
+    })
+}
+
 /// What the caller a run is for may use: its owner's allow-list (none: no limit).
 pub(crate) fn allow_of(
     owner: Option<&toolgate_protocol::identity::RunOwner>,
@@ -193,7 +202,7 @@ impl Runner {
             active: Active::default(),
             hand_back: false,
             folders: None,
-            prices: Arc::new(toolgate_model::prices::Prices::builtin()),
+            prices: Arc::new(prices_from_env()),
             store,
         }
     }
