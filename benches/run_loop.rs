@@ -179,6 +179,7 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
         release: false,
         usage: Default::default(),
         records,
+        requests: Vec::new(),
         messages: Vec::new(),
         first_seq: 0,
     };

@@ -22,6 +22,7 @@ mod allow_lists;
 mod anthropic_api;
 mod approval_deadlines;
 mod approval_policy;
+mod budgets;
 mod cancel;
 mod cli_parse;
 mod cli_pipes;

@@ -78,6 +78,7 @@ pub fn save(status: RunStatus) -> RunSave {
         release: status != RunStatus::InProgress,
         usage: Default::default(),
         records: Vec::new(),
+        requests: Vec::new(),
         messages: Vec::new(),
         first_seq: 1,
     }

@@ -41,6 +41,10 @@ pub fn read() -> Vec<(&'static str, &'static str)> {
             "How many times a model request is tried before the run fails.",
         ),
         (
+            toolgate::model::prices::PRICES_ENV,
+            "A price file (`models:` name -> dollars per million tokens) over the built-in table: what model requests cost, for budgets and `stats --spend-by`.",
+        ),
+        (
             model::MODEL_BACKOFF_MS,
             "The wait before the first retry of a model request, in milliseconds (doubled for each next one).",
         ),

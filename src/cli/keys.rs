@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use base64::Engine as _;
 use clap::{Args, Subcommand};
 use toolgate::identity::{Allow, Roles};
+use toolgate::protocol::budget::Budget;
 use toolgate::store::NewKey;
 
 use super::out::{self, print, print_json, say};
@@ -46,6 +47,10 @@ enum KeysCommand {
         /// How long it lasts (e.g. 30d, 12h, 90m); forever when absent.
         #[arg(long)]
         expires: Option<String>,
+        /// A spend limit on the runs it starts: AMOUNT(tokens|usd)/PER[:pause|fail|warn],
+        /// PER one of run, conversation, day, month (e.g. 5usd/month:fail); repeatable.
+        #[arg(long = "budget", value_name = "LIMIT")]
+        budgets: Vec<String>,
         /// Print {"name", "role", "roles", "tenant", "groups", "agents", "tools", "key"}.
         #[arg(long)]
         json: bool,
@@ -149,13 +154,28 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
             agents,
             tools,
             expires,
+            budgets,
             json,
         } => {
             let allow = Allow {
                 agents: allow_list("--agents", agents.as_deref())?,
                 tools: allow_list("--tools", tools.as_deref())?,
             };
-            create(db, name, &role, groups, allow, expires, json)
+            let budgets = budgets
+                .iter()
+                .map(|b| {
+                    Budget::parse_short(b).map_err(|e| Failure::bad_input(format!("--budget: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let key_name = name.clone();
+            let created = create(db, name, &role, groups, allow, expires, json)?;
+            if !budgets.is_empty() {
+                open_store(db)?
+                    .set_key_budgets(&key_name, &budgets)
+                    .wait()?
+                    .map_err(|e| Failure::other(e.to_string()))?;
+            }
+            Ok(created)
         }
         KeysCommand::List { json } => list(db, json),
         KeysCommand::Revoke { name } => revoke(db, &name),

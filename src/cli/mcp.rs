@@ -61,6 +61,7 @@ pub fn run(args: McpArgs, db: &Path) -> Result<ExitCode, Failure> {
             tenant: t.to_string(),
             user: std::env::var("USER").ok().map(|u| format!("cli:{u}")),
             allow: Default::default(),
+            budgets: Vec::new(),
         }),
     };
     let rt = super::run::runtime()?;

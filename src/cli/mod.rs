@@ -25,6 +25,7 @@ mod secrets;
 mod serve;
 mod stats;
 mod stats_limits;
+mod stats_spend;
 mod table;
 mod tools;
 mod tree;

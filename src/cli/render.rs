@@ -182,6 +182,20 @@ fn human(e: &RunEvent) {
         }) => {
             let _ = writeln!(err, "· {tool} {} in {duration_ms:.0} ms", status.as_str());
         }
+        RunEvent::BudgetReached(events::BudgetReached {
+            whose,
+            per,
+            unit,
+            limit,
+            spent,
+            on_limit,
+            ..
+        }) => {
+            let _ = writeln!(
+                err,
+                "· budget of {whose} reached: {spent} of {limit} {unit} per {per} ({on_limit})"
+            );
+        }
         RunEvent::RunRequiresAction(_)
         | RunEvent::RunCompleted(_)
         | RunEvent::RunIncomplete(_)
@@ -199,6 +213,7 @@ fn requested(err: &mut impl Write, item: &toolgate::protocol::RequiredItem) {
         match item.kind {
             toolgate::protocol::ItemKind::Approval => "approval",
             toolgate::protocol::ItemKind::SubmitToolOutput => "the client's output",
+            toolgate::protocol::ItemKind::Budget => "an approver to raise a spend limit",
         },
         item.tool,
         item.arguments

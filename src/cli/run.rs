@@ -214,6 +214,7 @@ pub fn run(args: RunArgs, db: &Path) -> Result<ExitCode, Failure> {
             tenant: t.to_string(),
             user: std::env::var("USER").ok().map(|u| format!("cli:{u}")),
             allow: Default::default(),
+            budgets: Vec::new(),
         }),
         agent,
         model: args.model,

@@ -27,6 +27,10 @@ pub struct StatsArgs {
     /// was refused and timed out (GET /v1/limits on --server).
     #[arg(long, conflicts_with = "conversation")]
     limits: bool,
+    /// Tokens and cost of the model requests, summed by conversation, agent, tenant
+    /// or key (cost by the price table; see TOOLGATE_PRICES).
+    #[arg(long, value_name = "BY", conflicts_with_all = ["conversation", "tool", "limits"])]
+    spend_by: Option<String>,
     /// The server `--limits` asks (its API key from TOOLGATE_API_KEY).
     #[arg(
         long,
@@ -130,6 +134,7 @@ fn conversation(
             .map_err(|e| Failure::other(format!("cannot encode the summary: {e}")))?;
         value["runs"] = runs.len().into();
         value["model_usage"] = serde_json::to_value(usage).unwrap_or_default();
+        value["spend"] = spend_of(store, conv)?;
         value["run_trees"] = serde_json::to_value(&trees).unwrap_or_default();
         value["totals_with_subagents"] = serde_json::to_value(totals).unwrap_or_default();
         return print_json(out, &value, false).map(|()| None);
@@ -183,6 +188,18 @@ fn conversation(
     Ok(Some(text))
 }
 
+/// A conversation's spend: its model requests' tokens and cost (`cost_usd` exact).
+fn spend_of(store: &Store, conv: &str) -> Result<serde_json::Value, Failure> {
+    let filter = toolgate::store::SpendFilter {
+        conversation: Some(conv.to_string()),
+        ..Default::default()
+    };
+    let spend = store.spend(&filter).wait()?.map_err(super::store_failure)?;
+    let mut v = serde_json::to_value(spend).unwrap_or_default();
+    v["cost_usd"] = toolgate::protocol::budget::usd(spend.cost_nanos).into();
+    Ok(v)
+}
+
 /// `toolgate stats`.
 pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
     if args.limits {
@@ -190,6 +207,10 @@ pub fn run(args: StatsArgs, db: &Path) -> Result<ExitCode, Failure> {
         return super::stats_limits::show(&args.server, key.as_deref(), args.json);
     }
     let store = open_existing_store(db)?;
+    if let Some(by) = &args.spend_by {
+        super::stats_spend::show(&store, by, args.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut out = out::stdout();
     let text = if let Some(conv) = &args.conversation {
         match conversation(&store, conv, args.json, &mut out)? {

@@ -7,6 +7,7 @@ mod anthropic;
 pub mod context;
 mod fallback;
 mod openai;
+pub mod prices;
 mod providers;
 mod retry;
 mod scripted;

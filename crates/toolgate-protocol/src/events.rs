@@ -90,6 +90,11 @@ pub enum RunEvent {
     #[serde(rename = "context.compacted")]
     #[strum(serialize = "context.compacted")]
     ContextCompacted(ContextCompacted),
+    /// A spend limit was reached before a model request: the run pauses, fails or goes
+    /// on, as the budget says.
+    #[serde(rename = "budget.reached")]
+    #[strum(serialize = "budget.reached")]
+    BudgetReached(BudgetReached),
     /// The run paused; the items are in the run object.
     #[serde(rename = "run.requires_action")]
     #[strum(serialize = "run.requires_action")]
@@ -138,6 +143,7 @@ impl RunEvent {
             RunEvent::ToolResolved(e) => &e.run_id,
             RunEvent::ModelRetry(e) => &e.run_id,
             RunEvent::ContextCompacted(e) => &e.run_id,
+            RunEvent::BudgetReached(e) => &e.run_id,
             RunEvent::RunRequiresAction(e) => &e.run_id,
             RunEvent::RunCompleted(e) => &e.run_id,
             RunEvent::RunIncomplete(e) => &e.run_id,
@@ -192,6 +198,7 @@ into_run_event!(
     ToolResolved,
     ModelRetry,
     ContextCompacted,
+    BudgetReached,
     RunRequiresAction,
     RunCompleted,
     RunIncomplete,
@@ -338,6 +345,26 @@ pub struct ContextCompacted {
     pub messages: usize,
     pub tokens_before: u64,
     pub tokens_after: u64,
+}
+
+/// `budget.reached`: a spend limit was reached before a model request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BudgetReached {
+    pub run_id: String,
+    /// Whose budget: `agent NAME`, `key NAME` or `tenant NAME`.
+    pub whose: String,
+    /// `run`, `conversation`, `day` or `month`.
+    pub per: String,
+    /// `tokens` or `usd`.
+    pub unit: String,
+    /// The limit and what was spent, in the unit (dollars written as decimals).
+    pub limit: String,
+    pub spent: String,
+    /// `pause`, `fail` or `warn`.
+    pub on_limit: String,
+    /// The `budget` item the run waits on (when it pauses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// `run.requires_action`: the run paused; the items are in the run object.

@@ -170,6 +170,9 @@ pub struct RunOwner {
     pub user: Option<String>,
     #[serde(default, skip_serializing_if = "Allow::is_open")]
     pub allow: Allow,
+    /// The spend limits of its key and its tenant (the agent's own come from its file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<crate::budget::OwnedBudget>,
 }
 
 impl RunOwner {
@@ -179,6 +182,7 @@ impl RunOwner {
             tenant: who.tenant.clone(),
             user: Some(who.name.clone()),
             allow: who.allow.clone(),
+            budgets: Vec::new(),
         }
     }
 }

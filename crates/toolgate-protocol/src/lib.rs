@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod allow;
+pub mod budget;
 pub mod clock;
 mod error_kind;
 pub mod error_line;
@@ -169,6 +170,9 @@ pub enum ItemKind {
     Approval,
     /// A definition-only call: the client runs it and submits its output.
     SubmitToolOutput,
+    /// A spend limit was reached before the next model request: an approver raises
+    /// it for this run (approve, or edit `{"limit": N}`) or denies (the run fails).
+    Budget,
 }
 
 impl ItemKind {

@@ -138,6 +138,19 @@ pub fn every_event() -> Vec<(RunEvent, &'static str)> {
             r#"{"type":"context.compacted","run_id":"run_1","strategy":"truncate","messages":4,"tokens_before":900,"tokens_after":300}"#,
         ),
         (
+            RunEvent::BudgetReached(events::BudgetReached {
+                run_id: run(),
+                whose: "agent helper".into(),
+                per: "run".into(),
+                unit: "tokens".into(),
+                limit: "150".into(),
+                spent: "170".into(),
+                on_limit: "pause".into(),
+                call_id: Some("budget_1".into()),
+            }),
+            r#"{"type":"budget.reached","run_id":"run_1","whose":"agent helper","per":"run","unit":"tokens","limit":"150","spent":"170","on_limit":"pause","call_id":"budget_1"}"#,
+        ),
+        (
             RunEvent::RunRequiresAction(events::RunRequiresAction {
                 run_id: run(),
                 items: vec![item()],

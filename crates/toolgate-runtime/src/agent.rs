@@ -90,6 +90,9 @@ pub struct Agent {
     /// How long an MCP client's CONFIRM call is held for a decision before it is denied
     /// (`mcp_hold:`; the gateway's `--approval-timeout` when absent).
     pub mcp_hold: Option<std::time::Duration>,
+    /// Spend limits on its runs (`budget:`): per run, conversation, day or month, in
+    /// tokens or dollars.
+    pub budgets: Vec<toolgate_protocol::budget::Budget>,
 }
 
 /// An agent file: the agent's name, model, mode, instructions, tools, permissions,
@@ -207,6 +210,10 @@ struct RawAgent {
     #[serde(default)]
     #[schemars(schema_with = "toolgate_model::ToolChoice::file_schema")]
     tool_choice: Option<serde_json::Value>,
+    /// Spend limits: one `{per, tokens | usd, on_limit}` or a list of them.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::budget::file_schema")]
+    budget: Option<serde_json::Value>,
 }
 
 /// `fallback:`: a list of models.
@@ -580,6 +587,8 @@ impl Agent {
             Some(v) => toolgate_model::ToolChoice::read(v)
                 .map_err(|e| src.at(&["tool_choice"], format!("field 'tool_choice': {e}")))?,
         };
+        let budgets = crate::budget::read(raw.budget.as_ref())
+            .map_err(|m| src.at(&["budget"], format!("field 'budget': {m}")))?;
         let (model, model_settings) = match spec {
             Some(s) => (Some(beside(&folder, s.name)), s.settings),
             None => (None, Default::default()),
@@ -617,6 +626,7 @@ impl Agent {
                 four_eyes: raw.four_eyes,
             },
             mcp_hold,
+            budgets,
         })
     }
 

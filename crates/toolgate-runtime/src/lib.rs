@@ -7,6 +7,7 @@
 #![recursion_limit = "256"]
 
 pub mod agent;
+pub mod budget;
 pub mod engine;
 pub mod guards;
 pub mod run;

@@ -6,6 +6,7 @@
 
 mod agents;
 mod auth;
+mod budgets;
 pub mod collect;
 mod collect_wal;
 mod deadlines;
@@ -33,6 +34,7 @@ pub mod responses;
 mod roles;
 mod runs;
 mod scope;
+mod spend;
 mod sse;
 mod takeup;
 pub mod tenants;
@@ -243,7 +245,7 @@ impl AppState {
     /// A new run's request for `who`: the agent by name (one `who` may run), the
     /// server's tools and workspace, `who` as its owner. A model override must be an
     /// `openai:` one: a client never names a file here.
-    pub fn start_request(
+    pub async fn start_request(
         &self,
         who: &Identity,
         agent: &str,
@@ -271,7 +273,10 @@ impl AppState {
             tools_dir: self.tools_dir.clone(),
             workspace: self.workspace.clone(),
             priority: None,
-            owner: Some(RunOwner::of(who)),
+            owner: Some(RunOwner {
+                budgets: self.owner_budgets(who).await?,
+                ..RunOwner::of(who)
+            }),
         })
     }
 }

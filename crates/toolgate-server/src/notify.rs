@@ -42,7 +42,8 @@ pub struct NotifyConfig {
 /// What a receiver gets.
 #[derive(Debug, Clone, Serialize)]
 pub struct Notification {
-    /// `run.requires_action`, `run.failed`, `approval.expiring` or `approval.expired`.
+    /// `run.requires_action`, `budget.reached` (paused on a spend limit), `run.failed`,
+    /// `approval.expiring` or `approval.expired`.
     pub event: &'static str,
     pub run_id: String,
     pub agent: String,
@@ -67,7 +68,14 @@ pub struct Notification {
 impl Notification {
     /// The notification a settled run calls for, if any.
     pub fn of(run: &RunObject, public_url: &Url) -> Option<Notification> {
+        let on_budget = run
+            .required_action
+            .iter()
+            .flat_map(|a| &a.items)
+            .any(|i| i.kind == toolgate_protocol::ItemKind::Budget);
         let event = match run.status {
+            // A spend limit paused it: an approver may raise it.
+            RunStatus::RequiresAction if on_budget => "budget.reached",
             RunStatus::RequiresAction => "run.requires_action",
             RunStatus::Failed => "run.failed",
             _ => return None,

@@ -10,7 +10,9 @@ use utoipa_axum::routes;
 
 use toolgate_protocol::RunEvent;
 
-use super::{AppState, feed, files, knowledge, limits, records, responses, runs, scope, timeline};
+use super::{
+    AppState, feed, files, knowledge, limits, records, responses, runs, scope, spend, timeline,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -50,6 +52,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::calls))
         .routes(routes!(records::conversation_stats))
         .routes(routes!(records::global_stats))
+        .routes(routes!(spend::spend))
         .routes(routes!(records::tool_stats))
         .routes(routes!(records::tools))
         .routes(routes!(records::agents))

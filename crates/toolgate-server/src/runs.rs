@@ -168,13 +168,15 @@ pub async fn create_run(
         state.conversation_for(&who, c).await?;
     }
     state.may_start(&who).await?;
-    let mut start = state.start_request(
-        &who,
-        &body.agent,
-        body.input,
-        body.conversation_id,
-        body.model,
-    )?;
+    let mut start = state
+        .start_request(
+            &who,
+            &body.agent,
+            body.input,
+            body.conversation_id,
+            body.model,
+        )
+        .await?;
     start.priority = body.priority;
     if let Some(choice) = &body.tool_choice {
         start.agent.tool_choice = toolgate_model::ToolChoice::read(choice)

@@ -7,6 +7,7 @@
 //!   tools: [search, github__*]   # the only tools acme's runs may call
 //! globex:
 //!   tools: []                    # no tool at all (agents: any)
+//!   budget: {per: month, usd: 50, on_limit: fail}   # a spend limit on its runs
 //! ```
 //!
 //! A tenant the file does not name, and a list it leaves out, is not limited. A caller
@@ -18,11 +19,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use toolgate_protocol::budget::Budget;
 use toolgate_protocol::identity::{Allow, Identity, Role};
 
-/// Each tenant's allow-lists, as `--tenants` gives them.
+/// Each tenant's allow-lists and spend limits, as `--tenants` gives them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TenantAllows(HashMap<String, Allow>);
+pub struct TenantAllows(HashMap<String, Allow>, HashMap<String, Vec<Budget>>);
 
 /// A `--tenants` file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +32,7 @@ pub enum TenantsError {
     #[error("cannot read --tenants {}: {error}", path.display())]
     Read { path: PathBuf, error: String },
     #[error(
-        "--tenants {}: {error} (a map of tenant -> {{agents: [A, ...], tools: [X, ...]}})",
+        "--tenants {}: {error} (a map of tenant -> {{agents: [A, ...], tools: [X, ...], budget: ...}})",
         path.display()
     )]
     Parse { path: PathBuf, error: String },
@@ -44,6 +46,9 @@ struct Entry {
     agents: Option<Vec<String>>,
     #[serde(default)]
     tools: Option<Vec<String>>,
+    /// Spend limits on the tenant's runs: one budget or a list.
+    #[serde(default)]
+    budget: Option<serde_json::Value>,
 }
 
 impl TenantAllows {
@@ -63,22 +68,31 @@ impl TenantAllows {
     pub fn parse(text: &str) -> Result<TenantAllows, String> {
         let entries: HashMap<String, Option<Entry>> =
             serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-        Ok(TenantAllows(
-            entries
-                .into_iter()
-                .map(|(tenant, e)| {
-                    let e = e.unwrap_or(Entry {
-                        agents: None,
-                        tools: None,
-                    });
-                    let allow = Allow {
-                        agents: e.agents,
-                        tools: e.tools,
-                    };
-                    (tenant, allow)
-                })
-                .collect(),
-        ))
+        let mut allows = HashMap::new();
+        let mut budgets = HashMap::new();
+        for (tenant, e) in entries {
+            let e = e.unwrap_or(Entry {
+                agents: None,
+                tools: None,
+                budget: None,
+            });
+            let b = toolgate_runtime::budget::read(e.budget.as_ref())
+                .map_err(|m| format!("tenant {tenant}: budget: {m}"))?;
+            if !b.is_empty() {
+                budgets.insert(tenant.clone(), b);
+            }
+            let allow = Allow {
+                agents: e.agents,
+                tools: e.tools,
+            };
+            allows.insert(tenant, allow);
+        }
+        Ok(TenantAllows(allows, budgets))
+    }
+
+    /// The spend limits of `tenant`'s runs (none when the file names none).
+    pub fn budgets(&self, tenant: &str) -> &[Budget] {
+        self.1.get(tenant).map_or(&[], Vec::as_slice)
     }
 
     /// `who` limited by its tenant's lists too (an admin answers to its own only).
@@ -120,5 +134,9 @@ mod tests {
         assert_eq!(t.limit(who("globex", Role::Client)).allow.tools, None);
         assert_eq!(t.limit(who("acme", Role::Admin)).allow.tools, None);
         assert!(TenantAllows::parse("acme: {agent: [a]}").is_err());
+        let b = TenantAllows::parse("acme:\n  budget: {per: day, tokens: 5}\n").unwrap();
+        assert_eq!(b.budgets("acme").len(), 1);
+        assert!(b.budgets("globex").is_empty());
+        assert!(TenantAllows::parse("acme: {budget: {per: week, tokens: 5}}").is_err());
     }
 }

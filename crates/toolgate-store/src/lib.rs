@@ -13,6 +13,7 @@ mod lease;
 mod mcp_tasks;
 pub mod model;
 mod postgres;
+pub mod spend;
 mod sqlite;
 mod summary;
 
@@ -26,6 +27,7 @@ pub use model::{
     Attempt, CallRecord, DecisionChanges, NewRun, PendingRow, PendingState, RESULT_CAP, RunLink,
     RunRow, RunSave, Scope, SecretScope, StoredCall,
 };
+pub use spend::{ModelRequestRow, Spend, SpendBy, SpendFilter, SpendRow};
 pub use sqlite::{
     APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyInfo, KeyLookup,
     NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows,

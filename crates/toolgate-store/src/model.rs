@@ -145,6 +145,9 @@ pub struct RunSave {
     pub usage: Usage,
     /// Call records committed in the same transaction.
     pub records: Vec<CallRecord>,
+    /// Model requests made since the last save, with their cost (kept even when the
+    /// lease was lost: they were made).
+    pub requests: Vec<crate::spend::ModelRequestRow>,
     /// Messages the step added to the conversation (JSON), the first at position
     /// `first_seq`.
     pub messages: Vec<String>,

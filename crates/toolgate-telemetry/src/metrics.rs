@@ -27,6 +27,8 @@ use toolgate_protocol::{CallStatus, Usage};
 const AGENTS: usize = 200;
 const TOOLS: usize = 1000;
 const MODELS: usize = 32;
+const TENANTS: usize = 100;
+const KEYS: usize = 200;
 /// Error kinds are a closed set in the code; the cap only guards against a new one
 /// built from data.
 const ERROR_KINDS: usize = 100;
@@ -57,6 +59,13 @@ struct ModelOutcome {
 struct TokenLabels {
     model: String,
     r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpendLabels {
+    agent: String,
+    tenant: String,
+    key: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -100,6 +109,7 @@ pub struct Metrics {
     commit_seconds: Histograms<KindLabel>,
     webhooks: Family<OutcomeLabel, Counter>,
     webhook_failed_attempts: Counter,
+    spend: SpendMetrics,
     agents: Arc<Vocabulary>,
     tools: Vocabulary,
     models: Vocabulary,
@@ -375,6 +385,7 @@ impl Metrics {
             "Webhook attempts that failed (each retry counts)",
             webhook_failed_attempts.clone(),
         );
+        let spend = spend_metrics(&mut r);
         let agents = with_collectors(&mut r.registry, collectors);
         Self {
             registry: r.registry,
@@ -391,6 +402,7 @@ impl Metrics {
             commit_seconds,
             webhooks,
             webhook_failed_attempts,
+            spend,
             agents,
             tools: Vocabulary::new(TOOLS),
             models: Vocabulary::new(MODELS),
@@ -416,6 +428,69 @@ impl Metrics {
 
     fn model(&self, model: &str) -> String {
         self.models.label(model_name(model))
+    }
+}
+
+/// The spend counters: tokens and nanodollars by agent, tenant and key (tenants and keys
+/// bounded by vocabularies of their own), and budgets reached by what they did.
+struct SpendMetrics {
+    tokens: Family<SpendLabels, Counter>,
+    nanos: Family<SpendLabels, Counter>,
+    reached: Family<OutcomeLabel, Counter>,
+    tenants: Vocabulary,
+    keys: Vocabulary,
+}
+
+/// Registers the spend counters.
+fn spend_metrics(r: &mut Registering) -> SpendMetrics {
+    let tokens = Family::default();
+    r.add(
+        "spend_tokens",
+        "Tokens (prompt and completion) of model requests, by agent, tenant and key (`-`: none)",
+        tokens.clone(),
+    );
+    let nanos = Family::default();
+    r.add(
+        "spend_nanodollars",
+        "What model requests cost by the price table, in US nanodollars, by agent, tenant and key",
+        nanos.clone(),
+    );
+    let reached = Family::default();
+    r.add(
+        "budgets_reached",
+        "Budgets reached before a model request, by what they did (pause, fail, warn)",
+        reached.clone(),
+    );
+    SpendMetrics {
+        tokens,
+        nanos,
+        reached,
+        tenants: Vocabulary::new(TENANTS),
+        keys: Vocabulary::new(KEYS),
+    }
+}
+
+/// A model request of a run of `agent` (in `tenant`, started by `key`) used `tokens`
+/// and cost `nanos`.
+pub fn spent(agent: &str, tenant: &str, key: Option<&str>, tokens: u64, nanos: u64) {
+    if let Some(m) = get() {
+        let labels = SpendLabels {
+            agent: m.agents.label(agent),
+            tenant: m.spend.tenants.label(tenant),
+            key: m.spend.keys.label(key.unwrap_or("-")),
+        };
+        m.spend.tokens.get_or_create(&labels).inc_by(tokens);
+        m.spend.nanos.get_or_create(&labels).inc_by(nanos);
+    }
+}
+
+/// A budget was reached; it did `on_limit` (`pause`, `fail`, `warn`).
+pub fn budget_reached(on_limit: &'static str) {
+    if let Some(m) = get() {
+        m.spend
+            .reached
+            .get_or_create(&OutcomeLabel { outcome: on_limit })
+            .inc();
     }
 }
 

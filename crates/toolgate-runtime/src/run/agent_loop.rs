@@ -130,6 +130,9 @@ impl Runner {
                     .await?;
                 return Ok(End::Incomplete(reason));
             }
+            if let Some(end) = self.budget_gate(live).await? {
+                return Ok(end);
+            }
             let run_id = live.run_id.clone();
             let mut sink = TurnSink::new(
                 &run_id,
@@ -154,7 +157,7 @@ impl Runner {
                 }
             };
             live.state.iteration += 1;
-            live.state.usage.add(reply.usage);
+            self.spent(live, reply.usage);
             let had_native = !reply.native.is_empty();
             let parsed = sink.finish(std::mem::take(&mut reply.native));
             if let Some(end) = self

@@ -177,7 +177,7 @@ impl Runner {
             "context compacted"
         );
         live.state.messages.push(note);
-        live.state.usage.add(usage);
+        self.spent(live, usage);
         self.emit(events::ContextCompacted {
             run_id: live.run_id.clone(),
             strategy: strategy.as_str().into(),

@@ -147,7 +147,7 @@ impl Runner {
                     .as_ref()
                     .map(|r| format!("{r}/{}", p.item.call_id));
                 (p.item.call_id == call_id || qualified.as_deref() == Some(call_id))
-                    && p.item.kind == ItemKind::Approval
+                    && matches!(p.item.kind, ItemKind::Approval | ItemKind::Budget)
             })
             .ok_or_else(|| {
                 RunError::refused(
@@ -155,6 +155,9 @@ impl Runner {
                     format!("run {} has no approval item '{call_id}'", row.id),
                 )
             })?;
+        if item.item.kind == ItemKind::Budget {
+            return super::budget::checked_raise(&row, &item.item, arguments, self);
+        }
         if let Some(holder) = item.item.run_id.clone() {
             // A sub-agent's item: its own run's tools check the arguments.
             let plain = item.item.call_id.clone();

@@ -83,6 +83,9 @@ impl Refused {
                 let hint = match kind {
                     ItemKind::SubmitToolOutput => "it is a client tool: use toolgate submit",
                     ItemKind::Approval => "it needs a decision: use toolgate approve or deny",
+                    ItemKind::Budget => {
+                        "it is a spend limit: use toolgate approve (optionally --args '{\"limit\": N}') or deny"
+                    }
                 };
                 format!("call {call} ({tool}) is a {} item; {hint}", kind.as_str())
             }
@@ -135,7 +138,7 @@ pub fn choose(
         None => waiting
             .iter()
             .copied()
-            .filter(|p| p.item.kind == wants)
+            .filter(|p| answers(wants, p.item.kind))
             .collect(),
     };
     let approving = !matches!(decision, Decision::Deny { .. } | Decision::Submit { .. });
@@ -162,6 +165,12 @@ pub fn choose(
         still_waiting: waiting.len() - chosen.len(),
         claim: None,
     })
+}
+
+/// Whether a decision of the kind `wants` answers an item of `kind`: approve, edit and
+/// deny answer approvals and spend limits alike (raising a limit is approving it).
+fn answers(wants: ItemKind, kind: ItemKind) -> bool {
+    kind == wants || (wants == ItemKind::Approval && kind == ItemKind::Budget)
 }
 
 /// The run that holds an item: a sub-agent's run, or `run` itself.
@@ -218,7 +227,7 @@ fn named_item<'a>(
             state: p.state,
         });
     }
-    if p.item.kind != wants {
+    if !answers(wants, p.item.kind) {
         return Err(Refused::WrongKind {
             call: c.to_string(),
             tool: p.item.tool.clone(),

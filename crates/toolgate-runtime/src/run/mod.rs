@@ -6,6 +6,7 @@ mod active;
 mod additions;
 mod agent_loop;
 mod bare_calls;
+mod budget;
 mod cache;
 mod context;
 mod conversation;
@@ -46,6 +47,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
 pub use additions::Additions;
+pub use budget::{BUDGET_ITEM, BudgetState, Hold};
 pub use cache::{Loaded, Report};
 pub use conversation::{PromptError, system_prompt, tools as request_tools};
 pub use deadlines::Expiry;
@@ -129,6 +131,8 @@ pub struct Runner {
     /// This process's agents and tools folders, when it has its own (a server): runs
     /// continue with the agent of their name there (see `folders`).
     pub folders: Option<Folders>,
+    /// The price table model requests are priced by (for budgets and `stats`).
+    pub prices: Arc<toolgate_model::prices::Prices>,
 }
 
 /// Everything a leased run needs while the loop drives it.
@@ -157,6 +161,17 @@ pub(crate) struct Live {
     pub secret_tools: bool,
     /// Secret values met so far in this drive.
     pub known_secrets: Vec<String>,
+    /// Model requests (with their cost) to record with the next save.
+    pub requests: Vec<toolgate_store::ModelRequestRow>,
+}
+
+/// The built-in price table with `TOOLGATE_PRICES`'s file over it; a file that cannot be
+/// read is logged, and the built-in table used.
+fn prices_from_env() -> toolgate_model::prices::Prices {
+    toolgate_model::prices::Prices::from_env().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the price file is not used; the built-in prices are");
+        toolgate_model::prices::Prices::builtin()
+    })
 }
 
 /// What the caller a run is for may use: its owner's allow-list (none: no limit).
@@ -188,6 +203,7 @@ impl Runner {
             active: Active::default(),
             hand_back: false,
             folders: None,
+            prices: Arc::new(prices_from_env()),
             store,
         }
     }
@@ -356,6 +372,8 @@ impl Runner {
             response_format: additions.response_format.flatten(),
             marks: Default::default(),
             files: Vec::new(),
+            cost_nanos: 0,
+            budget: Default::default(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = state_json(&state)?;
@@ -396,6 +414,7 @@ impl Runner {
             persisted: stored,
             secret_tools: sealing::any_secret(&toolkit_schemas),
             known_secrets: Vec::new(),
+            requests: Vec::new(),
             schemas: Arc::new(toolkit_schemas),
         };
         self.drive_shown(live, false).await
@@ -470,6 +489,7 @@ impl Runner {
             persisted: stored,
             secret_tools: sealing::any_secret(&schemas),
             known_secrets: Vec::new(),
+            requests: Vec::new(),
             schemas,
         })
     }

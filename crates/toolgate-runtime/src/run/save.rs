@@ -75,6 +75,7 @@ impl Runner {
             set_pending,
             release: save.release,
             usage: live.state.usage,
+            requests: std::mem::take(&mut live.requests),
         };
         let saved = self.store.save_run(&live.run_id, &live.owner, record).await;
         // The records are committed with the step (and even when the lease was lost).

@@ -78,6 +78,8 @@ impl Runner {
             response_format: None,
             marks: Default::default(),
             files: Vec::new(),
+            cost_nanos: 0,
+            budget: Default::default(),
         };
         let owner = toolgate_store::lease_owner_name();
         let text = super::state_json(&state)?;
@@ -119,6 +121,7 @@ impl Runner {
             persisted: 0,
             secret_tools: sealing::any_secret(&schemas),
             known_secrets: Vec::new(),
+            requests: Vec::new(),
             schemas: Arc::new(schemas),
         };
         let turn = self.gate(&mut live, vec![req.call]).await;

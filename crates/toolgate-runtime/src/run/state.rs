@@ -77,6 +77,16 @@ pub struct RunState {
     /// Files saved from its calls' binary results, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<toolgate_protocol::FileOutput>,
+    /// What its model requests cost so far, in nanodollars (by the price table).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_nanos: u64,
+    /// Its budgets' raised limits, the `budget` item it waits on, warnings given.
+    #[serde(default, skip_serializing_if = "super::budget::BudgetState::is_empty")]
+    pub budget: super::budget::BudgetState,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A sub-agent run's place in its tree.

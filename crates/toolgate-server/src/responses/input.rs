@@ -239,7 +239,9 @@ pub fn plan_decisions(
             waiting
                 .iter()
                 .map(|w| match w.kind {
-                    ItemKind::Approval => format!("approval {APPROVAL_PREFIX}{}", w.call_id),
+                    ItemKind::Approval | ItemKind::Budget => {
+                        format!("approval {APPROVAL_PREFIX}{}", w.call_id)
+                    }
                     ItemKind::SubmitToolOutput => format!("function_call {}", w.call_id),
                 })
                 .collect::<Vec<_>>()
@@ -260,7 +262,7 @@ pub fn plan_decisions(
                         listed()
                     ))
                 })?;
-                if item.kind != ItemKind::Approval {
+                if !matches!(item.kind, ItemKind::Approval | ItemKind::Budget) {
                     return Err(InputError::Conflict(format!(
                         "'{request_id}' is a client tool call ({}): answer it with a function_call_output for call_id {}",
                         item.tool, item.call_id

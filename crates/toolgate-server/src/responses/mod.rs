@@ -293,13 +293,15 @@ async fn continue_from(
                 ));
             }
             let message = input.message.unwrap_or_default();
-            let start = state.start_request(
-                who,
-                agent_name,
-                message,
-                Some(run.conversation_id.clone()),
-                None,
-            )?;
+            let start = state
+                .start_request(
+                    who,
+                    agent_name,
+                    message,
+                    Some(run.conversation_id.clone()),
+                    None,
+                )
+                .await?;
             Ok((
                 Plan::Start(Box::new(start)),
                 HashMap::new(),
@@ -337,7 +339,9 @@ async fn start_fresh(
     }
     state.may_start(who).await?;
     let message = input.message.unwrap_or_default();
-    let start = state.start_request(who, agent_name, message, None, None)?;
+    let start = state
+        .start_request(who, agent_name, message, None, None)
+        .await?;
     Ok((Plan::Start(Box::new(start)), HashMap::new(), None))
 }
 

@@ -7,5 +7,7 @@ mod accounts;
 mod decisions;
 mod knowledge;
 mod mcp_tasks;
+mod key_budgets;
 mod records;
 mod runs;
+mod spend;

@@ -9,9 +9,10 @@ use tokio_postgres::Client;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_allow_lists.sql"),
-    include_str!("migrations/0016_knowledge.sql"),
-    include_str!("migrations/0017_call_attempts.sql"),
-    include_str!("migrations/0020_mcp_tasks.sql"),
+    include_str!("migrations/0003_knowledge.sql"),
+    include_str!("migrations/0004_call_attempts.sql"),
+    include_str!("migrations/0005_mcp_tasks.sql"),
+    include_str!("migrations/0006_spend.sql"),
 ];
 
 /// The schema version this build writes.

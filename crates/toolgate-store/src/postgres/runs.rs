@@ -246,6 +246,7 @@ impl PgStore {
                 // Cancelled or taken over: the state is not this process's to save, but
                 // the calls it ran happened; their records are kept.
                 insert_records(&tx, &s, &save.records).await?;
+                super::spend::insert(&tx, &s, &save.requests).await?;
                 tx.commit().await.or_store(&s)?;
                 s.committed();
                 return Err(crate::lease::lost_lease(&id));
@@ -254,6 +255,7 @@ impl PgStore {
             set_pending(&tx, &s, &id, &save.set_pending).await?;
             insert_records(&tx, &s, &save.records).await?;
             append_messages(&tx, &s, &id, save.first_seq, &save.messages).await?;
+            super::spend::insert(&tx, &s, &save.requests).await?;
             tx.commit().await.or_store(&s)?;
             s.committed();
             Ok(())

@@ -26,7 +26,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0015_allow_lists.sql"),
     include_str!("migrations/0016_knowledge.sql"),
     include_str!("migrations/0017_call_attempts.sql"),
-    include_str!("migrations/0020_mcp_tasks.sql"),
+    include_str!("migrations/0018_mcp_tasks.sql"),
+    include_str!("migrations/0019_spend.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

@@ -6,6 +6,7 @@
 mod changes;
 mod deadlines;
 mod decisions;
+mod key_budgets;
 pub(crate) mod keys;
 mod knowledge;
 mod mcp_tasks;
@@ -17,6 +18,7 @@ mod run_errors;
 mod run_list;
 mod runs;
 mod secrets;
+mod spend;
 mod summary;
 mod timeline;
 mod totals;

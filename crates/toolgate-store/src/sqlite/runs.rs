@@ -364,6 +364,7 @@ impl SqliteStore {
                 for r in &save.records {
                     record::insert(&mut insert, r)?;
                 }
+                super::spend::insert(tx, &save.requests)?;
                 return Ok(false);
             }
             {
@@ -395,6 +396,7 @@ impl SqliteStore {
                     record::insert(&mut insert, r)?;
                 }
                 append_messages(tx, &id, save.first_seq, &save.messages)?;
+                super::spend::insert(tx, &save.requests)?;
             }
             Ok(true)
         })

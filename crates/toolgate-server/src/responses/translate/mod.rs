@@ -188,6 +188,7 @@ impl Translator {
             }
             RunEvent::RunStarted(_)
             | RunEvent::ContextCompacted(_)
+            | RunEvent::BudgetReached(_)
             | RunEvent::ParseProblem(_)
             | RunEvent::ApprovalExpiring(_)
             | RunEvent::ApprovalExpired(_) => {}
@@ -402,7 +403,8 @@ impl Translator {
     fn waiting_item(&mut self, out: &mut Vec<StreamEvent>, item: &RequiredItem) {
         let arguments = item.arguments.to_string();
         match item.kind {
-            ItemKind::Approval => {
+            // A spend limit is approved (raised) or denied like a call.
+            ItemKind::Approval | ItemKind::Budget => {
                 let index = self.push_item(
                     out,
                     OutputItem::McpApprovalRequest {
