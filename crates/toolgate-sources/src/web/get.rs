@@ -110,6 +110,7 @@ pub(crate) fn get(
         max_response,
         allow,
         retry: http::Retry::default(),
+        files: None,
     }
 }
 

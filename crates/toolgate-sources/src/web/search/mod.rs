@@ -150,6 +150,7 @@ pub async fn search(
         max_response: MAX_ANSWER,
         allow,
         retry: http::Retry::default(),
+        files: None,
     };
     let answer = get::fetch(&req).await?;
     let name = provider.name();
