@@ -3,7 +3,7 @@
 //! processes never expire one item twice), and those about to expire that nobody was
 //! warned about yet (marked as warned as they are read).
 
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 
 use super::SqliteStore;
 use super::runs::{
@@ -77,7 +77,7 @@ impl SqliteStore {
 /// The waiting approvals of paused runs meeting `condition` (on `p.expires_at`, with
 /// `?1` now and `?2` a lead), in `tree` and below it when given.
 fn due(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tree: Option<&str>,
     condition: &str,
     now: i64,

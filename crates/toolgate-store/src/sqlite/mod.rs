@@ -71,6 +71,12 @@ impl Default for StoreOptions {
     }
 }
 
+/// How many reads run on the blocking pool at once: the cores this process may use
+/// (at least 2, at most 16).
+fn read_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 16))
+}
+
 /// How a busy or locked database is described.
 const LOCKED: &str = "the database is locked by another process";
 
@@ -109,7 +115,7 @@ pub(crate) fn keep_wal_on_close(conn: &Connection) -> rusqlite::Result<()> {
     .map(|_| ())
 }
 
-/// The SQLite backend: one writer (group commit), a pool of read connections.
+/// The SQLite backend: one writer thread (group commit), a pool of read connections.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -120,6 +126,10 @@ struct Inner {
     options: StoreOptions,
     writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
+    /// Reads on the blocking pool at once: as many as there are cores (more only queue
+    /// in the kernel, each with a thread and a connection of its own, and hold the WAL
+    /// open against checkpoints).
+    reading: tokio::sync::Semaphore,
     /// The change feed's watchers, once someone watches (`SqliteStore::watch`).
     feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<crate::Change>>,
     /// Held while the store is open: the feed's thread ends with it.
@@ -216,10 +226,12 @@ impl SqliteStore {
                 // and at open when short-lived processes left a long WAL behind.
                 conn.pragma_update(None, "wal_autocheckpoint", 0)
                     .map_err(fail)?;
-                // The WAL file keeps its size after a reset: rewriting blocks it already
-                // has is much cheaper than growing it again (`journal_size_limit`
-                // measured at 0.75x the throughput). Only a long WAL found at open is
-                // emptied.
+                conn.pragma_update(None, "journal_size_limit", upkeep::WAL_CEILING as i64)
+                    .map_err(fail)?;
+                // The WAL file keeps its size after a reset up to its ceiling:
+                // rewriting blocks it already has is much cheaper than growing it again
+                // (a `journal_size_limit` of 0 measured at 0.75x the throughput). Only a
+                // long WAL found at open is emptied.
                 upkeep::empty_long_wal(&conn, &path, busy);
                 if let Some(max) = options.max_bytes {
                     let page: i64 = conn
@@ -232,10 +244,13 @@ impl SqliteStore {
             }
         }
         let writer_path = path.clone();
-        let writer = Arc::new(writer::Writer::new(
-            conn,
-            Box::new(move |e| describe(&writer_path, busy, e)),
-        ));
+        let writer = Arc::new(
+            writer::Writer::start(conn, Box::new(move |e| describe(&writer_path, busy, e)))
+                .map_err(|e| StoreError::Database {
+                    path: path.clone(),
+                    message: format!("cannot start the writer thread: {e}"),
+                })?,
+        );
         upkeep::start(&writer, &path, busy).map_err(|e| StoreError::Database {
             path: path.clone(),
             message: format!("cannot start the upkeep thread: {e}"),
@@ -246,6 +261,7 @@ impl SqliteStore {
                 options,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                reading: tokio::sync::Semaphore::new(read_slots()),
                 feed: std::sync::OnceLock::new(),
                 alive: Arc::new(()),
             }),
@@ -259,10 +275,7 @@ impl SqliteStore {
     /// Transactions this store's writer has committed so far (group commits of records
     /// and transactions of their own), for benchmarks and diagnostics.
     pub fn commits(&self) -> u64 {
-        self.inner
-            .writer
-            .commits
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.inner.writer.commits()
     }
 
     /// Writes `records` and returns once they are committed (with whatever other
@@ -284,7 +297,6 @@ impl SqliteStore {
             path: self.inner.path.clone(),
         };
         let (ack, done) = oneshot::channel();
-        // Committed here unless another caller is writing (then it commits these too).
         self.inner
             .writer
             .submit(writer::Msg::Calls(records, ack))
@@ -330,6 +342,9 @@ impl SqliteStore {
         E: Into<StoreError> + Send + 'static,
     {
         let store = self.clone();
+        let _slot = self.inner.reading.acquire().await.map_err(|_| StoreError::WriterGone {
+            path: self.inner.path.clone(),
+        })?;
         tokio::task::spawn_blocking(move || f(&store).map_err(Into::into))
             .await
             .map_err(|e| StoreError::Corrupt(format!("a database read stopped: {e}")))?

@@ -3,7 +3,7 @@
 //! Every change is one IMMEDIATE transaction on the writer, so two processes
 //! racing for the same run are serialised by SQLite itself.
 
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -146,11 +146,11 @@ pub(super) fn pending_with_below(
 }
 
 impl SqliteStore {
-    /// Runs `f` in an IMMEDIATE transaction on the writer and commits it, unless `f`
-    /// fails.
+    /// Runs `f` on the writer, in a savepoint of the writer's next group transaction,
+    /// and answers once that group is committed; nothing of `f`'s is kept when it fails.
     pub(crate) async fn transact<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, RunsError> + Send + 'static,
+        f: impl FnOnce(&Connection) -> Result<T, RunsError> + Send + 'static,
     ) -> Result<T, RunsError> {
         let gone = || StoreError::WriterGone {
             path: self.inner.path.clone(),
@@ -158,24 +158,29 @@ impl SqliteStore {
         let (ack, done) = oneshot::channel();
         let path = self.inner.path.clone();
         let busy = self.inner.options.busy_timeout;
-        let job = move |conn: &mut Connection| {
-            let result = (|| {
-                let tx =
-                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                let value = f(&tx)?;
-                tx.commit()?;
+        let job: writer::TxJob = Box::new(move |conn| {
+            let worked = conn.map_err(RunsError::Store).and_then(|conn| {
+                let sp = conn.savepoint()?;
+                let value = f(&sp)?;
+                sp.commit()?;
                 Ok(value)
-            })()
-            .map_err(|e| match e {
+            });
+            match worked.map_err(|e| match e {
                 RunsError::Sql(e) => RunsError::Store(describe(&path, busy, e)),
                 other => other,
-            });
-            let _ = ack.send(result);
-        };
-        // Run here unless another caller is writing (then it runs this too).
+            }) {
+                Err(e) => {
+                    let _ = ack.send(Err(e));
+                    None
+                }
+                Ok(value) => Some(Box::new(move |committed: Result<(), StoreError>| {
+                    let _ = ack.send(committed.map(|()| value).map_err(RunsError::Store));
+                })),
+            }
+        });
         self.inner
             .writer
-            .submit(writer::Msg::Exec(Box::new(job)))
+            .submit(writer::Msg::Tx(job))
             .map_err(|_| gone())?;
         done.await.map_err(|_| gone())?
     }
@@ -506,7 +511,7 @@ impl SqliteStore {
 /// Appends messages to the conversation of run `run_id`, the first at `first_seq`. A
 /// position already taken means two runs wrote the same conversation: refused.
 pub(super) fn append_messages(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run_id: &str,
     first_seq: usize,
     messages: &[String],

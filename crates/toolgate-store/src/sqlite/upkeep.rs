@@ -5,12 +5,12 @@
 //! meanwhile; the writer's connection never checkpoints inside a commit). Under
 //! constant load a passive checkpoint never finds a moment without readers, so the WAL
 //! is never reset and grows without end: past [`WAL_BOUND`] the writer itself runs a
-//! RESTART checkpoint (once a passive one has copied it all), holding this process's writes (and, through SQLite's lock,
-//! other processes') for the moment it takes. It wakes when the writer nudges it and
+//! RESTART checkpoint, holding this process's writes (and, through SQLite's lock, other
+//! processes') for the moment it takes, and its next commit cuts the file back to
+//! [`WAL_CEILING`] when it grew past it. It wakes when the writer nudges it and
 //! every quarter second, and ends with the store.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -30,6 +30,10 @@ const WAL_OPEN_BYTES: u64 = 1 << 20;
 /// The WAL size past which the writer resets it (a RESTART checkpoint), whatever the
 /// load.
 pub(crate) const WAL_BOUND: u64 = 32 << 20;
+/// The WAL file's ceiling: the writer's first commit after a reset cuts a longer file
+/// back to this (`journal_size_limit`). Below it the file keeps its size, since
+/// rewriting blocks it has is cheaper than growing it again.
+pub(crate) const WAL_CEILING: u64 = 64 << 20;
 /// Commits between two prunes of the change feed.
 const PRUNE_EVERY: u64 = 2000;
 /// How often it looks without being nudged.
@@ -58,7 +62,7 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
             break;
         }
         let Some(w) = writer.upgrade() else { break };
-        let commits = w.commits.load(Ordering::Relaxed);
+        let commits = w.commits();
         if commits == seen {
             continue;
         }
@@ -96,8 +100,10 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
             // then costs only the wait for readers; far past the bound, whatever it
             // copied.
             let in_use = log.max(0) as u64 * page_size(c);
-            if in_use > WAL_BOUND && (done == log || in_use > 4 * WAL_BOUND) {
+            if in_use > WAL_BOUND {
                 let _ = w.queue_job(reset_job(in_use, busy));
+            } else if done < log {
+                tracing::trace!(wal_pages = log, checkpointed = done, "wal partly checkpointed");
             }
         }
         if commits >= pruned + PRUNE_EVERY && w.try_idle_job(prune_job()) {
