@@ -135,7 +135,11 @@ fn judge(runs: usize, held: &Held) -> Vec<String> {
             failures.push(format!("database: run {id} has the records {got:?}"));
         }
     }
-    for run in held.calls.keys().filter(|r| !held.statuses.contains_key(*r)) {
+    for run in held
+        .calls
+        .keys()
+        .filter(|r| !held.statuses.contains_key(*r))
+    {
         failures.push(format!("database: records of an unknown run '{run}'"));
     }
     if held.waiting != 0 {

@@ -122,7 +122,6 @@ fn items(run: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-
 /// One run from start to its records; the run id when every step went as expected.
 async fn one_run(
     http: &reqwest::Client,
@@ -212,4 +211,3 @@ async fn one_run(
     .await;
     (timings, result)
 }
-

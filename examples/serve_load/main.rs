@@ -320,7 +320,10 @@ fn main_inner(o: &Options) -> Res<bool> {
         servers.push(Server::start(&bin, &dir, &db, n, cpus.as_deref())?);
     }
     let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
-    let idle_kb: u64 = servers.iter().filter_map(|s| server::proc_kb(s.pid(), "VmRSS")).sum();
+    let idle_kb: u64 = servers
+        .iter()
+        .filter_map(|s| server::proc_kb(s.pid(), "VmRSS"))
+        .sum();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(o.threads)
         .enable_all()
@@ -336,12 +339,21 @@ fn main_inner(o: &Options) -> Res<bool> {
     let cpu_before: Duration = servers.iter().map(|s| server::cpu_time(s.pid())).sum();
     let pg_before = o.postgres.as_ref().map(|_| server::postgres_cpu_time());
     let loaded = rt.block_on(load::load(bases.clone(), o.clients, o.plan, completed));
-    let cpu = servers.iter().map(|s| server::cpu_time(s.pid())).sum::<Duration>() - cpu_before;
+    let cpu = servers
+        .iter()
+        .map(|s| server::cpu_time(s.pid()))
+        .sum::<Duration>()
+        - cpu_before;
     let pg_cpu = pg_before.map(|b| server::postgres_cpu_time().saturating_sub(b));
     drop(stop_sampler);
-    let (wal_max, wal_shrank) = sampler.map(|s| s.join().unwrap_or_default()).unwrap_or_default();
+    let (wal_max, wal_shrank) = sampler
+        .map(|s| s.join().unwrap_or_default())
+        .unwrap_or_default();
     let (tally, elapsed) = loaded?;
-    let peak_kb = servers.iter().filter_map(|s| server::proc_kb(s.pid(), "VmHWM")).max();
+    let peak_kb = servers
+        .iter()
+        .filter_map(|s| server::proc_kb(s.pid(), "VmHWM"))
+        .max();
     let mut failures = tally.failures.clone();
     match rt.block_on(check::global_stats(&bases[0])) {
         Ok(total) if total - calls_before == (tally.completed * EXPECTED_CALLS.len()) as u64 => {}
@@ -382,7 +394,11 @@ fn main_inner(o: &Options) -> Res<bool> {
         Plan::Runs(runs) => format!("{} clients x {runs} runs", o.clients),
         Plan::For(d) => format!("{} clients for {} s", o.clients, d.as_secs()),
     };
-    let store = if o.postgres.is_some() { "PostgreSQL" } else { "SQLite" };
+    let store = if o.postgres.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
     println!(
         "toolgate serve under load: {load} = {total} runs, each start -> approve -> submit -> get -> calls"
     );
@@ -415,7 +431,11 @@ fn main_inner(o: &Options) -> Res<bool> {
         ms(start.0),
         ms(start.1),
         peak_kb.unwrap_or(0) as f64 / 1024.0,
-        if o.postgres.is_some() { "-".into() } else { format!("{:.1} MiB", mib(wal_max)) },
+        if o.postgres.is_some() {
+            "-".into()
+        } else {
+            format!("{:.1} MiB", mib(wal_max))
+        },
     );
     println!();
     println!(

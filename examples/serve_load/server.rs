@@ -19,7 +19,13 @@ pub struct Server {
 impl Server {
     /// Starts `bin serve` on `db` (a file or a `postgres://` URL) with the folder's
     /// agents, tools and workspace; pinned to `cores` when given.
-    pub fn start(bin: &Path, dir: &Path, db: &str, n: usize, cores: Option<&[usize]>) -> Res<Server> {
+    pub fn start(
+        bin: &Path,
+        dir: &Path,
+        db: &str,
+        n: usize,
+        cores: Option<&[usize]>,
+    ) -> Res<Server> {
         let log_path = dir.join(format!("server-{n}.log"));
         let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
         let mut cmd = match cores {

@@ -5,9 +5,9 @@
 
 mod accounts;
 mod decisions;
+mod key_budgets;
 mod knowledge;
 mod mcp_tasks;
-mod key_budgets;
 mod records;
 mod runs;
 mod spend;

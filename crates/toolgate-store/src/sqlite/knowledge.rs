@@ -2,7 +2,7 @@
 //! search through the FTS5 index `knowledge_fts` (BM25), embeddings read back for the
 //! semantic ranking done by the caller.
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::SqliteStore;
 use super::runs::RunsError;
@@ -254,14 +254,14 @@ impl SqliteStore {
 }
 
 /// Deletes a document and its chunks (the chunks first: their trigger keeps the index).
-fn drop_document(tx: &Transaction<'_>, id: i64) -> Result<(), RunsError> {
+fn drop_document(tx: &Connection, id: i64) -> Result<(), RunsError> {
     tx.execute("DELETE FROM knowledge_chunks WHERE document_id = ?1", [id])?;
     tx.execute("DELETE FROM knowledge_documents WHERE id = ?1", [id])?;
     Ok(())
 }
 
 /// Inserts a document and its chunks; the first vectors set the base's `dims`.
-fn insert_document(tx: &Transaction<'_>, base: i64, doc: &NewDocument) -> Result<(), RunsError> {
+fn insert_document(tx: &Connection, base: i64, doc: &NewDocument) -> Result<(), RunsError> {
     tx.execute(
         "INSERT INTO knowledge_documents (base_id, source, hash, bytes, added_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![base, doc.source, doc.hash, doc.bytes, now_ms()],

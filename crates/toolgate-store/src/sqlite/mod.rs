@@ -342,9 +342,14 @@ impl SqliteStore {
         E: Into<StoreError> + Send + 'static,
     {
         let store = self.clone();
-        let _slot = self.inner.reading.acquire().await.map_err(|_| StoreError::WriterGone {
-            path: self.inner.path.clone(),
-        })?;
+        let _slot = self
+            .inner
+            .reading
+            .acquire()
+            .await
+            .map_err(|_| StoreError::WriterGone {
+                path: self.inner.path.clone(),
+            })?;
         tokio::task::spawn_blocking(move || f(&store).map_err(Into::into))
             .await
             .map_err(|e| StoreError::Corrupt(format!("a database read stopped: {e}")))?

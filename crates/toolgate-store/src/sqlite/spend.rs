@@ -2,7 +2,7 @@
 //! run's conversation, agent, tenant and starter copied from its row), a budget's sum,
 //! and sums grouped by conversation, agent, tenant or key.
 
-use rusqlite::{Transaction, params, params_from_iter};
+use rusqlite::{Connection, params, params_from_iter};
 
 use super::{SqliteStore, StoreError};
 use crate::Scope;
@@ -12,7 +12,7 @@ use crate::spend::{
 };
 
 /// Writes `requests` (of runs in the store) in `tx`.
-pub(super) fn insert(tx: &Transaction<'_>, requests: &[ModelRequestRow]) -> rusqlite::Result<()> {
+pub(super) fn insert(tx: &Connection, requests: &[ModelRequestRow]) -> rusqlite::Result<()> {
     if requests.is_empty() {
         return Ok(());
     }

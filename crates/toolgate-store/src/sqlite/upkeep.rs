@@ -103,7 +103,11 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
             if in_use > WAL_BOUND {
                 let _ = w.queue_job(reset_job(in_use, busy));
             } else if done < log {
-                tracing::trace!(wal_pages = log, checkpointed = done, "wal partly checkpointed");
+                tracing::trace!(
+                    wal_pages = log,
+                    checkpointed = done,
+                    "wal partly checkpointed"
+                );
             }
         }
         if commits >= pruned + PRUNE_EVERY && w.try_idle_job(prune_job()) {

@@ -29,7 +29,8 @@ pub(crate) type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 /// the reason there is no transaction to run in), it does its work in a savepoint and
 /// returns what answers its caller once the group is committed (`None` when it has
 /// answered already: it failed, and its savepoint was rolled back).
-pub(crate) type TxJob = Box<dyn FnOnce(Result<&mut Connection, StoreError>) -> Option<Settle> + Send>;
+pub(crate) type TxJob =
+    Box<dyn FnOnce(Result<&mut Connection, StoreError>) -> Option<Settle> + Send>;
 
 /// Answers a caller with the group's commit.
 pub(crate) type Settle = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
@@ -255,9 +256,11 @@ impl Thread {
                     match written {
                         Ok(()) => {
                             group.records += records.len();
-                            group.settles.push(Box::new(move |r: Result<(), StoreError>| {
-                                let _ = ack.send(r.map(|()| records));
-                            }));
+                            group
+                                .settles
+                                .push(Box::new(move |r: Result<(), StoreError>| {
+                                    let _ = ack.send(r.map(|()| records));
+                                }));
                         }
                         // A caller that stopped waiting does not need the answer.
                         Err(e) => drop(ack.send(Err(e))),
