@@ -37,14 +37,14 @@ const AGENTS: &[Case] = &[
     Case {
         name: "unknown field, flow YAML",
         file: "a.yaml",
-        text: "{name: a,\n  knowledge: docs}\n",
-        expected: ":2: field 'knowledge': unknown field `knowledge`",
+        text: "{name: a,\n  memory: docs}\n",
+        expected: ":2: field 'memory': unknown field `memory`",
     },
     Case {
         name: "unknown field, JSON",
         file: "a.json",
-        text: "{\"name\": \"a\",\n \"knowledge\": \"docs\"}\n",
-        expected: ":2: field 'knowledge': unknown field `knowledge`",
+        text: "{\"name\": \"a\",\n \"memory\": \"docs\"}\n",
+        expected: ":2: field 'memory': unknown field `memory`",
     },
     Case {
         name: "nested field, flow YAML",

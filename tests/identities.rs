@@ -537,6 +537,96 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
                 _ => 200,
             },
         },
+        Row {
+            method: "GET",
+            path: "/v1/files/file-none-000000000000".into(),
+            doc: "/v1/files/{id}",
+            body: None,
+            expect: |w| if unauth(w) { 401 } else { 404 },
+        },
+        Row {
+            method: "GET",
+            path: "/v1/files/file-none-000000000000/content".into(),
+            doc: "/v1/files/{id}/content",
+            body: None,
+            expect: |w| if unauth(w) { 401 } else { 404 },
+        },
+        Row {
+            method: "GET",
+            path: "/v1/spend?by=agent".into(),
+            doc: "/v1/spend",
+            body: None,
+            expect: list,
+        },
+        Row {
+            method: "GET",
+            path: "/v1/knowledge".into(),
+            doc: "/v1/knowledge",
+            body: None,
+            expect: list,
+        },
+        Row {
+            method: "POST",
+            path: "/v1/knowledge".into(),
+            doc: "/v1/knowledge",
+            body: Some(json!({"name": "kb-made"})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 201,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "GET",
+            path: "/v1/knowledge/kb-none".into(),
+            doc: "/v1/knowledge/{name}",
+            body: None,
+            expect: |w| if unauth(w) { 401 } else { 404 },
+        },
+        Row {
+            method: "POST",
+            path: "/v1/knowledge/kb-none/documents".into(),
+            doc: "/v1/knowledge/{name}/documents",
+            body: Some(json!({"source": "a.md", "text": "Hello"})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "POST",
+            path: "/v1/knowledge/kb-none/search".into(),
+            doc: "/v1/knowledge/{name}/search",
+            body: Some(json!({"query": "hello"})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                OtherApprover | OwnApprover => 403,
+                _ => 404,
+            },
+        },
+        Row {
+            method: "DELETE",
+            path: "/v1/knowledge/kb-none/documents?source=a.md".into(),
+            doc: "/v1/knowledge/{name}/documents",
+            body: None,
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "DELETE",
+            path: "/v1/knowledge/kb-none".into(),
+            doc: "/v1/knowledge/{name}",
+            body: None,
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
         // Last, since it deletes: tenant A's own client deletes it, so the admin after
         // it finds nothing.
         Row {
