@@ -293,6 +293,14 @@ async fn every_counter_moves_by_what_the_run_did() {
             1.0,
         ),
         (series("toolgate_webhook_failed_attempts_total", &[]), 1.0),
+        // The spend: the model's 22 + 5 tokens (the scripted model costs nothing).
+        (
+            series(
+                "toolgate_spend_tokens_total",
+                &[("agent", "counted"), ("key", "api-key"), ("tenant", "default")],
+            ),
+            27.0,
+        ),
     ] {
         expected.insert(s, v);
     }
