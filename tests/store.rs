@@ -246,7 +246,7 @@ fn a_full_database_is_a_clear_error_and_keeps_what_it_had() {
     let store = Store::open_with(
         &path,
         StoreOptions {
-            max_bytes: Some(256 * 1024),
+            max_bytes: Some(512 * 1024),
             ..StoreOptions::default()
         },
     )
