@@ -158,7 +158,7 @@ fn a_failed_commit_is_a_warning() {
     let store = Store::open_with(
         dir.path().join("full.db"),
         StoreOptions {
-            max_bytes: Some(256 * 1024),
+            max_bytes: Some(512 * 1024),
             ..StoreOptions::default()
         },
     )

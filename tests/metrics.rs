@@ -297,7 +297,11 @@ async fn every_counter_moves_by_what_the_run_did() {
         (
             series(
                 "toolgate_spend_tokens_total",
-                &[("agent", "counted"), ("key", "api-key"), ("tenant", "default")],
+                &[
+                    ("agent", "counted"),
+                    ("key", "api-key"),
+                    ("tenant", "default"),
+                ],
             ),
             27.0,
         ),

@@ -15,6 +15,7 @@ use toolgate_store::{Scope, SpendBy, SpendRow};
 
 /// The query of `GET /v1/spend`.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SpendQuery {
     /// `conversation`, `agent` (the default), `tenant` or `key`.
     #[serde(default)]

@@ -15,6 +15,8 @@ use serde_json::Value;
 /// or build dependency (each from a lower layer).
 const LAYERS: &[(&str, u8, &[&str])] = &[
     ("toolgate-parse", 0, &[]),
+    // The parser for Python: the parser alone.
+    ("toolgate-parse-py", 1, &["toolgate-parse"]),
     ("toolgate-protocol", 0, &[]),
     ("toolgate-sandbox", 0, &[]),
     ("toolgate-telemetry", 1, &["toolgate-protocol"]),
@@ -43,9 +45,11 @@ const LAYERS: &[(&str, u8, &[&str])] = &[
         ],
     ),
     ("toolgate-sources", 3, BELOW_SOURCES),
+    // Knowledge bases: their store and their tool, beside the tool sources.
+    ("toolgate-knowledge", 3, BELOW_SOURCES),
     // The program hands the runtime its tool sources: toolgate-sources is no normal
     // dependency of the runtime or the server (a dev-dependency for their tests is).
-    ("toolgate-runtime", 4, BELOW_SOURCES),
+    ("toolgate-runtime", 4, BELOW_RUNTIME),
     ("toolgate-server", 5, BELOW_SERVER),
     ("toolgate", 6, ALL_LIBRARIES),
     // A program embedding the crates is a composition root like the binary.
@@ -66,6 +70,17 @@ const BELOW_SOURCES: &[&str] = &[
 ];
 
 /// Layers 0 to 2 and the runtime (not the sources).
+const BELOW_RUNTIME: &[&str] = &[
+    "toolgate-parse",
+    "toolgate-protocol",
+    "toolgate-sandbox",
+    "toolgate-telemetry",
+    "toolgate-model",
+    "toolgate-store",
+    "toolgate-tool",
+    "toolgate-knowledge",
+];
+
 const BELOW_SERVER: &[&str] = &[
     "toolgate-parse",
     "toolgate-protocol",
@@ -74,6 +89,7 @@ const BELOW_SERVER: &[&str] = &[
     "toolgate-model",
     "toolgate-store",
     "toolgate-tool",
+    "toolgate-knowledge",
     "toolgate-runtime",
 ];
 
@@ -86,6 +102,7 @@ const ALL_LIBRARIES: &[&str] = &[
     "toolgate-store",
     "toolgate-tool",
     "toolgate-sources",
+    "toolgate-knowledge",
     "toolgate-runtime",
     "toolgate-server",
 ];

@@ -4,8 +4,9 @@
 //! server's runtime threads keep serving while the writer commits. The thread takes
 //! everything queued at once and runs it in one transaction, each caller's work in a
 //! savepoint of its own (a failing piece is rolled back alone), commits once, and only
-//! then answers each caller. Many runs share one commit, one WAL append and one
-//! wake-up. Upkeep work (`upkeep.rs`: folding totals, checkpoints) runs between groups,
+//! then answers each caller (when SQLite rolls the whole transaction back with a
+//! failing piece, those before it are answered with that failure). Many runs share one
+//! commit, one WAL append and one wake-up. Upkeep work (`upkeep.rs`: folding totals, checkpoints) runs between groups,
 //! outside any transaction. It logs each group commit (debug), every failed commit
 //! (warn) and its totals when it closes.
 
@@ -256,20 +257,31 @@ impl Thread {
                     match written {
                         Ok(()) => {
                             group.records += records.len();
+                            group.batches += 1;
                             group
                                 .settles
                                 .push(Box::new(move |r: Result<(), StoreError>| {
                                     let _ = ack.send(r.map(|()| records));
                                 }));
                         }
-                        // A caller that stopped waiting does not need the answer.
-                        Err(e) => drop(ack.send(Err(e))),
+                        Err(e) => {
+                            tracing::warn!(target: LOG, batches = 1, records = records.len(), error = %e, "call records not committed");
+                            self.lost(&mut group, &e);
+                            // A caller that stopped waiting does not need the answer.
+                            drop(ack.send(Err(e)));
+                        }
                     }
                 }
                 Msg::Tx(job) => {
                     let conn = self.begin(&mut group);
                     if let Some(settle) = job(conn) {
                         group.settles.push(settle);
+                    } else {
+                        let e = StoreError::Database {
+                            path: self.db.clone().into(),
+                            message: "a failure in the same transaction rolled it back".into(),
+                        };
+                        self.lost(&mut group, &e);
                     }
                 }
             }
@@ -287,6 +299,23 @@ impl Thread {
             group.open = true;
         }
         Ok(&mut self.conn)
+    }
+
+    /// After a piece failed: when SQLite rolled the whole transaction back with it (a
+    /// full disk, say), the pieces before it are lost too; they are answered with
+    /// `why` now, and the next piece starts a new group.
+    fn lost(&mut self, group: &mut Group, why: &StoreError) {
+        if !group.open || !self.conn.is_autocommit() {
+            return;
+        }
+        let group = std::mem::take(group);
+        self.totals.failed += 1;
+        if !group.settles.is_empty() {
+            tracing::warn!(target: LOG, batches = group.batches, records = group.records, error = %why, "call records not committed");
+        }
+        for settle in group.settles {
+            settle(Err(why.clone()));
+        }
     }
 
     /// Commits the group (when one is open) and answers its callers.
@@ -312,15 +341,16 @@ impl Thread {
                 toolgate_telemetry::metrics::store_committed(true, group.started.elapsed());
                 tracing::debug!(
                     target: LOG,
-                    pieces,
+                    batches = group.batches,
                     records = group.records,
+                    pieces,
                     ms = elapsed_ms(group.started),
-                    "group committed"
+                    "call records committed"
                 );
             }
             Err(e) => {
                 self.totals.failed += 1;
-                tracing::warn!(target: LOG, pieces, records = group.records, error = %e, "group not committed");
+                tracing::warn!(target: LOG, batches = group.batches, records = group.records, pieces, error = %e, "call records not committed");
             }
         }
         for settle in group.settles {
@@ -351,6 +381,8 @@ impl Thread {
 struct Group {
     open: bool,
     started: Instant,
+    /// Callers' batches of records in it, and their records.
+    batches: usize,
     records: usize,
     settles: Vec<Settle>,
 }
@@ -360,6 +392,7 @@ impl Default for Group {
         Self {
             open: false,
             started: Instant::now(),
+            batches: 0,
             records: 0,
             settles: Vec::new(),
         }
