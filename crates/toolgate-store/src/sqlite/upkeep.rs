@@ -93,21 +93,14 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
             Err(e) => tracing::warn!(error = %e, "cannot read the totals' mark"),
         }
         if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_BYTES)
-            && let Some((log, done)) = checkpoint(c)
+            && let Some(log) = checkpoint(c)
         {
-            // The WAL in use (not the file, which keeps its size) past the bound: once
-            // the passive checkpoint has copied it all, the writer restarts it, which
-            // then costs only the wait for readers; far past the bound, whatever it
-            // copied.
+            // The WAL in use (not the file, which keeps its size up to its ceiling)
+            // past the bound: the writer restarts it (a RESTART checkpoint copies what
+            // the passive one left).
             let in_use = log.max(0) as u64 * page_size(c);
             if in_use > WAL_BOUND {
                 let _ = w.queue_job(reset_job(in_use, busy));
-            } else if done < log {
-                tracing::trace!(
-                    wal_pages = log,
-                    checkpointed = done,
-                    "wal partly checkpointed"
-                );
             }
         }
         if commits >= pruned + PRUNE_EVERY && w.try_idle_job(prune_job()) {
@@ -207,8 +200,8 @@ fn wal_of(db: &Path) -> PathBuf {
     PathBuf::from(wal)
 }
 
-/// A PASSIVE checkpoint: the WAL's frames in use, and how many of them are copied now.
-fn checkpoint(conn: &Connection) -> Option<(i64, i64)> {
+/// A PASSIVE checkpoint: the WAL's frames in use (how many it copied is logged).
+fn checkpoint(conn: &Connection) -> Option<i64> {
     let started = Instant::now();
     match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
         Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
@@ -220,7 +213,7 @@ fn checkpoint(conn: &Connection) -> Option<(i64, i64)> {
                 ms = started.elapsed().as_secs_f64() * 1e3,
                 "wal checkpoint"
             );
-            Some((log, done))
+            Some(log)
         }
         Err(e) => {
             tracing::warn!(error = %e, "wal checkpoint failed");
