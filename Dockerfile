@@ -16,6 +16,10 @@ ARG BINARY_FROM=builder
 FROM ${RUST_IMAGE} AS builder
 ARG TOOLGATE_COMMIT=""
 ENV TOOLGATE_COMMIT=${TOOLGATE_COMMIT} CARGO_TERM_COLOR=never
+# cmake and pkg-config: the C parts of the TLS and SQLite crates.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends cmake pkg-config \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin toolgate \
