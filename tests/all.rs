@@ -31,6 +31,7 @@ mod cli_runs_postgres;
 mod cli_store;
 mod cli_subagents;
 mod cli_tools;
+mod container;
 mod context_budget;
 mod credentials;
 mod dashboards;
