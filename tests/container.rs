@@ -34,22 +34,37 @@ fn runtime_stage() -> Vec<String> {
 #[test]
 fn the_image_runs_as_a_user_and_checks_healthz() {
     let stage = runtime_stage();
-    let find = |word: &str| stage.iter().filter(|l| l.starts_with(word)).collect::<Vec<_>>();
+    let find = |word: &str| {
+        stage
+            .iter()
+            .filter(|l| l.starts_with(word))
+            .collect::<Vec<_>>()
+    };
     assert!(stage[0].contains("${BASE_IMAGE}"), "{stage:?}");
     let user = find("USER ");
     assert_eq!(user.len(), 1, "{stage:?}");
-    assert!(!["USER root", "USER 0"].contains(&user[0].as_str()), "{user:?}");
+    assert!(
+        !["USER root", "USER 0"].contains(&user[0].as_str()),
+        "{user:?}"
+    );
     let health = find("HEALTHCHECK ");
     assert_eq!(health.len(), 1, "{stage:?}");
     assert!(health[0].contains("/healthz"), "{health:?}");
     assert!(find("COPY --from=binary /out/toolgate /usr/local/bin/toolgate").len() == 1);
-    assert_eq!(find("ENTRYPOINT "), [&r#"ENTRYPOINT ["toolgate"]"#.to_string()]);
+    assert_eq!(
+        find("ENTRYPOINT "),
+        [&r#"ENTRYPOINT ["toolgate"]"#.to_string()]
+    );
     // The stages it names exist, and the prebuilt binary is let through .dockerignore.
     let all = read("Dockerfile");
     for stage in ["AS builder", "AS prebuilt", "AS binary", "AS runtime"] {
         assert!(all.contains(stage), "no stage {stage}");
     }
-    assert!(read(".dockerignore").lines().any(|l| l == "!target/container/toolgate"));
+    assert!(
+        read(".dockerignore")
+            .lines()
+            .any(|l| l == "!target/container/toolgate")
+    );
 }
 
 fn compose() -> Value {
@@ -91,7 +106,10 @@ fn two_workers_share_one_database_with_the_secret_and_mounts() {
         assert_eq!(default_of(env["TOOLGATE_DB"].as_str().unwrap()), db);
         assert_eq!(env["TOOLGATE_SECRET_KEY_FILE"], "/run/secrets/secret_key");
         let secrets = w["secrets"].to_string();
-        assert!(secrets.contains("secret_key") && secrets.contains("api_key"), "{secrets}");
+        assert!(
+            secrets.contains("secret_key") && secrets.contains("api_key"),
+            "{secrets}"
+        );
         assert!(w["command"].to_string().contains("/run/secrets/api_key"));
         assert_eq!(w["depends_on"]["postgres"]["condition"], "service_healthy");
         for volume in w["volumes"].as_array().unwrap() {
@@ -118,7 +136,12 @@ fn the_mounted_example_agent_waits_for_its_approval() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("call_note  approval  write_file"), "{text}");
 }
 
@@ -138,7 +161,10 @@ fn the_compose_set_runs_and_a_run_crosses_workers() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "container/test.sh failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "container/test.sh failed:\n{stdout}\n{stderr}"
+    );
     println!("{}", stdout.trim());
     assert!(stdout.contains("container check passed"), "{stdout}");
 }
