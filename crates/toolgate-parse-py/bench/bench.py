@@ -23,8 +23,8 @@ def cases():
         return {"name": f"tool_{i % 5}", "arguments": args}
 
     out = []
-    for n, prose in [(0, 0), (1, 1), (4, 4), (16, 16)]:
-        calls = [call(i) for i in range(max(n, 0))]
+    for n, prose in [(1, 0), (1, 1), (4, 4), (16, 16)]:
+        calls = [call(i) for i in range(n)]
         text = "Some thinking aloud about what to do next. " * prose
         text += "".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>\n" for c in calls)
         out.append((f"{n} call(s), {len(text)} bytes", text, calls))
@@ -52,7 +52,7 @@ def parsers():
         import agent_tool_parser
 
         def atp(text):
-            return [{"name": c.name, "arguments": c.args} for c in agent_tool_parser.parse_tool_calls(text)]
+            return [{"name": c.name, "arguments": c.args} for c in agent_tool_parser.try_parse_tool_calls(text) or []]
 
         engine = "rust engine" if agent_tool_parser.ACCELERATED else "python engine"
         found.append((f"agent-tool-parser ({engine})", atp))
