@@ -52,6 +52,7 @@ mod identity_rules;
 mod images;
 mod inbox_api;
 mod inbox_browser;
+mod keys_api;
 mod knowledge;
 mod knowledge_agent;
 mod knowledge_corpus;

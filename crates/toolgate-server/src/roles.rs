@@ -32,6 +32,10 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     if path == "/metrics" || path == "/v1/limits" {
         return ADMIN;
     }
+    // Management: issued keys, reads included (they name every tenant's keys).
+    if path == "/v1/keys" || path.starts_with("/v1/keys/") {
+        return ADMIN;
+    }
     if path.starts_with("/mcp/") {
         return CLIENT;
     }
