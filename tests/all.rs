@@ -84,6 +84,7 @@ mod sandbox_settings;
 mod scenarios;
 mod schema_unions;
 mod secrets;
+mod secrets_api;
 mod server_api;
 mod server_attacks;
 mod server_connections;
