@@ -627,6 +627,65 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
                 _ => 403,
             },
         },
+        // Management: admins only, reads included.
+        Row {
+            method: "GET",
+            path: "/v1/keys".into(),
+            doc: "/v1/keys",
+            body: None,
+            expect: admin_only,
+        },
+        Row {
+            method: "POST",
+            path: "/v1/keys".into(),
+            doc: "/v1/keys",
+            body: Some(json!({"name": "made-by-api", "role": "client", "tenant": "a"})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 201,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "DELETE",
+            path: "/v1/keys/key-none".into(),
+            doc: "/v1/keys/{name}",
+            body: None,
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "GET",
+            path: "/v1/secrets?tenant=a".into(),
+            doc: "/v1/secrets",
+            body: None,
+            expect: admin_only,
+        },
+        Row {
+            method: "POST",
+            path: "/v1/secrets".into(),
+            doc: "/v1/secrets",
+            body: Some(json!({"name": "made-by-api", "value": "v", "tenant": "a"})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 204,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "DELETE",
+            path: "/v1/secrets/secret-none".into(),
+            doc: "/v1/secrets/{name}",
+            body: None,
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
         // Last, since it deletes: tenant A's own client deletes it, so the admin after
         // it finds nothing.
         Row {

@@ -107,6 +107,10 @@ async fn the_api_lists_each_tools_sandbox() {
     assert_eq!(find("nap")["sandbox"]["fs"], "workspace-write", "{tools}");
     assert_eq!(find("nap")["sandbox"]["network"], false);
     assert!(find("calculator").get("sandbox").is_none());
+    // Each with its origin, as `toolgate tools list --json` shows it.
+    assert_eq!(find("calculator")["source"], "built-in", "{tools}");
+    let nap = find("nap");
+    assert!(nap["source"].as_str().unwrap().ends_with(".yaml"), "{nap}");
 }
 
 #[test]

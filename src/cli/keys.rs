@@ -2,15 +2,13 @@
 //! prints a new key once (only its SHA-256 is stored), `list` shows them without the
 //! key, `revoke` ends one for good.
 
-use super::Wait;
 use std::path::Path;
 use std::process::ExitCode;
 
-use base64::Engine as _;
 use clap::{Args, Subcommand};
-use toolgate::identity::{Allow, Roles};
-use toolgate::protocol::budget::Budget;
-use toolgate::store::NewKey;
+use toolgate::identity::Allow;
+use toolgate::server::manage_keys::{self, IssuedKey, KeyError, KeyRequest, now_ms};
+use toolgate::store::StoreError;
 
 use super::out::{self, print, print_json, say};
 use super::run::runtime;
@@ -66,40 +64,9 @@ enum KeysCommand {
     Revoke { name: String },
 }
 
-/// A name, a tenant or a group: letters, digits, `_`, `-`, `.`, `@`.
-fn check_word(what: &str, word: &str) -> Result<(), Failure> {
-    if word.is_empty()
-        || word.len() > 100
-        || !word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'))
-    {
-        return Err(Failure::bad_input(format!(
-            "'{word}' is not a {what}: use letters, digits, '_', '-', '.' and '@'"
-        )));
-    }
-    Ok(())
-}
-
-/// An allow-list as given (`a,b`): `None` when the flag is absent; each name letters,
-/// digits, `_`, `-`, `.`, with an optional `*` at its end.
-pub fn allow_list(flag: &str, text: Option<&str>) -> Result<Option<Vec<String>>, Failure> {
-    let Some(text) = text else {
-        return Ok(None);
-    };
-    let names = Allow::list(text);
-    for n in &names {
-        let stem = n.strip_suffix('*').unwrap_or(n);
-        if !stem
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        {
-            return Err(Failure::bad_input(format!(
-                "{flag}: '{n}' is not a name: use letters, digits, '_', '-', '.' and a '*' at the end"
-            )));
-        }
-    }
-    Ok(Some(names))
+/// An allow-list as given (`a,b`): `None` when the flag is absent.
+fn allow_list(text: Option<&str>) -> Option<Vec<String>> {
+    text.map(Allow::list)
 }
 
 /// An allow-list in a table: `*` for no limit, `-` for an empty one.
@@ -111,38 +78,13 @@ fn shown_list(list: Option<&[String]>) -> String {
     }
 }
 
-/// `30d`, `12h`, `90m`, `45s`, `2w` as milliseconds.
-pub fn parse_expiry(text: &str) -> Result<i64, Failure> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let bad = || {
-        Failure::bad_input(format!(
-            "--expires '{text}' is not a duration such as 30d, 12h or 90m"
-        ))
-    };
-    let n: i64 = number.parse().map_err(|_| bad())?;
-    let unit_ms: i64 = match unit {
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" | "" => 86_400_000,
-        "w" => 7 * 86_400_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(unit_ms).filter(|ms| *ms > 0).ok_or_else(bad)
-}
-
-/// A new key: `tg_` and 32 random bytes, base64url.
-fn new_key() -> Result<String, Failure> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| Failure::other(format!("no randomness: {e}")))?;
-    Ok(format!(
-        "tg_{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    ))
+/// A key error as the command's: bad input (a name taken included) or another failure.
+fn failure(e: KeyError) -> Failure {
+    match e {
+        KeyError::Invalid(_) | KeyError::NoKey(_) => Failure::bad_input(e.to_string()),
+        KeyError::Store(StoreError::Refused(..)) => Failure::bad_input(e.to_string()),
+        KeyError::Store(_) => Failure::other(e.to_string()),
+    }
 }
 
 pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
@@ -157,81 +99,33 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
             budgets,
             json,
         } => {
-            let allow = Allow {
-                agents: allow_list("--agents", agents.as_deref())?,
-                tools: allow_list("--tools", tools.as_deref())?,
+            // `--tenant T` (global): the tenant the key acts in.
+            let tenant = super::tenant()
+                .unwrap_or(toolgate::identity::DEFAULT_TENANT)
+                .to_string();
+            let req = KeyRequest {
+                name,
+                role,
+                tenant,
+                groups,
+                agents: allow_list(agents.as_deref()),
+                tools: allow_list(tools.as_deref()),
+                expires,
+                budgets,
             };
-            let budgets = budgets
-                .iter()
-                .map(|b| {
-                    Budget::parse_short(b).map_err(|e| Failure::bad_input(format!("--budget: {e}")))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let key_name = name.clone();
-            let created = create(db, name, &role, groups, allow, expires, json)?;
-            if !budgets.is_empty() {
-                open_store(db)?
-                    .set_key_budgets(&key_name, &budgets)
-                    .wait()?
-                    .map_err(|e| Failure::other(e.to_string()))?;
-            }
-            Ok(created)
+            create(db, req, json)
         }
         KeysCommand::List { json } => list(db, json),
         KeysCommand::Revoke { name } => revoke(db, &name),
     }
 }
 
-/// `keys create`: a new key in the tenant of `--tenant`, shown only this once.
-fn create(
-    db: &Path,
-    name: String,
-    role: &str,
-    groups: Vec<String>,
-    allow: Allow,
-    expires: Option<String>,
-    json: bool,
-) -> Result<ExitCode, Failure> {
-    // `--tenant T` (global): the tenant the key acts in.
-    let tenant = super::tenant()
-        .unwrap_or(toolgate::identity::DEFAULT_TENANT)
-        .to_string();
-    check_word("key name", &name)?;
-    check_word("tenant", &tenant)?;
-    let groups: Vec<String> = groups
-        .into_iter()
-        .map(|g| g.trim().to_string())
-        .filter(|g| !g.is_empty())
-        .collect();
-    for g in &groups {
-        check_word("group", g)?;
-    }
-    let roles = Roles::parse(role)
-        .ok()
-        .filter(|r| !r.is_empty())
-        .ok_or_else(|| {
-            Failure::bad_input(format!(
-                "--role '{role}' is not client, approver, admin or a list of them (client,approver)"
-            ))
-        })?;
-    let expires_at = match expires {
-        Some(e) => Some(now_ms() + parse_expiry(&e)?),
-        None => None,
-    };
-    let key = new_key()?;
+/// `keys create`: a new key, shown only this once.
+fn create(db: &Path, req: KeyRequest, json: bool) -> Result<ExitCode, Failure> {
     let store = open_store(db)?;
-    let info = runtime()?
-        .block_on(store.create_key(NewKey {
-            id: toolgate::run::new_id("key"),
-            name,
-            hash: toolgate::server::key_hash(&key),
-            roles,
-            tenant,
-            groups,
-            allow,
-            expires_at,
-        }))
-        .map_err(|e| Failure::bad_input(e.to_string()))?;
+    let IssuedKey { info, key, .. } = runtime()?
+        .block_on(manage_keys::issue(&store, req))
+        .map_err(failure)?;
     if json {
         let shown = serde_json::json!({
             "name": info.name, "role": info.roles, "roles": info.roles.names(),
@@ -254,10 +148,12 @@ fn create(
 /// `keys list`: every key with its role, tenant, groups and state.
 fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
     let store = open_existing_store(db)?;
-    let keys = store
-        .keys()
-        .wait()?
-        .map_err(|e| Failure::other(e.to_string()))?;
+    let keys: Vec<_> = runtime()?
+        .block_on(manage_keys::list(&store))
+        .map_err(failure)?
+        .into_iter()
+        .map(|(info, _)| info)
+        .collect();
     if json {
         print_json(&mut out::stdout(), &keys, false)?;
     } else {
@@ -294,21 +190,9 @@ fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
 /// `keys revoke`: revokes the active key named `name`.
 fn revoke(db: &Path, name: &str) -> Result<ExitCode, Failure> {
     let store = open_existing_store(db)?;
-    let revoked = runtime()?
-        .block_on(store.revoke_key(name))
-        .map_err(|e| Failure::other(e.to_string()))?;
-    if !revoked {
-        return Err(Failure::bad_input(format!(
-            "there is no active key named '{name}' (toolgate keys list)"
-        )));
-    }
+    runtime()?
+        .block_on(manage_keys::revoke(&store, name))
+        .map_err(failure)?;
     say!("toolgate: key {name} revoked");
     Ok(ExitCode::SUCCESS)
-}
-
-/// Unix milliseconds now.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -2,7 +2,6 @@
 //! database (`set` reads the value from stdin or an environment variable, never from
 //! the command line), listed by name only, removed.
 
-use super::Wait;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,6 +9,7 @@ use toolgate::store::SecretScope;
 
 use clap::{Args, Subcommand};
 use toolgate::secrets::Keyring;
+use toolgate::server::manage_secrets::{self, SecretError};
 
 use super::out::{self, print, print_json, say};
 use super::run::runtime;
@@ -43,24 +43,18 @@ enum SecretsCommand {
     Rm { name: String },
 }
 
-/// A secret's name: letters, digits, `_`, `-`, `.`.
-fn check_name(name: &str) -> Result<(), Failure> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-    {
-        return Err(Failure::bad_input(format!(
-            "'{name}' is not a secret name: use letters, digits, '_', '-' and '.'"
-        )));
+/// A secret error as the command's: bad input, or another failure.
+fn failure(e: SecretError) -> Failure {
+    match e {
+        SecretError::Store(_) => Failure::other(e.to_string()),
+        _ => Failure::bad_input(e.to_string()),
     }
-    Ok(())
 }
 
 pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
     match args.command {
         SecretsCommand::Set { name, from_env } => {
-            check_name(&name)?;
+            manage_secrets::check_name(&name).map_err(failure)?;
             let value = match from_env {
                 Some(var) => std::env::var(&var).map_err(|_| {
                     Failure::bad_input(format!("the environment variable {var} is not set"))
@@ -73,25 +67,23 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
                     text.trim_end_matches(['\r', '\n']).to_string()
                 }
             };
-            if value.is_empty() {
-                return Err(Failure::bad_input("the value is empty"));
-            }
             let store = open_store(db)?;
-            let sealed = Keyring::for_database(store.path())
-                .seal(&value)
-                .map_err(|e| Failure::bad_input(e.to_string()))?;
+            let keyring = Keyring::for_database(store.path());
+            let scope = SecretScope::of(super::tenant());
             runtime()?
-                .block_on(store.set_secret(SecretScope::of(super::tenant()), &name, sealed))
-                .map_err(|e| Failure::other(e.to_string()))?;
+                .block_on(manage_secrets::set(&store, &keyring, scope, &name, &value))
+                .map_err(failure)?;
             say!("toolgate: secret {name} stored (sealed)");
             Ok(ExitCode::SUCCESS)
         }
         SecretsCommand::List { json } => {
             let store = open_existing_store(db)?;
-            let list = store
-                .secrets(SecretScope::of(super::tenant()))
-                .wait()?
-                .map_err(|e| Failure::other(e.to_string()))?;
+            let list = runtime()?
+                .block_on(manage_secrets::list(
+                    &store,
+                    SecretScope::of(super::tenant()),
+                ))
+                .map_err(failure)?;
             if json {
                 print_json(&mut out::stdout(), &list, false)?;
             } else {
@@ -105,14 +97,10 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
         }
         SecretsCommand::Rm { name } => {
             let store = open_existing_store(db)?;
-            let removed = runtime()?
-                .block_on(store.remove_secret(SecretScope::of(super::tenant()), &name))
-                .map_err(|e| Failure::other(e.to_string()))?;
-            if !removed {
-                return Err(Failure::bad_input(format!(
-                    "there is no secret named '{name}'"
-                )));
-            }
+            let scope = SecretScope::of(super::tenant());
+            runtime()?
+                .block_on(manage_secrets::remove(&store, scope, &name))
+                .map_err(failure)?;
             say!("toolgate: secret {name} removed");
             Ok(ExitCode::SUCCESS)
         }

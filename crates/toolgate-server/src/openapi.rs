@@ -11,7 +11,8 @@ use utoipa_axum::routes;
 use toolgate_protocol::RunEvent;
 
 use super::{
-    AppState, feed, files, knowledge, limits, records, responses, runs, scope, spend, timeline,
+    AppState, feed, files, keys_http, knowledge, limits, records, responses, runs, scope,
+    secrets_http, spend, timeline,
 };
 
 #[derive(OpenApi)]
@@ -65,6 +66,13 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(knowledge::get_base, knowledge::remove_base))
         .routes(routes!(knowledge::add_document, knowledge::remove_document))
         .routes(routes!(knowledge::search))
+        .routes(routes!(keys_http::list_keys, keys_http::create_key))
+        .routes(routes!(keys_http::revoke_key))
+        .routes(routes!(
+            secrets_http::list_secrets,
+            secrets_http::set_secret
+        ))
+        .routes(routes!(secrets_http::remove_secret))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     let events = run_events(router.get_openapi_mut());

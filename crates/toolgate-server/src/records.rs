@@ -186,6 +186,9 @@ pub struct ToolInfo {
     pub approvers: Vec<String>,
     /// Whoever started a run may not decide its calls of this tool.
     pub four_eyes: bool,
+    /// Where it is defined: its file, or the source it came from (`builtin`, an MCP
+    /// server, an OpenAPI document) when no file of its own defines it.
+    pub source: String,
 }
 
 /// The tools library: built-ins and the server's tools folder (those the caller's
@@ -229,6 +232,7 @@ pub async fn tools(
                 sandbox: spec.sandbox.as_ref().map(|p| p.to_json()),
                 approvers: t.rule.approvers.clone(),
                 four_eyes: t.rule.four_eyes,
+                source: t.origin.place(),
             }
         })
         .collect();

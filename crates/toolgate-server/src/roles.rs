@@ -32,6 +32,12 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     if path == "/metrics" || path == "/v1/limits" {
         return ADMIN;
     }
+    // Management: issued keys and stored secrets, reads included (they name every
+    // tenant's).
+    let managed = |root: &str| path == root || path.starts_with(&format!("{root}/"));
+    if managed("/v1/keys") || managed("/v1/secrets") {
+        return ADMIN;
+    }
     if path.starts_with("/mcp/") {
         return CLIENT;
     }

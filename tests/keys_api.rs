@@ -1,0 +1,182 @@
+//! The management API's keys on a real `toolgate serve`: an admin issues a key with
+//! groups, allow-lists, an expiry and a budget over `POST /v1/keys`, the key works at
+//! once, lists (API and `toolgate keys list`, one store) show it without the key, bad
+//! input is refused with the command line's own words, a taken name is a 409, and
+//! `DELETE /v1/keys/{name}` revokes it for good.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::serving;
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use serving::identity::keys_create;
+use serving::{Server, Site, bin};
+
+const ADMIN: &str = "the-admin-key-of-this-test";
+
+async fn call(
+    server: &Server,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let c = &server.client;
+    let url = server.url(path);
+    let mut r = match method {
+        "GET" => c.get(url),
+        "POST" => c.post(url),
+        "DELETE" => c.delete(url),
+        m => panic!("{m}"),
+    };
+    r = r.bearer_auth(key);
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    let resp = r.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+fn cli(site: &Site, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .arg("--db")
+        .arg(site.db())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admin_issues_lists_and_revokes_keys_over_http() {
+    let site = Site::new();
+    let by_cli = keys_create(&site, "b", "b-app", "client", "");
+    let server = Server::start(&site, Some(ADMIN), &[]);
+
+    let (s, made) = call(
+        &server,
+        ADMIN,
+        "POST",
+        "/v1/keys",
+        Some(json!({
+            "name": "ci-bot", "role": "client,approver", "tenant": "a", "groups": ["ops"],
+            "agents": ["plain"], "tools": ["calc*"], "expires": "30d",
+            "budgets": ["5usd/month:fail"]
+        })),
+    )
+    .await;
+    assert_eq!(s, 201, "{made}");
+    let key = made["key"].as_str().unwrap().to_string();
+    assert!(key.starts_with("tg_") && key.len() > 40, "{made}");
+    assert_eq!(made["state"], "active");
+    assert_eq!(made["roles"], json!(["client", "approver"]));
+    assert_eq!(made["budgets"], json!(["5usd/month:fail"]));
+    let day = 86_400_000_i64;
+    let lasts = made["expires_at"].as_i64().unwrap() - made["created_at"].as_i64().unwrap();
+    assert!((lasts - 30 * day).abs() < 60_000, "{made}");
+
+    // The key works at once, as what it was issued as.
+    let (s, me) = call(&server, &key, "GET", "/v1/whoami", None).await;
+    assert_eq!(s, 200, "{me}");
+    assert_eq!(
+        (
+            &me["name"],
+            &me["tenant"],
+            &me["groups"],
+            &me["agents"],
+            &me["tools"]
+        ),
+        (
+            &json!("ci-bot"),
+            &json!("a"),
+            &json!(["ops"]),
+            &json!(["plain"]),
+            &json!(["calc*"])
+        )
+    );
+    // ...but it is no admin: the management routes are closed to it.
+    let (s, _) = call(&server, &key, "GET", "/v1/keys", None).await;
+    assert_eq!(s, 403);
+
+    // Listed by the API (with the CLI's key) and by the CLI (with the API's): one store.
+    let (s, listed) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    assert_eq!(s, 200, "{listed}");
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["b-app", "ci-bot"]);
+    let text = listed.to_string();
+    assert!(
+        !text.contains(&key) && !text.contains(&by_cli) && !text.contains("hash"),
+        "{text}"
+    );
+    let out = cli(&site, &["keys", "list", "--json"]);
+    let by_cmd = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        by_cmd.contains("ci-bot") && by_cmd.contains("\"ops\""),
+        "{by_cmd}"
+    );
+
+    // Bad input: the API's 400 says what the command line says.
+    let (s, bad) = call(
+        &server,
+        ADMIN,
+        "POST",
+        "/v1/keys",
+        Some(json!({"name": "x", "role": "owner"})),
+    )
+    .await;
+    assert_eq!(s, 400, "{bad}");
+    assert_eq!(bad["error"]["type"], "bad_request", "{bad}");
+    let out = cli(&site, &["keys", "create", "--name", "x", "--role", "owner"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    let message = bad["error"]["message"].as_str().unwrap();
+    assert!(said.contains(message), "{said} / {message}");
+    for body in [
+        json!({"name": "a b", "role": "client"}),
+        json!({"name": "y", "role": "client", "tools": ["x/y"]}),
+        json!({"name": "y", "role": "client", "expires": "soon"}),
+        json!({"name": "y", "role": "client", "budgets": ["lots"]}),
+        json!({"name": "y", "role": "client", "colour": "red"}),
+    ] {
+        let (s, bad) = call(&server, ADMIN, "POST", "/v1/keys", Some(body.clone())).await;
+        assert_eq!(s, 400, "{body}: {bad}");
+    }
+    let (s, _) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    assert_eq!(s, 200);
+    // Nothing was stored by the refusals: still two keys.
+    let (_, listed) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    let (s, taken) = call(
+        &server,
+        ADMIN,
+        "POST",
+        "/v1/keys",
+        Some(json!({"name": "b-app", "role": "client"})),
+    )
+    .await;
+    assert_eq!(s, 409, "{taken}");
+
+    // Revoked over HTTP: refused from now on, and a second revoke finds nothing.
+    let (s, _) = call(&server, ADMIN, "DELETE", "/v1/keys/ci-bot", None).await;
+    assert_eq!(s, 204);
+    let (s, _) = call(&server, &key, "GET", "/v1/whoami", None).await;
+    assert_eq!(s, 401);
+    let (s, gone) = call(&server, ADMIN, "DELETE", "/v1/keys/ci-bot", None).await;
+    assert_eq!(s, 404, "{gone}");
+    let (_, listed) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    assert_eq!(listed[1]["state"], "revoked", "{listed}");
+    // The CLI's key, revoked by the API, and the API's name, refused by the CLI.
+    let (s, _) = call(&server, ADMIN, "DELETE", "/v1/keys/b-app", None).await;
+    assert_eq!(s, 204);
+    let (s, _) = call(&server, &by_cli, "GET", "/v1/whoami", None).await;
+    assert_eq!(s, 401);
+    let out = cli(&site, &["keys", "revoke", "ci-bot"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no active key named 'ci-bot'"));
+}
