@@ -1,17 +1,37 @@
 //! The fresh folder of one launch, removed when the launch ends: `home/` (the program's
 //! `HOME` and `TMPDIR`, writable for it) and, when paths must be hidden, an empty file
-//! and an empty folder to mount over them.
+//! and an empty folder to mount over them. Launch folders live in a folder of their own
+//! under the system's temporary folder, so that the sweep at every start reads only
+//! them, not everything else in `/tmp`.
 
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
 /// The start of a launch folder's name: `toolgate-sandbox-PID-START-UUID`.
 const PREFIX: &str = "toolgate-sandbox-";
+/// The folder holding the launch folders, in the system's temporary folder.
+const PARENT: &str = "toolgate-sandbox";
+
+/// Where launch folders go: `TMP/toolgate-sandbox` (made `0711`), when it is a real
+/// folder of this user's that no one else may write to; else (someone else took the
+/// name) the temporary folder itself, as before there was a folder of their own.
+fn parent() -> PathBuf {
+    let tmp = std::env::temp_dir();
+    let dir = tmp.join(PARENT);
+    let made = std::fs::DirBuilder::new().mode(0o711).create(&dir);
+    if made.is_err_and(|e| e.kind() != std::io::ErrorKind::AlreadyExists) {
+        return tmp;
+    }
+    let ours = std::fs::symlink_metadata(&dir).is_ok_and(|m| {
+        m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0
+    });
+    if ours { dir } else { tmp }
+}
 
 /// Removes the launch folders of toolgate processes that are gone (killed before
 /// their launches could clean up).
 pub fn sweep() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+    let Ok(entries) = std::fs::read_dir(parent()) else {
         return;
     };
     for entry in entries.flatten() {
@@ -36,7 +56,7 @@ impl Scratch {
     pub fn new(owner: Option<(u32, u32)>) -> std::io::Result<Scratch> {
         let pid = std::process::id();
         let start = crate::grants::start_time(pid).unwrap_or(0);
-        let root = std::env::temp_dir().join(format!(
+        let root = parent().join(format!(
             "{PREFIX}{pid}-{start}-{}",
             uuid::Uuid::new_v4().simple()
         ));
@@ -79,5 +99,28 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         // Whatever the program left behind goes with it; a failure leaves a temp folder.
         let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn launch_folders_live_in_their_own_folder_and_the_sweep_takes_only_dead_ones() {
+        let scratch = Scratch::new(None).unwrap();
+        let own = std::env::temp_dir().join(PARENT);
+        assert_eq!(scratch.root.parent(), Some(own.as_path()));
+        assert_eq!(std::fs::metadata(&own).unwrap().mode() & 0o777, 0o711);
+        // A folder of a process that is gone (pid 0 never starts at tick 1).
+        let dead = own.join(format!("{PREFIX}0-1-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&dead).unwrap();
+        sweep();
+        assert!(!dead.exists(), "a dead launch's folder stays");
+        assert!(scratch.home().is_dir(), "a live launch's folder was taken");
+        let root = scratch.root.clone();
+        drop(scratch);
+        assert!(!root.exists());
     }
 }
