@@ -5,6 +5,7 @@
 
 pub(crate) mod command;
 pub mod http;
+mod http_check;
 mod read;
 mod templates;
 
