@@ -32,6 +32,7 @@ mod cli_store;
 mod cli_subagents;
 mod cli_tools;
 mod context_budget;
+mod credential_checks;
 mod credentials;
 mod dashboards;
 mod deadlines_store;

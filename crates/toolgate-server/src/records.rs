@@ -186,6 +186,10 @@ pub struct ToolInfo {
     pub approvers: Vec<String>,
     /// Whoever started a run may not decide its calls of this tool.
     pub four_eyes: bool,
+    /// Its last credential check (`POST /v1/tools/{name}/validate`, `toolgate tools
+    /// validate`), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<super::tool_checks::LastCheck>,
 }
 
 /// The tools library: built-ins and the server's tools folder (those the caller's
@@ -207,6 +211,7 @@ pub async fn tools(
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
     .map_err(|e| ApiError::internal(format!("the tools folder cannot be loaded: {e}")))?;
+    let mut checks = super::tool_checks::last_checks(&state, &who).await?;
     let mut tools: Vec<ToolInfo> = library
         .tools()
         .filter(|t| who.allow.tool(&t.spec.name))
@@ -229,6 +234,7 @@ pub async fn tools(
                 sandbox: spec.sandbox.as_ref().map(|p| p.to_json()),
                 approvers: t.rule.approvers.clone(),
                 four_eyes: t.rule.four_eyes,
+                validation: checks.remove(&spec.name),
             }
         })
         .collect();
