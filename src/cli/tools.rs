@@ -134,30 +134,30 @@ fn list(lib: &ToolLibrary, db: &Path, json: bool) -> Result<ExitCode, Failure> {
         print_json(&mut out, &all, false)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // The credentials column only where some tool has a check or a last validation.
+    let shown = !checks.is_empty() || lib.tools().any(|t| t.checks_credentials());
     let rows: Vec<Vec<String>> = lib
         .tools()
         .map(|t| {
-            vec![
+            let mut row = vec![
                 t.spec.name.clone(),
                 format!("{:?}", t.spec.permission).to_lowercase(),
                 t.spec.entry.label(),
                 sandbox_summary(t),
-                super::validate::word(checks.get(&t.spec.name)),
-                first_sentence(&t.spec.description),
-            ]
+            ];
+            if shown {
+                row.push(super::validate::word(checks.get(&t.spec.name)));
+            }
+            row.push(first_sentence(&t.spec.description));
+            row
         })
         .collect();
-    let text = table::render(
-        &[
-            "NAME",
-            "PERMISSION",
-            "RUNS AS",
-            "SANDBOX",
-            "CREDENTIALS",
-            "DESCRIPTION",
-        ],
-        &rows,
-    );
+    let mut header = vec!["NAME", "PERMISSION", "RUNS AS", "SANDBOX"];
+    if shown {
+        header.push("CREDENTIALS");
+    }
+    header.push("DESCRIPTION");
+    let text = table::render(&header, &rows);
     write_out(&mut out, &text)?;
     Ok(ExitCode::SUCCESS)
 }
