@@ -2,7 +2,8 @@
 //! `POST /v1/tools/{name}/validate`) against real peers: a Dify provider whose
 //! `_validate_credentials` runs through toolgate's adapter with python3, accepting one
 //! key and refusing another (quoting it); an http tool whose `validate:` request goes to
-//! a local HTTP server that checks a bearer token (and quotes it back). Each verdict is
+//! a local HTTP server that checks a bearer token (and quotes it back); an MCP server of
+//! the official Python SDK that starts only with the right token. Each verdict is
 //! the upstream's, kept as the tools' last validation; no output and no byte of the
 //! database ever holds a credential in clear.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -281,4 +282,99 @@ async fn an_admin_checks_a_provider_over_http_and_the_catalogue_shows_it() {
         .post("/v1/tools/nothing_here/validate", json!({}))
         .await;
     assert_eq!(status, 404);
+}
+
+#[test]
+fn the_last_validation_is_kept_per_tenant_on_both_backends() {
+    use toolgate::store::{SecretScope, ToolValidation};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for db in crate::databases::TestDb::both() {
+        let store = db.open();
+        let check = |tool: &str, valid: bool, at: i64| ToolValidation {
+            tool: tool.into(),
+            valid,
+            reason: (!valid).then(|| "refused".to_string()),
+            checked_at: at,
+        };
+        rt.block_on(async {
+            let shared = SecretScope::of(None);
+            store
+                .record_validation(shared, check("b", false, 1))
+                .await
+                .unwrap();
+            store
+                .record_validation(shared, check("a", true, 2))
+                .await
+                .unwrap();
+            // A later check replaces the one before; another tenant's stays its own.
+            store
+                .record_validation(shared, check("b", true, 3))
+                .await
+                .unwrap();
+            store
+                .record_validation(SecretScope::of(Some("t2")), check("a", false, 4))
+                .await
+                .unwrap();
+            let got = store.validations(shared).await.unwrap();
+            assert_eq!(
+                got,
+                vec![check("a", true, 2), check("b", true, 3)],
+                "{}",
+                db.name()
+            );
+            let other = store
+                .validations(SecretScope::of(Some("t2")))
+                .await
+                .unwrap();
+            assert_eq!(other, vec![check("a", false, 4)], "{}", db.name());
+        });
+    }
+}
+
+/// An MCP server (the official Python SDK's) that refuses a wrong token when it starts.
+fn mcp_site(python: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/vault_server.py");
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("tools/vault.yaml"),
+        format!(
+            "mcp_server: vault\ncommand: {}\nargs: [{}]\npermission: auto\ncredentials: {{VAULT_TOKEN: \"${{secret:VAULT_TOKEN}}\"}}\n",
+            python.display(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn an_mcp_server_is_checked_by_initialize_and_its_tool_list() {
+    let python = crate::serving::python("credential_checks");
+    let dir = mcp_site(&python);
+    let d = dir.path();
+    let out = cli(
+        d,
+        &["secrets", "set", "VAULT_TOKEN", "--validate"],
+        Some(&format!("{BAD}\n")),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", all(&out));
+    let text = clean(&out);
+    assert!(
+        text.contains("invalid") && text.contains("token [secret] refused by the vault"),
+        "{text}"
+    );
+    let out = cli(
+        d,
+        &["secrets", "set", "VAULT_TOKEN"],
+        Some(&format!("{GOOD}\n")),
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    let out = cli(d, &["tools", "validate", "vault", "--json"], None);
+    assert!(out.status.success(), "{}", all(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer[0]["status"], "valid", "{answer}");
+    assert_eq!(answer[0]["provider"], "vault");
+    assert_eq!(listed(d, "vault__peek")["validation"]["valid"], true);
+    nowhere_in_the_database(d);
 }

@@ -99,15 +99,10 @@ impl LoadedTool {
             .spec
             .timeout
             .map_or(DEFAULT_CHECK_TIMEOUT, Duration::from_secs_f64);
-        let check = async {
-            if let Some(ready) = runner.ready(&masked) {
-                ready.await?;
-            }
-            Ok::<_, ToolError>(runner.validate(&masked, credentials).await)
-        };
-        let answer = tokio::time::timeout(limit, check)
+        // Not `ready()`: a check starts what it needs with the credentials it checks.
+        let answer = tokio::time::timeout(limit, runner.validate(&masked, credentials))
             .await
-            .unwrap_or(Err(ToolError::Timeout(limit)));
+            .map_err(|_| ToolError::Timeout(limit));
         let fail = |e: ToolError| CheckError::Failed {
             tool: name.clone(),
             error: crate::secrets::mask_values(&e.to_string(), &hidden).into_owned(),

@@ -12,8 +12,8 @@ use toolgate_tool::{Entry, LoadedTool, ToolContext, ToolLibrary, Verdict};
 
 use super::Runner;
 
-/// The tools one check answers for: a Dify provider's tools share one; any other tool
-/// is its own.
+/// The tools one check answers for: a Dify provider's tools share one, and an MCP
+/// server's; any other tool is its own.
 pub struct CheckGroup {
     /// The provider's name, for a Dify provider's tools.
     pub provider: Option<String>,
@@ -34,10 +34,13 @@ pub struct Checked {
     pub reason: Option<String>,
 }
 
-/// The provider a tool's check belongs to (a Dify provider's name), if any.
+/// The provider a tool's check belongs to (a Dify provider's or an MCP server's name),
+/// if any.
 fn provider_of(tool: &LoadedTool) -> Option<String> {
     match &tool.spec.entry {
-        Entry::Source(b) if b.source == "dify" => b.label.strip_prefix("dify:").map(String::from),
+        Entry::Source(b) if b.source == "dify" || b.source == "mcp" => {
+            b.label.split_once(':').map(|(_, name)| name.to_string())
+        }
         _ => None,
     }
 }
