@@ -378,3 +378,60 @@ fn an_mcp_server_is_checked_by_initialize_and_its_tool_list() {
     assert_eq!(listed(d, "vault__peek")["validation"]["valid"], true);
     nowhere_in_the_database(d);
 }
+
+/// An OpenAPI file whose `validate:` names the document's safe `whoAmI` operation.
+fn openapi_file(port: u16) -> String {
+    format!(
+        "openapi:\n  openapi: 3.0.0\n  info: {{title: who, version: '1'}}\n  paths:\n    /whoami:\n      get: {{operationId: whoAmI, responses: {{'200': {{description: ok}}}}}}\n    /pets:\n      post: {{operationId: addPet, responses: {{'200': {{description: ok}}}}}}\nname: who\nbase_url: http://127.0.0.1:{port}\nallow_hosts: [127.0.0.1]\nauth: {{type: bearer, token: \"${{secret:WHO_TOKEN}}\"}}\nvalidate: whoAmI\n"
+    )
+}
+
+#[test]
+fn an_openapi_file_checks_with_its_named_safe_operation() {
+    let (_server, port) = upstream();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("tools")).unwrap();
+    std::fs::write(d.join("tools/who.yaml"), openapi_file(port)).unwrap();
+    let out = cli(
+        d,
+        &["secrets", "set", "WHO_TOKEN", "--validate"],
+        Some(&format!("{BAD}\n")),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", all(&out));
+    let text = clean(&out);
+    assert!(
+        text.contains("HTTP 401") && text.contains("token [secret] is not known"),
+        "{text}"
+    );
+    let out = cli(
+        d,
+        &["secrets", "set", "WHO_TOKEN"],
+        Some(&format!("{GOOD}\n")),
+    );
+    assert!(out.status.success(), "{}", all(&out));
+    let out = cli(d, &["tools", "validate", "who", "--json"], None);
+    assert!(out.status.success(), "{}", all(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        answer,
+        json!([{"tools": ["who__addPet", "who__whoAmI"], "provider": "who", "status": "valid"}])
+    );
+    // Both of the API's tools carry the verdict.
+    assert_eq!(listed(d, "who__addPet")["validation"]["valid"], true);
+    nowhere_in_the_database(d);
+
+    // A check that would change something is refused when the file loads.
+    std::fs::write(
+        d.join("tools/who.yaml"),
+        openapi_file(port).replace("validate: whoAmI", "validate: addPet"),
+    )
+    .unwrap();
+    let out = cli(d, &["tools", "check"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", all(&out));
+    assert!(
+        all(&out).contains("must be a GET, HEAD or OPTIONS"),
+        "{}",
+        all(&out)
+    );
+}

@@ -34,13 +34,18 @@ pub struct Checked {
     pub reason: Option<String>,
 }
 
-/// The provider a tool's check belongs to (a Dify provider's or an MCP server's name),
-/// if any.
+/// The provider a tool's check belongs to (a Dify provider's, an MCP server's or an
+/// OpenAPI file's name), if any.
 fn provider_of(tool: &LoadedTool) -> Option<String> {
     match &tool.spec.entry {
         Entry::Source(b) if b.source == "dify" || b.source == "mcp" => {
             b.label.split_once(':').map(|(_, name)| name.to_string())
         }
+        Entry::Source(b) if b.source == "openapi" && b.binding.contains_key("check") => b
+            .binding
+            .get("api")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from),
         _ => None,
     }
 }

@@ -96,7 +96,7 @@ impl HttpTool {
 
 /// The answer as a verdict: a success is valid; an error result is invalid, its text
 /// (the status line and the body) the reason.
-fn verdict_of(out: ToolOutput) -> Verdict {
+pub(crate) fn verdict_of(out: ToolOutput) -> Verdict {
     if !out.is_error {
         return Verdict::Valid;
     }

@@ -12,6 +12,7 @@ mod templates;
 use std::path::Path;
 use std::sync::Arc;
 
+pub(crate) use http_check::verdict_of;
 pub use read::{file_schema, load_file};
 
 use super::builtin;
