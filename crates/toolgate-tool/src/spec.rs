@@ -87,7 +87,7 @@ pub enum Entry {
         /// How the tool's credentials are checked without doing its work
         /// (`toolgate tools validate`): a request that answers below 400 when they work.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        validate: Option<HttpCheck>,
+        validate: Option<Box<HttpCheck>>,
     },
     /// A tool some source brings (an MCP server's tool, an OpenAPI operation, a Dify
     /// provider's tool; never written in a tool file): the source's name as its `type`
