@@ -33,6 +33,7 @@ mod cli_subagents;
 mod cli_tools;
 mod container;
 mod context_budget;
+mod credential_checks;
 mod credentials;
 mod dashboards;
 mod deadlines_store;

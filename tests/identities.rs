@@ -165,6 +165,14 @@ fn list(w: Who) -> u16 {
 fn open(_: Who) -> u16 {
     200
 }
+// An admin's check of a tool with none: 422.
+fn admin_check(w: Who) -> u16 {
+    match w {
+        _ if unauth(w) => 401,
+        Admin => 422,
+        _ => 403,
+    }
+}
 fn admin_only(w: Who) -> u16 {
     match w {
         _ if unauth(w) => 401,
@@ -438,6 +446,13 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             doc: "/v1/tools",
             body: None,
             expect: list,
+        },
+        Row {
+            method: "POST",
+            path: "/v1/tools/calculator/validate".into(),
+            doc: "/v1/tools/{name}/validate",
+            body: Some(json!({})),
+            expect: admin_check,
         },
         Row {
             method: "GET",

@@ -263,7 +263,7 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
          ALTER TABLE runs DROP COLUMN cache_creation_tokens; ALTER TABLE runs DROP COLUMN compactions;
          DROP TABLE knowledge_fts; DROP TABLE knowledge_chunks; DROP TABLE knowledge_documents;
          DROP TABLE knowledge_bases; ALTER TABLE tool_calls DROP COLUMN attempts;
-         DROP TABLE mcp_tasks; DROP TABLE model_requests;
+         DROP TABLE mcp_tasks; DROP TABLE model_requests; DROP TABLE tool_validations;
          PRAGMA user_version = 6;",
     )
     .unwrap();

@@ -29,6 +29,7 @@ mod stats_spend;
 mod table;
 mod tools;
 mod tree;
+mod validate;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -31,6 +31,13 @@ enum SecretsCommand {
         /// Read the value from this environment variable instead of stdin.
         #[arg(long)]
         from_env: Option<String>,
+        /// Then check it: the credential check of every tool that uses it (exit 1 if
+        /// refused; the secret stays stored).
+        #[arg(long)]
+        validate: bool,
+        /// Folder of tool files, for --validate [default: ./tools].
+        #[arg(long, env = "TOOLGATE_TOOLS")]
+        tools: Option<std::path::PathBuf>,
     },
     /// List the stored secrets' names (never their values).
     #[command(after_help = "Book: docs/src/howto/secrets.md")]
@@ -53,7 +60,12 @@ fn failure(e: SecretError) -> Failure {
 
 pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
     match args.command {
-        SecretsCommand::Set { name, from_env } => {
+        SecretsCommand::Set {
+            name,
+            from_env,
+            validate,
+            tools,
+        } => {
             manage_secrets::check_name(&name).map_err(failure)?;
             let value = match from_env {
                 Some(var) => std::env::var(&var).map_err(|_| {
@@ -74,6 +86,10 @@ pub fn run(args: SecretsArgs, db: &Path) -> Result<ExitCode, Failure> {
                 .block_on(manage_secrets::set(&store, &keyring, scope, &name, &value))
                 .map_err(failure)?;
             say!("toolgate: secret {name} stored (sealed)");
+            if validate {
+                let lib = super::load_tools(tools.as_deref())?;
+                return super::validate::after_secret(&lib, &name, db);
+            }
             Ok(ExitCode::SUCCESS)
         }
         SecretsCommand::List { json } => {

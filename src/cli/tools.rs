@@ -41,6 +41,15 @@ enum ToolsCommand {
     /// Load every tool file in DIR (default: the tools folder) and report problems; exit 2 if any.
     #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Check { dir: Option<PathBuf> },
+    /// Check credentials with the upstream: one tool's, one Dify provider's, or (no name)
+    /// those of every tool with a check; exit 1 if any is refused.
+    #[command(after_help = "Book: docs/src/howto/secrets.md")]
+    Validate {
+        /// A tool or a Dify provider [default: every tool with a credential check].
+        target: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate arguments and run one tool directly.
     #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Call {
@@ -62,7 +71,13 @@ enum ToolsCommand {
 
 pub fn run(args: ToolsArgs, db: &Path) -> Result<ExitCode, Failure> {
     match args.command.unwrap_or(ToolsCommand::List { json: false }) {
-        ToolsCommand::List { json } => list(&load_tools(args.tools.as_deref())?, json),
+        ToolsCommand::List { json } => list(&load_tools(args.tools.as_deref())?, db, json),
+        ToolsCommand::Validate { target, json } => super::validate::validate(
+            &load_tools(args.tools.as_deref())?,
+            target.as_deref(),
+            db,
+            json,
+        ),
         ToolsCommand::Show { name, json } => show(&load_tools(args.tools.as_deref())?, &name, json),
         ToolsCommand::Check { dir } => check(
             dir.or(args.tools)
@@ -102,29 +117,47 @@ fn sandbox_summary(tool: &LoadedTool) -> String {
         .map_or_else(|| "-".to_string(), |p| p.summary())
 }
 
-fn list(lib: &ToolLibrary, json: bool) -> Result<ExitCode, Failure> {
+fn list(lib: &ToolLibrary, db: &Path, json: bool) -> Result<ExitCode, Failure> {
     let mut out = out::stdout();
+    let checks = super::validate::last_checks(db);
     if json {
-        let all: Vec<Value> = lib.tools().map(|t| summary(t)).collect();
+        let all: Vec<Value> = lib
+            .tools()
+            .map(|t| {
+                let mut s = summary(t);
+                if let Some(v) = checks.get(&t.spec.name) {
+                    s["validation"] = json!(v);
+                }
+                s
+            })
+            .collect();
         print_json(&mut out, &all, false)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // The credentials column only where some tool has a check or a last validation.
+    let shown = !checks.is_empty() || lib.tools().any(|t| t.checks_credentials());
     let rows: Vec<Vec<String>> = lib
         .tools()
         .map(|t| {
-            vec![
+            let mut row = vec![
                 t.spec.name.clone(),
                 format!("{:?}", t.spec.permission).to_lowercase(),
                 t.spec.entry.label(),
                 sandbox_summary(t),
-                first_sentence(&t.spec.description),
-            ]
+            ];
+            if shown {
+                row.push(super::validate::word(checks.get(&t.spec.name)));
+            }
+            row.push(first_sentence(&t.spec.description));
+            row
         })
         .collect();
-    let text = table::render(
-        &["NAME", "PERMISSION", "RUNS AS", "SANDBOX", "DESCRIPTION"],
-        &rows,
-    );
+    let mut header = vec!["NAME", "PERMISSION", "RUNS AS", "SANDBOX"];
+    if shown {
+        header.push("CREDENTIALS");
+    }
+    header.push("DESCRIPTION");
+    let text = table::render(&header, &rows);
     write_out(&mut out, &text)?;
     Ok(ExitCode::SUCCESS)
 }

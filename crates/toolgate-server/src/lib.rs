@@ -43,6 +43,7 @@ mod sse;
 mod takeup;
 pub mod tenants;
 mod timeline;
+mod tool_checks;
 mod trace;
 
 use std::net::SocketAddr;

@@ -56,6 +56,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(spend::spend))
         .routes(routes!(records::tool_stats))
         .routes(routes!(records::tools))
+        .routes(routes!(super::tool_checks::validate))
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))

@@ -189,6 +189,10 @@ pub struct ToolInfo {
     /// Where it is defined: its file, or the source it came from (`builtin`, an MCP
     /// server, an OpenAPI document) when no file of its own defines it.
     pub source: String,
+    /// Its last credential check (`POST /v1/tools/{name}/validate`, `toolgate tools
+    /// validate`), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<super::tool_checks::LastCheck>,
 }
 
 /// The tools library: built-ins and the server's tools folder (those the caller's
@@ -210,6 +214,7 @@ pub async fn tools(
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?
     .map_err(|e| ApiError::internal(format!("the tools folder cannot be loaded: {e}")))?;
+    let mut checks = super::tool_checks::last_checks(&state, &who).await?;
     let mut tools: Vec<ToolInfo> = library
         .tools()
         .filter(|t| who.allow.tool(&t.spec.name))
@@ -233,6 +238,7 @@ pub async fn tools(
                 approvers: t.rule.approvers.clone(),
                 four_eyes: t.rule.four_eyes,
                 source: t.origin.place(),
+                validation: checks.remove(&spec.name),
             }
         })
         .collect();

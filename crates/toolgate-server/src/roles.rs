@@ -44,6 +44,10 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     if *method == Method::GET || *method == Method::HEAD {
         return ANY;
     }
+    // Credential checks use the stored secrets: admins only.
+    if path.starts_with("/v1/tools/") && path.ends_with("/validate") {
+        return ADMIN;
+    }
     // Knowledge bases: clients search them, admins write them.
     if path.starts_with("/v1/knowledge") && !path.ends_with("/search") {
         return ADMIN;
@@ -84,6 +88,9 @@ mod tests {
         assert!(refuses(&post, "/v1/runs/run_1/submit", &who(Role::Approver)).is_some());
         assert!(refuses(&Method::GET, "/v1/runs", &who(Role::Approver)).is_none());
         assert!(refuses(&Method::GET, "/metrics", &who(Role::Client)).is_some());
+        let check = "/v1/tools/weather/validate";
+        assert!(refuses(&post, check, &who(Role::Client)).is_some());
+        assert!(refuses(&post, check, &who(Role::Admin)).is_none());
         assert!(refuses(&Method::GET, "/metrics", &who(Role::Admin)).is_none());
         assert!(refuses(&post, "/v1/knowledge/docs/search", &who(Role::Client)).is_none());
         assert!(refuses(&post, "/v1/knowledge/docs/documents", &who(Role::Client)).is_some());

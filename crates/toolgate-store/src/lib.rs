@@ -16,6 +16,7 @@ mod postgres;
 pub mod spend;
 mod sqlite;
 mod summary;
+mod validations;
 
 use std::path::Path;
 
@@ -34,6 +35,7 @@ pub use sqlite::{
     Waiting,
 };
 pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
+pub use validations::ToolValidation;
 
 use postgres::PgStore;
 pub use postgres::{POOL_ENV, postgres_url};

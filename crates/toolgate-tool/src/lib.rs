@@ -28,6 +28,7 @@ pub mod source;
 pub mod spec;
 mod toolkit;
 pub mod user_file;
+pub mod validate;
 pub mod vars;
 pub mod workspace;
 
@@ -40,5 +41,8 @@ pub use retry::{RetryOn, RetryPolicy};
 pub use runnable::{RunContext, Tool, ToolContext};
 pub use schema::{Schema, SchemaError};
 pub use source::{Claim, Found, Origin, Sources, ToolSource};
-pub use spec::{BindingError, DEFAULT_TIMEOUT, Entry, Permission, SourceBinding, ToolSpec};
+pub use spec::{
+    BindingError, DEFAULT_TIMEOUT, Entry, HttpCheck, Permission, SourceBinding, ToolSpec,
+};
 pub use toolkit::{ClientToolsError, Toolkit, ToolkitError};
+pub use validate::{CheckError, Verdict};

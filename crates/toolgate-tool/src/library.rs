@@ -68,6 +68,11 @@ impl LoadedTool {
         }
     }
 
+    /// What runs its calls; `None` for a definition-only tool.
+    pub(crate) fn runner(&self) -> Option<&Arc<dyn Tool>> {
+        self.runner.as_ref()
+    }
+
     pub fn definition_only(&self) -> bool {
         self.runner.is_none()
     }

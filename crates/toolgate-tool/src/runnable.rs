@@ -206,6 +206,26 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether [`Tool::validate`] has a check to run.
+    fn checks_credentials(&self) -> bool {
+        false
+    }
+
+    /// The credentials its check uses, by argument name; `None`: all of the tool's.
+    fn credentials_checked(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Checks `credentials` (the tool's own, by argument name) with the upstream,
+    /// without doing the tool's work: `None` (most tools) when it has no way to.
+    async fn validate(
+        &self,
+        _ctx: &ToolContext,
+        _credentials: Map<String, Value>,
+    ) -> Option<Result<crate::Verdict, ToolError>> {
+        None
+    }
+
     /// What makes the tool ready to take a call (an MCP server started at its first
     /// call), awaited before the call's timeout starts counting; `None` (most tools):
     /// always ready.

@@ -84,6 +84,10 @@ pub enum Entry {
         /// a failed POST may still have taken effect).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         retry_non_idempotent: bool,
+        /// How the tool's credentials are checked without doing its work
+        /// (`toolgate tools validate`): a request that answers below 400 when they work.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validate: Option<Box<HttpCheck>>,
     },
     /// A tool some source brings (an MCP server's tool, an OpenAPI operation, a Dify
     /// provider's tool; never written in a tool file): the source's name as its `type`
@@ -91,6 +95,27 @@ pub enum Entry {
     #[serde(untagged)]
     #[schemars(skip)]
     Source(SourceBinding),
+}
+
+/// An http tool's credential check: a request whose `{credential}` placeholders are
+/// the tool's credentials and `${VAR}` environment variables. A status below 400 means
+/// the credentials work; any other is the upstream's refusal, its body the reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCheck {
+    /// The URL (default: the tool's own, which then must need no parameter but its
+    /// credentials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The HTTP method (default GET).
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Query parameter -> template.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub query: BTreeMap<String, String>,
+    /// Header -> template (default: the tool's own headers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
 }
 
 /// How a source runs one of its tools: the source's name, a short label, and its

@@ -37,6 +37,7 @@ mod sink;
 mod state;
 mod subagent;
 mod turn;
+pub mod validate;
 mod watch;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,9 @@
 
 Usage: python3 -c <this file> TOOL_SOURCE.py PLUGIN_ROOT
 stdin:  {"tool_parameters": {...}, "credentials": {...}}
+   or:  python3 -c <this file> PROVIDER_SOURCE.py PLUGIN_ROOT --validate
+stdin:  {"credentials": {...}}; stdout: {"kind": "valid"} or {"kind": "invalid",
+        "reason": ...}: what the provider's `_validate_credentials` said.
 stdout: the messages the tool yields, one JSON object per line with its kind:
         {"kind": "text"|"json"|"link"|"image"|"blob", ...}; a blob's bytes in base64
         with its mime type and file name.
@@ -131,6 +134,12 @@ def tool_base():
         return stand_in()
 
 
+def provider_base():
+    """The `ToolProvider` class providers subclass (the real package's, else the stand-in's)."""
+    tool_base()
+    return sys.modules["dify_plugin"].ToolProvider
+
+
 def line(msg):
     """One message as one JSON line, with its kind: text, json, link, image, blob."""
     kind = getattr(msg.type, "value", msg.type)
@@ -164,12 +173,9 @@ def line(msg):
     return json.dumps(out, ensure_ascii=False, default=str)
 
 
-def main():
-    source, root = sys.argv[1], sys.argv[2]
-    request = json.load(sys.stdin)
-    sys.path.insert(0, root)
-    base = tool_base()
-    spec = importlib.util.spec_from_file_location("toolgate_dify_tool", source)
+def load(source, name):
+    """The module at `source`; exits 2 when it needs the dify_plugin package."""
+    spec = importlib.util.spec_from_file_location(name, source)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -182,6 +188,40 @@ def main():
             )
             sys.exit(2)
         raise
+    return module
+
+
+def validate(source, credentials):
+    """Runs the provider's `_validate_credentials`: valid, or invalid with its reason."""
+    base = provider_base()
+    module = load(source, "toolgate_dify_provider")
+    classes = [
+        c
+        for c in vars(module).values()
+        if inspect.isclass(c) and issubclass(c, base) and c is not base
+    ]
+    if not classes:
+        print("toolgate: %s defines no ToolProvider class" % source, file=sys.stderr)
+        sys.exit(2)
+    try:
+        classes[0]()._validate_credentials(credentials)
+    except Exception as e:
+        reason = str(e) or type(e).__name__
+        out = {"kind": "invalid", "reason": reason}
+    else:
+        out = {"kind": "valid"}
+    sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+
+
+def main():
+    source, root = sys.argv[1], sys.argv[2]
+    request = json.load(sys.stdin)
+    sys.path.insert(0, root)
+    if sys.argv[3:] == ["--validate"]:
+        validate(source, request.get("credentials") or {})
+        return
+    base = tool_base()
+    module = load(source, "toolgate_dify_tool")
     classes = [
         c
         for c in vars(module).values()

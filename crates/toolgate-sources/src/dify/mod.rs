@@ -166,10 +166,17 @@ pub fn load_provider(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
             found
         }
     };
+    let checker = raw
+        .extra
+        .python
+        .as_ref()
+        .map(|p| locate(&root, path, &p.source))
+        .filter(|p| p.is_file())
+        .map(|p| std::path::absolute(&p).unwrap_or(p));
     let mut defs = Vec::new();
     let mut errors = Vec::new();
     for file in tool_files {
-        match tool_def(&file, &provider, &root, &credentials) {
+        match tool_def(&file, &provider, &root, &credentials, checker.as_deref()) {
             Ok(def) => defs.push(def),
             Err(e) => errors.push(e),
         }
@@ -185,7 +192,7 @@ pub fn load_tool(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
         .and_then(|s| s.to_str())
         .unwrap_or("dify")
         .to_string();
-    match tool_def(path, &provider, &root, &Default::default()) {
+    match tool_def(path, &provider, &root, &Default::default(), None) {
         Ok(def) => (vec![def], Vec::new()),
         Err(e) => (Vec::new(), vec![e]),
     }
@@ -196,6 +203,7 @@ fn tool_def(
     provider: &str,
     root: &Path,
     provider_credentials: &std::collections::BTreeMap<String, toolgate_tool::Credential>,
+    provider_source: Option<&Path>,
 ) -> Result<ToolDef, LoadError> {
     let (text, value) = read_value(path)?;
     let fail = |keys: &[&str], message: String| LoadError {
@@ -252,6 +260,7 @@ fn tool_def(
         root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()),
         python: std::env::var(PYTHON_ENV).unwrap_or_else(|_| "python3".into()),
         provider_credentials: provider_credentials.keys().cloned().collect(),
+        provider_source: provider_source.map(Path::to_path_buf),
         form_defaults: split.form_defaults,
     };
     let spec = ToolSpec {

@@ -327,6 +327,24 @@ impl Server {
         Ok(tools)
     }
 
+    /// A credential check: a process of its own started with `extra` in its environment,
+    /// initialized and asked for its tools, then stopped. `Ok` with the number of tools,
+    /// or why it failed (the program's last words on stderr included).
+    pub async fn check(&self, tenant: &str, extra: &Extra) -> Result<usize, String> {
+        let conn = self.start(tenant, extra).await?;
+        let listed = tokio::time::timeout(START_TIMEOUT, conn.service.peer().list_all_tools())
+            .await
+            .map_err(|_| {
+                format!(
+                    "did not list its tools within {} s",
+                    START_TIMEOUT.as_secs()
+                )
+            })
+            .and_then(|r| r.map_err(|e| format!("could not list its tools: {e}")));
+        let _ = conn.service.cancel().await;
+        listed.map(|tools| tools.len())
+    }
+
     /// Starts `tenant`'s process if it is not running; the error says why it could not
     /// start.
     pub async fn start_if_stopped(&self, tenant: &str, extra: &Extra) -> Result<(), ToolError> {

@@ -46,6 +46,33 @@ impl Tool for McpTool {
         output_saving(&result, Some(&sink))
     }
 
+    fn checks_credentials(&self) -> bool {
+        true
+    }
+
+    /// Initialize and list tools on a process of its own, started with `credentials` in
+    /// its environment: a server that refuses them (exits, fails initialize or the
+    /// listing) is invalid, with why.
+    async fn validate(
+        &self,
+        ctx: &ToolContext,
+        credentials: Map<String, Value>,
+    ) -> Option<Result<toolgate_tool::Verdict, ToolError>> {
+        let server = Arc::clone(&self.server);
+        let tenant = tenant_of(ctx);
+        let extra: Vec<(String, String)> = credentials
+            .iter()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+            .collect();
+        let checked = on_runtime(async move { server.check(&tenant, &extra).await }).await;
+        Some(checked.map(|answer| match answer {
+            Ok(_) => toolgate_tool::Verdict::Valid,
+            Err(why) => toolgate_tool::Verdict::Invalid {
+                reason: format!("the MCP server {why}"),
+            },
+        }))
+    }
+
     /// The server process of the call's tenant, started if it is not running (within its start timeout, not the
     /// call's).
     fn ready(

@@ -40,6 +40,9 @@ pub struct Binding {
     /// Headers every call sends (`${context:NAME}` and `${VAR}` expanded per call).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub headers: std::collections::BTreeMap<String, String>,
+    /// The API's credential check: the operation its file's `validate:` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Box<Binding>>,
 }
 
 /// A path, query, header or cookie parameter.

@@ -60,6 +60,33 @@ impl Tool for OpenApiTool {
         let out = http::send_for(req, ctx).await?;
         Ok(excerpt_on_error(out))
     }
+
+    fn checks_credentials(&self) -> bool {
+        self.binding.as_ref().is_ok_and(|b| b.check.is_some())
+    }
+
+    /// The operation the API's file names under `validate:`, called with the
+    /// credentials: an answer below 400 is valid, any other the refusal.
+    async fn validate(
+        &self,
+        ctx: &ToolContext,
+        credentials: Map<String, Value>,
+    ) -> Option<Result<toolgate_tool::Verdict, ToolError>> {
+        let check = self.binding.as_ref().ok()?.check.as_deref()?;
+        let sent = async {
+            let mut req = request(&self.spec, check, credentials)?;
+            for (name, template) in &check.headers {
+                req.headers
+                    .push((name.clone(), http::expand_context(template, &ctx.run)?));
+            }
+            req.retry = Retry::default();
+            http::send(req).await
+        };
+        Some(
+            sent.await
+                .map(|out| crate::tool_file::verdict_of(excerpt_on_error(out))),
+        )
+    }
 }
 
 fn text_of(v: &Value) -> String {

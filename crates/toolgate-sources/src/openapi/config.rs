@@ -50,6 +50,10 @@ pub struct RawSource {
     /// unless `idempotent: true`.
     #[serde(default)]
     pub retry: Option<toolgate_tool::retry::RawRetry>,
+    /// The operation (by operationId) that checks the credentials (`toolgate tools
+    /// validate`): a GET, HEAD or OPTIONS that needs no argument.
+    #[serde(default)]
+    pub validate: Option<String>,
 }
 
 /// `auth:` as written.

@@ -119,7 +119,15 @@ fn tools(
         .map(toolgate_tool::RetryPolicy::from_raw)
         .transpose()
         .map_err(|m| fail("retry", format!("retry: {m}")))?;
-    let found = operations::operations(&doc, &common);
+    let mut found = operations::operations(&doc, &common);
+    if let Some(op) = &raw.validate {
+        let check = check_binding(&found, op).map_err(|m| fail("validate", m))?;
+        for f in &mut found {
+            if let Ok(spec) = &mut f.tool {
+                with_check(spec, &check);
+            }
+        }
+    }
     let mut defs = Vec::new();
     let mut errors = Vec::new();
     let wanted = |op: &str| {
@@ -159,6 +167,42 @@ fn tools(
         }
     }
     Ok((defs, errors))
+}
+
+/// The binding of the operation `validate:` names: a safe one (GET, HEAD, OPTIONS)
+/// that needs no argument but the API's credentials.
+fn check_binding(found: &[operations::Found], op: &str) -> Result<Binding, String> {
+    let spec = found
+        .iter()
+        .find(|f| f.operation == op)
+        .ok_or_else(|| format!("validate: the document has no operation '{op}'"))?
+        .tool
+        .as_ref()
+        .map_err(|why| format!("validate: operation '{op}': {why}"))?;
+    let toolgate_tool::Entry::Source(b) = &spec.entry else {
+        return Err(format!("validate: operation '{op}' is not an API call"));
+    };
+    let binding: Binding = b.decode().map_err(|e| e.to_string())?;
+    let required = spec
+        .parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty());
+    if !matches!(binding.method.as_str(), "GET" | "HEAD" | "OPTIONS") || required {
+        return Err(format!(
+            "validate: operation '{op}' must be a GET, HEAD or OPTIONS that needs no argument (it checks the credentials and changes nothing)"
+        ));
+    }
+    Ok(binding)
+}
+
+/// `spec`'s binding with `check` as its API's credential check.
+fn with_check(spec: &mut toolgate_tool::ToolSpec, check: &Binding) {
+    if let toolgate_tool::Entry::Source(b) = &mut spec.entry
+        && let Ok(value) = serde_json::to_value(check)
+    {
+        b.binding.insert("check".into(), value);
+    }
 }
 
 /// The API's name: the file's `name`, else the file's stem; letters, digits, `_` or

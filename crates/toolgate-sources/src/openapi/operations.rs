@@ -149,6 +149,7 @@ fn spec(
         allow_hosts: common.allow_hosts.to_vec(),
         max_response: common.max_response,
         headers: common.headers.clone(),
+        check: None,
     };
     Ok(ToolSpec {
         name: format!("{}__{}", common.api, clean(operation)),

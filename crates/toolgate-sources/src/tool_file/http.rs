@@ -501,12 +501,16 @@ pub fn check_entry(entry: &Entry) -> Result<(), HttpEntryError> {
         allow_hosts,
         retries,
         backoff,
+        validate,
         ..
     } = entry
     else {
         return Ok(());
     };
     parse_method(method)?;
+    if let Some(check) = validate {
+        parse_method(&check.method)?;
+    }
     AllowList::parse(allow_hosts).map_err(HttpEntryError::AllowHosts)?;
     if *retries > MAX_RETRIES {
         return Err(HttpEntryError::Retries);
@@ -551,6 +555,7 @@ impl HttpTool {
             retries,
             backoff,
             retry_non_idempotent,
+            ..
         } = &self.spec.entry
         else {
             return Err(ToolError::Execution("not an http tool".into()));
@@ -646,6 +651,24 @@ impl Tool for HttpTool {
         let mut req = self.request(&args, &ctx.run)?;
         req.files = Some(FileSink::of(ctx));
         send_for(req, ctx).await
+    }
+
+    fn checks_credentials(&self) -> bool {
+        matches!(
+            &self.spec.entry,
+            Entry::Http {
+                validate: Some(_),
+                ..
+            }
+        )
+    }
+
+    async fn validate(
+        &self,
+        ctx: &ToolContext,
+        credentials: Map<String, Value>,
+    ) -> Option<Result<toolgate_tool::Verdict, ToolError>> {
+        self.check(ctx, &credentials).await
     }
 }
 

@@ -5,12 +5,14 @@
 
 pub(crate) mod command;
 pub mod http;
+mod http_check;
 mod read;
 mod templates;
 
 use std::path::Path;
 use std::sync::Arc;
 
+pub(crate) use http_check::verdict_of;
 pub use read::{file_schema, load_file};
 
 use super::builtin;

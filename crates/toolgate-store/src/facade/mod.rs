@@ -11,3 +11,4 @@ mod mcp_tasks;
 mod records;
 mod runs;
 mod spend;
+mod validations;

@@ -27,6 +27,7 @@ mod summary;
 mod totals;
 mod tree;
 mod unheld;
+mod validations;
 mod waiting;
 
 use std::path::{Path, PathBuf};

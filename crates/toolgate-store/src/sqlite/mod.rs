@@ -25,6 +25,7 @@ mod totals;
 mod tree;
 mod unheld;
 mod upkeep;
+mod validations;
 mod waiting;
 mod writer;
 
