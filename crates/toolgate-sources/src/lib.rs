@@ -5,7 +5,6 @@
 pub mod builtin;
 pub mod dify;
 pub mod mcp;
-pub mod oauth;
 pub mod openapi;
 pub mod tool_file;
 pub mod web;

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_call_attempts.sql"),
     include_str!("migrations/0005_mcp_tasks.sql"),
     include_str!("migrations/0006_spend.sql"),
+    include_str!("migrations/0007_oauth.sql"),
 ];
 
 /// The schema version this build writes.

@@ -13,6 +13,7 @@ mod knowledge;
 mod listener;
 mod lists;
 mod mcp_tasks;
+mod oauth;
 mod migrations;
 mod prepared;
 mod records;

@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0017_call_attempts.sql"),
     include_str!("migrations/0018_mcp_tasks.sql"),
     include_str!("migrations/0019_spend.sql"),
+    include_str!("migrations/0020_oauth.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

@@ -10,6 +10,7 @@ mod key_budgets;
 pub(crate) mod keys;
 mod knowledge;
 mod mcp_tasks;
+mod oauth;
 mod migrations;
 mod queries;
 mod record;

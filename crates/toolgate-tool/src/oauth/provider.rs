@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolgate_tool::Credential;
+use crate::Credential;
 
 /// One OAuth provider, as a tool or source file declares it under `oauth:`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,0 +1,10 @@
+//! Per-user OAuth for the runtime: the broker that starts a consent for a (tenant,
+//! user, provider), completes it from the callback (single-use state, PKCE verifier),
+//! keeps the tokens sealed in the store, and hands out an access token, refreshed
+//! before it expires and once more after a 401.
+
+mod broker;
+
+pub use broker::{BrokerError, Callback, Completed, OAuthBroker, CONSENT_TTL_MS};
+pub use toolgate_tool::oauth::{OAuthProvider, Tokens};
+pub use toolgate_store::oauth::{OAuthGrant, OAuthOwner};
