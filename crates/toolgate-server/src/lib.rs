@@ -26,6 +26,7 @@ pub mod mcp_gateway;
 mod mcp_tasks_http;
 mod metrics;
 pub mod notify;
+mod oauth;
 mod openapi;
 pub mod openapi_valid;
 pub mod rate;

@@ -65,6 +65,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(knowledge::get_base, knowledge::remove_base))
         .routes(routes!(knowledge::add_document, knowledge::remove_document))
         .routes(routes!(knowledge::search))
+        .routes(routes!(super::oauth::callback))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     let events = run_events(router.get_openapi_mut());

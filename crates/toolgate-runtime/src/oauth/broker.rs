@@ -64,6 +64,14 @@ pub struct OAuthBroker {
     pub redirect_uri: String,
 }
 
+impl std::fmt::Debug for OAuthBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthBroker")
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
+}
+
 impl OAuthBroker {
     pub fn new(
         store: Store,

@@ -4,7 +4,12 @@
 //! before it expires and once more after a 401.
 
 mod broker;
+mod user_tokens;
+
+/// The callback URL a runner gives consents unless it is told another.
+pub const DEFAULT_CALLBACK: &str = "http://localhost:8080/v1/oauth/callback";
 
 pub use broker::{BrokerError, Callback, Completed, OAuthBroker, CONSENT_TTL_MS};
 pub use toolgate_tool::oauth::{OAuthProvider, Tokens};
+pub use user_tokens::owner_of;
 pub use toolgate_store::oauth::{OAuthGrant, OAuthOwner};

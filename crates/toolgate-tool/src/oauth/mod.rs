@@ -8,11 +8,13 @@ mod consent;
 mod discovery;
 mod grant;
 mod provider;
+mod user_tokens;
 
 pub use consent::{Consent, challenge_of, random_token};
 pub use discovery::Endpoints;
 pub use grant::{OAuthError, Tokens, exchange_code, refresh};
 pub use provider::OAuthProvider;
+pub use user_tokens::UserTokens;
 
 /// Seconds before a token's expiry at which it is refreshed before use.
 pub const REFRESH_MARGIN_MS: i64 = 60_000;
