@@ -98,18 +98,7 @@ fn alice() -> OAuthOwner {
 
 /// The person at the consent page: the callback's query as the server redirected it.
 async fn consent(url: &str, decision: &str) -> Callback {
-    let answer = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .get(url)
-        .header("X-Test-User", "alice")
-        .header("X-Test-Decision", decision)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
-    let location = answer.headers()["location"].to_str().unwrap().to_string();
+    let location = consent_location(url, decision).await;
     assert!(location.starts_with(REDIRECT), "{location}");
     let query: std::collections::HashMap<String, String> = url::Url::parse(&location)
         .unwrap()
@@ -122,6 +111,22 @@ async fn consent(url: &str, decision: &str) -> Callback {
         error: query.get("error").cloned(),
         error_description: query.get("error_description").cloned(),
     }
+}
+
+/// Where the authorization server sends alice's browser after she decides.
+async fn consent_location(url: &str, decision: &str) -> String {
+    let answer = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(url)
+        .header("X-Test-User", "alice")
+        .header("X-Test-Decision", decision)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
+    answer.headers()["location"].to_str().unwrap().to_string()
 }
 
 /// `GET /me` with `token`: the user it names, or the status.
@@ -219,4 +224,181 @@ async fn connect_restart_refresh(server: &AuthServer, db: &TestDb, key: &Path) {
     assert!(!serde_json::to_string(&grants).unwrap().contains(&third));
     assert!(store.remove_oauth_tokens(owner.clone()).await.unwrap());
     assert_eq!(broker.access_token(&provider, &owner).await.unwrap(), None, "{name}");
+}
+
+/// The tool file of `calendar_me`: `GET /me` of the resource with the user's token.
+fn calendar_tool(server: &AuthServer) -> String {
+    format!(
+        "name: calendar_me\ndescription: Who the user is in their calendar.\npermission: auto\nentry:\n  type: http\n  url: \"{base}/me\"\n  allow_hosts: [\"127.0.0.1\"]\n  oauth:\n    name: calendar\n    issuer: \"{base}\"\n    client_id: toolgate-test\n    client_secret: \"${{secret:CALENDAR_CLIENT_SECRET}}\"\n    scopes: [calendar.read]\n",
+        base = server.base
+    )
+}
+
+/// `toolgate ARGS` on `site`'s database with the key folder of the test.
+fn site_cli(site: &serving::Site, keys: &Path, args: &[&str]) {
+    let out = Command::new(serving::bin())
+        .arg("--db")
+        .arg(site.db())
+        .args(args)
+        .current_dir(site.path())
+        .env("TOOLGATE_KEY_DIR", keys)
+        .env("CLIENT_SECRET_VALUE", "client-s3cret")
+        .env_remove("TOOLGATE_SECRET_KEY")
+        .env_remove("TOOLGATE_SECRET_KEY_FILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A run of `agent` by alice's key, as the server answers it.
+async fn start_run(server: &serving::Server, agent: &str) -> serde_json::Value {
+    let (status, run) = server
+        .post("/v1/runs", serde_json::json!({"agent": agent, "input": "Who am I?"}))
+        .await;
+    assert_eq!(status, 200, "{run}");
+    run
+}
+
+/// Waits until run `id` leaves `requires_action`/`in_progress`.
+async fn settled(server: &serving::Server, id: &str) -> serde_json::Value {
+    for _ in 0..200 {
+        let (_, run) = server.get(&format!("/v1/runs/{id}")).await;
+        if run["status"] == "completed" || run["status"] == "failed" {
+            return run;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("run {id} did not finish");
+}
+
+/// The result of the one `calendar_me` call of run `id`.
+async fn me_result(server: &serving::Server, id: &str) -> serde_json::Value {
+    let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
+    calls["calls"][0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_pauses_for_consent_continues_after_the_callback_and_a_restart_on_both_backends() {
+    let auth = start_auth_server();
+    for db in TestDb::both() {
+        let site = match &db {
+            TestDb::Sqlite { .. } => serving::Site::new(),
+            TestDb::Postgres { .. } => {
+                drop(db.open());
+                serving::Site::on_database(db.arg())
+            }
+        };
+        run_through_the_server(&auth, &site, db.name()).await;
+    }
+}
+
+async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &str) {
+    let keys = site.path().join("keys");
+    std::fs::write(site.path().join("tools/calendar_me.yaml"), calendar_tool(auth)).unwrap();
+    for agent in ["first", "again", "refused"] {
+        site.agent(
+            agent,
+            "[calendar_me]",
+            "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
+        );
+    }
+    site_cli(site, &keys, &["secrets", "set", "CALENDAR_CLIENT_SECRET", "--from-env", "CLIENT_SECRET_VALUE"]);
+    let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
+    let keys_env = keys.to_str().unwrap();
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key.clone());
+    let callback = register_callback(auth, &server).await;
+
+    // Not connected: the run pauses on an authorization item with the consent URL.
+    let run = start_run(&server, "first").await;
+    assert_eq!(run["status"], "requires_action", "{name}: {run}");
+    let item = &run["required_action"]["items"][0];
+    assert_eq!(item["kind"], "authorization", "{name}: {run}");
+    assert_eq!(item["arguments"]["provider"], "calendar");
+    let url = item["arguments"]["consent_url"].as_str().unwrap();
+    // Alice consents; her browser comes back to the callback, with no key.
+    let location = consent_location(url, "allow").await;
+    assert!(location.starts_with(&callback), "{location}");
+    let page = reqwest::get(&location).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Connected calendar for alice"));
+    // The same link again: refused, nothing changes.
+    assert_eq!(reqwest::get(&location).await.unwrap().status(), 400);
+    let id = run["id"].as_str().unwrap();
+    let done = settled(&server, id).await;
+    assert_eq!(done["status"], "completed", "{name}: {done}");
+    let call = me_result(&server, id).await;
+    assert!(call["result"].as_str().unwrap().contains("\"user\":\"alice\""), "{name}: {call}");
+
+    // A restart: the tokens are in the store; the resource then refuses the access
+    // token, and the call refreshes it once and goes through.
+    drop(server);
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key.clone());
+    // The client's callback moved with the server's new port.
+    register_callback(auth, &server).await;
+    reqwest::Client::new()
+        .post(format!("{}/admin/revoke", auth.base))
+        .send()
+        .await
+        .unwrap();
+    let run = start_run(&server, "again").await;
+    assert_eq!(run["status"], "completed", "{name}: {run}");
+    let call = me_result(&server, run["id"].as_str().unwrap()).await;
+    assert!(call["result"].as_str().unwrap().contains("\"user\":\"alice\""), "{name}: {call}");
+    let (_, listed) = server.get(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap())).await;
+    let (_, events) = server.get(&format!("/v1/runs/{}/timeline", run["id"].as_str().unwrap())).await;
+    let issued = issued_tokens(auth).await;
+    assert!(issued.len() >= 3, "{issued:?}");
+    for text in [listed.to_string(), events.to_string()] {
+        assert!(!issued.iter().any(|t| text.contains(t.as_str())), "{name}: a token in a record");
+    }
+
+    // Revoked: the next run asks again; alice refuses, and the model is told so.
+    site_store(site).remove_oauth_tokens(alice()).await.unwrap();
+    let run = start_run(&server, "refused").await;
+    let url = run["required_action"]["items"][0]["arguments"]["consent_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let location = consent_location(&url, "deny").await;
+    let page = reqwest::get(&location).await.unwrap();
+    assert!(page.text().await.unwrap().contains("the user refused to connect"));
+    let id = run["id"].as_str().unwrap();
+    let done = settled(&server, id).await;
+    assert_eq!(done["status"], "completed", "{name}: {done}");
+    let call = me_result(&server, id).await;
+    assert_eq!(call["status"], "denied", "{name}: {call}");
+    assert!(call["error_message"].as_str().unwrap().contains("the user refused to connect"), "{call}");
+}
+
+/// Registers `server`'s callback as the client's redirect URI; returns it.
+async fn register_callback(auth: &AuthServer, server: &serving::Server) -> String {
+    let callback = format!("{}/v1/oauth/callback", server.base);
+    reqwest::Client::new()
+        .post(format!("{}/admin/redirect_uri", auth.base))
+        .body(callback.clone())
+        .send()
+        .await
+        .unwrap();
+    callback
+}
+
+fn site_store(site: &serving::Site) -> toolgate::store::Store {
+    toolgate::store::Store::open(&site.db()).unwrap()
+}
+
+/// Every token the authorization server issued (its own list): none may show in a record.
+async fn issued_tokens(auth: &AuthServer) -> Vec<String> {
+    let all: serde_json::Value = reqwest::get(format!("{}/admin/tokens", auth.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    all.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
 }

@@ -2,11 +2,14 @@
 built on authlib's Flask integration (authorization code with PKCE S256 required,
 refresh tokens rotated, client_secret_basic), all in memory.
 
-Usage: oauth_server.py REDIRECT_URI. Prints `PORT <n>` once it listens on 127.0.0.1.
+Usage: oauth_server.py REDIRECT_URI (the client's registered one, matched exactly). Prints `PORT <n>` once it listens on 127.0.0.1.
 
 The consent page stands in for a person: `GET /authorize` with the header
 `X-Test-User: NAME` and `X-Test-Decision: allow|deny` grants or refuses at once.
-`GET /me` is the resource: it answers the token's user, or 401. `POST /admin/revoke`
+`GET /me` is the resource: it answers the token's user, or 401. `POST /admin/redirect_uri`
+(the body) registers the client's one redirect URI once the client's port is known;
+`GET /admin/tokens` lists every token issued (the oracle for "never in a record").
+`POST /admin/revoke`
 revokes every access token issued so far (not the refresh tokens), so the next use of
 one is refused. Tokens from the code grant live an hour; those from a refresh live
 30 seconds (within the client's refresh margin, so the next use refreshes again).
@@ -23,7 +26,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
 
-REDIRECT_URI = sys.argv[1]
+REDIRECT = {"uri": sys.argv[1]}
 CLIENT_ID = "toolgate-test"
 CLIENT_SECRET = "client-s3cret"
 SCOPE = "calendar.read"
@@ -34,13 +37,13 @@ class Client(ClientMixin):
         return CLIENT_ID
 
     def get_default_redirect_uri(self):
-        return REDIRECT_URI
+        return REDIRECT["uri"]
 
     def get_allowed_scope(self, scope):
         return " ".join(s for s in (scope or "").split() if s == SCOPE)
 
     def check_redirect_uri(self, redirect_uri):
-        return redirect_uri == REDIRECT_URI
+        return redirect_uri == REDIRECT["uri"]
 
     def check_client_secret(self, client_secret):
         return secrets.compare_digest(client_secret, CLIENT_SECRET)
@@ -198,6 +201,17 @@ def revoke_access():
     for token in TOKENS.values():
         token.revoked = True
     return jsonify(revoked=len(TOKENS))
+
+
+@app.get("/admin/tokens")
+def issued():
+    return jsonify([t for token in TOKENS.values() for t in (token.data["access_token"], token.data.get("refresh_token")) if t])
+
+
+@app.post("/admin/redirect_uri")
+def set_redirect_uri():
+    REDIRECT["uri"] = request.get_data(as_text=True)
+    return jsonify(redirect_uri=REDIRECT["uri"])
 
 
 @app.get("/.well-known/oauth-authorization-server")

@@ -100,6 +100,15 @@ async fn resolve(state: &Arc<AppState>, done: &Completed) -> Result<(), ApiError
     Ok(())
 }
 
+/// The callback URL this server gives consents: under `--public-url` when set, else
+/// its bound address.
+pub fn callback_url(public: Option<&url::Url>, scheme: &str, addr: std::net::SocketAddr) -> String {
+    match public {
+        Some(u) => format!("{}/v1/oauth/callback", u.as_str().trim_end_matches('/')),
+        None => format!("{scheme}://{addr}/v1/oauth/callback"),
+    }
+}
+
 /// The `oauth:` providers the server's tools declare.
 fn declared_providers(state: &AppState) -> Vec<OAuthProvider> {
     let Ok(library) = (state.runner.load_library)(state.tools_dir.as_deref()) else {
