@@ -23,10 +23,13 @@ use toolgate_tool::spec::Entry;
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
+    /// The state the consent URL carried: it names the consent, once.
     pub state: Option<String>,
+    /// The authorization code, when the user consented.
     pub code: Option<String>,
     /// `access_denied` when the user refused.
     pub error: Option<String>,
+    /// The authorization server's words about `error`.
     pub error_description: Option<String>,
 }
 
