@@ -159,37 +159,72 @@ async fn connect_restart_refresh(server: &AuthServer, db: &TestDb, key: &Path) {
     let provider = provider(server);
     let broker = broker(db, key);
     let owner = alice();
-    assert_eq!(broker.access_token(&provider, &owner).await.unwrap(), None, "{name}");
+    assert_eq!(
+        broker.access_token(&provider, &owner).await.unwrap(),
+        None,
+        "{name}"
+    );
 
     // The consent for a paused call; the URL carries PKCE S256 and an unguessable state.
     let url = broker
-        .begin(&provider, owner.clone(), Some("run_1".into()), Some("call_1".into()))
+        .begin(
+            &provider,
+            owner.clone(),
+            Some("run_1".into()),
+            Some("call_1".into()),
+        )
         .await
         .unwrap();
-    assert!(url.starts_with(&format!("{}/authorize?", server.base)), "{url}");
+    assert!(
+        url.starts_with(&format!("{}/authorize?", server.base)),
+        "{url}"
+    );
     assert!(url.contains("code_challenge_method=S256"), "{url}");
     let callback = consent(&url, "allow").await;
     assert_eq!(callback.state.len(), 43);
-    let done = broker.complete(&callback, |_| Some(provider.clone())).await.unwrap();
+    let done = broker
+        .complete(&callback, |_| Some(provider.clone()))
+        .await
+        .unwrap();
     assert_eq!(done.outcome, Ok(()), "{name}");
-    assert_eq!((done.run_id.as_deref(), done.call_id.as_deref()), (Some("run_1"), Some("call_1")));
+    assert_eq!(
+        (done.run_id.as_deref(), done.call_id.as_deref()),
+        (Some("run_1"), Some("call_1"))
+    );
     assert_eq!(done.owner, owner);
     // A state works once.
     let again = broker.complete(&callback, |_| Some(provider.clone())).await;
-    assert!(matches!(again, Err(BrokerError::UnknownState)), "{name}: {again:?}");
+    assert!(
+        matches!(again, Err(BrokerError::UnknownState)),
+        "{name}: {again:?}"
+    );
 
-    let first = broker.access_token(&provider, &owner).await.unwrap().unwrap();
+    let first = broker
+        .access_token(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(me(server, &first).await, Ok("alice".into()), "{name}");
     // Sealed in the store: the token is not in the grant list nor the stored row.
     let stored = db.open().oauth_tokens(&owner).await.unwrap().unwrap();
-    assert!(!stored.sealed.contains(&first), "{name}: the token is stored in clear");
+    assert!(
+        !stored.sealed.contains(&first),
+        "{name}: the token is stored in clear"
+    );
     assert_eq!(stored.scope.as_deref(), Some("calendar.read"));
 
     // A restart: a new store and broker on the same database and key.
     drop(broker);
     let broker = self::broker(db, key);
-    let after = broker.access_token(&provider, &owner).await.unwrap().unwrap();
-    assert_eq!(after, first, "{name}: the tokens did not survive the restart");
+    let after = broker
+        .access_token(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        after, first,
+        "{name}: the tokens did not survive the restart"
+    );
 
     // The resource refuses the token: refreshed once, and the new one works.
     reqwest::Client::new()
@@ -198,16 +233,30 @@ async fn connect_restart_refresh(server: &AuthServer, db: &TestDb, key: &Path) {
         .await
         .unwrap();
     assert_eq!(me(server, &first).await, Err(401));
-    let second = broker.after_unauthorized(&provider, &owner).await.unwrap().unwrap();
+    let second = broker
+        .after_unauthorized(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
     assert_ne!(second, first);
     assert_eq!(me(server, &second).await, Ok("alice".into()), "{name}");
     // A refreshed token lives 30 s, within the minute's margin: refreshed before use.
-    let third = broker.access_token(&provider, &owner).await.unwrap().unwrap();
-    assert_ne!(third, second, "{name}: a token about to expire was not refreshed");
+    let third = broker
+        .access_token(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(
+        third, second,
+        "{name}: a token about to expire was not refreshed"
+    );
     assert_eq!(me(server, &third).await, Ok("alice".into()), "{name}");
 
     // A refused consent is a sentence, and no tokens change.
-    let url = broker.begin(&provider, owner.clone(), None, None).await.unwrap();
+    let url = broker
+        .begin(&provider, owner.clone(), None, None)
+        .await
+        .unwrap();
     let refused = broker
         .complete(&consent(&url, "deny").await, |_| Some(provider.clone()))
         .await
@@ -220,10 +269,17 @@ async fn connect_restart_refresh(server: &AuthServer, db: &TestDb, key: &Path) {
     let store = db.open();
     let grants = store.oauth_grants("acme", None).await.unwrap();
     assert_eq!(grants.len(), 1, "{name}");
-    assert_eq!((grants[0].user.as_str(), grants[0].provider.as_str()), ("alice", "calendar"));
+    assert_eq!(
+        (grants[0].user.as_str(), grants[0].provider.as_str()),
+        ("alice", "calendar")
+    );
     assert!(!serde_json::to_string(&grants).unwrap().contains(&third));
     assert!(store.remove_oauth_tokens(owner.clone()).await.unwrap());
-    assert_eq!(broker.access_token(&provider, &owner).await.unwrap(), None, "{name}");
+    assert_eq!(
+        broker.access_token(&provider, &owner).await.unwrap(),
+        None,
+        "{name}"
+    );
 }
 
 /// The tool file of `calendar_me`: `GET /me` of the resource with the user's token.
@@ -247,13 +303,20 @@ fn site_cli(site: &serving::Site, keys: &Path, args: &[&str]) {
         .env_remove("TOOLGATE_SECRET_KEY_FILE")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A run of `agent` by alice's key, as the server answers it.
 async fn start_run(server: &serving::Server, agent: &str) -> serde_json::Value {
     let (status, run) = server
-        .post("/v1/runs", serde_json::json!({"agent": agent, "input": "Who am I?"}))
+        .post(
+            "/v1/runs",
+            serde_json::json!({"agent": agent, "input": "Who am I?"}),
+        )
         .await;
     assert_eq!(status, 200, "{run}");
     run
@@ -294,7 +357,11 @@ async fn a_run_pauses_for_consent_continues_after_the_callback_and_a_restart_on_
 
 async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &str) {
     let keys = site.path().join("keys");
-    std::fs::write(site.path().join("tools/calendar_me.yaml"), calendar_tool(auth)).unwrap();
+    std::fs::write(
+        site.path().join("tools/calendar_me.yaml"),
+        calendar_tool(auth),
+    )
+    .unwrap();
     for agent in ["first", "again", "refused"] {
         site.agent(
             agent,
@@ -302,7 +369,17 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
             "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
         );
     }
-    site_cli(site, &keys, &["secrets", "set", "CALENDAR_CLIENT_SECRET", "--from-env", "CLIENT_SECRET_VALUE"]);
+    site_cli(
+        site,
+        &keys,
+        &[
+            "secrets",
+            "set",
+            "CALENDAR_CLIENT_SECRET",
+            "--from-env",
+            "CLIENT_SECRET_VALUE",
+        ],
+    );
     let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
     let keys_env = keys.to_str().unwrap();
     let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
@@ -321,14 +398,25 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
     assert!(location.starts_with(&callback), "{location}");
     let page = reqwest::get(&location).await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("Connected calendar for alice"));
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("Connected calendar for alice")
+    );
     // The same link again: refused, nothing changes.
     assert_eq!(reqwest::get(&location).await.unwrap().status(), 400);
     let id = run["id"].as_str().unwrap();
     let done = settled(&server, id).await;
     assert_eq!(done["status"], "completed", "{name}: {done}");
     let call = me_result(&server, id).await;
-    assert!(call["result"].as_str().unwrap().contains("\"user\":\"alice\""), "{name}: {call}");
+    assert!(
+        call["result"]
+            .as_str()
+            .unwrap()
+            .contains("\"user\":\"alice\""),
+        "{name}: {call}"
+    );
 
     // A restart: the tokens are in the store; the resource then refuses the access
     // token, and the call refreshes it once and goes through.
@@ -345,13 +433,29 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
     let run = start_run(&server, "again").await;
     assert_eq!(run["status"], "completed", "{name}: {run}");
     let call = me_result(&server, run["id"].as_str().unwrap()).await;
-    assert!(call["result"].as_str().unwrap().contains("\"user\":\"alice\""), "{name}: {call}");
-    let (_, listed) = server.get(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap())).await;
-    let (_, events) = server.get(&format!("/v1/runs/{}/timeline", run["id"].as_str().unwrap())).await;
+    assert!(
+        call["result"]
+            .as_str()
+            .unwrap()
+            .contains("\"user\":\"alice\""),
+        "{name}: {call}"
+    );
+    let (_, listed) = server
+        .get(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap()))
+        .await;
+    let (_, events) = server
+        .get(&format!(
+            "/v1/runs/{}/timeline",
+            run["id"].as_str().unwrap()
+        ))
+        .await;
     let issued = issued_tokens(auth).await;
     assert!(issued.len() >= 3, "{issued:?}");
     for text in [listed.to_string(), events.to_string()] {
-        assert!(!issued.iter().any(|t| text.contains(t.as_str())), "{name}: a token in a record");
+        assert!(
+            !issued.iter().any(|t| text.contains(t.as_str())),
+            "{name}: a token in a record"
+        );
     }
 
     // Revoked: the next run asks again; alice refuses, and the model is told so.
@@ -363,13 +467,24 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
         .to_string();
     let location = consent_location(&url, "deny").await;
     let page = reqwest::get(&location).await.unwrap();
-    assert!(page.text().await.unwrap().contains("the user refused to connect"));
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("the user refused to connect")
+    );
     let id = run["id"].as_str().unwrap();
     let done = settled(&server, id).await;
     assert_eq!(done["status"], "completed", "{name}: {done}");
     let call = me_result(&server, id).await;
     assert_eq!(call["status"], "denied", "{name}: {call}");
-    assert!(call["error_message"].as_str().unwrap().contains("the user refused to connect"), "{call}");
+    assert!(
+        call["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("the user refused to connect"),
+        "{call}"
+    );
 }
 
 /// Registers `server`'s callback as the client's redirect URI; returns it.
@@ -385,7 +500,7 @@ async fn register_callback(auth: &AuthServer, server: &serving::Server) -> Strin
 }
 
 fn site_store(site: &serving::Site) -> toolgate::store::Store {
-    toolgate::store::Store::open(&site.db()).unwrap()
+    toolgate::store::Store::open(site.db()).unwrap()
 }
 
 /// Every token the authorization server issued (its own list): none may show in a record.

@@ -120,9 +120,7 @@ fn declared_providers(state: &AppState) -> Vec<OAuthProvider> {
     library
         .tools()
         .filter_map(|t| match &t.spec.entry {
-            Entry::Http {
-                oauth: Some(p), ..
-            } => Some(p.clone()),
+            Entry::Http { oauth: Some(p), .. } => Some((**p).clone()),
             _ => None,
         })
         .collect()
@@ -133,7 +131,9 @@ fn refused(e: BrokerError) -> ApiError {
         BrokerError::UnknownState | BrokerError::Expired | BrokerError::UnknownProvider(_) => {
             ApiError::bad_request(e.to_string())
         }
-        BrokerError::OAuth(_) => ApiError::new(StatusCode::BAD_GATEWAY, "oauth_refused", e.to_string()),
+        BrokerError::OAuth(_) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, "oauth_refused", e.to_string())
+        }
         BrokerError::Store(e) => e.into(),
         BrokerError::Sealing(_) => ApiError::internal(e.to_string()),
     }

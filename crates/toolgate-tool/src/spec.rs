@@ -76,7 +76,7 @@ pub enum Entry {
         /// The OAuth provider whose per-user token the call carries as a bearer token
         /// (the run pauses for the user's consent when there is none).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        oauth: Option<crate::oauth::OAuthProvider>,
+        oauth: Option<Box<crate::oauth::OAuthProvider>>,
         /// Times a call is tried again after a 429, a 5xx or a failed connection.
         #[serde(default, skip_serializing_if = "is_zero")]
         retries: u32,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use toolgate_protocol::clock::now_ms;
+use toolgate_store::oauth::{OAuthConsent, OAuthOwner, SealedTokens};
+use toolgate_store::{Store, StoreError};
 use toolgate_tool::oauth::{
     Consent, Endpoints, OAuthError, OAuthProvider, Tokens, exchange_code, refresh,
 };
-use toolgate_store::oauth::{OAuthConsent, OAuthOwner, SealedTokens};
-use toolgate_store::{Store, StoreError};
 use toolgate_tool::secrets::Keyring;
 
 /// How long a consent waits for its callback: 15 minutes.
@@ -130,8 +130,15 @@ impl OAuthBroker {
         let provider = provider_of(&consent.owner.provider)
             .ok_or_else(|| BrokerError::UnknownProvider(consent.owner.provider.clone()))?;
         let outcome = match (&answer.error, &answer.code) {
-            (Some(error), _) => Err(refused(&provider.name, error, answer.error_description.as_deref())),
-            (None, None) => Err(format!("{}: the callback brought no authorization code", provider.name)),
+            (Some(error), _) => Err(refused(
+                &provider.name,
+                error,
+                answer.error_description.as_deref(),
+            )),
+            (None, None) => Err(format!(
+                "{}: the callback brought no authorization code",
+                provider.name
+            )),
             (None, Some(code)) => {
                 let verifier = self.open(&consent.verifier)?;
                 let endpoints = Endpoints::of(&provider).await?;
@@ -237,7 +244,7 @@ impl OAuthBroker {
     }
 
     async fn client_secret(&self, provider: &OAuthProvider) -> Result<Option<String>, BrokerError> {
-        let Some(source) = provider.secret().map_err(|e| OAuthError::Declaration(e))? else {
+        let Some(source) = provider.secret().map_err(OAuthError::Declaration)? else {
             return Ok(None);
         };
         let resolver = self.credentials.clone();
@@ -246,9 +253,9 @@ impl OAuthBroker {
             .await
             .map_err(|e| OAuthError::Secret(e.to_string()))?
             .map_err(OAuthError::Secret)?;
-        value
-            .map(Some)
-            .ok_or_else(|| OAuthError::Secret(format!("{} has no value: set {how}", provider.name)).into())
+        value.map(Some).ok_or_else(|| {
+            OAuthError::Secret(format!("{} has no value: set {how}", provider.name)).into()
+        })
     }
 
     fn seal(&self, plain: &str) -> Result<String, BrokerError> {

@@ -1,9 +1,9 @@
 //! The broker as the tools see it: the run's tenant and user say whose tokens.
 
 use async_trait::async_trait;
+use toolgate_store::oauth::OAuthOwner;
 use toolgate_tool::RunContext;
 use toolgate_tool::oauth::{OAuthProvider, UserTokens};
-use toolgate_store::oauth::OAuthOwner;
 
 use super::OAuthBroker;
 
@@ -24,9 +24,15 @@ pub fn owner_of(run: &RunContext, provider: &str) -> Result<OAuthOwner, String> 
 
 #[async_trait]
 impl UserTokens for OAuthBroker {
-    async fn token(&self, provider: &OAuthProvider, run: &RunContext) -> Result<Option<String>, String> {
+    async fn token(
+        &self,
+        provider: &OAuthProvider,
+        run: &RunContext,
+    ) -> Result<Option<String>, String> {
         let owner = owner_of(run, &provider.name)?;
-        self.access_token(provider, &owner).await.map_err(|e| e.to_string())
+        self.access_token(provider, &owner)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn after_unauthorized(

@@ -37,7 +37,7 @@ impl Runner {
         let owner = owner_of(&self.run_context(live), &provider.name).ok()?;
         match self.store.oauth_tokens(&owner).await {
             Ok(Some(_)) => None,
-            Ok(None) => Some(provider.clone()),
+            Ok(None) => Some((**provider).clone()),
             Err(e) => {
                 tracing::warn!(error = %e, "the store could not say whether the user connected; the call goes ahead");
                 None
@@ -59,7 +59,12 @@ impl Runner {
         };
         let broker = self.oauth_broker(context.tenant.clone());
         let url = match broker
-            .begin(provider, owner.clone(), Some(live.run_id.clone()), Some(c.call.id.clone()))
+            .begin(
+                provider,
+                owner.clone(),
+                Some(live.run_id.clone()),
+                Some(c.call.id.clone()),
+            )
             .await
         {
             Ok(url) => url,

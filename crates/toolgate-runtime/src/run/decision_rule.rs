@@ -174,7 +174,8 @@ pub fn choose(
 /// deny answer approvals and spend limits alike (raising a limit is approving it).
 fn answers(wants: ItemKind, kind: ItemKind) -> bool {
     kind == wants
-        || (wants == ItemKind::Approval && matches!(kind, ItemKind::Budget | ItemKind::Authorization))
+        || (wants == ItemKind::Approval
+            && matches!(kind, ItemKind::Budget | ItemKind::Authorization))
 }
 
 /// The run that holds an item: a sub-agent's run, or `run` itself.

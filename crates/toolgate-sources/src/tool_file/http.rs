@@ -695,8 +695,10 @@ impl HttpTool {
                 ))
             })?;
         let mut req = self.request(args, &ctx.run)?;
-        req.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-        req.headers.push(("Authorization".into(), format!("Bearer {token}")));
+        req.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        req.headers
+            .push(("Authorization".into(), format!("Bearer {token}")));
         req.files = Some(FileSink::of(ctx));
         send_for(req, ctx).await
     }

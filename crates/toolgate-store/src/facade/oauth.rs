@@ -19,7 +19,10 @@ impl Store {
     }
 
     /// The sealed tokens of `owner`, if the user connected.
-    pub async fn oauth_tokens(&self, owner: &OAuthOwner) -> Result<Option<SealedTokens>, StoreError> {
+    pub async fn oauth_tokens(
+        &self,
+        owner: &OAuthOwner,
+    ) -> Result<Option<SealedTokens>, StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => {
                 let owner = owner.clone();
@@ -46,7 +49,10 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(s) => {
                 let (tenant, user) = (tenant.to_string(), user.map(str::to_string));
-                Ok(s.blocking(move |s| s.oauth_grants(&tenant, user.as_deref())).await?)
+                Ok(
+                    s.blocking(move |s| s.oauth_grants(&tenant, user.as_deref()))
+                        .await?,
+                )
             }
             Backend::Postgres(s) => s.oauth_grants(tenant, user).await,
         }

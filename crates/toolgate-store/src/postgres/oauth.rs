@@ -35,7 +35,10 @@ impl PgStore {
     }
 
     /// The tokens of `owner`, if the user connected.
-    pub async fn oauth_tokens(&self, owner: &OAuthOwner) -> Result<Option<SealedTokens>, StoreError> {
+    pub async fn oauth_tokens(
+        &self,
+        owner: &OAuthOwner,
+    ) -> Result<Option<SealedTokens>, StoreError> {
         let owner = owner.clone();
         self.on_pool(|s| async move {
             let client = s.client().await?;
@@ -74,7 +77,11 @@ impl PgStore {
     }
 
     /// The grants of `tenant` (of `user` only, when given), by user then provider.
-    pub async fn oauth_grants(&self, tenant: &str, user: Option<&str>) -> Result<Vec<OAuthGrant>, StoreError> {
+    pub async fn oauth_grants(
+        &self,
+        tenant: &str,
+        user: Option<&str>,
+    ) -> Result<Vec<OAuthGrant>, StoreError> {
         let (tenant, user) = (tenant.to_string(), user.map(str::to_string));
         self.on_pool(|s| async move {
             let client = s.client().await?;
@@ -124,7 +131,10 @@ impl PgStore {
     }
 
     /// Takes the consent of `state_hash` (it is gone after): a state works once.
-    pub async fn take_oauth_consent(&self, state_hash: String) -> Result<Option<OAuthConsent>, StoreError> {
+    pub async fn take_oauth_consent(
+        &self,
+        state_hash: String,
+    ) -> Result<Option<OAuthConsent>, StoreError> {
         self.open_for_writes()?;
         self.on_pool(|s| async move {
             let client = s.client().await?;

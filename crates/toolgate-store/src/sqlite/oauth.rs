@@ -52,7 +52,11 @@ impl SqliteStore {
     }
 
     /// The grants of `tenant` (of `user` only, when given), by user then provider.
-    pub fn oauth_grants(&self, tenant: &str, user: Option<&str>) -> Result<Vec<OAuthGrant>, RunsError> {
+    pub fn oauth_grants(
+        &self,
+        tenant: &str,
+        user: Option<&str>,
+    ) -> Result<Vec<OAuthGrant>, RunsError> {
         self.read_runs(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT user_id, provider, scope, expires_at, created_at, updated_at FROM oauth_tokens
@@ -88,7 +92,10 @@ impl SqliteStore {
     }
 
     /// Takes the consent of `state_hash` (it is gone after): a state works once.
-    pub async fn take_oauth_consent(&self, state_hash: String) -> Result<Option<OAuthConsent>, RunsError> {
+    pub async fn take_oauth_consent(
+        &self,
+        state_hash: String,
+    ) -> Result<Option<OAuthConsent>, RunsError> {
         self.transact(move |tx| {
             Ok(tx
                 .query_row(

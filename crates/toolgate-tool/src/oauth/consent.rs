@@ -19,7 +19,9 @@ pub struct Consent {
 
 impl std::fmt::Debug for Consent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Consent").field("url", &"[consent url]").finish_non_exhaustive()
+        f.debug_struct("Consent")
+            .field("url", &"[consent url]")
+            .finish_non_exhaustive()
     }
 }
 

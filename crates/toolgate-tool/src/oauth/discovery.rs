@@ -41,7 +41,10 @@ impl Endpoints {
             match fetch(&url).await {
                 Ok(m) => {
                     return Ok(Endpoints {
-                        authorize: provider.authorize_url.clone().unwrap_or(m.authorization_endpoint),
+                        authorize: provider
+                            .authorize_url
+                            .clone()
+                            .unwrap_or(m.authorization_endpoint),
                         token: provider.token_url.clone().unwrap_or(m.token_endpoint),
                     });
                 }

@@ -99,7 +99,10 @@ pub async fn refresh(
             provider.name
         ))
     })?;
-    let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+    ];
     let mut new = post(provider, endpoints, secret, &form).await?;
     if new.refresh_token.is_none() {
         new.refresh_token = old.refresh_token.clone();
@@ -129,7 +132,9 @@ async fn post(
         .body(body)
         .send()
         .await
-        .map_err(|e| OAuthError::Unreachable(format!("{}: {}", endpoints.token, e.without_url())))?;
+        .map_err(|e| {
+            OAuthError::Unreachable(format!("{}: {}", endpoints.token, e.without_url()))
+        })?;
     let status = response.status();
     let body = response
         .bytes()
@@ -150,7 +155,11 @@ async fn post(
             scope: answer.scope,
         });
     }
-    Err(OAuthError::Refused(refusal(&provider.name, status.as_u16(), &body)))
+    Err(OAuthError::Refused(refusal(
+        &provider.name,
+        status.as_u16(),
+        &body,
+    )))
 }
 
 /// The sentence for a token endpoint's error answer (RFC 6749 §5.2).
@@ -159,11 +168,17 @@ fn refusal(provider: &str, status: u16, body: &[u8]) -> String {
         return format!("the token endpoint of {provider} failed with HTTP {status}");
     };
     let what = match e.error.as_str() {
-        "invalid_grant" => "the authorization was refused: the code or refresh token is expired, used or revoked; the user must connect again",
-        "invalid_client" => "the token endpoint refused the client id or client secret; check the oauth declaration",
+        "invalid_grant" => {
+            "the authorization was refused: the code or refresh token is expired, used or revoked; the user must connect again"
+        }
+        "invalid_client" => {
+            "the token endpoint refused the client id or client secret; check the oauth declaration"
+        }
         "unauthorized_client" => "the client is not allowed this grant by the authorization server",
         "unsupported_grant_type" => "the token endpoint does not support this grant",
-        "invalid_scope" => "the scopes asked for are unknown to the authorization server or not allowed",
+        "invalid_scope" => {
+            "the scopes asked for are unknown to the authorization server or not allowed"
+        }
         _ => "the token endpoint refused the request",
     };
     let detail = e

@@ -2,9 +2,9 @@
 //! endpoints or the issuer to discover them from, the client id, the client secret as a
 //! credential (`${secret:NAME}` or `${env:VAR}`), and the scopes asked for.
 
+use crate::Credential;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use crate::Credential;
 
 /// One OAuth provider, as a tool or source file declares it under `oauth:`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -62,10 +62,12 @@ impl OAuthProvider {
             .into_iter()
             .flatten()
         {
-            let ok = url::Url::parse(url)
-                .is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            let ok = url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
             if !ok {
-                return Err(format!("oauth '{}': '{url}' is not an http(s) URL", self.name));
+                return Err(format!(
+                    "oauth '{}': '{url}' is not an http(s) URL",
+                    self.name
+                ));
             }
         }
         self.secret().map(|_| ())
@@ -76,7 +78,8 @@ impl OAuthProvider {
         self.client_secret
             .as_ref()
             .map(|v| {
-                Credential::parse(v).map_err(|e| format!("oauth '{}': client_secret: {e}", self.name))
+                Credential::parse(v)
+                    .map_err(|e| format!("oauth '{}': client_secret: {e}", self.name))
             })
             .transpose()
     }

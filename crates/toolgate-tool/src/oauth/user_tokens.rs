@@ -11,7 +11,11 @@ use crate::RunContext;
 pub trait UserTokens: Send + Sync + std::fmt::Debug {
     /// The access token of `run`'s user for `provider` (refreshed when it is about to
     /// expire); `None` when the user has not connected.
-    async fn token(&self, provider: &OAuthProvider, run: &RunContext) -> Result<Option<String>, String>;
+    async fn token(
+        &self,
+        provider: &OAuthProvider,
+        run: &RunContext,
+    ) -> Result<Option<String>, String>;
 
     /// After the resource refused the token (401): a refreshed one, once; `None` when
     /// the user must connect again.
