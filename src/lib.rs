@@ -20,7 +20,7 @@ pub use toolgate_model::context;
 pub use toolgate_parse as parse;
 pub use toolgate_protocol as protocol;
 pub use toolgate_protocol::{clock, identity};
-pub use toolgate_runtime::{agent, engine, run, subagents};
+pub use toolgate_runtime::{agent, engine, oauth, run, subagents};
 pub use toolgate_sandbox as sandbox;
 pub use toolgate_server as server;
 pub use toolgate_server::mcp_gateway;

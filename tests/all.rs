@@ -71,6 +71,7 @@ mod model_settings;
 mod network;
 mod newcomer;
 mod notify;
+mod oauth;
 mod openai_node_sdk;
 mod openai_sdk;
 mod openapi_clients;

@@ -566,6 +566,15 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             body: None,
             expect: |w| if unauth(w) { 401 } else { 404 },
         },
+        // The OAuth callback takes no key (the browser comes back with none): its
+        // single-use state is its credential, and an unknown one is refused for all.
+        Row {
+            method: "GET",
+            path: "/v1/oauth/callback?state=unknown-state".into(),
+            doc: "/v1/oauth/callback",
+            body: None,
+            expect: |_| 400,
+        },
         Row {
             method: "GET",
             path: "/v1/spend?by=agent".into(),

@@ -214,10 +214,14 @@ fn requested(err: &mut impl Write, item: &toolgate::protocol::RequiredItem) {
             toolgate::protocol::ItemKind::Approval => "approval",
             toolgate::protocol::ItemKind::SubmitToolOutput => "the client's output",
             toolgate::protocol::ItemKind::Budget => "an approver to raise a spend limit",
+            toolgate::protocol::ItemKind::Authorization => "the user to connect an account",
         },
         item.tool,
         item.arguments
     );
+    if let Some(url) = item.arguments.get("consent_url").and_then(|u| u.as_str()) {
+        let _ = writeln!(err, "  connect: {url}");
+    }
     if let Some(reason) = &item.reason {
         let _ = writeln!(err, "  because {reason}");
     }

@@ -173,6 +173,10 @@ pub enum ItemKind {
     /// A spend limit was reached before the next model request: an approver raises
     /// it for this run (approve, or edit `{"limit": N}`) or denies (the run fails).
     Budget,
+    /// A call acts for the run's user through OAuth and the user has not connected:
+    /// `arguments` carries the `provider` and the `consent_url` to open; the OAuth
+    /// callback resolves the item (the call runs, or the model is told of the refusal).
+    Authorization,
 }
 
 impl ItemKind {

@@ -10,5 +10,6 @@ pub mod agent;
 pub mod budget;
 pub mod engine;
 pub mod guards;
+pub mod oauth;
 pub mod run;
 pub mod subagents;

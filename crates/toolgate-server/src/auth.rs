@@ -35,7 +35,10 @@ pub async fn require_key(
     next: Next,
 ) -> Response {
     let path = req.uri().path();
-    if !path.starts_with("/v1/") && !path.starts_with("/mcp/") && path != "/metrics" {
+    // The OAuth callback is the user's browser coming back: its single-use state is
+    // its credential.
+    let public = path == "/v1/oauth/callback";
+    if public || (!path.starts_with("/v1/") && !path.starts_with("/mcp/") && path != "/metrics") {
         return next.run(req).await;
     }
     let given = req

@@ -29,6 +29,7 @@ pub mod mcp_gateway;
 mod mcp_tasks_http;
 mod metrics;
 pub mod notify;
+mod oauth;
 mod openapi;
 pub mod openapi_valid;
 pub mod rate;
@@ -398,6 +399,7 @@ pub async fn serve(config: ServeConfig, mut runner: Runner) -> Result<(), ServeE
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    runner.oauth_callback = oauth::callback_url(config.public_url.as_ref(), scheme, addr);
     let jwt = match &config.jwt {
         Some(j) => Some(Arc::new(
             jwt::JwtVerifier::load(

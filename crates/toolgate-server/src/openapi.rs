@@ -74,6 +74,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
             secrets_http::set_secret
         ))
         .routes(routes!(secrets_http::remove_secret))
+        .routes(routes!(super::oauth::callback))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     let events = run_events(router.get_openapi_mut());

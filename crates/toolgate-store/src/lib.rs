@@ -12,6 +12,7 @@ pub mod knowledge;
 mod lease;
 mod mcp_tasks;
 pub mod model;
+pub mod oauth;
 mod postgres;
 pub mod spend;
 mod sqlite;

@@ -14,6 +14,7 @@ mod keywords;
 mod library;
 pub mod list_form;
 pub mod net;
+pub mod oauth;
 mod output;
 pub mod permission;
 pub mod policy;

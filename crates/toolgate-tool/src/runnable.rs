@@ -76,6 +76,8 @@ pub struct ToolContext {
     /// What the tool noted about its peer's answer (an HTTP status, a connection that
     /// failed), read by the engine to decide whether to try again.
     noted: Arc<std::sync::Mutex<Option<crate::retry::Noted>>>,
+    /// Where a tool that acts for a user through OAuth gets the user's token.
+    pub user_tokens: Option<Arc<dyn crate::oauth::UserTokens>>,
 }
 
 impl ToolContext {
@@ -89,6 +91,7 @@ impl ToolContext {
             output: None,
             masks: Arc::default(),
             noted: Arc::default(),
+            user_tokens: None,
         }
     }
 
@@ -96,6 +99,14 @@ impl ToolContext {
     pub fn note(&self, noted: crate::retry::Noted) {
         if let Ok(mut slot) = self.noted.lock() {
             *slot = Some(noted);
+        }
+    }
+
+    /// The HTTP status the tool noted last, left for the engine to take.
+    pub fn noted_status(&self) -> Option<u16> {
+        match self.noted.lock().ok()?.as_ref()? {
+            crate::retry::Noted::Status { status, .. } => Some(*status),
+            crate::retry::Noted::Connect => None,
         }
     }
 

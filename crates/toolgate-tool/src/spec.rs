@@ -73,6 +73,10 @@ pub enum Entry {
         /// `localhost`, `127.0.0.1:8080`, `[::1]`, `10.0.0.0/8`.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         allow_hosts: Vec<String>,
+        /// The OAuth provider whose per-user token the call carries as a bearer token
+        /// (the run pauses for the user's consent when there is none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        oauth: Option<Box<crate::oauth::OAuthProvider>>,
         /// Times a call is tried again after a 429, a 5xx or a failed connection.
         #[serde(default, skip_serializing_if = "is_zero")]
         retries: u32,

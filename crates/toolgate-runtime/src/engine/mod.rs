@@ -38,6 +38,8 @@ pub struct EngineConfig {
     pub credentials: Option<toolgate_tool::Resolver>,
     /// For whom the calls run (tenant, user, run, conversation).
     pub context: std::sync::Arc<toolgate_tool::RunContext>,
+    /// Where tools that act for the user through OAuth get the user's tokens.
+    pub oauth: Option<std::sync::Arc<dyn toolgate_tool::oauth::UserTokens>>,
 }
 
 impl Default for EngineConfig {
@@ -48,6 +50,7 @@ impl Default for EngineConfig {
             workspace: PathBuf::from("."),
             credentials: None,
             context: Default::default(),
+            oauth: None,
         }
     }
 }
@@ -317,6 +320,7 @@ impl Engine {
                 ctx.injected = injected;
                 ctx.default_timeout = self.inner.config.default_timeout;
                 ctx.run = std::sync::Arc::clone(&self.inner.config.context);
+                ctx.user_tokens = self.inner.config.oauth.clone();
                 if let Some(tx) = &self.inner.events {
                     ctx = ctx.with_output(tx.clone());
                 }

@@ -86,6 +86,9 @@ impl Refused {
                     ItemKind::Budget => {
                         "it is a spend limit: use toolgate approve (optionally --args '{\"limit\": N}') or deny"
                     }
+                    ItemKind::Authorization => {
+                        "it waits for the user's consent: open its consent_url (the OAuth callback resolves it)"
+                    }
                 };
                 format!("call {call} ({tool}) is a {} item; {hint}", kind.as_str())
             }
@@ -170,7 +173,9 @@ pub fn choose(
 /// Whether a decision of the kind `wants` answers an item of `kind`: approve, edit and
 /// deny answer approvals and spend limits alike (raising a limit is approving it).
 fn answers(wants: ItemKind, kind: ItemKind) -> bool {
-    kind == wants || (wants == ItemKind::Approval && kind == ItemKind::Budget)
+    kind == wants
+        || (wants == ItemKind::Approval
+            && matches!(kind, ItemKind::Budget | ItemKind::Authorization))
 }
 
 /// The run that holds an item: a sub-agent's run, or `run` itself.

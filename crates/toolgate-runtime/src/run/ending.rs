@@ -54,6 +54,9 @@ impl Runner {
                     run_id: Some(live.run_id.clone()),
                     conversation_id: Some(live.conversation_id.clone()),
                 }),
+                oauth: Some(std::sync::Arc::new(
+                    self.oauth_broker(live.state.owner.as_ref().map(|o| o.tenant.clone())),
+                )),
             },
             std::sync::Arc::clone(&self.limits),
             share,

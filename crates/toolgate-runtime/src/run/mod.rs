@@ -8,6 +8,7 @@ mod agent_loop;
 mod bare_calls;
 mod budget;
 mod cache;
+mod consent;
 mod context;
 mod conversation;
 mod deadlines;
@@ -124,6 +125,9 @@ pub struct Runner {
     pub loaded: Arc<Loaded>,
     /// The key that seals secret values in the store.
     pub keyring: Arc<toolgate_tool::secrets::Keyring>,
+    /// The OAuth callback URL consents come back to (`GET /v1/oauth/callback` of the
+    /// server users reach).
+    pub oauth_callback: String,
     /// The runs this process drives now, so that a cancel here stops one at once.
     pub active: Active,
     /// On `interrupt`, give runs back (still in progress, lease let go) for another
@@ -201,6 +205,7 @@ impl Runner {
             interrupt: crate::engine::Cancel::new(),
             loaded: Arc::new(Loaded::default()),
             keyring: Arc::new(toolgate_tool::secrets::Keyring::for_database(store.path())),
+            oauth_callback: crate::oauth::DEFAULT_CALLBACK.to_string(),
             active: Active::default(),
             hand_back: false,
             folders: None,

@@ -121,7 +121,10 @@ impl Runner {
                 ask,
                 images: Vec::new(),
             };
-            c.phase = self.first_phase(live, &c, &verdict).await;
+            c.phase = match self.consent_needed(live, &c).await {
+                Some(provider) if gate == Gate::Run => self.ask_consent(live, &c, &provider).await,
+                _ => self.first_phase(live, &c, &verdict).await,
+            };
             turn.push(c);
         }
         turn

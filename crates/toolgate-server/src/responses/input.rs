@@ -239,7 +239,7 @@ pub fn plan_decisions(
             waiting
                 .iter()
                 .map(|w| match w.kind {
-                    ItemKind::Approval | ItemKind::Budget => {
+                    ItemKind::Approval | ItemKind::Budget | ItemKind::Authorization => {
                         format!("approval {APPROVAL_PREFIX}{}", w.call_id)
                     }
                     ItemKind::SubmitToolOutput => format!("function_call {}", w.call_id),

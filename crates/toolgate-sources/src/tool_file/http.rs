@@ -475,6 +475,9 @@ pub enum HttpEntryError {
     /// A negative or non-finite backoff.
     #[error("entry backoff must be a number of seconds, 0 or more")]
     Backoff,
+    /// An `oauth:` declaration that is incomplete.
+    #[error("{0}")]
+    OAuth(String),
     /// A URL that is not http(s) nor starts with a variable.
     #[error("entry url '{0}' must start with http:// or https://")]
     Url(String),
@@ -502,11 +505,15 @@ pub fn check_entry(entry: &Entry) -> Result<(), HttpEntryError> {
         retries,
         backoff,
         validate,
+        oauth,
         ..
     } = entry
     else {
         return Ok(());
     };
+    if let Some(provider) = oauth {
+        provider.check().map_err(HttpEntryError::OAuth)?;
+    }
     parse_method(method)?;
     if let Some(check) = validate {
         parse_method(&check.method)?;
@@ -648,7 +655,54 @@ impl Tool for HttpTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let mut req = self.request(&args, &ctx.run)?;
+        let Entry::Http {
+            oauth: Some(provider),
+            ..
+        } = &self.spec.entry
+        else {
+            let mut req = self.request(&args, &ctx.run)?;
+            req.files = Some(FileSink::of(ctx));
+            return send_for(req, ctx).await;
+        };
+        let tokens = ctx.user_tokens.as_ref().ok_or_else(|| {
+            ToolError::Execution(format!(
+                "'{}' acts for a user through OAuth ({}), and nothing here holds users' tokens",
+                self.spec.name, provider.name
+            ))
+        })?;
+        let token = tokens.token(provider, &ctx.run).await;
+        let first = self.send_as(&args, ctx, provider, token).await;
+        if ctx.noted_status() != Some(401) {
+            return first;
+        }
+        tracing::debug!(tool = %self.spec.name, provider = %provider.name, "the resource refused the user's token; refreshing it once");
+        let token = tokens.after_unauthorized(provider, &ctx.run).await;
+        self.send_as(&args, ctx, provider, token).await
+    }
+}
+
+impl HttpTool {
+    /// The call sent with the user's `token` as a bearer token.
+    async fn send_as(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext,
+        provider: &toolgate_tool::oauth::OAuthProvider,
+        token: Result<Option<String>, String>,
+    ) -> Result<ToolOutput, ToolError> {
+        let token = token
+            .map_err(|e| ToolError::Execution(format!("the user's {} token: {e}", provider.name)))?
+            .ok_or_else(|| {
+                ToolError::Execution(format!(
+                    "the user has not connected {} (or its authorization was revoked); the call was not made",
+                    provider.name
+                ))
+            })?;
+        let mut req = self.request(args, &ctx.run)?;
+        req.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        req.headers
+            .push(("Authorization".into(), format!("Bearer {token}")));
         req.files = Some(FileSink::of(ctx));
         send_for(req, ctx).await
     }

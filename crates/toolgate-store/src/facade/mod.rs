@@ -8,6 +8,7 @@ mod decisions;
 mod key_budgets;
 mod knowledge;
 mod mcp_tasks;
+mod oauth;
 mod records;
 mod runs;
 mod spend;

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_mcp_tasks.sql"),
     include_str!("migrations/0006_spend.sql"),
     include_str!("migrations/0007_tool_validations.sql"),
+    include_str!("migrations/0008_oauth.sql"),
 ];
 
 /// The schema version this build writes.

@@ -14,6 +14,7 @@ mod listener;
 mod lists;
 mod mcp_tasks;
 mod migrations;
+mod oauth;
 mod prepared;
 mod records;
 mod responses;

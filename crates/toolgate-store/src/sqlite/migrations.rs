@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0018_mcp_tasks.sql"),
     include_str!("migrations/0019_spend.sql"),
     include_str!("migrations/0020_tool_validations.sql"),
+    include_str!("migrations/0021_oauth.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

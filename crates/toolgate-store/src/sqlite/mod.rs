@@ -11,6 +11,7 @@ pub(crate) mod keys;
 mod knowledge;
 mod mcp_tasks;
 mod migrations;
+mod oauth;
 mod queries;
 mod record;
 mod responses;

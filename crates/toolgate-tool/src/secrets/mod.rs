@@ -96,6 +96,15 @@ impl Keyring {
         }
     }
 
+    /// The key in the file at `path` (created at first seal): a program (or a test)
+    /// that chooses the key file itself.
+    pub fn from_file(path: PathBuf) -> Keyring {
+        Keyring {
+            source: Source::File(path),
+            cipher: OnceLock::new(),
+        }
+    }
+
     fn source_name(&self) -> String {
         match &self.source {
             Source::Env(_) => KEY_ENV.to_string(),

@@ -403,8 +403,9 @@ impl Translator {
     fn waiting_item(&mut self, out: &mut Vec<StreamEvent>, item: &RequiredItem) {
         let arguments = item.arguments.to_string();
         match item.kind {
-            // A spend limit is approved (raised) or denied like a call.
-            ItemKind::Approval | ItemKind::Budget => {
+            // A spend limit is approved (raised) or denied like a call; a consent the
+            // user gives at its URL (the arguments carry it) shows as one too.
+            ItemKind::Approval | ItemKind::Budget | ItemKind::Authorization => {
                 let index = self.push_item(
                     out,
                     OutputItem::McpApprovalRequest {

@@ -1,0 +1,519 @@
+//! Per-user OAuth against a real authorization server (authlib, tests/py/oauth_server.py:
+//! authorization code with PKCE required, rotated refresh tokens) and the protected
+//! resource it guards, on both store backends: a consent begun for a paused call and
+//! completed from the callback (its state works once), the tokens kept sealed and found
+//! again after a restart (a new store and broker on the same database and key), a token
+//! the resource refuses refreshed once, a token about to expire refreshed before use, a
+//! refused consent told in words, and a revoked grant gone.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use toolgate::oauth::{BrokerError, Callback, OAuthBroker, OAuthOwner, OAuthProvider};
+use toolgate::secrets::Keyring;
+use toolgate::tool::{Credential, Resolver};
+
+use crate::databases::TestDb;
+use crate::serving;
+
+const REDIRECT: &str = "http://127.0.0.1:9/v1/oauth/callback";
+
+/// The authorization server, stopped when dropped.
+struct AuthServer {
+    child: Child,
+    base: String,
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_auth_server() -> AuthServer {
+    let python = serving::python("tests/oauth.rs");
+    let mut child = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/oauth_server.py"))
+        .arg(REDIRECT)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .strip_prefix("PORT ")
+        .unwrap_or_else(|| panic!("the authorization server did not start: {line:?}"))
+        .trim()
+        .to_string();
+    AuthServer {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// The provider as a tool file would declare it: endpoints discovered from the issuer,
+/// the client secret a stored secret.
+fn provider(server: &AuthServer) -> OAuthProvider {
+    serde_json::from_value(serde_json::json!({
+        "name": "calendar",
+        "issuer": server.base,
+        "client_id": "toolgate-test",
+        "client_secret": "${secret:CALENDAR_CLIENT_SECRET}",
+        "scopes": ["calendar.read"],
+    }))
+    .unwrap()
+}
+
+/// The secrets the broker may read: the client secret only.
+fn secrets() -> Resolver {
+    Resolver(Arc::new(|c: &Credential| match c {
+        Credential::Secret(n) if n == "CALENDAR_CLIENT_SECRET" => Ok(Some("client-s3cret".into())),
+        _ => Ok(None),
+    }))
+}
+
+fn broker(db: &TestDb, key: &Path) -> OAuthBroker {
+    OAuthBroker::new(
+        db.open(),
+        Arc::new(Keyring::from_file(key.to_path_buf())),
+        secrets(),
+        REDIRECT.into(),
+    )
+}
+
+fn alice() -> OAuthOwner {
+    OAuthOwner {
+        tenant: "acme".into(),
+        user: "alice".into(),
+        provider: "calendar".into(),
+    }
+}
+
+/// The person at the consent page: the callback's query as the server redirected it.
+async fn consent(url: &str, decision: &str) -> Callback {
+    let location = consent_location(url, decision).await;
+    assert!(location.starts_with(REDIRECT), "{location}");
+    let query: std::collections::HashMap<String, String> = url::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    Callback {
+        state: query["state"].clone(),
+        code: query.get("code").cloned(),
+        error: query.get("error").cloned(),
+        error_description: query.get("error_description").cloned(),
+    }
+}
+
+/// Where the authorization server sends alice's browser after she decides.
+async fn consent_location(url: &str, decision: &str) -> String {
+    let answer = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(url)
+        .header("X-Test-User", "alice")
+        .header("X-Test-Decision", decision)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
+    answer.headers()["location"].to_str().unwrap().to_string()
+}
+
+/// `GET /me` with `token`: the user it names, or the status.
+async fn me(server: &AuthServer, token: &str) -> Result<String, u16> {
+    let answer = reqwest::Client::new()
+        .get(format!("{}/me", server.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    if answer.status() != 200 {
+        return Err(answer.status().as_u16());
+    }
+    let body: serde_json::Value = answer.json().await.unwrap();
+    Ok(body["user"].as_str().unwrap().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consent_survives_a_restart_and_refreshes_on_both_backends() {
+    let server = start_auth_server();
+    for db in TestDb::both() {
+        let dir = tempfile::tempdir().unwrap();
+        let key: PathBuf = dir.path().join("oauth.key");
+        connect_restart_refresh(&server, &db, &key).await;
+    }
+}
+
+async fn connect_restart_refresh(server: &AuthServer, db: &TestDb, key: &Path) {
+    let name = db.name();
+    let provider = provider(server);
+    let broker = broker(db, key);
+    let owner = alice();
+    assert_eq!(
+        broker.access_token(&provider, &owner).await.unwrap(),
+        None,
+        "{name}"
+    );
+
+    // The consent for a paused call; the URL carries PKCE S256 and an unguessable state.
+    let url = broker
+        .begin(
+            &provider,
+            owner.clone(),
+            Some("run_1".into()),
+            Some("call_1".into()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        url.starts_with(&format!("{}/authorize?", server.base)),
+        "{url}"
+    );
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    let callback = consent(&url, "allow").await;
+    assert_eq!(callback.state.len(), 43);
+    let done = broker
+        .complete(&callback, |_| Some(provider.clone()))
+        .await
+        .unwrap();
+    assert_eq!(done.outcome, Ok(()), "{name}");
+    assert_eq!(
+        (done.run_id.as_deref(), done.call_id.as_deref()),
+        (Some("run_1"), Some("call_1"))
+    );
+    assert_eq!(done.owner, owner);
+    // A state works once.
+    let again = broker.complete(&callback, |_| Some(provider.clone())).await;
+    assert!(
+        matches!(again, Err(BrokerError::UnknownState)),
+        "{name}: {again:?}"
+    );
+
+    let first = broker
+        .access_token(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(me(server, &first).await, Ok("alice".into()), "{name}");
+    // Sealed in the store: the token is not in the grant list nor the stored row.
+    let stored = db.open().oauth_tokens(&owner).await.unwrap().unwrap();
+    assert!(
+        !stored.sealed.contains(&first),
+        "{name}: the token is stored in clear"
+    );
+    assert_eq!(stored.scope.as_deref(), Some("calendar.read"));
+
+    // A restart: a new store and broker on the same database and key.
+    drop(broker);
+    let broker = self::broker(db, key);
+    let after = broker
+        .access_token(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        after, first,
+        "{name}: the tokens did not survive the restart"
+    );
+
+    // The resource refuses the token: refreshed once, and the new one works.
+    reqwest::Client::new()
+        .post(format!("{}/admin/revoke", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me(server, &first).await, Err(401));
+    let second = broker
+        .after_unauthorized(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(second, first);
+    assert_eq!(me(server, &second).await, Ok("alice".into()), "{name}");
+    // A refreshed token lives 30 s, within the minute's margin: refreshed before use.
+    let third = broker
+        .access_token(&provider, &owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(
+        third, second,
+        "{name}: a token about to expire was not refreshed"
+    );
+    assert_eq!(me(server, &third).await, Ok("alice".into()), "{name}");
+
+    // A refused consent is a sentence, and no tokens change.
+    let url = broker
+        .begin(&provider, owner.clone(), None, None)
+        .await
+        .unwrap();
+    let refused = broker
+        .complete(&consent(&url, "deny").await, |_| Some(provider.clone()))
+        .await
+        .unwrap();
+    let why = refused.outcome.unwrap_err();
+    assert!(why.contains("the user refused to connect"), "{why}");
+    assert!(!why.contains(&third));
+
+    // Listed without tokens; revoked, the user must connect again.
+    let store = db.open();
+    let grants = store.oauth_grants("acme", None).await.unwrap();
+    assert_eq!(grants.len(), 1, "{name}");
+    assert_eq!(
+        (grants[0].user.as_str(), grants[0].provider.as_str()),
+        ("alice", "calendar")
+    );
+    assert!(!serde_json::to_string(&grants).unwrap().contains(&third));
+    assert!(store.remove_oauth_tokens(owner.clone()).await.unwrap());
+    assert_eq!(
+        broker.access_token(&provider, &owner).await.unwrap(),
+        None,
+        "{name}"
+    );
+}
+
+/// The tool file of `calendar_me`: `GET /me` of the resource with the user's token.
+fn calendar_tool(server: &AuthServer) -> String {
+    format!(
+        "name: calendar_me\ndescription: Who the user is in their calendar.\npermission: auto\nentry:\n  type: http\n  url: \"{base}/me\"\n  allow_hosts: [\"127.0.0.1\"]\n  oauth:\n    name: calendar\n    issuer: \"{base}\"\n    client_id: toolgate-test\n    client_secret: \"${{secret:CALENDAR_CLIENT_SECRET}}\"\n    scopes: [calendar.read]\n",
+        base = server.base
+    )
+}
+
+/// `toolgate ARGS` on `site`'s database with the key folder of the test.
+fn site_cli(site: &serving::Site, keys: &Path, args: &[&str]) {
+    let out = Command::new(serving::bin())
+        .arg("--db")
+        .arg(site.db())
+        .args(args)
+        .current_dir(site.path())
+        .env("TOOLGATE_KEY_DIR", keys)
+        .env("CLIENT_SECRET_VALUE", "client-s3cret")
+        .env_remove("TOOLGATE_SECRET_KEY")
+        .env_remove("TOOLGATE_SECRET_KEY_FILE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A run of `agent` by alice's key, as the server answers it.
+async fn start_run(server: &serving::Server, agent: &str) -> serde_json::Value {
+    let (status, run) = server
+        .post(
+            "/v1/runs",
+            serde_json::json!({"agent": agent, "input": "Who am I?"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    run
+}
+
+/// Waits until run `id` leaves `requires_action`/`in_progress`.
+async fn settled(server: &serving::Server, id: &str) -> serde_json::Value {
+    for _ in 0..200 {
+        let (_, run) = server.get(&format!("/v1/runs/{id}")).await;
+        if run["status"] == "completed" || run["status"] == "failed" {
+            return run;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("run {id} did not finish");
+}
+
+/// The result of the one `calendar_me` call of run `id`.
+async fn me_result(server: &serving::Server, id: &str) -> serde_json::Value {
+    let (_, calls) = server.get(&format!("/v1/calls?run_id={id}")).await;
+    calls["calls"][0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_pauses_for_consent_continues_after_the_callback_and_a_restart_on_both_backends() {
+    let auth = start_auth_server();
+    for db in TestDb::both() {
+        let site = match &db {
+            TestDb::Sqlite { .. } => serving::Site::new(),
+            TestDb::Postgres { .. } => {
+                drop(db.open());
+                serving::Site::on_database(db.arg())
+            }
+        };
+        run_through_the_server(&auth, &site, db.name()).await;
+    }
+}
+
+async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &str) {
+    let keys = site.path().join("keys");
+    std::fs::write(
+        site.path().join("tools/calendar_me.yaml"),
+        calendar_tool(auth),
+    )
+    .unwrap();
+    for agent in ["first", "again", "refused"] {
+        site.agent(
+            agent,
+            "[calendar_me]",
+            "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
+        );
+    }
+    site_cli(
+        site,
+        &keys,
+        &[
+            "secrets",
+            "set",
+            "CALENDAR_CLIENT_SECRET",
+            "--from-env",
+            "CLIENT_SECRET_VALUE",
+        ],
+    );
+    let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
+    let keys_env = keys.to_str().unwrap();
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key.clone());
+    let callback = register_callback(auth, &server).await;
+
+    // Not connected: the run pauses on an authorization item with the consent URL.
+    let run = start_run(&server, "first").await;
+    assert_eq!(run["status"], "requires_action", "{name}: {run}");
+    let item = &run["required_action"]["items"][0];
+    assert_eq!(item["kind"], "authorization", "{name}: {run}");
+    assert_eq!(item["arguments"]["provider"], "calendar");
+    let url = item["arguments"]["consent_url"].as_str().unwrap();
+    // Alice consents; her browser comes back to the callback, with no key.
+    let location = consent_location(url, "allow").await;
+    assert!(location.starts_with(&callback), "{location}");
+    let page = reqwest::get(&location).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("Connected calendar for alice")
+    );
+    // The same link again: refused, nothing changes.
+    assert_eq!(reqwest::get(&location).await.unwrap().status(), 400);
+    let id = run["id"].as_str().unwrap();
+    let done = settled(&server, id).await;
+    assert_eq!(done["status"], "completed", "{name}: {done}");
+    let call = me_result(&server, id).await;
+    assert!(
+        call["result"]
+            .as_str()
+            .unwrap()
+            .contains("\"user\":\"alice\""),
+        "{name}: {call}"
+    );
+
+    // A restart: the tokens are in the store; the resource then refuses the access
+    // token, and the call refreshes it once and goes through.
+    drop(server);
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key.clone());
+    // The client's callback moved with the server's new port.
+    register_callback(auth, &server).await;
+    reqwest::Client::new()
+        .post(format!("{}/admin/revoke", auth.base))
+        .send()
+        .await
+        .unwrap();
+    let run = start_run(&server, "again").await;
+    assert_eq!(run["status"], "completed", "{name}: {run}");
+    let call = me_result(&server, run["id"].as_str().unwrap()).await;
+    assert!(
+        call["result"]
+            .as_str()
+            .unwrap()
+            .contains("\"user\":\"alice\""),
+        "{name}: {call}"
+    );
+    let (_, listed) = server
+        .get(&format!("/v1/calls?run_id={}", run["id"].as_str().unwrap()))
+        .await;
+    let (_, events) = server
+        .get(&format!(
+            "/v1/runs/{}/timeline",
+            run["id"].as_str().unwrap()
+        ))
+        .await;
+    let issued = issued_tokens(auth).await;
+    assert!(issued.len() >= 3, "{issued:?}");
+    for text in [listed.to_string(), events.to_string()] {
+        assert!(
+            !issued.iter().any(|t| text.contains(t.as_str())),
+            "{name}: a token in a record"
+        );
+    }
+
+    // Revoked: the next run asks again; alice refuses, and the model is told so.
+    site_store(site).remove_oauth_tokens(alice()).await.unwrap();
+    let run = start_run(&server, "refused").await;
+    let url = run["required_action"]["items"][0]["arguments"]["consent_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let location = consent_location(&url, "deny").await;
+    let page = reqwest::get(&location).await.unwrap();
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("the user refused to connect")
+    );
+    let id = run["id"].as_str().unwrap();
+    let done = settled(&server, id).await;
+    assert_eq!(done["status"], "completed", "{name}: {done}");
+    let call = me_result(&server, id).await;
+    assert_eq!(call["status"], "denied", "{name}: {call}");
+    assert!(
+        call["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("the user refused to connect"),
+        "{call}"
+    );
+}
+
+/// Registers `server`'s callback as the client's redirect URI; returns it.
+async fn register_callback(auth: &AuthServer, server: &serving::Server) -> String {
+    let callback = format!("{}/v1/oauth/callback", server.base);
+    reqwest::Client::new()
+        .post(format!("{}/admin/redirect_uri", auth.base))
+        .body(callback.clone())
+        .send()
+        .await
+        .unwrap();
+    callback
+}
+
+fn site_store(site: &serving::Site) -> toolgate::store::Store {
+    toolgate::store::Store::open(site.db()).unwrap()
+}
+
+/// Every token the authorization server issued (its own list): none may show in a record.
+async fn issued_tokens(auth: &AuthServer) -> Vec<String> {
+    let all: serde_json::Value = reqwest::get(format!("{}/admin/tokens", auth.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    all.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
+}
