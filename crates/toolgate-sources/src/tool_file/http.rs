@@ -679,6 +679,24 @@ impl Tool for HttpTool {
         let token = tokens.after_unauthorized(provider, &ctx.run).await;
         self.send_as(&args, ctx, provider, token).await
     }
+
+    fn checks_credentials(&self) -> bool {
+        matches!(
+            &self.spec.entry,
+            Entry::Http {
+                validate: Some(_),
+                ..
+            }
+        )
+    }
+
+    async fn validate(
+        &self,
+        ctx: &ToolContext,
+        credentials: Map<String, Value>,
+    ) -> Option<Result<toolgate_tool::Verdict, ToolError>> {
+        self.check(ctx, &credentials).await
+    }
 }
 
 impl HttpTool {
@@ -705,24 +723,6 @@ impl HttpTool {
             .push(("Authorization".into(), format!("Bearer {token}")));
         req.files = Some(FileSink::of(ctx));
         send_for(req, ctx).await
-    }
-
-    fn checks_credentials(&self) -> bool {
-        matches!(
-            &self.spec.entry,
-            Entry::Http {
-                validate: Some(_),
-                ..
-            }
-        )
-    }
-
-    async fn validate(
-        &self,
-        ctx: &ToolContext,
-        credentials: Map<String, Value>,
-    ) -> Option<Result<toolgate_tool::Verdict, ToolError>> {
-        self.check(ctx, &credentials).await
     }
 }
 
