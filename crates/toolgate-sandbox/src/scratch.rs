@@ -5,33 +5,44 @@
 //! them, not everything else in `/tmp`.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The start of a launch folder's name: `toolgate-sandbox-PID-START-UUID`.
 const PREFIX: &str = "toolgate-sandbox-";
 /// The folder holding the launch folders, in the system's temporary folder.
 const PARENT: &str = "toolgate-sandbox";
 
-/// Where launch folders go: `TMP/toolgate-sandbox` (made `0711`), when it is a real
-/// folder of this user's that no one else may write to; else (someone else took the
-/// name) the temporary folder itself, as before there was a folder of their own.
+/// Whether `dir` is a real folder of this user's that no one else may write to.
+fn ours(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| {
+        m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0
+    })
+}
+
+/// Where launch folders go: `TMP/toolgate-sandbox` (made `0711` when missing) when it
+/// is [`ours`]; else (someone else took the name) the temporary folder itself, as
+/// before there was a folder of their own.
 fn parent() -> PathBuf {
     let tmp = std::env::temp_dir();
     let dir = tmp.join(PARENT);
     let made = std::fs::DirBuilder::new().mode(0o711).create(&dir);
-    if made.is_err_and(|e| e.kind() != std::io::ErrorKind::AlreadyExists) {
+    if made.is_err_and(|e| e.kind() != std::io::ErrorKind::AlreadyExists) || !ours(&dir) {
         return tmp;
     }
-    let ours = std::fs::symlink_metadata(&dir).is_ok_and(|m| {
-        m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0
-    });
-    if ours { dir } else { tmp }
+    dir
 }
 
 /// Removes the launch folders of toolgate processes that are gone (killed before
-/// their launches could clean up).
+/// their launches could clean up). No folder of their own: nothing to do.
 pub fn sweep() {
-    let Ok(entries) = std::fs::read_dir(parent()) else {
+    let tmp = std::env::temp_dir();
+    let dir = tmp.join(PARENT);
+    let looked = match std::fs::symlink_metadata(&dir) {
+        Err(_) => return,
+        Ok(_) if ours(&dir) => dir,
+        Ok(_) => tmp,
+    };
+    let Ok(entries) = std::fs::read_dir(&looked) else {
         return;
     };
     for entry in entries.flatten() {
@@ -42,6 +53,10 @@ pub fn sweep() {
         if owner.matches('-').count() == 2 && !crate::grants::alive(owner) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
+    }
+    // Empty now: it goes (the next launch makes it again).
+    if looked.ends_with(PARENT) {
+        let _ = std::fs::remove_dir(&looked);
     }
 }
 
@@ -56,11 +71,17 @@ impl Scratch {
     pub fn new(owner: Option<(u32, u32)>) -> std::io::Result<Scratch> {
         let pid = std::process::id();
         let start = crate::grants::start_time(pid).unwrap_or(0);
-        let root = parent().join(format!(
-            "{PREFIX}{pid}-{start}-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::DirBuilder::new().mode(0o711).create(&root)?;
+        let name = format!("{PREFIX}{pid}-{start}-{}", uuid::Uuid::new_v4().simple());
+        // The parent may go between its making and ours (another launch's end took it
+        // empty): make both again.
+        let mut tries = 0;
+        let root = loop {
+            let root = parent().join(&name);
+            match std::fs::DirBuilder::new().mode(0o711).create(&root) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
+                made => break made.map(|()| root)?,
+            }
+        };
         let scratch = Scratch { root };
         let home = scratch.home();
         std::fs::DirBuilder::new().mode(0o700).create(&home)?;
@@ -99,6 +120,10 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         // Whatever the program left behind goes with it; a failure leaves a temp folder.
         let _ = std::fs::remove_dir_all(&self.root);
+        // The launches' own folder goes when it is empty (a launch still running keeps it).
+        if let Some(parent) = self.root.parent().filter(|p| p.ends_with(PARENT)) {
+            let _ = std::fs::remove_dir(parent);
+        }
     }
 }
 
@@ -122,5 +147,17 @@ mod tests {
         let root = scratch.root.clone();
         drop(scratch);
         assert!(!root.exists());
+        // The last launch's end takes the folder of launches with it (another test's
+        // launch may hold it a moment longer).
+        for _ in 0..50 {
+            if !own.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(
+            !own.exists(),
+            "the launches' folder stays after the last launch"
+        );
     }
 }
