@@ -4,7 +4,9 @@
 //!
 //! A folder is lent through a *lease*, kept in a folder only root can read
 //! ([`lease_root`]): a lock file, a journal of every path the grant touched with its
-//! ACLs and mode as they were (written before each change), and one holder file per
+//! ACLs and mode as they were (written before each change; the journals sit in a
+//! folder of their own, `journals/`, so that the sweep at every start reads only the
+//! leases in use, not every lease ever taken), and one holder file per
 //! launch using the lease (`PID-START-SEQ`, START the process's start time, so a
 //! reused process id is not taken for the holder). The first launch grants and
 //! journals; the last one to end restores every journaled path, then takes the
@@ -73,7 +75,7 @@ impl Lease {
         let base = lease_base(folder, uid)?;
         let _lock = lock(&base)?;
         let holders = live_holders(&base)?;
-        let journal = base.with_extension("journal");
+        let journal = journal_of(&base);
         if holders == 0 && journal.exists() {
             restore(&journal)?;
         }
@@ -92,7 +94,7 @@ impl Lease {
             _ => {}
         }
         if live_holders(&self.base)? == 0 {
-            restore(&self.base.with_extension("journal"))?;
+            restore(&journal_of(&self.base))?;
         }
         Ok(())
     }
@@ -113,15 +115,19 @@ impl Drop for Lease {
 /// Restores every lease no live process holds (toolgate was killed while a tool ran).
 pub fn sweep() -> io::Result<()> {
     let root = lease_root();
-    let entries = match fs::read_dir(&root) {
+    let journals = root.join(JOURNALS);
+    let entries = match fs::read_dir(&journals) {
         Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return adopt_journals(&root),
         Err(e) => return Err(e),
     };
     for entry in entries {
         let path = entry?.path();
         if path.extension().is_some_and(|x| x == "journal") {
-            let base = path.with_extension("");
+            let Some(stem) = path.file_stem() else {
+                continue;
+            };
+            let base = root.join(stem);
             let _lock = lock(&base)?;
             if path.exists() && live_holders(&base)? == 0 {
                 restore(&path)?;
@@ -131,6 +137,47 @@ pub fn sweep() -> io::Result<()> {
     Ok(())
 }
 
+/// The folder of journals, under the lease root.
+const JOURNALS: &str = "journals";
+
+/// Where the journal of the lease at `base` is kept.
+fn journal_of(base: &Path) -> PathBuf {
+    let mut name = base.file_name().unwrap_or_default().to_os_string();
+    name.push(".journal");
+    base.with_file_name(JOURNALS).join(name)
+}
+
+/// A lease root from before `journals/` (or none): its journals move there, each under
+/// its lease's lock, and the sweep of a later start finds them. Reads the whole root
+/// once.
+fn adopt_journals(root: &Path) -> io::Result<()> {
+    let entries = match fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    make_journals(root)?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "journal") {
+            let base = path.with_extension("");
+            let _lock = lock(&base)?;
+            if path.exists() {
+                fs::rename(&path, journal_of(&base))?;
+            }
+        }
+    }
+    sweep()
+}
+
+/// Makes `ROOT/journals` (root's alone) when missing.
+fn make_journals(root: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(root.join(JOURNALS))
+}
+
 /// `ROOT/HASH`, HASH naming the folder and user; the lease root made when missing.
 fn lease_base(folder: &Path, uid: u32) -> io::Result<PathBuf> {
     let root = lease_root();
@@ -138,6 +185,9 @@ fn lease_base(folder: &Path, uid: u32) -> io::Result<PathBuf> {
         .recursive(true)
         .mode(0o700)
         .create(&root)?;
+    if !root.join(JOURNALS).is_dir() {
+        adopt_journals(&root)?;
+    }
     let mut hash = Sha256::new();
     hash.update(uid.to_le_bytes());
     hash.update(folder.as_os_str().as_encoded_bytes());
@@ -417,6 +467,26 @@ mod tests {
         std::mem::forget(lease);
         assert!(acl_of(&f).is_some());
         sweep().unwrap();
+        assert_eq!(acl_of(&f), None);
+        assert_eq!(f.metadata().unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_journal_of_the_older_layout_is_adopted_and_restored() {
+        let Some(dir) = folder() else { return };
+        let f = dir.path().join("f");
+        let lease = Lease::take(dir.path(), 65534, &[]).unwrap();
+        let dead = holders_dir(&lease.base).join("999999999-1-0");
+        fs::rename(&lease.holder, &dead).unwrap();
+        // As a toolgate from before `journals/` left it: the journal beside the lock.
+        let old = lease.base.with_extension("journal");
+        fs::rename(journal_of(&lease.base), &old).unwrap();
+        let journals = lease.base.with_file_name(JOURNALS);
+        std::mem::forget(lease);
+        let root = journals.parent().unwrap().to_path_buf();
+        adopt_journals(&root).unwrap();
+        assert!(!old.exists());
+        assert!(journals.is_dir());
         assert_eq!(acl_of(&f), None);
         assert_eq!(f.metadata().unwrap().mode() & 0o777, 0o600);
     }
