@@ -7,46 +7,11 @@
 
 use crate::serving;
 
-use std::process::Command;
-
-use serde_json::{Value, json};
+use serde_json::json;
 use serving::identity::keys_create;
-use serving::{Server, Site, bin};
+use serving::{Server, Site, cli};
 
 const ADMIN: &str = "the-admin-key-of-this-test";
-
-async fn call(
-    server: &Server,
-    key: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let c = &server.client;
-    let url = server.url(path);
-    let mut r = match method {
-        "GET" => c.get(url),
-        "POST" => c.post(url),
-        "DELETE" => c.delete(url),
-        m => panic!("{m}"),
-    };
-    r = r.bearer_auth(key);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let resp = r.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-fn cli(site: &Site, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .arg("--db")
-        .arg(site.db())
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_admin_issues_lists_and_revokes_keys_over_http() {
@@ -54,18 +19,18 @@ async fn an_admin_issues_lists_and_revokes_keys_over_http() {
     let by_cli = keys_create(&site, "b", "b-app", "client", "");
     let server = Server::start(&site, Some(ADMIN), &[]);
 
-    let (s, made) = call(
-        &server,
-        ADMIN,
-        "POST",
-        "/v1/keys",
-        Some(json!({
-            "name": "ci-bot", "role": "client,approver", "tenant": "a", "groups": ["ops"],
-            "agents": ["plain"], "tools": ["calc*"], "expires": "30d",
-            "budgets": ["5usd/month:fail"]
-        })),
-    )
-    .await;
+    let (s, made) = server
+        .send_as(
+            ADMIN,
+            "POST",
+            "/v1/keys",
+            Some(json!({
+                "name": "ci-bot", "role": "client,approver", "tenant": "a", "groups": ["ops"],
+                "agents": ["plain"], "tools": ["calc*"], "expires": "30d",
+                "budgets": ["5usd/month:fail"]
+            })),
+        )
+        .await;
     assert_eq!(s, 201, "{made}");
     let key = made["key"].as_str().unwrap().to_string();
     assert!(key.starts_with("tg_") && key.len() > 40, "{made}");
@@ -77,7 +42,7 @@ async fn an_admin_issues_lists_and_revokes_keys_over_http() {
     assert!((lasts - 30 * day).abs() < 60_000, "{made}");
 
     // The key works at once, as what it was issued as.
-    let (s, me) = call(&server, &key, "GET", "/v1/whoami", None).await;
+    let (s, me) = server.send_as(&key, "GET", "/v1/whoami", None).await;
     assert_eq!(s, 200, "{me}");
     assert_eq!(
         (
@@ -96,11 +61,11 @@ async fn an_admin_issues_lists_and_revokes_keys_over_http() {
         )
     );
     // ...but it is no admin: the management routes are closed to it.
-    let (s, _) = call(&server, &key, "GET", "/v1/keys", None).await;
+    let (s, _) = server.send_as(&key, "GET", "/v1/keys", None).await;
     assert_eq!(s, 403);
 
     // Listed by the API (with the CLI's key) and by the CLI (with the API's): one store.
-    let (s, listed) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    let (s, listed) = server.send_as(ADMIN, "GET", "/v1/keys", None).await;
     assert_eq!(s, 200, "{listed}");
     let names: Vec<&str> = listed
         .as_array()
@@ -122,14 +87,14 @@ async fn an_admin_issues_lists_and_revokes_keys_over_http() {
     );
 
     // Bad input: the API's 400 says what the command line says.
-    let (s, bad) = call(
-        &server,
-        ADMIN,
-        "POST",
-        "/v1/keys",
-        Some(json!({"name": "x", "role": "owner"})),
-    )
-    .await;
+    let (s, bad) = server
+        .send_as(
+            ADMIN,
+            "POST",
+            "/v1/keys",
+            Some(json!({"name": "x", "role": "owner"})),
+        )
+        .await;
     assert_eq!(s, 400, "{bad}");
     assert_eq!(bad["error"]["type"], "bad_request", "{bad}");
     let out = cli(&site, &["keys", "create", "--name", "x", "--role", "owner"]);
@@ -144,37 +109,45 @@ async fn an_admin_issues_lists_and_revokes_keys_over_http() {
         json!({"name": "y", "role": "client", "budgets": ["lots"]}),
         json!({"name": "y", "role": "client", "colour": "red"}),
     ] {
-        let (s, bad) = call(&server, ADMIN, "POST", "/v1/keys", Some(body.clone())).await;
+        let (s, bad) = server
+            .send_as(ADMIN, "POST", "/v1/keys", Some(body.clone()))
+            .await;
         assert_eq!(s, 400, "{body}: {bad}");
     }
-    let (s, _) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    let (s, _) = server.send_as(ADMIN, "GET", "/v1/keys", None).await;
     assert_eq!(s, 200);
     // Nothing was stored by the refusals: still two keys.
-    let (_, listed) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    let (_, listed) = server.send_as(ADMIN, "GET", "/v1/keys", None).await;
     assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
-    let (s, taken) = call(
-        &server,
-        ADMIN,
-        "POST",
-        "/v1/keys",
-        Some(json!({"name": "b-app", "role": "client"})),
-    )
-    .await;
+    let (s, taken) = server
+        .send_as(
+            ADMIN,
+            "POST",
+            "/v1/keys",
+            Some(json!({"name": "b-app", "role": "client"})),
+        )
+        .await;
     assert_eq!(s, 409, "{taken}");
 
     // Revoked over HTTP: refused from now on, and a second revoke finds nothing.
-    let (s, _) = call(&server, ADMIN, "DELETE", "/v1/keys/ci-bot", None).await;
+    let (s, _) = server
+        .send_as(ADMIN, "DELETE", "/v1/keys/ci-bot", None)
+        .await;
     assert_eq!(s, 204);
-    let (s, _) = call(&server, &key, "GET", "/v1/whoami", None).await;
+    let (s, _) = server.send_as(&key, "GET", "/v1/whoami", None).await;
     assert_eq!(s, 401);
-    let (s, gone) = call(&server, ADMIN, "DELETE", "/v1/keys/ci-bot", None).await;
+    let (s, gone) = server
+        .send_as(ADMIN, "DELETE", "/v1/keys/ci-bot", None)
+        .await;
     assert_eq!(s, 404, "{gone}");
-    let (_, listed) = call(&server, ADMIN, "GET", "/v1/keys", None).await;
+    let (_, listed) = server.send_as(ADMIN, "GET", "/v1/keys", None).await;
     assert_eq!(listed[1]["state"], "revoked", "{listed}");
     // The CLI's key, revoked by the API, and the API's name, refused by the CLI.
-    let (s, _) = call(&server, ADMIN, "DELETE", "/v1/keys/b-app", None).await;
+    let (s, _) = server
+        .send_as(ADMIN, "DELETE", "/v1/keys/b-app", None)
+        .await;
     assert_eq!(s, 204);
-    let (s, _) = call(&server, &by_cli, "GET", "/v1/whoami", None).await;
+    let (s, _) = server.send_as(&by_cli, "GET", "/v1/whoami", None).await;
     assert_eq!(s, 401);
     let out = cli(&site, &["keys", "revoke", "ci-bot"]);
     assert!(!out.status.success());

@@ -7,47 +7,12 @@
 
 use crate::serving;
 
-use std::process::Command;
-
-use serde_json::{Value, json};
+use serde_json::json;
 use serving::identity::keys_create;
-use serving::{Server, Site, bin};
+use serving::{Server, Site, cli};
 
 const ADMIN: &str = "the-admin-key-of-this-test";
 const VALUE: &str = "ghp-a-value-nobody-may-read-back";
-
-async fn call(
-    server: &Server,
-    key: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let c = &server.client;
-    let url = server.url(path);
-    let mut r = match method {
-        "GET" => c.get(url),
-        "POST" => c.post(url),
-        "DELETE" => c.delete(url),
-        m => panic!("{m}"),
-    };
-    r = r.bearer_auth(key);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let resp = r.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-fn cli(site: &Site, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .arg("--db")
-        .arg(site.db())
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_admin_stores_lists_and_removes_secrets_over_http() {
@@ -56,20 +21,28 @@ async fn an_admin_stores_lists_and_removes_secrets_over_http() {
     let server = Server::start(&site, Some(ADMIN), &[]);
 
     let body = json!({"name": "github_token", "value": VALUE, "tenant": "a"});
-    let (s, _) = call(&server, &client, "POST", "/v1/secrets", Some(body.clone())).await;
+    let (s, _) = server
+        .send_as(&client, "POST", "/v1/secrets", Some(body.clone()))
+        .await;
     assert_eq!(s, 403, "a client may not store secrets");
-    let (s, made) = call(&server, ADMIN, "POST", "/v1/secrets", Some(body)).await;
+    let (s, made) = server
+        .send_as(ADMIN, "POST", "/v1/secrets", Some(body))
+        .await;
     assert_eq!(s, 204, "{made}");
 
     // Names only, in the tenant's scope; the shared scope has none.
-    let (s, listed) = call(&server, ADMIN, "GET", "/v1/secrets?tenant=a", None).await;
+    let (s, listed) = server
+        .send_as(ADMIN, "GET", "/v1/secrets?tenant=a", None)
+        .await;
     assert_eq!(s, 200, "{listed}");
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed[0]["name"], "github_token");
     assert!(!listed.to_string().contains(VALUE));
-    let (_, shared) = call(&server, ADMIN, "GET", "/v1/secrets", None).await;
+    let (_, shared) = server.send_as(ADMIN, "GET", "/v1/secrets", None).await;
     assert_eq!(shared, json!([]));
-    let (s, _) = call(&server, &client, "GET", "/v1/secrets?tenant=a", None).await;
+    let (s, _) = server
+        .send_as(&client, "GET", "/v1/secrets?tenant=a", None)
+        .await;
     assert_eq!(s, 403);
     // The command line sees the same store.
     let out = cli(&site, &["--tenant", "a", "secrets", "list", "--json"]);
@@ -89,58 +62,47 @@ async fn an_admin_stores_lists_and_removes_secrets_over_http() {
     }
 
     // Bad input: the API's 400 says what the command line says.
-    let (s, bad) = call(
-        &server,
-        ADMIN,
-        "POST",
-        "/v1/secrets",
-        Some(json!({"name": "a b", "value": "v"})),
-    )
-    .await;
+    let (s, bad) = server
+        .send_as(
+            ADMIN,
+            "POST",
+            "/v1/secrets",
+            Some(json!({"name": "a b", "value": "v"})),
+        )
+        .await;
     assert_eq!(s, 400, "{bad}");
-    let out = Command::new(bin())
-        .arg("--db")
-        .arg(site.db())
-        .args(["secrets", "set", "a b", "--from-env", "HOME"])
-        .output()
-        .unwrap();
+    let out = cli(&site, &["secrets", "set", "a b", "--from-env", "HOME"]);
     assert!(!out.status.success());
     let message = bad["error"]["message"].as_str().unwrap();
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(message),
         "{message}"
     );
-    let (s, _) = call(
-        &server,
-        ADMIN,
-        "POST",
-        "/v1/secrets",
-        Some(json!({"name": "x", "value": ""})),
-    )
-    .await;
+    let (s, _) = server
+        .send_as(
+            ADMIN,
+            "POST",
+            "/v1/secrets",
+            Some(json!({"name": "x", "value": ""})),
+        )
+        .await;
     assert_eq!(s, 400);
 
     // Removed in its scope only: the shared scope has no such secret.
-    let (s, _) = call(&server, ADMIN, "DELETE", "/v1/secrets/github_token", None).await;
+    let (s, _) = server
+        .send_as(ADMIN, "DELETE", "/v1/secrets/github_token", None)
+        .await;
     assert_eq!(s, 404);
-    let (s, _) = call(
-        &server,
-        &client,
-        "DELETE",
-        "/v1/secrets/github_token?tenant=a",
-        None,
-    )
-    .await;
+    let (s, _) = server
+        .send_as(&client, "DELETE", "/v1/secrets/github_token?tenant=a", None)
+        .await;
     assert_eq!(s, 403);
-    let (s, _) = call(
-        &server,
-        ADMIN,
-        "DELETE",
-        "/v1/secrets/github_token?tenant=a",
-        None,
-    )
-    .await;
+    let (s, _) = server
+        .send_as(ADMIN, "DELETE", "/v1/secrets/github_token?tenant=a", None)
+        .await;
     assert_eq!(s, 204);
-    let (_, listed) = call(&server, ADMIN, "GET", "/v1/secrets?tenant=a", None).await;
+    let (_, listed) = server
+        .send_as(ADMIN, "GET", "/v1/secrets?tenant=a", None)
+        .await;
     assert_eq!(listed, json!([]));
 }

@@ -298,7 +298,37 @@ pub fn serve_command(site: &Site, mut cmd: Command, extra: &[&str]) -> Command {
     cmd
 }
 
+/// `toolgate --db SITE_DB ARGS...` on `site`'s database.
+pub fn cli(site: &Site, args: &[&str]) -> std::process::Output {
+    toolgate_in(site.path(), &site.db(), args)
+}
+
 impl Server {
+    /// METHOD (GET, POST or DELETE) with `key` as the bearer token and an optional JSON
+    /// body, returning the status and the JSON body (null when there is none).
+    pub async fn send_as(
+        &self,
+        key: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let url = self.url(path);
+        let mut r = match method {
+            "GET" => self.client.get(url),
+            "POST" => self.client.post(url),
+            "DELETE" => self.client.delete(url),
+            m => panic!("send_as: no method {m}"),
+        };
+        r = r.bearer_auth(key);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
