@@ -25,11 +25,15 @@ fn ours(dir: &Path) -> bool {
 fn parent() -> PathBuf {
     let tmp = std::env::temp_dir();
     let dir = tmp.join(PARENT);
-    let made = std::fs::DirBuilder::new().mode(0o711).create(&dir);
-    if made.is_err_and(|e| e.kind() != std::io::ErrorKind::AlreadyExists) || !ours(&dir) {
-        return tmp;
+    match std::fs::DirBuilder::new().mode(0o711).create(&dir) {
+        // Whatever the umask: the tool user must reach its own launch folder inside.
+        Ok(()) => {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return tmp,
     }
-    dir
+    if ours(&dir) { dir } else { tmp }
 }
 
 /// Removes the launch folders of toolgate processes that are gone (killed before
@@ -82,6 +86,7 @@ impl Scratch {
                 made => break made.map(|()| root)?,
             }
         };
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o711))?;
         let scratch = Scratch { root };
         let home = scratch.home();
         std::fs::DirBuilder::new().mode(0o700).create(&home)?;
