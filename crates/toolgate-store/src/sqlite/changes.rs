@@ -34,7 +34,7 @@ pub(crate) fn start(
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .and_then(|c| c.busy_timeout(busy).map(|()| c))
-    .and_then(|c| super::keep_wal_on_close(&c).map(|()| c))
+    .and_then(|c| super::configure(&c).map(|()| c))
     .and_then(|c| c.pragma_update(None, "query_only", "ON").map(|()| c))
     .map_err(std::io::Error::other)?;
     let mut last = newest(&conn).map_err(std::io::Error::other)?;

@@ -72,7 +72,7 @@ fn run(writer: &Weak<Writer>, path: &Path, busy: Duration, rx: &Receiver<()>) {
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .and_then(|c| c.busy_timeout(busy).map(|()| c))
-            .and_then(|c| super::keep_wal_on_close(&c).map(|()| c))
+            .and_then(|c| super::configure(&c).map(|()| c))
             .map_err(|e| tracing::warn!(error = %e, "no upkeep connection"))
             .ok();
         }
