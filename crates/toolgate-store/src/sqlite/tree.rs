@@ -25,10 +25,15 @@ const BELOW: &str = "WITH RECURSIVE below(id, path) AS (
 
 /// The items waiting in paused runs below `run_id`, each with the run holding it and
 /// the path to that run from `run_id` (included).
+///
+/// The joins are in the order written (`CROSS JOIN`): from the runs below (most runs
+/// have none) to their items. Left to itself, the planner walked every waiting item
+/// of the database (the `pending_waiting` index) and matched each against the runs
+/// below: a cost that grew with the paused runs of everyone, at every read of a run.
 pub(super) fn waiting_below(conn: &Connection, run_id: &str) -> Result<Vec<PendingRow>, RunsError> {
     let sql = format!(
         "{BELOW} SELECT p.call_id, p.kind, p.tool, p.arguments, p.decision, p.state, p.reason, p.expires_at, p.on_timeout, p.policy, below.id, below.path
-         FROM below JOIN runs r ON r.id = below.id JOIN pending p ON p.run_id = below.id
+         FROM below CROSS JOIN runs r ON r.id = below.id CROSS JOIN pending p ON p.run_id = below.id
          WHERE r.status = 'requires_action' AND p.state = 'waiting'
          ORDER BY r.depth, r.created_at, p.rowid"
     );
