@@ -59,6 +59,9 @@ impl PgStore {
         client: &impl GenericClient,
         run_id: &str,
     ) -> Result<Vec<PendingRow>, StoreError> {
+        if !super::run_rows::has_runs_below(client, self, run_id).await? {
+            return Ok(Vec::new());
+        }
         let columns = PENDING_COLUMNS
             .split(", ")
             .map(|c| format!("p.{c}"))
