@@ -575,6 +575,32 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             body: None,
             expect: |_| 400,
         },
+        // Everyone's own OAuth connections; another user's only for an admin.
+        Row {
+            method: "GET",
+            path: "/v1/oauth/connections".into(),
+            doc: "/v1/oauth/connections",
+            body: None,
+            expect: list,
+        },
+        Row {
+            method: "GET",
+            path: "/v1/oauth/connections?user=someone-else".into(),
+            doc: "/v1/oauth/connections",
+            body: None,
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 200,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "DELETE",
+            path: "/v1/oauth/connections/provider-none".into(),
+            doc: "/v1/oauth/connections/{provider}",
+            body: None,
+            expect: |w| if unauth(w) { 401 } else { 404 },
+        },
         Row {
             method: "GET",
             path: "/v1/spend?by=agent".into(),

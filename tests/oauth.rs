@@ -381,6 +381,7 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
         ],
     );
     let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
+    let bob = serving::identity::keys_create(site, "acme", "bob", "client", "");
     let keys_env = keys.to_str().unwrap();
     let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
     server.key = Some(key.clone());
@@ -458,8 +459,9 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
         );
     }
 
+    connections_listed_and_revoked(site, &server, &bob, &issued, name).await;
+
     // Revoked: the next run asks again; alice refuses, and the model is told so.
-    site_store(site).remove_oauth_tokens(alice()).await.unwrap();
     let run = start_run(&server, "refused").await;
     let url = run["required_action"]["items"][0]["arguments"]["consent_url"]
         .as_str()
@@ -487,6 +489,71 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
     );
 }
 
+/// Alice's connection as she, bob (her tenant) and the CLI see it; then she revokes it
+/// over HTTP, and it is gone for the API and the CLI. No token shows anywhere.
+async fn connections_listed_and_revoked(
+    site: &serving::Site,
+    server: &serving::Server,
+    bob: &str,
+    issued: &[String],
+    name: &str,
+) {
+    let (status, mine) = server.get("/v1/oauth/connections").await;
+    assert_eq!(status, 200, "{name}: {mine}");
+    let mine = mine.as_array().unwrap().clone();
+    assert_eq!(mine.len(), 1, "{name}: {mine:?}");
+    assert_eq!(mine[0]["user"], "alice");
+    assert_eq!(mine[0]["provider"], "calendar");
+    assert_eq!(mine[0]["scope"], "calendar.read", "{name}: {mine:?}");
+    let (_, theirs) = server
+        .send_as(bob, "GET", "/v1/oauth/connections", None)
+        .await;
+    assert_eq!(theirs, serde_json::json!([]), "{name}");
+    let (status, _) = server
+        .send_as(bob, "GET", "/v1/oauth/connections?user=alice", None)
+        .await;
+    assert_eq!(status, 403, "{name}: bob may not list alice's");
+    let (status, _) = server
+        .send_as(bob, "DELETE", "/v1/oauth/connections/calendar", None)
+        .await;
+    assert_eq!(status, 404, "{name}: bob has none to revoke");
+    let listed = serving::cli(site, &["--tenant", "acme", "oauth", "list", "--json"]);
+    assert!(listed.status.success(), "{name}: {listed:?}");
+    let text = String::from_utf8_lossy(&listed.stdout).to_string();
+    let cli: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(cli.as_array().unwrap().len(), 1, "{name}: {text}");
+    assert_eq!(cli[0]["user"], "alice");
+    for text in [text, serde_json::Value::Array(mine).to_string()] {
+        assert!(
+            !issued.iter().any(|t| text.contains(t.as_str())),
+            "{name}: a token in a listing"
+        );
+    }
+
+    let (status, _) = server
+        .send_as(
+            server.key.as_deref().unwrap(),
+            "DELETE",
+            "/v1/oauth/connections/calendar",
+            None,
+        )
+        .await;
+    assert_eq!(status, 204, "{name}");
+    let (_, mine) = server.get("/v1/oauth/connections").await;
+    assert_eq!(mine, serde_json::json!([]), "{name}");
+    let again = serving::cli(
+        site,
+        &[
+            "--tenant", "acme", "oauth", "revoke", "calendar", "--user", "alice",
+        ],
+    );
+    assert!(!again.status.success(), "{name}: revoked twice");
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("alice has no connection to calendar"),
+        "{name}: {again:?}"
+    );
+}
+
 /// Registers `server`'s callback as the client's redirect URI; returns it.
 async fn register_callback(auth: &AuthServer, server: &serving::Server) -> String {
     let callback = format!("{}/v1/oauth/callback", server.base);
@@ -497,10 +564,6 @@ async fn register_callback(auth: &AuthServer, server: &serving::Server) -> Strin
         .await
         .unwrap();
     callback
-}
-
-fn site_store(site: &serving::Site) -> toolgate::store::Store {
-    toolgate::store::Store::open(site.db()).unwrap()
 }
 
 /// Every token the authorization server issued (its own list): none may show in a record.

@@ -15,6 +15,7 @@ mod limits;
 mod logging;
 mod man;
 mod mcp;
+mod oauth;
 pub mod out;
 mod parse;
 mod prompt;
@@ -178,6 +179,9 @@ enum Command {
     /// Store, list and remove the named credentials tool files ask for (sealed at rest).
     #[command(after_help = "Book: docs/src/howto/secrets.md")]
     Secrets(secrets::SecretsArgs),
+    /// List and revoke the providers users have connected (per-user OAuth tokens).
+    #[command(name = "oauth", after_help = "Book: docs/src/howto/oauth.md")]
+    OAuth(oauth::OAuthArgs),
     /// Knowledge bases: create, add documents, list, show, search, remove.
     #[command(after_help = "Book: docs/src/howto/knowledge.md")]
     Kb(kb::KbArgs),
@@ -268,6 +272,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Cancel(args) => runs::cancel(args, &cli.db),
         Command::Serve(args) => serve::run(*args, &cli.db),
         Command::Secrets(args) => secrets::run(args, &cli.db),
+        Command::OAuth(args) => oauth::run(args, &cli.db),
         Command::Kb(args) => kb::run(args, &cli.db),
         Command::Keys(args) => keys::run(args, &cli.db),
         Command::Mcp(args) => mcp::run(args, &cli.db),

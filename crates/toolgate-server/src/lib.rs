@@ -30,6 +30,7 @@ mod mcp_tasks_http;
 mod metrics;
 pub mod notify;
 mod oauth;
+mod oauth_http;
 mod openapi;
 pub mod openapi_valid;
 pub mod rate;

@@ -75,6 +75,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         ))
         .routes(routes!(secrets_http::remove_secret))
         .routes(routes!(super::oauth::callback))
+        .routes(routes!(super::oauth_http::list_connections))
+        .routes(routes!(super::oauth_http::revoke_connection))
         .merge(responses::routes());
     cross_field_rules(router.get_openapi_mut());
     let events = run_events(router.get_openapi_mut());

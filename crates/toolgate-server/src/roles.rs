@@ -41,6 +41,10 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     if path.starts_with("/mcp/") {
         return CLIENT;
     }
+    // Everyone's own OAuth connections (the handler keeps others' to admins).
+    if managed("/v1/oauth/connections") {
+        return ANY;
+    }
     if *method == Method::GET || *method == Method::HEAD {
         return ANY;
     }

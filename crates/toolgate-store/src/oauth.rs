@@ -13,7 +13,7 @@ pub struct OAuthOwner {
 }
 
 /// A stored grant, as listed (never its tokens).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OAuthGrant {
     pub user: String,
     pub provider: String,

@@ -1,0 +1,95 @@
+//! `toolgate oauth`: the providers users have connected (per-user OAuth tokens, sealed
+//! in the database), listed by user and provider, and revoked. Never prints a token.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use toolgate::identity::DEFAULT_TENANT;
+use toolgate::store::oauth::OAuthOwner;
+
+use super::out::{self, print, print_json, say};
+use super::run::runtime;
+use super::{Failure, open_existing_store, table};
+
+#[derive(Args, Debug)]
+pub struct OAuthArgs {
+    #[command(subcommand)]
+    command: OAuthCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum OAuthCommand {
+    /// List the connections of the tenant (`--tenant`, or `default`): user, provider,
+    /// scope, when the access token expires.
+    #[command(after_help = "Book: docs/src/howto/oauth.md")]
+    List {
+        /// Only this user's.
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a user's connection to a provider: its tokens are deleted, and the next
+    /// call that needs them pauses for consent again.
+    #[command(after_help = "Book: docs/src/howto/oauth.md")]
+    Revoke {
+        /// The provider's name (`oauth: {name: ...}` in the tool file).
+        provider: String,
+        /// Whose connection.
+        #[arg(long)]
+        user: String,
+    },
+}
+
+pub fn run(args: OAuthArgs, db: &Path) -> Result<ExitCode, Failure> {
+    let tenant = super::tenant().unwrap_or(DEFAULT_TENANT).to_string();
+    let store = open_existing_store(db)?;
+    match args.command {
+        OAuthCommand::List { user, json } => {
+            let grants = runtime()?
+                .block_on(store.oauth_grants(&tenant, user.as_deref()))
+                .map_err(|e| Failure::other(e.to_string()))?;
+            if json {
+                print_json(&mut out::stdout(), &grants, false)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let rows: Vec<Vec<String>> = grants
+                .iter()
+                .map(|g| {
+                    vec![
+                        g.user.clone(),
+                        g.provider.clone(),
+                        g.scope.clone().unwrap_or_default(),
+                        g.expires_at
+                            .map(super::calls::show_time)
+                            .unwrap_or_default(),
+                        super::calls::show_time(g.updated_at),
+                    ]
+                })
+                .collect();
+            print(&table::render(
+                &["USER", "PROVIDER", "SCOPE", "EXPIRES", "UPDATED"],
+                &rows,
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        OAuthCommand::Revoke { provider, user } => {
+            let owner = OAuthOwner {
+                tenant,
+                user: user.clone(),
+                provider: provider.clone(),
+            };
+            let removed = runtime()?
+                .block_on(store.remove_oauth_tokens(owner))
+                .map_err(|e| Failure::other(e.to_string()))?;
+            if !removed {
+                return Err(Failure::bad_input(format!(
+                    "{user} has no connection to {provider}"
+                )));
+            }
+            say!("toolgate: {user}'s connection to {provider} revoked");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
