@@ -10,7 +10,7 @@ use toolgate::store::oauth::OAuthOwner;
 
 use super::out::{self, print, print_json, say};
 use super::run::runtime;
-use super::{Failure, open_existing_store, table};
+use super::{Failure, open_existing_store, open_store, table};
 
 #[derive(Args, Debug)]
 pub struct OAuthArgs {
@@ -44,9 +44,10 @@ enum OAuthCommand {
 
 pub fn run(args: OAuthArgs, db: &Path) -> Result<ExitCode, Failure> {
     let tenant = super::tenant().unwrap_or(DEFAULT_TENANT).to_string();
-    let store = open_existing_store(db)?;
     match args.command {
         OAuthCommand::List { user, json } => {
+            // As `toolgate runs`: a database not made yet lists nothing.
+            let store = open_store(db)?;
             let grants = runtime()?
                 .block_on(store.oauth_grants(&tenant, user.as_deref()))
                 .map_err(|e| Failure::other(e.to_string()))?;
@@ -75,6 +76,7 @@ pub fn run(args: OAuthArgs, db: &Path) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         OAuthCommand::Revoke { provider, user } => {
+            let store = open_existing_store(db)?;
             let owner = OAuthOwner {
                 tenant,
                 user: user.clone(),
