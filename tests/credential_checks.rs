@@ -282,6 +282,35 @@ async fn an_admin_checks_a_provider_over_http_and_the_catalogue_shows_it() {
         .post("/v1/tools/nothing_here/validate", json!({}))
         .await;
     assert_eq!(status, 404);
+
+    // The stored secret checked by name: every tool that uses it, as
+    // `secrets set --validate` does.
+    let (status, body) = server
+        .post("/v1/secrets/vault.api_key/validate", json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let checks = body.as_array().unwrap();
+    assert_eq!(checks.len(), 1, "{body}");
+    assert_eq!(checks[0]["provider"], "vault", "{body}");
+    assert_eq!(checks[0]["status"], "invalid", "{body}");
+    assert_eq!(checks[0]["reason"], "the vault refused key [secret]");
+    assert!(!body.to_string().contains(BAD));
+    let (status, body) = server
+        .post("/v1/secrets/never_stored/validate", json!({}))
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, _) = server
+        .post(
+            "/v1/secrets",
+            json!({"name": "unused_secret", "value": "v"}),
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, body) = server
+        .post("/v1/secrets/unused_secret/validate", json!({}))
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["type"], "no_check", "{body}");
 }
 
 #[test]

@@ -726,6 +726,17 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             },
         },
         Row {
+            method: "POST",
+            path: "/v1/secrets/secret-none/validate".into(),
+            doc: "/v1/secrets/{name}/validate",
+            body: Some(json!({})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
+        Row {
             method: "DELETE",
             path: "/v1/secrets/secret-none".into(),
             doc: "/v1/secrets/{name}",

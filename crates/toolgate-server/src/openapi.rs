@@ -74,6 +74,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
             secrets_http::set_secret
         ))
         .routes(routes!(secrets_http::remove_secret))
+        .routes(routes!(super::tool_checks::validate_secret))
         .routes(routes!(super::oauth::callback))
         .routes(routes!(super::oauth_http::list_connections))
         .routes(routes!(super::oauth_http::revoke_connection))

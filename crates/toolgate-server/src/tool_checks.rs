@@ -1,5 +1,6 @@
-//! `POST /v1/tools/{name}/validate` (admins): a tool's or a Dify provider's credential
-//! check run with the stored secrets, answered valid / invalid with the upstream's
+//! `POST /v1/tools/{name}/validate` and `POST /v1/secrets/{name}/validate` (admins): a
+//! tool's, a Dify provider's or a stored secret's users' credential check run with the
+//! stored secrets, answered valid / invalid with the upstream's
 //! reason (never a credential) and kept as the tools' last validation, which
 //! `GET /v1/tools` shows.
 
@@ -14,8 +15,9 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::error::{ApiError, ErrorBody, PathId};
 use toolgate_protocol::identity::{DEFAULT_TENANT, Identity};
-use toolgate_runtime::run::validate::groups;
+use toolgate_runtime::run::validate::{Checked, groups};
 use toolgate_store::{SecretScope, ToolValidation};
+use toolgate_tool::{Credential, ToolLibrary};
 
 /// A credential check's answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -71,16 +73,7 @@ pub async fn validate(
     super::scope::Caller(who): super::scope::Caller,
     PathId(name): PathId,
 ) -> Result<Json<CheckResult>, ApiError> {
-    let runner = state.runner.clone();
-    let dir = state.tools_dir.clone();
-    let library = tokio::task::spawn_blocking(move || {
-        runner
-            .loaded
-            .library(dir.as_deref(), |d| (runner.load_library)(d))
-    })
-    .await
-    .map_err(|e| ApiError::internal(e.to_string()))?
-    .map_err(|e| ApiError::internal(format!("the tools folder cannot be loaded: {e}")))?;
+    let library = library(&state).await?;
     let mut chosen = groups(&library, Some(&name)).map_err(ApiError::not_found)?;
     chosen.retain(|g| g.tools.iter().all(|t| who.allow.tool(&t.spec.name)));
     if chosen.is_empty() {
@@ -100,24 +93,101 @@ pub async fn validate(
             ),
         ));
     }
-    let workspace = match state.workspace.clone() {
-        Some(w) => w,
-        None => std::env::current_dir().map_err(|e| ApiError::internal(e.to_string()))?,
-    };
     let mut done = state
         .runner
-        .validate(chosen, secret_tenant(&who), workspace)
+        .validate(chosen, secret_tenant(&who), workspace(&state)?)
         .await?;
     let first = done
         .drain(..)
         .next()
         .ok_or_else(|| ApiError::internal("the check gave no answer"))?;
-    Ok(Json(CheckResult {
-        tools: first.tools,
-        provider: first.provider,
-        status: first.status.to_string(),
-        reason: first.reason,
-    }))
+    Ok(Json(CheckResult::from(first)))
+}
+
+impl From<Checked> for CheckResult {
+    fn from(c: Checked) -> Self {
+        CheckResult {
+            tools: c.tools,
+            provider: c.provider,
+            status: c.status.to_string(),
+            reason: c.reason,
+        }
+    }
+}
+
+/// The tool library of this server, loaded (or as last loaded) off the async threads.
+async fn library(state: &AppState) -> Result<Arc<ToolLibrary>, ApiError> {
+    let runner = state.runner.clone();
+    let dir = state.tools_dir.clone();
+    tokio::task::spawn_blocking(move || {
+        runner
+            .loaded
+            .library(dir.as_deref(), |d| (runner.load_library)(d))
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?
+    .map_err(|e| ApiError::internal(format!("the tools folder cannot be loaded: {e}")))
+}
+
+/// Where checks run: the server's workspace, else its current folder.
+fn workspace(state: &AppState) -> Result<std::path::PathBuf, ApiError> {
+    match state.workspace.clone() {
+        Some(w) => Ok(w),
+        None => std::env::current_dir().map_err(|e| ApiError::internal(e.to_string())),
+    }
+}
+
+/// Whose secret a check of a stored secret reads.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SecretTenant {
+    /// A tenant; the shared secrets when absent.
+    pub tenant: Option<String>,
+}
+
+/// Checks a stored secret: the credential check of every tool that uses it, each
+/// answered valid / invalid / error (admins). As `toolgate secrets set NAME
+/// --validate`, without storing anything.
+#[utoipa::path(post, path = "/v1/secrets/{name}/validate", tag = "management",
+    params(("name" = String, Path, description = "A stored secret's name"), SecretTenant),
+    responses((status = 200, body = Vec<CheckResult>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "No stored secret of that name", body = ErrorBody),
+        (status = 422, description = "No tool with a credential check uses it", body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn validate_secret(
+    State(state): State<Arc<AppState>>,
+    PathId(name): PathId,
+    super::ApiQuery(q): super::ApiQuery<SecretTenant>,
+) -> Result<Json<Vec<CheckResult>>, ApiError> {
+    let tenant = q.tenant.as_deref();
+    let stored = state.runner.store.secrets(SecretScope::of(tenant)).await?;
+    if !stored.iter().any(|s| s.name == name) {
+        return Err(ApiError::not_found(format!(
+            "there is no stored secret named '{name}'"
+        )));
+    }
+    let library = library(&state).await?;
+    let wanted = Credential::Secret(name.clone());
+    let chosen: Vec<_> = groups(&library, None)
+        .map_err(ApiError::bad_request)?
+        .into_iter()
+        .filter(|g| {
+            g.tools.iter().any(|t| {
+                t.checks_credentials() && t.spec.credentials.values().any(|c| *c == wanted)
+            })
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no_check",
+            format!("no tool with a credential check uses the secret '{name}'"),
+        ));
+    }
+    let done = state
+        .runner
+        .validate(chosen, tenant, workspace(&state)?)
+        .await?;
+    Ok(Json(done.into_iter().map(CheckResult::from).collect()))
 }
 
 /// Every tool's last check for `who`, by tool name.
