@@ -1,5 +1,5 @@
-//! Trees of runs on PostgreSQL: the items waiting anywhere below a paused run (with the
-//! path of run ids to each), and a tree's execution summary (calls, outcomes, tokens and
+//! Trees of runs on PostgreSQL: a paused run's items with those waiting below it (read
+//! by `run_rows`), and a tree's execution summary (calls, outcomes, tokens and
 //! time per run and per tool, with totals that include the children), read from each
 //! run's running totals plus its records not folded into them yet, in one round trip.
 
@@ -7,20 +7,11 @@ use std::collections::HashMap;
 
 use deadpool_postgres::GenericClient;
 
-use super::rows::{
-    PENDING_COLUMNS, PENDING_COUNT, PENDING_ORDER, RUN_COLUMNS, get, pending_from_row, run_from_row,
-};
+use super::rows::{RUN_COLUMNS, get, run_from_row};
 use super::{PgStore, StoreError};
 use crate::summary::{RunCalls, join_tree, run_node};
 use crate::{PendingRow, RunRow};
-use toolgate_protocol::{RunStatus, RunTree};
-
-/// The runs below `$1`, each with the path of run ids from `$1`'s child down to it.
-const BELOW: &str = "WITH RECURSIVE below(id, path) AS (
-    SELECT id, id FROM runs WHERE parent_run_id = $1
-    UNION ALL
-    SELECT r.id, below.path || ' ' || r.id FROM runs r JOIN below ON r.parent_run_id = below.id
-)";
+use toolgate_protocol::RunTree;
 
 /// The run `$1` and every run below it.
 const TREE: &str = "WITH RECURSIVE tree(id) AS (
@@ -31,61 +22,13 @@ const TREE: &str = "WITH RECURSIVE tree(id) AS (
 
 impl PgStore {
     /// A run's own pending items (in the order they were added), then (while it is
-    /// paused) those waiting below it.
+    /// paused) those waiting below it: [`super::run_rows::pending_with_below`].
     pub(super) async fn pending_with_below(
         &self,
         client: &impl GenericClient,
         run: &RunRow,
     ) -> Result<Vec<PendingRow>, StoreError> {
-        let sql = format!(
-            "SELECT {PENDING_COLUMNS} FROM pending WHERE run_id = $1 ORDER BY {PENDING_ORDER}"
-        );
-        let mut pending = self
-            .rows(client, &sql, &[&run.id])
-            .await?
-            .iter()
-            .map(pending_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        if run.status == RunStatus::RequiresAction {
-            pending.extend(self.waiting_below(client, &run.id).await?);
-        }
-        Ok(pending)
-    }
-
-    /// The items waiting in paused runs below `run_id`, each with the run holding it
-    /// and the path to that run from `run_id` (included).
-    async fn waiting_below(
-        &self,
-        client: &impl GenericClient,
-        run_id: &str,
-    ) -> Result<Vec<PendingRow>, StoreError> {
-        if !super::run_rows::has_runs_below(client, self, run_id).await? {
-            return Ok(Vec::new());
-        }
-        let columns = PENDING_COLUMNS
-            .split(", ")
-            .map(|c| format!("p.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "{BELOW} SELECT {columns}, below.id, below.path
-             FROM below JOIN runs r ON r.id = below.id JOIN pending p ON p.run_id = below.id
-             WHERE r.status = 'requires_action' AND p.state = 'waiting'
-             ORDER BY r.depth, r.created_at, p.{PENDING_ORDER}"
-        );
-        let rows = self.rows(client, &sql, &[&run_id]).await?;
-        rows.iter()
-            .map(|row| {
-                let mut p = pending_from_row(row)?;
-                let holder: String = get(row, PENDING_COUNT)?;
-                let path: String = get(row, PENDING_COUNT + 1)?;
-                p.item.run_id = Some(holder);
-                p.item.path = std::iter::once(run_id.to_string())
-                    .chain(path.split(' ').map(str::to_string))
-                    .collect();
-                Ok(p)
-            })
-            .collect()
+        super::run_rows::pending_with_below(client, self, run).await
     }
 
     /// The execution summary of `run_id` (an id or a unique prefix) and every run below.
