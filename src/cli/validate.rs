@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use toolgate::run::Runner;
-use toolgate::run::validate::{CheckGroup, Checked, groups};
+use toolgate::run::validate::{CheckGroup, Checked, groups, groups_using};
 use toolgate::store::{SecretScope, Store, ToolValidation};
-use toolgate::tool::{Credential, ToolLibrary};
+use toolgate::tool::ToolLibrary;
 
 use super::out::{self, print, print_json, say};
 use super::run::runtime;
@@ -38,16 +38,7 @@ pub fn validate(
 
 /// After `secrets set NAME`: the checks of every tool whose credentials name it.
 pub fn after_secret(lib: &ToolLibrary, name: &str, db: &Path) -> Result<ExitCode, Failure> {
-    let wanted = Credential::Secret(name.to_string());
-    let chosen: Vec<CheckGroup> = groups(lib, None)
-        .map_err(Failure::bad_input)?
-        .into_iter()
-        .filter(|g| {
-            g.tools
-                .iter()
-                .any(|t| t.spec.credentials.values().any(|c| *c == wanted))
-        })
-        .collect();
+    let chosen = groups_using(lib, name).map_err(Failure::bad_input)?;
     if chosen.is_empty() {
         say!(
             "toolgate: no tool with a credential check uses the secret {name}: nothing to validate"

@@ -15,9 +15,9 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::error::{ApiError, ErrorBody, PathId};
 use toolgate_protocol::identity::{DEFAULT_TENANT, Identity};
-use toolgate_runtime::run::validate::{Checked, groups};
+use toolgate_runtime::run::validate::{Checked, groups, groups_using};
 use toolgate_store::{SecretScope, ToolValidation};
-use toolgate_tool::{Credential, ToolLibrary};
+use toolgate_tool::ToolLibrary;
 
 /// A credential check's answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -166,16 +166,7 @@ pub async fn validate_secret(
         )));
     }
     let library = library(&state).await?;
-    let wanted = Credential::Secret(name.clone());
-    let chosen: Vec<_> = groups(&library, None)
-        .map_err(ApiError::bad_request)?
-        .into_iter()
-        .filter(|g| {
-            g.tools.iter().any(|t| {
-                t.checks_credentials() && t.spec.credentials.values().any(|c| *c == wanted)
-            })
-        })
-        .collect();
+    let chosen = groups_using(&library, &name).map_err(ApiError::bad_request)?;
     if chosen.is_empty() {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use toolgate_store::{SecretScope, StoreError, ToolValidation};
 use toolgate_tool::validate::CheckError;
-use toolgate_tool::{Entry, LoadedTool, ToolContext, ToolLibrary, Verdict};
+use toolgate_tool::{Credential, Entry, LoadedTool, ToolContext, ToolLibrary, Verdict};
 
 use super::Runner;
 
@@ -78,6 +78,21 @@ pub fn groups(lib: &ToolLibrary, target: Option<&str>) -> Result<Vec<CheckGroup>
         )),
         _ => Ok(out),
     }
+}
+
+/// The checks of every tool that uses stored secret `secret` (as `secrets set
+/// --validate` and `POST /v1/secrets/{name}/validate` run them); none when no tool with a
+/// check uses it.
+pub fn groups_using(lib: &ToolLibrary, secret: &str) -> Result<Vec<CheckGroup>, String> {
+    let wanted = Credential::Secret(secret.to_string());
+    Ok(groups(lib, None)?
+        .into_iter()
+        .filter(|g| {
+            g.tools
+                .iter()
+                .any(|t| t.spec.credentials.values().any(|c| *c == wanted))
+        })
+        .collect())
 }
 
 impl Runner {
