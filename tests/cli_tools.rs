@@ -73,6 +73,38 @@ fn show_one_tool() {
     assert!(stderr(&out).contains("no tool named 'nope'"));
 }
 
+/// `label`, `icon` and `help` are kept (languages, an emoji or an inline image) and
+/// shown by `tools list --json` and `tools show`; a URL icon is refused with its line.
+#[test]
+fn display_metadata_is_kept_and_a_url_icon_refused() {
+    let dir = with_tools(&[
+        (
+            "lookup.yaml",
+            "name: lookup\nlabel: {en_US: Look up, de_DE: Nachschlagen}\nicon: \"🔎\"\nhelp: Reads only.\n",
+        ),
+        ("far.yaml", "name: far\ndescription: x\nicon: https://x.example/i.png\n"),
+    ]);
+    let out = cli(&["tools", "check"], dir.path());
+    let text = stdout(&out);
+    assert!(text.contains("ok      lookup"), "{text}");
+    assert!(
+        text.contains("tools/far.yaml:3: icon: a URL is never loaded"),
+        "{text}"
+    );
+    std::fs::remove_file(dir.path().join("tools/far.yaml")).unwrap();
+    let out = cli(&["tools", "list", "--json"], dir.path());
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let lookup = all.iter().find(|t| t["name"] == "lookup").unwrap();
+    assert_eq!(lookup["label"]["de_DE"], "Nachschlagen");
+    assert_eq!(lookup["icon"], "🔎");
+    assert_eq!(lookup["help"]["en_US"], "Reads only.");
+    let text = stdout(&cli(&["tools", "show", "lookup"], dir.path()));
+    assert!(text.contains("label:      Look up\n  icon:       🔎\n"), "{text}");
+    // The model is told nothing of it.
+    let out = cli(&["prompt", "--openai", "lookup"], dir.path());
+    assert!(!stdout(&out).contains("Look up"), "{}", stdout(&out));
+}
+
 #[test]
 fn check_reports_problems_with_exit_2() {
     let dir = with_tools(&[

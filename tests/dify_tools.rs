@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Output;
 use toolgate_test_support::toolgate;
 
+use base64::Engine as _;
 use serde_json::Value;
 
 use crate::launching;
@@ -75,6 +76,18 @@ fn a_provider_folder_loads_and_its_schema_holds_only_llm_parameters() {
         t["description"],
         "Gets the weather forecast for a city for the next few days."
     );
+    // What people see: the tool's label, the provider's icon from _assets/ (inline),
+    // the human description as help; none of it reaches the model.
+    assert_eq!(t["label"], serde_json::json!({"en_US": "Forecast"}));
+    let icon = std::fs::read(d.join("tools/weather/_assets/icon.svg")).unwrap();
+    let inline = base64::engine::general_purpose::STANDARD.encode(icon);
+    assert_eq!(t["icon"], format!("data:image/svg+xml;base64,{inline}"));
+    assert_eq!(
+        t["help"]["en_US"],
+        "The weather for the next days in a city."
+    );
+    let out = cli(d, &["tools", "show", "weather__forecast"], None, &[]);
+    assert!(all(&out).contains("label:      Forecast"), "{}", all(&out));
 
     let out = cli(d, &["prompt", "--openai", "weather__forecast"], None, &[]);
     assert!(out.status.success(), "{}", all(&out));

@@ -114,6 +114,7 @@ fn probe_spec(name: &str, category: Option<&str>, timeout: Option<f64>) -> ToolS
         version: None,
         output: None,
         read_only: false,
+        display: Default::default(),
     }
 }
 

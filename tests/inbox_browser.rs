@@ -283,14 +283,19 @@ async fn cached_pages_hold_no_stream_open() {
 }
 
 /// A secret argument reads `[secret]` in the inbox and on the run page; a long value
-/// is folded until opened.
+/// is folded until opened. The card shows the tool's label, icon (a file beside the
+/// tool, inline) and help.
 #[tokio::test(flavor = "multi_thread")]
 async fn secrets_are_masked_and_long_values_folded() {
     let site = Site::new();
     let write = |p: &str, text: &str| std::fs::write(site.path().join(p), text).unwrap();
     write(
         "tools/send_note.yaml",
-        "name: send_note\ndescription: Send a note, signed with a token.\npermission: confirm\nparameters:\n  type: object\n  properties:\n    token: {type: string, secret: true}\n    text: {type: string}\n  required: [token, text]\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo sent\"]\n",
+        "name: send_note\ndescription: Send a note, signed with a token.\nlabel: {en_US: Send a note, zh_Hans: 发送便条}\nicon: note.svg\nhelp: Approve only notes to people you know.\npermission: confirm\nparameters:\n  type: object\n  properties:\n    token: {type: string, secret: true}\n    text: {type: string}\n  required: [token, text]\nentry:\n  type: command\n  command: sh\n  args: [-c, \"echo sent\"]\n",
+    );
+    write(
+        "tools/note.svg",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 20 20\"><rect width=\"20\" height=\"20\" fill=\"#3d7ab8\"/></svg>",
     );
     let text: String = (1..=20)
         .map(|i| format!("This is line {i} of the note, long enough to be worth folding.\n"))

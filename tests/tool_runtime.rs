@@ -55,6 +55,7 @@ fn spec(name: &str, entry: Entry, parameters: Value, timeout: Option<f64>) -> To
         version: None,
         read_only: false,
         output: None,
+        display: Default::default(),
     }
 }
 

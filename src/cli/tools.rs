@@ -97,7 +97,7 @@ pub fn run(args: ToolsArgs, db: &Path) -> Result<ExitCode, Failure> {
 }
 
 fn summary(tool: &LoadedTool) -> Value {
-    json!({
+    let mut v = json!({
         "name": tool.spec.name,
         "description": tool.spec.description,
         "permission": tool.spec.permission,
@@ -106,7 +106,13 @@ fn summary(tool: &LoadedTool) -> Value {
         "category": tool.spec.category,
         "source": tool.origin.place(),
         "sandbox": tool.spec.sandbox.as_ref().map(|p| p.to_json()),
-    })
+    });
+    if let (Value::Object(out), Ok(Value::Object(shown))) =
+        (&mut v, serde_json::to_value(&tool.spec.display))
+    {
+        out.extend(shown);
+    }
+    v
 }
 
 /// The sandbox in a word or three; `-` for a tool that starts no program.
@@ -162,6 +168,28 @@ fn list(lib: &ToolLibrary, db: &Path, json: bool) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The label, icon and help lines of `tools show` (English, else the first language).
+fn shown_as(display: &toolgate_tool::display::Display) -> String {
+    use toolgate_tool::display::{DEFAULT_LANGUAGE, pick};
+    let mut text = String::new();
+    if let Some(label) = display.label_in(DEFAULT_LANGUAGE) {
+        text.push_str(&format!("  label:      {label}\n"));
+    }
+    match display.icon.as_deref() {
+        Some(i) if i.starts_with("data:") => text.push_str("  icon:       (an image)\n"),
+        Some(i) => text.push_str(&format!("  icon:       {i}\n")),
+        None => {}
+    }
+    if let Some(help) = display
+        .help
+        .as_ref()
+        .and_then(|h| pick(h, DEFAULT_LANGUAGE))
+    {
+        text.push_str(&format!("  help:       {}\n", first_sentence(help)));
+    }
+    text
+}
+
 fn first_sentence(s: &str) -> String {
     let line = s.lines().next().unwrap_or_default();
     let mut out: String = line.chars().take(70).collect();
@@ -199,6 +227,7 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
     if let Some(policy) = &tool.spec.sandbox {
         text.push_str(&format!("  sandbox:    {}\n", policy.to_json()));
     }
+    text.push_str(&shown_as(&tool.spec.display));
     text.push_str("  parameters:\n");
     let mut any = false;
     for (name, s) in tool.schema.properties() {

@@ -375,6 +375,13 @@ const scenarios = {
     check(!(await fold.evaluate((d) => d.open)), 'folded until asked');
     check((await fold.locator('summary').textContent()).includes('characters'), 'the fold says how long it is');
     check(!(await page.content()).includes('tok-very-secret-123'), 'the token never shows in the inbox');
+    const title = note.locator('h3');
+    check((await title.locator('.label').textContent()).trim() === 'Send a note', 'the card shows the tool\'s label');
+    check((await title.locator('.toolname').textContent()) === 'send_note', 'and its name beside it');
+    const icon = title.locator('img.tool-icon');
+    check((await icon.getAttribute('src')).startsWith('data:image/svg+xml;base64,'), 'the icon is inline, from the file beside the tool');
+    check(await icon.evaluate((i) => i.complete && i.naturalWidth > 0), 'the icon is drawn');
+    check((await note.locator('.help').textContent()).includes('people you know'), 'the card shows the tool\'s help');
     await shot(page, 'secrets-folded');
     await fold.locator('summary').click();
     await fold.locator('pre').filter({ hasText: 'line 12 of the note' }).waitFor({ timeout: WAIT });

@@ -90,6 +90,7 @@ pub fn tool(
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        display: Default::default(),
     };
     Arc::new(KnowledgeTool {
         spec,

@@ -159,6 +159,7 @@ fn spec(name: &str, description: String, parameters: Value, permission: Permissi
         is_final: false,
         hidden: false,
         sandbox: None,
+        display: Default::default(),
     }
 }
 

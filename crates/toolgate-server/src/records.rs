@@ -193,6 +193,16 @@ pub struct ToolInfo {
     /// validate`), when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validation: Option<super::tool_checks::LastCheck>,
+    /// The name people see, by language (`en_US`, `zh_Hans`, ...), from its file's
+    /// `label:` (a Dify tool's `identity.label`, an MCP tool's `title`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<std::collections::BTreeMap<String, String>>,
+    /// A short text (an emoji) or a `data:image/...;base64,` URL: never a URL to fetch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// Help for the people deciding its calls, by language.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The tools library: built-ins and the server's tools folder (those the caller's
@@ -239,6 +249,9 @@ pub async fn tools(
                 four_eyes: t.rule.four_eyes,
                 source: t.origin.place(),
                 validation: checks.remove(&spec.name),
+                label: spec.display.label.clone(),
+                icon: spec.display.icon.clone(),
+                help: spec.display.help.clone(),
             }
         })
         .collect();

@@ -45,6 +45,7 @@ impl ToolSource for Notes {
             is_final: false,
             hidden: false,
             sandbox: None,
+            display: Default::default(),
         };
         let schema = Schema::compile(&parameters).unwrap();
         Found {

@@ -77,6 +77,7 @@ impl ClientTool {
             is_final: false,
             hidden: false,
             sandbox: None,
+            display: Default::default(),
         };
         // Definition only: the client runs it.
         Ok(LoadedTool::new(spec, schema, None, Origin::PROGRAM, None))

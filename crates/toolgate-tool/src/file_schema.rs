@@ -176,6 +176,31 @@ pub fn credentials(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// `label` and `help`: a plain string, or languages and their texts.
+pub fn localized(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A plain string (taken as `en_US`), or languages and their texts: \
+            `{en_US: Pets, zh_Hans: 宠物}`.",
+        "anyOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "object", "minProperties": 1,
+             "propertyNames": {"pattern": "^[A-Za-z0-9_-]{2,16}$"},
+             "additionalProperties": {"type": "string", "minLength": 1}}
+        ]
+    })
+}
+
+/// `icon`: a short text or an image file beside the tool file.
+pub fn icon(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "A short text (an emoji, at most 8 characters) or an image file beside \
+            the tool file (.svg, .png, .jpg, .gif, .webp; at most 32 KiB). URLs are refused: \
+            the inbox loads nothing from another host.",
+        "type": "string",
+        "minLength": 1
+    })
+}
+
 /// Any JSON value (a field read later by its own rules, described in its doc comment).
 pub fn any(_: &mut SchemaGenerator) -> Schema {
     json_schema!(true)

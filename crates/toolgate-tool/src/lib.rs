@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod credentials;
+pub mod display;
 pub mod file_schema;
 pub mod files;
 pub mod folder;

@@ -259,6 +259,9 @@ pub struct ToolSpec {
     /// (command, `shell`, Dify, stdio MCP servers), `None` for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<toolgate_sandbox::SandboxPolicy>,
+    /// How people see it (label, icon, help); the model never does.
+    #[serde(default, skip_serializing_if = "crate::display::Display::is_empty")]
+    pub display: crate::display::Display,
 }
 
 /// The time a call may take when its tool does not say.
@@ -287,6 +290,7 @@ impl ToolSpec {
             is_final: false,
             hidden: false,
             sandbox: None,
+            display: Default::default(),
         }
     }
 

@@ -48,6 +48,7 @@ pub fn tool() -> Arc<dyn Tool> {
         credentials: Default::default(),
         is_final: false,
         hidden: false,
+        display: Default::default(),
     }))
 }
 

@@ -18,6 +18,7 @@ pub use run::{ADAPTER, Binding, DifyTool};
 pub use source::{DifyFiles, NAME};
 
 use files::{RawProvider, RawTool, english};
+use toolgate_tool::display::Display;
 use toolgate_tool::folder::{LoadError, ToolDef, line_of};
 use toolgate_tool::schema::Schema;
 use toolgate_tool::{Permission, SourceBinding, ToolSpec};
@@ -176,7 +177,12 @@ pub fn load_provider(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
     let mut defs = Vec::new();
     let mut errors = Vec::new();
     for file in tool_files {
-        match tool_def(&file, &provider, &root, &credentials, checker.as_deref()) {
+        let shared = Shared {
+            credentials: &credentials,
+            checker: checker.as_deref(),
+            icon: raw.identity._shown.get("icon"),
+        };
+        match tool_def(&file, &provider, &root, &shared) {
             Ok(def) => defs.push(def),
             Err(e) => errors.push(e),
         }
@@ -192,19 +198,67 @@ pub fn load_tool(path: &Path) -> (Vec<ToolDef>, Vec<LoadError>) {
         .and_then(|s| s.to_str())
         .unwrap_or("dify")
         .to_string();
-    match tool_def(path, &provider, &root, &Default::default(), None) {
+    let shared = Shared {
+        credentials: &Default::default(),
+        checker: None,
+        icon: None,
+    };
+    match tool_def(path, &provider, &root, &shared) {
         Ok(def) => (vec![def], Vec::new()),
         Err(e) => (Vec::new(), vec![e]),
     }
+}
+
+/// What a provider gives each of its tools.
+struct Shared<'a> {
+    credentials: &'a std::collections::BTreeMap<String, toolgate_tool::Credential>,
+    /// The provider's Python file (its credential check).
+    checker: Option<&'a Path>,
+    /// The provider's icon, for a tool without its own.
+    icon: Option<&'a Value>,
+}
+
+/// Label, icon and help of a tool YAML: `identity.label`, `identity.icon` (else the
+/// provider's; a file in the plugin's `_assets/`), `description.human`. An icon that
+/// cannot be shown (a URL, a missing file) is left out with a warning: plugins are
+/// often copied without their assets.
+fn display_of(
+    raw: &RawTool,
+    path: &Path,
+    root: &Path,
+    shared: &Shared,
+) -> Result<Display, LoadError> {
+    let help = raw.description.as_ref().and_then(|d| d.human.as_ref());
+    let mut display = Display::read(raw.identity._shown.get("label"), None, help, &[]).map_err(
+        |(key, message)| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            LoadError {
+                path: path.to_path_buf(),
+                line: line_of(&text, &[&key]),
+                message,
+            }
+        },
+    )?;
+    let icon = raw.identity._shown.get("icon").or(shared.icon);
+    if let Some(Value::String(icon)) = icon {
+        let assets = root.join("_assets");
+        let near = path.parent().unwrap_or(root);
+        match toolgate_tool::display::read_icon(icon, &[&assets, root, near]) {
+            Ok(icon) => display.icon = Some(icon),
+            Err(e) => tracing::warn!(file = %path.display(), "icon left out: {e}"),
+        }
+    }
+    Ok(display)
 }
 
 fn tool_def(
     path: &Path,
     provider: &str,
     root: &Path,
-    provider_credentials: &std::collections::BTreeMap<String, toolgate_tool::Credential>,
-    provider_source: Option<&Path>,
+    shared: &Shared,
 ) -> Result<ToolDef, LoadError> {
+    let provider_credentials = shared.credentials;
+    let provider_source = shared.checker;
     let (text, value) = read_value(path)?;
     let fail = |keys: &[&str], message: String| LoadError {
         path: path.to_path_buf(),
@@ -235,6 +289,7 @@ fn tool_def(
             format!("the tool's Python file {} is not there", source.display()),
         ));
     }
+    let display = display_of(&raw, path, root, shared)?;
     let description = raw
         .description
         .as_ref()
@@ -279,6 +334,7 @@ fn tool_def(
         is_final: false,
         hidden: false,
         sandbox: Some(toolgate_sandbox::SandboxPolicy::default()),
+        display,
     };
     let runner: std::sync::Arc<dyn toolgate_tool::Tool> =
         std::sync::Arc::new(DifyTool::new(spec.clone()));

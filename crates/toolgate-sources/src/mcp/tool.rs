@@ -178,6 +178,7 @@ pub fn mcp_tool(
         is_final: false,
         hidden: false,
         sandbox: decl.sandbox.clone(),
+        display: display_of(listed),
     };
     Ok((
         McpTool {
@@ -423,5 +424,28 @@ mod tests {
         let failed =
             output_of(&json!({"content": [{"type": "text", "text": "bad"}], "isError": true}));
         assert!(failed.is_error);
+    }
+}
+
+/// The label and icon a server lists: `title` (else `annotations.title`), and the first
+/// of `icons` given inline as a `data:image/...` URI (a URL to fetch is left out: the
+/// inbox loads nothing from another host).
+fn display_of(listed: &Value) -> toolgate_tool::display::Display {
+    let title = listed
+        .get("title")
+        .or_else(|| listed.get("annotations").and_then(|a| a.get("title")))
+        .and_then(|t| toolgate_tool::display::localized(t).ok().flatten());
+    let icon = listed
+        .get("icons")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.get("src").and_then(Value::as_str))
+        .find(|src| toolgate_tool::display::inline_image(src))
+        .map(String::from);
+    toolgate_tool::display::Display {
+        label: title,
+        icon,
+        help: None,
     }
 }

@@ -188,6 +188,7 @@ fn spec(
         is_final: false,
         hidden: false,
         sandbox: None,
+        display: Default::default(),
     })
 }
 

@@ -102,6 +102,18 @@ pub(crate) struct RawTool {
     /// Whoever started a run may not decide its calls of this tool.
     #[serde(default)]
     four_eyes: bool,
+    /// The name people see (the inbox, `/v1/tools`): a string or `{en_US: ..., ...}`.
+    #[serde(default)]
+    #[schemars(schema_with = "file_schema::localized")]
+    label: Option<Value>,
+    /// A short text (an emoji) or an image file beside the tool file.
+    #[serde(default)]
+    #[schemars(schema_with = "file_schema::icon")]
+    icon: Option<Value>,
+    /// Help for people deciding its calls: a string or `{en_US: ..., ...}`.
+    #[serde(default)]
+    #[schemars(schema_with = "file_schema::localized")]
+    help: Option<Value>,
 }
 
 /// `version:` as written: a string or a number.
@@ -327,6 +339,13 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     )
     .map_err(fault)?;
     let retry = retry_of(raw.retry.as_ref()).map_err(|m| fail_at(&["retry"], m))?;
+    let display = toolgate_tool::display::Display::read(
+        raw.label.as_ref(),
+        raw.icon.as_ref(),
+        raw.help.as_ref(),
+        &[folder],
+    )
+    .map_err(|(key, m)| fail_at(&[&key], m))?;
     let sandbox = sandbox_of(path, &entry, raw.sandbox.as_ref())
         .map_err(|(key, m)| fail_at(&["sandbox", &key], m))?;
     let spec = ToolSpec {
@@ -348,6 +367,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         is_final: raw.is_final,
         hidden: raw.hidden,
         sandbox,
+        display,
     };
     let runner = super::runner(&spec).map_err(|m| fail_at(&["entry"], m))?;
     Ok(ToolDef {

@@ -61,6 +61,28 @@ export function itemKey(runId, callId) {
   return `${runId}/${callId}`;
 }
 
+// A text in languages ({en_US: ..., zh_Hans: ...}) in the browser's language: the exact
+// tag, else one of the same language, else English, else the first.
+export function inLanguage(texts) {
+  const want = (navigator.language || 'en-US').replace('-', '_');
+  const base = want.split('_')[0];
+  const keys = Object.keys(texts);
+  const key = keys.find((k) => k === want) || keys.find((k) => k.split('_')[0] === base)
+    || keys.find((k) => k === 'en_US') || keys[0];
+  return key ? texts[key] : null;
+}
+
+// The tool's icon: an image given inline (a data: URL, from a file beside the tool; the
+// page loads nothing from elsewhere) or a short text; nothing when it has none.
+function toolIcon(tool) {
+  const icon = tool && tool.icon;
+  if (!icon) return null;
+  if (icon.startsWith('data:image/')) {
+    return h('img', { class: 'tool-icon', src: icon, alt: '', width: 20, height: 20 });
+  }
+  return h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon);
+}
+
 // One waiting item: one element holding the tool's name and call id, with its controls.
 export function waitingItem(run, item, onDecided) {
   const key = itemKey(run.id, item.call_id);
@@ -122,9 +144,14 @@ export function waitingItem(run, item, onDecided) {
     el.focus();
   };
 
+  const label = tool && tool.label ? inLanguage(tool.label) : null;
+  const help = tool && tool.help ? inLanguage(tool.help) : null;
   const parts = [
     h('header', {},
-      h('h3', { id: `${id}-title`, class: 'tool' }, item.tool, ' ', h('code', { class: 'callid' }, item.call_id)),
+      h('h3', { id: `${id}-title`, class: 'tool' }, toolIcon(tool),
+        label ? h('span', { class: 'label' }, label, ' ') : null,
+        label ? h('code', { class: 'toolname' }, item.tool) : item.tool,
+        ' ', h('code', { class: 'callid' }, item.call_id)),
       h('span', { class: 'badges' },
         hidden ? hiddenBadge() : null,
         h('span', { id: `${id}-kind`, class: `badge kind-${item.kind}` }, approval ? 'needs approval' : 'client output'))),
@@ -132,6 +159,7 @@ export function waitingItem(run, item, onDecided) {
       'This call holds characters that are invisible or reorder the text after them (\\u202e writes right to left). ',
       'Each is shown escaped, marked where it stands: the tool gets what you read here.') : null,
     tool && tool.description ? h('p', { class: 'desc' }, tool.description) : null,
+    help ? h('p', { class: 'help' }, help) : null,
     h('p', { class: 'meta' },
       'agent ', h('b', {}, run.agent),
       ' · run ', h('a', { href: `/runs/${enc(run.id)}` }, run.id),
