@@ -84,6 +84,7 @@ mod reasoning_runs;
 mod responses_http;
 mod responses_store;
 mod sandbox_settings;
+mod scaffold;
 mod scenarios;
 mod schema_unions;
 mod secrets;

@@ -82,7 +82,10 @@ fn display_metadata_is_kept_and_a_url_icon_refused() {
             "lookup.yaml",
             "name: lookup\nlabel: {en_US: Look up, de_DE: Nachschlagen}\nicon: \"🔎\"\nhelp: Reads only.\n",
         ),
-        ("far.yaml", "name: far\ndescription: x\nicon: https://x.example/i.png\n"),
+        (
+            "far.yaml",
+            "name: far\ndescription: x\nicon: https://x.example/i.png\n",
+        ),
     ]);
     let out = cli(&["tools", "check"], dir.path());
     let text = stdout(&out);
@@ -99,7 +102,10 @@ fn display_metadata_is_kept_and_a_url_icon_refused() {
     assert_eq!(lookup["icon"], "🔎");
     assert_eq!(lookup["help"]["en_US"], "Reads only.");
     let text = stdout(&cli(&["tools", "show", "lookup"], dir.path()));
-    assert!(text.contains("label:      Look up\n  icon:       🔎\n"), "{text}");
+    assert!(
+        text.contains("label:      Look up\n  icon:       🔎\n"),
+        "{text}"
+    );
     // The model is told nothing of it.
     let out = cli(&["prompt", "--openai", "lookup"], dir.path());
     assert!(!stdout(&out).contains("Look up"), "{}", stdout(&out));

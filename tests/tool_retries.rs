@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// The FastAPI app on a free port; killed when dropped.
-struct Api {
+pub(crate) struct Api {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Api {
@@ -46,7 +46,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn start_api() -> Api {
+pub(crate) fn start_api() -> Api {
     let python = serving::python("tests/tool_retries.rs");
     let port = free_port();
     let child = Command::new(python)
@@ -69,7 +69,7 @@ fn start_api() -> Api {
 }
 
 /// How many requests the app has had for `key`.
-fn hits(api: &Api, key: &str) -> u64 {
+pub(crate) fn hits(api: &Api, key: &str) -> u64 {
     let body = get(api.port, &format!("/hits/{key}")).unwrap();
     serde_json::from_str::<Value>(&body).unwrap()["hits"]
         .as_u64()

@@ -22,6 +22,7 @@ mod prompt;
 mod render;
 mod run;
 mod runs;
+mod scaffold;
 mod secrets;
 mod serve;
 mod stats;

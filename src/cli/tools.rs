@@ -50,6 +50,20 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write a working, commented tool of a kind into the tools folder (never over a
+    /// file), and say how to try it.
+    #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
+    New {
+        /// The tool's name (a source's prefix for openapi, mcp and dify).
+        name: String,
+        #[arg(long, value_enum, default_value = "command")]
+        kind: super::scaffold::Kind,
+        /// The service an http or openapi tool calls [default: https://httpbin.org].
+        #[arg(long)]
+        url: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate arguments and run one tool directly.
     #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Call {
@@ -79,6 +93,18 @@ pub fn run(args: ToolsArgs, db: &Path) -> Result<ExitCode, Failure> {
             json,
         ),
         ToolsCommand::Show { name, json } => show(&load_tools(args.tools.as_deref())?, &name, json),
+        ToolsCommand::New {
+            name,
+            kind,
+            url,
+            json,
+        } => new_tool(
+            &args.tools.unwrap_or_else(|| PathBuf::from(DEFAULT_TOOLS)),
+            &name,
+            kind,
+            url.as_deref(),
+            json,
+        ),
         ToolsCommand::Check { dir } => check(
             dir.or(args.tools)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_TOOLS)),
@@ -94,6 +120,30 @@ pub fn run(args: ToolsArgs, db: &Path) -> Result<ExitCode, Failure> {
             call(&lib, &name, &raw, workspace, conversation, db, json)
         }
     }
+}
+
+/// `tools new`: writes the files, lists them, says how to try the tool.
+fn new_tool(
+    dir: &Path,
+    name: &str,
+    kind: super::scaffold::Kind,
+    url: Option<&str>,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let (files, try_it) = super::scaffold::write(dir, name, kind, url)?;
+    let mut out = out::stdout();
+    if json {
+        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        print_json(&mut out, &json!({"files": files, "try": try_it}), false)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = String::new();
+    for f in &files {
+        text.push_str(&format!("wrote {}\n", f.display()));
+    }
+    text.push_str(&format!("try it: {try_it}\n"));
+    write_out(&mut out, &text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn summary(tool: &LoadedTool) -> Value {

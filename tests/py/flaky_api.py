@@ -3,7 +3,8 @@ for toolgate's retry tests (tests/tool_retries.rs). Usage: python flaky_api.py P
 Every request to /items/{key} is counted by key; the first `fail` of them answer
 `status` (with `Retry-After: retry_after` when given), the next ones 200. /slow/{key}
 sleeps `sleep` seconds on its first request only. /hits/{key} says how many requests a
-key has had. Nothing is written to disk."""
+key has had. /get?q= echoes its query as httpbin.org does (counted as `get`), for
+the templates of `toolgate tools new` (tests/scaffold.rs). Nothing is written to disk."""
 import sys
 import time
 from collections import Counter
@@ -41,6 +42,12 @@ def get_slow(key: str, sleep: float = Query(default=0.0)):
     if HITS[key] == 1:
         time.sleep(sleep)
     return {"key": key, "hits": HITS[key]}
+
+
+@app.get("/get", operation_id="echoQuery", summary="Echo the query, as httpbin.org/get")
+def echo_query(q: str):
+    HITS["get"] += 1
+    return {"args": {"q": q}}
 
 
 @app.get("/hits/{key}", operation_id="getHits", summary="Requests a key has had")
