@@ -328,6 +328,7 @@ fn million(dir: &tempfile::TempDir) -> Store {
                         duration_ms: (n % 997) as f64 * 0.37,
                         replaced: false,
                         attempts: Vec::new(),
+                        cached: None,
                     }
                 })
                 .collect();
@@ -390,6 +391,7 @@ fn tree(store: &Store) -> String {
                     duration_ms: 0.5,
                     replaced: false,
                     attempts: Vec::new(),
+                    cached: None,
                 })
                 .collect();
             store

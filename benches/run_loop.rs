@@ -222,6 +222,7 @@ fn floor_once(s: &Setup, state: &str, commits: usize) {
                 duration_ms: 0.0,
                 replaced: false,
                 attempts: Vec::new(),
+                cached: None,
             };
             store
                 .save_run(&id, owner, save(i, vec![record]))

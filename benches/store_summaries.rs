@@ -83,6 +83,7 @@ fn record(n: usize) -> CallRecord {
         duration_ms: (n % 997) as f64 * 0.37,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     }
 }
 

@@ -62,6 +62,7 @@ fn main() {
                             duration_ms: 0.01,
                             replaced: false,
                             attempts: Vec::new(),
+                            cached: None,
                         })
                         .collect();
                     if let Err(e) = store.record_calls(batch).await {

@@ -105,6 +105,7 @@ mod subagents;
 mod takeup;
 mod tenant_walls;
 mod tenants_sdk;
+mod tool_cache;
 mod tool_files;
 mod tool_retries;
 mod tool_runtime;

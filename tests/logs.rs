@@ -139,6 +139,7 @@ fn record(i: i64) -> CallRecord {
         duration_ms: 1.0,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     };
     r.set_result(&"z".repeat(2000));
     r

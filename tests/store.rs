@@ -59,6 +59,7 @@ fn record(
         duration_ms,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     }
 }
 

@@ -124,6 +124,7 @@ fn record(run: &str, call: &str) -> CallRecord {
         duration_ms: 1.0,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     }
 }
 

@@ -332,6 +332,7 @@ fn a_save_writes_its_items_records_and_messages_in_order_and_a_refused_one_keeps
             duration_ms: 0.5,
             replaced: true,
             attempts: Vec::new(),
+            cached: None,
         };
         let step = RunSave {
             records: vec![record("c1"), record("c2")],

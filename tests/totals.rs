@@ -42,6 +42,7 @@ fn record(n: usize) -> CallRecord {
         duration_ms: ((n * 37) % 997) as f64,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     }
 }
 
@@ -349,6 +350,7 @@ fn varied(n: usize) -> CallRecord {
         duration_ms,
         replaced: n.is_multiple_of(50),
         attempts: Vec::new(),
+        cached: None,
     }
 }
 

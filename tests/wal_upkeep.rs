@@ -28,6 +28,7 @@ fn record(n: usize) -> CallRecord {
         duration_ms: 1.0,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     }
 }
 

@@ -61,12 +61,15 @@ fn tally(c: &CallCounts) -> String {
     )
 }
 
+/// One row per tool; a CACHE HITS column (hits, and their share) when some tool keeps
+/// its results.
 fn tool_rows(tools: &[ToolStats]) -> String {
+    let caches = tools.iter().any(|t| t.cache.is_some());
     let rows: Vec<Vec<String>> = tools
         .iter()
         .map(|t| {
             let c = &t.calls;
-            vec![
+            let mut row = vec![
                 t.tool.clone(),
                 c.total_calls.to_string(),
                 c.successful_calls.to_string(),
@@ -78,25 +81,33 @@ fn tool_rows(tools: &[ToolStats]) -> String {
                 format!("{:.1}%", c.success_rate),
                 format!("{:.1}", t.duration_ms.p50),
                 format!("{:.1}", t.duration_ms.p95),
-            ]
+            ];
+            if caches {
+                row.push(t.cache.map_or_else(
+                    || "-".to_string(),
+                    |k| format!("{} ({:.1}%)", k.hits, k.hit_rate),
+                ));
+            }
+            row
         })
         .collect();
-    table::render(
-        &[
-            "TOOL",
-            "CALLS",
-            "OK",
-            "FAILED",
-            "DENIED",
-            "TIMEOUT",
-            "CANCELLED",
-            "CLIENT",
-            "SUCCESS",
-            "P50 MS",
-            "P95 MS",
-        ],
-        &rows,
-    )
+    let mut header = vec![
+        "TOOL",
+        "CALLS",
+        "OK",
+        "FAILED",
+        "DENIED",
+        "TIMEOUT",
+        "CANCELLED",
+        "CLIENT",
+        "SUCCESS",
+        "P50 MS",
+        "P95 MS",
+    ];
+    if caches {
+        header.push("CACHE HITS");
+    }
+    table::render(&header, &rows)
 }
 
 /// A conversation's summary: its calls, its runs' model usage and its sub-agent trees.

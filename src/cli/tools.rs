@@ -372,6 +372,7 @@ fn call(
                 toolgate::run::Runner::new(store.clone(), toolgate::tool::sources::standard())
                     .credentials(),
             ),
+            cache: Some(std::sync::Arc::new(engine::StoreCache(store.clone()))),
             ..EngineConfig::default()
         },
         (!json).then_some(tx),
@@ -456,7 +457,7 @@ fn report(
                 json!({"kind": e.kind(), "message": hide(e.to_string())}),
             ),
         };
-        let v = json!({
+        let mut v = json!({
             "tool": name,
             "call_id": call_id,
             "conversation_id": conversation,
@@ -465,6 +466,9 @@ fn report(
             "output": output,
             "error": error,
         });
+        if let Some(cached) = outcome.record.cached {
+            v["cached"] = json!(cached);
+        }
         print_json(&mut out, &v, false)?;
     }
     match result {

@@ -17,6 +17,7 @@ mod postgres;
 pub mod spend;
 mod sqlite;
 mod summary;
+pub mod tool_cache;
 mod validations;
 
 use std::path::Path;
@@ -35,7 +36,7 @@ pub use sqlite::{
     NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows,
     Waiting,
 };
-pub use summary::{CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
+pub use summary::{CacheStats, CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use validations::ToolValidation;
 
 use postgres::PgStore;

@@ -219,6 +219,11 @@ pub struct CallRecord {
     /// a call tried once: the record is that try).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
+    /// For a tool whose results are kept (`cache:`): `true` when this result was
+    /// served from the cache (the tool did not run), `false` when the tool ran.
+    /// Absent for a tool without a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<bool>,
 }
 
 /// One try of a call that was tried more than once.

@@ -89,7 +89,35 @@ pub struct ToolStats {
     #[serde(flatten)]
     pub calls: CallCounts,
     pub duration_ms: Durations,
+    /// For a tool that keeps its results (`cache:`): how often a call was served from
+    /// the cache. Absent for a tool without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheStats>,
 }
+
+/// How a tool's kept results were used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, ToSchema)]
+pub struct CacheStats {
+    /// Calls served from the cache (the tool did not run).
+    pub hits: u64,
+    /// Calls the tool ran (nothing kept for those arguments, or it had expired).
+    pub misses: u64,
+    /// Hits as a percentage of both, to one decimal.
+    pub hit_rate: f64,
+}
+
+impl CacheStats {
+    pub fn of(hits: u64, misses: u64) -> CacheStats {
+        CacheStats {
+            hits,
+            misses,
+            hit_rate: rate(hits, hits + misses),
+        }
+    }
+}
+
+/// Hits and misses per tool.
+pub type CacheTally = BTreeMap<String, CacheStats>;
 
 /// The whole database.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
@@ -199,6 +227,7 @@ pub(crate) fn tool_stats(tool: &str, by_status: &ByStatus, durations: &Histogram
         tool: tool.to_string(),
         calls: CallCounts::tally(statuses),
         duration_ms: histogram_percentiles(buckets),
+        cache: None,
     }
 }
 

@@ -81,6 +81,12 @@ struct CallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    tool: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
     kind: &'static str,
 }
@@ -105,6 +111,7 @@ pub struct Metrics {
     tokens: Family<TokenLabels, Counter>,
     tool_calls: Family<CallLabels, Counter>,
     tool_seconds: Histograms<ToolLabel>,
+    tool_cache: Family<CacheLabels, Counter>,
     decision_seconds: Histograms<AgentLabel>,
     commit_seconds: Histograms<KindLabel>,
     webhooks: Family<OutcomeLabel, Counter>,
@@ -360,6 +367,13 @@ impl Metrics {
             "How long tools ran (calls that got a slot and started)",
             tool_seconds.clone(),
         );
+        let tool_cache = Family::default();
+        r.add(
+            "tool_cache_lookups",
+            "Calls of tools that keep their results (`cache:`), by tool and result (hit: served \
+             from the cache; miss: the tool ran)",
+            tool_cache.clone(),
+        );
         let decision_seconds =
             Histograms::new_with_constructor(decision_buckets as fn() -> Histogram);
         r.add(
@@ -398,6 +412,7 @@ impl Metrics {
             tokens,
             tool_calls,
             tool_seconds,
+            tool_cache,
             decision_seconds,
             commit_seconds,
             webhooks,
@@ -553,6 +568,18 @@ pub fn tool_ran(tool: &str, took: Duration) {
                 tool: m.tools.label(tool),
             })
             .observe(took.as_secs_f64());
+    }
+}
+
+/// A call of a tool that keeps its results: served from the cache (`hit`) or run.
+pub fn tool_cache(tool: &str, hit: bool) {
+    if let Some(m) = get() {
+        m.tool_cache
+            .get_or_create(&CacheLabels {
+                tool: m.tools.label(tool),
+                result: if hit { "hit" } else { "miss" },
+            })
+            .inc();
     }
 }
 

@@ -5,6 +5,7 @@
 //! files, OpenAPI, Dify, MCP) are the `toolgate-sources` crate; a program chooses them.
 #![recursion_limit = "256"]
 
+pub mod cache;
 pub mod client;
 pub mod credentials;
 pub mod display;

@@ -4,6 +4,8 @@
 //! tools and invalid arguments become error results with their kind, never a dead run.
 
 mod cancel;
+mod kept;
+mod kept_store;
 pub mod limits;
 mod retry;
 mod shares;
@@ -17,6 +19,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use cancel::Cancel;
+pub use kept_store::StoreCache;
 pub use limits::{Admission, LimitConfig, LimitError, Limiter, Metrics, Strategy};
 pub use shares::{LimiterView, LimitsView, ProcessLimits, Slot, call_priority};
 
@@ -40,6 +43,8 @@ pub struct EngineConfig {
     pub context: std::sync::Arc<toolgate_tool::RunContext>,
     /// Where tools that act for the user through OAuth get the user's tokens.
     pub oauth: Option<std::sync::Arc<dyn toolgate_tool::oauth::UserTokens>>,
+    /// Where read-only tools' results are kept (`cache:`; `None`: never kept).
+    pub cache: Option<std::sync::Arc<dyn toolgate_tool::cache::ResultCache>>,
 }
 
 impl Default for EngineConfig {
@@ -51,6 +56,7 @@ impl Default for EngineConfig {
             credentials: None,
             context: Default::default(),
             oauth: None,
+            cache: None,
         }
     }
 }
@@ -223,6 +229,7 @@ impl Engine {
                     execution: Duration::ZERO,
                     credential_values: Vec::new(),
                     attempts: Vec::new(),
+                    cached: None,
                 },
             ),
             Ok(tool) => {
@@ -263,6 +270,7 @@ impl Engine {
             duration_ms: ran.execution.as_secs_f64() * 1000.0,
             replaced: false,
             attempts: masked_attempts(ran.attempts, &secrets, &ran.credential_values),
+            cached: ran.cached,
         };
         fill_record(&mut record, &result, &secrets);
         self.report_finished(&record);
@@ -285,6 +293,15 @@ impl Engine {
         want: &Want,
         cancel: &Cancel,
     ) -> Ran {
+        let kept = kept::Kept::plan(
+            self.inner.config.cache.as_ref(),
+            tool,
+            &self.inner.config.context,
+            &call_arguments,
+        );
+        if let Some(hit) = self.kept_result(kept.as_ref(), who).await {
+            return hit;
+        }
         let mut started_at = None;
         let mut execution = Duration::ZERO;
         let mut attempts = Vec::new();
@@ -340,13 +357,38 @@ impl Engine {
                 r
             }
         };
+        if let (Some(kept), Ok(out)) = (&kept, &result) {
+            toolgate_telemetry::metrics::tool_cache(who.name, false);
+            let masked = toolgate_tool::secrets::mask_output(out.clone(), &credential_values);
+            kept.put(who.name, &masked).await;
+        }
         Ran {
             result,
             started_at,
             execution,
             credential_values,
             attempts,
+            cached: kept.map(|_| false),
         }
+    }
+
+    /// The call's kept result, as a call that started and finished at once.
+    async fn kept_result(&self, kept: Option<&kept::Kept>, who: &CallIds<'_>) -> Option<Ran> {
+        let output = kept?.get().await?;
+        toolgate_telemetry::metrics::tool_cache(who.name, true);
+        self.emit(|| Event::ToolStarted {
+            call_id: who.call_id.to_string(),
+            tool: who.name.to_string(),
+            conversation_id: who.conversation_id.to_string(),
+        });
+        Some(Ran {
+            result: Ok(output),
+            started_at: Some(now_ms()),
+            execution: Duration::ZERO,
+            credential_values: Vec::new(),
+            attempts: Vec::new(),
+            cached: Some(true),
+        })
     }
 
     /// Tells the span, the log and the event stream that a call finished.
@@ -398,6 +440,8 @@ struct Ran {
     credential_values: Vec<String>,
     /// Its tries, when its retry policy tried it more than once.
     attempts: Vec<toolgate_store::Attempt>,
+    /// For a tool that keeps results: whether this one came from the cache.
+    cached: Option<bool>,
 }
 
 /// `attempts` with the call's secret values and credentials shown as `[secret]`.

@@ -57,6 +57,9 @@ impl Runner {
                 oauth: Some(std::sync::Arc::new(
                     self.oauth_broker(live.state.owner.as_ref().map(|o| o.tenant.clone())),
                 )),
+                cache: Some(std::sync::Arc::new(crate::engine::StoreCache(
+                    self.store.clone(),
+                ))),
             },
             std::sync::Arc::clone(&self.limits),
             share,

@@ -140,6 +140,7 @@ impl Runner {
                         duration_ms,
                         replaced: false,
                         attempts: Vec::new(),
+                        cached: None,
                     };
                     if error_kind.is_none() {
                         record.set_result(&output);

@@ -255,6 +255,7 @@ impl Runner {
             duration_ms: 0.0,
             replaced: false,
             attempts: Vec::new(),
+            cached: None,
         };
         if status == CallStatus::Client || error_kind == Some(ErrorKind::ClientError) {
             record.set_result(&output);

@@ -41,6 +41,7 @@ pub(super) async fn cancel_run(gateway: &Gateway, run_id: &str, why: &str) -> Re
         duration_ms: 0.0,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     };
     if let Err(e) = runner.store.record_calls(vec![record]).await {
         tracing::warn!(run_id, error = %e, "cannot record the cancelled call");

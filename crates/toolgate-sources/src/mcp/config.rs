@@ -54,6 +54,8 @@ pub struct Declaration {
     /// How its tools' failed calls are tried again (a dropped server is started again
     /// before the next try).
     pub retry: Option<toolgate_tool::RetryPolicy>,
+    /// How long its read-only tools' results are kept.
+    pub cache: Option<toolgate_tool::cache::CachePolicy>,
     /// The file it is declared in.
     pub path: PathBuf,
 }
@@ -110,6 +112,10 @@ struct RawServer {
     /// try. Only read-only (or idempotent) tools are retried.
     #[serde(default)]
     retry: Option<toolgate_tool::retry::RawRetry>,
+    /// How long a read-only tool's result (its `readOnlyHint`) is kept and given again
+    /// for the same arguments: `{ttl: 10m, secret_arguments: false}`.
+    #[serde(default)]
+    cache: Option<toolgate_tool::cache::RawCache>,
 }
 
 /// The JSON Schema of a file [`read`] takes: one server in toolgate's form
@@ -444,8 +450,15 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         .map(toolgate_tool::RetryPolicy::from_raw)
         .transpose()
         .map_err(|m| fail("retry", format!("retry: {m}")))?;
+    let cache = raw
+        .cache
+        .as_ref()
+        .map(toolgate_tool::cache::CachePolicy::from_raw)
+        .transpose()
+        .map_err(|m| fail("cache", format!("cache: {m}")))?;
     Ok(Declaration {
         retry,
+        cache,
         name: name.to_string(),
         connect,
         credentials,

@@ -108,6 +108,7 @@ fn load(path: &Path) -> Found {
                     let runner: std::sync::Arc<dyn toolgate_tool::Tool> = std::sync::Arc::new(tool);
                     let mut def = ToolDef::new(spec, schema, &decl.path, NAME, Some(runner));
                     def.policy.retry = decl.retry.clone();
+                    def.policy.cache = decl.cache.clone().filter(|_| def.spec.read_only);
                     out.tools.push(def);
                 }
                 Err(why) => out.errors.push(fail(&decl.path, &decl.name, &why)),

@@ -50,6 +50,10 @@ pub struct RawSource {
     /// unless `idempotent: true`.
     #[serde(default)]
     pub retry: Option<toolgate_tool::retry::RawRetry>,
+    /// How long a safe operation's (GET, HEAD) result is kept and given again for the
+    /// same arguments: `{ttl: 10m, secret_arguments: false}`.
+    #[serde(default)]
+    pub cache: Option<toolgate_tool::cache::RawCache>,
     /// The operation (by operationId) that checks the credentials (`toolgate tools
     /// validate`): a GET, HEAD or OPTIONS that needs no argument.
     #[serde(default)]

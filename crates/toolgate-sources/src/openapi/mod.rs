@@ -119,6 +119,12 @@ fn tools(
         .map(toolgate_tool::RetryPolicy::from_raw)
         .transpose()
         .map_err(|m| fail("retry", format!("retry: {m}")))?;
+    let cache = raw
+        .cache
+        .as_ref()
+        .map(toolgate_tool::cache::CachePolicy::from_raw)
+        .transpose()
+        .map_err(|m| fail("cache", format!("cache: {m}")))?;
     let mut found = operations::operations(&doc, &common);
     if let Some(op) = &raw.validate {
         let check = check_binding(&found, op).map_err(|m| fail("validate", m))?;
@@ -155,6 +161,8 @@ fn tools(
                     std::sync::Arc::new(OpenApiTool::new(spec.clone()));
                 let mut def = ToolDef::new(spec, schema, path, NAME, Some(runner));
                 def.policy.retry = retry.clone();
+                // Only the operations that change nothing keep their results.
+                def.policy.cache = cache.clone().filter(|_| def.spec.read_only);
                 defs.push(def);
             }
             // Operations toolgate cannot call (file uploads, binary bodies) are left

@@ -96,6 +96,10 @@ pub(crate) struct RawTool {
     /// 429, 5xx], idempotent}`; only read-only or idempotent tools are retried.
     #[serde(default)]
     retry: Option<toolgate_tool::retry::RawRetry>,
+    /// How long a result is kept and given again for the same arguments: `{ttl: 10m,
+    /// secret_arguments: false}`; read-only tools only.
+    #[serde(default)]
+    cache: Option<toolgate_tool::cache::RawCache>,
     /// Groups one of which decides its calls.
     #[serde(default)]
     approvers: Vec<String>,
@@ -339,6 +343,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
     )
     .map_err(fault)?;
     let retry = retry_of(raw.retry.as_ref()).map_err(|m| fail_at(&["retry"], m))?;
+    let cache = cache_of(raw.cache.as_ref(), raw.read_only).map_err(|m| fail_at(&["cache"], m))?;
     let display = toolgate_tool::display::Display::read(
         raw.label.as_ref(),
         raw.icon.as_ref(),
@@ -380,6 +385,7 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             hooks,
             deadline,
             retry,
+            cache,
         },
         rule: toolgate_protocol::identity::DecisionRule {
             approvers: raw.approvers,
@@ -388,6 +394,26 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         source: super::NAME,
         runner,
     })
+}
+
+/// `cache:` read, or why it is wrong: only a read-only tool's results are kept.
+fn cache_of(
+    raw: Option<&toolgate_tool::cache::RawCache>,
+    read_only: bool,
+) -> Result<Option<toolgate_tool::cache::CachePolicy>, String> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    if !read_only {
+        return Err(
+            "cache: only a read-only tool's results are kept (write `read_only: true` \
+            if a call changes nothing)"
+                .into(),
+        );
+    }
+    toolgate_tool::cache::CachePolicy::from_raw(raw)
+        .map(Some)
+        .map_err(|m| format!("cache: {m}"))
 }
 
 /// `retry:` read, or why it is wrong.

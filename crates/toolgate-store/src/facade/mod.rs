@@ -12,4 +12,5 @@ mod oauth;
 mod records;
 mod runs;
 mod spend;
+mod tool_cache;
 mod validations;

@@ -84,6 +84,7 @@ impl Store {
 
     /// What one tool's calls came to, over the records of `scope`.
     pub async fn tool_stats(&self, scope: Scope<'_>, tool: &str) -> Result<ToolStats, StoreError> {
+        let mut cache = self.cache_tally(scope).await?;
         let (tenant, tool) = (scope.tenant().map(str::to_string), tool.to_string());
         match &self.backend {
             Backend::Sqlite(s) => {
@@ -92,17 +93,38 @@ impl Store {
             }
             Backend::Postgres(s) => s.tool_stats(scope, &tool).await,
         }
+        .map(|mut stats| {
+            stats.cache = cache.remove(&stats.tool);
+            stats
+        })
+    }
+
+    /// Cache hits and misses per tool over the records of `scope`.
+    async fn cache_tally(
+        &self,
+        scope: Scope<'_>,
+    ) -> Result<crate::summary::CacheTally, StoreError> {
+        let tenant = scope.tenant().map(str::to_string);
+        match &self.backend {
+            Backend::Sqlite(s) => s.blocking(move |s| s.cache_tally(tenant.as_deref())).await,
+            Backend::Postgres(s) => s.cache_tally(tenant.as_deref()).await,
+        }
     }
 
     /// What the calls of `scope` came to (a tenant's: with its conversations).
     pub async fn global_stats(&self, scope: Scope<'_>) -> Result<GlobalStats, StoreError> {
+        let mut cache = self.cache_tally(scope).await?;
         let tenant = scope.tenant().map(str::to_string);
-        match &self.backend {
+        let mut stats = match &self.backend {
             Backend::Sqlite(s) => {
                 s.blocking(move |s| s.global_stats(Scope::of(tenant.as_deref())))
                     .await
             }
             Backend::Postgres(s) => s.global_stats(scope).await,
+        }?;
+        for tool in &mut stats.tools {
+            tool.cache = cache.remove(&tool.tool);
         }
+        Ok(stats)
     }
 }

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_spend.sql"),
     include_str!("migrations/0007_tool_validations.sql"),
     include_str!("migrations/0008_oauth.sql"),
+    include_str!("migrations/0009_tool_cache.sql"),
 ];
 
 /// The schema version this build writes.

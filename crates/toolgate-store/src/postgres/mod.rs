@@ -25,6 +25,7 @@ mod save_rows;
 mod secrets;
 mod spend;
 mod summary;
+mod tool_cache;
 mod totals;
 mod tree;
 mod unheld;

@@ -30,6 +30,7 @@ struct Columns {
     duration_ms: Vec<f64>,
     replaced: Vec<bool>,
     attempts: Vec<Option<String>>,
+    cached: Vec<Option<bool>>,
 }
 
 impl Columns {
@@ -54,14 +55,15 @@ impl Columns {
             c.replaced.push(r.replaced);
             c.attempts
                 .push(crate::model::Attempt::to_column(&r.attempts));
+            c.cached.push(r.cached);
         }
         c
     }
 }
 
 /// Inserts a batch given as arrays, one per column, in one statement.
-const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts) \
-     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[], $16::text[])";
+const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, cached) \
+     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[], $16::text[], $17::bool[])";
 
 /// Whose runs a record belongs to, for a tenant filter (records without a run are the
 /// default tenant's).
@@ -104,6 +106,7 @@ impl PgStore {
                     &c.duration_ms,
                     &c.replaced,
                     &c.attempts,
+                    &c.cached,
                 ],
             )
             .await

@@ -12,7 +12,7 @@ use crate::{CallRecord, PendingRow, RunRow, StoredCall};
 use toolgate_protocol::{CallStatus, CallerKind};
 
 /// The columns [`call_from_row`] reads, in its order.
-pub(super) const CALL_COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts";
+pub(super) const CALL_COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, cached";
 
 pub(super) use super::run_rows::{PENDING_COLUMNS, PENDING_COUNT, RUN_COLUMNS};
 /// The order pending items were added in (SQLite's rowid order).
@@ -52,6 +52,7 @@ pub(super) fn call_from_row(row: &Row) -> Result<StoredCall, StoreError> {
             duration_ms: get(row, 14)?,
             replaced: get(row, 15)?,
             attempts: crate::model::Attempt::from_column(get(row, 16)?),
+            cached: get(row, 17)?,
         },
     })
 }

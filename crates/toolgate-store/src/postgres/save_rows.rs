@@ -138,17 +138,18 @@ pub(super) async fn insert_records(
     let durations: Vec<f64> = records.iter().map(|r| r.duration_ms).collect();
     let replaced: Vec<bool> = records.iter().map(|r| r.replaced).collect();
     let attempts = text(|r| crate::model::Attempt::to_column(&r.attempts));
+    let cached: Vec<Option<bool>> = records.iter().map(|r| r.cached).collect();
     tx.exec(
-        "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts)
-         SELECT c.call_id, c.run_id, c.conversation_id, c.agent, c.caller, c.tool, c.arguments, c.result, c.result_size, c.status, c.error_kind, c.error_message, c.started_at, c.duration_ms, c.replaced, c.attempts
+        "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, cached)
+         SELECT c.call_id, c.run_id, c.conversation_id, c.agent, c.caller, c.tool, c.arguments, c.result, c.result_size, c.status, c.error_kind, c.error_message, c.started_at, c.duration_ms, c.replaced, c.attempts, c.cached
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                     $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[], $16::text[])
+                     $9::bigint[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::float8[], $15::bool[], $16::text[], $17::bool[])
               WITH ORDINALITY AS c(call_id, run_id, conversation_id, agent, caller, tool, arguments, result,
-                                   result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, n)
+                                   result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, cached, n)
          ORDER BY c.n",
         &[
             &call_ids, &run_ids, &conversations, &agents, &callers, &tools, &arguments, &results,
-            &sizes, &statuses, &error_kinds, &error_messages, &started, &durations, &replaced, &attempts,
+            &sizes, &statuses, &error_kinds, &error_messages, &started, &durations, &replaced, &attempts, &cached,
         ],
     )
     .await

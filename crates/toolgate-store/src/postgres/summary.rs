@@ -149,6 +149,38 @@ impl PgStore {
         .await
     }
 
+    /// Cache hits and misses per tool: every record's, or one tenant's (records without
+    /// a run are the default tenant's).
+    pub async fn cache_tally(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<crate::summary::CacheTally, StoreError> {
+        let tenant = tenant.map(str::to_string);
+        self.on_pool(move |s| async move {
+            let client = s.client().await?;
+            let rows = client
+                .query(
+                    "SELECT c.tool, count(*) FILTER (WHERE c.cached), count(*) FILTER (WHERE NOT c.cached) \
+                     FROM tool_calls c LEFT JOIN runs r ON r.id = c.run_id \
+                     WHERE c.cached IS NOT NULL AND ($1::text IS NULL OR COALESCE(r.tenant, 'default') = $1) \
+                     GROUP BY c.tool",
+                    &[&tenant],
+                )
+                .await
+                .map_err(|e| s.error(e))?;
+            let mut out = crate::summary::CacheTally::new();
+            for row in rows {
+                let (hits, misses): (i64, i64) = (row.get(1), row.get(2));
+                out.insert(
+                    row.get(0),
+                    crate::summary::CacheStats::of(hits.max(0) as u64, misses.max(0) as u64),
+                );
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     /// Statistics of the whole database (from the running totals) or of one tenant's
     /// records and conversations, with every tool's.
     pub async fn global_stats(&self, scope: Scope<'_>) -> Result<GlobalStats, StoreError> {

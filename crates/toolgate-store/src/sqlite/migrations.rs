@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0019_spend.sql"),
     include_str!("migrations/0020_tool_validations.sql"),
     include_str!("migrations/0021_oauth.sql"),
+    include_str!("migrations/0022_tool_cache.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

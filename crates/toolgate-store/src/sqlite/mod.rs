@@ -24,6 +24,7 @@ mod secrets;
 mod spend;
 mod summary;
 mod timeline;
+mod tool_cache;
 mod totals;
 mod tree;
 mod unheld;

@@ -6,9 +6,9 @@ use serde_json::Value;
 pub use crate::model::{CallRecord, StoredCall};
 use toolgate_protocol::{CallStatus, CallerKind, ErrorKind};
 
-pub(crate) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
+pub(crate) const INSERT: &str = "INSERT INTO tool_calls (call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, cached) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 
-pub(crate) const COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts";
+pub(crate) const COLUMNS: &str = "id, call_id, run_id, conversation_id, agent, caller, tool, arguments, result, result_size, status, error_kind, error_message, started_at, duration_ms, replaced, attempts, cached";
 
 pub(crate) fn insert(stmt: &mut Statement<'_>, r: &CallRecord) -> rusqlite::Result<()> {
     stmt.execute(params![
@@ -28,6 +28,7 @@ pub(crate) fn insert(stmt: &mut Statement<'_>, r: &CallRecord) -> rusqlite::Resu
         r.duration_ms,
         r.replaced,
         crate::model::Attempt::to_column(&r.attempts),
+        r.cached,
     ])?;
     Ok(())
 }
@@ -56,6 +57,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<StoredCall> {
             duration_ms: row.get(14)?,
             replaced: row.get(15)?,
             attempts: crate::model::Attempt::from_column(row.get(16)?),
+            cached: row.get(17)?,
         },
     })
 }

@@ -103,6 +103,32 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Cache hits and misses per tool: every record's, or one tenant's (records without
+    /// a run are the default tenant's).
+    pub fn cache_tally(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<crate::summary::CacheTally, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT c.tool, sum(c.cached = 1), sum(c.cached = 0) FROM tool_calls c INDEXED BY tool_calls_cached \
+                 LEFT JOIN runs r ON r.id = c.run_id \
+                 WHERE c.cached IS NOT NULL AND (?1 IS NULL OR COALESCE(r.tenant, 'default') = ?1) GROUP BY c.tool",
+            )?;
+            let rows = stmt.query_map([tenant], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            })?;
+            let mut out = crate::summary::CacheTally::new();
+            for row in rows {
+                let (tool, hits, misses) = row?;
+                out.insert(tool, crate::summary::CacheStats::of(hits.max(0) as u64, misses.max(0) as u64));
+            }
+            Ok(out)
+        })
+    }
+}
+
 /// One tenant's calls by tool and status, their durations by tool and bucket, and its
 /// conversations with a call (records without a run are the default tenant's).
 fn tenant_tally(conn: &Connection, tenant: &str) -> rusqlite::Result<(ByStatus, Histogram, u64)> {

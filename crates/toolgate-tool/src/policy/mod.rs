@@ -26,6 +26,8 @@ pub struct Policy {
     pub deadline: Option<Deadline>,
     /// How its calls are tried again (`retry:` in its tool file or source file).
     pub retry: Option<crate::retry::RetryPolicy>,
+    /// How long its results are kept (`cache:`; read-only tools only).
+    pub cache: Option<crate::cache::CachePolicy>,
 }
 
 /// An agent's policy, from its file: rules by tool (an agent's entry for a tool

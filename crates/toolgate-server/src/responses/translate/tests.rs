@@ -84,6 +84,7 @@ fn record(call: &str, tool: &str, status: CallStatus, result: &str) -> CallRecor
         duration_ms: 1.0,
         replaced: false,
         attempts: Vec::new(),
+        cached: None,
     };
     if status == CallStatus::Succeeded {
         r.set_result(result);
