@@ -246,6 +246,9 @@ fn fake_model(body: &Value) -> fake_openai::Reply {
         return fake_openai::text_reply(&format!("The tool said: {result}"), 7);
     }
     let text = user_text(body);
+    if text.contains("SQL") && body["tools"].to_string().contains("\"run_sql\"") {
+        return fake_openai::custom_call_reply("call_sql", "run_sql", "SELECT count(*) FROM pets");
+    }
     if text.contains("JSON") {
         return fake_openai::text_reply(r#"{"expression": "2+3*4", "answer": 14}"#, 6);
     }
@@ -323,6 +326,8 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
         "test_the_stream_accumulator_takes_the_function_call",
         "test_an_xml_agent_is_told_of_the_declared_tool",
         "test_tools_toolgate_cannot_take_are_400s",
+        "test_a_custom_tool_call_is_handed_over_and_answered",
+        "test_a_custom_tool_call_streams_its_input",
         "test_an_image_goes_to_the_model",
         "test_a_text_only_model_is_told_of_the_image_instead",
         "test_a_file_lands_in_the_workspace",
@@ -392,6 +397,29 @@ fn client_function_tools_attachments_and_formats_reach_an_openai_model() {
             .any(|m| m["role"] == "tool"
                 && m["content"].as_str().unwrap_or("").contains("sunny, 21 C"))),
         "no tool message carried the client's output"
+    );
+    // A custom tool went to the model as one (its grammar with it), and its call came
+    // back in the history as a custom call with its freeform input.
+    let custom = requests
+        .iter()
+        .find(|r| user_text(r).contains("SQL"))
+        .expect("the SQL question reached the model");
+    let offered = custom["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "custom")
+        .unwrap_or_else(|| panic!("no custom tool offered: {custom}"));
+    assert_eq!(offered["custom"]["name"], "run_sql");
+    assert_eq!(offered["custom"]["format"]["syntax"], "regex", "{offered}");
+    let replayed = requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().unwrap().clone())
+        .find(|m| m["tool_calls"][0]["type"] == "custom")
+        .expect("the custom call went back to the model");
+    assert_eq!(
+        replayed["tool_calls"][0]["custom"],
+        serde_json::json!({"name": "run_sql", "input": "SELECT count(*) FROM pets"})
     );
     // Xml mode: the instructions describe it.
     let xml = requests

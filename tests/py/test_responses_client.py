@@ -2,7 +2,8 @@
 unmodified `openai` Python package against agents on an OpenAI model (tests/openai_sdk.rs
 runs a fake OpenAI server behind `toolgate serve`): function tools declared per request
 (the model calls one, the response ends with a `function_call`, the client answers with
-`function_call_output`, whole and streamed), `input_image` and `input_file` parts, and
+`function_call_output`, whole and streamed), custom tools (freeform input under a grammar:
+a `custom_tool_call` answered with `custom_tool_call_output`), `input_image` and `input_file` parts, and
 `text.format` as OpenAI's `response_format`; and the 400s for what toolgate refuses.
 
 With arguments, one half of a round trip across a restart of the server:
@@ -130,6 +131,62 @@ class FunctionTools(unittest.TestCase):
                 c.responses.create(model="agent:client_tools", input="hi", tools=tools)
             self.assertEqual(caught.exception.status_code, 400)
             self.assertIn(expected, caught.exception.body["message"])
+
+
+SQL = {
+    "type": "custom",
+    "name": "run_sql",
+    "description": "Runs one read-only SQL query on the pets database.",
+    "format": {"type": "grammar", "syntax": "regex", "definition": "SELECT .+"},
+}
+
+
+class CustomTools(unittest.TestCase):
+    def test_a_custom_tool_call_is_handed_over_and_answered(self):
+        c = client()
+        first = c.responses.create(model="agent:client_tools", input="Count the pets with SQL", tools=[SQL])
+        self.assertEqual(first.status, "completed", first.error)
+        self.assertIn("run_sql", [t.name for t in first.tools if t.type == "custom"])
+        call = first.output[-1]
+        self.assertIsInstance(call, openai.types.responses.ResponseCustomToolCall)
+        self.assertEqual((call.type, call.name, call.input), ("custom_tool_call", "run_sql", "SELECT count(*) FROM pets"))
+        second = c.responses.create(
+            model="agent:client_tools", previous_response_id=first.id,
+            input=[{"type": "custom_tool_call_output", "call_id": call.call_id, "output": "3"}])
+        self.assertEqual(second.status, "completed", second.error)
+        self.assertEqual(second.output_text, "The tool said: 3")
+        # A function_call_output answers it too; a wrong call id is a 409.
+        with self.assertRaises(openai.ConflictError):
+            c.responses.create(model="agent:client_tools", previous_response_id=first.id,
+                               input=[{"type": "custom_tool_call_output", "call_id": "nope", "output": "3"}])
+        # A grammar that does not compile, or an unknown format, is a 400.
+        for bad, expected in [
+            (dict(SQL, format={"type": "grammar", "syntax": "regex", "definition": "("}), "does not compile"),
+            (dict(SQL, format={"type": "grammar", "syntax": "ebnf", "definition": "x"}), "'lark' or 'regex'"),
+        ]:
+            with self.assertRaises(openai.BadRequestError) as caught:
+                c.responses.create(model="agent:client_tools", input="hi", tools=[bad])
+            self.assertIn(expected, caught.exception.body["message"])
+
+    def test_a_custom_tool_call_streams_its_input(self):
+        c = client()
+        with c.responses.stream(model="agent:client_tools", input="Count the pets with SQL, streamed",
+                                tools=[SQL]) as stream:
+            events = list(stream)
+            first = stream.get_final_response()
+        deltas = [e.delta for e in events if e.type == "response.custom_tool_call_input.delta"]
+        done = [e for e in events if e.type == "response.custom_tool_call_input.done"]
+        self.assertEqual("".join(deltas), "SELECT count(*) FROM pets")
+        self.assertEqual(done[0].input, "SELECT count(*) FROM pets")
+        added = [e.item for e in events if e.type == "response.output_item.added"]
+        self.assertIn("custom_tool_call", [i.type for i in added])
+        call = first.output[-1]
+        self.assertEqual((call.type, call.input), ("custom_tool_call", "SELECT count(*) FROM pets"))
+        with c.responses.stream(model="agent:client_tools", previous_response_id=first.id,
+                                input=[{"type": "custom_tool_call_output", "call_id": call.call_id,
+                                        "output": "4"}]) as stream:
+            second = stream.get_final_response()
+        self.assertEqual(second.output_text, "The tool said: 4")
 
 
 class Attachments(unittest.TestCase):

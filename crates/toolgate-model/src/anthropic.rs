@@ -446,6 +446,9 @@ pub(crate) fn request_body(
             .tools
             .iter()
             .map(|t| {
+                if let Some(custom) = t.get("custom") {
+                    return custom_tool(custom);
+                }
                 let f = t.get("function").unwrap_or(t);
                 json!({
                     "name": f.get("name").cloned().unwrap_or(Value::Null),
@@ -555,6 +558,22 @@ impl Model for AnthropicModel {
             }
         }
     }
+}
+
+/// A custom tool (freeform input) as an Anthropic tool: one string, `input`, with the
+/// format's grammar told in its description.
+fn custom_tool(custom: &Value) -> Value {
+    let mut about = String::from("The tool's freeform input");
+    if let Some(definition) = custom["format"]["definition"].as_str() {
+        let syntax = custom["format"]["syntax"].as_str().unwrap_or("grammar");
+        about.push_str(&format!(", matching this {syntax} grammar: {definition}"));
+    }
+    json!({
+        "name": custom.get("name").cloned().unwrap_or(Value::Null),
+        "description": custom.get("description").cloned().unwrap_or(json!("")),
+        "input_schema": {"type": "object", "properties": {"input": {"type": "string", "description": about}},
+            "required": ["input"]},
+    })
 }
 
 #[cfg(test)]

@@ -259,6 +259,12 @@ pub(crate) fn request_body(
     settings: &ModelSettings,
 ) -> Value {
     let native = !request.tools.is_empty();
+    // The custom tools offered: their calls go back to the model as custom calls.
+    let custom: Vec<&str> = request
+        .tools
+        .iter()
+        .filter_map(|t| t.get("custom")?.get("name")?.as_str())
+        .collect();
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
@@ -274,7 +280,7 @@ pub(crate) fn request_body(
             let id = m.tool_call_id.as_deref().unwrap_or("a call");
             pending.extend(m.images.iter().map(|i| (id, i)));
         }
-        messages.push(message_json(m, native));
+        messages.push(message_json(m, native, &custom));
     }
     if !pending.is_empty() {
         messages.push(images_message(pending));
@@ -320,7 +326,7 @@ fn images_message(images: Vec<(&str, &super::ImagePart)>) -> Value {
     json!({"role": "user", "content": content})
 }
 
-fn message_json(m: &Message, native: bool) -> Value {
+fn message_json(m: &Message, native: bool, custom: &[&str]) -> Value {
     match m.role {
         MessageRole::User if !m.images.is_empty() => {
             let mut content = vec![json!({"type": "text", "text": m.content})];
@@ -342,6 +348,14 @@ fn message_json(m: &Message, native: bool) -> Value {
                 .tool_calls
                 .iter()
                 .map(|c| {
+                    if custom.contains(&c.name.as_str()) {
+                        let input = c.arguments.get("input").and_then(Value::as_str);
+                        return json!({
+                            "id": c.id,
+                            "type": "custom",
+                            "custom": {"name": c.name, "input": input.unwrap_or_default()},
+                        });
+                    }
                     json!({
                         "id": c.id,
                         "type": "function",

@@ -16,6 +16,8 @@ struct Slot {
     name: String,
     arguments: String,
     offset: usize,
+    /// A custom tool's call (`type: custom`): its freeform input, not JSON arguments.
+    freeform: Option<String>,
 }
 
 /// Tool calls being assembled from a model's answer, by index.
@@ -86,6 +88,22 @@ impl NativeCalls {
             .get("index")
             .and_then(Value::as_u64)
             .unwrap_or(position as u64);
+        if let Some(custom) = call.get("custom") {
+            self.delta(
+                index,
+                call.get("id").and_then(Value::as_str),
+                custom.get("name").and_then(Value::as_str),
+                None,
+                offset,
+            );
+            let input = custom.get("input").and_then(Value::as_str).unwrap_or("");
+            if let Some(slot) = self.slots.get_mut(&index) {
+                slot.freeform
+                    .get_or_insert_with(String::new)
+                    .push_str(input);
+            }
+            return;
+        }
         let function = call.get("function");
         let arguments = function.and_then(|f| f.get("arguments"));
         let args_text;
@@ -123,7 +141,10 @@ impl NativeCalls {
                     return (None, problems);
                 }
                 let text = slot.arguments.trim();
-                let arguments = if text.is_empty() {
+                let arguments = if let Some(input) = slot.freeform {
+                    // A custom tool's call: its input is the one argument.
+                    Map::from_iter([("input".to_string(), Value::String(input))])
+                } else if text.is_empty() {
                     Map::new()
                 } else {
                     match serde_json::from_str::<Value>(text) {
@@ -198,6 +219,29 @@ fn list_len(message: &Value) -> usize {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_custom_call_keeps_its_freeform_input_as_one_argument() {
+        let mut calls = NativeCalls::default();
+        calls.delta_json(
+            0,
+            &serde_json::json!({"index": 0, "id": "c1", "type": "custom",
+            "custom": {"name": "run_sql", "input": ""}}),
+            0,
+        );
+        for piece in ["SELECT ", "1 -- {not json"] {
+            calls.delta_json(
+                0,
+                &serde_json::json!({"index": 0, "custom": {"input": piece}}),
+                1,
+            );
+        }
+        let (call, problems) = calls.finish(&ParseOptions::default()).remove(0);
+        let call = call.unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(call.name, "run_sql");
+        assert_eq!(call.arguments["input"], "SELECT 1 -- {not json");
+    }
 
     #[test]
     fn merges_by_index_in_any_order() {

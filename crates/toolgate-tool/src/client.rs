@@ -1,5 +1,5 @@
 //! Client tools a caller declares for one run (the Responses API's request `tools` of
-//! type `function`): definition-only tools, kept in the run's state so that a resume in
+//! type `function`, and `custom` ones: see [`crate::custom`]): definition-only tools, kept in the run's state so that a resume in
 //! any process offers them again, never run by toolgate.
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,25 @@ impl ClientTool {
 
     /// The tool as a toolkit holds it: definition-only, AUTO (the gate hands every
     /// call of it to the client).
+    /// A custom tool: freeform input in `format` (unconstrained text when `None`, or a
+    /// `lark` / `regex` grammar), checked.
+    pub fn custom(
+        name: &str,
+        description: Option<&str>,
+        format: Option<&Value>,
+    ) -> Result<ClientTool, ClientToolError> {
+        let format = crate::custom::read_format(format).map_err(|why| ClientToolError::Format {
+            name: name.to_string(),
+            why,
+        })?;
+        ClientTool::new(name, description, Some(&crate::custom::parameters(&format)))
+    }
+
+    /// Its format, when it is a custom tool.
+    pub fn custom_format(&self) -> Option<&Value> {
+        crate::custom::format_of(&self.parameters)
+    }
+
     pub fn loaded(&self) -> Result<LoadedTool, ClientToolError> {
         let schema = Schema::compile_full(&self.parameters).map_err(|source| {
             ClientToolError::Parameters {
@@ -116,6 +135,9 @@ pub enum ClientToolError {
         name: String,
         source: crate::SchemaError,
     },
+    /// A custom tool's `format` is wrong.
+    #[error("tool '{name}': {why}")]
+    Format { name: String, why: String },
 }
 
 impl From<ClientToolError> for String {

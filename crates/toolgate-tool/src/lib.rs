@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod client;
 pub mod credentials;
+pub mod custom;
 pub mod display;
 pub mod file_schema;
 pub mod files;

@@ -244,15 +244,24 @@ pub fn openai_tools(tools: &[&LoadedTool]) -> Value {
     Value::Array(
         tools
             .iter()
-            .map(|t| {
-                json!({
+            .map(|t| match crate::custom::format_of(&t.spec.parameters) {
+                // A custom tool: its freeform input in its format.
+                Some(format) => json!({
+                    "type": "custom",
+                    "custom": {
+                        "name": t.spec.name,
+                        "description": t.spec.description,
+                        "format": format,
+                    }
+                }),
+                None => json!({
                     "type": "function",
                     "function": {
                         "name": t.spec.name,
                         "description": t.spec.description,
                         "parameters": strip_extensions(&t.spec.parameters),
                     }
-                })
+                }),
             })
             .collect(),
     )
@@ -263,7 +272,7 @@ fn strip_extensions(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, _)| k.as_str() != "secret")
+                .filter(|(k, _)| k.as_str() != "secret" && k.as_str() != crate::custom::MARKER)
                 .map(|(k, v)| (k.clone(), strip_extensions(v)))
                 .collect(),
         ),

@@ -14,6 +14,8 @@ pub const APPROVAL_PREFIX: &str = "mcpr_";
 pub const MCP_CALL_PREFIX: &str = "mcp_";
 /// Prefix of a `function_call` item id: `fc_` + the call id.
 pub const FUNCTION_CALL_PREFIX: &str = "fc_";
+/// Prefix of a `custom_tool_call` item id: `ctc_` + the call id.
+pub const CUSTOM_CALL_PREFIX: &str = "ctc_";
 
 /// What a request's input says.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,7 +37,7 @@ pub enum Answer {
         approve: bool,
         reason: Option<String>,
     },
-    /// `function_call_output`
+    /// `function_call_output` or `custom_tool_call_output`
     Output { call_id: String, output: String },
 }
 
@@ -89,7 +91,7 @@ pub fn parse_input(input: Option<&Value>) -> Result<Input, InputError> {
                             reason,
                         });
                     }
-                    Some("function_call_output") => {
+                    Some("function_call_output" | "custom_tool_call_output") => {
                         let call_id = string_field(&at, item, "call_id")?;
                         let output = output_text(&at, item.get("output"))?;
                         out.answers.push(Answer::Output { call_id, output });
@@ -98,7 +100,7 @@ pub fn parse_input(input: Option<&Value>) -> Result<Input, InputError> {
                         return Err(invalid(
                             &at,
                             format!(
-                                "items of type '{other}' are not accepted; toolgate takes user messages, mcp_approval_response and function_call_output (earlier turns come from previous_response_id)"
+                                "items of type '{other}' are not accepted; toolgate takes user messages, mcp_approval_response, function_call_output and custom_tool_call_output (earlier turns come from previous_response_id)"
                             ),
                         ));
                     }

@@ -28,6 +28,7 @@ pub enum InputItemDoc {
     Message(MessageDoc),
     ApprovalResponse(ApprovalResponseDoc),
     FunctionCallOutput(FunctionCallOutputDoc),
+    CustomToolCallOutput(CustomToolCallOutputDoc),
 }
 
 #[derive(Serialize, ToSchema)]
@@ -104,6 +105,22 @@ pub enum FunctionCallOutputType {
 pub struct FunctionCallOutputDoc {
     #[serde(rename = "type")]
     pub kind: FunctionCallOutputType,
+    #[schema(min_length = 1)]
+    pub call_id: String,
+    pub output: OutputDoc,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CustomToolCallOutputType {
+    CustomToolCallOutput,
+}
+
+/// The output of a custom tool's `custom_tool_call` (its `call_id`).
+#[derive(Serialize, ToSchema)]
+pub struct CustomToolCallOutputDoc {
+    #[serde(rename = "type")]
+    pub kind: CustomToolCallOutputType,
     #[schema(min_length = 1)]
     pub call_id: String,
     pub output: OutputDoc,

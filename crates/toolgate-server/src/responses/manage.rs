@@ -236,7 +236,9 @@ pub fn input_items(response_id: &str, input: Option<&Value>) -> Value {
                     if other.get("id").is_none_or(Value::is_null) {
                         other["id"] = json!(format!("item_{suffix}_in{i}"));
                     }
-                    if kind == "function_call_output" && other.get("status").is_none() {
+                    if matches!(kind, "function_call_output" | "custom_tool_call_output")
+                        && other.get("status").is_none()
+                    {
                         other["status"] = json!("completed");
                     }
                     other

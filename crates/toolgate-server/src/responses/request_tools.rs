@@ -1,6 +1,8 @@
 //! A request's `tools`: each `function` tool becomes a client tool of the run (the
 //! model may call it; the response then ends with a `function_call` the client answers
-//! with `function_call_output`). Other tool types are refused, naming the type.
+//! with `function_call_output`), and each `custom` tool one whose input is freeform text
+//! (a `custom_tool_call`, answered with `custom_tool_call_output`). Other tool types
+//! are refused, naming the type.
 
 use std::collections::HashSet;
 
@@ -49,24 +51,29 @@ fn read_tool(tool: &Value) -> Result<ClientTool, String> {
     if !tool.is_object() {
         return Err("a tool is a JSON object".into());
     }
-    match tool.get("type").and_then(Value::as_str) {
-        Some("function") => {}
+    let custom = match tool.get("type").and_then(Value::as_str) {
+        Some("function") => false,
+        Some("custom") => true,
         Some(other) => {
             return Err(format!(
-                "tools of type '{other}' are not supported; declare your own tools as type 'function' (the agent's own tools come from its agent file)"
+                "tools of type '{other}' are not supported; declare your own tools as type 'function' or 'custom' (the agent's own tools come from its agent file)"
             ));
         }
-        None => return Err("a tool needs a 'type' (function)".into()),
-    }
+        None => return Err("a tool needs a 'type' (function or custom)".into()),
+    };
     let name = tool
         .get("name")
         .and_then(Value::as_str)
-        .ok_or_else(|| "a function tool needs a 'name' string".to_string())?;
+        .ok_or_else(|| "a tool needs a 'name' string".to_string())?;
     let description = match tool.get("description") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return Err("'description' must be a string".into()),
     };
+    if custom {
+        return ClientTool::custom(name, description, tool.get("format"))
+            .map_err(|e| e.to_string());
+    }
     ClientTool::new(name, description, tool.get("parameters")).map_err(|e| e.to_string())
 }
 
@@ -80,6 +87,14 @@ pub fn clash<'a>(declared: &'a [ClientTool], agent_tools: &[String]) -> Option<&
 
 /// A declared tool as the response lists it.
 pub fn listed(tool: &ClientTool) -> Value {
+    if let Some(format) = tool.custom_format() {
+        return json!({
+            "type": "custom",
+            "name": tool.name,
+            "description": tool.description,
+            "format": format,
+        });
+    }
     json!({
         "type": "function",
         "name": tool.name,
@@ -105,6 +120,16 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(tools[0].name, "get_weather");
+        let custom = read(Some(&json!([{"type": "custom", "name": "run_sql",
+            "format": {"type": "grammar", "syntax": "lark", "definition": "start: \"x\""}}])))
+        .unwrap()
+        .unwrap();
+        assert_eq!(custom[0].custom_format().unwrap()["syntax"], "lark");
+        let shown = listed(&custom[0]);
+        assert_eq!(
+            (shown["type"].as_str(), shown["name"].as_str()),
+            (Some("custom"), Some("run_sql"))
+        );
         let cases = [
             (json!({}), "tools must be a list"),
             (

@@ -23,8 +23,8 @@ pub struct CreateResponse {
     #[schema(pattern = r"^agent:.*[^ \t\n\r\f\v]")]
     pub model: String,
     /// A user message as a string, or a list of input items: user messages (content a
-    /// string or `input_text` parts), `mcp_approval_response` and
-    /// `function_call_output`. A user message may also carry `input_image` parts
+    /// string or `input_text` parts), `mcp_approval_response`, `function_call_output`
+    /// and `custom_tool_call_output`. A user message may also carry `input_image` parts
     /// (`image_url`: a base64 data URL or an https URL) and `input_file` parts
     /// (`file_data` in base64 with a plain `filename`, or `file_url`); the schema lists
     /// only the text forms, since most values of those fields are refused.
@@ -53,7 +53,11 @@ pub struct CreateResponse {
     /// The client's own tools, each `{"type": "function", "name", "description",
     /// "parameters", "strict"}`: the model may call them after the agent's, and a call
     /// ends the response with a `function_call` item the client answers with a
-    /// `function_call_output`. Kept with the run; a later request in the chain that
+    /// `function_call_output`; and custom tools, each `{"type": "custom", "name",
+    /// "description", "format"}` (`format`: `{"type": "text"}`, the default, or
+    /// `{"type": "grammar", "syntax": "lark" | "regex", "definition"}`), whose call is a
+    /// `custom_tool_call` with the model's freeform `input`, answered with a
+    /// `custom_tool_call_output`. Kept with the run; a later request in the chain that
     /// sends `tools` replaces them. Other tool types are refused.
     #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
@@ -263,6 +267,16 @@ pub enum OutputItem {
         arguments: String,
         status: ItemStatus,
     },
+    /// A custom (freeform) client tool: answer with a `custom_tool_call_output` for
+    /// this `call_id`.
+    CustomToolCall {
+        /// `ctc_` + the call id.
+        id: String,
+        call_id: String,
+        name: String,
+        /// The model's freeform input.
+        input: String,
+    },
 }
 
 impl OutputItem {
@@ -272,7 +286,8 @@ impl OutputItem {
             | OutputItem::Reasoning { id, .. }
             | OutputItem::McpCall { id, .. }
             | OutputItem::McpApprovalRequest { id, .. }
-            | OutputItem::FunctionCall { id, .. } => id,
+            | OutputItem::FunctionCall { id, .. }
+            | OutputItem::CustomToolCall { id, .. } => id,
         }
     }
 }

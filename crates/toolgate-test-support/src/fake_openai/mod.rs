@@ -185,6 +185,25 @@ pub fn ev_call_args(index: u64, fragment: &str) -> Value {
     )
 }
 
+/// A call of a custom (freeform) tool, its input streamed in three pieces, as chat
+/// completions streams `type: custom` tool calls.
+pub fn custom_call_reply(id: &str, name: &str, input: &str) -> Reply {
+    let start = json!({"tool_calls": [{"index": 0, "id": id, "type": "custom",
+        "custom": {"name": name, "input": ""}}]});
+    let mut chunks = vec![ev_role(), chunk(start, None)];
+    let cut: Vec<usize> = (0..=3).map(|i| input.len() * i / 3).collect();
+    for w in cut.windows(2) {
+        let piece = input.get(w[0]..w[1]).unwrap_or_default();
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": 0, "custom": {"input": piece}}]}),
+            None,
+        ));
+    }
+    chunks.push(ev_finish("tool_calls"));
+    chunks.push(ev_usage(20, 8));
+    Reply::Stream(chunks)
+}
+
 /// The last choice chunk.
 pub fn ev_finish(reason: &str) -> Value {
     chunk(json!({}), Some(reason))

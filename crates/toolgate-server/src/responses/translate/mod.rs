@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::ending::Ending;
-use super::input::{APPROVAL_PREFIX, FUNCTION_CALL_PREFIX, MCP_CALL_PREFIX};
+use super::input::{APPROVAL_PREFIX, CUSTOM_CALL_PREFIX, FUNCTION_CALL_PREFIX, MCP_CALL_PREFIX};
 use super::wire::{
     ItemStatus, McpCallError, McpCallStatus, OutputContent, OutputItem, ReasoningContent,
     ResponseObject, ResponseStatus, SERVER_LABEL,
@@ -417,6 +417,9 @@ impl Translator {
                 );
                 self.item_done(out, index);
             }
+            ItemKind::SubmitToolOutput if self.is_custom(&item.tool) => {
+                self.custom_call(out, item);
+            }
             ItemKind::SubmitToolOutput => {
                 let id = format!("{FUNCTION_CALL_PREFIX}{}", item.call_id);
                 let index = self.push_item(
@@ -451,6 +454,47 @@ impl Translator {
                 self.item_done(out, index);
             }
         }
+    }
+
+    /// Whether `tool` is one of the request's custom (freeform) tools.
+    fn is_custom(&self, tool: &str) -> bool {
+        self.response
+            .tools
+            .iter()
+            .any(|t| t["type"] == "custom" && t["name"] == tool)
+    }
+
+    /// A custom tool's call the run waits for: its `custom_tool_call` item, the input
+    /// as a delta, then done.
+    fn custom_call(&mut self, out: &mut Vec<StreamEvent>, item: &RequiredItem) {
+        let id = format!("{CUSTOM_CALL_PREFIX}{}", item.call_id);
+        let input = item.arguments[toolgate_tool::custom::INPUT]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let index = self.push_item(
+            out,
+            OutputItem::CustomToolCall {
+                id: id.clone(),
+                call_id: item.call_id.clone(),
+                name: item.tool.clone(),
+                input: String::new(),
+            },
+        );
+        self.emit(
+            out,
+            "response.custom_tool_call_input.delta",
+            json!({"item_id": id, "output_index": index, "delta": input}),
+        );
+        self.emit(
+            out,
+            "response.custom_tool_call_input.done",
+            json!({"item_id": id, "output_index": index, "input": input}),
+        );
+        if let OutputItem::CustomToolCall { input: i, .. } = &mut self.response.output[index] {
+            *i = input;
+        }
+        self.item_done(out, index);
     }
 
     /// The `mcp_call` of a call, added (in progress) unless it is there already.
@@ -598,7 +642,8 @@ impl Translator {
                 OutputItem::McpApprovalRequest { id, .. } => {
                     id.strip_prefix(APPROVAL_PREFIX) == Some(item.call_id.as_str())
                 }
-                OutputItem::FunctionCall { call_id, .. } => call_id == &item.call_id,
+                OutputItem::FunctionCall { call_id, .. }
+                | OutputItem::CustomToolCall { call_id, .. } => call_id == &item.call_id,
                 _ => false,
             });
             if !shown {
