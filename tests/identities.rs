@@ -103,6 +103,7 @@ impl Fixture {
             "GET" => c.get(url),
             "POST" => c.post(url),
             "DELETE" => c.delete(url),
+            "PATCH" => c.patch(url),
             m => panic!("{m}"),
         };
         if let Some(k) = self.cred(who) {
@@ -693,6 +694,17 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             expect: |w| match w {
                 _ if unauth(w) => 401,
                 Admin => 201,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "PATCH",
+            path: "/v1/keys/key-none".into(),
+            doc: "/v1/keys/{name}",
+            body: Some(json!({"role": "client"})),
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
                 _ => 403,
             },
         },

@@ -153,3 +153,189 @@ async fn an_admin_issues_lists_and_revokes_keys_over_http() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no active key named 'ci-bot'"));
 }
+
+/// `PATCH /v1/keys/{name}` changes a key in place (roles, groups, allow-lists, expiry,
+/// budgets) and the key's next request sees it; `null` lifts a limit; `toolgate keys
+/// update` is the same implementation on the same store; bad input is a 400 with the
+/// command line's words, an unknown or revoked key a 404.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admin_changes_a_key_in_place() {
+    let site = Site::new();
+    let key = keys_create(&site, "a", "helper", "client", "ops");
+    let server = Server::start(&site, Some(ADMIN), &[]);
+    let (s, row) = server
+        .send_as(
+            ADMIN,
+            "PATCH",
+            "/v1/keys/helper",
+            Some(
+                json!({"role": "client,approver", "groups": ["ops", "audit"],
+                "agents": ["plain"], "tools": ["calc*"], "expires": "12h",
+                "budgets": ["1usd/day:pause"]}),
+            ),
+        )
+        .await;
+    assert_eq!(s, 200, "{row}");
+    assert_eq!(row["roles"], json!(["client", "approver"]));
+    assert_eq!(row["budgets"], json!(["1usd/day:pause"]));
+    assert_eq!(row["tenant"], "a", "the tenant never changes");
+    let (s, me) = server.send_as(&key, "GET", "/v1/whoami", None).await;
+    assert_eq!(s, 200, "{me}");
+    assert_eq!(
+        (&me["groups"], &me["agents"], &me["tools"]),
+        (
+            &json!(["ops", "audit"]),
+            &json!(["plain"]),
+            &json!(["calc*"])
+        )
+    );
+    // An approver now: the approver's routes are open to it.
+    let (s, _) = server
+        .send_as(&key, "GET", "/v1/runs?status=requires_action", None)
+        .await;
+    assert_eq!(s, 200);
+
+    // `null` lifts the limits; absent fields stay.
+    let (s, row) = server
+        .send_as(
+            ADMIN,
+            "PATCH",
+            "/v1/keys/helper",
+            Some(json!({"agents": null, "expires": null})),
+        )
+        .await;
+    assert_eq!(s, 200, "{row}");
+    assert!(
+        row.get("agents").is_none() && row["expires_at"].is_null(),
+        "{row}"
+    );
+    assert_eq!(row["tools"], json!(["calc*"]), "{row}");
+
+    // The command line: the same change, the same store, the same words.
+    let out = cli(
+        &site,
+        &[
+            "keys",
+            "update",
+            "helper",
+            "--tools",
+            "*",
+            "--no-budgets",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_cmd: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        by_cmd.get("tools").is_none() && by_cmd["budgets"] == json!([]),
+        "{by_cmd}"
+    );
+    let (_, listed) = server.send_as(ADMIN, "GET", "/v1/keys", None).await;
+    assert!(listed[0].get("tools").is_none(), "{listed}");
+
+    for (body, status) in [
+        (json!({"role": "owner"}), 400),
+        (json!({"tools": ["x/y"]}), 400),
+        (json!({"expires": "soon"}), 400),
+        (json!({}), 400),
+        (json!({"tenant": "b"}), 400),
+    ] {
+        let (s, bad) = server
+            .send_as(ADMIN, "PATCH", "/v1/keys/helper", Some(body.clone()))
+            .await;
+        assert_eq!(s, status, "{body}: {bad}");
+    }
+    let out = cli(&site, &["keys", "update", "helper", "--role", "owner"]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        said.contains("role 'owner' is not client, approver, admin"),
+        "{said}"
+    );
+    let (s, _) = server
+        .send_as(
+            ADMIN,
+            "PATCH",
+            "/v1/keys/nobody",
+            Some(json!({"role": "client"})),
+        )
+        .await;
+    assert_eq!(s, 404);
+    let (s, _) = server
+        .send_as(ADMIN, "DELETE", "/v1/keys/helper", None)
+        .await;
+    assert_eq!(s, 204);
+    let (s, _) = server
+        .send_as(
+            ADMIN,
+            "PATCH",
+            "/v1/keys/helper",
+            Some(json!({"role": "admin"})),
+        )
+        .await;
+    assert_eq!(s, 404, "a revoked key stays revoked");
+    let (s, _) = server.send_as(&key, "GET", "/v1/whoami", None).await;
+    assert_eq!(s, 401);
+}
+
+/// The same update on PostgreSQL, through the command line.
+#[test]
+fn keys_update_on_postgres() {
+    let db = crate::databases::TestDb::postgres();
+    let run = |args: &[&str]| {
+        toolgate_test_support::toolgate(std::path::Path::new("."))
+            .arg("--db")
+            .arg(db.arg())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "--tenant",
+        "a",
+        "keys",
+        "create",
+        "--name",
+        "pg-helper",
+        "--role",
+        "client",
+        "--agents",
+        "x",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&[
+        "keys",
+        "update",
+        "pg-helper",
+        "--role",
+        "approver",
+        "--agents",
+        "*",
+        "--expires",
+        "2h",
+        "--budget",
+        "100tokens/run",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["roles"], json!(["approver"]), "{row}");
+    assert!(
+        row.get("agents").is_none() && row["expires_at"].is_i64(),
+        "{row}"
+    );
+    assert_eq!(row["budgets"], json!(["100tokens/run:pause"]), "{row}");
+    let out = run(&["keys", "update", "nobody", "--role", "client"]);
+    assert_eq!(out.status.code(), Some(2));
+}

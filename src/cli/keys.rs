@@ -1,12 +1,13 @@
 //! `toolgate keys`: the keys this server accepts besides its one admin key. `create`
 //! prints a new key once (only its SHA-256 is stored), `list` shows them without the
-//! key, `revoke` ends one for good.
+//! key, `update` changes one in place, `revoke` ends one for good.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use toolgate::identity::Allow;
+use toolgate::server::key_update::{self, KeyUpdate};
 use toolgate::server::manage_keys::{self, IssuedKey, KeyError, KeyRequest, now_ms};
 use toolgate::store::StoreError;
 
@@ -56,6 +57,35 @@ enum KeysCommand {
     /// List the issued keys (never the keys themselves).
     #[command(after_help = "Book: docs/src/howto/identities.md")]
     List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a key in place: each flag given replaces that part (the others stay).
+    #[command(after_help = "Book: docs/src/howto/identities.md")]
+    Update {
+        name: String,
+        /// client, approver, admin, or several: client,approver.
+        #[arg(long)]
+        role: Option<String>,
+        /// Its groups (a,b); an empty value removes them.
+        #[arg(long, value_name = "A,B")]
+        groups: Option<String>,
+        /// The only agents it may start (a,b); `*` for any agent of its tenant.
+        #[arg(long, value_name = "A,B")]
+        agents: Option<String>,
+        /// The only tools its runs may call (x,y); `*` for any tool.
+        #[arg(long, value_name = "X,Y")]
+        tools: Option<String>,
+        /// How long it lasts from now (30d, 12h, 90m), or `never`.
+        #[arg(long)]
+        expires: Option<String>,
+        /// Replaces its spend limits (repeatable): AMOUNT(tokens|usd)/PER[:pause|fail|warn].
+        #[arg(long = "budget", value_name = "LIMIT", conflicts_with = "no_budgets")]
+        budgets: Vec<String>,
+        /// Removes its spend limits.
+        #[arg(long)]
+        no_budgets: bool,
+        /// Print the key's row as `GET /v1/keys` shows it.
         #[arg(long)]
         json: bool,
     },
@@ -117,6 +147,31 @@ pub fn run(args: KeysArgs, db: &Path) -> Result<ExitCode, Failure> {
         }
         KeysCommand::List { json } => list(db, json),
         KeysCommand::Revoke { name } => revoke(db, &name),
+        KeysCommand::Update {
+            name,
+            role,
+            groups,
+            agents,
+            tools,
+            expires,
+            budgets,
+            no_budgets,
+            json,
+        } => {
+            let change = KeyUpdate {
+                role,
+                groups: groups.map(|g| Allow::list(&g)),
+                agents: agents.map(|a| (a.trim() != "*").then(|| Allow::list(&a))),
+                tools: tools.map(|t| (t.trim() != "*").then(|| Allow::list(&t))),
+                expires: expires.map(|e| (e.trim() != "never").then_some(e)),
+                budgets: if no_budgets {
+                    Some(Vec::new())
+                } else {
+                    (!budgets.is_empty()).then_some(budgets)
+                },
+            };
+            update(db, &name, change, json)
+        }
     }
 }
 
@@ -183,6 +238,27 @@ fn list(db: &Path, json: bool) -> Result<ExitCode, Failure> {
             ],
             &rows,
         ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `keys update`: changes the active key `name`; prints what it is now.
+fn update(db: &Path, name: &str, change: KeyUpdate, json: bool) -> Result<ExitCode, Failure> {
+    let store = open_existing_store(db)?;
+    let (info, budgets) = runtime()?
+        .block_on(key_update::update(&store, name, change))
+        .map_err(failure)?;
+    if json {
+        let row = toolgate::server::keys_http::row(info, &budgets);
+        print_json(&mut out::stdout(), &row, false)?;
+    } else {
+        say!(
+            "toolgate: key {name} updated: {} in tenant {}, agents {}, tools {}",
+            info.roles,
+            info.tenant,
+            shown_list(info.allow.agents.as_deref()),
+            shown_list(info.allow.tools.as_deref())
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

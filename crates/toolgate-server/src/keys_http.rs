@@ -14,6 +14,7 @@ use toolgate_protocol::budget::Budget;
 use toolgate_protocol::identity::DEFAULT_TENANT;
 use toolgate_store::KeyInfo;
 
+use super::key_update::{self, KeyUpdate};
 use super::manage_keys::{self, KeyError, KeyRequest};
 use super::scope::Caller;
 use super::{ApiError, ApiJson, AppState, ErrorBody, PathId};
@@ -81,7 +82,8 @@ pub struct IssuedKeyBody {
     pub key: String,
 }
 
-fn row(info: KeyInfo, budgets: &[Budget]) -> KeyRow {
+/// A key's row, as the API lists it.
+pub fn row(info: KeyInfo, budgets: &[Budget]) -> KeyRow {
     KeyRow {
         state: manage_keys::state(&info, manage_keys::now_ms()).into(),
         role: info.roles.to_string(),
@@ -160,4 +162,65 @@ pub async fn revoke_key(
         .await
         .map_err(api_error)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What to change of a key: each field given replaces the key's (`null` for `agents`,
+/// `tools` or `expires`: no limit, never expires); absent fields stay as they are.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateKey {
+    /// `client`, `approver`, `admin`, or several: `client,approver`.
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub groups: Option<Vec<String>>,
+    /// The only agents it may start; `null`: any agent of its tenant.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub agents: Option<Option<Vec<String>>>,
+    /// The only tools its runs may call; `null`: any tool.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub tools: Option<Option<Vec<String>>>,
+    /// How long it lasts from now (`30d`, `12h`); `null`: forever.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub expires: Option<Option<String>>,
+    /// Replaces its budgets (`[]` removes them).
+    #[serde(default)]
+    pub budgets: Option<Vec<String>>,
+}
+
+/// A field that is present (`null` included): `Some`, holding `None` for `null`.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Changes a key in place (admins): roles, groups, allow-lists, expiry, budgets; the
+/// caller's next request with it sees the change.
+#[utoipa::path(patch, path = "/v1/keys/{name}", tag = "management", request_body = UpdateKey,
+    params(("name" = String, Path, description = "A key's name")),
+    responses((status = 200, body = KeyRow), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "No active key of that name", body = ErrorBody), (status = 500, body = ErrorBody)))]
+pub async fn update_key(
+    State(state): State<Arc<AppState>>,
+    PathId(name): PathId,
+    ApiJson(req): ApiJson<UpdateKey>,
+) -> Result<Json<KeyRow>, ApiError> {
+    let change = KeyUpdate {
+        role: req.role,
+        groups: req.groups,
+        agents: req.agents,
+        tools: req.tools,
+        expires: req.expires,
+        budgets: req.budgets,
+    };
+    let (info, budgets) = key_update::update(&state.runner.store, &name, change)
+        .await
+        .map_err(api_error)?;
+    Ok(Json(row(info, &budgets)))
 }

@@ -132,12 +132,21 @@ pub fn parse_expiry(text: &str) -> Result<i64, KeyError> {
     n.checked_mul(unit_ms).filter(|ms| *ms > 0).ok_or_else(bad)
 }
 
-/// The request checked and made into what the store keeps, with the new key.
-fn prepare(req: KeyRequest) -> Result<(NewKey, String, Vec<Budget>), KeyError> {
-    check_word("key name", &req.name)?;
-    check_word("tenant", &req.tenant)?;
-    let groups: Vec<String> = req
-        .groups
+/// Roles as given: `client`, `approver`, `admin` or several (`client,approver`).
+pub fn parse_roles(text: &str) -> Result<Roles, KeyError> {
+    Roles::parse(text)
+        .ok()
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| {
+            KeyError::Invalid(format!(
+                "role '{text}' is not client, approver, admin or a list of them (client,approver)"
+            ))
+        })
+}
+
+/// Groups as given, trimmed (empty ones dropped) and checked.
+pub fn check_groups(groups: Vec<String>) -> Result<Vec<String>, KeyError> {
+    let groups: Vec<String> = groups
         .into_iter()
         .map(|g| g.trim().to_string())
         .filter(|g| !g.is_empty())
@@ -145,15 +154,23 @@ fn prepare(req: KeyRequest) -> Result<(NewKey, String, Vec<Budget>), KeyError> {
     for g in &groups {
         check_word("group", g)?;
     }
-    let roles = Roles::parse(&req.role)
-        .ok()
-        .filter(|r| !r.is_empty())
-        .ok_or_else(|| {
-            KeyError::Invalid(format!(
-                "role '{}' is not client, approver, admin or a list of them (client,approver)",
-                req.role
-            ))
-        })?;
+    Ok(groups)
+}
+
+/// Short-form budgets (`5usd/month:fail`) read.
+pub fn parse_budgets(budgets: &[String]) -> Result<Vec<Budget>, KeyError> {
+    budgets
+        .iter()
+        .map(|b| Budget::parse_short(b).map_err(|e| KeyError::Invalid(format!("budget: {e}"))))
+        .collect()
+}
+
+/// The request checked and made into what the store keeps, with the new key.
+fn prepare(req: KeyRequest) -> Result<(NewKey, String, Vec<Budget>), KeyError> {
+    check_word("key name", &req.name)?;
+    check_word("tenant", &req.tenant)?;
+    let groups = check_groups(req.groups)?;
+    let roles = parse_roles(&req.role)?;
     let allow = Allow {
         agents: check_allow("agents", req.agents)?,
         tools: check_allow("tools", req.tools)?,
@@ -162,11 +179,7 @@ fn prepare(req: KeyRequest) -> Result<(NewKey, String, Vec<Budget>), KeyError> {
         Some(e) => Some(now_ms().saturating_add(parse_expiry(e)?)),
         None => None,
     };
-    let budgets = req
-        .budgets
-        .iter()
-        .map(|b| Budget::parse_short(b).map_err(|e| KeyError::Invalid(format!("budget: {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
+    let budgets = parse_budgets(&req.budgets)?;
     let key = new_key()?;
     let stored = NewKey {
         id: toolgate_runtime::run::new_id("key"),

@@ -68,7 +68,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(knowledge::add_document, knowledge::remove_document))
         .routes(routes!(knowledge::search))
         .routes(routes!(keys_http::list_keys, keys_http::create_key))
-        .routes(routes!(keys_http::revoke_key))
+        .routes(routes!(keys_http::revoke_key, keys_http::update_key))
         .routes(routes!(
             secrets_http::list_secrets,
             secrets_http::set_secret

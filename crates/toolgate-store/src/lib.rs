@@ -32,9 +32,9 @@ pub use model::{
 };
 pub use spend::{ModelRequestRow, Spend, SpendBy, SpendFilter, SpendRow};
 pub use sqlite::{
-    APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyInfo, KeyLookup,
-    NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions, TimelineRows,
-    Waiting,
+    APPLICATION_ID, CallQuery, DEADLINE, Decided, Decider, DueItem, EXPIRED, KeyChange, KeyInfo,
+    KeyLookup, NewKey, Page, PauseRow, ResponseRow, SCHEMA_VERSION, SecretInfo, StoreOptions,
+    TimelineRows, Waiting,
 };
 pub use summary::{CacheStats, CallCounts, ConversationSummary, Durations, GlobalStats, ToolStats};
 pub use validations::ToolValidation;

@@ -355,25 +355,7 @@ impl Metrics {
             "Tokens the models reported, by model and type (input, output)",
             tokens.clone(),
         );
-        let tool_calls = Family::default();
-        r.add(
-            "tool_calls",
-            "Recorded tool calls, by tool, status and error kind (`none` without an error)",
-            tool_calls.clone(),
-        );
-        let tool_seconds = Histograms::new_with_constructor(tool_buckets as fn() -> Histogram);
-        r.add(
-            "tool_call_duration_seconds",
-            "How long tools ran (calls that got a slot and started)",
-            tool_seconds.clone(),
-        );
-        let tool_cache = Family::default();
-        r.add(
-            "tool_cache_lookups",
-            "Calls of tools that keep their results (`cache:`), by tool and result (hit: served \
-             from the cache; miss: the tool ran)",
-            tool_cache.clone(),
-        );
+        let (tool_calls, tool_seconds, tool_cache) = tool_metrics(&mut r);
         let decision_seconds =
             Histograms::new_with_constructor(decision_buckets as fn() -> Histogram);
         r.add(
@@ -457,6 +439,36 @@ struct SpendMetrics {
 }
 
 /// Registers the spend counters.
+/// The tool metrics: recorded calls, their durations, and cache lookups.
+fn tool_metrics(
+    r: &mut Registering,
+) -> (
+    Family<CallLabels, Counter>,
+    Histograms<ToolLabel>,
+    Family<CacheLabels, Counter>,
+) {
+    let tool_calls = Family::default();
+    r.add(
+        "tool_calls",
+        "Recorded tool calls, by tool, status and error kind (`none` without an error)",
+        tool_calls.clone(),
+    );
+    let tool_seconds = Histograms::new_with_constructor(tool_buckets as fn() -> Histogram);
+    r.add(
+        "tool_call_duration_seconds",
+        "How long tools ran (calls that got a slot and started)",
+        tool_seconds.clone(),
+    );
+    let tool_cache = Family::default();
+    r.add(
+        "tool_cache_lookups",
+        "Calls of tools that keep their results (`cache:`), by tool and result (hit: served \
+             from the cache; miss: the tool ran)",
+        tool_cache.clone(),
+    );
+    (tool_calls, tool_seconds, tool_cache)
+}
+
 fn spend_metrics(r: &mut Registering) -> SpendMetrics {
     let tokens = Family::default();
     r.add(

@@ -22,6 +22,18 @@ impl Store {
         }
     }
 
+    /// Changes key `name` (not revoked); whether there was such a key.
+    pub async fn update_key(
+        &self,
+        name: &str,
+        change: crate::KeyChange,
+    ) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(s) => Ok(s.update_key(name, change).await?),
+            Backend::Postgres(s) => s.update_key(name, change).await,
+        }
+    }
+
     /// Every issued key, revoked ones included, oldest first.
     pub async fn keys(&self) -> Result<Vec<KeyInfo>, StoreError> {
         match &self.backend {

@@ -7,6 +7,7 @@ use tokio_postgres::Row;
 
 use super::clock::NOW_MS;
 use super::{PgStore, StoreError};
+use crate::sqlite::keys::KeyChange;
 use crate::sqlite::keys::{list_to_store, stored_list};
 use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
 use toolgate_protocol::identity::{Allow, Identity};
@@ -103,6 +104,49 @@ impl PgStore {
                         "UPDATE api_keys SET revoked_at = {NOW_MS} WHERE name = $1 AND revoked_at IS NULL"
                     ),
                     &[&name],
+                )
+                .await
+                .map_err(|e| s.error(e))?;
+            s.committed();
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Changes key `name` (not revoked); whether there was such a key.
+    pub async fn update_key(&self, name: &str, change: KeyChange) -> Result<bool, StoreError> {
+        self.open_for_writes()?;
+        let name = name.to_string();
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let groups = change
+                .groups
+                .as_ref()
+                .map(|g| serde_json::to_string(g).unwrap_or_else(|_| "[]".into()));
+            let sql = crate::sqlite::keys::UPDATE
+                .replace("?1", "$1")
+                .replace("?2", "$2")
+                .replace("?3", "$3")
+                .replace("?4", "$4")
+                .replace("?5", "$5")
+                .replace("?6", "$6")
+                .replace("?7", "$7")
+                .replace("?8", "$8")
+                .replace("?9", "$9");
+            let n = client
+                .execute(
+                    &sql,
+                    &[
+                        &name,
+                        &change.roles.map(|r| r.to_string()),
+                        &groups,
+                        &change.agents.is_some(),
+                        &list_to_store(change.agents.as_ref().and_then(Option::as_ref)),
+                        &change.tools.is_some(),
+                        &list_to_store(change.tools.as_ref().and_then(Option::as_ref)),
+                        &change.expires_at.is_some(),
+                        &change.expires_at.flatten(),
+                    ],
                 )
                 .await
                 .map_err(|e| s.error(e))?;

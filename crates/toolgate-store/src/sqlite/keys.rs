@@ -43,6 +43,23 @@ pub struct NewKey {
     pub expires_at: Option<i64>,
 }
 
+/// What an update changes of a key: each `Some` replaces its part (`Some(None)` for
+/// an allow-list or the expiry: no limit).
+#[derive(Debug, Clone, Default)]
+pub struct KeyChange {
+    pub roles: Option<Roles>,
+    pub groups: Option<Vec<String>>,
+    pub agents: Option<Option<Vec<String>>>,
+    pub tools: Option<Option<Vec<String>>>,
+    pub expires_at: Option<Option<i64>>,
+}
+
+/// The update of a key's columns: `?1` its name, then the change's parts (a flag before
+/// each that may be set to NULL).
+pub(crate) const UPDATE: &str = "UPDATE api_keys SET role = COALESCE(?2, role), groups = COALESCE(?3, groups), \
+     agents = CASE WHEN ?4 THEN ?5 ELSE agents END, tools = CASE WHEN ?6 THEN ?7 ELSE tools END, \
+     expires_at = CASE WHEN ?8 THEN ?9 ELSE expires_at END WHERE name = ?1 AND revoked_at IS NULL";
+
 /// What a presented key turned out to be.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyLookup {
@@ -138,6 +155,32 @@ impl SqliteStore {
             Ok(tx.execute(
                 "UPDATE api_keys SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
                 params![name, now_ms()],
+            )? > 0)
+        })
+        .await
+    }
+
+    /// Changes key `name` (not revoked); whether there was such a key.
+    pub async fn update_key(&self, name: &str, change: KeyChange) -> Result<bool, RunsError> {
+        let name = name.to_string();
+        self.transact(move |tx| {
+            let groups = change
+                .groups
+                .as_ref()
+                .map(|g| serde_json::to_string(g).unwrap_or_else(|_| "[]".into()));
+            Ok(tx.execute(
+                UPDATE,
+                params![
+                    name,
+                    change.roles.map(|r| r.to_string()),
+                    groups,
+                    change.agents.is_some(),
+                    list_to_store(change.agents.as_ref().and_then(Option::as_ref)),
+                    change.tools.is_some(),
+                    list_to_store(change.tools.as_ref().and_then(Option::as_ref)),
+                    change.expires_at.is_some(),
+                    change.expires_at.flatten(),
+                ],
             )? > 0)
         })
         .await

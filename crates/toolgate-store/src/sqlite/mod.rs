@@ -42,7 +42,7 @@ use tokio::sync::oneshot;
 pub(crate) use super::StoreError;
 pub use deadlines::{DEADLINE, DueItem, EXPIRED};
 pub use decisions::{Decided, Decider};
-pub use keys::{KeyInfo, KeyLookup, NewKey};
+pub use keys::{KeyChange, KeyInfo, KeyLookup, NewKey};
 pub use migrations::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
 pub use queries::{CallQuery, Page};
 pub use record::{CallRecord, StoredCall};

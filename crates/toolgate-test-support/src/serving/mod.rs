@@ -318,6 +318,7 @@ impl Server {
             "GET" => self.client.get(url),
             "POST" => self.client.post(url),
             "DELETE" => self.client.delete(url),
+            "PATCH" => self.client.patch(url),
             m => panic!("send_as: no method {m}"),
         };
         r = r.bearer_auth(key);
