@@ -343,6 +343,29 @@ fn resource_part(block: &Value) -> Blob {
     }
 }
 
+/// The label and icon a server lists: `title` (else `annotations.title`), and the first
+/// of `icons` given inline as a `data:image/...` URI (a URL to fetch is left out: the
+/// inbox loads nothing from another host).
+fn display_of(listed: &Value) -> toolgate_tool::display::Display {
+    let title = listed
+        .get("title")
+        .or_else(|| listed.get("annotations").and_then(|a| a.get("title")))
+        .and_then(|t| toolgate_tool::display::localized(t).ok().flatten());
+    let icon = listed
+        .get("icons")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.get("src").and_then(Value::as_str))
+        .find(|src| toolgate_tool::display::inline_image(src))
+        .map(String::from);
+    toolgate_tool::display::Display {
+        label: title,
+        icon,
+        help: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -424,28 +447,5 @@ mod tests {
         let failed =
             output_of(&json!({"content": [{"type": "text", "text": "bad"}], "isError": true}));
         assert!(failed.is_error);
-    }
-}
-
-/// The label and icon a server lists: `title` (else `annotations.title`), and the first
-/// of `icons` given inline as a `data:image/...` URI (a URL to fetch is left out: the
-/// inbox loads nothing from another host).
-fn display_of(listed: &Value) -> toolgate_tool::display::Display {
-    let title = listed
-        .get("title")
-        .or_else(|| listed.get("annotations").and_then(|a| a.get("title")))
-        .and_then(|t| toolgate_tool::display::localized(t).ok().flatten());
-    let icon = listed
-        .get("icons")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i.get("src").and_then(Value::as_str))
-        .find(|src| toolgate_tool::display::inline_image(src))
-        .map(String::from);
-    toolgate_tool::display::Display {
-        label: title,
-        icon,
-        help: None,
     }
 }

@@ -301,6 +301,8 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         fail_at(&keys, m)
     };
     let name = name_of(&raw.name).map_err(fault)?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let (retry, cache, display) = service_keys(&raw, folder).map_err(fault)?;
     // A fault in a schema: the line of the deepest of its keys found in the file.
     let schema_fail = |block: &str, e: SchemaError| {
         let mut keys = vec![block];
@@ -334,7 +336,6 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             fault((keys, format!("permission: {m}")))
         })?,
     };
-    let folder = path.parent().unwrap_or(Path::new("."));
     let (hooks, deadline) = toolgate_tool::policy::read_extras(
         raw.hooks.as_ref(),
         raw.approval_timeout.as_ref(),
@@ -342,15 +343,6 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         folder,
     )
     .map_err(fault)?;
-    let retry = retry_of(raw.retry.as_ref()).map_err(|m| fail_at(&["retry"], m))?;
-    let cache = cache_of(raw.cache.as_ref(), raw.read_only).map_err(|m| fail_at(&["cache"], m))?;
-    let display = toolgate_tool::display::Display::read(
-        raw.label.as_ref(),
-        raw.icon.as_ref(),
-        raw.help.as_ref(),
-        &[folder],
-    )
-    .map_err(|(key, m)| fail_at(&[&key], m))?;
     let sandbox = sandbox_of(path, &entry, raw.sandbox.as_ref())
         .map_err(|(key, m)| fail_at(&["sandbox", &key], m))?;
     let spec = ToolSpec {
@@ -394,6 +386,32 @@ pub(super) fn load_text(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         source: super::NAME,
         runner,
     })
+}
+
+/// `retry:`, `cache:` and the display keys (`label`, `icon`, `help`) read, or the key
+/// at fault and why.
+fn service_keys(
+    raw: &RawTool,
+    folder: &Path,
+) -> Result<
+    (
+        Option<toolgate_tool::RetryPolicy>,
+        Option<toolgate_tool::cache::CachePolicy>,
+        toolgate_tool::display::Display,
+    ),
+    Fault,
+> {
+    let retry = retry_of(raw.retry.as_ref()).map_err(|m| (vec!["retry".to_string()], m))?;
+    let cache =
+        cache_of(raw.cache.as_ref(), raw.read_only).map_err(|m| (vec!["cache".to_string()], m))?;
+    let display = toolgate_tool::display::Display::read(
+        raw.label.as_ref(),
+        raw.icon.as_ref(),
+        raw.help.as_ref(),
+        &[folder],
+    )
+    .map_err(|(key, m)| (vec![key], m))?;
+    Ok((retry, cache, display))
 }
 
 /// `cache:` read, or why it is wrong: only a read-only tool's results are kept.
