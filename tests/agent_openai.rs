@@ -393,13 +393,11 @@ async fn a_refused_request_fails_at_once() {
 
 #[tokio::test]
 async fn a_dead_server_fails_the_run_after_the_retries() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // Port 1: nothing listens there and no test server can take it (a port freed by a
+    // closed listener could go to another test's fake server meanwhile).
     let server = FakeOpenAi::start(Vec::new()).await;
     let (mut s, agent) = setup(&server, NATIVE, 3);
-    s.runner.model_config.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
+    s.runner.model_config.base_url = Some("http://127.0.0.1:1/v1".into());
     let ws = s.dir.path().join("ws");
     let run = s
         .runner

@@ -347,6 +347,38 @@ async fn hidden_characters_show_escaped() {
     );
 }
 
+/// An authorization item (a tool acting for its user at an OAuth provider) shows a
+/// "Connect" link to its consent URL and nothing to decide; a budget item shows what
+/// was spent and "Raise and continue", which the run goes on after. One screenshot of
+/// both (`consent-and-budget.png`). The consent itself is tested against a real
+/// authorization server in tests/oauth.rs.
+#[tokio::test(flavor = "multi_thread")]
+async fn consent_and_budget_items_say_what_they_wait_for() {
+    let site = Site::new();
+    std::fs::write(
+        site.path().join("tools/calendar_me.yaml"),
+        "name: calendar_me\ndescription: Who the user is in their calendar.\nlabel: Calendar\nentry:\n  type: http\n  url: https://calendar.example/me\n  oauth:\n    name: calendar\n    authorize_url: https://calendar.example/authorize\n    token_url: https://calendar.example/token\n    client_id: toolgate-inbox\n    scopes: [calendar.read]\n",
+    )
+    .unwrap();
+    site.agent(
+        "planner",
+        "[calendar_me]",
+        "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
+    );
+    site.agent(
+        "spender",
+        "[echo]",
+        "  - content: Echoing.\n    tool_calls: [{id: call_echo, name: echo, arguments: {text: hi}}]\n    usage: {prompt_tokens: 80, completion_tokens: 40}\n  - content: Done.\n    usage: {prompt_tokens: 90, completion_tokens: 5}\n",
+    );
+    let agent = site.path().join("agents/spender.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(&agent, format!("{text}budget: {{per: run, tokens: 100}}\n")).unwrap();
+    let key = serving::identity::keys_create(&site, "default", "alice", "client,approver", "");
+    let mut server = Server::start(&site, None, &[]);
+    server.key = Some(key);
+    scenario(&server, "consent_budget");
+}
+
 /// Keys of two tenants, an app's JWT (HS256) and an agent with `four_eyes`: the three
 /// identities scenarios, each in its own page.
 fn identities_site() -> (Site, Server, Value) {

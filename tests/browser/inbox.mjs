@@ -364,6 +364,38 @@ const scenarios = {
   },
 
   // A secret argument reads [secret] everywhere on the page; a long one is folded.
+  // An authorization item: a Connect link to its consent URL (PKCE, state), opened
+  // apart, and nothing to decide; a budget item: what was spent, "Raise and continue".
+  async consent_budget(page) {
+    await useKey(page, KEY);
+    await openInbox(page);
+    const run = await startRun('What is on my calendar?', 'planner');
+    const card = item(page, run, 'calendar_me', 'call_me');
+    await card.waitFor({ timeout: WAIT });
+    check((await card.locator('.badge').textContent()) === 'needs consent', 'the badge says it needs consent');
+    const link = card.locator('a.connect');
+    check((await link.textContent()) === 'Connect calendar', 'the link names the provider');
+    const href = await link.getAttribute('href');
+    check(href === run.required_action.items[0].arguments.consent_url, 'the link is the item\'s consent URL');
+    check(href.startsWith('https://calendar.example/authorize?') && href.includes('code_challenge=') && href.includes('state='), `a PKCE consent URL: ${href}`);
+    check((await link.getAttribute('target')) === '_blank' && (await link.getAttribute('rel')).includes('noopener'), 'opened apart, without an opener');
+    check((await card.locator('button, textarea').count()) === 0, 'nothing to decide or submit on a consent item');
+
+    const spend = await startRun('Spend.', 'spender');
+    const held = spend.required_action.items[0];
+    check(held.kind === 'budget', `the run paused on its budget (${held.kind})`);
+    const budget = item(page, spend, held.tool, held.call_id);
+    await budget.waitFor({ timeout: WAIT });
+    check((await budget.locator('.badge').textContent()) === 'budget reached', 'the badge says the budget was reached');
+    check((await budget.locator('.reason').textContent()).includes('approve to raise it'), 'the reason says what approving does');
+    check((await button(budget, 'Approve always').count()) === 0, 'a budget is raised for this run only');
+    check((await budget.locator('textarea:visible').count()) === 0, 'no output form on a budget item');
+    await shot(page, 'consent-and-budget');
+    await button(budget, 'Raise and continue').click();
+    await page.locator(`#recent tr[data-run="${spend.id}"]`).filter({ hasText: 'completed' }).waitFor({ timeout: WAIT });
+    check((await card.count()) === 1, 'the consent item still waits');
+  },
+
   async secrets(page) {
     await openInbox(page);
     const run = await startRun('Send the note.', 'vault');

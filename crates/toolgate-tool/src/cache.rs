@@ -66,6 +66,14 @@ impl CachePolicy {
         })
     }
 
+    /// `cache:` as a source file writes it (`None` when absent), or what is wrong with
+    /// it, the key named.
+    pub fn read(raw: Option<&RawCache>) -> Result<Option<CachePolicy>, String> {
+        raw.map(CachePolicy::from_raw)
+            .transpose()
+            .map_err(|m| format!("cache: {m}"))
+    }
+
     /// Whether a call with `args` may use the cache: not when an argument is secret,
     /// unless the policy allows it.
     pub fn admits(&self, schema: &Schema, args: &Map<String, Value>) -> bool {

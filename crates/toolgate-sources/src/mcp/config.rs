@@ -450,12 +450,8 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         .map(toolgate_tool::RetryPolicy::from_raw)
         .transpose()
         .map_err(|m| fail("retry", format!("retry: {m}")))?;
-    let cache = raw
-        .cache
-        .as_ref()
-        .map(toolgate_tool::cache::CachePolicy::from_raw)
-        .transpose()
-        .map_err(|m| fail("cache", format!("cache: {m}")))?;
+    let cache = toolgate_tool::cache::CachePolicy::read(raw.cache.as_ref())
+        .map_err(|m| fail("cache", m))?;
     Ok(Declaration {
         retry,
         cache,

@@ -119,12 +119,8 @@ fn tools(
         .map(toolgate_tool::RetryPolicy::from_raw)
         .transpose()
         .map_err(|m| fail("retry", format!("retry: {m}")))?;
-    let cache = raw
-        .cache
-        .as_ref()
-        .map(toolgate_tool::cache::CachePolicy::from_raw)
-        .transpose()
-        .map_err(|m| fail("cache", format!("cache: {m}")))?;
+    let cache = toolgate_tool::cache::CachePolicy::read(raw.cache.as_ref())
+        .map_err(|m| fail("cache", m))?;
     let mut found = operations::operations(&doc, &common);
     if let Some(op) = &raw.validate {
         let check = check_binding(&found, op).map_err(|m| fail("validate", m))?;

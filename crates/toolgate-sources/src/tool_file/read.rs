@@ -429,9 +429,7 @@ fn cache_of(
                 .into(),
         );
     }
-    toolgate_tool::cache::CachePolicy::from_raw(raw)
-        .map(Some)
-        .map_err(|m| format!("cache: {m}"))
+    toolgate_tool::cache::CachePolicy::read(Some(raw))
 }
 
 /// `retry:` read, or why it is wrong.

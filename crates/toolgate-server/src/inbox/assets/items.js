@@ -83,17 +83,45 @@ function toolIcon(tool) {
   return h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon);
 }
 
+// What each kind of item waits for, on its badge.
+const KIND_BADGES = {
+  approval: 'needs approval',
+  budget: 'budget reached',
+  authorization: 'needs consent',
+  submit_tool_output: 'client output',
+};
+
+// An authorization item: the user it waits for connects their account at the provider
+// (the consent URL, bound to this run, call and user); the run goes on by itself once
+// the provider sends them back. Nothing to decide here.
+function consent(item) {
+  const a = item.arguments || {};
+  const provider = a.provider || 'the provider';
+  const url = typeof a.consent_url === 'string' && /^https?:\/\//.test(a.consent_url) ? a.consent_url : null;
+  return h('div', { class: 'consent' },
+    h('p', {}, `The run acts for its user at ${provider} and has no access yet. `,
+      'The user connects their account there; the run goes on by itself once they are back.'),
+    url ? h('p', { class: 'actions' },
+      h('a', { class: 'connect button primary', href: url, target: '_blank', rel: 'noopener noreferrer', 'aria-keyshortcuts': 'c' }, `Connect ${provider}`),
+      ' ', h('span', { class: 'hint' }, 'Only the run\'s user should follow this link: it signs them in.'))
+      : h('p', { class: 'why-not' }, 'The consent link is missing from this item.'));
+}
+
 // One waiting item: one element holding the tool's name and call id, with its controls.
 export function waitingItem(run, item, onDecided) {
   const key = itemKey(run.id, item.call_id);
   const id = `item-${key.replace(/[^a-zA-Z0-9_-]/g, '_')}`;
   const tool = tools.get(item.tool);
-  const approval = item.kind === 'approval';
+  // Approval and budget items are decided (approve: run it / raise the limit); an
+  // authorization item waits for its user's consent at the provider; the rest for a
+  // client's output.
+  const approval = item.kind === 'approval' || item.kind === 'budget';
+  const budget = item.kind === 'budget';
   const outcome = h('p', { class: 'outcome', role: 'status' });
   const hidden = hasHidden([item.tool, item.call_id, item.arguments]);
   const actions = h('div', { class: 'actions' });
   const el = h('article', {
-    class: `item ${approval ? 'approval' : 'client'}`, tabindex: 0, id, 'data-key': key,
+    class: `item ${approval ? 'approval' : item.kind === 'authorization' ? 'consent' : 'client'}`, tabindex: 0, id, 'data-key': key,
     'data-run': run.id, 'data-call': item.call_id, 'aria-labelledby': `${id}-title`,
     'aria-describedby': hidden ? `${id}-kind ${id}-hidden` : `${id}-kind`,
   });
@@ -154,7 +182,7 @@ export function waitingItem(run, item, onDecided) {
         ' ', h('code', { class: 'callid' }, item.call_id)),
       h('span', { class: 'badges' },
         hidden ? hiddenBadge() : null,
-        h('span', { id: `${id}-kind`, class: `badge kind-${item.kind}` }, approval ? 'needs approval' : 'client output'))),
+        h('span', { id: `${id}-kind`, class: `badge kind-${item.kind}` }, KIND_BADGES[item.kind] || 'client output'))),
     hidden ? h('p', { id: `${id}-hidden`, class: 'hidden-note' },
       'This call holds characters that are invisible or reorder the text after them (\\u202e writes right to left). ',
       'Each is shown escaped, marked where it stands: the tool gets what you read here.') : null,
@@ -178,6 +206,10 @@ export function waitingItem(run, item, onDecided) {
     // No buttons for what the server would refuse: the reason instead.
     parts.push(h('p', { class: 'why-not', role: 'note' }, why));
     el.shortcuts = {};
+  } else if (item.kind === 'authorization') {
+    parts.push(consent(item));
+    const link = () => el.querySelector('a.connect');
+    el.shortcuts = { c: () => link() && link().click() };
   } else if (approval) {
     // Deny, with a reason the model reads.
     const reasonId = `${id}-reason`;
@@ -235,18 +267,20 @@ export function waitingItem(run, item, onDecided) {
       h('button', { type: 'submit', class: 'primary' }, 'Approve'),
       h('button', { type: 'button', onclick: () => closeForm(editForm) }, 'Cancel')));
 
-    actions.append(
-      h('button', { type: 'button', class: 'primary', 'aria-keyshortcuts': 'a', onclick: () => send('approve', {}, 'Approved.') }, 'Approve'),
-      h('button', { type: 'button', 'aria-keyshortcuts': 'Shift+A', title: `Approve this call and every later ${item.tool} call in this conversation`, onclick: () => send('approve', { always: true }, `Approved, and ${item.tool} is approved from now on in this conversation.`) }, 'Approve always'),
-      h('button', { type: 'button', class: 'danger', 'aria-keyshortcuts': 'd', onclick: () => openForm(denyForm, reason) }, 'Deny'),
-      h('button', { type: 'button', 'aria-keyshortcuts': 'e', onclick: () => { editor.value = editableJson(item.arguments); editError.textContent = ''; openForm(editForm, editor); } }, 'Edit'));
+    // A budget is raised for this run only: no "always".
+    const approve = h('button', { type: 'button', class: 'primary', 'aria-keyshortcuts': 'a', onclick: () => send('approve', {}, budget ? 'Raised for this run: it goes on.' : 'Approved.') }, budget ? 'Raise and continue' : 'Approve');
+    const always = budget ? null : h('button', { type: 'button', 'aria-keyshortcuts': 'Shift+A', title: `Approve this call and every later ${item.tool} call in this conversation`, onclick: () => send('approve', { always: true }, `Approved, and ${item.tool} is approved from now on in this conversation.`) }, 'Approve always');
+    const edit = h('button', { type: 'button', 'aria-keyshortcuts': 'e', onclick: () => { editor.value = editableJson(budget ? { limit: item.arguments.limit } : item.arguments); editError.textContent = ''; openForm(editForm, editor); } }, budget ? 'Set the limit' : 'Edit');
+    actions.append(...[approve, always,
+      h('button', { type: 'button', class: 'danger', 'aria-keyshortcuts': 'd', onclick: () => openForm(denyForm, reason) }, budget ? 'Stop the run' : 'Deny'),
+      edit].filter(Boolean));
     parts.push(actions, denyForm, editForm);
     el.shortcuts = {
-      a: () => actions.querySelector('button').click(),
-      A: () => actions.querySelectorAll('button')[1].click(),
+      a: () => approve.click(),
       d: () => openForm(denyForm, reason),
-      e: () => actions.querySelectorAll('button')[3].click(),
+      e: () => edit.click(),
     };
+    if (always) el.shortcuts.A = () => always.click();
   } else {
     const outId = `${id}-output`;
     const output = h('textarea', { id: outId, rows: 3 });
