@@ -24,6 +24,7 @@ mod approval_deadlines;
 mod approval_policy;
 mod budgets;
 mod cancel;
+mod catalogue_checks;
 mod cli_parse;
 mod cli_pipes;
 mod cli_runs;

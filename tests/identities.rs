@@ -698,6 +698,24 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
             },
         },
         Row {
+            method: "POST",
+            path: "/v1/agents/nobody/validate".into(),
+            doc: "/v1/agents/{name}/validate",
+            body: None,
+            expect: |w| match w {
+                _ if unauth(w) => 401,
+                Admin => 404,
+                _ => 403,
+            },
+        },
+        Row {
+            method: "POST",
+            path: "/v1/reload".into(),
+            doc: "/v1/reload",
+            body: None,
+            expect: admin_only,
+        },
+        Row {
             method: "PATCH",
             path: "/v1/keys/key-none".into(),
             doc: "/v1/keys/{name}",

@@ -1,6 +1,7 @@
 //! Command-line definitions shared by every subcommand; the exit codes are in `exit`:
 //! 0 done, 2 bad input (one line on stderr), 3 paused for action, 1 anything else.
 
+mod agents;
 mod calls;
 mod completions;
 mod docs;
@@ -135,6 +136,9 @@ enum Command {
     /// List, inspect, check and call the tools of the library.
     #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Tools(tools::ToolsArgs),
+    /// Check agent files without running them: models, tools, sub-agents.
+    #[command(after_help = "Book: docs/src/tutorials/first-agent.md")]
+    Agents(agents::AgentsArgs),
     /// Print the XML tool instructions (or the OpenAI tools array) for some tools.
     #[command(after_help = "Book: docs/src/tutorials/first-tool.md")]
     Prompt(prompt::PromptArgs),
@@ -260,6 +264,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Parse(args) => parse::run(args),
         Command::Tools(args) => tools::run(args, &cli.db),
+        Command::Agents(args) => agents::run(args, &cli.db),
         Command::Prompt(args) => prompt::run(args),
         Command::Calls(args) => calls::run(args, &cli.db),
         Command::Stats(args) => stats::run(args, &cli.db),

@@ -7,6 +7,7 @@
 mod agents;
 mod auth;
 mod budgets;
+mod catalogue_checks;
 pub mod collect;
 mod collect_wal;
 mod deadlines;

@@ -57,6 +57,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(records::tool_stats))
         .routes(routes!(records::tools))
         .routes(routes!(super::tool_checks::validate))
+        .routes(routes!(super::catalogue_checks::validate_agent))
+        .routes(routes!(super::catalogue_checks::reload))
         .routes(routes!(records::agents))
         .routes(routes!(records::health))
         .routes(routes!(limits::limits))

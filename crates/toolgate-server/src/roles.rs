@@ -48,8 +48,12 @@ pub fn allowed(method: &Method, path: &str) -> &'static [Role] {
     if *method == Method::GET || *method == Method::HEAD {
         return ANY;
     }
-    // Credential checks use the stored secrets: admins only.
-    if path.starts_with("/v1/tools/") && path.ends_with("/validate") {
+    // Credential checks use the stored secrets: admins only; so do the agent checks and
+    // the folders' reload (they name every agent's files and problems).
+    if (path.starts_with("/v1/tools/") || path.starts_with("/v1/agents/"))
+        && path.ends_with("/validate")
+        || path == "/v1/reload"
+    {
         return ADMIN;
     }
     // Knowledge bases: clients search them, admins write them.

@@ -4,6 +4,7 @@
 
 mod active;
 mod additions;
+mod agent_check;
 mod agent_loop;
 mod bare_calls;
 mod budget;
@@ -49,6 +50,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 pub use active::Active;
 pub use additions::Additions;
+pub use agent_check::AgentCheck;
 pub use budget::{BUDGET_ITEM, BudgetState, Hold};
 pub use cache::{Loaded, Report};
 pub use conversation::{PromptError, system_prompt, tools as request_tools};

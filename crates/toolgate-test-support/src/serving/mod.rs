@@ -304,7 +304,7 @@ pub fn cli(site: &Site, args: &[&str]) -> std::process::Output {
 }
 
 impl Server {
-    /// METHOD (GET, POST or DELETE) with `key` as the bearer token and an optional JSON
+    /// METHOD (GET, POST, DELETE or PATCH) with `key` as the bearer token and an optional JSON
     /// body, returning the status and the JSON body (null when there is none).
     pub async fn send_as(
         &self,
