@@ -85,14 +85,14 @@ impl CachePolicy {
     }
 }
 
-/// The key of a call's result: SHA-256 over the tenant, the user (`Some` only for a
-/// tool acting for its user), the tool and the arguments in canonical JSON (keys
+/// The key of a call's result: SHA-256 over the tenant, what else of the run the tool
+/// can see (`seen`: its user, say), the tool and the arguments in canonical JSON (keys
 /// sorted, no spaces), hex.
-pub fn key(tenant: &str, user: Option<&str>, tool: &str, args: &Map<String, Value>) -> String {
+pub fn key(tenant: &str, seen: Option<&str>, tool: &str, args: &Map<String, Value>) -> String {
     let mut text = String::new();
     canonical(&Value::Object(args.clone()), &mut text);
     let mut hash = Sha256::new();
-    for part in [tenant, user.unwrap_or(""), tool, &text] {
+    for part in [tenant, seen.unwrap_or(""), tool, &text] {
         hash.update((part.len() as u64).to_le_bytes());
         hash.update(part.as_bytes());
     }

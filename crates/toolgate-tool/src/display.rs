@@ -193,7 +193,14 @@ fn read_image(name: &str, mime: &str, folders: &[&Path]) -> Result<String, Strin
             "'{name}' must be a file name inside the tool's folder"
         ));
     }
-    let found = folders.iter().map(|f| f.join(name)).find(|p| p.is_file());
+    // Inside its folder once links are followed too: an icon never reads a file elsewhere.
+    let inside = |folder: &Path| {
+        let path = folder.join(name);
+        let real = std::fs::canonicalize(&path).ok()?;
+        let root = std::fs::canonicalize(folder).ok()?;
+        (real.starts_with(&root) && real.is_file()).then_some(path)
+    };
+    let found = folders.iter().find_map(|f| inside(f));
     let Some(path) = found else {
         let places: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
         return Err(format!("no file '{name}' in {}", places.join(" or ")));
@@ -255,6 +262,17 @@ mod tests {
         assert!(e.contains("no file 'gone.png'"), "{e}");
         assert!(read_icon("a long text icon", &[]).is_err());
         std::fs::write(dir.path().join("big.png"), vec![0u8; 40_000]).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.svg"), "<svg/>").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.svg"),
+            dir.path().join("link.svg"),
+        )
+        .unwrap();
+        assert!(
+            read_icon("link.svg", &[dir.path()]).is_err(),
+            "a link out of the folder"
+        );
         assert!(
             read_icon("big.png", &[dir.path()])
                 .unwrap_err()

@@ -1,7 +1,9 @@
 //! A read-only tool's kept result (`cache:`): looked up before the call takes a slot,
 //! kept after it succeeds (with its credentials already masked: nothing secret at rest).
-//! The key holds the tenant (and the user, for a tool acting for its user through
-//! OAuth), the tool and the canonical arguments.
+//! The key holds the tenant, the tool and the canonical arguments, and whatever of the
+//! run the tool can see and answer by: the user for a tool acting for its user through
+//! OAuth, a command tool (it gets `TOOLGATE_USER`) or one whose binding names
+//! `${context:user}`; the run or conversation when its binding names them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,11 +38,10 @@ impl Kept {
             .tenant
             .clone()
             .unwrap_or_else(|| toolgate_protocol::identity::DEFAULT_TENANT.to_string());
-        let for_user = matches!(&tool.spec.entry, Entry::Http { oauth: Some(_), .. });
-        let user = for_user.then(|| run.user.as_deref().unwrap_or(""));
+        let seen = seen_of(tool, run);
         Some(Kept {
             cache: Arc::clone(cache),
-            key: cache::key(&tenant, user, &tool.spec.name, args),
+            key: cache::key(&tenant, Some(&seen), &tool.spec.name, args),
             tenant,
             ttl: policy.ttl,
         })
@@ -58,5 +59,95 @@ impl Kept {
                 .put(&self.key, &self.tenant, tool, text, self.ttl)
                 .await;
         }
+    }
+}
+
+/// What of the run (besides its tenant) the tool can see and so answer by, as the
+/// key's part: `user=...` and, when its binding names them, `run_id=...`,
+/// `conversation_id=...`; empty for a tool that sees none of it.
+fn seen_of(tool: &LoadedTool, run: &RunContext) -> String {
+    let binding = serde_json::to_string(&tool.spec.entry).unwrap_or_default();
+    let names = |name: &str| binding.contains(&format!("${{context:{name}}}"));
+    let user = names("user")
+        || matches!(
+            &tool.spec.entry,
+            Entry::Http { oauth: Some(_), .. } | Entry::Command { .. }
+        );
+    let mut seen = Vec::new();
+    for (name, wanted) in [
+        ("user", user),
+        ("run_id", names("run_id")),
+        ("conversation_id", names("conversation_id")),
+    ] {
+        if wanted {
+            seen.push(format!("{name}={}", run.get(name).unwrap_or("")));
+        }
+    }
+    seen.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use toolgate_tool::{Permission, ToolSpec};
+
+    fn tool(entry: Entry) -> LoadedTool {
+        let mut spec = ToolSpec::new(
+            "t",
+            "",
+            Permission::Auto,
+            serde_json::json!({"type": "object"}),
+        );
+        spec.entry = entry;
+        let schema = toolgate_tool::Schema::compile_full(&spec.parameters).unwrap();
+        LoadedTool::new(spec, schema, None, toolgate_tool::Origin::PROGRAM, None)
+    }
+
+    #[test]
+    fn what_a_tool_can_see_of_the_run_is_in_its_key() {
+        let run = RunContext {
+            tenant: Some("acme".into()),
+            user: Some("ann".into()),
+            run_id: Some("run_1".into()),
+            conversation_id: Some("conv_1".into()),
+        };
+        let http = |headers: &[(&str, &str)]| Entry::Http {
+            url: "https://x.example/a".into(),
+            method: "GET".into(),
+            query: Default::default(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: None,
+            max_response: None,
+            allow_hosts: Vec::new(),
+            oauth: None,
+            retries: 0,
+            backoff: None,
+            retry_non_idempotent: false,
+            validate: None,
+        };
+        assert_eq!(seen_of(&tool(http(&[])), &run), "");
+        assert_eq!(
+            seen_of(&tool(http(&[("X-User", "${context:user}")])), &run),
+            "user=ann"
+        );
+        assert_eq!(
+            seen_of(
+                &tool(http(&[("X-Conv", "${context:conversation_id}")])),
+                &run
+            ),
+            "conversation_id=conv_1"
+        );
+        let command = Entry::Command {
+            command: "sh".into(),
+            args: Vec::new(),
+            env: Default::default(),
+            max_output: None,
+            stream: true,
+        };
+        assert_eq!(seen_of(&tool(command), &run), "user=ann");
     }
 }
