@@ -204,6 +204,42 @@ async fn one_tenants_kept_results_are_not_anothers() {
     }
 }
 
+/// A tool declared safe to cache with secret arguments may echo one: the kept result
+/// holds `[secret]` in its place, never the value (nothing secret at rest).
+#[test]
+fn a_kept_result_never_holds_a_secret_in_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("echo_token.yaml"),
+        "name: echo_token\nread_only: true\ncache: {ttl: 10m, secret_arguments: true}\nparameters:\n  - {name: token, type: string, secret: true, required: true}\nentry: {type: command, command: sh, args: [-c, cat], stream: false}\n",
+    )
+    .unwrap();
+    let db = TestDb::sqlite();
+    let args = json!({"token": "s3cr3t-value"});
+    assert_eq!(
+        call_cli(dir.path(), &db, "echo_token", args.clone())["cached"],
+        false
+    );
+    let again = call_cli(dir.path(), &db, "echo_token", args);
+    assert_eq!(again["cached"], true, "{again}");
+    assert!(!again.to_string().contains("s3cr3t-value"), "{again}");
+    let conn = rusqlite::Connection::open(db.arg()).unwrap();
+    let kept: Vec<String> = conn
+        .prepare("SELECT output FROM tool_cache")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(kept.len(), 1);
+    assert!(
+        !kept[0].contains("s3cr3t-value") && kept[0].contains("[secret]"),
+        "{kept:?}"
+    );
+}
+
 #[test]
 fn only_a_read_only_tool_may_keep_its_results() {
     let dir = tempfile::tempdir().unwrap();

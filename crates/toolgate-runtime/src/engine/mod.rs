@@ -302,6 +302,12 @@ impl Engine {
         if let Some(hit) = self.kept_result(kept.as_ref(), who).await {
             return hit;
         }
+        // What a kept result must not hold in clear: the call's secret arguments (a
+        // tool declared safe to cache with them may echo one) and its credentials.
+        let mut hidden = Vec::new();
+        if kept.is_some() {
+            tool.secret_values(&call_arguments, &mut hidden);
+        }
         let mut started_at = None;
         let mut execution = Duration::ZERO;
         let mut attempts = Vec::new();
@@ -357,10 +363,13 @@ impl Engine {
                 r
             }
         };
-        if let (Some(kept), Ok(out)) = (&kept, &result) {
+        if let Some(kept) = &kept {
             toolgate_telemetry::metrics::tool_cache(who.name, false);
-            let masked = toolgate_tool::secrets::mask_output(out.clone(), &credential_values);
-            kept.put(who.name, &masked).await;
+            if let Ok(out) = &result {
+                hidden.extend(credential_values.iter().cloned());
+                let masked = toolgate_tool::secrets::mask_output(out.clone(), &hidden);
+                kept.put(who.name, &masked).await;
+            }
         }
         Ran {
             result,
