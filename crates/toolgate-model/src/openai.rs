@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::retry::{Failure, Retries};
 use super::{
     Message, MessageRole, Model, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink,
+    ToolChoice,
 };
 use toolgate_protocol::Usage;
 
@@ -293,7 +294,14 @@ pub(crate) fn request_body(
     });
     if native {
         body["tools"] = Value::Array(request.tools.to_vec());
-        if let Some(choice) = request.tool_choice.and_then(|c| c.openai()) {
+        let choice = match request.tool_choice {
+            // A custom tool is chosen in its own form.
+            Some(ToolChoice::Tool(name)) if custom.contains(&name.as_str()) => {
+                Some(json!({"type": "custom", "custom": {"name": name}}))
+            }
+            other => other.and_then(|c| c.openai()),
+        };
+        if let Some(choice) = choice {
             body["tool_choice"] = choice;
         }
     }
@@ -402,5 +410,55 @@ impl Model for OpenAiModel {
                 return Err(error);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A custom tool's call goes back as a custom call with its input, and choosing it
+    /// is said in its own form; a function keeps the function forms.
+    #[test]
+    fn custom_tools_keep_their_own_forms() {
+        let call = toolgate_parse::ToolCall {
+            id: "c1".into(),
+            name: "run_sql".into(),
+            arguments: serde_json::Map::from_iter([("input".to_string(), json!("SELECT 1"))]),
+        };
+        let messages = [
+            Message::user("count"),
+            Message::assistant("", vec![call]),
+            Message::tool("c1", "1"),
+        ];
+        let tools = [
+            json!({"type": "custom", "custom": {"name": "run_sql", "format": {"type": "text"}}}),
+            json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}),
+        ];
+        let choice = ToolChoice::Tool("run_sql".into());
+        let req = ModelRequest {
+            system: "",
+            messages: &messages,
+            tools: &tools,
+            response_format: None,
+            tool_choice: Some(&choice),
+        };
+        let body = request_body("m", &req, &ModelSettings::default());
+        assert_eq!(
+            body["messages"][1]["tool_calls"][0],
+            json!({"id": "c1", "type": "custom", "custom": {"name": "run_sql", "input": "SELECT 1"}})
+        );
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "custom", "custom": {"name": "run_sql"}})
+        );
+        let choice = ToolChoice::Tool("f".into());
+        let req = ModelRequest {
+            tool_choice: Some(&choice),
+            ..req
+        };
+        let body = request_body("m", &req, &ModelSettings::default());
+        assert_eq!(body["tool_choice"]["type"], "function");
     }
 }

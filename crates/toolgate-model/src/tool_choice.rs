@@ -44,12 +44,15 @@ impl ToolChoice {
         })
     }
 
-    /// Reads `auto`, `required`, `none`, `{name: TOOL}`, or OpenAI's
-    /// `{"type": "function", "function": {"name": TOOL}}`.
+    /// Reads `auto`, `required`, `none`, `{name: TOOL}` (the Responses API's
+    /// `{"type": "function" | "custom", "name": TOOL}`), or OpenAI's
+    /// `{"type": "function", "function": {"name": TOOL}}` or
+    /// `{"type": "custom", "custom": {"name": TOOL}}`.
     pub fn read(v: &Value) -> Result<Self, ToolChoiceError> {
         let named = v
             .get("name")
             .or_else(|| v.pointer("/function/name"))
+            .or_else(|| v.pointer("/custom/name"))
             .and_then(Value::as_str);
         match (v.as_str(), named) {
             (Some("auto"), _) => Ok(Self::Auto),
@@ -95,6 +98,19 @@ impl ToolChoice {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_custom_tool_is_chosen_in_either_form() {
+        for v in [
+            serde_json::json!({"type": "custom", "name": "run_sql"}),
+            serde_json::json!({"type": "custom", "custom": {"name": "run_sql"}}),
+        ] {
+            assert_eq!(
+                ToolChoice::read(&v).unwrap(),
+                ToolChoice::Tool("run_sql".into())
+            );
+        }
+    }
 
     #[test]
     fn reads_every_form_and_writes_each_servers_own() {
