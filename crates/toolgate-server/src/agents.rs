@@ -47,9 +47,13 @@ impl Agents {
         toolgate_runtime::run::agent_files(&self.dir)
     }
 
-    /// The folder as it starts the paths of its files.
-    fn prefix(&self) -> String {
-        format!("{}{}", self.dir.display(), std::path::MAIN_SEPARATOR)
+    /// `text` with the folder's paths named within it: where the folder sits on the
+    /// host is not a client's business.
+    pub fn within(&self, text: &str) -> String {
+        text.replace(
+            &format!("{}{}", self.dir.display(), std::path::MAIN_SEPARATOR),
+            "",
+        )
     }
 
     /// Every agent that loads, and the problems of the files that do not.
@@ -59,8 +63,7 @@ impl Agents {
         for file in self.files() {
             match loaded.agent(&file) {
                 Ok(a) => agents.push(a),
-                // Named within the folder: where the folder sits is not a client's business.
-                Err(e) => problems.push(e.to_string().replace(&self.prefix(), "")),
+                Err(e) => problems.push(self.within(&e.to_string())),
             }
         }
         (agents, problems)

@@ -98,15 +98,14 @@ pub async fn reload(State(state): State<Arc<AppState>>) -> Result<Json<ReloadBod
 /// A problem with its files named within the agents or tools folder: where those
 /// folders sit on the host is not a client's business.
 fn within(state: &AppState, problem: &str) -> String {
-    let mut text = problem.to_string();
-    let dirs = [Some(state.agents.dir()), state.tools_dir.as_deref()];
-    for dir in dirs.into_iter().flatten() {
-        text = text.replace(
+    let text = state.agents.within(problem);
+    match state.tools_dir.as_deref() {
+        Some(dir) => text.replace(
             &format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR),
             "",
-        );
+        ),
+        None => text,
     }
-    text
 }
 
 fn file_name(path: &std::path::Path) -> String {

@@ -12,6 +12,12 @@ use crate::sqlite::keys::{list_to_store, stored_list};
 use crate::{KeyInfo, KeyLookup, NewKey, Refusal};
 use toolgate_protocol::identity::{Allow, Identity};
 
+/// The update of a key's columns: `$1` its name, then the change's parts (a flag
+/// before each that may be set to NULL), as on SQLite.
+const UPDATE: &str = "UPDATE api_keys SET role = COALESCE($2, role), groups = COALESCE($3, groups), \
+     agents = CASE WHEN $4 THEN $5 ELSE agents END, tools = CASE WHEN $6 THEN $7 ELSE tools END, \
+     expires_at = CASE WHEN $8 THEN $9 ELSE expires_at END WHERE name = $1 AND revoked_at IS NULL";
+
 const COLUMNS: &str =
     "id, name, role, tenant, groups, created_at, expires_at, revoked_at, agents, tools";
 
@@ -123,19 +129,9 @@ impl PgStore {
                 .groups
                 .as_ref()
                 .map(|g| serde_json::to_string(g).unwrap_or_else(|_| "[]".into()));
-            let sql = crate::sqlite::keys::UPDATE
-                .replace("?1", "$1")
-                .replace("?2", "$2")
-                .replace("?3", "$3")
-                .replace("?4", "$4")
-                .replace("?5", "$5")
-                .replace("?6", "$6")
-                .replace("?7", "$7")
-                .replace("?8", "$8")
-                .replace("?9", "$9");
             let n = client
                 .execute(
-                    &sql,
+                    UPDATE,
                     &[
                         &name,
                         &change.roles.map(|r| r.to_string()),

@@ -56,7 +56,7 @@ pub struct KeyChange {
 
 /// The update of a key's columns: `?1` its name, then the change's parts (a flag before
 /// each that may be set to NULL).
-pub(crate) const UPDATE: &str = "UPDATE api_keys SET role = COALESCE(?2, role), groups = COALESCE(?3, groups), \
+const UPDATE: &str = "UPDATE api_keys SET role = COALESCE(?2, role), groups = COALESCE(?3, groups), \
      agents = CASE WHEN ?4 THEN ?5 ELSE agents END, tools = CASE WHEN ?6 THEN ?7 ELSE tools END, \
      expires_at = CASE WHEN ?8 THEN ?9 ELSE expires_at END WHERE name = ?1 AND revoked_at IS NULL";
 
