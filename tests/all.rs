@@ -116,4 +116,5 @@ mod wal_upkeep;
 mod web_fetch;
 mod web_search;
 mod workers_pg;
+mod workflows;
 mod workspace_confinement;

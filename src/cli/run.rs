@@ -54,9 +54,15 @@ pub enum Op {
     Resume(String),
 }
 
+/// The stack of each runtime thread: a run's future nests a child run's (a sub-agent, a
+/// workflow, their steps), and polling a tree of them goes deeper than tokio's 2 MiB
+/// default allows in an unoptimized build.
+pub const STACK: usize = 16 * 1024 * 1024;
+
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(STACK)
         .enable_all()
         .build()
         .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))

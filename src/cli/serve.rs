@@ -195,6 +195,7 @@ pub fn run(args: ServeArgs, db: &Path) -> Result<ExitCode, Failure> {
     let store = super::open_store(db)?;
     let runner = super::run::runner(store);
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(super::run::STACK)
         .enable_all()
         .build()
         .map_err(|e| Failure::other(format!("cannot start the runtime: {e}")))?;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use toolgate::engine::{self, Cancel, Engine, EngineConfig, prepare};
 use toolgate::protocol::CallerKind;
 use toolgate::tool::secrets::{mask_output, mask_values};
-use toolgate::tool::{LoadedTool, Part, ToolError, ToolLibrary, ToolOutput, load_dir, workspace};
+use toolgate::tool::{LoadedTool, Part, ToolError, ToolLibrary, ToolOutput, workspace};
 
 use super::out::{self, print_json, say};
 use super::{DEFAULT_TOOLS, Failure, find_tool, load_tools, open_store, table};
@@ -304,33 +304,35 @@ fn show(lib: &ToolLibrary, name: &str, json: bool) -> Result<ExitCode, Failure> 
 fn check(dir: PathBuf) -> Result<ExitCode, Failure> {
     // A check asks the MCP servers themselves, not the lists kept of them.
     toolgate::tool::mcp::list_live();
-    let loaded = load_dir(&dir, &toolgate::tool::sources::standard())
+    // Loaded as a run loads it: a workflow calling a tool nobody has is a problem too.
+    let lib = ToolLibrary::load(&dir, &toolgate::tool::sources::standard())
         .map_err(|e| Failure::bad_input(e.to_string()))?;
     let mut out = out::stdout();
     let mut text = String::new();
-    for def in &loaded.tools {
-        text.push_str(&format!(
-            "ok      {} ({})\n",
-            def.spec.name,
-            def.path.display()
-        ));
+    let mut tools: Vec<_> = lib
+        .tools()
+        .filter_map(|t| t.origin.file.as_ref().map(|f| (f, &t.spec.name)))
+        .collect();
+    tools.sort();
+    for (file, name) in &tools {
+        text.push_str(&format!("ok      {name} ({})\n", file.display()));
     }
-    for e in &loaded.errors {
+    for e in lib.errors() {
         text.push_str(&format!("broken  {e}\n"));
     }
     text.push_str(&format!(
         "{} tool(s) loaded, {} problem(s) in {}\n",
-        loaded.tools.len(),
-        loaded.errors.len(),
+        tools.len(),
+        lib.errors().len(),
         dir.display()
     ));
     write_out(&mut out, &text)?;
-    if loaded.errors.is_empty() {
+    if lib.errors().is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(Failure::bad_input(format!(
             "{} tool file(s) have problems",
-            loaded.errors.len()
+            lib.errors().len()
         )))
     }
 }

@@ -80,6 +80,9 @@ pub enum ErrorKind {
     /// The same call (tool and arguments) ran as often as the agent's `max_repeats`
     /// allows; it was not run again.
     Repeated,
+    /// A workflow stopped at a step that failed, was denied, or could not be made; or
+    /// the workflow could not start.
+    WorkflowFailed,
 }
 
 impl ErrorKind {
@@ -143,6 +146,7 @@ mod tests {
                 "subagent_incomplete",
                 "truncated",
                 "repeated",
+                "workflow_failed",
             ]
         );
         for kind in ErrorKind::ALL {

@@ -34,6 +34,7 @@ mod toolkit;
 pub mod user_file;
 pub mod validate;
 pub mod vars;
+pub mod workflow;
 pub mod workspace;
 
 pub use client::{ClientTool, ClientToolError};

@@ -276,7 +276,43 @@ impl ToolLibrary {
         for def in loaded.tools {
             lib.add_def(def);
         }
+        lib.drop_broken_workflows();
         Ok(lib)
+    }
+
+    /// Takes out each workflow whose steps call a tool the library does not have (or the
+    /// workflow itself), with a load error that names the step.
+    fn drop_broken_workflows(&mut self) {
+        let broken: Vec<(String, LoadError)> =
+            self.tools
+                .values()
+                .filter_map(|t| {
+                    let crate::Entry::Workflow(w) = &t.spec.entry else {
+                        return None;
+                    };
+                    let (i, step) = w.steps.iter().enumerate().find(|(_, s)| {
+                        s.tool == t.spec.name || !self.tools.contains_key(&s.tool)
+                    })?;
+                    let why = if step.tool == t.spec.name {
+                        "calls the workflow itself".to_string()
+                    } else {
+                        format!(
+                            "calls '{}', which is not a tool of this folder nor a built-in",
+                            step.tool
+                        )
+                    };
+                    let error = LoadError {
+                        path: t.origin.file.clone().unwrap_or_default(),
+                        line: None,
+                        message: format!("workflow '{}': step {} {why}", t.spec.name, i + 1),
+                    };
+                    Some((t.spec.name.clone(), error))
+                })
+                .collect();
+        for (name, error) in broken {
+            self.tools.remove(&name);
+            self.errors.push(error);
+        }
     }
 
     fn add_def(&mut self, def: ToolDef) {

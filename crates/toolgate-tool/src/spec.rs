@@ -93,6 +93,10 @@ pub enum Entry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         validate: Option<Box<HttpCheck>>,
     },
+    /// Calls other tools in order, each through the gate, its arguments templates over
+    /// the workflow's input and earlier steps' saved results (`{{ input.city }}`); the
+    /// run plays it as a child run under the call. See the how-to "Workflows".
+    Workflow(crate::workflow::Workflow),
     /// A tool some source brings (an MCP server's tool, an OpenAPI operation, a Dify
     /// provider's tool; never written in a tool file): the source's name as its `type`
     /// and the source's own binding beside it, as `tools show --json` shows it.
@@ -178,7 +182,7 @@ impl From<BindingError> for String {
 
 impl Entry {
     /// The types a tool file may write.
-    pub const FILE_TYPES: [&str; 4] = ["builtin", "client", "command", "http"];
+    pub const FILE_TYPES: [&str; 5] = ["builtin", "client", "command", "http", "workflow"];
 
     /// Its `type`: `builtin`, `client`, `command`, `http`, or the source that brings it
     /// (`mcp`, `openapi`, `dify`, ...).
@@ -188,6 +192,7 @@ impl Entry {
             Entry::Client => "client",
             Entry::Command { .. } => "command",
             Entry::Http { .. } => "http",
+            Entry::Workflow(_) => "workflow",
             Entry::Source(b) => &b.source,
         }
     }
@@ -200,6 +205,7 @@ impl Entry {
             Entry::Client => "client".into(),
             Entry::Command { command, .. } => format!("command:{command}"),
             Entry::Http { method, .. } => format!("http:{method}"),
+            Entry::Workflow(w) => format!("workflow:{} steps", w.steps.len()),
             Entry::Source(b) => b.label.clone(),
         }
     }

@@ -121,6 +121,12 @@ impl Runner {
                     None => continue,
                 }
             }
+            if live.state.workflow.is_some() {
+                match self.play_step(live).await? {
+                    Some(end) => return Ok(end),
+                    None => continue,
+                }
+            }
             if live.state.iteration >= live.state.max_iterations {
                 let reason = format!(
                     "stopped after max_iterations ({}) without a final answer",
@@ -212,6 +218,9 @@ impl Runner {
             // A sub-agent was stopped with this run: the loop's top saves it.
             return Ok(None);
         }
+        if live.state.workflow.is_some() {
+            return self.step_settled(live, ctx).await;
+        }
         if live.state.single_call {
             super::single_call::settled(live);
         } else if !self.final_answered(live) {
@@ -300,7 +309,7 @@ fn all_done(live: &Live) -> bool {
 
 /// Ends a turn whose calls all have results: the results join the conversation, in
 /// call order, each cut to the budget's `result_tokens`.
-fn feed_back(live: &mut Live, ctx: &ContextLive) {
+pub(super) fn feed_back(live: &mut Live, ctx: &ContextLive) {
     let turn = live.state.turn.take().unwrap_or_default();
     // The marker points to `read_result` only when the model has it.
     let read_on = live.toolkit.resolve(super::READ_RESULT).is_ok();

@@ -56,7 +56,7 @@ impl Runner {
     /// Makes `answer` the run's output: the model's last word in the conversation (so
     /// that a later run in it sees the answer it gave), and one `text.delta`, so that
     /// whoever follows the run's text sees it too.
-    fn answer_with(&self, live: &mut Live, answer: String) {
+    pub(super) fn answer_with(&self, live: &mut Live, answer: String) {
         live.state
             .messages
             .push(Message::assistant(answer.clone(), Vec::new()));

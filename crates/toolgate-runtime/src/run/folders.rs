@@ -79,7 +79,10 @@ impl Runner {
                 "the agent's file changed since the run started; it continues with the file as it is now"
             );
         }
-        let agent = self.loaded.agent(&file)?;
+        let mut agent = self.loaded.agent(&file)?;
+        if let Some(w) = &state.workflow {
+            agent = self.workflow_agent(agent, &w.tool, tools.as_deref())?;
+        }
         let toolkit = self
             .toolkit(&agent, tools.as_deref())?
             .with_client_tools(&state.client_tools)

@@ -41,6 +41,7 @@ mod subagent;
 mod turn;
 pub mod validate;
 mod watch;
+mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -233,7 +234,7 @@ impl Runner {
     /// The model a run asks: `name`, with the agent's settings and fallbacks when it is
     /// the agent's own model (a `--model` override gets the environment's defaults).
     fn model_for(&self, name: &str, agent: &Agent) -> Result<Arc<dyn Model>, RunError> {
-        if name == NO_MODEL {
+        if name == NO_MODEL || name.starts_with(workflow::PREFIX) {
             return Ok(Arc::new(NoModel));
         }
         let own = agent
@@ -309,6 +310,9 @@ impl Runner {
         );
         crate::agent::check_model_spec(&model_name)
             .map_err(|e| RunError::BadInput(e.to_string()))?;
+        if model_name.starts_with(workflow::PREFIX) {
+            return Ok(model_name);
+        }
         if self.model.is_none() && model_name != NO_MODEL {
             self.models.check(&model_name)?;
         }
@@ -357,6 +361,7 @@ impl Runner {
         ));
         let added = messages_json(&messages[persisted..])?;
         let toolkit_schemas = toolkit.schemas();
+        let workflow = workflow::WorkflowPlay::of_model(&model_name, &req.message)?;
         let state = RunState {
             agent_file: req.agent.path.clone(),
             agent_hash: folders::file_hash(&req.agent.path),
@@ -382,6 +387,7 @@ impl Runner {
             files: Vec::new(),
             cost_nanos: 0,
             budget: Default::default(),
+            workflow,
         };
         let owner = toolgate_store::lease_owner_name();
         let text = state_json(&state)?;

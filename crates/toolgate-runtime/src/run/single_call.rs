@@ -80,6 +80,7 @@ impl Runner {
             files: Vec::new(),
             cost_nanos: 0,
             budget: Default::default(),
+            workflow: None,
         };
         let owner = toolgate_store::lease_owner_name();
         let text = super::state_json(&state)?;

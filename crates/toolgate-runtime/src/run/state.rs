@@ -83,6 +83,9 @@ pub struct RunState {
     /// Its budgets' raised limits, the `budget` item it waits on, warnings given.
     #[serde(default, skip_serializing_if = "super::budget::BudgetState::is_empty")]
     pub budget: super::budget::BudgetState,
+    /// A workflow's run: its steps are its turns, and where it stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<super::workflow::WorkflowPlay>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -1,4 +1,4 @@
-//! Sub-agent calls: each is a child run (its own conversation, toolkit, permissions,
+//! Sub-agent and workflow calls: each is a child run (its own conversation, toolkit, permissions,
 //! model and limits) linked to the parent's call. The loop hands its `Delegated` calls
 //! here; their children run concurrently, within the parent's limits (category
 //! `subagent`). A finished child's answer is the call's result (its failure or
@@ -6,6 +6,8 @@
 //! items surface in the parent's pause, with the path of run ids to each. Starting a
 //! child is safe to repeat: the store keeps one child per (parent run, call), and a
 //! child continues from its own saved state, so nothing approved below runs twice.
+//! A workflow's child has the parent's agent and plays the workflow's steps (see
+//! `run::workflow`).
 
 use serde_json::Value;
 
@@ -27,7 +29,9 @@ use toolgate_tool::permission::Gate;
 struct ChildJob {
     index: usize,
     call: ToolCall,
-    target: Result<Subagent, String>,
+    target: Result<Target, String>,
+    /// The parent's agent: a workflow's child runs with it.
+    parent_agent: std::sync::Arc<Agent>,
     parent_run_id: String,
     parent_conversation: String,
     parent_model: String,
@@ -37,6 +41,31 @@ struct ChildJob {
     /// The priority the parent run was started with, inherited.
     priority: Option<i32>,
     owner: Option<toolgate_protocol::identity::RunOwner>,
+}
+
+/// Where a delegated call goes.
+#[derive(Clone)]
+enum Target {
+    Agent(Subagent),
+    /// A workflow tool, by name.
+    Workflow(String),
+}
+
+impl Target {
+    fn name(&self) -> &str {
+        match self {
+            Target::Agent(s) => &s.name,
+            Target::Workflow(name) => name,
+        }
+    }
+
+    /// How the parent speaks of it.
+    fn who(&self) -> String {
+        match self {
+            Target::Agent(s) => format!("The sub-agent '{}'", s.name),
+            Target::Workflow(name) => format!("The workflow '{name}'"),
+        }
+    }
 }
 
 /// How a child stands after this drive.
@@ -56,13 +85,17 @@ enum ChildEnd {
 }
 
 impl Runner {
-    /// Whether a resolved call goes to a sub-agent (it must also have valid arguments:
-    /// an invalid one goes back to the model as the engine's validation error).
+    /// Whether a resolved call goes to a sub-agent or a workflow (it must also have
+    /// valid arguments: an invalid one goes back to the model as the engine's
+    /// validation error).
     pub(super) fn is_subagent_call(&self, live: &Live, c: &TurnCall) -> bool {
-        live.agent
+        let delegated = live
+            .agent
             .subagents
             .target(&c.call.name, &c.call.arguments)
             .is_some()
+            || super::workflow::workflow_in(&live.toolkit, &c.call.name).is_some();
+        delegated
             && live
                 .toolkit
                 .resolve(&c.call.name)
@@ -173,14 +206,21 @@ impl Runner {
             None => (0, live.agent.max_depth, vec![live.agent.name.clone()]),
         };
         let target = match live.agent.subagents.target(&call.name, &call.arguments) {
-            Some(Ok(s)) => Ok(s.clone()),
+            Some(Ok(s)) => Ok(Target::Agent(s.clone())),
             Some(Err(e)) => Err(e.to_string()),
+            None if super::workflow::workflow_in(&live.toolkit, &call.name).is_some() => {
+                Ok(Target::Workflow(call.name.clone()))
+            }
             None => Err(format!("'{}' is not a sub-agent of this agent", call.name)),
         };
-        if let Ok(s) = &target {
-            lineage.push(s.name.clone());
+        if let Ok(t) = &target {
+            lineage.push(t.name().to_string());
         }
-        let max_depth = match target.as_ref().ok().and_then(|s| s.max_depth) {
+        let own_depth = match &target {
+            Ok(Target::Agent(s)) => s.max_depth,
+            _ => None,
+        };
+        let max_depth = match own_depth {
             Some(m) => max_depth.min(depth + m),
             None => max_depth,
         };
@@ -188,6 +228,7 @@ impl Runner {
             index,
             call: call.clone(),
             target,
+            parent_agent: std::sync::Arc::new(live.agent.clone()),
             parent_run_id: live.run_id.clone(),
             parent_conversation: live.conversation_id.clone(),
             parent_model: live.state.model.clone(),
@@ -259,19 +300,25 @@ impl Runner {
         &self,
         runner: &Runner,
         job: &ChildJob,
-        target: &Subagent,
+        target: &Target,
         engine: &Engine,
         cancel: &Cancel,
     ) -> Result<Result<RunObject, ChildEnd>, RunError> {
         if let Some(end) = too_deep(job, target) {
             return Ok(Err(end));
         }
-        let agent = match self.loaded.agent(&target.file) {
+        let made = match target {
+            Target::Agent(s) => self.loaded.agent(&s.file).map_err(RunError::from),
+            Target::Workflow(name) => {
+                self.workflow_agent((*job.parent_agent).clone(), name, job.tools_dir.as_deref())
+            }
+        };
+        let agent = match made {
             Ok(a) => a,
             Err(e) => {
                 return Ok(Err(refused(
-                    ErrorKind::SubagentUnavailable,
-                    format!("The sub-agent '{}' could not start: {e}", target.name),
+                    unavailable(target),
+                    format!("{} could not start: {e}", target.who()),
                 )));
             }
         };
@@ -281,16 +328,16 @@ impl Runner {
             return Ok(Err(refused(
                 ErrorKind::Policy,
                 format!(
-                    "The sub-agent '{}' is not among the agents the caller of this run may use (allow-list)",
-                    target.name
+                    "{} is not among the agents the caller of this run may use (allow-list)",
+                    target.who()
                 ),
             )));
         }
-        let (start, link, place) = child_start(job, agent);
+        let (start, link, place) = child_start(job, target, agent);
         let _slot = self.subagent_slot(engine, cancel).await;
         self.announce(job, target);
-        match runner
-            .start_in_tree(start, Some((link, place)), Default::default())
+        // Boxed: the child's drive is as deep as the parent's.
+        match Box::pin(runner.start_in_tree(start, Some((link, place)), Default::default()))
             .await
         {
             Ok(object) => Ok(Ok(object)),
@@ -309,8 +356,8 @@ impl Runner {
             }
             Err(e @ (RunError::Store(_) | RunError::Corrupt(_) | RunError::Secret(_))) => Err(e),
             Err(e) => Ok(Err(refused(
-                ErrorKind::SubagentUnavailable,
-                format!("The sub-agent '{}' could not start: {e}", target.name),
+                unavailable(target),
+                format!("{} could not start: {e}", target.who()),
             ))),
         }
     }
@@ -328,14 +375,22 @@ impl Runner {
         }
     }
 
-    fn announce(&self, job: &ChildJob, target: &Subagent) {
-        tracing::info!(call_id = %job.call.id, subagent = %target.name, "sub-agent run driven");
+    fn announce(&self, job: &ChildJob, target: &Target) {
+        tracing::info!(call_id = %job.call.id, subagent = %target.name(), "child run driven");
         self.emit(events::ToolStarted {
             run_id: job.parent_run_id.clone(),
             call_id: job.call.id.clone(),
             tool: job.call.name.clone(),
             conversation_id: job.parent_conversation.clone(),
         });
+    }
+}
+
+/// The error kind of a child that cannot start.
+fn unavailable(target: &Target) -> ErrorKind {
+    match target {
+        Target::Agent(_) => ErrorKind::SubagentUnavailable,
+        Target::Workflow(_) => ErrorKind::WorkflowFailed,
     }
 }
 
@@ -351,18 +406,18 @@ fn refused(kind: ErrorKind, output: String) -> ChildEnd {
 }
 
 /// The refusal of a child that would run past the tree's `max_depth`.
-fn too_deep(job: &ChildJob, target: &Subagent) -> Option<ChildEnd> {
+fn too_deep(job: &ChildJob, target: &Target) -> Option<ChildEnd> {
     if job.place.depth <= job.place.max_depth {
         return None;
     }
     let cycle = job.place.lineage[..job.place.lineage.len() - 1]
         .iter()
-        .any(|a| a == &target.name);
+        .any(|a| a == target.name());
     Some(refused(
         ErrorKind::MaxDepth,
         format!(
-            "The sub-agent '{}' was not started: it would run {} levels below the top run, past max_depth {} ({}){}. Do the task without it.",
-            target.name,
+            "{} was not started: it would run {} levels below the top run, past max_depth {} ({}){}. Do the task without it.",
+            target.who(),
             job.place.depth,
             job.place.max_depth,
             job.place.lineage.join(" -> "),
@@ -377,22 +432,27 @@ fn too_deep(job: &ChildJob, target: &Subagent) -> Option<ChildEnd> {
 
 /// The child's start: its agent, task, model and place in the tree, and its link to
 /// the parent's call.
-fn child_start(job: &ChildJob, agent: Agent) -> (StartRun, RunLink, TreePlace) {
-    let task = job
-        .call
-        .arguments
-        .get("task")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+fn child_start(job: &ChildJob, target: &Target, agent: Agent) -> (StartRun, RunLink, TreePlace) {
+    let task = match target {
+        // A workflow's input: the call's arguments.
+        Target::Workflow(_) => Value::Object(job.call.arguments.clone()).to_string(),
+        Target::Agent(_) => job
+            .call
+            .arguments
+            .get("task")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+    };
     let mut place = job.place.clone();
     place.max_depth = place.max_depth.min(place.depth + agent.max_depth);
     // The child's own model; else the parent's, unless that is a file of
-    // replies written for the parent.
-    let model = match &agent.model {
-        Some(_) => None,
-        None if job.parent_model.starts_with("scripted:") => None,
-        None => Some(job.parent_model.clone()),
+    // replies written for the parent. A workflow plays its steps.
+    let model = match (target, &agent.model) {
+        (Target::Workflow(name), _) => Some(format!("{}{name}", super::workflow::PREFIX)),
+        (_, Some(_)) => None,
+        _ if job.parent_model.starts_with("scripted:") => None,
+        _ => Some(job.parent_model.clone()),
     };
     let start = StartRun {
         workspace: agent.workspace.clone().or(Some(job.workspace.clone())),
@@ -418,7 +478,7 @@ async fn continue_child(runner: &Runner, id: &str) -> Result<RunObject, RunError
 }
 
 /// What the parent makes of a child's run object.
-fn end_of(job: &ChildJob, target: &Subagent, child: RunObject, cancel: &Cancel) -> ChildEnd {
+fn end_of(job: &ChildJob, target: &Target, child: RunObject, cancel: &Cancel) -> ChildEnd {
     let started_at = child.created_at;
     let duration_ms = (child.updated_at - child.created_at).max(0) as f64;
     let done = |status, output: String, error_kind| ChildEnd::Done {
@@ -428,7 +488,11 @@ fn end_of(job: &ChildJob, target: &Subagent, child: RunObject, cancel: &Cancel) 
         started_at,
         duration_ms,
     };
-    let who = format!("The sub-agent '{}' (run {})", target.name, child.id);
+    let who = format!("{} (run {})", target.who(), child.id);
+    let failed = match target {
+        Target::Agent(_) => ErrorKind::SubagentFailed,
+        Target::Workflow(_) => ErrorKind::WorkflowFailed,
+    };
     let why = child.last_error.clone().unwrap_or_default();
     match child.status {
         RunStatus::Completed => done(
@@ -470,7 +534,7 @@ fn end_of(job: &ChildJob, target: &Subagent, child: RunObject, cancel: &Cancel) 
         RunStatus::Failed | RunStatus::InProgress => done(
             CallStatus::Failed,
             format!("{who} failed: {why}"),
-            Some(ErrorKind::SubagentFailed),
+            Some(failed),
         ),
     }
 }

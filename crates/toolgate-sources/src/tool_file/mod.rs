@@ -8,6 +8,7 @@ pub mod http;
 mod http_check;
 mod read;
 mod templates;
+mod workflow;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -58,6 +59,7 @@ fn runner(spec: &ToolSpec) -> Result<Option<Arc<dyn Tool>>, String> {
         ),
         Entry::Command { .. } => Some(Arc::new(command::CommandTool::new(spec.clone()))),
         Entry::Http { .. } => Some(Arc::new(http::HttpTool::new(spec.clone()))),
+        Entry::Workflow(_) => Some(Arc::new(workflow::WorkflowTool(spec.clone()))),
         _ => return Err("entry: this kind of tool does not come from a tool file".into()),
     })
 }

@@ -520,6 +520,7 @@ fn check_entry(entry: &Entry) -> Result<(), String> {
             Err("entry: command must name a program".into())
         }
         Entry::Http { .. } => http::check_entry(entry).map_err(String::from),
+        Entry::Workflow(w) => w.check().map_err(|m| format!("entry: {m}")),
         Entry::Source(b) => Err(not_a_file_type(&b.source)),
         _ => Ok(()),
     }
