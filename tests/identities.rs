@@ -859,6 +859,29 @@ async fn every_route_answers_each_caller_as_its_role_and_tenant_allow() {
     let all: Value = serde_json::from_str(&all.unwrap()).unwrap();
     assert!(all.as_array().unwrap().iter().any(|r| r["tenant"] == "a"));
     assert!(all.as_array().unwrap().iter().any(|r| r["tenant"] == "b"));
+    // The console's filters: an admin picks a tenant and an agent; a caller bound to a
+    // tenant may name only its own.
+    let (_, only_b) = f
+        .call(
+            Admin,
+            "GET",
+            "/v1/runs?limit=100&tenant=b&agent=plain",
+            None,
+        )
+        .await;
+    let only_b: Value = serde_json::from_str(&only_b.unwrap()).unwrap();
+    let only_b = only_b.as_array().unwrap();
+    assert!(!only_b.is_empty());
+    assert!(
+        only_b
+            .iter()
+            .all(|r| r["tenant"] == "b" && r["agent"] == "plain"),
+        "{only_b:?}"
+    );
+    let (_, none) = f.call(Admin, "GET", "/v1/runs?agent=nobody", None).await;
+    assert_eq!(none.unwrap().trim(), "[]");
+    let (status, refused) = f.call(OtherClient, "GET", "/v1/runs?tenant=a", None).await;
+    assert_eq!(status, 403, "{refused:?}");
     // Stats are each tenant's own: B has no calls of calculator, A has A's.
     let (_, stats) = f
         .call(OtherClient, "GET", "/v1/tools/calculator/stats", None)

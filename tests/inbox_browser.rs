@@ -494,3 +494,45 @@ async fn four_eyes_keeps_the_starter_from_approving_in_the_page() {
             .contains("four eyes")
     );
 }
+
+/// The console: the runs list (filters in the address, live, back/forward), a run's
+/// timeline with its reasoning and the tree of its sub-agent's run, a conversation's
+/// and a tool's charts, and the tool catalogue, each page reached from the nav; one
+/// screenshot per page (`console-runs.png`, `console-run.png`,
+/// `console-conversation.png`, `console-tools.png`, `console-tool.png`).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_shows_runs_trees_charts_and_the_catalogue() {
+    let site = Site::new();
+    let write = |p: &str, t: &str| std::fs::write(site.path().join(p), t).unwrap();
+    write(
+        "agents/planner.yaml",
+        "name: planner\nmodel: scripted:planner.replies.yaml\nmode: xml\nsubagents:\n  helper: helper.yaml\n",
+    );
+    write(
+        "agents/planner.replies.yaml",
+        "replies:\n  - content: \"<think>The helper can multiply.</think>Asking the helper.\\n<tool_call><name>helper</name><params><task>6*7</task></params></tool_call>\"\n    usage: {prompt_tokens: 120, completion_tokens: 30}\n  - content: It is 42.\n    usage: {prompt_tokens: 160, completion_tokens: 8}\n",
+    );
+    write(
+        "agents/helper.yaml",
+        "name: helper\ndescription: Multiplies.\nmodel: scripted:helper.replies.yaml\ntools: [calculator]\n",
+    );
+    write(
+        "agents/helper.replies.yaml",
+        "replies:\n  - content: Computing.\n    tool_calls: [{id: call_mul, name: calculator, arguments: {expression: \"6*7\"}}]\n  - content: \"42\"\n",
+    );
+    write(
+        "tools/pay.yaml",
+        "name: pay\ndescription: Pays.\nparameters:\n  - {name: amount, type: number, required: true}\npermission:\n  confirm_if: args.amount > 100\n  otherwise: auto\nentry: {type: client}\n",
+    );
+    let server = site.serve(None);
+    let seen = scenario(&server, "console");
+    let tree = seen["tree"].as_str().unwrap();
+    let (status, t) = server.get(&format!("/v1/runs/{tree}/tree")).await;
+    assert_eq!(status, 200);
+    assert_eq!(t["children"][0]["agent"], "helper", "{t}");
+    let artifacts = root().join("target/browser-artifacts");
+    for page in ["runs", "run", "conversation", "tools", "tool"] {
+        let shot = artifacts.join(format!("console-{page}.png"));
+        assert!(shot.exists(), "{} was not taken", shot.display());
+    }
+}

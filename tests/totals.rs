@@ -453,7 +453,7 @@ fn everything(store: &Store) -> Vec<(String, serde_json::Value)> {
         out.push((format!("calls {i}"), page));
     }
     let listed = store
-        .runs_with_pending(Scope::All, None, Some("conv_x"), 100)
+        .runs_with_pending(Scope::All, None, Some("conv_x"), None, 100)
         .block()
         .unwrap();
     let listed: Vec<_> = listed

@@ -26,6 +26,9 @@ pub struct RunsArgs {
     /// Only runs of this conversation.
     #[arg(long)]
     conversation: Option<String>,
+    /// Only runs of this agent (its name).
+    #[arg(long)]
+    agent: Option<String>,
     /// At most this many, newest first.
     #[arg(long, default_value_t = 50)]
     limit: usize,
@@ -128,6 +131,7 @@ pub fn list(args: RunsArgs, db: &Path) -> Result<ExitCode, Failure> {
             Scope::of(super::tenant()),
             status,
             args.conversation.as_deref(),
+            args.agent.as_deref(),
             args.limit,
         )
         .wait()?

@@ -231,10 +231,10 @@ const scenarios = {
     await shot(page, 'run-page');
 
     await page.locator('.facts').getByRole('link', { name: run.conversation_id }).click();
-    await page.locator('svg.chart').waitFor({ timeout: WAIT });
-    const numbers = await page.locator('dl.numbers').textContent();
+    await page.locator('svg.chart').first().waitFor({ timeout: WAIT });
+    const numbers = await page.locator('dl.numbers').first().textContent();
     check(numbers.includes('Calls3'), `the stats count 3 calls: ${numbers}`);
-    const label = await page.locator('svg.chart').getAttribute('aria-label');
+    const label = await page.locator('svg.chart').first().getAttribute('aria-label');
     check(label.includes('calculator 1') && label.includes('write_file 1'), `the chart has the calls per tool: ${label}`);
     await page.locator('table.runs').filter({ hasText: run.id }).waitFor({ timeout: WAIT });
     await page.getByLabel('Status').selectOption('failed');
@@ -537,6 +537,88 @@ const scenarios = {
     check(!(await call.innerText()).includes('(cut;'), 'a whole result (with a 3-byte character) is not said to be cut');
     await shot(page, 'hidden-characters-run-page');
     console.log(JSON.stringify({ run_id: invoice.id, plain_id: plain.id }));
+  },
+
+  // The console: every run (filtered in the address, live), a run's timeline with its
+  // reasoning and tree of child runs, a conversation's and a tool's charts, and the
+  // tool catalogue; each page reached by keyboard from the nav, one screenshot each.
+  async console(page, nav) {
+    const tree = await api('/v1/runs', { agent: 'planner', input: 'Work out 6*7 with the helper.' });
+    check(tree.status === 200 && tree.body.status === 'completed', `the planner's run completed: ${JSON.stringify(tree.body)}`);
+    const done = await startRun('Work out 2+3*4 and save it.');
+    check((await api(`/v1/runs/${done.id}/approve`, { call_id: 'call_write' })).status === 200, 'approved');
+    const submitted = await api(`/v1/runs/${done.id}/submit`, { call_id: 'call_ask', output: 'Blue' });
+    check(submitted.status === 200 && submitted.body.status === 'completed', `the run completed: ${JSON.stringify(submitted.body)}`);
+    const paused = await startRun('Work out 2+3*4 and save it.');
+
+    // Runs: every run, then only the paused ones (in the address); a new paused run
+    // appears live; back returns to the unfiltered list.
+    await page.goto(SITE + '/');
+    await page.locator('#live.on').waitFor({ timeout: WAIT });
+    for (let i = 0; i < 8 && !(await page.evaluate(() => document.activeElement && document.activeElement.textContent === 'Runs')); i += 1) {
+      await page.keyboard.press('Tab');
+    }
+    check(await page.evaluate(() => document.activeElement.textContent === 'Runs'), 'the Runs link is reached by keyboard');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(SITE + '/runs');
+    await page.locator(`#runs-list tr[data-run="${paused.id}"]`).waitFor({ timeout: WAIT });
+    check(await page.locator(`#runs-list tr[data-run="${tree.body.id}"]`).count() === 1, 'the planner run is listed');
+    await page.locator('#f-status').focus();
+    await page.keyboard.press('Tab');
+    check(await page.evaluate(() => document.activeElement.id === 'f-agent'), 'the filters are reached by keyboard');
+    await page.locator('#f-status').selectOption('requires_action');
+    await page.waitForURL(/\/runs\?status=requires_action$/);
+    await page.locator(`#runs-list tr[data-run="${paused.id}"]`).waitFor({ timeout: WAIT });
+    check(await page.locator(`#runs-list tr[data-run="${done.id}"]`).count() === 0, 'a completed run is filtered out');
+    await page.locator('#live.on').waitFor({ timeout: WAIT });
+    const before = nav.count;
+    const later = await startRun('Work out 2+3*4 and save it.');
+    await page.locator(`#runs-list tr[data-run="${later.id}"]`).waitFor({ timeout: WAIT });
+    check(nav.count === before, 'the new run appeared without a reload');
+    await shot(page, 'console-runs');
+    await page.goBack();
+    await page.waitForURL(SITE + '/runs');
+    await page.locator(`#runs-list tr[data-run="${done.id}"]`).waitFor({ timeout: WAIT });
+    check(await page.locator('#f-status').inputValue() === '', 'back shows the unfiltered list again');
+
+    // A run's page: its reasoning, its calls, and the tree with the helper's run.
+    await page.goto(SITE + `/runs/${tree.body.id}`);
+    await page.locator('ul.tree li li').filter({ hasText: 'helper' }).waitFor({ timeout: WAIT });
+    await page.locator('details.reasoning').first().waitFor({ timeout: WAIT });
+    await page.locator('details.reasoning summary').first().click();
+    await page.locator('details.reasoning pre').filter({ hasText: 'The helper can multiply.' }).waitFor({ timeout: WAIT });
+    await page.locator('li.call').filter({ hasText: 'helper' }).first().waitFor({ timeout: WAIT });
+    await shot(page, 'console-run');
+
+    // A conversation's charts: calls per tool, over time, latency; tokens and cost.
+    await page.goto(SITE + `/conversations/${done.conversation_id}`);
+    await page.locator('svg.chart').nth(2).waitFor({ timeout: WAIT });
+    const labels = await page.locator('svg.chart').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+    check(labels.some((l) => l.startsWith('Calls over time')), `a calls-over-time chart: ${labels}`);
+    check(labels.some((l) => l.startsWith('Latency of')), `a latency chart: ${labels}`);
+    await page.locator('#spend-title').waitFor({ timeout: WAIT });
+    await page.getByText('Model requests').waitFor({ timeout: WAIT });
+    await shot(page, 'console-conversation');
+
+    // The catalogue, then a tool's page with its charts, updated live by a new call.
+    await page.goto(SITE + '/tools');
+    const row = page.locator('table.catalogue tr').filter({ hasText: 'write_file' });
+    await row.waitFor({ timeout: WAIT });
+    check((await row.textContent()).includes('confirm'), 'the catalogue shows the permission');
+    check(await page.locator('table.catalogue tr').filter({ hasText: 'nap' }).count() === 1, 'the site tools are listed');
+    const pay = page.locator('table.catalogue tr').filter({ hasText: 'pay' });
+    check((await pay.textContent()).includes('confirm_if: args.amount > 100'), 'the catalogue shows a tool\'s rules');
+    await shot(page, 'console-tools');
+    await row.getByRole('link', { name: 'write_file' }).click();
+    await page.waitForURL(SITE + '/tools/write_file');
+    await page.locator('svg.chart').nth(2).waitFor({ timeout: WAIT });
+    const calls = await page.locator('dl.numbers dd').first().textContent();
+    await page.locator('#live.on').waitFor({ timeout: WAIT });
+    check((await api(`/v1/runs/${paused.id}/deny`, { call_id: 'call_write', reason: 'not now' })).status === 200, 'denied');
+    check((await api(`/v1/runs/${paused.id}/submit`, { call_id: 'call_ask', output: 'Red' })).status === 200, 'submitted');
+    await until(async () => (await page.locator('dl.numbers dd').first().textContent()) !== calls, 'the tool page counts the new call live', WAIT);
+    await shot(page, 'console-tool');
+    console.log(JSON.stringify({ run_id: done.id, tree: tree.body.id }));
   },
 
   // A phone-sized screen: everything fits the width; the controls are there.

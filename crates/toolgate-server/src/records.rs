@@ -182,6 +182,10 @@ pub struct ToolInfo {
     /// program.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Value>,
+    /// Its tool file's rules as written (`deny_if`, `confirm_if`, `auto_if`,
+    /// `otherwise`), in the order they are evaluated; an agent file may replace them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleText>,
     /// Groups one of which decides its calls (its tool file's `approvers:`).
     pub approvers: Vec<String>,
     /// Whoever started a run may not decide its calls of this tool.
@@ -203,6 +207,15 @@ pub struct ToolInfo {
     /// Help for the people deciding its calls, by language.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// One rule of a tool: its key and its text.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RuleText {
+    /// `deny_if`, `confirm_if`, `auto_if` or `otherwise`.
+    pub key: String,
+    /// The expression (`args.amount > 1000`), or `otherwise`'s permission word.
+    pub rule: String,
 }
 
 /// The tools library: built-ins and the server's tools folder (those the caller's
@@ -245,6 +258,16 @@ pub async fn tools(
                 read_only: spec.read_only,
                 category: spec.category.clone(),
                 sandbox: spec.sandbox.as_ref().map(|p| p.to_json()),
+                rules: t
+                    .policy
+                    .rules
+                    .iter()
+                    .flat_map(|r| r.written())
+                    .map(|(key, rule)| RuleText {
+                        key: key.into(),
+                        rule,
+                    })
+                    .collect(),
                 approvers: t.rule.approvers.clone(),
                 four_eyes: t.rule.four_eyes,
                 source: t.origin.place(),

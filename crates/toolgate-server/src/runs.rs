@@ -56,6 +56,11 @@ pub struct RunsQuery {
     #[param(value_type = Option<RunStatus>)]
     pub status: Option<String>,
     pub conversation_id: Option<String>,
+    /// Only runs of this agent (its name).
+    pub agent: Option<String>,
+    /// Only runs of this tenant: any for an admin of every tenant; a caller bound to a
+    /// tenant may name only its own (403 otherwise).
+    pub tenant: Option<String>,
     /// At most this many, newest first (default 20).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
@@ -192,13 +197,24 @@ pub async fn create_run(
 /// Lists runs, newest first, each as its full run object.
 #[utoipa::path(get, path = "/v1/runs", tag = "runs", params(RunsQuery),
     responses((status = 200, body = Vec<RunObject>), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 500, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 500, body = ErrorBody)))]
 pub async fn list_runs(
     State(state): State<Arc<AppState>>,
     Caller(who): Caller,
     ApiQuery(q): ApiQuery<RunsQuery>,
 ) -> Result<Json<Vec<RunObject>>, ApiError> {
-    let tenant = who.scope().map(str::to_string);
+    let tenant = match (who.scope(), q.tenant) {
+        (Some(own), Some(asked)) if own != asked => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("{} may read only the runs of its tenant '{own}'", who.name),
+            ));
+        }
+        (Some(own), _) => Some(own.to_string()),
+        (None, asked) => asked,
+    };
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
@@ -221,6 +237,7 @@ pub async fn list_runs(
             Scope::of(tenant.as_deref()),
             status,
             conversation.as_deref(),
+            q.agent.as_deref(),
             limit,
         )
         .await?

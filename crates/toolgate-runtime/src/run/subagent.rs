@@ -337,9 +337,7 @@ impl Runner {
         let _slot = self.subagent_slot(engine, cancel).await;
         self.announce(job, target);
         // Boxed: the child's drive is as deep as the parent's.
-        match Box::pin(runner.start_in_tree(start, Some((link, place)), Default::default()))
-            .await
-        {
+        match Box::pin(runner.start_in_tree(start, Some((link, place)), Default::default())).await {
             Ok(object) => Ok(Ok(object)),
             Err(RunError::Refused {
                 kind: Refusal::ChildExists,

@@ -1,5 +1,7 @@
-//! The approval inbox: a page for the people in the loop, served at `/` (and at
-//! `/runs/{id}`, `/conversations/{id}`) from assets built into the binary. It talks
+//! The approval inbox and the console: pages for the people in the loop and the
+//! operators, served at `/` (the inbox), `/runs` (every run, filtered), `/runs/{id}`,
+//! `/conversations/{id}`, `/tools` (the catalogue) and `/tools/{name}` (a tool's stats)
+//! from assets built into the binary. It talks
 //! only to the public `/v1` API, with the bearer key the person gives it; every asset
 //! comes from this server (the Content-Security-Policy allows no other host).
 
@@ -22,6 +24,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("items.js", JS, include_str!("assets/items.js")),
     ("pages.js", JS, include_str!("assets/pages.js")),
     ("chart.js", JS, include_str!("assets/chart.js")),
+    ("console.js", JS, include_str!("assets/console.js")),
     (
         "app.css",
         "text/css; charset=utf-8",
@@ -39,8 +42,11 @@ const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; i
 pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/", get(page))
+        .route("/runs", get(page))
         .route("/runs/{id}", get(page))
         .route("/conversations/{id}", get(page))
+        .route("/tools", get(page))
+        .route("/tools/{name}", get(page))
         .route("/inbox/{name}", get(asset_named))
 }
 

@@ -183,17 +183,20 @@ impl Store {
         }
     }
 
-    /// Runs of `scope`, newest first (as [`Store::runs`]), each with its pending items.
+    /// Runs of `scope`, newest first (as [`Store::runs`]; of one agent too when `agent`
+    /// names it), each with its pending items.
     pub async fn runs_with_pending(
         &self,
         scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
+        agent: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, StoreError> {
-        let (tenant, conversation) = (
+        let (tenant, conversation, agent) = (
             scope.tenant().map(str::to_string),
             conversation.map(str::to_string),
+            agent.map(str::to_string),
         );
         match &self.backend {
             Backend::Sqlite(s) => {
@@ -202,14 +205,21 @@ impl Store {
                         Scope::of(tenant.as_deref()),
                         status,
                         conversation.as_deref(),
+                        agent.as_deref(),
                         limit,
                     )
                 })
                 .await
             }
             Backend::Postgres(s) => {
-                s.runs_with_pending(scope, status, conversation.as_deref(), limit)
-                    .await
+                s.runs_with_pending(
+                    scope,
+                    status,
+                    conversation.as_deref(),
+                    agent.as_deref(),
+                    limit,
+                )
+                .await
             }
         }
     }

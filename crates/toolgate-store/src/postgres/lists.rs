@@ -18,7 +18,7 @@ use toolgate_protocol::RunStatus;
 /// millisecond), filtered by status (`$1`), conversation (`$2`) and tenant (`$4`), at
 /// most `$3`.
 const RUNS: &str = "WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR conversation_id = $2) AND ($4::text IS NULL OR tenant = $4) \
-     ORDER BY created_at DESC, added DESC LIMIT $3";
+     AND ($5::text IS NULL OR agent = $5) ORDER BY created_at DESC, added DESC LIMIT $3";
 
 impl PgStore {
     /// Runs of `scope`, newest first, with a status, of a conversation, at most `limit`.
@@ -35,7 +35,7 @@ impl PgStore {
         );
         self.on_pool(move |s| async move {
             let client = s.client().await?;
-            s.list_runs(&client, tenant, status, conversation, limit)
+            s.list_runs(&client, (tenant, status), (conversation, None), limit)
                 .await
         })
         .await
@@ -44,9 +44,8 @@ impl PgStore {
     async fn list_runs(
         &self,
         client: &impl GenericClient,
-        tenant: Option<String>,
-        status: Option<RunStatus>,
-        conversation: Option<String>,
+        (tenant, status): (Option<String>, Option<RunStatus>),
+        (conversation, agent): (Option<String>, Option<String>),
         limit: usize,
     ) -> Result<Vec<RunRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -60,6 +59,7 @@ impl PgStore {
                     &conversation,
                     &limit,
                     &tenant,
+                    &agent,
                 ],
             )
             .await?;
@@ -73,11 +73,13 @@ impl PgStore {
         scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
+        agent: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, StoreError> {
-        let (tenant, conversation) = (
+        let (tenant, conversation, agent) = (
             scope.tenant().map(str::to_string),
             conversation.map(str::to_string),
+            agent.map(str::to_string),
         );
         self.on_pool(move |s| async move {
             let mut client = s.client().await?;
@@ -89,7 +91,7 @@ impl PgStore {
                 .await
                 .map_err(|e| s.error(e))?;
             let rows = s
-                .list_runs(&snapshot, tenant, status, conversation, limit)
+                .list_runs(&snapshot, (tenant, status), (conversation, agent), limit)
                 .await?;
             let mut listed = Vec::with_capacity(rows.len());
             for row in rows {

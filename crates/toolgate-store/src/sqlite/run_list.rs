@@ -13,9 +13,10 @@ impl SqliteStore {
         scope: Scope<'_>,
         status: Option<RunStatus>,
         conversation: Option<&str>,
+        agent: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(RunRow, Vec<PendingRow>)>, RunsError> {
-        let rows = self.runs(scope, status, conversation, limit)?;
+        let rows = self.runs_of(scope, status, conversation, agent, limit)?;
         if rows.iter().all(|r| r.status != RunStatus::RequiresAction) {
             return Ok(rows.into_iter().map(|r| (r, Vec::new())).collect());
         }

@@ -474,9 +474,21 @@ impl SqliteStore {
         conversation: Option<&str>,
         limit: usize,
     ) -> Result<Vec<RunRow>, RunsError> {
+        self.runs_of(scope, status, conversation, None, limit)
+    }
+
+    /// [`SqliteStore::runs`], of one agent too when `agent` names it.
+    pub fn runs_of(
+        &self,
+        scope: Scope<'_>,
+        status: Option<RunStatus>,
+        conversation: Option<&str>,
+        agent: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, RunsError> {
         self.read_runs(|conn| {
             let sql = format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR conversation_id = ?2) AND (?4 IS NULL OR tenant = ?4) ORDER BY created_at DESC, rowid DESC LIMIT ?3"
+                "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR conversation_id = ?2) AND (?4 IS NULL OR tenant = ?4) AND (?5 IS NULL OR agent = ?5) ORDER BY created_at DESC, rowid DESC LIMIT ?3"
             );
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt
@@ -485,7 +497,8 @@ impl SqliteStore {
                         status.map(RunStatus::as_str),
                         conversation,
                         limit as i64,
-                        scope.tenant()
+                        scope.tenant(),
+                        agent
                     ],
                     run_from_row,
                 )?

@@ -251,18 +251,25 @@ impl Rules {
 
     /// The rules as one line of text, for a fingerprint of the policy.
     pub fn describe(&self) -> String {
-        let mut out = String::new();
-        for (key, rule) in [
+        self.written()
+            .iter()
+            .map(|(key, text)| format!("{key}={text};"))
+            .collect()
+    }
+
+    /// Each rule as written (`confirm_if` -> `args.amount > 1000`, `otherwise` -> its
+    /// word), in the order they are evaluated.
+    pub fn written(&self) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = [
             ("deny_if", &self.deny_if),
             ("confirm_if", &self.confirm_if),
             ("auto_if", &self.auto_if),
-        ] {
-            if let Some(r) = rule {
-                out.push_str(&format!("{key}={};", r.source));
-            }
-        }
+        ]
+        .into_iter()
+        .filter_map(|(key, rule)| rule.as_ref().map(|r| (key, r.source.clone())))
+        .collect();
         if let Some(p) = self.otherwise {
-            out.push_str(&format!("otherwise={};", word(p)));
+            out.push(("otherwise", word(p).to_string()));
         }
         out
     }

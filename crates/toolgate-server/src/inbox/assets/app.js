@@ -1,9 +1,11 @@
-// The approval inbox: what waits for a person, decided in place; a run's timeline; a
-// conversation's stats and runs. It talks only to this server's /v1 API (see api.js).
+// The approval inbox and the console: what waits for a person, decided in place; runs,
+// a run's timeline; a conversation's stats and runs; the tool catalogue and a tool's
+// stats. It talks only to this server's /v1 API (see api.js).
 
 import { setLive } from './dom.js';
 import { DECIDER, KEY, endSession, newSession, onKey } from './api.js';
 import { inboxPage, runPage, conversationPage } from './pages.js';
+import { runsListPage, toolsPage, toolPage } from './console.js';
 
 const forget = document.getElementById('forget-key');
 
@@ -15,7 +17,14 @@ function start() {
   let m;
   if ((m = path.match(/^\/runs\/([^/]+)$/))) runPage(decodeURIComponent(m[1]), signal);
   else if ((m = path.match(/^\/conversations\/([^/]+)$/))) conversationPage(decodeURIComponent(m[1]), signal);
+  else if (path === '/runs') runsListPage(signal);
+  else if (path === '/tools') toolsPage(signal);
+  else if ((m = path.match(/^\/tools\/([^/]+)$/))) toolPage(decodeURIComponent(m[1]), signal);
   else inboxPage(signal);
+  for (const a of document.querySelectorAll('nav[aria-label=Main] a')) {
+    const here = a.getAttribute('href') === '/' ? path === '/' : path.startsWith(a.getAttribute('href'));
+    if (here) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
 }
 
 const decider = document.getElementById('decider');

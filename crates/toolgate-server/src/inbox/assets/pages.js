@@ -1,25 +1,40 @@
-// The pages: the inbox, a run's page (timeline and live events), and a conversation's
-// page (stats and runs).
+// The pages: the inbox, a run's page (timeline, tree of child runs and live events), and
+// a conversation's page (stats with charts, tokens and cost, and runs).
 
 import { h, enc, when, duration, badge, notice, jsonView, textBlock, hasHidden, hiddenBadge, escapeHidden } from './dom.js';
 import { api, follow } from './api.js';
 import { loadTools, itemKey, reconcile } from './items.js';
-import { statsChart } from './chart.js';
+import { statsChart, overTimeChart, latencyChart, tokensChart } from './chart.js';
 
 const main = document.getElementById('main');
 const utf8 = new TextEncoder();
 
-export function runsTable(runs, caption) {
+// A table of run objects; `more` adds columns (`tenant`, `model`).
+export function runsTable(runs, caption, more = {}) {
   if (!runs.length) return h('p', { class: 'muted' }, 'No runs.');
+  const heads = ['Run', 'Status', 'Agent', ...(more.model ? ['Model'] : []), 'Conversation', ...(more.tenant ? ['Tenant'] : []), 'Updated'];
   return h('div', { class: 'table-wrap' }, h('table', { class: 'runs' },
     h('caption', { class: 'sr-only' }, caption),
-    h('thead', {}, h('tr', {}, ['Run', 'Status', 'Agent', 'Conversation', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, heads.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, runs.map((r) => h('tr', { 'data-run': r.id },
-      h('td', {}, h('a', { href: `/runs/${enc(r.id)}` }, r.id)),
+      h('td', {}, h('a', { href: `/runs/${enc(r.id)}` }, r.id), r.parent_run_id ? h('span', { class: 'muted' }, ' (child)') : null),
       h('td', {}, badge(r.status)),
       h('td', {}, r.agent),
+      more.model ? h('td', {}, r.model) : null,
       h('td', {}, h('a', { href: `/conversations/${enc(r.conversation_id)}` }, r.conversation_id)),
+      more.tenant ? h('td', {}, r.tenant) : null,
       h('td', {}, h('time', { datetime: new Date(r.updated_at).toISOString() }, when(r.updated_at))))))));
+}
+
+// A run's tree: each child run (a sub-agent's, a workflow's) under the call it carries
+// out, with its status and calls.
+export function treeView(t, here) {
+  const s = t.summary;
+  const line = [t.run_id === here ? h('b', {}, t.agent) : h('a', { href: `/runs/${enc(t.run_id)}` }, t.agent), ' ',
+    h('code', {}, t.run_id), ' ', badge(t.status),
+    h('span', { class: 'muted' }, ` ${s.calls} call${s.calls === 1 ? '' : 's'}, ${s.success_rate}% ok, ${s.usage.total_tokens} tokens`),
+    t.parent_call_id ? h('span', { class: 'muted' }, ` · for call ${t.parent_call_id}`) : null];
+  return h('li', {}, line, t.children.length ? h('ul', {}, t.children.map((c) => treeView(c, here))) : null);
 }
 
 export async function inboxPage(signal) {
@@ -121,6 +136,9 @@ export function timelineView(t) {
     if (m.role === 'tool') continue;
     const who = { user: 'User', assistant: 'Model', system: 'System' }[m.role] || m.role;
     const li = h('li', { class: `msg ${m.role}` }, h('div', { class: 'who' }, who));
+    for (const r of m.thinking || []) {
+      li.append(h('details', { class: 'reasoning' }, h('summary', {}, 'Reasoning'), textBlock(r.text || '')));
+    }
     if (m.content) li.append(textBlock(m.content));
     if (m.tool_calls && m.tool_calls.length) {
       li.append(h('ol', { class: 'calls' }, m.tool_calls.map((c) => {
@@ -174,11 +192,14 @@ export async function runPage(id, signal) {
   const waiting = h('ol', { class: 'queue', 'aria-label': 'Waiting items' });
   const waitingSection = h('section', { 'aria-labelledby': 'waiting-title', hidden: true }, h('h2', { id: 'waiting-title' }, 'Waiting for you'), waiting);
   const timeline = h('div', {});
+  const tree = h('ul', { class: 'tree' });
+  const treeSection = h('section', { 'aria-labelledby': 'tree-title', hidden: true }, h('h2', { id: 'tree-title' }, 'Runs in this tree'), tree);
   const events = h('ol', { class: 'events', reversed: true, 'aria-live': 'polite', 'aria-relevant': 'additions' });
   main.replaceChildren(
     h('h1', {}, 'Run ', h('code', {}, id)),
     head, waitingSection,
     h('section', { 'aria-labelledby': 'timeline-title' }, h('h2', { id: 'timeline-title' }, 'Timeline'), timeline),
+    treeSection,
     h('section', { 'aria-labelledby': 'events-title' }, h('h2', { id: 'events-title' }, 'Live events'),
       h('p', { class: 'muted' }, 'Events of this run appear here as they happen.'), events));
   let runId = id;
@@ -191,6 +212,10 @@ export async function runPage(id, signal) {
         await loadTools();
         const t = await api(`/v1/runs/${enc(id)}/timeline`);
         runId = t.run.id;
+        // The tree from its top: a child run's page shows where it sits.
+        const top = await api(`/v1/runs/${enc(runId)}/tree`);
+        treeSection.hidden = !top.children.length && !t.run.parent_run_id;
+        tree.replaceChildren(treeView(top, runId));
         head.replaceChildren(runHeader(t.run));
         const wanted = new Map();
         for (const item of (t.run.required_action && t.run.required_action.items) || []) {
@@ -225,9 +250,11 @@ export async function conversationPage(id, signal) {
   const statusSel = h('select', { id: 'f-status' }, h('option', { value: '' }, 'All'),
     ['in_progress', 'requires_action', 'completed', 'incomplete', 'failed', 'cancelled'].map((s) => h('option', { value: s }, s.replaceAll('_', ' '))));
   const agentSel = h('select', { id: 'f-agent' }, h('option', { value: '' }, 'All'));
+  const spend = h('div', {});
   main.replaceChildren(
     h('h1', {}, 'Conversation ', h('code', {}, id)),
     h('section', { 'aria-labelledby': 'stats-title' }, h('h2', { id: 'stats-title' }, 'Calls'), stats),
+    h('section', { 'aria-labelledby': 'spend-title' }, h('h2', { id: 'spend-title' }, 'Tokens and cost'), spend),
     h('section', { 'aria-labelledby': 'runs-title' }, h('h2', { id: 'runs-title' }, 'Runs'),
       h('form', { class: 'filters', onsubmit: (e) => e.preventDefault() },
         h('label', { for: 'f-status' }, 'Status'), statusSel,
@@ -235,7 +262,8 @@ export async function conversationPage(id, signal) {
       runs));
   const loadStats = async () => {
     try {
-      const s = await api(`/v1/conversations/${enc(id)}/stats`);
+      const [s, page] = await Promise.all([api(`/v1/conversations/${enc(id)}/stats`), api(`/v1/calls?conversation_id=${enc(id)}&limit=1000`)]);
+      const calls = page.calls || [];
       const numbers = [
         ['Calls', s.total_calls], ['Succeeded', s.successful_calls], ['Failed', s.failed_calls],
         ['Denied', s.denied_calls], ['Client', s.client_calls], ['Success rate', `${s.success_rate}%`],
@@ -243,7 +271,7 @@ export async function conversationPage(id, signal) {
       ];
       stats.replaceChildren(
         h('dl', { class: 'numbers' }, numbers.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
-        s.total_calls ? statsChart(s) : h('p', { class: 'muted' }, 'No calls recorded yet.'));
+        ...(s.total_calls ? [statsChart(s), overTimeChart(calls), latencyChart(calls)].filter(Boolean) : [h('p', { class: 'muted' }, 'No calls recorded yet.')]));
     } catch (e) {
       if (e.status === 404) stats.replaceChildren(h('p', { class: 'muted' }, e.message));
       else if (e.status !== 401) notice(`Could not read the stats: ${e.message}`);
@@ -258,8 +286,24 @@ export async function conversationPage(id, signal) {
       agentSel.replaceChildren(h('option', { value: '' }, 'All'), ...agents.map((a) => h('option', { value: a, selected: a === chosen }, a)));
       if (chosen && !agents.includes(chosen)) agentSel.append(h('option', { value: chosen, selected: true }, chosen));
       runs.replaceChildren(runsTable(list.filter((r) => !chosen || r.agent === chosen), 'Runs of this conversation'));
+      loadSpend(list);
     } catch (e) {
       if (e.status !== 401) notice(`Could not read the runs: ${e.message}`);
+    }
+  };
+  // Tokens and cost: the conversation's row of the spend report, and tokens per run.
+  const loadSpend = async (list) => {
+    try {
+      const report = await api('/v1/spend?by=conversation');
+      const row = report.rows.find((r) => r.name === id);
+      const cost = row ? `$${(row.cost_nanos / 1e9).toFixed(6)}` : '$0';
+      const numbers = [['Model requests', row ? row.requests : 0], ['Prompt tokens', row ? row.prompt_tokens : 0],
+        ['Completion tokens', row ? row.completion_tokens : 0], ['Cost', cost]];
+      spend.replaceChildren(
+        h('dl', { class: 'numbers' }, numbers.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
+        tokensChart(list) || h('p', { class: 'muted' }, 'No tokens recorded for these runs.'));
+    } catch (e) {
+      if (e.status !== 401) spend.replaceChildren(h('p', { class: 'muted' }, e.message));
     }
   };
   statusSel.addEventListener('change', loadRuns);
