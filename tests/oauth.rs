@@ -580,3 +580,101 @@ async fn issued_tokens(auth: &AuthServer) -> Vec<String> {
         .map(|t| t.as_str().unwrap().to_string())
         .collect()
 }
+
+/// An `openapi:` file of the resource whose document declares an `oauth2` scheme
+/// (authorization code): `auth: {type: oauth2, ...}` takes its endpoints and scopes.
+fn calendar_api(server: &AuthServer) -> String {
+    format!(
+        r#"openapi:
+  openapi: 3.0.3
+  info: {{title: Calendar, version: "1"}}
+  servers: [{{url: "{base}"}}]
+  components:
+    securitySchemes:
+      calendar_oauth:
+        type: oauth2
+        flows:
+          authorizationCode:
+            authorizationUrl: "{base}/authorize"
+            tokenUrl: "{base}/token"
+            scopes: {{calendar.read: Read the calendar}}
+  security: [{{calendar_oauth: [calendar.read]}}]
+  paths:
+    /me:
+      get:
+        operationId: getMe
+        summary: Who the user is in their calendar.
+        responses: {{"200": {{description: The user}}}}
+name: cal
+allow_hosts: ["127.0.0.1"]
+auth:
+  type: oauth2
+  provider: calendar
+  client_id: toolgate-test
+  client_secret: "${{secret:CALENDAR_CLIENT_SECRET}}"
+"#,
+        base = server.base
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
+    let auth = start_auth_server();
+    let site = serving::Site::new();
+    let keys = site.path().join("keys");
+    std::fs::write(site.path().join("tools/cal.yaml"), calendar_api(&auth)).unwrap();
+    site.agent(
+        "viewer",
+        "[cal__getMe]",
+        "  - content: Looking.\n    tool_calls: [{id: call_me, name: cal__getMe, arguments: {}}]\n  - content: Done.\n",
+    );
+    site_cli(
+        &site,
+        &keys,
+        &[
+            "secrets",
+            "set",
+            "CALENDAR_CLIENT_SECRET",
+            "--from-env",
+            "CLIENT_SECRET_VALUE",
+        ],
+    );
+    let key = serving::identity::keys_create(&site, "acme", "alice", "client", "");
+    let keys_env = keys.to_str().unwrap();
+    let mut server =
+        serving::Server::start_env(&site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key);
+    let callback = register_callback(&auth, &server).await;
+    let (_, tools) = server.get("/v1/tools").await;
+    let listed = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "cal__getMe")
+        .cloned();
+    assert!(listed.is_some(), "{tools}");
+
+    let run = start_run(&server, "viewer").await;
+    assert_eq!(run["status"], "requires_action", "{run}");
+    let item = &run["required_action"]["items"][0];
+    assert_eq!(item["kind"], "authorization", "{run}");
+    assert_eq!(item["arguments"]["provider"], "calendar");
+    let url = item["arguments"]["consent_url"].as_str().unwrap();
+    assert!(url.contains("scope=calendar.read"), "the document's scopes: {url}");
+    let location = consent_location(url, "allow").await;
+    assert!(location.starts_with(&callback), "{location}");
+    assert_eq!(reqwest::get(&location).await.unwrap().status(), 200);
+    let id = run["id"].as_str().unwrap();
+    let done = settled(&server, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let call = me_result(&server, id).await;
+    assert!(
+        call["result"]
+            .as_str()
+            .unwrap()
+            .contains("\"user\":\"alice\""),
+        "{call}"
+    );
+    let issued = issued_tokens(&auth).await;
+    assert!(!issued.iter().any(|t| call.to_string().contains(t.as_str())));
+}

@@ -17,7 +17,6 @@ use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::{AppState, Drive};
 use toolgate_protocol::Decision;
 use toolgate_runtime::oauth::{BrokerError, Callback, Completed, OAuthProvider};
-use toolgate_tool::spec::Entry;
 
 /// The query the authorization server redirects with (RFC 6749 §4.1.2).
 #[derive(Debug, Deserialize, IntoParams)]
@@ -119,10 +118,7 @@ fn declared_providers(state: &AppState) -> Vec<OAuthProvider> {
     };
     library
         .tools()
-        .filter_map(|t| match &t.spec.entry {
-            Entry::Http { oauth: Some(p), .. } => Some((**p).clone()),
-            _ => None,
-        })
+        .filter_map(|t| t.user_oauth())
         .collect()
 }
 

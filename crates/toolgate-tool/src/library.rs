@@ -73,6 +73,11 @@ impl LoadedTool {
         self.runner.as_ref()
     }
 
+    /// The OAuth provider whose per-user token its calls carry ([`Tool::user_oauth`]).
+    pub fn user_oauth(&self) -> Option<crate::oauth::OAuthProvider> {
+        self.runner.as_ref()?.user_oauth()
+    }
+
     pub fn definition_only(&self) -> bool {
         self.runner.is_none()
     }

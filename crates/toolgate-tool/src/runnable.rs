@@ -222,6 +222,13 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// The OAuth provider whose per-user token its calls carry (an `http` tool's
+    /// `oauth:`, an OpenAPI `oauth2` scheme, a remote MCP server's authorization); `None`
+    /// for a tool that does not act for the run's user.
+    fn user_oauth(&self) -> Option<crate::oauth::OAuthProvider> {
+        None
+    }
+
     /// The credentials its check uses, by argument name; `None`: all of the tool's.
     fn credentials_checked(&self) -> Option<Vec<String>> {
         None

@@ -69,10 +69,8 @@ fn seen_of(tool: &LoadedTool, run: &RunContext) -> String {
     let binding = serde_json::to_string(&tool.spec.entry).unwrap_or_default();
     let names = |name: &str| binding.contains(&format!("${{context:{name}}}"));
     let user = names("user")
-        || matches!(
-            &tool.spec.entry,
-            Entry::Http { oauth: Some(_), .. } | Entry::Command { .. }
-        );
+        || tool.user_oauth().is_some()
+        || matches!(&tool.spec.entry, Entry::Command { .. });
     let mut seen = Vec::new();
     for (name, wanted) in [
         ("user", user),

@@ -10,7 +10,6 @@ use super::{Live, Runner};
 use crate::oauth::{OAuthBroker, owner_of};
 use toolgate_protocol::{ItemKind, RequiredItem, events};
 use toolgate_tool::oauth::OAuthProvider;
-use toolgate_tool::spec::Entry;
 
 impl Runner {
     /// The broker of this runner's store for a run of `tenant`.
@@ -26,18 +25,11 @@ impl Runner {
     /// The provider whose consent `c` waits for: its tool acts for the user through
     /// OAuth and the run's user has no tokens for it yet.
     pub(super) async fn consent_needed(&self, live: &Live, c: &TurnCall) -> Option<OAuthProvider> {
-        let tool = live.toolkit.resolve(&c.call.name).ok()?;
-        let Entry::Http {
-            oauth: Some(provider),
-            ..
-        } = &tool.spec.entry
-        else {
-            return None;
-        };
+        let provider = live.toolkit.resolve(&c.call.name).ok()?.user_oauth()?;
         let owner = owner_of(&self.run_context(live), &provider.name).ok()?;
         match self.store.oauth_tokens(&owner).await {
             Ok(Some(_)) => None,
-            Ok(None) => Some((**provider).clone()),
+            Ok(None) => Some(provider),
             Err(e) => {
                 tracing::warn!(error = %e, "the store could not say whether the user connected; the call goes ahead");
                 None

@@ -126,7 +126,7 @@ impl Auth {
         match self {
             Auth::None => None,
             Auth::ApiKey { location, name } => (*location == Location::Header).then_some(name),
-            Auth::Bearer | Auth::Basic { .. } => Some("Authorization"),
+            Auth::Bearer | Auth::Basic { .. } | Auth::OAuth2 { .. } => Some("Authorization"),
         }
     }
 }
@@ -150,6 +150,13 @@ pub enum Auth {
     Basic {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         username: Option<String>,
+    },
+    /// `Authorization: Bearer <the run's user's token>` from the document's `oauth2`
+    /// scheme (authorization code): the run pauses for the user's consent when there is
+    /// none yet.
+    #[serde(rename = "oauth2")]
+    OAuth2 {
+        provider: Box<toolgate_tool::oauth::OAuthProvider>,
     },
 }
 

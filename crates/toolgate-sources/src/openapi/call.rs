@@ -51,14 +51,36 @@ impl Tool for OpenApiTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let mut req = request(&self.spec, self.binding()?, args)?;
-        for (name, template) in &self.binding()?.headers {
-            req.headers
-                .push((name.clone(), http::expand_context(template, &ctx.run)?));
+        let binding = self.binding()?;
+        let send = |token: Option<String>| {
+            let args = args.clone();
+            async move {
+                let mut req = request(&self.spec, binding, args)?;
+                for (name, template) in &binding.headers {
+                    req.headers
+                        .push((name.clone(), http::expand_context(template, &ctx.run)?));
+                }
+                if let Some(token) = token {
+                    req.headers
+                        .push(("Authorization".into(), format!("Bearer {token}")));
+                }
+                req.files = Some(toolgate_tool::files::FileSink::of(ctx));
+                http::send_for(req, ctx).await.map(excerpt_on_error)
+            }
+        };
+        match &binding.auth {
+            Auth::OAuth2 { provider } => {
+                http::as_user(ctx, &self.spec.name, provider, |t| send(Some(t))).await
+            }
+            _ => send(None).await,
         }
-        req.files = Some(toolgate_tool::files::FileSink::of(ctx));
-        let out = http::send_for(req, ctx).await?;
-        Ok(excerpt_on_error(out))
+    }
+
+    fn user_oauth(&self) -> Option<toolgate_tool::oauth::OAuthProvider> {
+        match &self.binding.as_ref().ok()?.auth {
+            Auth::OAuth2 { provider } => Some((**provider).clone()),
+            _ => None,
+        }
     }
 
     fn checks_credentials(&self) -> bool {
@@ -154,6 +176,8 @@ pub fn request(
             let token = token.ok_or_else(|| missing_credential(spec, "the bearer token"))?;
             headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
+        // The user's token is added by the tool's call, per user.
+        Auth::OAuth2 { .. } => {}
         Auth::Basic { username } => {
             let user = user
                 .or_else(|| username.clone())

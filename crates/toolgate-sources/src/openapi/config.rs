@@ -83,18 +83,118 @@ pub struct RawAuth {
     pub username: Option<Value>,
     #[serde(default)]
     pub password: Option<Value>,
+    /// oauth2: the client id registered with the authorization server.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// oauth2: `${secret:NAME}` or `${env:VAR}` (none: a public client, PKCE only).
+    #[serde(default)]
+    pub client_secret: Option<Value>,
+    /// oauth2: the scopes asked for (default: every scope the document's flow lists).
+    #[serde(default)]
+    pub scopes: Option<Vec<String>>,
+    /// oauth2: the name users' tokens are stored under (default: the API's name), so
+    /// that two files of one provider share a user's consent.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// oauth2: the endpoints, when the document's scheme lacks them or is wrong.
+    #[serde(default)]
+    pub authorize_url: Option<String>,
+    #[serde(default)]
+    pub token_url: Option<String>,
 }
 
-/// The binding's auth and the credentials it needs, or why `auth:` is wrong.
-/// `scheme` is the document's first apiKey scheme (`in`, `name`), for defaults.
+/// A document's `oauth2` scheme with an authorization-code flow: its endpoints and the
+/// scopes it lists.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OAuthScheme {
+    pub authorize_url: Option<String>,
+    pub token_url: Option<String>,
+    pub scopes: Vec<String>,
+}
+
+impl RawAuth {
+    /// The keys only `oauth2` takes, and whether each is set.
+    fn oauth_keys(&self) -> [(&'static str, bool); 6] {
+        [
+            ("client_id", self.client_id.is_some()),
+            ("client_secret", self.client_secret.is_some()),
+            ("scopes", self.scopes.is_some()),
+            ("provider", self.provider.is_some()),
+            ("authorize_url", self.authorize_url.is_some()),
+            ("token_url", self.token_url.is_some()),
+        ]
+    }
+
+    /// `oauth2`: the provider, from these keys and the document's scheme.
+    fn oauth_provider(
+        &self,
+        api: &str,
+        scheme: Option<&OAuthScheme>,
+    ) -> Result<toolgate_tool::oauth::OAuthProvider, String> {
+        let scheme = scheme.cloned().unwrap_or_default();
+        let provider = toolgate_tool::oauth::OAuthProvider {
+            name: self.provider.clone().unwrap_or_else(|| api.to_string()),
+            issuer: None,
+            authorize_url: self.authorize_url.clone().or(scheme.authorize_url),
+            token_url: self.token_url.clone().or(scheme.token_url),
+            client_id: self
+                .client_id
+                .clone()
+                .ok_or("auth: oauth2 needs `client_id:` (the client registered with the authorization server)")?,
+            client_secret: self.client_secret.clone(),
+            scopes: self.scopes.clone().unwrap_or(scheme.scopes),
+        };
+        if provider.authorize_url.is_none() || provider.token_url.is_none() {
+            return Err("auth: oauth2: the document has no oauth2 scheme with an authorization-code flow (authorizationUrl, tokenUrl); give authorize_url and token_url".into());
+        }
+        provider.check().map_err(|m| format!("auth: {m}"))?;
+        Ok(provider)
+    }
+}
+
+/// What the document says of authentication: its first apiKey scheme (`in`, `name`)
+/// and its first oauth2 authorization-code scheme, for defaults.
+#[derive(Debug, Default)]
+pub struct DocAuth {
+    pub api_key: Option<(String, String)>,
+    pub oauth: Option<OAuthScheme>,
+}
+
+/// The binding's auth and the credentials it needs, or why `auth:` is wrong. `api` is
+/// the API's name (an oauth2 provider's default name).
 pub fn read_auth(
     raw: Option<&RawAuth>,
-    scheme: Option<(String, String)>,
+    doc: DocAuth,
+    api: &str,
 ) -> Result<(Auth, BTreeMap<String, Credential>), String> {
     let mut creds = BTreeMap::new();
     let Some(raw) = raw else {
         return Ok((Auth::None, creds));
     };
+    if raw.kind == "oauth2" {
+        let other = [
+            ("in", raw.location.is_some()),
+            ("name", raw.name.is_some()),
+            ("key", raw.key.is_some()),
+            ("token", raw.token.is_some()),
+            ("username", raw.username.is_some()),
+            ("password", raw.password.is_some()),
+        ];
+        if let Some((f, _)) = other.iter().find(|(_, set)| *set) {
+            return Err(format!("auth: oauth2 takes no `{f}:`"));
+        }
+        let provider = raw.oauth_provider(api, doc.oauth.as_ref())?;
+        return Ok((
+            Auth::OAuth2 {
+                provider: Box::new(provider),
+            },
+            creds,
+        ));
+    }
+    if let Some((f, _)) = raw.oauth_keys().iter().find(|(_, set)| *set) {
+        return Err(format!("auth: {} takes no `{f}:` (only oauth2 does)", raw.kind));
+    }
+    let scheme = doc.api_key;
     let source = |field: &str, v: &Option<Value>| -> Result<Credential, String> {
         let v = v
             .as_ref()
@@ -179,7 +279,7 @@ pub fn read_auth(
         }
         other => {
             return Err(format!(
-                "auth: type must be none, api_key, bearer or basic, not '{other}'"
+                "auth: type must be none, api_key, bearer, basic or oauth2, not '{other}'"
             ));
         }
     };

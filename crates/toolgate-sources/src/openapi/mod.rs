@@ -99,8 +99,12 @@ fn tools(
             "timeout must be a positive number of seconds".into(),
         ));
     }
+    let doc_auth = config::DocAuth {
+        api_key: api_key_scheme(&doc),
+        oauth: oauth_scheme(&doc),
+    };
     let (auth, credentials) =
-        config::read_auth(raw.auth.as_ref(), api_key_scheme(&doc)).map_err(|m| fail("auth", m))?;
+        config::read_auth(raw.auth.as_ref(), doc_auth, &api).map_err(|m| fail("auth", m))?;
     let common = operations::Common {
         api: &api,
         base_url: &base_url,
@@ -276,13 +280,43 @@ fn unknown_operations(
     errors
 }
 
-/// The document's first apiKey security scheme: where the key goes and its name.
-fn api_key_scheme(doc: &Document) -> Option<(String, String)> {
-    let schemes = match doc.version {
+/// The document's security schemes, by name.
+fn schemes(doc: &Document) -> Option<&serde_json::Map<String, Value>> {
+    match doc.version {
         Version::Swagger2 => doc.root.get("securityDefinitions"),
         Version::OpenApi3 => doc.root.pointer("/components/securitySchemes"),
     }?
-    .as_object()?;
+    .as_object()
+}
+
+/// The document's first oauth2 scheme with an authorization-code flow (OpenAPI 3's
+/// `flows.authorizationCode`, Swagger 2's `flow: accessCode`).
+fn oauth_scheme(doc: &Document) -> Option<config::OAuthScheme> {
+    schemes(doc)?.values().find_map(|s| {
+        if s.get("type")?.as_str()? != "oauth2" {
+            return None;
+        }
+        let flow = match doc.version {
+            Version::OpenApi3 => s.pointer("/flows/authorizationCode")?,
+            Version::Swagger2 if s.get("flow")?.as_str()? == "accessCode" => s,
+            Version::Swagger2 => return None,
+        };
+        let text = |k: &str| flow.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(config::OAuthScheme {
+            authorize_url: text("authorizationUrl"),
+            token_url: text("tokenUrl"),
+            scopes: flow
+                .get("scopes")
+                .and_then(Value::as_object)
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+        })
+    })
+}
+
+/// The document's first apiKey security scheme: where the key goes and its name.
+fn api_key_scheme(doc: &Document) -> Option<(String, String)> {
+    let schemes = schemes(doc)?;
     schemes.values().find_map(|s| {
         (s.get("type")?.as_str()? == "apiKey").then(|| {
             Some((

@@ -664,20 +664,10 @@ impl Tool for HttpTool {
             req.files = Some(FileSink::of(ctx));
             return send_for(req, ctx).await;
         };
-        let tokens = ctx.user_tokens.as_ref().ok_or_else(|| {
-            ToolError::Execution(format!(
-                "'{}' acts for a user through OAuth ({}), and nothing here holds users' tokens",
-                self.spec.name, provider.name
-            ))
-        })?;
-        let token = tokens.token(provider, &ctx.run).await;
-        let first = self.send_as(&args, ctx, provider, token).await;
-        if ctx.noted_status() != Some(401) {
-            return first;
-        }
-        tracing::debug!(tool = %self.spec.name, provider = %provider.name, "the resource refused the user's token; refreshing it once");
-        let token = tokens.after_unauthorized(provider, &ctx.run).await;
-        self.send_as(&args, ctx, provider, token).await
+        as_user(ctx, &self.spec.name, provider, |token| {
+            self.send_as(&args, ctx, token)
+        })
+        .await
     }
 
     fn checks_credentials(&self) -> bool {
@@ -690,6 +680,15 @@ impl Tool for HttpTool {
         )
     }
 
+    fn user_oauth(&self) -> Option<toolgate_tool::oauth::OAuthProvider> {
+        match &self.spec.entry {
+            Entry::Http {
+                oauth: Some(p), ..
+            } => Some((**p).clone()),
+            _ => None,
+        }
+    }
+
     async fn validate(
         &self,
         ctx: &ToolContext,
@@ -699,23 +698,51 @@ impl Tool for HttpTool {
     }
 }
 
-impl HttpTool {
-    /// The call sent with the user's `token` as a bearer token.
-    async fn send_as(
-        &self,
-        args: &Map<String, Value>,
-        ctx: &ToolContext,
-        provider: &toolgate_tool::oauth::OAuthProvider,
-        token: Result<Option<String>, String>,
-    ) -> Result<ToolOutput, ToolError> {
-        let token = token
+/// Sends a call that acts for the run's user through OAuth: `send` with the user's
+/// access token, and, when the resource refuses it (401), once more with a refreshed
+/// one. A user who has not connected (or whose grant was revoked) is an error result.
+pub(crate) async fn as_user<F, Fut>(
+    ctx: &ToolContext,
+    tool: &str,
+    provider: &toolgate_tool::oauth::OAuthProvider,
+    send: F,
+) -> Result<ToolOutput, ToolError>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Result<ToolOutput, ToolError>>,
+{
+    let tokens = ctx.user_tokens.as_ref().ok_or_else(|| {
+        ToolError::Execution(format!(
+            "'{tool}' acts for a user through OAuth ({}), and nothing here holds users' tokens",
+            provider.name
+        ))
+    })?;
+    let usable = |token: Result<Option<String>, String>| {
+        token
             .map_err(|e| ToolError::Execution(format!("the user's {} token: {e}", provider.name)))?
             .ok_or_else(|| {
                 ToolError::Execution(format!(
                     "the user has not connected {} (or its authorization was revoked); the call was not made",
                     provider.name
                 ))
-            })?;
+            })
+    };
+    let first = send(usable(tokens.token(provider, &ctx.run).await)?).await;
+    if ctx.noted_status() != Some(401) {
+        return first;
+    }
+    tracing::debug!(tool = %tool, provider = %provider.name, "the resource refused the user's token; refreshing it once");
+    send(usable(tokens.after_unauthorized(provider, &ctx.run).await)?).await
+}
+
+impl HttpTool {
+    /// The call sent with the user's `token` as a bearer token.
+    async fn send_as(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext,
+        token: String,
+    ) -> Result<ToolOutput, ToolError> {
         let mut req = self.request(args, &ctx.run)?;
         req.headers
             .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
