@@ -660,7 +660,10 @@ async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
     assert_eq!(item["kind"], "authorization", "{run}");
     assert_eq!(item["arguments"]["provider"], "calendar");
     let url = item["arguments"]["consent_url"].as_str().unwrap();
-    assert!(url.contains("scope=calendar.read"), "the document's scopes: {url}");
+    assert!(
+        url.contains("scope=calendar.read"),
+        "the document's scopes: {url}"
+    );
     let location = consent_location(url, "allow").await;
     assert!(location.starts_with(&callback), "{location}");
     assert_eq!(reqwest::get(&location).await.unwrap().status(), 200);
@@ -677,4 +680,136 @@ async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
     );
     let issued = issued_tokens(&auth).await;
     assert!(!issued.iter().any(|t| call.to_string().contains(t.as_str())));
+}
+
+/// `toolgate ARGS` on `site`'s database and keys, consents returning to `callback`.
+fn cli_at(site: &serving::Site, keys: &Path, callback: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(serving::bin());
+    // A run of the command line acts for `cli:$USER` of its `--tenant`.
+    cmd.arg("--db")
+        .arg(site.db())
+        .args(["--tenant", "acme"])
+        .args(args)
+        .current_dir(site.path())
+        .env("USER", "alice")
+        .env("TOOLGATE_KEY_DIR", keys)
+        .env("TOOLGATE_OAUTH_CALLBACK", callback)
+        .env_remove("TOOLGATE_SECRET_KEY")
+        .env_remove("TOOLGATE_SECRET_KEY_FILE")
+        .env_remove("OPENAI_API_KEY");
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_takes_the_consent_on_its_loopback_and_continues_the_run() {
+    let auth = start_auth_server();
+    let site = serving::Site::new();
+    let keys = site.path().join("keys");
+    std::fs::write(
+        site.path().join("tools/calendar_me.yaml"),
+        calendar_tool(&auth),
+    )
+    .unwrap();
+    site.agent(
+        "viewer",
+        "[calendar_me]",
+        "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
+    );
+    site_cli(
+        &site,
+        &keys,
+        &[
+            "secrets",
+            "set",
+            "CALENDAR_CLIENT_SECRET",
+            "--from-env",
+            "CLIENT_SECRET_VALUE",
+        ],
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let callback = format!("http://127.0.0.1:{port}/v1/oauth/callback");
+    reqwest::Client::new()
+        .post(format!("{}/admin/redirect_uri", auth.base))
+        .body(callback.clone())
+        .send()
+        .await
+        .unwrap();
+    let agent = site.path().join("agents/viewer.yaml");
+    let out = cli_at(
+        &site,
+        &keys,
+        &callback,
+        &[
+            "run",
+            "--agent",
+            agent.to_str().unwrap(),
+            "--tools",
+            "tools",
+            "--json",
+            "Who am I?",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let run: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        run["required_action"]["items"][0]["kind"], "authorization",
+        "{run}"
+    );
+    let id = run["id"].as_str().unwrap().to_string();
+
+    let mut connect = cli_at(
+        &site,
+        &keys,
+        &callback,
+        &["oauth", "connect", &id, "--json", "--timeout", "60"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(connect.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("connect printed the consent URL")
+            .unwrap();
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    // The person's browser: consents, and is sent back to the CLI's loopback.
+    let location = consent_location(&url, "allow").await;
+    assert!(location.starts_with(&callback), "{location}");
+    let page = reqwest::get(&location).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = connect.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut connect.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert!(status.success(), "{rest:?}\n{stdout}");
+    let done: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    let calls = cli_at(&site, &keys, &callback, &["calls", "--json", "--run", &id])
+        .output()
+        .unwrap();
+    let calls = String::from_utf8_lossy(&calls.stdout);
+    assert!(
+        calls.contains("\\\"user\\\":\\\"alice\\\"") || calls.contains("alice"),
+        "{calls}"
+    );
+    for token in issued_tokens(&auth).await {
+        assert!(!calls.contains(&token) && !stdout.contains(&token));
+    }
 }

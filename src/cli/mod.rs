@@ -17,6 +17,7 @@ mod logging;
 mod man;
 mod mcp;
 mod oauth;
+mod oauth_connect;
 pub mod out;
 mod parse;
 mod prompt;

@@ -1,5 +1,6 @@
 //! `toolgate oauth`: the providers users have connected (per-user OAuth tokens, sealed
-//! in the database), listed by user and provider, and revoked. Never prints a token.
+//! in the database), listed by user and provider, revoked, and connected from the
+//! command line (`connect`, see oauth_connect.rs). Never prints a token.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -40,6 +41,20 @@ enum OAuthCommand {
         #[arg(long)]
         user: String,
     },
+    /// Complete a paused run's consent on this machine: print the consent URL, take the
+    /// browser's redirect on the loopback callback (`http://localhost:8080/v1/oauth/callback`
+    /// for runs of the command line), store the tokens, and continue the run.
+    #[command(after_help = "Book: docs/src/howto/oauth.md")]
+    Connect {
+        /// The paused run (or a unique start of its id).
+        run: String,
+        /// Seconds to wait for the browser to come back.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        /// Print events as JSON lines, the run object last.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(args: OAuthArgs, db: &Path) -> Result<ExitCode, Failure> {
@@ -74,6 +89,9 @@ pub fn run(args: OAuthArgs, db: &Path) -> Result<ExitCode, Failure> {
                 &rows,
             ))?;
             Ok(ExitCode::SUCCESS)
+        }
+        OAuthCommand::Connect { run, timeout, json } => {
+            super::oauth_connect::connect(&run, timeout, json, db)
         }
         OAuthCommand::Revoke { provider, user } => {
             let store = open_existing_store(db)?;

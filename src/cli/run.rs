@@ -76,6 +76,13 @@ pub fn runner(store: Store) -> Runner {
         .with_first(toolgate::knowledge::KnowledgeFiles::new(store.clone()));
     let mut runner = Runner::new(store, sources.clone());
     runner.limits = super::limits::process();
+    // Where a consent begun here sends the browser back: `toolgate oauth connect`
+    // listens there (default http://localhost:8080/v1/oauth/callback).
+    if let Ok(url) = std::env::var("TOOLGATE_OAUTH_CALLBACK")
+        && !url.trim().is_empty()
+    {
+        runner.oauth_callback = url;
+    }
     runner.load_library = Arc::new(move |dir: Option<&Path>| match dir {
         None => Ok(ToolLibrary::builtin(&sources)),
         Some(dir) => ToolLibrary::load(dir, &sources),

@@ -116,10 +116,7 @@ fn declared_providers(state: &AppState) -> Vec<OAuthProvider> {
     let Ok(library) = (state.runner.load_library)(state.tools_dir.as_deref()) else {
         return Vec::new();
     };
-    library
-        .tools()
-        .filter_map(|t| t.user_oauth())
-        .collect()
+    library.tools().filter_map(|t| t.user_oauth()).collect()
 }
 
 fn refused(e: BrokerError) -> ApiError {

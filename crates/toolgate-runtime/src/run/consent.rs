@@ -102,3 +102,22 @@ impl Runner {
         }
     }
 }
+
+impl Runner {
+    /// The OAuth providers run `run_id`'s tools act for a user through: what a consent
+    /// completed for it (the CLI's loopback callback) exchanges its code with.
+    pub async fn oauth_providers_of(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<OAuthProvider>, super::RunError> {
+        let (row, _) = self.store.run(run_id).await?;
+        let state: super::RunState =
+            self.opened(&row.state, &format!("run {}: its saved state", row.id))?;
+        let (_, toolkit) = self.agent_of(&state)?;
+        Ok(toolkit
+            .tools()
+            .iter()
+            .filter_map(|t| t.user_oauth())
+            .collect())
+    }
+}

@@ -113,6 +113,18 @@ pub struct OAuthScheme {
 }
 
 impl RawAuth {
+    /// The keys of the other types, and whether each is set.
+    fn plain_keys(&self) -> [(&'static str, bool); 6] {
+        [
+            ("in", self.location.is_some()),
+            ("name", self.name.is_some()),
+            ("key", self.key.is_some()),
+            ("token", self.token.is_some()),
+            ("username", self.username.is_some()),
+            ("password", self.password.is_some()),
+        ]
+    }
+
     /// The keys only `oauth2` takes, and whether each is set.
     fn oauth_keys(&self) -> [(&'static str, bool); 6] {
         [
@@ -152,6 +164,18 @@ impl RawAuth {
     }
 }
 
+/// `auth: {type: oauth2}`: the user's token from the provider its keys and the
+/// document's scheme make (no key of the other types).
+fn read_oauth(raw: &RawAuth, doc: &DocAuth, api: &str) -> Result<Auth, String> {
+    if let Some((f, _)) = raw.plain_keys().iter().find(|(_, set)| *set) {
+        return Err(format!("auth: oauth2 takes no `{f}:`"));
+    }
+    let provider = raw.oauth_provider(api, doc.oauth.as_ref())?;
+    Ok(Auth::OAuth2 {
+        provider: Box::new(provider),
+    })
+}
+
 /// What the document says of authentication: its first apiKey scheme (`in`, `name`)
 /// and its first oauth2 authorization-code scheme, for defaults.
 #[derive(Debug, Default)]
@@ -172,27 +196,13 @@ pub fn read_auth(
         return Ok((Auth::None, creds));
     };
     if raw.kind == "oauth2" {
-        let other = [
-            ("in", raw.location.is_some()),
-            ("name", raw.name.is_some()),
-            ("key", raw.key.is_some()),
-            ("token", raw.token.is_some()),
-            ("username", raw.username.is_some()),
-            ("password", raw.password.is_some()),
-        ];
-        if let Some((f, _)) = other.iter().find(|(_, set)| *set) {
-            return Err(format!("auth: oauth2 takes no `{f}:`"));
-        }
-        let provider = raw.oauth_provider(api, doc.oauth.as_ref())?;
-        return Ok((
-            Auth::OAuth2 {
-                provider: Box::new(provider),
-            },
-            creds,
-        ));
+        return Ok((read_oauth(raw, &doc, api)?, creds));
     }
     if let Some((f, _)) = raw.oauth_keys().iter().find(|(_, set)| *set) {
-        return Err(format!("auth: {} takes no `{f}:` (only oauth2 does)", raw.kind));
+        return Err(format!(
+            "auth: {} takes no `{f}:` (only oauth2 does)",
+            raw.kind
+        ));
     }
     let scheme = doc.api_key;
     let source = |field: &str, v: &Option<Value>| -> Result<Credential, String> {
@@ -209,14 +219,7 @@ pub fn read_auth(
     };
     let auth = match raw.kind.as_str() {
         "none" => {
-            unused(&[
-                ("in", raw.location.is_some()),
-                ("name", raw.name.is_some()),
-                ("key", raw.key.is_some()),
-                ("token", raw.token.is_some()),
-                ("username", raw.username.is_some()),
-                ("password", raw.password.is_some()),
-            ])?;
+            unused(&raw.plain_keys())?;
             Auth::None
         }
         "api_key" => {

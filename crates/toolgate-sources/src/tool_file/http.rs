@@ -682,9 +682,7 @@ impl Tool for HttpTool {
 
     fn user_oauth(&self) -> Option<toolgate_tool::oauth::OAuthProvider> {
         match &self.spec.entry {
-            Entry::Http {
-                oauth: Some(p), ..
-            } => Some((**p).clone()),
+            Entry::Http { oauth: Some(p), .. } => Some((**p).clone()),
             _ => None,
         }
     }
