@@ -617,16 +617,16 @@ auth:
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
-    let auth = start_auth_server();
+/// A site whose agent `viewer` calls `tool` (written to `tools/FILE` as `text`) once,
+/// with the calendar client's secret set; returns it and its key folder.
+fn viewer_site(file: &str, text: &str, tool: &str) -> (serving::Site, PathBuf) {
     let site = serving::Site::new();
     let keys = site.path().join("keys");
-    std::fs::write(site.path().join("tools/cal.yaml"), calendar_api(&auth)).unwrap();
+    std::fs::write(site.path().join("tools").join(file), text).unwrap();
     site.agent(
         "viewer",
-        "[cal__getMe]",
-        "  - content: Looking.\n    tool_calls: [{id: call_me, name: cal__getMe, arguments: {}}]\n  - content: Done.\n",
+        &format!("[{tool}]"),
+        &format!("  - content: Looking.\n    tool_calls: [{{id: call_me, name: {tool}, arguments: {{}}}}]\n  - content: Done.\n"),
     );
     site_cli(
         &site,
@@ -639,6 +639,13 @@ async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
             "CLIENT_SECRET_VALUE",
         ],
     );
+    (site, keys)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
+    let auth = start_auth_server();
+    let (site, keys) = viewer_site("cal.yaml", &calendar_api(&auth), "cal__getMe");
     let key = serving::identity::keys_create(&site, "acme", "alice", "client", "");
     let keys_env = keys.to_str().unwrap();
     let mut server =
@@ -703,29 +710,7 @@ fn cli_at(site: &serving::Site, keys: &Path, callback: &str, args: &[&str]) -> C
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_takes_the_consent_on_its_loopback_and_continues_the_run() {
     let auth = start_auth_server();
-    let site = serving::Site::new();
-    let keys = site.path().join("keys");
-    std::fs::write(
-        site.path().join("tools/calendar_me.yaml"),
-        calendar_tool(&auth),
-    )
-    .unwrap();
-    site.agent(
-        "viewer",
-        "[calendar_me]",
-        "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
-    );
-    site_cli(
-        &site,
-        &keys,
-        &[
-            "secrets",
-            "set",
-            "CALENDAR_CLIENT_SECRET",
-            "--from-env",
-            "CLIENT_SECRET_VALUE",
-        ],
-    );
+    let (site, keys) = viewer_site("calendar_me.yaml", &calendar_tool(&auth), "calendar_me");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -6,7 +6,7 @@
 import { h, enc, when, duration, badge, notice } from './dom.js';
 import { api, follow } from './api.js';
 import { loadTools, me, tools, inLanguage } from './items.js';
-import { runsTable } from './pages.js';
+import { runsTable, numbersView } from './pages.js';
 import { overTimeChart, latencyChart, ratesChart } from './chart.js';
 
 const main = document.getElementById('main');
@@ -161,7 +161,7 @@ export async function toolPage(name, signal) {
           ['Denied', s.denied_calls], ['Success rate', `${s.success_rate}%`],
           ['p50', duration(s.duration_ms.p50)], ['p95', duration(s.duration_ms.p95)]];
         if (s.cache) rows.push(['Cache hits', `${s.cache.hits} (${s.cache.hit_rate}%)`]);
-        numbers.replaceChildren(h('dl', { class: 'numbers' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))));
+        numbers.replaceChildren(numbersView(rows));
         charts.replaceChildren(...(s.total_calls ? [ratesChart(s), overTimeChart(calls), latencyChart(calls)].filter(Boolean)
           : [h('p', { class: 'muted' }, 'No calls recorded yet.')]));
         recent.replaceChildren(callsTable(calls.slice(0, 20)));

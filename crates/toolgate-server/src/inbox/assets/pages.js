@@ -9,6 +9,11 @@ import { statsChart, overTimeChart, latencyChart, tokensChart } from './chart.js
 const main = document.getElementById('main');
 const utf8 = new TextEncoder();
 
+// Figures as labelled tiles: [[label, value], ...].
+export function numbersView(rows) {
+  return h('dl', { class: 'numbers' }, rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v)))));
+}
+
 // A table of run objects; `more` adds columns (`tenant`, `model`).
 export function runsTable(runs, caption, more = {}) {
   if (!runs.length) return h('p', { class: 'muted' }, 'No runs.');
@@ -270,7 +275,7 @@ export async function conversationPage(id, signal) {
         ['p50', duration(s.duration_ms.p50)], ['p95', duration(s.duration_ms.p95)],
       ];
       stats.replaceChildren(
-        h('dl', { class: 'numbers' }, numbers.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
+        numbersView(numbers),
         ...(s.total_calls ? [statsChart(s), overTimeChart(calls), latencyChart(calls)].filter(Boolean) : [h('p', { class: 'muted' }, 'No calls recorded yet.')]));
     } catch (e) {
       if (e.status === 404) stats.replaceChildren(h('p', { class: 'muted' }, e.message));
@@ -300,7 +305,7 @@ export async function conversationPage(id, signal) {
       const numbers = [['Model requests', row ? row.requests : 0], ['Prompt tokens', row ? row.prompt_tokens : 0],
         ['Completion tokens', row ? row.completion_tokens : 0], ['Cost', cost]];
       spend.replaceChildren(
-        h('dl', { class: 'numbers' }, numbers.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, String(v))))),
+        numbersView(numbers),
         tokensChart(list) || h('p', { class: 'muted' }, 'No tokens recorded for these runs.'));
     } catch (e) {
       if (e.status !== 401) spend.replaceChildren(h('p', { class: 'muted' }, e.message));
