@@ -85,6 +85,10 @@ pub fn read() -> Vec<(&'static str, &'static str)> {
             "The key webhook notifications are signed with.",
         ),
         (
+            super::run::OAUTH_CALLBACK_ENV,
+            "Where a consent begun by a command-line run sends the browser back (default `http://localhost:8080/v1/oauth/callback`): the loopback address `toolgate oauth connect` listens on.",
+        ),
+        (
             toolgate::store::POOL_ENV,
             "The most connections one PostgreSQL store opens (default 16).",
         ),

@@ -48,6 +48,9 @@ pub struct RunArgs {
     message: String,
 }
 
+/// The variable naming where a command-line run's consents come back to.
+pub const OAUTH_CALLBACK_ENV: &str = "TOOLGATE_OAUTH_CALLBACK";
+
 /// What a command asks of the runner.
 pub enum Op {
     Start(Box<StartRun>),
@@ -78,7 +81,7 @@ pub fn runner(store: Store) -> Runner {
     runner.limits = super::limits::process();
     // Where a consent begun here sends the browser back: `toolgate oauth connect`
     // listens there (default http://localhost:8080/v1/oauth/callback).
-    if let Ok(url) = std::env::var("TOOLGATE_OAUTH_CALLBACK")
+    if let Ok(url) = std::env::var(OAUTH_CALLBACK_ENV)
         && !url.trim().is_empty()
     {
         runner.oauth_callback = url;
