@@ -260,3 +260,54 @@ fn the_mcp_python_sdk_calls_a_workflow_and_approves_its_step_by_elicitation() {
     assert_eq!(seen["answer"], "launched: Oslo is 4 C");
     assert_eq!(launches(dir).len(), 1, "the accepted step ran once");
 }
+
+#[test]
+fn a_client_tool_step_is_handed_to_the_client_and_its_output_saved() {
+    let w = world("Oslo");
+    let dir = w.path();
+    let write = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
+    write(
+        "tools/ask.yaml",
+        "name: ask\ndescription: Ask the user.\nparameters:\n  - {name: question, type: string, required: true}\nentry: {type: client}\n",
+    );
+    write(
+        "tools/greet.yaml",
+        "name: greet\ndescription: Greets the user by name.\nentry:\n  type: workflow\n  steps:\n    - {tool: ask, arguments: {question: Your name?}, save_as: name}\n  output: \"Hello {{ name }}\"\n",
+    );
+    write(
+        "greeter.yaml",
+        "name: greeter\nmodel: scripted:greeter.replies.yaml\ntools: [greet]\n",
+    );
+    write(
+        "greeter.replies.yaml",
+        "replies:\n  - content: Greeting.\n    tool_calls: [{id: call_g, name: greet, arguments: {}}]\n  - content: Greeted.\n",
+    );
+    let out = output(
+        &[
+            "run",
+            "--agent",
+            "greeter.yaml",
+            "--tools",
+            "tools",
+            "--json",
+            "hi",
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let run = last_line(&out);
+    let item = &run["required_action"]["items"][0];
+    assert_eq!(item["tool"], "ask", "{run}");
+    let (id, call) = (
+        run["id"].as_str().unwrap(),
+        item["call_id"].as_str().unwrap(),
+    );
+    let out = output(
+        &["submit", id, "--call", call, "--output", "Ada", "--json"],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let all = calls(dir);
+    let greet = all.iter().find(|c| c["tool"] == "greet").unwrap();
+    assert_eq!(greet["result"], "Hello Ada", "{greet}");
+}

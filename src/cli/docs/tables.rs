@@ -42,7 +42,7 @@ pub fn environment(root: &Command) -> String {
         "\n## Read by toolgate\n\n\
          | Variable | What it does |\n|---|---|\n",
     );
-    let mut read = super::super::environment::read();
+    let mut read = super::super::environment::READ.to_vec();
     read.sort();
     for (var, meaning) in read {
         out.push_str(&format!("| `{var}` | {} |\n", cell(meaning)));

@@ -192,7 +192,8 @@ impl Runner {
             steps.as_ref().map_or(0, Vec::len),
             step.map_or("?", |s| s.tool.as_str())
         );
-        if status != CallStatus::Succeeded {
+        // A client tool's submitted output is the step's result, as a success is.
+        if !matches!(status, CallStatus::Succeeded | CallStatus::Client) {
             let how = match status {
                 CallStatus::Denied => "was denied".to_string(),
                 CallStatus::Failed => "failed".to_string(),
