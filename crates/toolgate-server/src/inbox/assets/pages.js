@@ -217,7 +217,7 @@ export async function runPage(id, signal) {
         await loadTools();
         const t = await api(`/v1/runs/${enc(id)}/timeline`);
         runId = t.run.id;
-        // The tree from its top: a child run's page shows where it sits.
+        // The runs below this one (a child's page also says it is one).
         const top = await api(`/v1/runs/${enc(runId)}/tree`);
         treeSection.hidden = !top.children.length && !t.run.parent_run_id;
         tree.replaceChildren(treeView(top, runId));
