@@ -69,18 +69,32 @@ fn last_line(o: &Output) -> Value {
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
-fn start(dir: &Path) -> Output {
-    output(
-        &[
-            "run", "--agent", "top.yaml", "--tools", "tools", "--json", "go",
-        ],
-        dir,
-    )
+/// Where the commands run: the folder, and the database (`None`: its SQLite file).
+struct At<'a> {
+    dir: &'a Path,
+    db: Option<&'a str>,
+}
+
+impl At<'_> {
+    fn cli(&self, args: &[&str]) -> Output {
+        let mut all: Vec<&str> = Vec::new();
+        if let Some(db) = self.db {
+            all.extend(["--db", db]);
+        }
+        all.extend_from_slice(args);
+        output(&all, self.dir)
+    }
+}
+
+fn start(at: &At) -> Output {
+    at.cli(&[
+        "run", "--agent", "top.yaml", "--tools", "tools", "--json", "go",
+    ])
 }
 
 /// Every call recorded, the children's included, oldest first.
-fn calls(dir: &Path) -> Vec<Value> {
-    let out = output(&["calls", "--json", "--limit", "100"], dir);
+fn calls(at: &At) -> Vec<Value> {
+    let out = at.cli(&["calls", "--json", "--limit", "100"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut calls = v["calls"].as_array().unwrap().clone();
@@ -89,8 +103,8 @@ fn calls(dir: &Path) -> Vec<Value> {
 }
 
 /// Starts the run; it pauses on the launch step. Returns the top run and the item.
-fn paused(dir: &Path) -> (Value, Value) {
-    let out = start(dir);
+fn paused(at: &At) -> (Value, Value) {
+    let out = start(at);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let run = last_line(&out);
     let item = run["required_action"]["items"][0].clone();
@@ -104,26 +118,44 @@ fn paused(dir: &Path) -> (Value, Value) {
         2,
         "top and the workflow's run: {item}"
     );
-    assert!(launches(dir).is_empty());
+    assert!(launches(at.dir).is_empty());
     (run, item)
 }
 
 #[test]
 fn a_confirm_step_pauses_and_the_approved_workflow_answers_from_its_saved_results() {
     let w = world("Oslo");
-    let dir = w.path();
-    let (run, item) = paused(dir);
+    approved(&At {
+        dir: w.path(),
+        db: None,
+    });
+}
+
+/// The same on PostgreSQL: the step paused by one process, approved by another.
+#[test]
+fn a_workflow_paused_on_postgres_continues_in_another_process() {
+    let w = world("Oslo");
+    let db = crate::databases::TestDb::postgres();
+    approved(&At {
+        dir: w.path(),
+        db: Some(db.arg()),
+    });
+}
+
+fn approved(at: &At) {
+    let dir = at.dir;
+    let (run, item) = paused(at);
     let id = run["id"].as_str().unwrap();
     let call = item["call_id"].as_str().unwrap();
     // Approved from another process.
-    let out = output(&["approve", id, "--call", call, "--json"], dir);
+    let out = at.cli(&["approve", id, "--call", call, "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let done = last_line(&out);
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["output"], "Done.");
     assert_eq!(launches(dir).len(), 1, "the approved step ran once");
 
-    let all = calls(dir);
+    let all = calls(at);
     let top = all.iter().find(|c| c["tool"] == "weather_launch").unwrap();
     assert_eq!(top["status"], "succeeded", "{top}");
     assert_eq!(top["result"], "launched: Oslo is 4 C", "{top}");
@@ -134,7 +166,7 @@ fn a_confirm_step_pauses_and_the_approved_workflow_answers_from_its_saved_result
     // The steps are recorded in the workflow's own run, under the top's call.
     assert_ne!(lookup["run_id"], top["run_id"]);
     assert_eq!(lookup["run_id"], launch["run_id"]);
-    let runs: Value = serde_json::from_slice(&output(&["runs", "--json"], dir).stdout).unwrap();
+    let runs: Value = serde_json::from_slice(&at.cli(&["runs", "--json"]).stdout).unwrap();
     let child = runs
         .as_array()
         .unwrap()
@@ -142,9 +174,17 @@ fn a_confirm_step_pauses_and_the_approved_workflow_answers_from_its_saved_result
         .find(|r| r["id"] == lookup["run_id"])
         .unwrap();
     assert_eq!(child["model"], "workflow:weather_launch", "{child}");
+    // The agent filter (the console's), on either backend: the workflow's run has
+    // the caller's agent.
+    let of = |agent: &str| -> usize {
+        let out = at.cli(&["runs", "--agent", agent, "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_array().unwrap().len()
+    };
+    assert_eq!((of("top"), of("nobody")), (2, 0));
     assert_eq!(child["status"], "completed");
     assert_eq!(child["output"], "launched: Oslo is 4 C");
-    let show = output(&["show", id], dir);
+    let show = at.cli(&["show", id]);
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(
         text.contains("└─ top"),
@@ -156,14 +196,15 @@ fn a_confirm_step_pauses_and_the_approved_workflow_answers_from_its_saved_result
 fn a_denied_step_stops_the_workflow_with_the_step_named() {
     let w = world("Oslo");
     let dir = w.path();
-    let (run, item) = paused(dir);
+    let at = At { dir, db: None };
+    let (run, item) = paused(&at);
     let id = run["id"].as_str().unwrap();
     let call = item["call_id"].as_str().unwrap();
     let out = output(&["deny", id, "--call", call, "--json"], dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(last_line(&out)["status"], "completed");
     assert!(launches(dir).is_empty());
-    let all = calls(dir);
+    let all = calls(&at);
     let top = all.iter().find(|c| c["tool"] == "weather_launch").unwrap();
     assert_eq!(top["status"], "failed", "{top}");
     assert_eq!(top["error_kind"], "workflow_failed");
@@ -179,10 +220,11 @@ fn a_denied_step_stops_the_workflow_with_the_step_named() {
 fn a_failed_step_stops_the_workflow_before_the_next_one() {
     let w = world("Atlantis");
     let dir = w.path();
-    let out = start(dir);
+    let at = At { dir, db: None };
+    let out = start(&at);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(last_line(&out)["output"], "Done.");
-    let all = calls(dir);
+    let all = calls(&at);
     assert!(all.iter().all(|c| c["tool"] != "launch"), "{all:?}");
     let top = all.iter().find(|c| c["tool"] == "weather_launch").unwrap();
     assert_eq!(top["error_kind"], "workflow_failed", "{top}");
@@ -265,6 +307,7 @@ fn the_mcp_python_sdk_calls_a_workflow_and_approves_its_step_by_elicitation() {
 fn a_client_tool_step_is_handed_to_the_client_and_its_output_saved() {
     let w = world("Oslo");
     let dir = w.path();
+    let at = At { dir, db: None };
     let write = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
     write(
         "tools/ask.yaml",
@@ -307,7 +350,7 @@ fn a_client_tool_step_is_handed_to_the_client_and_its_output_saved() {
         dir,
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let all = calls(dir);
+    let all = calls(&at);
     let greet = all.iter().find(|c| c["tool"] == "greet").unwrap();
     assert_eq!(greet["result"], "Hello Ada", "{greet}");
 }
