@@ -545,6 +545,9 @@ const scenarios = {
   async console(page, nav) {
     const tree = await api('/v1/runs', { agent: 'planner', input: 'Work out 6*7 with the helper.' });
     check(tree.status === 200 && tree.body.status === 'completed', `the planner's run completed: ${JSON.stringify(tree.body)}`);
+    const spent = await api(`/v1/spend?conversation_id=${tree.body.conversation_id}`);
+    check(spent.body.rows.length === 1 && spent.body.rows[0].prompt_tokens === 280, `one conversation's spend: ${JSON.stringify(spent.body)}`);
+    check((await api('/v1/spend?conversation_id=conv_none')).body.rows.length === 0, 'no spend, no row');
     const done = await startRun('Work out 2+3*4 and save it.');
     check((await api(`/v1/runs/${done.id}/approve`, { call_id: 'call_write' })).status === 200, 'approved');
     const submitted = await api(`/v1/runs/${done.id}/submit`, { call_id: 'call_ask', output: 'Blue' });

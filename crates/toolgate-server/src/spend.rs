@@ -21,6 +21,10 @@ pub struct SpendQuery {
     #[serde(default)]
     #[param(value_type = Option<String>)]
     pub by: Option<String>,
+    /// Only this conversation's requests: one row (none when it made no request), read
+    /// by itself rather than picked out of every conversation's.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
 }
 
 /// Spend grouped one way, largest cost first.
@@ -49,6 +53,25 @@ pub async fn spend(
             ))
         })?,
     };
+    if let Some(conversation) = q.conversation_id {
+        let filter = toolgate_store::SpendFilter {
+            tenant: who.scope().map(str::to_string),
+            conversation: Some(conversation.clone()),
+            ..Default::default()
+        };
+        let spend = state.runner.store.spend(&filter).await?;
+        let rows = (spend.requests > 0)
+            .then_some(SpendRow {
+                name: conversation,
+                spend,
+            })
+            .into_iter()
+            .collect();
+        return Ok(Json(SpendReport {
+            by: SpendBy::Conversation,
+            rows,
+        }));
+    }
     let rows = state
         .runner
         .store

@@ -56,6 +56,12 @@ export async function api(path, options) {
   return r.json();
 }
 
+// The most recent call records matching `query` (at most 1,000: the charts say so).
+export async function recentCalls(query) {
+  const page = await api(`/v1/calls?limit=1000&${query}`);
+  return page.calls || [];
+}
+
 // A decision: recorded once the server answers 200 (its stream then carries the run's
 // continuation, which this page does not need: the run goes on on the server).
 // Who decides: the name given in the header (kept in localStorage), else `inbox`.

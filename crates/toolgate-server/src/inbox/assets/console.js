@@ -3,19 +3,13 @@
 // Filters live in the address (`/runs?status=failed`), so a reload, a bookmark and the
 // back button keep them.
 
-import { h, enc, when, duration, badge, notice } from './dom.js';
-import { api, follow } from './api.js';
+import { h, enc, when, duration, badge, notice, coalesced } from './dom.js';
+import { api, follow, recentCalls } from './api.js';
 import { loadTools, me, tools, inLanguage } from './items.js';
 import { runsTable, numbersView } from './pages.js';
 import { overTimeChart, latencyChart, ratesChart } from './chart.js';
 
 const main = document.getElementById('main');
-
-// The most recent call records matching `query` (at most 1,000: the charts say so).
-export async function recentCalls(query) {
-  const page = await api(`/v1/calls?limit=1000&${query}`);
-  return page.calls || [];
-}
 
 // A filter form whose every change loads the page again with the filters in the query.
 function filterForm(fields) {
@@ -55,22 +49,17 @@ export async function runsListPage(signal) {
   const count = h('span', { class: 'count' });
   main.replaceChildren(h('h1', {}, 'Runs ', count), filterForm(fields),
     h('p', { class: 'muted' }, 'Newest first; the list follows the runs live.'), list);
-  let pending = null;
-  const load = () => {
-    if (pending) return;
-    pending = setTimeout(async () => {
-      pending = null;
-      const q = new URLSearchParams({ limit: '200' });
-      for (const [name] of fields) if (params.get(name)) q.set(name, params.get(name));
-      try {
-        const runs = await api(`/v1/runs?${q}`);
-        count.textContent = `(${runs.length})`;
-        list.replaceChildren(runsTable(runs, 'Runs', { tenant: admin, model: true }));
-      } catch (e) {
-        if (e.status !== 401) list.replaceChildren(h('p', { class: 'error' }, e.message));
-      }
-    }, 100);
-  };
+  const load = coalesced(async () => {
+    const q = new URLSearchParams({ limit: '200' });
+    for (const [name] of fields) if (params.get(name)) q.set(name, params.get(name));
+    try {
+      const runs = await api(`/v1/runs?${q}`);
+      count.textContent = `(${runs.length})`;
+      list.replaceChildren(runsTable(runs, 'Runs', { tenant: admin, model: true }));
+    } catch (e) {
+      if (e.status !== 401) list.replaceChildren(h('p', { class: 'error' }, e.message));
+    }
+  });
   load();
   follow('/v1/events', (name) => {
     if (name === 'open' || name === 'run' || name === 'lagged') load();
@@ -150,27 +139,22 @@ export async function toolPage(name, signal) {
       ['Last validation', validationText(t.validation)],
     ].map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
   }
-  let pending = null;
-  const load = () => {
-    if (pending) return;
-    pending = setTimeout(async () => {
-      pending = null;
-      try {
-        const [s, calls] = await Promise.all([api(`/v1/tools/${enc(name)}/stats`), recentCalls(`tool=${enc(name)}`)]);
-        const rows = [['Calls', s.total_calls], ['Succeeded', s.successful_calls], ['Failed', s.failed_calls],
-          ['Denied', s.denied_calls], ['Success rate', `${s.success_rate}%`],
-          ['p50', duration(s.duration_ms.p50)], ['p95', duration(s.duration_ms.p95)]];
-        if (s.cache) rows.push(['Cache hits', `${s.cache.hits} (${s.cache.hit_rate}%)`]);
-        numbers.replaceChildren(numbersView(rows));
-        charts.replaceChildren(...(s.total_calls ? [ratesChart(s), overTimeChart(calls), latencyChart(calls)].filter(Boolean)
-          : [h('p', { class: 'muted' }, 'No calls recorded yet.')]));
-        recent.replaceChildren(callsTable(calls.slice(0, 20)));
-      } catch (e) {
-        if (e.status === 404) numbers.replaceChildren(h('p', { class: 'muted' }, e.message));
-        else if (e.status !== 401) notice(`Could not read the tool's stats: ${e.message}`);
-      }
-    }, 100);
-  };
+  const load = coalesced(async () => {
+    try {
+      const [s, calls] = await Promise.all([api(`/v1/tools/${enc(name)}/stats`), recentCalls(`tool=${enc(name)}`)]);
+      const rows = [['Calls', s.total_calls], ['Succeeded', s.successful_calls], ['Failed', s.failed_calls],
+        ['Denied', s.denied_calls], ['Success rate', `${s.success_rate}%`],
+        ['p50', duration(s.duration_ms.p50)], ['p95', duration(s.duration_ms.p95)]];
+      if (s.cache) rows.push(['Cache hits', `${s.cache.hits} (${s.cache.hit_rate}%)`]);
+      numbers.replaceChildren(numbersView(rows));
+      charts.replaceChildren(...(s.total_calls ? [ratesChart(s), overTimeChart(calls), latencyChart(calls)].filter(Boolean)
+        : [h('p', { class: 'muted' }, 'No calls recorded yet.')]));
+      recent.replaceChildren(callsTable(calls.slice(0, 20)));
+    } catch (e) {
+      if (e.status === 404) numbers.replaceChildren(h('p', { class: 'muted' }, e.message));
+      else if (e.status !== 401) notice(`Could not read the tool's stats: ${e.message}`);
+    }
+  });
   load();
   // A call ends inside a run: each change of a run (`run` on the feed, from any
   // process) may have recorded one.

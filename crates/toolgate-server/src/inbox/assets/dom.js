@@ -113,6 +113,19 @@ export function svg(tag, attrs, ...children) {
 }
 
 export const enc = encodeURIComponent;
+
+// `fn` run once for a burst of calls: the first call schedules it 100 ms later, the
+// others meanwhile join that run (a feed's events come in bursts).
+export function coalesced(fn) {
+  let pending = null;
+  return () => {
+    if (pending) return;
+    pending = setTimeout(() => {
+      pending = null;
+      fn();
+    }, 100);
+  };
+}
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export function when(ms) {

@@ -1,8 +1,8 @@
 // The pages: the inbox, a run's page (timeline, tree of child runs and live events), and
 // a conversation's page (stats with charts, tokens and cost, and runs).
 
-import { h, enc, when, duration, badge, notice, jsonView, textBlock, hasHidden, hiddenBadge, escapeHidden } from './dom.js';
-import { api, follow } from './api.js';
+import { h, enc, when, duration, badge, notice, jsonView, textBlock, hasHidden, hiddenBadge, escapeHidden, coalesced } from './dom.js';
+import { api, follow, recentCalls } from './api.js';
 import { loadTools, itemKey, reconcile } from './items.js';
 import { statsChart, overTimeChart, latencyChart, tokensChart } from './chart.js';
 
@@ -55,33 +55,28 @@ export async function inboxPage(signal) {
       empty, list),
     h('section', { 'aria-labelledby': 'recent-title' }, h('h2', { id: 'recent-title' }, 'Recent runs'), recent));
 
-  let pending = null;
-  const refresh = () => {
-    if (pending) return;
-    pending = setTimeout(async () => {
-      pending = null;
-      try {
-        await loadTools();
-        const [paused, latest] = await Promise.all([
-          api('/v1/runs?status=requires_action&limit=200'),
-          api('/v1/runs?limit=15'),
-        ]);
-        paused.sort((a, b) => b.updated_at - a.updated_at);
-        const wanted = new Map();
-        for (const run of paused) {
-          for (const item of (run.required_action && run.required_action.items) || []) {
-            wanted.set(itemKey(run.id, item.call_id), [run, item]);
-          }
+  const refresh = coalesced(async () => {
+    try {
+      await loadTools();
+      const [paused, latest] = await Promise.all([
+        api('/v1/runs?status=requires_action&limit=200'),
+        api('/v1/runs?limit=15'),
+      ]);
+      paused.sort((a, b) => b.updated_at - a.updated_at);
+      const wanted = new Map();
+      for (const run of paused) {
+        for (const item of (run.required_action && run.required_action.items) || []) {
+          wanted.set(itemKey(run.id, item.call_id), [run, item]);
         }
-        reconcile(list, wanted, refresh);
-        count.textContent = `(${wanted.size})`;
-        empty.hidden = wanted.size > 0;
-        recent.replaceChildren(runsTable(latest, 'Recent runs'));
-      } catch (e) {
-        if (e.status !== 401) notice(`Could not read the runs: ${e.message}`);
       }
-    }, 100);
-  };
+      reconcile(list, wanted, refresh);
+      count.textContent = `(${wanted.size})`;
+      empty.hidden = wanted.size > 0;
+      recent.replaceChildren(runsTable(latest, 'Recent runs'));
+    } catch (e) {
+      if (e.status !== 401) notice(`Could not read the runs: ${e.message}`);
+    }
+  });
   refresh();
   follow('/v1/events', (name) => {
     if (name === 'open' || name === 'run' || name === 'lagged' || name === 'run.started') refresh();
@@ -208,33 +203,28 @@ export async function runPage(id, signal) {
     h('section', { 'aria-labelledby': 'events-title' }, h('h2', { id: 'events-title' }, 'Live events'),
       h('p', { class: 'muted' }, 'Events of this run appear here as they happen.'), events));
   let runId = id;
-  let pending = null;
-  const load = () => {
-    if (pending) return;
-    pending = setTimeout(async () => {
-      pending = null;
-      try {
-        await loadTools();
-        const t = await api(`/v1/runs/${enc(id)}/timeline`);
-        runId = t.run.id;
-        // The runs below this one (a child's page also says it is one).
-        const top = await api(`/v1/runs/${enc(runId)}/tree`);
-        treeSection.hidden = !top.children.length && !t.run.parent_run_id;
-        tree.replaceChildren(treeView(top, runId));
-        head.replaceChildren(runHeader(t.run));
-        const wanted = new Map();
-        for (const item of (t.run.required_action && t.run.required_action.items) || []) {
-          wanted.set(itemKey(t.run.id, item.call_id), [t.run, item]);
-        }
-        reconcile(waiting, wanted, load);
-        waitingSection.hidden = wanted.size === 0;
-        timeline.replaceChildren(timelineView(t));
-      } catch (e) {
-        if (e.status === 404) main.replaceChildren(h('h1', {}, 'No such run'), h('p', {}, e.message), h('p', {}, h('a', { href: '/' }, 'Back to the inbox')));
-        else if (e.status !== 401) notice(`Could not read the run: ${e.message}`);
+  const load = coalesced(async () => {
+    try {
+      await loadTools();
+      const t = await api(`/v1/runs/${enc(id)}/timeline`);
+      runId = t.run.id;
+      // The runs below this one (a child's page also says it is one).
+      const top = await api(`/v1/runs/${enc(runId)}/tree`);
+      treeSection.hidden = !top.children.length && !t.run.parent_run_id;
+      tree.replaceChildren(treeView(top, runId));
+      head.replaceChildren(runHeader(t.run));
+      const wanted = new Map();
+      for (const item of (t.run.required_action && t.run.required_action.items) || []) {
+        wanted.set(itemKey(t.run.id, item.call_id), [t.run, item]);
       }
-    }, 100);
-  };
+      reconcile(waiting, wanted, load);
+      waitingSection.hidden = wanted.size === 0;
+      timeline.replaceChildren(timelineView(t));
+    } catch (e) {
+      if (e.status === 404) main.replaceChildren(h('h1', {}, 'No such run'), h('p', {}, e.message), h('p', {}, h('a', { href: '/' }, 'Back to the inbox')));
+      else if (e.status !== 401) notice(`Could not read the run: ${e.message}`);
+    }
+  });
   load();
   follow('/v1/events', (name, data) => {
     if (name === 'open' || name === 'lagged') { load(); return; }
@@ -267,8 +257,7 @@ export async function conversationPage(id, signal) {
       runs));
   const loadStats = async () => {
     try {
-      const [s, page] = await Promise.all([api(`/v1/conversations/${enc(id)}/stats`), api(`/v1/calls?conversation_id=${enc(id)}&limit=1000`)]);
-      const calls = page.calls || [];
+      const [s, calls] = await Promise.all([api(`/v1/conversations/${enc(id)}/stats`), recentCalls(`conversation_id=${enc(id)}`)]);
       const numbers = [
         ['Calls', s.total_calls], ['Succeeded', s.successful_calls], ['Failed', s.failed_calls],
         ['Denied', s.denied_calls], ['Client', s.client_calls], ['Success rate', `${s.success_rate}%`],
@@ -299,8 +288,8 @@ export async function conversationPage(id, signal) {
   // Tokens and cost: the conversation's row of the spend report, and tokens per run.
   const loadSpend = async (list) => {
     try {
-      const report = await api('/v1/spend?by=conversation');
-      const row = report.rows.find((r) => r.name === id);
+      const report = await api(`/v1/spend?conversation_id=${enc(id)}`);
+      const row = report.rows[0];
       const cost = row ? `$${(row.cost_nanos / 1e9).toFixed(6)}` : '$0';
       const numbers = [['Model requests', row ? row.requests : 0], ['Prompt tokens', row ? row.prompt_tokens : 0],
         ['Completion tokens', row ? row.completion_tokens : 0], ['Cost', cost]];
