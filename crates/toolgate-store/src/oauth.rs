@@ -1,6 +1,6 @@
 //! Per-user OAuth rows: a user's tokens for a provider (sealed by the caller: this
 //! crate never sees them in clear) and the consents under way, keyed by the SHA-256 of
-//! their state.
+//! their state, and the clients toolgate registered itself as (RFC 7591).
 
 use serde::Serialize;
 
@@ -43,4 +43,11 @@ pub struct OAuthConsent {
     pub call_id: Option<String>,
     pub verifier: String,
     pub created_at: i64,
+}
+
+/// A client toolgate registered itself as (RFC 7591), its secret sealed by the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegisteredClient {
+    pub client_id: String,
+    pub sealed_secret: Option<String>,
 }

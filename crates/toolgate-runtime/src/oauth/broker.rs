@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use toolgate_protocol::clock::now_ms;
-use toolgate_store::oauth::{OAuthConsent, OAuthOwner, SealedTokens};
+use toolgate_store::oauth::{OAuthConsent, OAuthOwner, RegisteredClient, SealedTokens};
 use toolgate_store::{Store, StoreError};
 use toolgate_tool::oauth::{
-    Consent, Endpoints, OAuthError, OAuthProvider, Tokens, exchange_code, refresh,
+    ClientAuth, Consent, Endpoints, OAuthError, OAuthProvider, Tokens, exchange_code, refresh,
+    register,
 };
 use toolgate_tool::secrets::Keyring;
 
@@ -97,7 +98,8 @@ impl OAuthBroker {
         call_id: Option<String>,
     ) -> Result<String, BrokerError> {
         let endpoints = Endpoints::of(provider).await?;
-        let consent = Consent::begin(provider, &endpoints, &self.redirect_uri)?;
+        let client = self.client_of(provider, &endpoints).await?;
+        let consent = Consent::begin(provider, &endpoints, &client.id, &self.redirect_uri)?;
         let verifier = self.seal(&consent.verifier)?;
         self.store
             .put_oauth_consent(OAuthConsent {
@@ -142,16 +144,17 @@ impl OAuthBroker {
             (None, Some(code)) => {
                 let verifier = self.open(&consent.verifier)?;
                 let endpoints = Endpoints::of(&provider).await?;
-                let secret = self.client_secret(&provider).await?;
+                let client = self.client_of(&provider, &endpoints).await?;
                 let tokens = exchange_code(
                     &provider,
                     &endpoints,
-                    secret.as_deref(),
+                    &client,
                     code,
                     &verifier,
                     &self.redirect_uri,
                 )
-                .await?;
+                .await;
+                let tokens = self.forget_unknown(&provider, &endpoints, &client, tokens).await?;
                 self.keep(consent.owner.clone(), &tokens).await?;
                 tracing::info!(tenant = %consent.owner.tenant, user = %consent.owner.user, provider = %provider.name, "a user connected an OAuth provider");
                 Ok(())
@@ -205,19 +208,25 @@ impl OAuthBroker {
             return Ok(None);
         }
         let endpoints = Endpoints::of(provider).await?;
-        let secret = self.client_secret(provider).await?;
-        match refresh(provider, &endpoints, secret.as_deref(), old).await {
+        let client = self.client_of(provider, &endpoints).await?;
+        let refreshed = refresh(provider, &endpoints, &client, old).await;
+        match self.forget_unknown(provider, &endpoints, &client, refreshed).await {
             Ok(new) => {
                 self.keep(owner.clone(), &new).await?;
                 tracing::debug!(provider = %provider.name, user = %owner.user, "an OAuth access token was refreshed");
                 Ok(Some(new.access_token))
             }
-            Err(OAuthError::Refused(why)) => {
+            // Refused; or a registered client the server forgot, its refresh tokens
+            // gone with it.
+            Err(BrokerError::OAuth(OAuthError::Refused(why)))
+            | Err(BrokerError::OAuth(OAuthError::UnknownClient(why)))
+                if provider.registers() || !why.contains("[invalid_client]") =>
+            {
                 tracing::info!(provider = %provider.name, user = %owner.user, why = %why, "a refresh was refused; the user must connect again");
                 self.store.remove_oauth_tokens(owner.clone()).await?;
                 Ok(None)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         }
     }
 
@@ -241,6 +250,74 @@ impl OAuthBroker {
             expires_at: tokens.expires_at,
         };
         Ok(self.store.set_oauth_tokens(owner, sealed).await?)
+    }
+
+    /// The client toolgate is at `provider`'s authorization server: the declared one,
+    /// else the one it registered itself as (RFC 7591), registering now when it has none
+    /// for this callback URL yet.
+    async fn client_of(
+        &self,
+        provider: &OAuthProvider,
+        endpoints: &Endpoints,
+    ) -> Result<ClientAuth, BrokerError> {
+        if !provider.registers() {
+            return Ok(ClientAuth {
+                id: provider.client_id.clone(),
+                secret: self.client_secret(provider).await?,
+            });
+        }
+        let endpoint = endpoints.registration.as_deref().ok_or_else(|| {
+            OAuthError::Declaration(format!(
+                "oauth '{}': no client_id is declared and its authorization server offers no \
+                 dynamic client registration; register toolgate there and declare the client_id",
+                provider.name
+            ))
+        })?;
+        let kept = match self.store.oauth_client(endpoint, &self.redirect_uri).await? {
+            Some(kept) => kept,
+            None => {
+                let made = register(&provider.name, endpoint, &self.redirect_uri).await?;
+                tracing::info!(provider = %provider.name, client_id = %made.id, "toolgate registered itself as an OAuth client");
+                let sealed_secret = made.secret.as_deref().map(|s| self.seal(s)).transpose()?;
+                let registered = RegisteredClient {
+                    client_id: made.id,
+                    sealed_secret,
+                };
+                self.store
+                    .keep_oauth_client(endpoint, &self.redirect_uri, registered)
+                    .await?
+            }
+        };
+        Ok(ClientAuth {
+            id: kept.client_id,
+            secret: kept
+                .sealed_secret
+                .as_deref()
+                .map(|s| self.open(s))
+                .transpose()?,
+        })
+    }
+
+    /// `answer`, after forgetting a registered client the token endpoint no longer
+    /// knows (the next consent registers again).
+    async fn forget_unknown(
+        &self,
+        provider: &OAuthProvider,
+        endpoints: &Endpoints,
+        client: &ClientAuth,
+        answer: Result<Tokens, OAuthError>,
+    ) -> Result<Tokens, BrokerError> {
+        if let (Err(OAuthError::UnknownClient(_)), true, Some(endpoint)) = (
+            &answer,
+            provider.registers(),
+            endpoints.registration.as_deref(),
+        ) {
+            tracing::info!(provider = %provider.name, "the authorization server no longer knows toolgate's registered client; it registers again at the next consent");
+            self.store
+                .forget_oauth_client(endpoint, &self.redirect_uri, &client.id)
+                .await?;
+        }
+        Ok(answer?)
     }
 
     async fn client_secret(&self, provider: &OAuthProvider) -> Result<Option<String>, BrokerError> {

@@ -5,9 +5,12 @@
 //! `notifications/tools/list_changed` keeps its new list (see `cache.rs`).
 //! A call's progress notifications become `tool.output` events; a call dropped before
 //! its reply (cancelled, timed out) sends `notifications/cancelled`.
+//! A server that requires a user's OAuth token gets a connection per (tenant, user),
+//! carrying the user's access token; a new token (refreshed) makes a new connection.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -101,10 +104,13 @@ struct Handler {
     cache: Option<std::path::PathBuf>,
 }
 
-/// The transport to a streamable HTTP server, with the declared headers.
+/// The transport to a streamable HTTP server, with the declared headers and the user's
+/// token; `refused` is set when the server answers 401.
 fn http_transport(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
+    bearer: Option<&Bearer>,
+    refused: &Arc<AtomicBool>,
 ) -> Result<StreamableHttpClientTransport<super::traced::Traced>, String> {
     let mut custom = HashMap::new();
     for (k, v) in headers {
@@ -113,9 +119,12 @@ fn http_transport(
         let value = http::HeaderValue::from_str(v).map_err(|e| format!("header '{k}': {e}"))?;
         custom.insert(name, value);
     }
-    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    if let Some(bearer) = bearer {
+        config = config.auth_header(bearer.token.clone());
+    }
     Ok(StreamableHttpClientTransport::with_client(
-        super::traced::Traced::default(),
+        super::traced::Traced(reqwest::Client::default(), Arc::clone(refused)),
         config,
     ))
 }
@@ -184,12 +193,41 @@ struct Connection {
     _group: Option<toolgate_tool::process::GroupKeeper>,
     /// A stdio server's sandbox, kept while it runs (its temporary folder goes with it).
     _confined: Option<sandbox::Confined>,
+    /// Set when the server refused the connection's token (401).
+    refused: Arc<AtomicBool>,
+    /// The digest of the user's token it carries, if any.
+    token: Option<String>,
 }
 
 impl Connection {
     fn alive(&self) -> bool {
-        !self.service.peer().is_transport_closed()
+        !self.service.peer().is_transport_closed() && !self.refused.load(Ordering::Relaxed)
     }
+}
+
+/// The user a call runs as on a server that requires OAuth, and their access token.
+/// Prints without the token.
+#[derive(Clone)]
+pub struct Bearer {
+    pub user: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bearer")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The hex SHA-256 of a token: what a connection remembers of it.
+fn digest(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// One declared server, started on demand and again after it died.
@@ -331,7 +369,7 @@ impl Server {
     /// initialized and asked for its tools, then stopped. `Ok` with the number of tools,
     /// or why it failed (the program's last words on stderr included).
     pub async fn check(&self, tenant: &str, extra: &Extra) -> Result<usize, String> {
-        let conn = self.start(tenant, extra).await?;
+        let conn = self.start(tenant, extra, None).await?;
         let listed = tokio::time::timeout(START_TIMEOUT, conn.service.peer().list_all_tools())
             .await
             .map_err(|_| {
@@ -348,7 +386,7 @@ impl Server {
     /// Starts `tenant`'s process if it is not running; the error says why it could not
     /// start.
     pub async fn start_if_stopped(&self, tenant: &str, extra: &Extra) -> Result<(), ToolError> {
-        self.connection(tenant, extra)
+        self.connection(tenant, extra, None)
             .await
             .map(|_| ())
             .map_err(|why| {
@@ -375,7 +413,7 @@ impl Server {
         if let Some(tools) = cached.as_ref() {
             return Ok(tools.clone());
         }
-        let conn = self.connection(LISTING, &Extra::new()).await?;
+        let conn = self.connection(LISTING, &Extra::new(), None).await?;
         let listed = tokio::time::timeout(START_TIMEOUT, conn.service.peer().list_all_tools())
             .await
             .map_err(|_| {
@@ -393,22 +431,68 @@ impl Server {
         Ok(tools)
     }
 
-    /// `tenant`'s live connection with `extra` in its environment, started (again)
-    /// when there is none or it died. Other credential values (a secret set anew) make
+    /// `tenant`'s live connection with `extra` in its environment (as `bearer`'s user,
+    /// with their token, when given), started (again) when there is none, it died, or
+    /// its token is not this one. Other credential values (a secret set anew) make
     /// another process.
-    async fn connection(&self, tenant: &str, extra: &Extra) -> Result<Arc<Connection>, String> {
-        let key = connection_key(tenant, extra);
+    async fn connection(
+        &self,
+        tenant: &str,
+        extra: &Extra,
+        bearer: Option<&Bearer>,
+    ) -> Result<Arc<Connection>, String> {
+        let key = match bearer {
+            Some(b) => format!("{}@{}", connection_key(tenant, extra), b.user),
+            None => connection_key(tenant, extra),
+        };
+        let token = bearer.map(|b| digest(&b.token));
         let mut all = self.connections.lock().await;
-        if let Some(conn) = all.get(&key).filter(|c| c.alive()) {
+        if let Some(conn) = all
+            .get(&key)
+            .filter(|c| c.alive() && c.token == token)
+        {
             return Ok(Arc::clone(conn));
         }
         all.remove(&key);
-        let conn = Arc::new(self.start(tenant, extra).await?);
+        let conn = Arc::new(self.start(tenant, extra, bearer).await?);
         all.insert(key, Arc::clone(&conn));
+        if bearer.is_some() {
+            self.keep_listing(&conn);
+        }
         Ok(conn)
     }
 
-    async fn start(&self, tenant: &str, extra: &Extra) -> Result<Connection, String> {
+    /// Lists the tools on a user's new connection and keeps them: the next load of
+    /// the library has the server's own list instead of the declared one.
+    fn keep_listing(&self, conn: &Connection) {
+        let (peer, tools, cache, name) = (
+            conn.service.peer().clone(),
+            Arc::clone(&self.tools),
+            self.cache.clone(),
+            self.name.clone(),
+        );
+        tokio::spawn(async move {
+            let Ok(Ok(listed)) = tokio::time::timeout(START_TIMEOUT, peer.list_all_tools()).await
+            else {
+                return;
+            };
+            let listed: Vec<Value> = listed
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect();
+            if let Some(file) = &cache {
+                super::cache::write(file, &name, &listed);
+            }
+            *tools.lock().await = Some(listed);
+        });
+    }
+
+    async fn start(
+        &self,
+        tenant: &str,
+        extra: &Extra,
+        bearer: Option<&Bearer>,
+    ) -> Result<Connection, String> {
         if let Ok(mut k) = self.stderr.lock() {
             k.clear();
         }
@@ -419,6 +503,7 @@ impl Server {
             ..Handler::default()
         };
         let listeners = Arc::clone(&handler.listeners);
+        let refused = Arc::new(AtomicBool::new(false));
         let (mut confined, mut group) = (None, None);
         let started = match &self.connect {
             Connect::Stdio {
@@ -437,7 +522,7 @@ impl Server {
                     .map(|r| r.map_err(|e| e.to_string()))
             }
             Connect::Http { url, headers } => {
-                let transport = http_transport(url, headers)?;
+                let transport = http_transport(url, headers, bearer, &refused)?;
                 tokio::time::timeout(START_TIMEOUT, handler.serve(transport))
                     .await
                     .map(|r| r.map_err(|e| e.to_string()))
@@ -445,6 +530,9 @@ impl Server {
         };
         let service = match started {
             Ok(Ok(service)) => service,
+            Ok(Err(_)) if refused.load(Ordering::Relaxed) => {
+                return Err(REFUSED.to_string());
+            }
             Ok(Err(why)) => {
                 // Give the stderr reader a moment to catch the program's last words.
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -462,6 +550,8 @@ impl Server {
             listeners,
             _group: group,
             _confined: confined,
+            refused,
+            token: bearer.map(|b| digest(&b.token)),
         })
     }
 
@@ -569,6 +659,7 @@ impl Server {
         args: Map<String, Value>,
         ctx: ToolContext,
         traceparent: Option<String>,
+        bearer: Option<Bearer>,
     ) -> Result<rmcp::model::CallToolResult, ToolError> {
         let tenant = tenant_of(&ctx);
         let extra = extra_env(&ctx);
@@ -576,12 +667,42 @@ impl Server {
         for (var, _) in &extra {
             args.remove(var);
         }
-        let conn = self.connection(&tenant, &extra).await.map_err(|why| {
-            ToolError::ServerUnavailable(format!(
-                "the MCP server '{}' ({}) {why}",
-                self.name, self.file
-            ))
-        })?;
+        let conn = match self.connection(&tenant, &extra, bearer.as_ref()).await {
+            Ok(conn) => conn,
+            Err(why) if why == REFUSED => {
+                ctx.note(unauthorized());
+                return Err(ToolError::Execution(format!(
+                    "the MCP server '{}' {REFUSED}",
+                    self.name
+                )));
+            }
+            Err(why) => {
+                return Err(ToolError::ServerUnavailable(format!(
+                    "the MCP server '{}' ({}) {why}",
+                    self.name, self.file
+                )));
+            }
+        };
+        let result = self.call_on(&conn, tool, args, ctx.clone(), traceparent).await;
+        if result.is_err() && conn.refused.load(Ordering::Relaxed) {
+            ctx.note(unauthorized());
+            return Err(ToolError::Execution(format!(
+                "the MCP server '{}' {REFUSED}",
+                self.name
+            )));
+        }
+        result
+    }
+
+    /// Calls `tool` on `conn`.
+    async fn call_on(
+        &self,
+        conn: &Connection,
+        tool: &str,
+        args: Map<String, Value>,
+        ctx: ToolContext,
+        traceparent: Option<String>,
+    ) -> Result<rmcp::model::CallToolResult, ToolError> {
         let peer = conn.service.peer().clone();
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         if let Some(tp) = traceparent {
@@ -637,6 +758,17 @@ impl Server {
             "the MCP server '{}' ({}) stopped during the call ({why}); the next call starts it again",
             self.name, self.file
         ))
+    }
+}
+
+/// What a server that refused the user's token (401) did, in words.
+const REFUSED: &str = "refused the user's access token (HTTP 401)";
+
+/// The note of a refused token: the caller refreshes it once and tries again.
+fn unauthorized() -> toolgate_tool::retry::Noted {
+    toolgate_tool::retry::Noted::Status {
+        status: 401,
+        retry_after: None,
     }
 }
 

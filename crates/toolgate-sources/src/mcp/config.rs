@@ -56,6 +56,13 @@ pub struct Declaration {
     pub retry: Option<toolgate_tool::RetryPolicy>,
     /// How long its read-only tools' results are kept.
     pub cache: Option<toolgate_tool::cache::CachePolicy>,
+    /// A server reached by URL that requires a user's OAuth token (the MCP
+    /// authorization spec): each call runs as the run's user, on a connection of
+    /// theirs.
+    pub oauth: Option<toolgate_tool::oauth::OAuthProvider>,
+    /// Its tools as declared (`tools/list` entries), for a server that lists them only
+    /// to a user with a token; the list a user's connection gets replaces them.
+    pub tools: Option<Vec<Value>>,
     /// The file it is declared in.
     pub path: PathBuf,
 }
@@ -116,6 +123,42 @@ struct RawServer {
     /// for the same arguments: `{ttl: 10m, secret_arguments: false}`.
     #[serde(default)]
     cache: Option<toolgate_tool::cache::RawCache>,
+    /// A `url` server that requires a user's token (the MCP authorization spec): `true`
+    /// to discover everything, or the provider's settings (`name`, `client_id`,
+    /// `client_secret`, `scopes`, `issuer`, `authorize_url`, `token_url`); each call runs
+    /// as the run's user, who is asked to connect first.
+    #[serde(default)]
+    #[schemars(schema_with = "oauth_schema")]
+    oauth: Option<Value>,
+    /// The tools of an `oauth` server, as its `tools/list` gives them (`name`, and
+    /// `description`, `inputSchema`, `annotations` when known): it lists them only to a
+    /// user with a token. The list a user's connection gets replaces them.
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+}
+
+/// The schema of an MCP server's `oauth:`.
+fn oauth_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The server requires a user's OAuth token: `true` (its authorization \
+            server discovered from it, toolgate registered as a client), or settings.",
+        "anyOf": [
+            {"type": "boolean"},
+            {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "name": {"type": "string", "description": "What users' tokens are stored under (default: the server's name)."},
+                    "client_id": {"type": "string", "description": "A client registered by hand (default: toolgate registers itself, RFC 7591)."},
+                    "client_secret": {"type": "string", "description": "`${secret:NAME}` or `${env:VAR}`."},
+                    "scopes": {"type": "array", "items": {"type": "string"}, "description": "Default: those the server's resource metadata lists."},
+                    "issuer": {"type": "string"},
+                    "authorize_url": {"type": "string"},
+                    "token_url": {"type": "string"}
+                }
+            }
+        ]
+    })
 }
 
 /// The JSON Schema of a file [`read`] takes: one server in toolgate's form
@@ -452,9 +495,20 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         .map_err(|m| fail("retry", format!("retry: {m}")))?;
     let cache = toolgate_tool::cache::CachePolicy::read(raw.cache.as_ref())
         .map_err(|m| fail("cache", m))?;
+    let oauth = oauth_of(name, raw.oauth.as_ref(), &connect)?;
+    if raw.tools.is_some() && oauth.is_none() {
+        return Err(fail(
+            "tools",
+            "tools are declared for a server that lists them only with a user's token \
+             (oauth:); toolgate lists the others itself"
+                .into(),
+        ));
+    }
     Ok(Declaration {
         retry,
         cache,
+        oauth,
+        tools: raw.tools,
         name: name.to_string(),
         connect,
         credentials,
@@ -464,6 +518,35 @@ fn declaration(path: &Path, name: &str, raw: RawServer) -> Result<Declaration, (
         sandbox,
         path: path.to_path_buf(),
     })
+}
+
+/// A `url` server's `oauth:` as a provider: named after the server unless it says, for
+/// the server's URL as the protected resource (RFC 8707, RFC 9728).
+fn oauth_of(
+    server: &str,
+    raw: Option<&Value>,
+    connect: &Connect,
+) -> Result<Option<toolgate_tool::oauth::OAuthProvider>, (String, String)> {
+    let fail = |m: String| ("oauth".to_string(), format!("oauth: {m}"));
+    let mut settings = match raw {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => return Ok(None),
+        Some(Value::Bool(true)) => serde_json::Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(other) => return Err(fail(format!("true, or settings, not {other}"))),
+    };
+    let Connect::Http { url, .. } = connect else {
+        return Err(fail(
+            "is for a server reached by url (a command server gets credentials)".into(),
+        ));
+    };
+    settings
+        .entry("name")
+        .or_insert_with(|| Value::String(server.to_string()));
+    settings.insert("resource".into(), Value::String(url.clone()));
+    let provider: toolgate_tool::oauth::OAuthProvider =
+        serde_json::from_value(Value::Object(settings)).map_err(|e| fail(e.to_string()))?;
+    provider.check().map_err(|e| ("oauth".to_string(), e))?;
+    Ok(Some(provider))
 }
 
 /// A stdio server's `credentials:` read: variable names to where their values come

@@ -2,7 +2,8 @@
 //! files, a desktop client's `mcp.json`) bring their tools as `SERVER__TOOL`, from the
 //! list kept of each declaration (`cache.rs`); a server starts at the first call of one
 //! of its tools. A declaration with no kept list (new, or changed) is started once to
-//! list its tools, and stopped.
+//! list its tools, and stopped. A server that requires a user's OAuth token is never
+//! listed that way: its declared `tools:` stand until a user's connection lists them.
 
 mod cache;
 mod client;
@@ -62,6 +63,16 @@ fn load(path: &Path) -> Found {
     out.errors.extend(found.errors);
     let servers: Vec<_> = decls.iter().map(client::server).collect();
     let kept: Vec<Option<Vec<serde_json::Value>>> = decls.iter().map(cache::read).collect();
+    // A server that requires a user's token is never listed here: its tools are the
+    // list a user's connection kept, else the declared ones.
+    let kept: Vec<_> = decls
+        .iter()
+        .zip(kept)
+        .map(|(d, k)| match &d.oauth {
+            Some(_) => Some(k.or_else(|| d.tools.clone()).unwrap_or_default()),
+            None => k,
+        })
+        .collect();
     let unknown: Vec<_> = servers
         .iter()
         .zip(&kept)
@@ -93,6 +104,16 @@ fn load(path: &Path) -> Found {
         .collect();
     for ((decl, server), listed) in decls.iter().zip(&servers).zip(listing) {
         let listed = match listed {
+            Ok(l) if l.is_empty() && decl.oauth.is_some() => {
+                out.errors.push(fail(
+                    &decl.path,
+                    &decl.name,
+                    "requires a user's OAuth token to list its tools: declare them under \
+                     `tools:` (a name each is enough; the list a user's connection gets \
+                     replaces them)",
+                ));
+                continue;
+            }
             Ok(l) => l,
             Err(why) => {
                 out.errors.push(fail(&decl.path, &decl.name, &why));

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use serde_json::{Map, Value};
 
-use super::client::{Server, extra_env, on_runtime, tenant_of};
+use super::client::{Bearer, Server, extra_env, on_runtime, tenant_of};
 use super::config::Declaration;
 use toolgate_tool::files::FileSink;
 use toolgate_tool::{
@@ -21,6 +21,31 @@ pub struct McpTool {
     server: Arc<Server>,
     /// The tool's name on its server.
     remote: String,
+    /// For a server that requires a user's token: its provider.
+    oauth: Option<toolgate_tool::oauth::OAuthProvider>,
+}
+
+impl McpTool {
+    /// One call on the server, as the user `bearer` names when given.
+    async fn call_as(
+        &self,
+        ctx: &ToolContext,
+        args: Map<String, Value>,
+        bearer: Option<Bearer>,
+    ) -> Result<ToolOutput, ToolError> {
+        let server = Arc::clone(&self.server);
+        let remote = self.remote.clone();
+        let sink = toolgate_tool::files::FileSink::of(ctx);
+        let ctx = ctx.clone();
+        // Read here: the call runs on the MCP runtime, outside this call's span.
+        let traceparent = toolgate_telemetry::propagate::current();
+        let result = on_runtime(async move {
+            server.call(&remote, args, ctx, traceparent, bearer).await
+        })
+        .await??;
+        let result = serde_json::to_value(&result).unwrap_or(Value::Null);
+        output_saving(&result, Some(&sink))
+    }
 }
 
 #[async_trait]
@@ -34,20 +59,27 @@ impl Tool for McpTool {
         ctx: &ToolContext,
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolError> {
-        let server = Arc::clone(&self.server);
-        let remote = self.remote.clone();
-        let sink = toolgate_tool::files::FileSink::of(ctx);
-        let ctx = ctx.clone();
-        // Read here: the call runs on the MCP runtime, outside this call's span.
-        let traceparent = toolgate_telemetry::propagate::current();
-        let result =
-            on_runtime(async move { server.call(&remote, args, ctx, traceparent).await }).await??;
-        let result = serde_json::to_value(&result).unwrap_or(Value::Null);
-        output_saving(&result, Some(&sink))
+        let Some(provider) = &self.oauth else {
+            return self.call_as(ctx, args, None).await;
+        };
+        let user = ctx.run.user.clone().unwrap_or_default();
+        toolgate_tool::oauth::as_user(ctx, &self.spec.name, provider, |token| {
+            let bearer = Bearer {
+                user: user.clone(),
+                token,
+            };
+            self.call_as(ctx, args.clone(), Some(bearer))
+        })
+        .await
+    }
+
+    fn user_oauth(&self) -> Option<toolgate_tool::oauth::OAuthProvider> {
+        self.oauth.clone()
     }
 
     fn checks_credentials(&self) -> bool {
-        true
+        // A server that requires a user's token has no credentials of its own to check.
+        self.oauth.is_none()
     }
 
     /// Initialize and list tools on a process of its own, started with `credentials` in
@@ -79,6 +111,10 @@ impl Tool for McpTool {
         &self,
         ctx: &ToolContext,
     ) -> Option<futures_util::future::BoxFuture<'_, Result<(), ToolError>>> {
+        // A user's connection starts in the call, where a refused token is refreshed.
+        if self.oauth.is_some() {
+            return None;
+        }
         let server = Arc::clone(&self.server);
         let (tenant, extra) = (tenant_of(ctx), extra_env(ctx));
         Some(Box::pin(async move {
@@ -93,6 +129,7 @@ impl Tool for McpTool {
             spec: self.spec.with_sandbox(policy),
             server,
             remote: self.remote.clone(),
+            oauth: self.oauth.clone(),
         }))
     }
 }
@@ -185,6 +222,7 @@ pub fn mcp_tool(
             spec,
             server: Arc::clone(server),
             remote,
+            oauth: decl.oauth.clone(),
         },
         schema,
     ))

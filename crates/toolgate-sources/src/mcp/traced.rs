@@ -1,11 +1,13 @@
 //! The streamable HTTP client of MCP servers, carrying trace context: a request whose
 //! `_meta` holds a `traceparent` (SEP-414, set on every `tools/call` while spans are
 //! exported) goes out with the same `traceparent` HTTP header, so that the server's
-//! HTTP layer continues the trace as well as its MCP layer. Everything else is
+//! HTTP layer continues the trace as well as its MCP layer. A 401 from the server (its
+//! bearer token refused) is noted for the connection's owner. Everything else is
 //! reqwest's own client, unchanged.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
@@ -16,9 +18,23 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-/// reqwest's MCP client, lifting `_meta.traceparent` into the HTTP header.
+/// reqwest's MCP client, lifting `_meta.traceparent` into the HTTP header; the flag
+/// is set when the server answers 401.
 #[derive(Clone, Default)]
-pub struct Traced(pub reqwest::Client);
+pub struct Traced(pub reqwest::Client, pub Arc<AtomicBool>);
+
+impl Traced {
+    /// `answer`, the flag set first when it is a 401.
+    fn noted<T>(
+        &self,
+        answer: Result<T, StreamableHttpError<reqwest::Error>>,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>> {
+        if matches!(answer, Err(StreamableHttpError::AuthRequired(_))) {
+            self.1.store(true, Ordering::Relaxed);
+        }
+        answer
+    }
+}
 
 /// The `traceparent` a JSON-RPC request carries in `params._meta`.
 fn traceparent(message: &ClientJsonRpcMessage) -> Option<HeaderValue> {
@@ -64,7 +80,8 @@ impl StreamableHttpClient for Traced {
         if let Some(tp) = traceparent(&message) {
             custom_headers.insert(HeaderName::from_static("traceparent"), tp);
         }
-        self.0
+        let answer = self
+            .0
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -73,7 +90,8 @@ impl StreamableHttpClient for Traced {
                 custom_headers,
                 limits,
             )
-            .await
+            .await;
+        self.noted(answer)
     }
 
     async fn delete_session(
@@ -96,9 +114,11 @@ impl StreamableHttpClient for Traced {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.0
+        let answer = self
+            .0
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
+            .await;
+        self.noted(answer)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -110,7 +130,8 @@ impl StreamableHttpClient for Traced {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.0
+        let answer = self
+            .0
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -119,6 +140,7 @@ impl StreamableHttpClient for Traced {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        self.noted(answer)
     }
 }

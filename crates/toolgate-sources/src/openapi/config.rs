@@ -147,6 +147,7 @@ impl RawAuth {
         let provider = toolgate_tool::oauth::OAuthProvider {
             name: self.provider.clone().unwrap_or_else(|| api.to_string()),
             issuer: None,
+            resource: None,
             authorize_url: self.authorize_url.clone().or(scheme.authorize_url),
             token_url: self.token_url.clone().or(scheme.token_url),
             client_id: self

@@ -664,7 +664,7 @@ impl Tool for HttpTool {
             req.files = Some(FileSink::of(ctx));
             return send_for(req, ctx).await;
         };
-        as_user(ctx, &self.spec.name, provider, |token| {
+        toolgate_tool::oauth::as_user(ctx, &self.spec.name, provider, |token| {
             self.send_as(&args, ctx, token)
         })
         .await
@@ -694,43 +694,6 @@ impl Tool for HttpTool {
     ) -> Option<Result<toolgate_tool::Verdict, ToolError>> {
         self.check(ctx, &credentials).await
     }
-}
-
-/// Sends a call that acts for the run's user through OAuth: `send` with the user's
-/// access token, and, when the resource refuses it (401), once more with a refreshed
-/// one. A user who has not connected (or whose grant was revoked) is an error result.
-pub(crate) async fn as_user<F, Fut>(
-    ctx: &ToolContext,
-    tool: &str,
-    provider: &toolgate_tool::oauth::OAuthProvider,
-    send: F,
-) -> Result<ToolOutput, ToolError>
-where
-    F: Fn(String) -> Fut,
-    Fut: std::future::Future<Output = Result<ToolOutput, ToolError>>,
-{
-    let tokens = ctx.user_tokens.as_ref().ok_or_else(|| {
-        ToolError::Execution(format!(
-            "'{tool}' acts for a user through OAuth ({}), and nothing here holds users' tokens",
-            provider.name
-        ))
-    })?;
-    let usable = |token: Result<Option<String>, String>| {
-        token
-            .map_err(|e| ToolError::Execution(format!("the user's {} token: {e}", provider.name)))?
-            .ok_or_else(|| {
-                ToolError::Execution(format!(
-                    "the user has not connected {} (or its authorization was revoked); the call was not made",
-                    provider.name
-                ))
-            })
-    };
-    let first = send(usable(tokens.token(provider, &ctx.run).await)?).await;
-    if ctx.noted_status() != Some(401) {
-        return first;
-    }
-    tracing::debug!(tool = %tool, provider = %provider.name, "the resource refused the user's token; refreshing it once");
-    send(usable(tokens.after_unauthorized(provider, &ctx.run).await)?).await
 }
 
 impl HttpTool {

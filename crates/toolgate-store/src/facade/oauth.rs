@@ -3,7 +3,7 @@
 //! hash.
 
 use super::super::{Backend, Store, StoreError};
-use crate::oauth::{OAuthConsent, OAuthGrant, OAuthOwner, SealedTokens};
+use crate::oauth::{OAuthConsent, OAuthGrant, OAuthOwner, RegisteredClient, SealedTokens};
 
 impl Store {
     /// Sets (or replaces) the tokens of `owner` (sealed by the caller).
@@ -75,6 +75,56 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(s) => Ok(s.take_oauth_consent(state_hash).await?),
             Backend::Postgres(s) => s.take_oauth_consent(state_hash).await,
+        }
+    }
+
+    /// The client toolgate registered at `endpoint` for `redirect_uri`, if any.
+    pub async fn oauth_client(
+        &self,
+        endpoint: &str,
+        redirect_uri: &str,
+    ) -> Result<Option<RegisteredClient>, StoreError> {
+        let (endpoint, redirect_uri) = (endpoint.to_string(), redirect_uri.to_string());
+        match &self.backend {
+            Backend::Sqlite(s) => Ok(s
+                .blocking(move |s| s.oauth_client(&endpoint, &redirect_uri))
+                .await?),
+            Backend::Postgres(s) => s.oauth_client(endpoint, redirect_uri).await,
+        }
+    }
+
+    /// Keeps the client registered at `endpoint` for `redirect_uri`, unless one was
+    /// kept first (two workers registering at once); the one kept.
+    pub async fn keep_oauth_client(
+        &self,
+        endpoint: &str,
+        redirect_uri: &str,
+        client: RegisteredClient,
+    ) -> Result<RegisteredClient, StoreError> {
+        let (endpoint, redirect_uri) = (endpoint.to_string(), redirect_uri.to_string());
+        match &self.backend {
+            Backend::Sqlite(s) => Ok(s.keep_oauth_client(endpoint, redirect_uri, client).await?),
+            Backend::Postgres(s) => s.keep_oauth_client(endpoint, redirect_uri, client).await,
+        }
+    }
+
+    /// Forgets a registered client the authorization server no longer knows.
+    pub async fn forget_oauth_client(
+        &self,
+        endpoint: &str,
+        redirect_uri: &str,
+        client_id: &str,
+    ) -> Result<(), StoreError> {
+        let (endpoint, redirect_uri, client_id) = (
+            endpoint.to_string(),
+            redirect_uri.to_string(),
+            client_id.to_string(),
+        );
+        match &self.backend {
+            Backend::Sqlite(s) => Ok(s
+                .forget_oauth_client(endpoint, redirect_uri, client_id)
+                .await?),
+            Backend::Postgres(s) => s.forget_oauth_client(endpoint, redirect_uri, client_id).await,
         }
     }
 }

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_tool_validations.sql"),
     include_str!("migrations/0008_oauth.sql"),
     include_str!("migrations/0009_tool_cache.sql"),
+    include_str!("migrations/0010_oauth_clients.sql"),
 ];
 
 /// The schema version this build writes.

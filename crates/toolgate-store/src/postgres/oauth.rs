@@ -4,7 +4,7 @@
 use super::PgStore;
 use super::clock::NOW_MS;
 use crate::StoreError;
-use crate::oauth::{OAuthConsent, OAuthGrant, OAuthOwner, SealedTokens};
+use crate::oauth::{OAuthConsent, OAuthGrant, OAuthOwner, RegisteredClient, SealedTokens};
 
 impl PgStore {
     /// Sets (or replaces) the tokens of `owner`.
@@ -159,6 +159,90 @@ impl PgStore {
             })
             .transpose()
             .map_err(|e: tokio_postgres::Error| s.error(e))
+        })
+        .await
+    }
+
+    /// The client registered at `endpoint` for `redirect_uri`, if any.
+    pub async fn oauth_client(
+        &self,
+        endpoint: String,
+        redirect_uri: String,
+    ) -> Result<Option<RegisteredClient>, StoreError> {
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT client_id, sealed_secret FROM oauth_clients WHERE registration_endpoint = $1 AND redirect_uri = $2",
+                    &[&endpoint, &redirect_uri],
+                )
+                .await
+                .map_err(|e| s.error(e))?;
+            row.map(|r| Ok(RegisteredClient { client_id: r.try_get(0)?, sealed_secret: r.try_get(1)? }))
+                .transpose()
+                .map_err(|e: tokio_postgres::Error| s.error(e))
+        })
+        .await
+    }
+
+    /// Keeps `client` as the one registered at `endpoint` for `redirect_uri`, unless
+    /// another worker kept one first; the one kept.
+    pub async fn keep_oauth_client(
+        &self,
+        endpoint: String,
+        redirect_uri: String,
+        registered: RegisteredClient,
+    ) -> Result<RegisteredClient, StoreError> {
+        self.open_for_writes()?;
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            client
+                .execute(
+                    &format!(
+                        "INSERT INTO oauth_clients (registration_endpoint, redirect_uri, client_id, sealed_secret, created_at)
+                         SELECT $1, $2, $3, $4, now FROM (SELECT {NOW_MS} AS now) t
+                         ON CONFLICT (registration_endpoint, redirect_uri) DO NOTHING"
+                    ),
+                    &[&endpoint, &redirect_uri, &registered.client_id, &registered.sealed_secret],
+                )
+                .await
+                .map_err(|e| s.error(e))?;
+            s.committed();
+            let r = client
+                .query_one(
+                    "SELECT client_id, sealed_secret FROM oauth_clients WHERE registration_endpoint = $1 AND redirect_uri = $2",
+                    &[&endpoint, &redirect_uri],
+                )
+                .await
+                .map_err(|e| s.error(e))?;
+            Ok(RegisteredClient {
+                client_id: r.try_get(0).map_err(|e| s.error(e))?,
+                sealed_secret: r.try_get(1).map_err(|e| s.error(e))?,
+            })
+        })
+        .await
+    }
+
+    /// Forgets the client registered at `endpoint` for `redirect_uri` when it is still
+    /// `client_id` (the server no longer knows it).
+    pub async fn forget_oauth_client(
+        &self,
+        endpoint: String,
+        redirect_uri: String,
+        client_id: String,
+    ) -> Result<(), StoreError> {
+        self.open_for_writes()?;
+        self.on_pool(|s| async move {
+            let client = s.client().await?;
+            client
+                .execute(
+                    "DELETE FROM oauth_clients WHERE registration_endpoint = $1 AND redirect_uri = $2 AND client_id = $3",
+                    &[&endpoint, &redirect_uri, &client_id],
+                )
+                .await
+                .map_err(|e| s.error(e))?;
+            s.committed();
+            Ok(())
         })
         .await
     }

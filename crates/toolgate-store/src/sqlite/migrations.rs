@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0020_tool_validations.sql"),
     include_str!("migrations/0021_oauth.sql"),
     include_str!("migrations/0022_tool_cache.sql"),
+    include_str!("migrations/0023_oauth_clients.sql"),
 ];
 
 /// The migration that adds the running totals: the records already there are folded

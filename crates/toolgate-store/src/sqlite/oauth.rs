@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::runs::RunsError;
-use crate::oauth::{OAuthConsent, OAuthGrant, OAuthOwner, SealedTokens};
+use crate::oauth::{OAuthConsent, OAuthGrant, OAuthOwner, RegisteredClient, SealedTokens};
 use toolgate_protocol::clock::now_ms;
 
 impl SqliteStore {
@@ -114,6 +114,63 @@ impl SqliteStore {
                     },
                 )
                 .optional()?)
+        })
+        .await
+    }
+
+    /// The client registered at `endpoint` for `redirect_uri`, if any.
+    pub fn oauth_client(
+        &self,
+        endpoint: &str,
+        redirect_uri: &str,
+    ) -> Result<Option<RegisteredClient>, RunsError> {
+        self.read_runs(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT client_id, sealed_secret FROM oauth_clients WHERE registration_endpoint = ?1 AND redirect_uri = ?2")?
+                .query_row(params![endpoint, redirect_uri], |r| {
+                    Ok(RegisteredClient { client_id: r.get(0)?, sealed_secret: r.get(1)? })
+                })
+                .optional()?)
+        })
+    }
+
+    /// Keeps `client` as the one registered at `endpoint` for `redirect_uri`, unless
+    /// another process kept one first; the one kept.
+    pub async fn keep_oauth_client(
+        &self,
+        endpoint: String,
+        redirect_uri: String,
+        client: RegisteredClient,
+    ) -> Result<RegisteredClient, RunsError> {
+        self.transact(move |tx| {
+            tx.execute(
+                "INSERT INTO oauth_clients (registration_endpoint, redirect_uri, client_id, sealed_secret, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (registration_endpoint, redirect_uri) DO NOTHING",
+                params![endpoint, redirect_uri, client.client_id, client.sealed_secret, now_ms()],
+            )?;
+            Ok(tx.query_row(
+                "SELECT client_id, sealed_secret FROM oauth_clients WHERE registration_endpoint = ?1 AND redirect_uri = ?2",
+                params![endpoint, redirect_uri],
+                |r| Ok(RegisteredClient { client_id: r.get(0)?, sealed_secret: r.get(1)? }),
+            )?)
+        })
+        .await
+    }
+
+    /// Forgets the client registered at `endpoint` for `redirect_uri` when it is still
+    /// `client_id` (the server no longer knows it).
+    pub async fn forget_oauth_client(
+        &self,
+        endpoint: String,
+        redirect_uri: String,
+        client_id: String,
+    ) -> Result<(), RunsError> {
+        self.transact(move |tx| {
+            tx.execute(
+                "DELETE FROM oauth_clients WHERE registration_endpoint = ?1 AND redirect_uri = ?2 AND client_id = ?3",
+                params![endpoint, redirect_uri, client_id],
+            )?;
+            Ok(())
         })
         .await
     }

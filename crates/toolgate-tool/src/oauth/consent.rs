@@ -26,10 +26,13 @@ impl std::fmt::Debug for Consent {
 }
 
 impl Consent {
-    /// A new consent for `provider` at `endpoints`, coming back to `redirect_uri`.
+    /// A new consent for `provider` at `endpoints` as client `client_id`, coming back
+    /// to `redirect_uri`. The scopes are the provider's, else those the resource
+    /// supports; the resource, when there is one, is named (RFC 8707).
     pub fn begin(
         provider: &OAuthProvider,
         endpoints: &Endpoints,
+        client_id: &str,
         redirect_uri: &str,
     ) -> Result<Consent, OAuthError> {
         let state = random_token()?;
@@ -40,13 +43,21 @@ impl Consent {
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("response_type", "code")
-                .append_pair("client_id", &provider.client_id)
+                .append_pair("client_id", client_id)
                 .append_pair("redirect_uri", redirect_uri)
                 .append_pair("state", &state)
                 .append_pair("code_challenge", &challenge_of(&verifier))
                 .append_pair("code_challenge_method", "S256");
-            if !provider.scopes.is_empty() {
-                q.append_pair("scope", &provider.scopes.join(" "));
+            let scopes = if provider.scopes.is_empty() {
+                &endpoints.scopes
+            } else {
+                &provider.scopes
+            };
+            if !scopes.is_empty() {
+                q.append_pair("scope", &scopes.join(" "));
+            }
+            if let Some(resource) = &endpoints.resource {
+                q.append_pair("resource", resource);
             }
         }
         Ok(Consent {

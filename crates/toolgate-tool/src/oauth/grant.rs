@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Endpoints, OAuthProvider, client};
+use super::{ClientAuth, Endpoints, OAuthProvider, client};
 
 /// A user's tokens for one provider. Prints as `[secret]`.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,10 @@ pub enum OAuthError {
     /// The token endpoint answered with an OAuth error.
     #[error("{0}")]
     Refused(String),
+    /// The token endpoint does not know the client (`invalid_client`): a registered
+    /// client it forgot, or a declared one that is wrong.
+    #[error("{0}")]
+    UnknownClient(String),
     #[error("the client secret is not available: {0}")]
     Secret(String),
 }
@@ -71,7 +75,7 @@ struct ErrorAnswer {
 pub async fn exchange_code(
     provider: &OAuthProvider,
     endpoints: &Endpoints,
-    secret: Option<&str>,
+    client_auth: &ClientAuth,
     code: &str,
     verifier: &str,
     redirect_uri: &str,
@@ -82,7 +86,7 @@ pub async fn exchange_code(
         ("redirect_uri", redirect_uri),
         ("code_verifier", verifier),
     ];
-    post(provider, endpoints, secret, &form).await
+    post(provider, endpoints, client_auth, &form).await
 }
 
 /// New tokens for a refresh token; the old refresh token is kept when the server
@@ -90,7 +94,7 @@ pub async fn exchange_code(
 pub async fn refresh(
     provider: &OAuthProvider,
     endpoints: &Endpoints,
-    secret: Option<&str>,
+    client_auth: &ClientAuth,
     old: &Tokens,
 ) -> Result<Tokens, OAuthError> {
     let refresh_token = old.refresh_token.as_deref().ok_or_else(|| {
@@ -103,7 +107,7 @@ pub async fn refresh(
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token),
     ];
-    let mut new = post(provider, endpoints, secret, &form).await?;
+    let mut new = post(provider, endpoints, client_auth, &form).await?;
     if new.refresh_token.is_none() {
         new.refresh_token = old.refresh_token.clone();
     }
@@ -113,16 +117,19 @@ pub async fn refresh(
 async fn post(
     provider: &OAuthProvider,
     endpoints: &Endpoints,
-    secret: Option<&str>,
+    client_auth: &ClientAuth,
     form: &[(&str, &str)],
 ) -> Result<Tokens, OAuthError> {
     let mut request = client()?
         .post(&endpoints.token)
         .header("Accept", "application/json");
     let mut fields: Vec<(&str, &str)> = form.to_vec();
-    match secret {
-        Some(secret) => request = request.basic_auth(&provider.client_id, Some(secret)),
-        None => fields.push(("client_id", &provider.client_id)),
+    match &client_auth.secret {
+        Some(secret) => request = request.basic_auth(&client_auth.id, Some(secret)),
+        None => fields.push(("client_id", &client_auth.id)),
+    }
+    if let Some(resource) = &endpoints.resource {
+        fields.push(("resource", resource));
     }
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(&fields)
@@ -155,11 +162,11 @@ async fn post(
             scope: answer.scope,
         });
     }
-    Err(OAuthError::Refused(refusal(
-        &provider.name,
-        status.as_u16(),
-        &body,
-    )))
+    let why = refusal(&provider.name, status.as_u16(), &body);
+    if why.contains("[invalid_client]") {
+        return Err(OAuthError::UnknownClient(why));
+    }
+    Err(OAuthError::Refused(why))
 }
 
 /// The sentence for a token endpoint's error answer (RFC 6749 §5.2).

@@ -1,6 +1,10 @@
 //! The `oauth:` declaration of a provider: its name (what tokens are stored under), its
 //! endpoints or the issuer to discover them from, the client id, the client secret as a
-//! credential (`${secret:NAME}` or `${env:VAR}`), and the scopes asked for.
+//! credential (`${secret:NAME}` or `${env:VAR}`), and the scopes asked for. A provider
+//! that guards a protected resource (a remote MCP server) names it: its authorization
+//! server is then discovered from the resource (RFC 9728), the `resource` parameter
+//! goes with every request (RFC 8707), and with no client id the client registers
+//! itself (RFC 7591).
 
 use crate::Credential;
 use serde::{Deserialize, Serialize};
@@ -23,6 +27,14 @@ pub struct OAuthProvider {
     /// The token endpoint, where codes and refresh tokens are exchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_url: Option<String>,
+    /// The protected resource the tokens are for (RFC 8707's `resource`); when no
+    /// issuer or endpoints are given, its metadata (RFC 9728) names the authorization
+    /// server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Empty: registered at the authorization server's registration endpoint (RFC
+    /// 7591), once per callback URL, and kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client_id: String,
     /// `${secret:NAME}` or `${env:VAR}`; none for a public client (PKCE only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,17 +60,34 @@ impl OAuthProvider {
                 self.name
             ));
         }
-        if self.client_id.trim().is_empty() {
-            return Err("oauth: client_id is empty".into());
-        }
         let given = self.authorize_url.is_some() && self.token_url.is_some();
-        if !given && self.issuer.is_none() {
+        if !given && self.issuer.is_none() && self.resource.is_none() {
             return Err(format!(
                 "oauth '{}': give both authorize_url and token_url, or issuer to discover them",
                 self.name
             ));
         }
-        for url in [&self.issuer, &self.authorize_url, &self.token_url]
+        if self.registers() {
+            if given && self.issuer.is_none() && self.resource.is_none() {
+                return Err(format!(
+                    "oauth '{}': client_id is empty; give one, or an issuer whose metadata \
+                     offers dynamic client registration",
+                    self.name
+                ));
+            }
+            if self.client_secret.is_some() {
+                return Err(format!(
+                    "oauth '{}': a client_secret needs its client_id",
+                    self.name
+                ));
+            }
+        }
+        for url in [
+            &self.issuer,
+            &self.authorize_url,
+            &self.token_url,
+            &self.resource,
+        ]
             .into_iter()
             .flatten()
         {
@@ -71,6 +100,11 @@ impl OAuthProvider {
             }
         }
         self.secret().map(|_| ())
+    }
+
+    /// Whether the client registers itself (no client id declared).
+    pub fn registers(&self) -> bool {
+        self.client_id.trim().is_empty()
     }
 
     /// Where the client secret comes from, if the client has one.
