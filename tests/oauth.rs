@@ -798,3 +798,148 @@ async fn the_cli_takes_the_consent_on_its_loopback_and_continues_the_run() {
         assert!(!calls.contains(&token) && !stdout.contains(&token));
     }
 }
+
+/// The remote MCP server that requires OAuth and its authorization server
+/// (tests/py/oauth_mcp_server.py), stopped when dropped.
+struct NotesServer {
+    child: Child,
+    auth: String,
+    mcp: String,
+}
+
+impl Drop for NotesServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_notes_server() -> NotesServer {
+    let python = serving::python("tests/oauth.rs");
+    let mut child = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/oauth_mcp_server.py"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut port = |what: &str| {
+        let line = lines.next().unwrap().unwrap();
+        let port = line
+            .strip_prefix(what)
+            .unwrap_or_else(|| panic!("the MCP server did not start: {line:?}"));
+        format!("http://127.0.0.1:{}", port.trim())
+    };
+    let (auth, mcp) = (port("AUTH "), port("MCP "));
+    NotesServer { child, auth, mcp }
+}
+
+/// The server's declaration: `oauth: true` (everything discovered, toolgate registers
+/// itself), its tools named only.
+fn notes_declaration(notes: &NotesServer) -> String {
+    format!(
+        "mcp_server: notes\nurl: \"{}/mcp\"\noauth: true\npermission: auto\ntools:\n  - name: whoami\n  - name: notes\n",
+        notes.mcp
+    )
+}
+
+/// The one call of run `id`, once the run has finished.
+async fn finished_call(server: &serving::Server, id: &str) -> serde_json::Value {
+    let done = settled(server, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    me_result(server, id).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_mcp_server_that_requires_oauth_is_called_as_the_user_on_both_backends() {
+    let notes = start_notes_server();
+    for db in TestDb::both() {
+        let site = match &db {
+            TestDb::Sqlite { .. } => serving::Site::new(),
+            TestDb::Postgres { .. } => {
+                drop(db.open());
+                serving::Site::on_database(db.arg())
+            }
+        };
+        notes_as_alice(&notes, &site, db.name()).await;
+    }
+}
+
+async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
+    let keys = site.path().join("keys");
+    std::fs::write(site.path().join("tools/notes.yaml"), notes_declaration(notes)).unwrap();
+    for agent in ["first", "again"] {
+        site.agent(
+            agent,
+            "[notes__whoami]",
+            "  - content: Looking.\n    tool_calls: [{id: call_me, name: notes__whoami, arguments: {}}]\n  - content: Done.\n",
+        );
+    }
+    let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
+    let keys_env = keys.to_str().unwrap();
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key.clone());
+    let callback = format!("{}/v1/oauth/callback", server.base);
+
+    // Not connected: the run pauses; the consent URL is the discovered authorization
+    // server's, for the client toolgate registered, naming the resource and its scope.
+    let run = start_run(&server, "first").await;
+    assert_eq!(run["status"], "requires_action", "{name}: {run}");
+    let item = &run["required_action"]["items"][0];
+    assert_eq!(item["kind"], "authorization", "{name}: {run}");
+    assert_eq!(item["arguments"]["provider"], "notes");
+    let url = url::Url::parse(item["arguments"]["consent_url"].as_str().unwrap()).unwrap();
+    assert!(url.as_str().starts_with(&notes.auth), "{url}");
+    let query: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
+    assert_eq!(query["resource"], format!("{}/mcp", notes.mcp), "{url}");
+    assert_eq!(query["scope"], "notes.read", "{url}");
+    let clients: Vec<String> = reqwest::get(format!("{}/admin/clients", notes.auth))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(clients.contains(&query["client_id"]), "{name}: {clients:?}");
+
+    let location = consent_location(url.as_str(), "allow").await;
+    assert!(location.starts_with(&callback), "{location}");
+    let page = reqwest::get(&location).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Connected notes for alice"));
+    let call = finished_call(&server, run["id"].as_str().unwrap()).await;
+    assert_eq!(call["status"], "succeeded", "{name}: {call}");
+    assert!(call["result"].as_str().unwrap().contains("you are alice"), "{name}: {call}");
+
+    // A restart (another callback URL), every access token revoked: the server refuses
+    // the kept one (401), it is refreshed once as the client it was issued to, and the
+    // call goes through.
+    drop(server);
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
+    server.key = Some(key);
+    reqwest::Client::new()
+        .post(format!("{}/admin/revoke", notes.auth))
+        .send()
+        .await
+        .unwrap();
+    let run = start_run(&server, "again").await;
+    let call = finished_call(&server, run["id"].as_str().unwrap()).await;
+    assert!(call["result"].as_str().unwrap().contains("you are alice"), "{name}: {call}");
+    let (_, listed) = server.get("/v1/calls").await;
+    let issued = issued_tokens_at(&notes.auth).await;
+    assert!(issued.len() >= 3, "{issued:?}");
+    assert!(
+        !issued.iter().any(|t| listed.to_string().contains(t.as_str())),
+        "{name}: a token in a record"
+    );
+}
+
+/// Every token the authorization server at `base` issued.
+async fn issued_tokens_at(base: &str) -> Vec<String> {
+    let all: Vec<String> = reqwest::get(format!("{base}/admin/tokens"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    all
+}

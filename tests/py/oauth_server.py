@@ -3,6 +3,12 @@ built on authlib's Flask integration (authorization code with PKCE S256 required
 refresh tokens rotated, client_secret_basic), all in memory.
 
 Usage: oauth_server.py REDIRECT_URI (the client's registered one, matched exactly). Prints `PORT <n>` once it listens on 127.0.0.1.
+Imported (tests/py/oauth_mcp_server.py), it serves nothing until `serve()`.
+
+Beside the one client registered by hand, clients may register themselves (RFC 7591,
+`POST /register`, open registration): public clients (`token_endpoint_auth_method:
+none`, PKCE) with their own redirect URIs, allowed the scope `notes.read`. A token
+remembers the `resource` (RFC 8707) its grant named, and its client.
 
 The consent page stands in for a person: `GET /authorize` with the header
 `X-Test-User: NAME` and `X-Test-Decision: allow|deny` grants or refuses at once.
@@ -21,12 +27,13 @@ import time
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector, current_token
 from authlib.oauth2.rfc6749 import ClientMixin, grants
+from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
 
-REDIRECT = {"uri": sys.argv[1]}
+REDIRECT = {"uri": sys.argv[1] if len(sys.argv) > 1 else ""}
 CLIENT_ID = "toolgate-test"
 CLIENT_SECRET = "client-s3cret"
 SCOPE = "calendar.read"
@@ -58,7 +65,40 @@ class Client(ClientMixin):
         return grant_type in ("authorization_code", "refresh_token")
 
 
+class Registered(ClientMixin):
+    """A client that registered itself: public, PKCE only."""
+
+    def __init__(self, client_id, metadata):
+        self.client_id = client_id
+        self.metadata = metadata
+
+    def get_client_id(self):
+        return self.client_id
+
+    def get_default_redirect_uri(self):
+        return self.metadata["redirect_uris"][0]
+
+    def get_allowed_scope(self, scope):
+        return " ".join(s for s in (scope or "").split() if s == "notes.read")
+
+    def check_redirect_uri(self, redirect_uri):
+        return redirect_uri in self.metadata["redirect_uris"]
+
+    def check_client_secret(self, client_secret):
+        return False
+
+    def check_endpoint_auth_method(self, method, endpoint):
+        return method == "none"
+
+    def check_response_type(self, response_type):
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type):
+        return grant_type in ("authorization_code", "refresh_token")
+
+
 CLIENT = Client()
+CLIENTS = {CLIENT_ID: CLIENT}
 CODES = {}
 TOKENS = {}  # access token -> Token
 REFRESH = {}  # refresh token -> Token
@@ -72,6 +112,7 @@ class Code:
         self.scope = payload.scope
         self.code_challenge = payload.data.get("code_challenge")
         self.code_challenge_method = payload.data.get("code_challenge_method")
+        self.client_id = payload.client_id
         self.auth_time = time.time()
 
     def get_redirect_uri(self):
@@ -94,15 +135,17 @@ class Code:
 
 
 class Token:
-    def __init__(self, data, user):
+    def __init__(self, data, user, client_id, resource):
         self.data = data
         self.user = user
+        self.client_id = client_id
+        self.resource = resource
         self.issued_at = time.time()
         self.revoked = False  # the access token
         self.refresh_used = False  # the refresh token (rotated once used)
 
     def check_client(self, client):
-        return client.get_client_id() == CLIENT_ID
+        return client.get_client_id() == self.client_id
 
     def get_scope(self):
         return self.data.get("scope", "")
@@ -118,14 +161,16 @@ class Token:
 
 
 class CodeGrant(grants.AuthorizationCodeGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "none"]
 
     def save_authorization_code(self, code, request):
         CODES[code] = Code(code, request.user, request.payload)
 
     def query_authorization_code(self, code, client):
         found = CODES.get(code)
-        return None if found is None or found.is_expired() else found
+        if found is None or found.is_expired() or found.client_id != client.get_client_id():
+            return None
+        return found
 
     def delete_authorization_code(self, authorization_code):
         CODES.pop(authorization_code.code, None)
@@ -135,7 +180,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):
 
 
 class RefreshGrant(grants.RefreshTokenGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "none"]
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token):
@@ -152,7 +197,10 @@ class RefreshGrant(grants.RefreshTokenGrant):
 
 
 def save_token(data, request):
-    token = Token(dict(data), request.user)
+    # The resource the grant named (RFC 8707); a refresh keeps the one of its grant.
+    old = REFRESH.get(request.form.get("refresh_token") or "")
+    resource = request.form.get("resource") or (old.resource if old else None)
+    token = Token(dict(data), request.user, request.client.get_client_id(), resource)
     TOKENS[data["access_token"]] = token
     if data.get("refresh_token"):
         REFRESH[data["refresh_token"]] = token
@@ -161,11 +209,33 @@ def save_token(data, request):
 app = Flask(__name__)
 app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
 app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"authorization_code": 3600, "refresh_token": 30}
-server = AuthorizationServer(
-    app, query_client=lambda cid: CLIENT if cid == CLIENT_ID else None, save_token=save_token
-)
+server = AuthorizationServer(app, query_client=CLIENTS.get, save_token=save_token)
 server.register_grant(CodeGrant, [CodeChallenge(required=True)])
 server.register_grant(RefreshGrant)
+
+
+class Registration(ClientRegistrationEndpoint):
+    def authenticate_token(self, request):
+        return "open registration"
+
+    def resolve_public_key(self, request):
+        return None
+
+    def generate_client_secret(self, request):
+        return None
+
+    def get_server_metadata(self):
+        return {}
+
+    def save_client(self, client_info, client_metadata, request):
+        if client_metadata.get("token_endpoint_auth_method") != "none":
+            client_metadata["token_endpoint_auth_method"] = "none"
+        client = Registered(client_info["client_id"], client_metadata)
+        CLIENTS[client.client_id] = client
+        return client
+
+
+server.register_endpoint(Registration)
 
 
 class Validator(BearerTokenValidator):
@@ -196,6 +266,16 @@ def me():
     return jsonify(user=current_token.user, scope=current_token.get_scope())
 
 
+@app.post("/register")
+def register_client():
+    return server.create_endpoint_response("client_registration")
+
+
+@app.get("/admin/clients")
+def registered_clients():
+    return jsonify(sorted(c for c in CLIENTS if c != CLIENT_ID))
+
+
 @app.post("/admin/revoke")
 def revoke_access():
     for token in TOKENS.values():
@@ -221,11 +301,22 @@ def metadata():
         issuer=base,
         authorization_endpoint=base + "/authorize",
         token_endpoint=base + "/token",
+        registration_endpoint=base + "/register",
         code_challenge_methods_supported=["S256"],
         grant_types_supported=["authorization_code", "refresh_token"],
     )
 
 
-http = make_server("127.0.0.1", 0, app, threaded=True)
-print("PORT", http.server_port, flush=True)
-http.serve_forever()
+def serve():
+    """Listens on a free port of 127.0.0.1 and serves on a thread of its own; the port."""
+    import threading
+
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    return http.server_port
+
+
+if __name__ == "__main__":
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    print("PORT", http.server_port, flush=True)
+    http.serve_forever()

@@ -154,7 +154,11 @@ impl OAuthBroker {
                     &self.redirect_uri,
                 )
                 .await;
-                let tokens = self.forget_unknown(&provider, &endpoints, &client, tokens).await?;
+                let mut tokens = self.forget_unknown(&provider, &endpoints, &client, tokens).await?;
+                if provider.registers() {
+                    tokens.client_id = Some(client.id);
+                    tokens.client_secret = client.secret;
+                }
                 self.keep(consent.owner.clone(), &tokens).await?;
                 tracing::info!(tenant = %consent.owner.tenant, user = %consent.owner.user, provider = %provider.name, "a user connected an OAuth provider");
                 Ok(())
@@ -208,7 +212,13 @@ impl OAuthBroker {
             return Ok(None);
         }
         let endpoints = Endpoints::of(provider).await?;
-        let client = self.client_of(provider, &endpoints).await?;
+        let client = match (&old.client_id, provider.registers()) {
+            (Some(id), true) => ClientAuth {
+                id: id.clone(),
+                secret: old.client_secret.clone(),
+            },
+            _ => self.client_of(provider, &endpoints).await?,
+        };
         let refreshed = refresh(provider, &endpoints, &client, old).await;
         match self.forget_unknown(provider, &endpoints, &client, refreshed).await {
             Ok(new) => {

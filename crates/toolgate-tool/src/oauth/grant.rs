@@ -19,6 +19,12 @@ pub struct Tokens {
     /// The scopes granted, space-separated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The client they were issued to, when toolgate registered it (RFC 7591): they are
+    /// refreshed as that client, whatever the callback URL is now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -111,6 +117,8 @@ pub async fn refresh(
     if new.refresh_token.is_none() {
         new.refresh_token = old.refresh_token.clone();
     }
+    new.client_id = old.client_id.clone();
+    new.client_secret = old.client_secret.clone();
     Ok(new)
 }
 
@@ -160,6 +168,8 @@ async fn post(
             refresh_token: answer.refresh_token,
             expires_at: answer.expires_in.map(|s| now + s * 1000),
             scope: answer.scope,
+            client_id: None,
+            client_secret: None,
         });
     }
     let why = refusal(&provider.name, status.as_u16(), &body);
