@@ -867,7 +867,11 @@ async fn a_remote_mcp_server_that_requires_oauth_is_called_as_the_user_on_both_b
 
 async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
     let keys = site.path().join("keys");
-    std::fs::write(site.path().join("tools/notes.yaml"), notes_declaration(notes)).unwrap();
+    std::fs::write(
+        site.path().join("tools/notes.yaml"),
+        notes_declaration(notes),
+    )
+    .unwrap();
     for agent in ["first", "again"] {
         site.agent(
             agent,
@@ -876,6 +880,7 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
         );
     }
     let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
+    let bob = serving::identity::keys_create(site, "acme", "bob", "client", "");
     let keys_env = keys.to_str().unwrap();
     let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
     server.key = Some(key.clone());
@@ -905,10 +910,33 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
     assert!(location.starts_with(&callback), "{location}");
     let page = reqwest::get(&location).await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("Connected notes for alice"));
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("Connected notes for alice")
+    );
     let call = finished_call(&server, run["id"].as_str().unwrap()).await;
     assert_eq!(call["status"], "succeeded", "{name}: {call}");
-    assert!(call["result"].as_str().unwrap().contains("you are alice"), "{name}: {call}");
+    assert!(
+        call["result"].as_str().unwrap().contains("you are alice"),
+        "{name}: {call}"
+    );
+    // Bob, of the same tenant, is asked for his own consent: alice's connection is hers.
+    let (status, theirs) = server
+        .send_as(
+            &bob,
+            "POST",
+            "/v1/runs",
+            Some(serde_json::json!({"agent": "first", "input": "Who am I?"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{name}: {theirs}");
+    assert_eq!(theirs["status"], "requires_action", "{name}: {theirs}");
+    assert_eq!(
+        theirs["required_action"]["items"][0]["arguments"]["user"],
+        "bob"
+    );
 
     // A restart (another callback URL), every access token revoked: the server refuses
     // the kept one (401), it is refreshed once as the client it was issued to, and the
@@ -916,6 +944,19 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
     drop(server);
     let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
     server.key = Some(key);
+    // The list alice's connection got replaced the declared names.
+    let (_, tools) = server.get("/v1/tools").await;
+    let whoami = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "notes__whoami")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        whoami["description"], "Says whom the token is for.",
+        "{name}: {tools}"
+    );
     reqwest::Client::new()
         .post(format!("{}/admin/revoke", notes.auth))
         .send()
@@ -923,12 +964,17 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
         .unwrap();
     let run = start_run(&server, "again").await;
     let call = finished_call(&server, run["id"].as_str().unwrap()).await;
-    assert!(call["result"].as_str().unwrap().contains("you are alice"), "{name}: {call}");
+    assert!(
+        call["result"].as_str().unwrap().contains("you are alice"),
+        "{name}: {call}"
+    );
     let (_, listed) = server.get("/v1/calls").await;
     let issued = issued_tokens_at(&notes.auth).await;
     assert!(issued.len() >= 3, "{issued:?}");
     assert!(
-        !issued.iter().any(|t| listed.to_string().contains(t.as_str())),
+        !issued
+            .iter()
+            .any(|t| listed.to_string().contains(t.as_str())),
         "{name}: a token in a record"
     );
 }
@@ -942,4 +988,28 @@ async fn issued_tokens_at(base: &str) -> Vec<String> {
         .await
         .unwrap();
     all
+}
+
+#[test]
+fn an_oauth_mcp_server_without_declared_tools_is_a_load_error_that_says_what_to_do() {
+    let site = serving::Site::new();
+    // Nothing listens there: an `oauth` server is never listed at load.
+    std::fs::write(
+        site.path().join("tools/mcp.json"),
+        r#"{"mcpServers": {"notes": {"type": "http", "url": "http://127.0.0.1:9/mcp", "oauth": true}}}"#,
+    )
+    .unwrap();
+    let out = serving::cli(&site, &["tools", "check", "tools"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "requires a user's OAuth token to list its tools: declare them under `tools:`"
+        ),
+        "{text}"
+    );
 }

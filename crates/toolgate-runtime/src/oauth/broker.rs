@@ -154,7 +154,9 @@ impl OAuthBroker {
                     &self.redirect_uri,
                 )
                 .await;
-                let mut tokens = self.forget_unknown(&provider, &endpoints, &client, tokens).await?;
+                let mut tokens = self
+                    .forget_unknown(&provider, &endpoints, &client, tokens)
+                    .await?;
                 if provider.registers() {
                     tokens.client_id = Some(client.id);
                     tokens.client_secret = client.secret;
@@ -220,7 +222,10 @@ impl OAuthBroker {
             _ => self.client_of(provider, &endpoints).await?,
         };
         let refreshed = refresh(provider, &endpoints, &client, old).await;
-        match self.forget_unknown(provider, &endpoints, &client, refreshed).await {
+        match self
+            .forget_unknown(provider, &endpoints, &client, refreshed)
+            .await
+        {
             Ok(new) => {
                 self.keep(owner.clone(), &new).await?;
                 tracing::debug!(provider = %provider.name, user = %owner.user, "an OAuth access token was refreshed");
@@ -283,7 +288,11 @@ impl OAuthBroker {
                 provider.name
             ))
         })?;
-        let kept = match self.store.oauth_client(endpoint, &self.redirect_uri).await? {
+        let kept = match self
+            .store
+            .oauth_client(endpoint, &self.redirect_uri)
+            .await?
+        {
             Some(kept) => kept,
             None => {
                 let made = register(&provider.name, endpoint, &self.redirect_uri).await?;

@@ -447,10 +447,7 @@ impl Server {
         };
         let token = bearer.map(|b| digest(&b.token));
         let mut all = self.connections.lock().await;
-        if let Some(conn) = all
-            .get(&key)
-            .filter(|c| c.alive() && c.token == token)
-        {
+        if let Some(conn) = all.get(&key).filter(|c| c.alive() && c.token == token) {
             return Ok(Arc::clone(conn));
         }
         all.remove(&key);
@@ -683,7 +680,9 @@ impl Server {
                 )));
             }
         };
-        let result = self.call_on(&conn, tool, args, ctx.clone(), traceparent).await;
+        let result = self
+            .call_on(&conn, tool, args, ctx.clone(), traceparent)
+            .await;
         if result.is_err() && conn.refused.load(Ordering::Relaxed) {
             ctx.note(unauthorized());
             return Err(ToolError::Execution(format!(

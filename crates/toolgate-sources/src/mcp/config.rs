@@ -350,7 +350,9 @@ fn desktop(path: &Path, name: &str, raw: &Value) -> Result<Option<Declaration>, 
             }
         }
     }
-    const KEYS: [&str; 11] = [
+    const KEYS: [&str; 13] = [
+        "oauth",
+        "tools",
         "command",
         "args",
         "env",
@@ -720,6 +722,45 @@ mod tests {
         ]) {
             assert!(e.message.contains(&format!("'{name}'")), "{e}");
             assert!(e.message.contains(why), "{e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_oauth_server_is_a_url_server_with_its_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "notes.yaml",
+            "mcp_server: notes\nurl: http://127.0.0.1:9/mcp\noauth: true\ntools: [{name: whoami}]\n",
+        );
+        let d = read(&p).servers.remove(0);
+        let provider = d.oauth.unwrap();
+        assert_eq!(provider.name, "notes");
+        assert_eq!(provider.resource.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        assert!(provider.registers());
+        assert_eq!(d.tools.unwrap().len(), 1);
+        for (text, why) in [
+            (
+                "mcp_server: t\ncommand: x\noauth: true\n",
+                "server reached by url",
+            ),
+            (
+                "mcp_server: t\nurl: http://h/mcp\ntools: [{name: a}]\n",
+                "(oauth:)",
+            ),
+            (
+                "mcp_server: t\nurl: http://h/mcp\noauth: {client_secret: x}\n",
+                "needs its client_id",
+            ),
+            (
+                "mcp_server: t\nurl: http://h/mcp\noauth: {scope: x}\n",
+                "scope",
+            ),
+        ] {
+            let p = write(dir.path(), "bad.yaml", text);
+            let e = read(&p).errors.remove(0);
+            assert!(e.message.contains(why), "{text}: {e}");
             assert!(e.line.is_some(), "{e}");
         }
     }

@@ -39,10 +39,9 @@ impl McpTool {
         let ctx = ctx.clone();
         // Read here: the call runs on the MCP runtime, outside this call's span.
         let traceparent = toolgate_telemetry::propagate::current();
-        let result = on_runtime(async move {
-            server.call(&remote, args, ctx, traceparent, bearer).await
-        })
-        .await??;
+        let result =
+            on_runtime(async move { server.call(&remote, args, ctx, traceparent, bearer).await })
+                .await??;
         let result = serde_json::to_value(&result).unwrap_or(Value::Null);
         output_saving(&result, Some(&sink))
     }

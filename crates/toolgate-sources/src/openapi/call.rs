@@ -70,7 +70,8 @@ impl Tool for OpenApiTool {
         };
         match &binding.auth {
             Auth::OAuth2 { provider } => {
-                toolgate_tool::oauth::as_user(ctx, &self.spec.name, provider, |t| send(Some(t))).await
+                toolgate_tool::oauth::as_user(ctx, &self.spec.name, provider, |t| send(Some(t)))
+                    .await
             }
             _ => send(None).await,
         }

@@ -124,7 +124,10 @@ impl Store {
             Backend::Sqlite(s) => Ok(s
                 .forget_oauth_client(endpoint, redirect_uri, client_id)
                 .await?),
-            Backend::Postgres(s) => s.forget_oauth_client(endpoint, redirect_uri, client_id).await,
+            Backend::Postgres(s) => {
+                s.forget_oauth_client(endpoint, redirect_uri, client_id)
+                    .await
+            }
         }
     }
 }

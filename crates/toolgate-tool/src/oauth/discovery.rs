@@ -167,7 +167,9 @@ async fn resource_metadata(resource: &str) -> Result<ResourceMetadata, OAuthErro
     if let Some(said) = challenged(resource).await {
         urls.push(said);
     }
-    urls.push(format!("{origin}/.well-known/oauth-protected-resource{path}"));
+    urls.push(format!(
+        "{origin}/.well-known/oauth-protected-resource{path}"
+    ));
     urls.push(format!("{origin}/.well-known/oauth-protected-resource"));
     urls.dedup();
     let mut tried = Vec::new();

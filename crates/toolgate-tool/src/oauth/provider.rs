@@ -88,8 +88,8 @@ impl OAuthProvider {
             &self.token_url,
             &self.resource,
         ]
-            .into_iter()
-            .flatten()
+        .into_iter()
+        .flatten()
         {
             let ok = url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
             if !ok {
