@@ -459,7 +459,7 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
         );
     }
 
-    connections_listed_and_revoked(site, &server, &bob, &issued, name).await;
+    connections_listed_and_revoked(auth, site, &server, &bob, &issued, name).await;
 
     // Revoked: the next run asks again; alice refuses, and the model is told so.
     let run = start_run(&server, "refused").await;
@@ -492,6 +492,7 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
 /// Alice's connection as she, bob (her tenant) and the CLI see it; then she revokes it
 /// over HTTP, and it is gone for the API and the CLI. No token shows anywhere.
 async fn connections_listed_and_revoked(
+    auth: &AuthServer,
     site: &serving::Site,
     server: &serving::Server,
     bob: &str,
@@ -530,6 +531,7 @@ async fn connections_listed_and_revoked(
         );
     }
 
+    assert_eq!(live_tokens(&auth.base).await, (1, 1), "{name}: before");
     let (status, _) = server
         .send_as(
             server.key.as_deref().unwrap(),
@@ -539,6 +541,8 @@ async fn connections_listed_and_revoked(
         )
         .await;
     assert_eq!(status, 204, "{name}");
+    // Revoked at the provider too (RFC 7009): no token of alice's works any more.
+    assert_eq!(live_tokens(&auth.base).await, (0, 0), "{name}: after");
     let (_, mine) = server.get("/v1/oauth/connections").await;
     assert_eq!(mine, serde_json::json!([]), "{name}");
     let again = serving::cli(
@@ -977,6 +981,44 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
             .any(|t| listed.to_string().contains(t.as_str())),
         "{name}: a token in a record"
     );
+
+    // Revoked from the command line, told to the provider (its declaration found in
+    // the tools folder): no token of alice's works any more.
+    drop(server);
+    let out = Command::new(serving::bin())
+        .arg("--db")
+        .arg(site.db())
+        .args([
+            "--tenant", "acme", "oauth", "revoke", "notes", "--user", "alice",
+        ])
+        .args(["--tools", "tools"])
+        .current_dir(site.path())
+        .env("TOOLGATE_KEY_DIR", &keys)
+        .env_remove("TOOLGATE_SECRET_KEY")
+        .env_remove("TOOLGATE_SECRET_KEY_FILE")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {said}");
+    assert!(
+        said.contains("notes revoked the tokens too"),
+        "{name}: {said}"
+    );
+    assert_eq!(live_tokens(&notes.auth).await, (0, 0), "{name}");
+}
+
+/// The access and refresh tokens the authorization server at `base` would still honour.
+async fn live_tokens(base: &str) -> (u64, u64) {
+    let live: serde_json::Value = reqwest::get(format!("{base}/admin/live"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    (
+        live["access"].as_u64().unwrap(),
+        live["refresh"].as_u64().unwrap(),
+    )
 }
 
 /// Every token the authorization server at `base` issued.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use toolgate::identity::DEFAULT_TENANT;
+use toolgate::oauth::AtProvider;
 use toolgate::store::oauth::OAuthOwner;
 
 use super::out::{self, print, print_json, say};
@@ -31,8 +32,9 @@ enum OAuthCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a user's connection to a provider: its tokens are deleted, and the next
-    /// call that needs them pauses for consent again.
+    /// Revoke a user's connection to a provider: its tokens are deleted, and revoked at
+    /// the provider too (RFC 7009) when `--tools` holds its declaration and it has a
+    /// revocation endpoint; the next call that needs them pauses for consent again.
     #[command(after_help = "Book: docs/src/howto/oauth.md")]
     Revoke {
         /// The provider's name (`oauth: {name: ...}` in the tool file).
@@ -40,6 +42,9 @@ enum OAuthCommand {
         /// Whose connection.
         #[arg(long)]
         user: String,
+        /// The tools folder that declares the provider, to revoke the tokens there too.
+        #[arg(long, value_name = "DIR")]
+        tools: Option<std::path::PathBuf>,
     },
     /// Complete a paused run's consent on this machine: print the consent URL, take the
     /// browser's redirect on the loopback callback (`http://localhost:8080/v1/oauth/callback`
@@ -93,20 +98,51 @@ pub fn run(args: OAuthArgs, db: &Path) -> Result<ExitCode, Failure> {
         OAuthCommand::Connect { run, timeout, json } => {
             super::oauth_connect::connect(&run, timeout, json, db)
         }
-        OAuthCommand::Revoke { provider, user } => {
+        OAuthCommand::Revoke {
+            provider,
+            user,
+            tools,
+        } => {
             let store = open_existing_store(db)?;
             let owner = OAuthOwner {
-                tenant,
+                tenant: tenant.clone(),
                 user: user.clone(),
                 provider: provider.clone(),
             };
-            let removed = runtime()?
-                .block_on(store.remove_oauth_tokens(owner))
+            let runner = super::run::runner(store);
+            let declared = match &tools {
+                Some(dir) => (runner.load_library)(Some(dir))
+                    .map_err(|e| Failure::bad_input(e.to_string()))?
+                    .tools()
+                    .filter_map(|t| t.user_oauth())
+                    .find(|p| p.name == provider),
+                None => None,
+            };
+            let told = runtime()?
+                .block_on(
+                    runner
+                        .oauth_broker(Some(tenant))
+                        .revoke(declared.as_ref(), &owner),
+                )
                 .map_err(|e| Failure::other(e.to_string()))?;
-            if !removed {
+            let Some(told) = told else {
                 return Err(Failure::bad_input(format!(
                     "{user} has no connection to {provider}"
                 )));
+            };
+            match told {
+                AtProvider::Revoked => say!("toolgate: {provider} revoked the tokens too"),
+                AtProvider::NoEndpoint => {
+                    say!(
+                        "toolgate: {provider} has no revocation endpoint; its tokens live until they expire"
+                    )
+                }
+                AtProvider::NotDeclared => say!(
+                    "toolgate: {provider} was not told (give --tools DIR, the folder that declares it, to revoke its tokens there too)"
+                ),
+                AtProvider::Failed(why) => {
+                    say!("toolgate: warning: {provider} was not told: {why}")
+                }
             }
             say!("toolgate: {user}'s connection to {provider} revoked");
             Ok(ExitCode::SUCCESS)

@@ -8,7 +8,9 @@ Imported (tests/py/oauth_mcp_server.py), it serves nothing until `serve()`.
 Beside the one client registered by hand, clients may register themselves (RFC 7591,
 `POST /register`, open registration): public clients (`token_endpoint_auth_method:
 none`, PKCE) with their own redirect URIs, allowed the scope `notes.read`. A token
-remembers the `resource` (RFC 8707) its grant named, and its client.
+remembers the `resource` (RFC 8707) its grant named, and its client. `POST /revoke`
+revokes a token (RFC 7009): a refresh token with the access token of its grant;
+`GET /admin/live` counts the tokens still usable.
 
 The consent page stands in for a person: `GET /authorize` with the header
 `X-Test-User: NAME` and `X-Test-Decision: allow|deny` grants or refuses at once.
@@ -27,6 +29,7 @@ import time
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector, current_token
 from authlib.oauth2.rfc6749 import ClientMixin, grants
+from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7636 import CodeChallenge
@@ -238,6 +241,21 @@ class Registration(ClientRegistrationEndpoint):
 server.register_endpoint(Registration)
 
 
+class Revocation(RevocationEndpoint):
+    CLIENT_AUTH_METHODS = ["client_secret_basic", "none"]
+
+    def query_token(self, token_string, token_type_hint):
+        return TOKENS.get(token_string) or REFRESH.get(token_string)
+
+    def revoke_token(self, token, request):
+        token.revoked = True
+        token.refresh_used = True
+        REFRESH.pop(token.data.get("refresh_token"), None)
+
+
+server.register_endpoint(Revocation)
+
+
 class Validator(BearerTokenValidator):
     def authenticate_token(self, token_string):
         return TOKENS.get(token_string)
@@ -271,6 +289,17 @@ def register_client():
     return server.create_endpoint_response("client_registration")
 
 
+@app.post("/revoke")
+def revoke_token():
+    return server.create_endpoint_response("revocation")
+
+
+@app.get("/admin/live")
+def live_tokens():
+    access = sum(1 for t in TOKENS.values() if not t.is_revoked() and not t.is_expired())
+    return jsonify(access=access, refresh=len(REFRESH))
+
+
 @app.get("/admin/clients")
 def registered_clients():
     return jsonify(sorted(c for c in CLIENTS if c != CLIENT_ID))
@@ -302,6 +331,7 @@ def metadata():
         authorization_endpoint=base + "/authorize",
         token_endpoint=base + "/token",
         registration_endpoint=base + "/register",
+        revocation_endpoint=base + "/revoke",
         code_challenge_methods_supported=["S256"],
         grant_types_supported=["authorization_code", "refresh_token"],
     )

@@ -112,14 +112,14 @@ pub fn callback_url(public: Option<&url::Url>, scheme: &str, addr: std::net::Soc
 }
 
 /// The `oauth:` providers the server's tools declare.
-fn declared_providers(state: &AppState) -> Vec<OAuthProvider> {
+pub(super) fn declared_providers(state: &AppState) -> Vec<OAuthProvider> {
     let Ok(library) = (state.runner.load_library)(state.tools_dir.as_deref()) else {
         return Vec::new();
     };
     library.tools().filter_map(|t| t.user_oauth()).collect()
 }
 
-fn refused(e: BrokerError) -> ApiError {
+pub(super) fn refused(e: BrokerError) -> ApiError {
     match e {
         BrokerError::UnknownState | BrokerError::Expired | BrokerError::UnknownProvider(_) => {
             ApiError::bad_request(e.to_string())

@@ -71,8 +71,9 @@ pub async fn list_connections(
     Ok(Json(grants))
 }
 
-/// Revokes a connection: its tokens are deleted, and the next call that needs them
-/// pauses for consent again.
+/// Revokes a connection: its tokens are deleted, and revoked at the provider too when
+/// it has a revocation endpoint (RFC 7009); the next call that needs them pauses for
+/// consent again.
 #[utoipa::path(delete, path = "/v1/oauth/connections/{provider}", tag = "oauth",
     params(("provider" = String, Path, description = "The provider's name (`oauth: {name}` in the tool file)"), OwnerQuery),
     responses((status = 204, description = "Revoked"), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
@@ -87,11 +88,20 @@ pub async fn revoke_connection(
     // An admin naming no one revokes their own, as everyone else does.
     let user = user.unwrap_or_else(|| who.name.clone());
     let owner = OAuthOwner {
-        tenant,
+        tenant: tenant.clone(),
         user: user.clone(),
         provider: provider.clone(),
     };
-    if state.runner.store.remove_oauth_tokens(owner).await? {
+    let declared = super::oauth::declared_providers(&state)
+        .into_iter()
+        .find(|p| p.name == provider);
+    let revoked = state
+        .runner
+        .oauth_broker(Some(tenant))
+        .revoke(declared.as_ref(), &owner)
+        .await
+        .map_err(super::oauth::refused)?;
+    if revoked.is_some() {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!(

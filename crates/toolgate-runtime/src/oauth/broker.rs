@@ -11,7 +11,7 @@ use toolgate_store::oauth::{OAuthConsent, OAuthOwner, RegisteredClient, SealedTo
 use toolgate_store::{Store, StoreError};
 use toolgate_tool::oauth::{
     ClientAuth, Consent, Endpoints, OAuthError, OAuthProvider, Tokens, exchange_code, refresh,
-    register,
+    register, revoke_token,
 };
 use toolgate_tool::secrets::Keyring;
 
@@ -53,6 +53,19 @@ pub struct Completed {
     pub call_id: Option<String>,
     /// `Err`: the user refused (or the server failed), in a sentence for the model.
     pub outcome: Result<(), String>,
+}
+
+/// What the provider was told of a revoked connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AtProvider {
+    /// Its revocation endpoint revoked the tokens (RFC 7009).
+    Revoked,
+    /// It has no revocation endpoint (none given, none in its metadata).
+    NoEndpoint,
+    /// Its declaration is not at hand (the tool that declares it is not loaded here).
+    NotDeclared,
+    /// It could not be told: why, in words.
+    Failed(String),
 }
 
 /// Consents and tokens of one store, sealed with its key.
@@ -214,13 +227,7 @@ impl OAuthBroker {
             return Ok(None);
         }
         let endpoints = Endpoints::of(provider).await?;
-        let client = match (&old.client_id, provider.registers()) {
-            (Some(id), true) => ClientAuth {
-                id: id.clone(),
-                secret: old.client_secret.clone(),
-            },
-            _ => self.client_of(provider, &endpoints).await?,
-        };
+        let client = self.client_for(provider, &endpoints, old).await?;
         let refreshed = refresh(provider, &endpoints, &client, old).await;
         match self
             .forget_unknown(provider, &endpoints, &client, refreshed)
@@ -242,6 +249,71 @@ impl OAuthBroker {
                 Ok(None)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Revokes `owner`'s connection: the tokens forgotten here, and revoked at the
+    /// provider's revocation endpoint (RFC 7009: the refresh token, which takes the
+    /// grant's access tokens with it, then the access token) when `provider` is its
+    /// declaration and it has one. `None` when there was no connection. The provider
+    /// failing to answer does not keep the connection: it is gone here either way.
+    pub async fn revoke(
+        &self,
+        provider: Option<&OAuthProvider>,
+        owner: &OAuthOwner,
+    ) -> Result<Option<AtProvider>, BrokerError> {
+        let tokens = self.tokens(owner).await;
+        if !self.store.remove_oauth_tokens(owner.clone()).await? {
+            return Ok(None);
+        }
+        let (Some(provider), Ok(Some(tokens))) = (provider, tokens) else {
+            return Ok(Some(AtProvider::NotDeclared));
+        };
+        let told = self.tell_revoked(provider, &tokens).await;
+        if let AtProvider::Failed(why) = &told {
+            tracing::warn!(provider = %provider.name, user = %owner.user, why = %why, "a revoked connection's tokens could not be revoked at the provider");
+        }
+        Ok(Some(told))
+    }
+
+    async fn tell_revoked(&self, provider: &OAuthProvider, tokens: &Tokens) -> AtProvider {
+        let endpoints = match Endpoints::of(provider).await {
+            Ok(e) => e,
+            Err(e) => return AtProvider::Failed(e.to_string()),
+        };
+        let Some(endpoint) = endpoints.revocation.clone() else {
+            return AtProvider::NoEndpoint;
+        };
+        let client = match self.client_for(provider, &endpoints, tokens).await {
+            Ok(c) => c,
+            Err(e) => return AtProvider::Failed(e.to_string()),
+        };
+        let mut revoke = vec![(tokens.access_token.as_str(), "access_token")];
+        if let Some(refresh) = &tokens.refresh_token {
+            revoke.insert(0, (refresh.as_str(), "refresh_token"));
+        }
+        for (token, hint) in revoke {
+            if let Err(e) = revoke_token(&provider.name, &endpoint, &client, token, hint).await {
+                return AtProvider::Failed(e.to_string());
+            }
+        }
+        AtProvider::Revoked
+    }
+
+    /// The client `tokens` were issued to: the registered one they name, else the
+    /// provider's.
+    async fn client_for(
+        &self,
+        provider: &OAuthProvider,
+        endpoints: &Endpoints,
+        tokens: &Tokens,
+    ) -> Result<ClientAuth, BrokerError> {
+        match (&tokens.client_id, provider.registers()) {
+            (Some(id), true) => Ok(ClientAuth {
+                id: id.clone(),
+                secret: tokens.client_secret.clone(),
+            }),
+            _ => self.client_of(provider, endpoints).await,
         }
     }
 

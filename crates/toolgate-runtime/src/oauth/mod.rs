@@ -9,7 +9,7 @@ mod user_tokens;
 /// The callback URL a runner gives consents unless it is told another.
 pub const DEFAULT_CALLBACK: &str = "http://localhost:8080/v1/oauth/callback";
 
-pub use broker::{BrokerError, CONSENT_TTL_MS, Callback, Completed, OAuthBroker};
+pub use broker::{AtProvider, BrokerError, CONSENT_TTL_MS, Callback, Completed, OAuthBroker};
 pub use toolgate_store::oauth::{OAuthGrant, OAuthOwner};
 pub use toolgate_tool::oauth::{OAuthProvider, Tokens};
 pub use user_tokens::owner_of;

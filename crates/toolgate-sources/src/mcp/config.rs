@@ -154,7 +154,8 @@ fn oauth_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
                     "scopes": {"type": "array", "items": {"type": "string"}, "description": "Default: those the server's resource metadata lists."},
                     "issuer": {"type": "string"},
                     "authorize_url": {"type": "string"},
-                    "token_url": {"type": "string"}
+                    "token_url": {"type": "string"},
+                    "revoke_url": {"type": "string"}
                 }
             }
         ]

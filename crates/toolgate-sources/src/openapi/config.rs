@@ -148,6 +148,7 @@ impl RawAuth {
             name: self.provider.clone().unwrap_or_else(|| api.to_string()),
             issuer: None,
             resource: None,
+            revoke_url: None,
             authorize_url: self.authorize_url.clone().or(scheme.authorize_url),
             token_url: self.token_url.clone().or(scheme.token_url),
             client_id: self

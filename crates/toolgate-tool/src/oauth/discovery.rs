@@ -23,6 +23,8 @@ pub struct Endpoints {
     pub token: String,
     /// The dynamic client registration endpoint (RFC 7591), when the server has one.
     pub registration: Option<String>,
+    /// The token revocation endpoint (RFC 7009), when the server has one.
+    pub revocation: Option<String>,
     /// The scopes the protected resource supports (RFC 9728), asked for when the
     /// provider names none.
     pub scopes: Vec<String>,
@@ -38,6 +40,8 @@ struct ServerMetadata {
     token_endpoint: String,
     #[serde(default)]
     registration_endpoint: Option<String>,
+    #[serde(default)]
+    revocation_endpoint: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -61,6 +65,7 @@ impl Endpoints {
                 authorize: authorize.clone(),
                 token: token.clone(),
                 registration: None,
+                revocation: provider.revoke_url.clone(),
                 scopes: Vec::new(),
                 resource: provider.resource.clone(),
             });
@@ -108,6 +113,7 @@ async fn discover(provider: &OAuthProvider) -> Result<Endpoints, OAuthError> {
             .unwrap_or(m.authorization_endpoint),
         token: provider.token_url.clone().unwrap_or(m.token_endpoint),
         registration: m.registration_endpoint,
+        revocation: provider.revoke_url.clone().or(m.revocation_endpoint),
         scopes,
         resource,
     })

@@ -12,6 +12,7 @@ mod discovery;
 mod grant;
 mod provider;
 mod registration;
+mod revocation;
 mod user_tokens;
 
 pub use as_user::as_user;
@@ -20,6 +21,7 @@ pub use discovery::{Endpoints, parameter};
 pub use grant::{OAuthError, Tokens, exchange_code, refresh};
 pub use provider::OAuthProvider;
 pub use registration::{ClientAuth, register};
+pub use revocation::revoke_token;
 pub use user_tokens::UserTokens;
 
 /// Seconds before a token's expiry at which it is refreshed before use.

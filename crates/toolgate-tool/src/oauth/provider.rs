@@ -27,6 +27,10 @@ pub struct OAuthProvider {
     /// The token endpoint, where codes and refresh tokens are exchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_url: Option<String>,
+    /// The revocation endpoint (RFC 7009), where a revoked connection's tokens are
+    /// revoked too; discovered from the issuer's metadata unless given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoke_url: Option<String>,
     /// The protected resource the tokens are for (RFC 8707's `resource`); when no
     /// issuer or endpoints are given, its metadata (RFC 9728) names the authorization
     /// server.
@@ -86,6 +90,7 @@ impl OAuthProvider {
             &self.issuer,
             &self.authorize_url,
             &self.token_url,
+            &self.revoke_url,
             &self.resource,
         ]
         .into_iter()
