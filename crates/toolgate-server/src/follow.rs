@@ -48,6 +48,15 @@ async fn seen(state: &AppState, change: Change) {
         return;
     }
     let ends = change.kind == ChangeKind::Status && change.status != RunStatus::InProgress;
+    // Nobody to tell (no event stream, inbox or notifier open): the read is not made.
+    let followed = if ends {
+        state.hub.ends_followed()
+    } else {
+        state.hub.changes_followed()
+    };
+    if !followed {
+        return;
+    }
     let run = match state.runner.get(&change.run_id).await {
         Ok(run) => run,
         Err(e) => {

@@ -107,6 +107,17 @@ impl Hub {
         self.changed.subscribe()
     }
 
+    /// Whether anyone follows runs' ends (the feed of every event, settled runs): when
+    /// no one does, a run that ended elsewhere need not be read.
+    pub fn ends_followed(&self) -> bool {
+        self.all.receiver_count() > 0 || self.settled.receiver_count() > 0
+    }
+
+    /// Whether anyone follows runs changed elsewhere.
+    pub fn changes_followed(&self) -> bool {
+        self.changed.receiver_count() > 0
+    }
+
     /// `run` changed elsewhere (see [`Hub::subscribe_changed`]).
     pub fn changed(&self, run: RunObject) {
         let _ = self.changed.send(run);

@@ -186,6 +186,8 @@ impl AppState {
         let runner = self.runner.with_events(tx);
         let hub = self.hub.clone();
         let reader = self.runner.clone();
+        // The run as the drive saved it, handed over before its events end.
+        let (saved_tx, saved_rx) = tokio::sync::oneshot::channel::<RunObject>();
         self.drives.spawn(async move {
             let mut publisher = None;
             while let Some(event) = rx.recv().await {
@@ -193,18 +195,23 @@ impl AppState {
                 publisher.send(&event);
                 let _ = out_tx.send(event);
             }
-            // The drive has saved and let go of its events: its run as it now stands.
+            // The drive has saved and let go of its events: its run as it now stands
+            // (read again only when the drive did not end with it).
             if let Some(p) = publisher {
                 let id = p.run_id().to_string();
                 drop(p);
-                if let Ok(run) = reader.get(&id).await {
+                let run = match saved_rx.await {
+                    Ok(run) if run.id == id => Some(run),
+                    _ => reader.get(&id).await.ok(),
+                };
+                if let Some(run) = run {
                     hub.settle(run);
                 }
             }
         });
         let done = self.drives.spawn(tracing::Instrument::instrument(
             async move {
-                match drive {
+                let ended = match drive {
                     Drive::Start(start) => runner.start(*start).await,
                     Drive::Resume(id) => runner.resume(&id).await,
                     Drive::TakeUp(id) => runner.take_up(&id).await,
@@ -212,7 +219,11 @@ impl AppState {
                         runner.start_with(*start, *additions).await
                     }
                     Drive::ResumeWith(id, additions) => runner.resume_with(&id, *additions).await,
+                };
+                if let Ok(run) = &ended {
+                    let _ = saved_tx.send(run.clone());
                 }
+                ended
             },
             // The request's span (a caller's trace, when it sent one) goes with the run.
             tracing::Span::current(),

@@ -410,10 +410,11 @@ async fn decided(
     continued(state, run_id, stream).await
 }
 
-/// Continues a run; when another request or process took it over first (it resolved
-/// the same run's last item at the same moment), answers the run as it stands.
+/// Continues a run (`run_id` is its full id); when another request or process took it
+/// over first (it resolved the same run's last item at the same moment), answers the
+/// run as it stands.
 async fn continued(state: Arc<AppState>, run_id: &str, stream: bool) -> Result<Response, ApiError> {
-    let id = state.runner.get(run_id).await?.id;
+    let id = run_id.to_string();
     if stream {
         return Ok(sse::drive(&state, state.spawn_drive(Drive::Resume(id))).into_response());
     }

@@ -5,7 +5,7 @@
 //! standing approvals a conversation keeps.
 
 use super::prepared::Prepared;
-use super::run_rows::{OrStore, db_now, rows_to};
+use super::run_rows::{NOW_MS, OrStore, rows_to};
 use super::{PgStore, StoreError};
 use crate::{Decided, Decider, DecisionChanges, Refusal};
 use toolgate_protocol::{Decision, RunStatus};
@@ -31,20 +31,23 @@ impl PgStore {
             let mut client = s.client().await?;
             let tx = client.transaction().await.or_store(&s)?;
             // The run's row lock: a save, a cancel or another decision waits for this one.
-            let status: Option<String> = tx
+            // (With the database's clock, in the same round trip.)
+            let locked: Option<(String, i64)> = tx
                 .row_opt(
-                    "SELECT status FROM runs WHERE id = $1 FOR UPDATE",
+                    &format!("SELECT status, {NOW_MS} FROM runs WHERE id = $1 FOR UPDATE"),
                     &[&changes.run_id],
                 )
                 .await
                 .or_store(&s)?
-                .map(|r| r.try_get(0))
+                .map(|r| Ok::<_, tokio_postgres::Error>((r.try_get(0)?, r.try_get(1)?)))
                 .transpose()
                 .or_store(&s)?;
-            if status.as_deref() != Some(RunStatus::RequiresAction.as_str()) {
+            let Some((status, now)) = locked else {
+                return Ok(None);
+            };
+            if status != RunStatus::RequiresAction.as_str() {
                 return Ok(None);
             }
-            let now = db_now(&tx, &s).await?;
             for (holder_id, tool, policy) in &changes.standing {
                 // Standing for the agent of the run that asked, in its conversation,
                 // while the tool's policy stays the one it was asked under.
@@ -89,28 +92,43 @@ impl PgStore {
                     // Decided by someone else meanwhile: this whole decision rolls back.
                     return Ok(None);
                 }
+                calls.push(call_id.clone());
+            }
+            // Each run whose item was decided is touched once (each touch is a change
+            // every worker hears), the decided run last, with its claim when it has one.
+            let mut below: Vec<&String> = changes
+                .items
+                .iter()
+                .map(|(holder, _)| holder)
+                .filter(|h| **h != changes.run_id)
+                .collect();
+            below.sort();
+            below.dedup();
+            for holder_id in below {
                 tx.exec(
                     "UPDATE runs SET updated_at = $2 WHERE id = $1",
                     &[holder_id, &now],
                 )
                 .await
                 .or_store(&s)?;
-                calls.push(call_id.clone());
             }
-            tx.exec(
-                "UPDATE runs SET updated_at = $2 WHERE id = $1",
-                &[&changes.run_id, &now],
-            )
-            .await
+            match &changes.claim {
+                Some((owner, lease_ms)) => {
+                    tx.exec(
+                        "UPDATE runs SET updated_at = $2, lease_owner = $3, lease_until = $4 WHERE id = $1",
+                        &[&changes.run_id, &now, owner, &(now + lease_ms)],
+                    )
+                    .await
+                }
+                None => {
+                    tx.exec(
+                        "UPDATE runs SET updated_at = $2 WHERE id = $1",
+                        &[&changes.run_id, &now],
+                    )
+                    .await
+                }
+            }
             .or_store(&s)?;
-            if let Some((owner, lease_ms)) = &changes.claim {
-                tx.exec(
-                    "UPDATE runs SET lease_owner = $2, lease_until = $3 WHERE id = $1",
-                    &[&changes.run_id, owner, &(now + lease_ms)],
-                )
-                .await
-                .or_store(&s)?;
-            }
             tx.commit().await.or_store(&s)?;
             s.committed();
             Ok(Some(Decided {
