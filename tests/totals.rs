@@ -267,6 +267,7 @@ fn a_schema_6_database_is_folded_when_it_migrates() {
          DROP TABLE mcp_tasks; DROP TABLE model_requests; DROP TABLE tool_validations;
          DROP TABLE oauth_tokens; DROP TABLE oauth_consents;
          DROP TABLE tool_cache; DROP INDEX tool_calls_cached; ALTER TABLE tool_calls DROP COLUMN cached;
+         DROP TABLE oauth_clients;
          PRAGMA user_version = 6;",
     )
     .unwrap();
