@@ -340,17 +340,40 @@ async fn me_result(server: &serving::Server, id: &str) -> serde_json::Value {
     calls["calls"][0].clone()
 }
 
+/// Agents of `site`, each calling `tool` once and then answering.
+fn calling_agents(site: &serving::Site, tool: &str, agents: &[&str]) {
+    for agent in agents {
+        site.agent(
+            agent,
+            &format!("[{tool}]"),
+            &format!("  - content: Looking.\n    tool_calls: [{{id: call_me, name: {tool}, arguments: {{}}}}]\n  - content: Done.\n"),
+        );
+    }
+}
+
+/// `site`'s server with the key folder `keys`, its requests made with `key`.
+fn start_with(site: &serving::Site, keys: &str, key: &str) -> serving::Server {
+    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys)]);
+    server.key = Some(key.to_string());
+    server
+}
+
+/// A site on `db` (a PostgreSQL database made first).
+fn site_on(db: &TestDb) -> serving::Site {
+    match db {
+        TestDb::Sqlite { .. } => serving::Site::new(),
+        TestDb::Postgres { .. } => {
+            drop(db.open());
+            serving::Site::on_database(db.arg())
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_pauses_for_consent_continues_after_the_callback_and_a_restart_on_both_backends() {
     let auth = start_auth_server();
     for db in TestDb::both() {
-        let site = match &db {
-            TestDb::Sqlite { .. } => serving::Site::new(),
-            TestDb::Postgres { .. } => {
-                drop(db.open());
-                serving::Site::on_database(db.arg())
-            }
-        };
+        let site = site_on(&db);
         run_through_the_server(&auth, &site, db.name()).await;
     }
 }
@@ -362,13 +385,7 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
         calendar_tool(auth),
     )
     .unwrap();
-    for agent in ["first", "again", "refused"] {
-        site.agent(
-            agent,
-            "[calendar_me]",
-            "  - content: Looking.\n    tool_calls: [{id: call_me, name: calendar_me, arguments: {}}]\n  - content: Done.\n",
-        );
-    }
+    calling_agents(site, "calendar_me", &["first", "again", "refused"]);
     site_cli(
         site,
         &keys,
@@ -383,8 +400,7 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
     let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
     let bob = serving::identity::keys_create(site, "acme", "bob", "client", "");
     let keys_env = keys.to_str().unwrap();
-    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
-    server.key = Some(key.clone());
+    let server = start_with(site, keys_env, &key);
     let callback = register_callback(auth, &server).await;
 
     // Not connected: the run pauses on an authorization item with the consent URL.
@@ -422,8 +438,7 @@ async fn run_through_the_server(auth: &AuthServer, site: &serving::Site, name: &
     // A restart: the tokens are in the store; the resource then refuses the access
     // token, and the call refreshes it once and goes through.
     drop(server);
-    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
-    server.key = Some(key.clone());
+    let server = start_with(site, keys_env, &key);
     // The client's callback moved with the server's new port.
     register_callback(auth, &server).await;
     reqwest::Client::new()
@@ -627,11 +642,7 @@ fn viewer_site(file: &str, text: &str, tool: &str) -> (serving::Site, PathBuf) {
     let site = serving::Site::new();
     let keys = site.path().join("keys");
     std::fs::write(site.path().join("tools").join(file), text).unwrap();
-    site.agent(
-        "viewer",
-        &format!("[{tool}]"),
-        &format!("  - content: Looking.\n    tool_calls: [{{id: call_me, name: {tool}, arguments: {{}}}}]\n  - content: Done.\n"),
-    );
+    calling_agents(&site, tool, &["viewer"]);
     site_cli(
         &site,
         &keys,
@@ -652,9 +663,7 @@ async fn an_openapi_oauth2_scheme_pauses_for_consent_and_calls_as_the_user() {
     let (site, keys) = viewer_site("cal.yaml", &calendar_api(&auth), "cal__getMe");
     let key = serving::identity::keys_create(&site, "acme", "alice", "client", "");
     let keys_env = keys.to_str().unwrap();
-    let mut server =
-        serving::Server::start_env(&site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
-    server.key = Some(key);
+    let server = start_with(&site, keys_env, &key);
     let callback = register_callback(&auth, &server).await;
     let (_, tools) = server.get("/v1/tools").await;
     let listed = tools
@@ -858,13 +867,7 @@ async fn finished_call(server: &serving::Server, id: &str) -> serde_json::Value 
 async fn a_remote_mcp_server_that_requires_oauth_is_called_as_the_user_on_both_backends() {
     let notes = start_notes_server();
     for db in TestDb::both() {
-        let site = match &db {
-            TestDb::Sqlite { .. } => serving::Site::new(),
-            TestDb::Postgres { .. } => {
-                drop(db.open());
-                serving::Site::on_database(db.arg())
-            }
-        };
+        let site = site_on(&db);
         notes_as_alice(&notes, &site, db.name()).await;
     }
 }
@@ -876,18 +879,11 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
         notes_declaration(notes),
     )
     .unwrap();
-    for agent in ["first", "again"] {
-        site.agent(
-            agent,
-            "[notes__whoami]",
-            "  - content: Looking.\n    tool_calls: [{id: call_me, name: notes__whoami, arguments: {}}]\n  - content: Done.\n",
-        );
-    }
+    calling_agents(site, "notes__whoami", &["first", "again"]);
     let key = serving::identity::keys_create(site, "acme", "alice", "client", "");
     let bob = serving::identity::keys_create(site, "acme", "bob", "client", "");
     let keys_env = keys.to_str().unwrap();
-    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
-    server.key = Some(key.clone());
+    let server = start_with(site, keys_env, &key);
     let callback = format!("{}/v1/oauth/callback", server.base);
 
     // Not connected: the run pauses; the consent URL is the discovered authorization
@@ -946,8 +942,7 @@ async fn notes_as_alice(notes: &NotesServer, site: &serving::Site, name: &str) {
     // the kept one (401), it is refreshed once as the client it was issued to, and the
     // call goes through.
     drop(server);
-    let mut server = serving::Server::start_env(site, None, &[], &[("TOOLGATE_KEY_DIR", keys_env)]);
-    server.key = Some(key);
+    let server = start_with(site, keys_env, &key);
     // The list alice's connection got replaced the declared names.
     let (_, tools) = server.get("/v1/tools").await;
     let whoami = tools
