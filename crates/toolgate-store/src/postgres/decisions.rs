@@ -4,6 +4,8 @@
 //! standing approvals "approve always" records in the same transaction; and the
 //! standing approvals a conversation keeps.
 
+use deadpool_postgres::GenericClient;
+
 use super::prepared::Prepared;
 use super::run_rows::{NOW_MS, OrStore, rows_to};
 use super::{PgStore, StoreError};
@@ -94,41 +96,7 @@ impl PgStore {
                 }
                 calls.push(call_id.clone());
             }
-            // Each run whose item was decided is touched once (each touch is a change
-            // every worker hears), the decided run last, with its claim when it has one.
-            let mut below: Vec<&String> = changes
-                .items
-                .iter()
-                .map(|(holder, _)| holder)
-                .filter(|h| **h != changes.run_id)
-                .collect();
-            below.sort();
-            below.dedup();
-            for holder_id in below {
-                tx.exec(
-                    "UPDATE runs SET updated_at = $2 WHERE id = $1",
-                    &[holder_id, &now],
-                )
-                .await
-                .or_store(&s)?;
-            }
-            match &changes.claim {
-                Some((owner, lease_ms)) => {
-                    tx.exec(
-                        "UPDATE runs SET updated_at = $2, lease_owner = $3, lease_until = $4 WHERE id = $1",
-                        &[&changes.run_id, &now, owner, &(now + lease_ms)],
-                    )
-                    .await
-                }
-                None => {
-                    tx.exec(
-                        "UPDATE runs SET updated_at = $2 WHERE id = $1",
-                        &[&changes.run_id, &now],
-                    )
-                    .await
-                }
-            }
-            .or_store(&s)?;
+            touch_decided(&tx, &s, &changes, now).await?;
             tx.commit().await.or_store(&s)?;
             s.committed();
             Ok(Some(Decided {
@@ -161,4 +129,48 @@ impl PgStore {
         })
         .await
     }
+}
+
+/// Touches each run whose item was decided once (each touch is a change every worker
+/// hears), the decided run last, with its claim when it has one.
+async fn touch_decided(
+    tx: &impl GenericClient,
+    s: &PgStore,
+    changes: &DecisionChanges,
+    now: i64,
+) -> Result<(), StoreError> {
+    let mut below: Vec<&String> = changes
+        .items
+        .iter()
+        .map(|(holder, _)| holder)
+        .filter(|h| **h != changes.run_id)
+        .collect();
+    below.sort();
+    below.dedup();
+    for holder_id in below {
+        tx.exec(
+            "UPDATE runs SET updated_at = $2 WHERE id = $1",
+            &[holder_id, &now],
+        )
+        .await
+        .or_store(s)?;
+    }
+    match &changes.claim {
+        Some((owner, lease_ms)) => {
+            tx.exec(
+                "UPDATE runs SET updated_at = $2, lease_owner = $3, lease_until = $4 WHERE id = $1",
+                &[&changes.run_id, &now, owner, &(now + lease_ms)],
+            )
+            .await
+        }
+        None => {
+            tx.exec(
+                "UPDATE runs SET updated_at = $2 WHERE id = $1",
+                &[&changes.run_id, &now],
+            )
+            .await
+        }
+    }
+    .or_store(s)?;
+    Ok(())
 }
