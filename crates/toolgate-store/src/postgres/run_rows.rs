@@ -160,12 +160,16 @@ pub(super) async fn find_run(
     }
 }
 
-/// [`find_run`], then its row locked (and read again under the lock).
+/// [`find_run`], its row locked: read under the lock at once when `id` is a whole id
+/// (one statement), else found by its prefix first and read again under the lock.
 pub(super) async fn find_run_locked(
     c: &impl GenericClient,
     s: &PgStore,
     id: &str,
 ) -> Result<RunRow, StoreError> {
+    if let Some(run) = run_by_id(c, s, id, true).await? {
+        return Ok(run);
+    }
     let found = find_run(c, s, id).await?;
     run_by_id(c, s, &found.id, true)
         .await?

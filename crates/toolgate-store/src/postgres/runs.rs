@@ -82,17 +82,17 @@ impl PgStore {
             };
             let parent_call = parent.as_deref().zip(call.as_deref());
             may_create(&tx, &s, &conversation_id, &tenant, parent_call).await?;
-            let now = db_now(&tx, &s).await?;
+            // The database's clock, read by the insert itself.
             tx.exec(
-                "INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by) VALUES ($1, $2, $3, 'in_progress', $4, 0, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
+                &format!("INSERT INTO runs (id, conversation_id, agent, status, state, iteration, lease_owner, lease_until, created_at, updated_at, parent_run_id, parent_call_id, depth, tenant, started_by)
+                 SELECT $1, $2, $3, 'in_progress', $4, 0, $5, t.now + $6, t.now, t.now, $7, $8, $9, $10, $11 FROM (SELECT {NOW_MS} AS now) t"),
                 &[
                     &id,
                     &conversation_id,
                     &agent,
                     &state,
                     &owner,
-                    &(now + lease_ms),
-                    &now,
+                    &lease_ms,
                     &parent,
                     &call,
                     &depth,
