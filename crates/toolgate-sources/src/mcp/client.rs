@@ -441,8 +441,10 @@ impl Server {
         extra: &Extra,
         bearer: Option<&Bearer>,
     ) -> Result<Arc<Connection>, String> {
+        // (The user after a separator no name holds; and a connection is only ever
+        // reused with the very token it carries.)
         let key = match bearer {
-            Some(b) => format!("{}@{}", connection_key(tenant, extra), b.user),
+            Some(b) => format!("{}\u{1f}{}", connection_key(tenant, extra), b.user),
             None => connection_key(tenant, extra),
         };
         let token = bearer.map(|b| digest(&b.token));
