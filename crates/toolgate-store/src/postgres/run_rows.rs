@@ -193,9 +193,22 @@ pub(super) async fn pending_with_below(
     s: &PgStore,
     run: &RunRow,
 ) -> Result<Vec<PendingRow>, StoreError> {
-    let mut pending = pending_rows(c, s, &run.id).await?;
-    if run.status == RunStatus::RequiresAction {
-        pending.extend(waiting_below(c, s, &run.id).await?);
+    if run.status != RunStatus::RequiresAction {
+        return pending_rows(c, s, &run.id).await;
+    }
+    // A paused run's own items and whether any run is below it, in one statement (the
+    // question asked apart only when it has no items of its own).
+    let sql = format!(
+        "SELECT {PENDING_COLUMNS}, EXISTS (SELECT 1 FROM runs WHERE parent_run_id = $1) FROM pending WHERE run_id = $1 ORDER BY added"
+    );
+    let rows = c.rows(&sql, &[&run.id]).await.or_store(s)?;
+    let below = match rows.first() {
+        Some(row) => row.try_get::<_, bool>(PENDING_COUNT).or_store(s)?,
+        None => has_runs_below(c, s, &run.id).await?,
+    };
+    let mut pending = rows_to(rows, s, pending_from_row)?;
+    if below {
+        pending.extend(items_below(c, s, &run.id).await?);
     }
     Ok(pending)
 }
@@ -228,16 +241,14 @@ pub(super) async fn has_runs_below(
     row.try_get(0).or_store(s)
 }
 
-/// The items waiting in paused runs below `run_id`, each with the run holding it and
-/// the path to that run from `run_id` (included).
-pub(super) async fn waiting_below(
+/// The items waiting in paused runs below `run_id` (asked only when some run is: see
+/// [`has_runs_below`]), each with the run holding it and the path to that run from
+/// `run_id` (included).
+async fn items_below(
     c: &impl GenericClient,
     s: &PgStore,
     run_id: &str,
 ) -> Result<Vec<PendingRow>, StoreError> {
-    if !has_runs_below(c, s, run_id).await? {
-        return Ok(Vec::new());
-    }
     let sql = format!(
         "{BELOW} SELECT p.call_id, p.kind, p.tool, p.arguments, p.decision, p.state, p.reason, p.expires_at, p.on_timeout, p.policy, below.id, below.path
          FROM below JOIN runs r ON r.id = below.id JOIN pending p ON p.run_id = below.id
