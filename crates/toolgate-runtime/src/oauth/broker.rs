@@ -239,11 +239,11 @@ impl OAuthBroker {
                 Ok(Some(new.access_token))
             }
             // Refused; or a registered client the server forgot, its refresh tokens
-            // gone with it.
-            Err(BrokerError::OAuth(OAuthError::Refused(why)))
-            | Err(BrokerError::OAuth(OAuthError::UnknownClient(why)))
-                if provider.registers() || !why.contains("[invalid_client]") =>
-            {
+            // gone with it (a declared client it does not know is the declaration's
+            // mistake: told, the tokens kept).
+            Err(BrokerError::OAuth(
+                why @ (OAuthError::Refused(_) | OAuthError::UnknownClient(_)),
+            )) if provider.registers() || matches!(why, OAuthError::Refused(_)) => {
                 tracing::info!(provider = %provider.name, user = %owner.user, why = %why, "a refresh was refused; the user must connect again");
                 self.store.remove_oauth_tokens(owner.clone()).await?;
                 Ok(None)

@@ -196,25 +196,20 @@ impl PgStore {
         self.open_for_writes()?;
         self.on_pool(|s| async move {
             let client = s.client().await?;
-            client
-                .execute(
+            // The one kept first is answered (two workers registering at once).
+            let r = client
+                .query_one(
                     &format!(
                         "INSERT INTO oauth_clients (registration_endpoint, redirect_uri, client_id, sealed_secret, created_at)
                          SELECT $1, $2, $3, $4, now FROM (SELECT {NOW_MS} AS now) t
-                         ON CONFLICT (registration_endpoint, redirect_uri) DO NOTHING"
+                         ON CONFLICT (registration_endpoint, redirect_uri) DO UPDATE SET client_id = oauth_clients.client_id
+                         RETURNING client_id, sealed_secret"
                     ),
                     &[&endpoint, &redirect_uri, &registered.client_id, &registered.sealed_secret],
                 )
                 .await
                 .map_err(|e| s.error(e))?;
             s.committed();
-            let r = client
-                .query_one(
-                    "SELECT client_id, sealed_secret FROM oauth_clients WHERE registration_endpoint = $1 AND redirect_uri = $2",
-                    &[&endpoint, &redirect_uri],
-                )
-                .await
-                .map_err(|e| s.error(e))?;
             Ok(RegisteredClient {
                 client_id: r.try_get(0).map_err(|e| s.error(e))?,
                 sealed_secret: r.try_get(1).map_err(|e| s.error(e))?,

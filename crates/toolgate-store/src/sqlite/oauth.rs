@@ -143,14 +143,13 @@ impl SqliteStore {
         client: RegisteredClient,
     ) -> Result<RegisteredClient, RunsError> {
         self.transact(move |tx| {
-            tx.execute(
-                "INSERT INTO oauth_clients (registration_endpoint, redirect_uri, client_id, sealed_secret, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (registration_endpoint, redirect_uri) DO NOTHING",
-                params![endpoint, redirect_uri, client.client_id, client.sealed_secret, now_ms()],
-            )?;
+            // The one kept first is answered (two processes registering at once).
             Ok(tx.query_row(
-                "SELECT client_id, sealed_secret FROM oauth_clients WHERE registration_endpoint = ?1 AND redirect_uri = ?2",
-                params![endpoint, redirect_uri],
+                "INSERT INTO oauth_clients (registration_endpoint, redirect_uri, client_id, sealed_secret, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (registration_endpoint, redirect_uri) DO UPDATE SET client_id = oauth_clients.client_id
+                 RETURNING client_id, sealed_secret",
+                params![endpoint, redirect_uri, client.client_id, client.sealed_secret, now_ms()],
                 |r| Ok(RegisteredClient { client_id: r.get(0)?, sealed_secret: r.get(1)? }),
             )?)
         })

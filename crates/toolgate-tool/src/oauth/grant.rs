@@ -173,7 +173,8 @@ async fn post(
         });
     }
     let why = refusal(&provider.name, status.as_u16(), &body);
-    if why.contains("[invalid_client]") {
+    let code = serde_json::from_slice::<ErrorAnswer>(&body).map(|e| e.error);
+    if code.is_ok_and(|c| c == "invalid_client") {
         return Err(OAuthError::UnknownClient(why));
     }
     Err(OAuthError::Refused(why))
