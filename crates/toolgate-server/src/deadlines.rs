@@ -75,7 +75,7 @@ async fn tick(
 
 /// An event no drive carries, to the run's watchers and the feed of all runs.
 fn publish(state: &AppState, event: &RunEvent) {
-    state.hub.publisher(event.run_id()).send(event);
+    state.hub.publish(event);
 }
 
 async fn notify(

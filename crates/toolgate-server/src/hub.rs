@@ -7,7 +7,7 @@
 //! to a third feed, for the inbox.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::broadcast;
 
@@ -17,7 +17,11 @@ use toolgate_protocol::{RunEvent, RunObject};
 /// reads the run object again).
 const BACKLOG: usize = 1024;
 
-type Channels = HashMap<String, broadcast::Sender<RunEvent>>;
+/// A run's channel, made when its first watcher subscribes: most drives have none, and
+/// a channel of [`BACKLOG`] slots is a large allocation to make and free per drive.
+type Lane = Arc<OnceLock<broadcast::Sender<RunEvent>>>;
+
+type Channels = HashMap<String, Lane>;
 
 /// The runs being driven here, by id, and the feeds of all of them.
 #[derive(Clone)]
@@ -50,29 +54,31 @@ impl Default for Hub {
 pub struct Publisher {
     hub: Hub,
     run_id: String,
-    tx: broadcast::Sender<RunEvent>,
+    lane: Lane,
 }
 
 impl Hub {
     /// Opens the channel of `run_id` for its drive.
     pub fn publisher(&self, run_id: &str) -> Publisher {
-        let (tx, _) = broadcast::channel(BACKLOG);
+        let lane = Lane::default();
         if let Ok(mut m) = self.channels.lock() {
-            m.insert(run_id.to_string(), tx.clone());
+            m.insert(run_id.to_string(), lane.clone());
         }
         Publisher {
             hub: self.clone(),
             run_id: run_id.to_string(),
-            tx,
+            lane,
         }
     }
 
     /// The live events of `run_id`, when this process drives it now.
     pub fn subscribe(&self, run_id: &str) -> Option<broadcast::Receiver<RunEvent>> {
-        self.channels
-            .lock()
-            .ok()
-            .and_then(|m| m.get(run_id).map(broadcast::Sender::subscribe))
+        self.channels.lock().ok().and_then(|m| {
+            m.get(run_id).map(|lane| {
+                lane.get_or_init(|| broadcast::channel(BACKLOG).0)
+                    .subscribe()
+            })
+        })
     }
 
     /// Every run's events from now on.
@@ -123,6 +129,17 @@ impl Hub {
         let _ = self.changed.send(run);
     }
 
+    /// An event no drive carries (a deadline's), to the run's watchers here (when a
+    /// drive here has them) and the feed of all runs.
+    pub fn publish(&self, event: &RunEvent) {
+        let lane = self
+            .channels
+            .lock()
+            .ok()
+            .and_then(|m| m.get(event.run_id()).cloned());
+        send(lane.as_ref(), &self.all, event);
+    }
+
     /// An event no drive here carries (a run driven elsewhere), to the feed of all runs.
     pub fn announce(&self, event: RunEvent) {
         let _ = self.all.send(event);
@@ -130,9 +147,9 @@ impl Hub {
 }
 
 impl Publisher {
+    /// Sends `event` to the run's watchers and the feed of all runs.
     pub fn send(&self, event: &RunEvent) {
-        let _ = self.tx.send(event.clone());
-        let _ = self.hub.all.send(event.clone());
+        send(Some(&self.lane), &self.hub.all, event);
     }
 
     pub fn run_id(&self) -> &str {
@@ -140,13 +157,61 @@ impl Publisher {
     }
 }
 
+/// `event` to a run's channel and the feed of all runs, copied only for a channel
+/// someone receives from.
+fn send(lane: Option<&Lane>, all: &broadcast::Sender<RunEvent>, event: &RunEvent) {
+    if let Some(tx) = lane
+        .and_then(|l| l.get())
+        .filter(|tx| tx.receiver_count() > 0)
+    {
+        let _ = tx.send(event.clone());
+    }
+    if all.receiver_count() > 0 {
+        let _ = all.send(event.clone());
+    }
+}
+
 impl Drop for Publisher {
     fn drop(&mut self) {
         if let Ok(mut m) = self.hub.channels.lock()
             && m.get(&self.run_id)
-                .is_some_and(|tx| tx.same_channel(&self.tx))
+                .is_some_and(|lane| Arc::ptr_eq(lane, &self.lane))
         {
             m.remove(&self.run_id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use toolgate_protocol::events::RunCompleted;
+
+    fn done(run: &str) -> RunEvent {
+        RunEvent::from(RunCompleted { run_id: run.into() })
+    }
+
+    #[test]
+    fn a_run_gets_a_channel_only_when_watched_and_it_closes_with_the_drive() {
+        let hub = Hub::default();
+        let publisher = hub.publisher("run_1");
+        publisher.send(&done("run_1"));
+        assert!(publisher.lane.get().is_none(), "no watcher, no channel");
+        let mut watcher = hub.subscribe("run_1").unwrap();
+        let mut everything = hub.subscribe_all();
+        publisher.send(&done("run_1"));
+        hub.publish(&done("run_1"));
+        for _ in 0..2 {
+            assert_eq!(watcher.try_recv().unwrap().run_id(), "run_1");
+            assert_eq!(everything.try_recv().unwrap().run_id(), "run_1");
+        }
+        assert!(hub.subscribe("run_2").is_none(), "not driven here");
+        drop(publisher);
+        assert!(matches!(
+            watcher.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        assert!(hub.subscribe("run_1").is_none());
     }
 }
