@@ -42,7 +42,7 @@ async fn tick(
             run_id: due.run_id.clone(),
             item: due.pending.item.clone(),
         });
-        publish(state, &event);
+        state.hub.publish(&event);
         notify(
             state,
             notifier,
@@ -55,7 +55,7 @@ async fn tick(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let expiry = state.runner.with_events(tx).expire(None).await?;
     while let Ok(event) = rx.try_recv() {
-        publish(state, &event);
+        state.hub.publish(&event);
     }
     for (run_id, item) in expiry.expired {
         let top = state.runner.store.root_run(&run_id).await?.id;
@@ -71,11 +71,6 @@ async fn tick(
         drop(state.spawn_drive(Drive::Resume(top)));
     }
     Ok(())
-}
-
-/// An event no drive carries, to the run's watchers and the feed of all runs.
-fn publish(state: &AppState, event: &RunEvent) {
-    state.hub.publish(event);
 }
 
 async fn notify(
