@@ -8,7 +8,11 @@
 //! folder of their own, `journals/`, so that the sweep at every start reads only the
 //! leases in use, not every lease ever taken), and one holder file per
 //! launch using the lease (`PID-START-SEQ`, START the process's start time, so a
-//! reused process id is not taken for the holder). The first launch grants and
+//! reused process id is not taken for the holder), which its launch keeps open and
+//! locked (`flock`) while it runs: the lock is what says a holder lives, so a toolgate
+//! in another PID namespace sharing the lease root (a container beside this one) does
+//! not take a running launch for a dead one; the kernel drops the lock when the holder's
+//! process dies, however it dies. The first launch grants and
 //! journals; the last one to end restores every journaled path, then takes the
 //! tool user's entries off whatever was made in the folder meanwhile (inherited from
 //! the default ACL). A lease whose holders are all dead is restored by the next
@@ -49,6 +53,8 @@ pub fn lease_root() -> PathBuf {
 pub struct Lease {
     base: PathBuf,
     holder: PathBuf,
+    /// The holder file, open and locked for as long as the launch runs.
+    hold: Option<File>,
 }
 
 /// The journal's first line: what the lease is on.
@@ -83,12 +89,18 @@ impl Lease {
             grant(folder, uid, skip, &journal)?;
         }
         let holder = holders_dir(&base).join(me());
-        File::create(&holder)?;
-        Ok(Lease { base, holder })
+        let hold = File::create(&holder)?;
+        rustix::fs::flock(&hold, FlockOperation::NonBlockingLockExclusive)?;
+        Ok(Lease {
+            base,
+            holder,
+            hold: Some(hold),
+        })
     }
 
-    fn give_back(&self) -> io::Result<()> {
+    fn give_back(&mut self) -> io::Result<()> {
         let _lock = lock(&self.base)?;
+        self.hold = None;
         match fs::remove_file(&self.holder) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
@@ -227,19 +239,32 @@ fn me() -> String {
     format!("{pid}-{start}-{}", SEQ.fetch_add(1, Ordering::Relaxed))
 }
 
-/// How many holders are alive; the dead ones' files are removed.
+/// How many holders are alive; the dead ones' files are removed. Called under the
+/// lease's lock, so no holder is between its making and its locking.
 fn live_holders(base: &Path) -> io::Result<usize> {
     let mut live = 0;
     for entry in fs::read_dir(holders_dir(base))? {
         let entry = entry?;
         let name = entry.file_name();
-        if alive(&name.to_string_lossy()) {
+        if held(&entry.path()) || alive(&name.to_string_lossy()) {
             live += 1;
         } else {
             let _ = fs::remove_file(entry.path());
         }
     }
     Ok(live)
+}
+
+/// Whether a launch holds the holder file at `path` locked. A holder written by a
+/// toolgate from before the lock is judged by its name ([`alive`]) alone.
+fn held(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    matches!(
+        rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK
+    )
 }
 
 /// Whether the process a `PID-START-…` name was made by still runs.
@@ -456,15 +481,37 @@ mod tests {
         assert_eq!(acl_of(&target), None);
     }
 
+    /// As if the launch's process had been killed: its holder names a process that is
+    /// gone, and the lock its process held is dropped.
+    fn kill(mut lease: Lease) {
+        let dead = holders_dir(&lease.base).join("999999999-1-0");
+        fs::rename(&lease.holder, &dead).unwrap();
+        lease.hold = None;
+        std::mem::forget(lease);
+    }
+
+    #[test]
+    fn a_running_launch_named_by_a_process_this_namespace_cannot_see_is_kept() {
+        let Some(dir) = folder() else { return };
+        let f = dir.path().join("f");
+        let mut lease = Lease::take(dir.path(), 65534, &[]).unwrap();
+        // A toolgate in another PID namespace wrote it: its name means nothing here,
+        // its lock is held.
+        let foreign = holders_dir(&lease.base).join("999999998-1-0");
+        fs::rename(&lease.holder, &foreign).unwrap();
+        lease.holder = foreign;
+        sweep().unwrap();
+        assert!(acl_of(&f).is_some(), "a running launch lost its access");
+        drop(lease);
+        assert_eq!(acl_of(&f), None);
+    }
+
     #[test]
     fn a_lease_whose_holder_died_is_restored_by_the_sweep() {
         let Some(dir) = folder() else { return };
         let f = dir.path().join("f");
         let lease = Lease::take(dir.path(), 65534, &[]).unwrap();
-        // As if the process had been killed: its holder names a process that is gone.
-        let dead = holders_dir(&lease.base).join("999999999-1-0");
-        fs::rename(&lease.holder, &dead).unwrap();
-        std::mem::forget(lease);
+        kill(lease);
         assert!(acl_of(&f).is_some());
         sweep().unwrap();
         assert_eq!(acl_of(&f), None);
@@ -476,13 +523,12 @@ mod tests {
         let Some(dir) = folder() else { return };
         let f = dir.path().join("f");
         let lease = Lease::take(dir.path(), 65534, &[]).unwrap();
-        let dead = holders_dir(&lease.base).join("999999999-1-0");
-        fs::rename(&lease.holder, &dead).unwrap();
+        let base = lease.base.clone();
+        kill(lease);
         // As a toolgate from before `journals/` left it: the journal beside the lock.
-        let old = lease.base.with_extension("journal");
-        fs::rename(journal_of(&lease.base), &old).unwrap();
-        let journals = lease.base.with_file_name(JOURNALS);
-        std::mem::forget(lease);
+        let old = base.with_extension("journal");
+        fs::rename(journal_of(&base), &old).unwrap();
+        let journals = base.with_file_name(JOURNALS);
         let root = journals.parent().unwrap().to_path_buf();
         adopt_journals(&root).unwrap();
         assert!(!old.exists());
