@@ -83,25 +83,30 @@ pub(super) fn run_from_row(row: &Row) -> Result<RunRow, tokio_postgres::Error> {
 
 /// A pending item from a row of [`PENDING_COLUMNS`].
 pub(super) fn pending_from_row(row: &Row) -> Result<PendingRow, tokio_postgres::Error> {
-    let kind: String = row.try_get(1)?;
-    let arguments: String = row.try_get(3)?;
-    let decision: Option<String> = row.try_get(4)?;
-    let on_timeout: Option<String> = row.try_get(8)?;
-    let state: String = row.try_get(5)?;
+    pending_at(row, 0)
+}
+
+/// A pending item from the [`PENDING_COLUMNS`] of a row, the first at `at`.
+fn pending_at(row: &Row, at: usize) -> Result<PendingRow, tokio_postgres::Error> {
+    let kind: String = row.try_get(at + 1)?;
+    let arguments: String = row.try_get(at + 3)?;
+    let decision: Option<String> = row.try_get(at + 4)?;
+    let on_timeout: Option<String> = row.try_get(at + 8)?;
+    let state: String = row.try_get(at + 5)?;
     Ok(PendingRow {
         item: RequiredItem {
-            call_id: row.try_get(0)?,
+            call_id: row.try_get(at)?,
             kind: kind.parse().unwrap_or(ItemKind::Approval),
-            tool: row.try_get(2)?,
+            tool: row.try_get(at + 2)?,
             arguments: serde_json::from_str(&arguments).unwrap_or(Value::Null),
             run_id: None,
             path: Vec::new(),
-            reason: row.try_get(6)?,
-            expires_at: row.try_get(7)?,
+            reason: row.try_get(at + 6)?,
+            expires_at: row.try_get(at + 7)?,
             on_timeout: on_timeout
                 .as_deref()
                 .and_then(|t| t.parse::<toolgate_protocol::OnTimeout>().ok()),
-            policy: row.try_get(9)?,
+            policy: row.try_get(at + 9)?,
         },
         decision: decision.and_then(|d| serde_json::from_str(&d).ok()),
         // A state this toolgate does not know (a newer one wrote it) is acted on: done.
@@ -174,6 +179,56 @@ pub(super) async fn find_run_locked(
     run_by_id(c, s, &found.id, true)
         .await?
         .ok_or(StoreError::NotFound(found.id))
+}
+
+/// How many [`RUN_COLUMNS`] there are.
+const RUN_COUNT: usize = 23;
+
+/// A run by its whole id with its own items, in one statement (one snapshot, no
+/// transaction around it: the read a request or a drive makes of a run most often).
+/// `None` when no run has this id, or when the run is paused with runs below it (their
+/// waiting items need the recursive read: [`pending_with_below`]).
+pub(super) async fn run_with_items(
+    c: &impl GenericClient,
+    s: &PgStore,
+    id: &str,
+) -> Result<Option<(RunRow, Vec<PendingRow>)>, StoreError> {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let of = |table: &str, columns: &str| {
+            columns
+                .split(", ")
+                .map(|c| format!("{table}.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "SELECT {}, {}, EXISTS (SELECT 1 FROM runs b WHERE b.parent_run_id = r.id) \
+             FROM runs r LEFT JOIN pending p ON p.run_id = r.id WHERE r.id = $1 ORDER BY p.added",
+            of("r", RUN_COLUMNS),
+            of("p", PENDING_COLUMNS)
+        )
+    });
+    let rows = c.rows(&SQL, &[&id]).await.or_store(s)?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let run = run_from_row(first).or_store(s)?;
+    let below: bool = first.try_get(RUN_COUNT + PENDING_COUNT).or_store(s)?;
+    if below && run.status == RunStatus::RequiresAction {
+        return Ok(None);
+    }
+    let mut pending = Vec::with_capacity(rows.len());
+    for row in &rows {
+        // The run with no items: one row, its item's columns null.
+        if row
+            .try_get::<_, Option<String>>(RUN_COUNT)
+            .or_store(s)?
+            .is_some()
+        {
+            pending.push(pending_at(row, RUN_COUNT).or_store(s)?);
+        }
+    }
+    Ok(Some((run, pending)))
 }
 
 /// A run's own pending items, in the order they were added.
@@ -295,4 +350,15 @@ pub(super) async fn root_of(
         run = find_run(c, s, &parent).await?;
     }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_column_counts_match_the_column_lists() {
+        assert_eq!(RUN_COLUMNS.split(", ").count(), RUN_COUNT);
+        assert_eq!(PENDING_COLUMNS.split(", ").count(), PENDING_COUNT);
+    }
 }

@@ -331,6 +331,9 @@ impl PgStore {
         let id = id.to_string();
         self.on_pool(|s| async move {
             let mut client = s.client().await?;
+            if let Some(found) = super::run_rows::run_with_items(&client, &s, &id).await? {
+                return Ok(found);
+            }
             let snapshot = client
                 .build_transaction()
                 .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
