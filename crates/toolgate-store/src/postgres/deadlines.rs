@@ -5,10 +5,12 @@
 //! warned), under its row lock, and one locked by another sweep is skipped, so each is
 //! expired (or warned about) by exactly one of them. Now is the database's clock.
 
+use deadpool_postgres::Transaction;
+use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Row, Transaction};
 
 use super::clock::NOW_MS;
+use super::prepared::Prepared;
 use super::{PgStore, StoreError};
 use crate::{DEADLINE, DueItem, EXPIRED, PendingRow, Refusal};
 use toolgate_protocol::Decision;
@@ -123,7 +125,7 @@ impl PgStore {
 
 /// One try of `sweep`: its items changed and read with their top runs, committed.
 async fn attempt(
-    client: &mut tokio_postgres::Client,
+    client: &mut deadpool_postgres::Object,
     sweep: &Sweep,
 ) -> Result<Vec<DueItem>, Failed> {
     let tx = client.transaction().await?;
@@ -144,10 +146,7 @@ async fn attempt(
 
 /// The items `sweep` finds, each changed as it says (by the statement that finds it).
 async fn find(tx: &Transaction<'_>, sweep: &Sweep) -> Result<Vec<(PendingRow, String)>, Failed> {
-    let now: i64 = tx
-        .query_one(&format!("SELECT {NOW_MS}"), &[])
-        .await?
-        .try_get(0)?;
+    let now: i64 = tx.row(&format!("SELECT {NOW_MS}"), &[]).await?.try_get(0)?;
     match sweep {
         Sweep::Expire { tree, decision } => {
             let within = match tree {
@@ -161,7 +160,7 @@ async fn find(tx: &Transaction<'_>, sweep: &Sweep) -> Result<Vec<(PendingRow, St
                 due_cte("p.expires_at <= $1::bigint + $2::bigint", true)
             );
             let rows = tx
-                .query(&sql, &[&now, &0_i64, &within, decision, &DEADLINE])
+                .rows(&sql, &[&now, &0_i64, &within, decision, &DEADLINE])
                 .await?;
             let due = rows
                 .iter()
@@ -170,11 +169,14 @@ async fn find(tx: &Transaction<'_>, sweep: &Sweep) -> Result<Vec<(PendingRow, St
             let mut runs: Vec<&str> = due.iter().map(|(_, run)| run.as_str()).collect();
             runs.sort_unstable();
             runs.dedup();
-            tx.execute(
-                "UPDATE runs SET updated_at = $1 WHERE id = ANY($2::text[])",
-                &[&now, &runs],
-            )
-            .await?;
+            // Most sweeps (one before each decision) find nothing due.
+            if !runs.is_empty() {
+                tx.exec(
+                    "UPDATE runs SET updated_at = $1 WHERE id = ANY($2::text[])",
+                    &[&now, &runs],
+                )
+                .await?;
+            }
             Ok(due)
         }
         Sweep::Warn { lead_ms } => {
@@ -188,7 +190,7 @@ async fn find(tx: &Transaction<'_>, sweep: &Sweep) -> Result<Vec<(PendingRow, St
                 )
             );
             let within: Option<Vec<String>> = None;
-            let rows = tx.query(&sql, &[&now, lead_ms, &within]).await?;
+            let rows = tx.rows(&sql, &[&now, lead_ms, &within]).await?;
             Ok(rows
                 .iter()
                 .map(due_from_row)
@@ -209,7 +211,7 @@ fn retryable(e: &tokio_postgres::Error) -> bool {
 /// it: the runs a sweep of that tree covers.
 async fn tree_ids(tx: &Transaction<'_>, id: &str) -> Result<Vec<String>, Failed> {
     let top = match tx
-        .query_opt("SELECT id FROM runs WHERE id = $1", &[&id])
+        .row_opt("SELECT id FROM runs WHERE id = $1", &[&id])
         .await?
     {
         Some(row) => row.try_get::<_, String>(0)?,
@@ -219,7 +221,7 @@ async fn tree_ids(tx: &Transaction<'_>, id: &str) -> Result<Vec<String>, Failed>
                 .replace('%', "\\%")
                 .replace('_', "\\_");
             let found = tx
-                .query(
+                .rows(
                     "SELECT id FROM runs WHERE id LIKE $1 || '%' ESCAPE '\\' ORDER BY id LIMIT 2",
                     &[&escaped],
                 )
@@ -238,7 +240,7 @@ async fn tree_ids(tx: &Transaction<'_>, id: &str) -> Result<Vec<String>, Failed>
         }
     };
     let rows = tx
-        .query(
+        .rows(
             "WITH RECURSIVE tree(id) AS (
                  SELECT $1::text
                  UNION
@@ -257,7 +259,7 @@ async fn tree_ids(tx: &Transaction<'_>, id: &str) -> Result<Vec<String>, Failed>
 /// The top run of the tree `run_id` is in.
 async fn root_of(tx: &Transaction<'_>, run_id: &str) -> Result<String, Failed> {
     let row = tx
-        .query_opt(
+        .row_opt(
             "WITH RECURSIVE up(id, parent) AS (
                  SELECT id, parent_run_id FROM runs WHERE id = $1
                  UNION
