@@ -6,6 +6,7 @@
 use tokio_postgres::Row;
 
 use super::clock::NOW_MS;
+use super::prepared::Prepared;
 use super::{PgStore, StoreError};
 use crate::sqlite::keys::KeyChange;
 use crate::sqlite::keys::{list_to_store, stored_list};
@@ -179,8 +180,9 @@ impl PgStore {
     pub async fn any_live_key(&self) -> Result<bool, StoreError> {
         self.on_pool(|s| async move {
             let client = s.client().await?;
+            // Asked at every request: a prepared statement, not parsed again each time.
             let row = client
-                .query_one(
+                .row(
                     &format!(
                         "SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > {NOW_MS}))"
                     ),
@@ -199,7 +201,7 @@ impl PgStore {
         self.on_pool(|s| async move {
             let client = s.client().await?;
             let row = client
-                .query_opt(
+                .row_opt(
                     &format!("SELECT {COLUMNS}, {NOW_MS} FROM api_keys WHERE hash = $1"),
                     &[&hash],
                 )
