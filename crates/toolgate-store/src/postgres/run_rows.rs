@@ -20,7 +20,20 @@ pub(super) const RUN_COLUMNS: &str = "id, conversation_id, agent, status, state,
 pub(super) const PENDING_COLUMNS: &str =
     "call_id, kind, tool, arguments, decision, state, reason, expires_at, on_timeout, policy";
 /// How many they are.
-pub(super) const PENDING_COUNT: usize = 10;
+pub(super) const PENDING_COUNT: usize = count_columns(PENDING_COLUMNS);
+
+/// How many columns a list of them (`a, b, c`) names, counted when compiling.
+const fn count_columns(list: &str) -> usize {
+    let bytes = list.as_bytes();
+    let (mut i, mut n) = (0, 1);
+    while i < bytes.len() {
+        if bytes[i] == b',' {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
 
 /// A database error turned into the store's, naming the database.
 pub(super) trait OrStore<T> {
@@ -182,7 +195,7 @@ pub(super) async fn find_run_locked(
 }
 
 /// How many [`RUN_COLUMNS`] there are.
-const RUN_COUNT: usize = 23;
+const RUN_COUNT: usize = count_columns(RUN_COLUMNS);
 
 /// A run by its whole id with its own items, in one statement (one snapshot, no
 /// transaction around it: the read a request or a drive makes of a run most often).
@@ -360,5 +373,7 @@ mod tests {
     fn the_column_counts_match_the_column_lists() {
         assert_eq!(RUN_COLUMNS.split(", ").count(), RUN_COUNT);
         assert_eq!(PENDING_COLUMNS.split(", ").count(), PENDING_COUNT);
+        // What `run_from_row` and `pending_at` read: columns 0 to 22, and 0 to 9.
+        assert_eq!((RUN_COUNT, PENDING_COUNT), (23, 10));
     }
 }
